@@ -1,0 +1,8 @@
+//! Pure core of aco-edge-extender.
+//!
+//! Nothing in this crate performs I/O, reads a clock or owns a randomness source:
+//! time arrives as `now_ms` arguments and randomness as `&mut impl rand::Rng`, so the
+//! same code runs natively (tests, simulator, benchmarks) and unchanged in wasm (the Worker).
+
+pub mod quantity;
+pub mod predict;
