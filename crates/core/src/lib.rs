@@ -4,5 +4,14 @@
 //! time arrives as `now_ms` arguments and randomness as `&mut impl rand::Rng`, so the
 //! same code runs natively (tests, simulator, benchmarks) and unchanged in wasm (the Worker).
 
-pub mod quantity;
+pub mod colony;
+pub mod config;
+pub mod demand;
+pub mod facts;
+pub mod filter;
+pub mod heuristic;
+pub mod k8s;
+pub mod node_state;
 pub mod predict;
+pub mod quantity;
+pub mod wire;

@@ -1,0 +1,233 @@
+//! One tenant's colony: its pheromone table, per-node outcome history and counters, and the two
+//! things that happen to it — a prioritize decision (read-only on the trail) and a confirmed
+//! placement (the only thing that deposits). The extender's own argmax never deposits:
+//! kube-scheduler may bind elsewhere, and self-reinforcement would lock the colony onto one
+//! node within a few dozen calls.
+
+mod decision;
+mod outcome;
+mod pheromone;
+mod score;
+
+pub use decision::Decision;
+pub use outcome::{Outcome, OutcomeLabel};
+pub use pheromone::{PheromoneTable, Trail};
+pub use score::{desirability, explore, to_scores};
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::demand::WorkloadClass;
+use crate::heuristic::{eta, NodeFeatures, OutcomeStats};
+use crate::wire::HostPriority;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ColonyCounters {
+    pub decisions: u64,
+    pub explorations: u64,
+    pub deposits: u64,
+    /// Placements whose node was outside the remembered top candidates (deposited with a floor quality).
+    pub approximate_deposits: u64,
+    /// Placements for pods we never scored (or already confirmed, or expired).
+    pub unknown_placements: u64,
+    /// Placements on a node that was not among the pod's candidates.
+    pub non_candidate_placements: u64,
+    pub failed_outcomes: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantColony {
+    pub pheromones: PheromoneTable,
+    pub outcomes: BTreeMap<String, OutcomeStats>,
+    pub counters: ColonyCounters,
+}
+
+/// The result of scoring one pod's candidates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prioritized {
+    /// In the order of the candidates given.
+    pub priorities: Vec<HostPriority>,
+    /// To remember under the pod's key until its placement is confirmed.
+    pub decision: Decision,
+    pub explored: Option<String>,
+}
+
+/// What a placement report did to the colony.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlacementEffect {
+    Deposited { node: String, amount: f64, trail: Trail, exact: bool },
+    UnknownPod,
+    NotACandidate,
+}
+
+impl TenantColony {
+    /// η of every candidate for this tenant and workload.
+    pub fn etas(&self, candidates: &[NodeFeatures], workload: WorkloadClass, config: &Config) -> Vec<f64> {
+        candidates.iter().map(|f| eta(f, workload, self.outcomes.get(&f.node), config)).collect()
+    }
+
+    /// Scores the candidates 0–10 with `τ^α·η^β`. Does not touch the trail.
+    pub fn prioritize(
+        &mut self,
+        candidates: &[NodeFeatures],
+        workload: WorkloadClass,
+        now_ms: u64,
+        config: &Config,
+        rng: &mut impl Rng,
+    ) -> Prioritized {
+        let etas = self.etas(candidates, workload, config);
+        let desirabilities: Vec<f64> = candidates
+            .iter()
+            .zip(&etas)
+            .map(|(f, e)| desirability(self.pheromones.tau(&f.node, config), *e, config))
+            .collect();
+        let mut scores = to_scores(&desirabilities);
+        let explored = explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
+        self.counters.decisions += 1;
+        self.counters.explorations += explored.is_some() as u64;
+
+        let mut ranked: Vec<usize> = (0..candidates.len()).collect();
+        ranked.sort_by(|&a, &b| {
+            desirabilities[b].total_cmp(&desirabilities[a]).then_with(|| candidates[a].node.cmp(&candidates[b].node))
+        });
+        let etas_kept = ranked.iter().take(config.decision_keep_top).map(|&i| (candidates[i].node.clone(), etas[i])).collect();
+        Prioritized {
+            priorities: candidates
+                .iter()
+                .zip(scores)
+                .map(|(f, score)| HostPriority { host: f.node.clone(), score })
+                .collect(),
+            decision: Decision { created_ms: now_ms, workload, candidate_count: candidates.len(), etas: etas_kept },
+            explored,
+        }
+    }
+
+    /// A pod remembered by `decision` was really bound to `node`: one epoch passes and
+    /// `Q × quality` is deposited, quality being the reported outcome or else the node's η at
+    /// decision time. An outcome also updates the node's reliability history.
+    pub fn confirm(
+        &mut self,
+        decision: Option<&Decision>,
+        node: &str,
+        outcome: Option<Outcome>,
+        config: &Config,
+    ) -> Result<PlacementEffect, String> {
+        let reported = outcome.map(Outcome::quality).transpose()?;
+        let Some(decision) = decision else {
+            self.counters.unknown_placements += 1;
+            return Ok(PlacementEffect::UnknownPod);
+        };
+        let Some((eta_then, exact)) = decision.quality_of(node) else {
+            self.counters.non_candidate_placements += 1;
+            return Ok(PlacementEffect::NotACandidate);
+        };
+        if let Some(q) = reported {
+            let stats = self.outcomes.entry(node.to_string()).or_default();
+            stats.successes += q;
+            stats.failures += 1.0 - q;
+            self.counters.failed_outcomes += (q < 0.5) as u64;
+        }
+        let amount = config.deposit_q * reported.unwrap_or(eta_then);
+        let trail = self.pheromones.deposit(node, amount, config);
+        self.counters.deposits += 1;
+        self.counters.approximate_deposits += (!exact) as u64;
+        Ok(PlacementEffect::Deposited { node: node.to_string(), amount, trail, exact })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::SmallRng, SeedableRng};
+
+    fn node(name: &str, cost: f64) -> NodeFeatures {
+        NodeFeatures { node: name.into(), cost_per_hour: Some(cost), spot: false, predicted_utilisation: None, spike_probability: None }
+    }
+
+    fn scores(colony: &mut TenantColony, nodes: &[NodeFeatures]) -> Vec<i64> {
+        let mut rng = SmallRng::seed_from_u64(1);
+        colony.prioritize(nodes, WorkloadClass::Batch, 0, &Config::default(), &mut rng).priorities.iter().map(|p| p.score).collect()
+    }
+
+    #[test]
+    fn cheaper_node_wins_when_all_else_is_equal_and_equal_nodes_tie() {
+        let mut c = TenantColony::default();
+        assert_eq!(scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]), vec![1, 10, 10]);
+    }
+
+    #[test]
+    fn prioritize_never_deposits_and_confirm_does() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let nodes = [node("a", 1.0), node("b", 1.0)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        for _ in 0..50 {
+            c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        }
+        assert_eq!(c.pheromones, PheromoneTable::default());
+        let effect = c.confirm(Some(&p.decision), "b", None, &config).unwrap();
+        assert!(matches!(effect, PlacementEffect::Deposited { exact: true, .. }));
+        assert!(c.pheromones.tau("b", &config) > c.pheromones.tau("a", &config));
+        // τ_a = 1·0.95 (one epoch), τ_b = 0.95 + Q·η_b with η_b = 0.9 reliability × 0.5 cost = 0.45:
+        // s_a/s_b = 0.95/1.40 → round(6.8) = 7.
+        assert_eq!(scores(&mut c, &nodes), vec![7, 10]);
+    }
+
+    #[test]
+    fn unknown_pods_and_non_candidates_change_no_trail() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        assert_eq!(c.confirm(None, "a", None, &config).unwrap(), PlacementEffect::UnknownPod);
+        let mut rng = SmallRng::seed_from_u64(1);
+        let p = c.prioritize(&[node("a", 1.0)], WorkloadClass::Batch, 0, &config, &mut rng);
+        assert_eq!(c.confirm(Some(&p.decision), "zzz", None, &config).unwrap(), PlacementEffect::NotACandidate);
+        assert_eq!(c.pheromones, PheromoneTable::default());
+        assert_eq!((c.counters.unknown_placements, c.counters.non_candidate_placements), (1, 1));
+        assert!(c.confirm(Some(&p.decision), "a", Some(Outcome::Quality(2.0)), &config).is_err());
+    }
+
+    #[test]
+    fn failed_outcomes_lower_reliability_and_deposit_nothing() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let nodes = [node("a", 1.0), node("b", 1.0)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        for _ in 0..5 {
+            let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+            c.confirm(Some(&p.decision), "a", Some(Outcome::Label(OutcomeLabel::Failed)), &config).unwrap();
+        }
+        assert!(c.pheromones.tau("a", &config) <= config.tau_initial);
+        let s = scores(&mut c, &nodes);
+        assert!(s[0] < s[1], "{s:?}");
+        assert_eq!(c.counters.failed_outcomes, 5);
+    }
+
+    #[test]
+    fn decision_keeps_only_the_top_candidates_and_floors_the_rest() {
+        let config = Config { decision_keep_top: 2, ..Config::default() };
+        let mut c = TenantColony::default();
+        let nodes = [node("a", 3.0), node("b", 0.1), node("c", 1.0), node("d", 2.0)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        assert_eq!(p.decision.etas.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["b", "c"]);
+        let (q, exact) = p.decision.quality_of("a").unwrap();
+        assert!(!exact && (q - p.decision.etas[1].1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn trails_of_one_tenant_do_not_move_another() {
+        let config = Config::default();
+        let (mut t1, mut t2) = (TenantColony::default(), TenantColony::default());
+        let nodes = [node("a", 1.0), node("b", 1.0)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let p = t1.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        t1.confirm(Some(&p.decision), "a", None, &config).unwrap();
+        assert_eq!(scores(&mut t2, &nodes), vec![10, 10]);
+        assert_ne!(scores(&mut t1, &nodes), vec![10, 10]);
+    }
+}

@@ -1,0 +1,322 @@
+//! Every tunable in one typed struct with the defaults of DESIGN.md §4, read from the Worker's
+//! `[vars]` (string values) and validated once at start. Unknown keys are ignored so that
+//! unrelated vars (e.g. `ADMIN_TOKEN`) can live beside them.
+
+use std::str::FromStr;
+
+/// Where a pod's tenant comes from. The label lets one namespace host several tenants; the
+/// namespace is the safe choice when pods of one team must not be able to steer another
+/// team's trail (any pod can set any label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantSource {
+    /// The tenant label when present, else the namespace (default).
+    LabelThenNamespace,
+    Namespace,
+    Label,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    // --- node labels ---
+    /// Node labels naming the GPU model, first present wins.
+    pub gpu_type_labels: Vec<String>,
+    /// Resource names that count as GPUs.
+    pub gpu_resources: Vec<String>,
+    pub cost_label: String,
+    /// Node labels carrying network latency in µs, first present wins (fresh KV facts win over labels).
+    pub latency_labels: Vec<String>,
+    pub instance_type_label: String,
+    /// `label=value` pairs that mark spot capacity (value compared case-insensitively).
+    pub spot_labels: Vec<(String, String)>,
+    // --- pod labels / annotations ---
+    pub tenant_label: String,
+    pub tenant_source: TenantSource,
+    pub workload_label: String,
+    pub latency_target_annotations: Vec<String>,
+    pub gpu_models_annotation: String,
+    // --- colony (MAX–MIN ant system) ---
+    pub alpha: f64,
+    pub beta: f64,
+    pub rho: f64,
+    pub deposit_q: f64,
+    pub tau_initial: f64,
+    pub tau_min: f64,
+    pub tau_max: f64,
+    /// ACS rule: probability of exploiting; 1.0 turns exploration off (default).
+    pub q0: f64,
+    // --- heuristic η ---
+    pub cost_reference: f64,
+    /// Cost assumed for nodes without a cost label.
+    pub default_cost_per_hour: f64,
+    pub reliability_prior_successes: f64,
+    pub reliability_prior_failures: f64,
+    pub spot_penalty: f64,
+    pub latency_critical_min_headroom: f64,
+    pub latency_critical_headroom_penalty: f64,
+    pub spike_weight: f64,
+    pub spike_threshold: f64,
+    pub spike_band: f64,
+    pub ema_alpha: f64,
+    pub eta_floor: f64,
+    // --- state and limits ---
+    pub facts_ttl_ms: u64,
+    pub facts_cache_ms: u64,
+    pub decision_ttl_ms: u64,
+    pub decision_keep_top: usize,
+    pub max_body_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let s = |v: &str| v.to_string();
+        Self {
+            gpu_type_labels: vec![s("aco/gpu-type"), s("nvidia.com/gpu.product"), s("alibabacloud.com/gpu-card-model")],
+            gpu_resources: vec![s("nvidia.com/gpu"), s("alibabacloud.com/gpu-count")],
+            cost_label: s("aco/cost-per-hour"),
+            latency_labels: vec![s("aco/latency-us"), s("nodeLatencyUs")],
+            instance_type_label: s("aco/instance-type"),
+            spot_labels: vec![
+                (s("karpenter.sh/capacity-type"), s("spot")),
+                (s("eks.amazonaws.com/capacityType"), s("SPOT")),
+                (s("cloud.google.com/gke-spot"), s("true")),
+            ],
+            tenant_label: s("scheduling.aco/tenant-id"),
+            tenant_source: TenantSource::LabelThenNamespace,
+            workload_label: s("aco/workload-type"),
+            latency_target_annotations: vec![s("scheduling.aco/latency-target-us"), s("latency-target-us")],
+            gpu_models_annotation: s("scheduling.aco/gpu-models"),
+            alpha: 1.0,
+            beta: 2.0,
+            rho: 0.05,
+            deposit_q: 1.0,
+            tau_initial: 1.0,
+            tau_min: 0.1,
+            tau_max: 10.0,
+            q0: 1.0,
+            cost_reference: 1.0,
+            default_cost_per_hour: 1.0,
+            reliability_prior_successes: 9.0,
+            reliability_prior_failures: 1.0,
+            spot_penalty: 0.5,
+            latency_critical_min_headroom: 0.2,
+            latency_critical_headroom_penalty: 0.05,
+            spike_weight: 0.8,
+            spike_threshold: 0.9,
+            spike_band: 0.1,
+            ema_alpha: 0.5,
+            eta_floor: 0.001,
+            facts_ttl_ms: 300_000,
+            facts_cache_ms: 5_000,
+            decision_ttl_ms: 3_600_000,
+            decision_keep_top: 64,
+            max_body_bytes: 32 << 20,
+        }
+    }
+}
+
+/// A var that does not parse or is out of range; names the var.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config var {key}={value:?}: {reason}")]
+pub struct ConfigError {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+impl Config {
+    /// Builds the config from `[vars]`: `lookup("RHO")` returns the var's text if set.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let mut c = Config::default();
+        let err = |key: &str, value: &str, reason: &str| ConfigError {
+            key: key.into(),
+            value: value.into(),
+            reason: reason.into(),
+        };
+        macro_rules! num {
+            ($key:literal, $field:ident) => {
+                if let Some(v) = lookup($key) {
+                    c.$field = FromStr::from_str(v.trim()).map_err(|_| err($key, &v, "not a number"))?;
+                }
+            };
+        }
+        macro_rules! text_list {
+            ($key:literal, $field:ident) => {
+                if let Some(v) = lookup($key) {
+                    c.$field = list(&v);
+                }
+            };
+        }
+        macro_rules! text {
+            ($key:literal, $field:ident) => {
+                if let Some(v) = lookup($key) {
+                    c.$field = v.trim().to_string();
+                }
+            };
+        }
+        text_list!("GPU_TYPE_LABELS", gpu_type_labels);
+        text_list!("GPU_RESOURCES", gpu_resources);
+        text!("COST_LABEL", cost_label);
+        text_list!("LATENCY_LABELS", latency_labels);
+        text!("INSTANCE_TYPE_LABEL", instance_type_label);
+        if let Some(v) = lookup("SPOT_LABELS") {
+            c.spot_labels = list(&v)
+                .into_iter()
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, val)) if !k.is_empty() => Ok((k.to_string(), val.to_string())),
+                    _ => Err(err("SPOT_LABELS", &v, "expected comma-separated label=value pairs")),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        text!("TENANT_LABEL", tenant_label);
+        if let Some(v) = lookup("TENANT_SOURCE") {
+            c.tenant_source = match v.trim() {
+                "label-then-namespace" => TenantSource::LabelThenNamespace,
+                "namespace" => TenantSource::Namespace,
+                "label" => TenantSource::Label,
+                _ => return Err(err("TENANT_SOURCE", &v, "expected label-then-namespace, namespace or label")),
+            };
+        }
+        text!("WORKLOAD_LABEL", workload_label);
+        text_list!("LATENCY_TARGET_ANNOTATIONS", latency_target_annotations);
+        text!("GPU_MODELS_ANNOTATION", gpu_models_annotation);
+        num!("ALPHA", alpha);
+        num!("BETA", beta);
+        num!("RHO", rho);
+        num!("DEPOSIT_Q", deposit_q);
+        num!("TAU_INITIAL", tau_initial);
+        num!("TAU_MIN", tau_min);
+        num!("TAU_MAX", tau_max);
+        num!("Q0", q0);
+        num!("COST_REFERENCE", cost_reference);
+        num!("DEFAULT_COST_PER_HOUR", default_cost_per_hour);
+        num!("RELIABILITY_PRIOR_SUCCESSES", reliability_prior_successes);
+        num!("RELIABILITY_PRIOR_FAILURES", reliability_prior_failures);
+        num!("SPOT_PENALTY", spot_penalty);
+        num!("LATENCY_CRITICAL_MIN_HEADROOM", latency_critical_min_headroom);
+        num!("LATENCY_CRITICAL_HEADROOM_PENALTY", latency_critical_headroom_penalty);
+        num!("SPIKE_WEIGHT", spike_weight);
+        num!("SPIKE_THRESHOLD", spike_threshold);
+        num!("SPIKE_BAND", spike_band);
+        num!("EMA_ALPHA", ema_alpha);
+        num!("ETA_FLOOR", eta_floor);
+        num!("FACTS_TTL_MS", facts_ttl_ms);
+        num!("FACTS_CACHE_MS", facts_cache_ms);
+        num!("DECISION_TTL_MS", decision_ttl_ms);
+        num!("DECISION_KEEP_TOP", decision_keep_top);
+        num!("MAX_BODY_BYTES", max_body_bytes);
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks ranges and relations (`τ_min ≤ τ_initial ≤ τ_max`, probabilities in [0, 1], …).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: f64, reason: &str| {
+            Err(ConfigError { key: key.into(), value: value.to_string(), reason: reason.into() })
+        };
+        let unit = [
+            ("RHO", self.rho),
+            ("Q0", self.q0),
+            ("SPOT_PENALTY", self.spot_penalty),
+            ("LATENCY_CRITICAL_MIN_HEADROOM", self.latency_critical_min_headroom),
+            ("SPIKE_WEIGHT", self.spike_weight),
+            ("SPIKE_THRESHOLD", self.spike_threshold),
+        ];
+        for (key, v) in unit {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(key, v, "must be within 0..=1");
+            }
+        }
+        let positive = [
+            ("ALPHA", self.alpha),
+            ("BETA", self.beta),
+            ("DEPOSIT_Q", self.deposit_q),
+            ("TAU_MIN", self.tau_min),
+            ("COST_REFERENCE", self.cost_reference),
+            ("RELIABILITY_PRIOR_SUCCESSES", self.reliability_prior_successes),
+            ("RELIABILITY_PRIOR_FAILURES", self.reliability_prior_failures),
+            ("SPIKE_BAND", self.spike_band),
+            ("LATENCY_CRITICAL_HEADROOM_PENALTY", self.latency_critical_headroom_penalty),
+            ("ETA_FLOOR", self.eta_floor),
+        ];
+        for (key, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(key, v, "must be a positive finite number");
+            }
+        }
+        if !(self.ema_alpha > 0.0 && self.ema_alpha <= 1.0) {
+            return bad("EMA_ALPHA", self.ema_alpha, "must be within (0, 1]");
+        }
+        if !(self.rho > 0.0 && self.rho < 1.0) {
+            return bad("RHO", self.rho, "must be within (0, 1)");
+        }
+        if !(self.default_cost_per_hour.is_finite() && self.default_cost_per_hour >= 0.0) {
+            return bad("DEFAULT_COST_PER_HOUR", self.default_cost_per_hour, "must be ≥ 0");
+        }
+        if !(self.tau_min <= self.tau_initial && self.tau_initial <= self.tau_max && self.tau_max.is_finite()) {
+            return bad("TAU_INITIAL", self.tau_initial, "need TAU_MIN ≤ TAU_INITIAL ≤ TAU_MAX (finite)");
+        }
+        if self.tau_max / self.tau_min > 1e6 {
+            return bad("TAU_MAX", self.tau_max, "TAU_MAX/TAU_MIN above 1e6 lets one node take every pod");
+        }
+        if self.eta_floor > 1.0 {
+            return bad("ETA_FLOOR", self.eta_floor, "must be ≤ 1");
+        }
+        if self.decision_keep_top == 0 {
+            return bad("DECISION_KEEP_TOP", 0.0, "must be ≥ 1");
+        }
+        if self.max_body_bytes < 1024 {
+            return bad("MAX_BODY_BYTES", self.max_body_bytes as f64, "must be ≥ 1024");
+        }
+        if self.gpu_resources.is_empty() {
+            return Err(ConfigError { key: "GPU_RESOURCES".into(), value: String::new(), reason: "must name at least one resource".into() });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_valid_and_match_the_design() {
+        let c = from(&[]).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!((c.alpha, c.beta, c.rho, c.ema_alpha, c.q0), (1.0, 2.0, 0.05, 0.5, 1.0));
+    }
+
+    #[test]
+    fn overrides_parse_and_lists_split_on_commas() {
+        let c = from(&[("RHO", "0.1"), ("GPU_RESOURCES", "nvidia.com/gpu, amd.com/gpu"), ("TENANT_SOURCE", "namespace"), ("SPOT_LABELS", "a=b,c=d")]).unwrap();
+        assert_eq!(c.rho, 0.1);
+        assert_eq!(c.gpu_resources, vec!["nvidia.com/gpu", "amd.com/gpu"]);
+        assert_eq!(c.tenant_source, TenantSource::Namespace);
+        assert_eq!(c.spot_labels, vec![("a".into(), "b".into()), ("c".into(), "d".into())]);
+    }
+
+    #[test]
+    fn bad_values_name_the_var() {
+        for (pairs, key) in [
+            (vec![("RHO", "fast")], "RHO"),
+            (vec![("RHO", "1.5")], "RHO"),
+            (vec![("TAU_MIN", "5"), ("TAU_INITIAL", "1")], "TAU_INITIAL"),
+            (vec![("TENANT_SOURCE", "pod")], "TENANT_SOURCE"),
+            (vec![("SPOT_LABELS", "novalue")], "SPOT_LABELS"),
+            (vec![("FACTS_TTL_MS", "-1")], "FACTS_TTL_MS"),
+            (vec![("ALPHA", "NaN")], "ALPHA"),
+        ] {
+            let e = from(&pairs).unwrap_err();
+            assert_eq!(e.key, key, "{pairs:?} → {e}");
+        }
+    }
+}

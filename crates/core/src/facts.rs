@@ -1,0 +1,214 @@
+//! Node facts: what the in-cluster reporter tells us about each node (`PUT /v1/nodes`), kept in
+//! KV as one record per node. A report is merged into the stored record: identity facts (labels,
+//! allocatable) replace the old ones; measurements (requested resources, latency, utilisation)
+//! carry the time they were observed, so that readers can ignore them once stale.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::k8s::{parse_resource_list, RawResourceList, ResourceAmounts};
+use crate::predict::{Ema, Predictor};
+
+/// One node in a `PUT /v1/nodes` batch. Every field but `name` is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeReport {
+    pub name: String,
+    pub labels: Option<BTreeMap<String, String>>,
+    pub allocatable: Option<RawResourceList>,
+    pub requested: Option<RawResourceList>,
+    pub latency_us: Option<f64>,
+    /// When `requested`/`latencyUs` were observed (unix ms); defaults to the time of the request.
+    pub observed_at_ms: Option<u64>,
+    #[serde(default)]
+    pub utilisation: Vec<UtilisationSample>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UtilisationSample {
+    pub at_ms: u64,
+    /// Fraction of the node's capacity in use, 0.0–1.0.
+    pub value: f64,
+}
+
+/// A measurement and when it was observed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed<T> {
+    pub value: T,
+    pub at_ms: u64,
+}
+
+impl<T> Observed<T> {
+    pub fn fresh(&self, now_ms: u64, ttl_ms: u64) -> Option<&T> {
+        (now_ms.saturating_sub(self.at_ms) <= ttl_ms).then_some(&self.value)
+    }
+}
+
+/// The KV record for one node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFacts {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Parsed allocatable (cpu in milli, others in units), if ever reported.
+    pub allocatable: Option<BTreeMap<String, i64>>,
+    pub requested: Option<Observed<BTreeMap<String, i64>>>,
+    pub latency_us: Option<Observed<f64>>,
+    /// EMA state of utilisation, and when its newest sample was taken.
+    pub load: Option<Observed<Ema>>,
+    pub updated_at_ms: u64,
+}
+
+/// A report that cannot be stored; names the field (`nodes[2].utilisation[0].value`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct FactsError {
+    pub field: String,
+    pub reason: String,
+}
+
+/// Kubernetes object names: at most 253 characters of lowercase alphanumerics, '-' and '.'.
+pub fn validate_node_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("node name {name:?} is not a valid Kubernetes name"))
+    }
+}
+
+/// How far into the future an observation time may be before we call it a clock error.
+const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
+
+impl NodeReport {
+    /// Checks the report without touching any stored state, so that a bad batch changes nothing.
+    /// `field` is the report's path in the batch, e.g. `nodes[3]`.
+    pub fn validate(&self, field: &str, now_ms: u64) -> Result<(), FactsError> {
+        let fail = |sub: &str, reason: String| Err(FactsError { field: format!("{field}.{sub}"), reason });
+        if let Err(reason) = validate_node_name(&self.name) {
+            return fail("name", reason);
+        }
+        for (key, list) in [("allocatable", &self.allocatable), ("requested", &self.requested)] {
+            if let Some(list) = list {
+                parse_resource_list(list, &format!("{field}.{key}"))
+                    .map_err(|e| FactsError { field: e.field.clone(), reason: e.source.to_string() })?;
+            }
+        }
+        if let Some(l) = self.latency_us {
+            if !(l.is_finite() && l >= 0.0) {
+                return fail("latencyUs", format!("{l} is not a non-negative number of microseconds"));
+            }
+        }
+        let future = now_ms.saturating_add(MAX_CLOCK_SKEW_MS);
+        if self.observed_at_ms.is_some_and(|t| t > future) {
+            return fail("observedAtMs", "lies more than 5 minutes in the future".into());
+        }
+        for (i, s) in self.utilisation.iter().enumerate() {
+            if !(s.value.is_finite() && (0.0..=1.0).contains(&s.value)) {
+                return fail(&format!("utilisation[{i}].value"), format!("{} is outside 0.0–1.0", s.value));
+            }
+            if s.at_ms > future {
+                return fail(&format!("utilisation[{i}].atMs"), "lies more than 5 minutes in the future".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl NodeFacts {
+    /// Merges a validated report into this record. Utilisation samples not newer than the last
+    /// one already folded into the EMA are skipped, so re-sending a batch is harmless.
+    pub fn apply(&mut self, report: &NodeReport, now_ms: u64, config: &Config) {
+        self.name = report.name.clone();
+        let observed_at = report.observed_at_ms.unwrap_or(now_ms);
+        if let Some(labels) = &report.labels {
+            self.labels = labels.clone();
+        }
+        if let Some(list) = &report.allocatable {
+            self.allocatable = parse_resource_list(list, "allocatable").ok().map(|a| a.0);
+        }
+        if let Some(list) = &report.requested {
+            if let Ok(amounts) = parse_resource_list(list, "requested") {
+                self.requested = Some(Observed { value: amounts.0, at_ms: observed_at });
+            }
+        }
+        if let Some(l) = report.latency_us {
+            self.latency_us = Some(Observed { value: l, at_ms: observed_at });
+        }
+        let mut samples = report.utilisation.clone();
+        samples.sort_by_key(|s| s.at_ms);
+        let mut load = self.load.take().unwrap_or(Observed { value: Ema::new(config.ema_alpha), at_ms: 0 });
+        for s in samples {
+            if load.value.samples == 0 || s.at_ms > load.at_ms {
+                load.value.observe(s.value);
+                load.at_ms = s.at_ms;
+            }
+        }
+        self.load = (load.value.samples > 0).then_some(load);
+        self.updated_at_ms = now_ms;
+    }
+
+    pub fn allocatable_amounts(&self) -> Option<ResourceAmounts> {
+        self.allocatable.clone().map(ResourceAmounts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(json: &str) -> NodeReport {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn merge_keeps_identity_and_timestamps_measurements() {
+        let mut f = NodeFacts::default();
+        let r = report(r#"{"name":"n1","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"8","memory":"32Gi"},
+            "requested":{"cpu":"500m"},"latencyUs":120,"observedAtMs":1000,
+            "utilisation":[{"atMs":900,"value":0.2},{"atMs":800,"value":0.6}]}"#);
+        r.validate("nodes[0]", 2000).unwrap();
+        f.apply(&r, 2000, &Config::default());
+        assert_eq!(f.labels["aco/gpu-type"], "T4");
+        assert_eq!(f.allocatable.as_ref().unwrap()["cpu"], 8000);
+        assert_eq!(f.requested.as_ref().unwrap().value["cpu"], 500);
+        assert_eq!(f.latency_us, Some(Observed { value: 120.0, at_ms: 1000 }));
+        // sorted by time: 0.6 then 0.2 → EMA 0.4
+        let load = f.load.clone().unwrap();
+        assert_eq!(load.at_ms, 900);
+        assert!((load.value.forecast().unwrap() - 0.4).abs() < 1e-12);
+
+        // A later report without labels keeps them; a re-sent old sample is not counted twice.
+        f.apply(&report(r#"{"name":"n1","utilisation":[{"atMs":900,"value":0.2}]}"#), 3000, &Config::default());
+        assert_eq!(f.labels["aco/gpu-type"], "T4");
+        assert_eq!(f.load.as_ref().unwrap().value.samples, 2);
+    }
+
+    #[test]
+    fn freshness_is_judged_against_the_ttl() {
+        let o = Observed { value: 1, at_ms: 1_000 };
+        assert_eq!(o.fresh(1_500, 500), Some(&1));
+        assert_eq!(o.fresh(1_501, 500), None);
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        for (json, field) in [
+            (r#"{"name":"Bad_Name"}"#, "nodes[0].name"),
+            (r#"{"name":"n","allocatable":{"cpu":"x"}}"#, "nodes[0].allocatable.cpu"),
+            (r#"{"name":"n","utilisation":[{"atMs":1,"value":1.5}]}"#, "nodes[0].utilisation[0].value"),
+            (r#"{"name":"n","latencyUs":-3}"#, "nodes[0].latencyUs"),
+            (r#"{"name":"n","observedAtMs":99999999999999}"#, "nodes[0].observedAtMs"),
+        ] {
+            assert_eq!(report(json).validate("nodes[0]", 1000).unwrap_err().field, field, "{json}");
+        }
+        assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","latency":3}"#).is_err());
+    }
+}

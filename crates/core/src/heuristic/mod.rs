@@ -1,0 +1,120 @@
+//! The heuristic desirability η(n) ∈ (0, 1] of a node for a pod:
+//! `reliability × cost_efficiency × sla_headroom × spike_safety`, one factor per file.
+//!
+//! The Worker turns each candidate's [`NodeState`] into [`NodeFeatures`] (plain numbers, cheap to
+//! send to the tenant's Durable Object); the Durable Object adds the tenant's outcome history
+//! (reliability) and computes η there.
+
+mod cost;
+mod headroom;
+mod reliability;
+mod spike;
+
+pub use cost::cost_efficiency;
+pub use headroom::sla_headroom;
+pub use reliability::{reliability, OutcomeStats};
+pub use spike::spike_safety;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::demand::WorkloadClass;
+use crate::node_state::NodeState;
+
+/// What the heuristic needs to know about one candidate node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeFeatures {
+    pub node: String,
+    /// Price per hour from the cost label; `None` when unlabelled (the configured default applies).
+    pub cost_per_hour: Option<f64>,
+    pub spot: bool,
+    /// From fresh load facts only; `None` is neutral.
+    pub predicted_utilisation: Option<f64>,
+    pub spike_probability: Option<f64>,
+}
+
+impl NodeFeatures {
+    pub fn from_state(node: &NodeState, config: &Config) -> Self {
+        let cost_per_hour = node
+            .labels
+            .get(&config.cost_label)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|c| c.is_finite() && *c >= 0.0);
+        let instance_is_spot = node
+            .labels
+            .get(&config.instance_type_label)
+            .is_some_and(|v| v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible"));
+        let cloud_spot = config
+            .spot_labels
+            .iter()
+            .any(|(k, v)| node.labels.get(k).is_some_and(|actual| actual.eq_ignore_ascii_case(v)));
+        NodeFeatures {
+            node: node.name.clone(),
+            cost_per_hour,
+            spot: instance_is_spot || cloud_spot,
+            predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
+            spike_probability: node.load.map(|l| l.spike_probability),
+        }
+    }
+}
+
+/// η for one node: the product of the four factors, floored at `eta_floor` so that every
+/// feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
+pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+    let product = reliability(stats, features.spot, workload, config)
+        * cost_efficiency(features.cost_per_hour, config)
+        * sla_headroom(features.predicted_utilisation, workload, config)
+        * spike_safety(features.spike_probability, config);
+    if product.is_finite() {
+        product.clamp(config.eta_floor, 1.0)
+    } else {
+        config.eta_floor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(cost: Option<f64>, spot: bool, util: Option<f64>, spike: Option<f64>) -> NodeFeatures {
+        NodeFeatures { node: "n".into(), cost_per_hour: cost, spot, predicted_utilisation: util, spike_probability: spike }
+    }
+
+    #[test]
+    fn cheaper_busier_spottier_and_spikier_nodes_get_lower_eta() {
+        let c = Config::default();
+        let base = eta(&features(Some(1.0), false, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c);
+        assert!(eta(&features(Some(3.0), false, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
+        assert!(eta(&features(Some(1.0), true, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
+        assert!(eta(&features(Some(1.0), false, Some(0.7), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
+        assert!(eta(&features(Some(1.0), false, Some(0.3), Some(0.9)), WorkloadClass::LatencyCritical, None, &c) < base);
+    }
+
+    #[test]
+    fn eta_stays_within_floor_and_one() {
+        let c = Config::default();
+        for cost in [None, Some(0.0), Some(1e9)] {
+            for util in [None, Some(0.0), Some(1.0)] {
+                let e = eta(&features(cost, true, util, Some(1.0)), WorkloadClass::LatencyCritical, None, &c);
+                assert!(e >= c.eta_floor && e <= 1.0, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn features_read_cost_and_every_spot_label() {
+        let c = Config::default();
+        let state = |labels: &str| {
+            let v: crate::k8s::NodeView = serde_json::from_str(&format!(r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#)).unwrap();
+            NodeState::assemble("n", Some(&v), None, 0, &c, "n").unwrap()
+        };
+        let f = NodeFeatures::from_state(&state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#), &c);
+        assert_eq!((f.cost_per_hour, f.spot), (Some(0.45), true));
+        for l in [r#"{"karpenter.sh/capacity-type":"spot"}"#, r#"{"eks.amazonaws.com/capacityType":"SPOT"}"#, r#"{"cloud.google.com/gke-spot":"true"}"#] {
+            assert!(NodeFeatures::from_state(&state(l), &c).spot, "{l}");
+        }
+        let f = NodeFeatures::from_state(&state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#), &c);
+        assert_eq!((f.cost_per_hour, f.spot), (None, false));
+    }
+}

@@ -1,0 +1,69 @@
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::{null_as_default, RawResourceList};
+
+/// The parts of a `v1.Pod` the extender reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PodView {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub metadata: PodMeta,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub spec: PodSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PodMeta {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub name: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub namespace: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub uid: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpec {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub init_containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub overhead: RawResourceList,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub resources: ResourceRequirements,
+    /// `Always` on an init container makes it a sidecar that keeps running beside the app.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub restart_policy: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ResourceRequirements {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub requests: RawResourceList,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub limits: RawResourceList,
+}
+
+impl PodView {
+    /// Key under which the colony remembers its decision for this pod: the UID when the pod has
+    /// one (always, for pods from the API server), else `namespace/name`.
+    pub fn decision_key(&self) -> String {
+        if self.metadata.uid.is_empty() {
+            format!("{}/{}", self.metadata.namespace, self.metadata.name)
+        } else {
+            self.metadata.uid.clone()
+        }
+    }
+}

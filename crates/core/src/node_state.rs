@@ -1,0 +1,139 @@
+//! The view of one candidate node that the filter and the heuristic work on: the node object
+//! (when kube-scheduler sent it) overlaid with fresh KV facts. Stale measurements are dropped
+//! here, in one place, so that every rule fails open the same way.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+use crate::facts::{NodeFacts, Observed};
+use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
+use crate::predict::{spike_probability, Predictor};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// Unknown when only a name was sent and no facts carry allocatable.
+    pub allocatable: Option<ResourceAmounts>,
+    /// Resources already requested by pods on the node (fresh facts only).
+    pub requested: Option<ResourceAmounts>,
+    /// Network latency in µs: fresh fact, else label.
+    pub latency_us: Option<f64>,
+    /// Forecast utilisation and spike probability (fresh facts only).
+    pub load: Option<LoadOutlook>,
+    /// True when the node had facts but some were too old to use.
+    pub stale_facts: bool,
+    /// True when kube-scheduler sent only the name and we hold no facts for it at all.
+    pub unknown: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadOutlook {
+    pub predicted_utilisation: f64,
+    pub spike_probability: f64,
+}
+
+/// The value of a measurement if it is fresh; flags `stale` when one exists but is too old.
+fn keep_fresh<T: Clone>(observed: Option<&Observed<T>>, now_ms: u64, ttl_ms: u64, stale: &mut bool) -> Option<T> {
+    let observed = observed?;
+    let value = observed.fresh(now_ms, ttl_ms).cloned();
+    *stale |= value.is_none();
+    value
+}
+
+impl NodeState {
+    /// Builds the state from the node object (full-`Nodes` mode) and/or its facts.
+    /// `field` names the node in errors (e.g. `Nodes.items[3]`).
+    pub fn assemble(
+        name: &str,
+        node: Option<&NodeView>,
+        facts: Option<&NodeFacts>,
+        now_ms: u64,
+        config: &Config,
+        field: &str,
+    ) -> Result<Self, ResourceError> {
+        let ttl = config.facts_ttl_ms;
+        let mut labels = facts.map(|f| f.labels.clone()).unwrap_or_default();
+        let mut allocatable = facts.and_then(NodeFacts::allocatable_amounts);
+        if let Some(node) = node {
+            // The object kube-scheduler sent is authoritative for identity.
+            labels = node.metadata.labels.clone();
+            allocatable = Some(parse_resource_list(&node.status.allocatable, &format!("{field}.status.allocatable"))?);
+        }
+        let mut stale = false;
+        let requested = facts.and_then(|f| keep_fresh(f.requested.as_ref(), now_ms, ttl, &mut stale));
+        let fact_latency = facts.and_then(|f| keep_fresh(f.latency_us.as_ref(), now_ms, ttl, &mut stale));
+        let load = facts.and_then(|f| keep_fresh(f.load.as_ref(), now_ms, ttl, &mut stale));
+        let latency_us = fact_latency.or_else(|| {
+            config
+                .latency_labels
+                .iter()
+                .find_map(|key| labels.get(key))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        });
+        let load = load.and_then(|ema| {
+            ema.forecast().map(|u| LoadOutlook {
+                predicted_utilisation: u,
+                spike_probability: spike_probability(u, ema.volatility(), config.spike_threshold, config.spike_band),
+            })
+        });
+        Ok(NodeState {
+            name: name.to_string(),
+            labels,
+            allocatable,
+            requested: requested.map(ResourceAmounts),
+            latency_us,
+            load,
+            stale_facts: stale,
+            unknown: node.is_none() && facts.is_none(),
+        })
+    }
+
+    /// The node's GPU model, from the first configured GPU-type label present.
+    pub fn gpu_model<'a>(&'a self, config: &Config) -> Option<&'a str> {
+        config.gpu_type_labels.iter().find_map(|k| self.labels.get(k)).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::NodeReport;
+
+    fn facts(json: &str, now: u64) -> NodeFacts {
+        let r: NodeReport = serde_json::from_str(json).unwrap();
+        let mut f = NodeFacts::default();
+        f.apply(&r, now, &Config::default());
+        f
+    }
+
+    #[test]
+    fn fresh_fact_latency_wins_over_label_and_stale_falls_back() {
+        let node: NodeView = serde_json::from_str(
+            r#"{"metadata":{"name":"n","labels":{"aco/latency-us":"500"}},"status":{"allocatable":{"cpu":"4"}}}"#,
+        )
+        .unwrap();
+        let f = facts(r#"{"name":"n","latencyUs":80,"observedAtMs":1000}"#, 1000);
+        let c = Config::default();
+        let s = NodeState::assemble("n", Some(&node), Some(&f), 2000, &c, "x").unwrap();
+        assert_eq!(s.latency_us, Some(80.0));
+        assert!(!s.stale_facts);
+        let later = 1000 + c.facts_ttl_ms + 1;
+        let s = NodeState::assemble("n", Some(&node), Some(&f), later, &c, "x").unwrap();
+        assert_eq!(s.latency_us, Some(500.0));
+        assert!(s.stale_facts);
+    }
+
+    #[test]
+    fn names_only_uses_fact_identity_and_flags_unknown_nodes() {
+        let f = facts(r#"{"name":"n","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"4"},"utilisation":[{"atMs":10,"value":0.95}]}"#, 10);
+        let c = Config::default();
+        let s = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
+        assert_eq!(s.gpu_model(&c), Some("T4"));
+        assert_eq!(s.allocatable.unwrap().get("cpu"), 4000);
+        assert!(s.load.unwrap().spike_probability > 0.5);
+        let s = NodeState::assemble("m", None, None, 20, &c, "x").unwrap();
+        assert!(s.unknown);
+    }
+}

@@ -1,0 +1,161 @@
+//! The scheduler-extender wire types, as kube-scheduler speaks them
+//! (`k8s.io/kube-scheduler/extender/v1`).
+//!
+//! The Go types carry no json tags, so keys are PascalCase; Go decodes case-insensitively and
+//! schedulers ≤ 1.16 sent lowercase keys. We therefore *accept* both PascalCase and lowercase and
+//! always *emit* PascalCase.
+//!
+//! Node objects are kept as raw JSON (`&RawValue`): with `nodeCacheCapable: false` kube-scheduler
+//! uses the node objects of the filter reply as they are, so each passing node must be echoed
+//! byte for byte; we parse only the few fields we need from each item ([`crate::k8s::NodeView`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// `ExtenderArgs`: the body of `filter` and `prioritize`. Borrowed from the request body.
+#[derive(Debug, Deserialize)]
+pub struct ExtenderArgs<'a> {
+    #[serde(rename = "Pod", alias = "pod", borrow)]
+    pub pod: Option<&'a RawValue>,
+    #[serde(rename = "Nodes", alias = "nodes", borrow, default)]
+    pub nodes: Option<RawNodeList<'a>>,
+    #[serde(rename = "NodeNames", alias = "nodenames", alias = "nodeNames", default)]
+    pub node_names: Option<Vec<String>>,
+}
+
+/// A `v1.NodeList` whose items stay raw.
+#[derive(Debug, Deserialize)]
+pub struct RawNodeList<'a> {
+    #[serde(borrow, default)]
+    pub items: Vec<&'a RawValue>,
+}
+
+/// `ExtenderFilterResult`. `nodes` is set when the request carried full node objects,
+/// `node_names` always; an empty list (never `null`) when nothing passes.
+#[derive(Debug, Serialize)]
+pub struct ExtenderFilterResult<'a> {
+    #[serde(rename = "Nodes")]
+    pub nodes: Option<NodeListOut<'a>>,
+    #[serde(rename = "NodeNames")]
+    pub node_names: Option<Vec<String>>,
+    #[serde(rename = "FailedNodes")]
+    pub failed_nodes: BTreeMap<String, String>,
+    #[serde(rename = "FailedAndUnresolvableNodes")]
+    pub failed_and_unresolvable_nodes: BTreeMap<String, String>,
+    #[serde(rename = "Error")]
+    pub error: String,
+}
+
+/// The `Nodes` of a filter reply: `{"metadata":{},"items":[…raw…]}` as Go marshals a `v1.NodeList`.
+#[derive(Debug, Serialize)]
+pub struct NodeListOut<'a> {
+    pub metadata: EmptyObject,
+    pub items: Vec<&'a RawValue>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct EmptyObject {}
+
+/// One entry of the prioritize reply (a bare JSON array of these).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPriority {
+    #[serde(rename = "Host", alias = "host")]
+    pub host: String,
+    #[serde(rename = "Score", alias = "score")]
+    pub score: i64,
+}
+
+/// `ExtenderBindingArgs`, the body of the `bind` verb.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtenderBindingArgs {
+    #[serde(rename = "PodName", alias = "podname", alias = "podName")]
+    pub pod_name: String,
+    #[serde(rename = "PodNamespace", alias = "podnamespace", alias = "podNamespace")]
+    pub pod_namespace: String,
+    #[serde(rename = "PodUID", alias = "poduid", alias = "podUID", alias = "podUid")]
+    pub pod_uid: String,
+    #[serde(rename = "Node", alias = "node")]
+    pub node: String,
+}
+
+/// `ExtenderBindingResult`: an empty `Error` means success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtenderBindingResult {
+    #[serde(rename = "Error", alias = "error", default)]
+    pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    //! Golden bytes from kube-scheduler's own `extender/v1/types_test.go` (TestCompatibility):
+    //! what Go emits we must read, in PascalCase and lowercased; what we emit must equal what Go emits.
+    use super::*;
+
+    const NODE_ITEM: &str = r#"{"metadata":{"name":"nodename","creationTimestamp":null},"spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}}}"#;
+
+    fn extender_args_golden() -> String {
+        format!(
+            r#"{{"Pod":{{"metadata":{{"name":"podname","creationTimestamp":null}},"spec":{{"containers":null}},"status":{{}}}},"Nodes":{{"metadata":{{}},"items":[{NODE_ITEM}]}},"NodeNames":["node1"]}}"#
+        )
+    }
+
+    #[test]
+    fn reads_go_extender_args_in_pascal_and_lower_case() {
+        for body in [extender_args_golden(), extender_args_golden().to_lowercase()] {
+            let args: ExtenderArgs = serde_json::from_str(&body).unwrap();
+            assert!(args.pod.unwrap().get().contains("podname"));
+            let items = args.nodes.unwrap().items;
+            assert_eq!(items.len(), 1);
+            assert_eq!(items[0].get().to_lowercase(), NODE_ITEM.to_lowercase());
+            assert_eq!(args.node_names, Some(vec!["node1".to_string()]));
+        }
+    }
+
+    #[test]
+    fn reads_null_nodes_and_null_node_names() {
+        let args: ExtenderArgs =
+            serde_json::from_str(r#"{"Pod":{},"Nodes":null,"NodeNames":null}"#).unwrap();
+        assert!(args.nodes.is_none() && args.node_names.is_none());
+    }
+
+    #[test]
+    fn emits_filter_result_exactly_as_go() {
+        let item: &RawValue = serde_json::from_str(NODE_ITEM).unwrap();
+        let result = ExtenderFilterResult {
+            nodes: Some(NodeListOut { metadata: EmptyObject {}, items: vec![item] }),
+            node_names: Some(vec!["node1".into()]),
+            failed_nodes: BTreeMap::from([("foo".into(), "bar".into())]),
+            failed_and_unresolvable_nodes: BTreeMap::from([("baz".into(), "qux".into())]),
+            error: "myerror".into(),
+        };
+        let expected = format!(
+            r#"{{"Nodes":{{"metadata":{{}},"items":[{NODE_ITEM}]}},"NodeNames":["node1"],"FailedNodes":{{"foo":"bar"}},"FailedAndUnresolvableNodes":{{"baz":"qux"}},"Error":"myerror"}}"#
+        );
+        assert_eq!(serde_json::to_string(&result).unwrap(), expected);
+    }
+
+    #[test]
+    fn host_priority_binding_args_and_result_round_trip_golden_bytes() {
+        let hp = HostPriority { host: "myhost".into(), score: 1 };
+        let golden = r#"{"Host":"myhost","Score":1}"#;
+        assert_eq!(serde_json::to_string(&hp).unwrap(), golden);
+        assert_eq!(serde_json::from_str::<HostPriority>(&golden.to_lowercase()).unwrap(), hp);
+
+        let args = ExtenderBindingArgs {
+            pod_name: "mypodname".into(),
+            pod_namespace: "mypodnamespace".into(),
+            pod_uid: "mypoduid".into(),
+            node: "mynode".into(),
+        };
+        let golden = r#"{"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"}"#;
+        assert_eq!(serde_json::to_string(&args).unwrap(), golden);
+        assert_eq!(serde_json::from_str::<ExtenderBindingArgs>(golden).unwrap(), args);
+        assert_eq!(serde_json::from_str::<ExtenderBindingArgs>(&golden.to_lowercase()).unwrap(), args);
+
+        let res = ExtenderBindingResult { error: "myerror".into() };
+        assert_eq!(serde_json::to_string(&res).unwrap(), r#"{"Error":"myerror"}"#);
+        assert_eq!(serde_json::from_str::<ExtenderBindingResult>(r#"{"error":"myerror"}"#).unwrap(), res);
+    }
+}

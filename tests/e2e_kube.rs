@@ -1,0 +1,395 @@
+//! End-to-end: a real kube-scheduler (built from k8s.io/kubernetes by `scripts/build-kube`)
+//! schedules pods through the Worker (Miniflare, HTTPS with a private CA) using the shipped
+//! `k8s/scheduler-config.yaml`. Run with `scripts/e2e` (builds the control plane and the Worker
+//! first). The scenarios are those of issue 3:
+//!
+//! 1. GPU pods land on GPU nodes of an allowed model; CPU pods anywhere that fits.
+//! 2. Latency targets hold; an impossible target leaves the pod Pending with our reason.
+//! 3. Tenants learn only from their own confirmed placements, and end up preferring differently.
+//! 4. Cheaper eligible nodes win over a batch, compared with kube-scheduler alone.
+//! 5. Fallback: Worker unreachable / HTTP 500 / hanging / stopped → pods still schedule; back
+//!    up → the Worker decides again.
+//! 6. 1 and 2 run with `nodeCacheCapable: false` (node objects) and `true` (names + KV facts).
+//!
+//! Nodes are Node objects from the OpenB trace (`../shared/data/openb/`) with
+//! `status.allocatable` patched in (no kubelet) plus the labels the Worker reads; the same facts
+//! reach the Worker through `PUT /v1/nodes`, as the in-cluster reporter would send them.
+//! The tests run one at a time (each starts its own etcd + apiserver + Worker): the machine has
+//! two cores, and scheduling outcomes should not depend on CPU contention.
+
+mod support;
+mod support_kube;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support_kube::fixtures::*;
+use support_kube::{host_port, Kube, ProxyMode, SchedulerConfig};
+const BIND_TIMEOUT: Duration = Duration::from_secs(60);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The FailedScheduling events of a pod (waits until at least one is there).
+async fn failed_scheduling_messages(kube: &Kube, ns: &str, name: &str) -> Vec<String> {
+    support_kube::wait_for(&format!("FailedScheduling event of {ns}/{name}"), BIND_TIMEOUT, || async move {
+        let msgs: Vec<String> = kube
+            .pod_events(ns, name)
+            .await
+            .iter()
+            .filter(|e| e["reason"] == "FailedScheduling")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        (!msgs.is_empty()).then_some(msgs)
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1, 2, 6: hard constraints, in both node modes
+
+/// GPU nodes of several models plus CPU-only nodes; latencies straddle the 200 µs target.
+fn constraint_nodes() -> Vec<Value> {
+    let gpu = pick_gpu_nodes(&["V100M16", "V100M16", "V100M32", "T4", "T4", "P100", "G2"]);
+    let latencies = [150, 900, 120, 80, 600, 190, 1500];
+    let costs = [3.2, 3.0, 4.1, 1.1, 1.0, 0.9, 2.2];
+    let mut nodes: Vec<Value> = gpu
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| label_node(n, costs[i], latencies[i], i % 3 == 2))
+        .collect();
+    let cpu = openb_cpu_nodes();
+    for (i, (lat, cost)) in [(100, 0.5), (700, 0.4), (300, 0.6)].into_iter().enumerate() {
+        nodes.push(label_node(cpu[i].clone(), cost, lat, false));
+    }
+    nodes
+}
+
+#[tokio::test]
+async fn constraints_hold_in_both_node_modes() {
+    let _serial = serial();
+    let env = Env::start().await;
+    let kube = env.kube();
+    let nodes = constraint_nodes();
+    env.add_nodes(&nodes).await;
+    let by_name: HashMap<String, Value> = nodes.iter().map(|n| (name_of(n), n.clone())).collect();
+    let model = |node: &str| label(&by_name[node], "aco/gpu-type");
+    let latency = |node: &str| label(&by_name[node], "aco/latency-us").parse::<u32>().unwrap();
+    let is_gpu = |node: &str| !model(node).is_empty();
+
+    for node_cache_capable in [false, true] {
+        let ns = format!("constraints-{}", if node_cache_capable { "names" } else { "objects" });
+        kube.create_namespace(&ns).await;
+        let mut sched = env
+            .cp
+            .start_scheduler(&format!("scheduler-{ns}"), &env.worker_config(node_cache_capable))
+            .await;
+
+        let v100 = || ("scheduling.aco/gpu-models", "V100M16|V100M32".to_owned());
+        let mut pods = Vec::new();
+        for i in 0..5 {
+            pods.push(pod(&ns, &format!("gpu-v100-{i}"), PodOpts { gpus: 1, annotations: vec![v100()], ..Default::default() }));
+        }
+        for i in 0..3 {
+            pods.push(pod(&ns, &format!("gpu-any-{i}"), PodOpts { gpus: 1, ..Default::default() }));
+        }
+        for i in 0..4 {
+            pods.push(pod(&ns, &format!("cpu-{i}"), PodOpts { cpu: "2", memory: "4Gi", ..Default::default() }));
+        }
+        for i in 0..4 {
+            pods.push(pod(
+                &ns,
+                &format!("latency-{i}"),
+                PodOpts {
+                    labels: vec![("aco/workload-type", "latency-critical".into())],
+                    annotations: vec![("scheduling.aco/latency-target-us", "200".into())],
+                    ..Default::default()
+                },
+            ));
+        }
+        let names = create_pods(kube, &pods).await;
+        // Impossible constraints: no A100 anywhere; no node within 50 µs.
+        kube.create_pod(&pod(
+            &ns,
+            "gpu-a100",
+            PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "A100".into())], ..Default::default() },
+        ))
+        .await;
+        kube.create_pod(&pod(
+            &ns,
+            "latency-impossible",
+            PodOpts {
+                labels: vec![("aco/workload-type", "latency-critical".into())],
+                annotations: vec![("scheduling.aco/latency-target-us", "50".into())],
+                ..Default::default()
+            },
+        ))
+        .await;
+
+        let placed = kube.wait_all_bound(&ns, &names, BIND_TIMEOUT).await;
+        let placement: BTreeMap<&str, &str> = names.iter().map(String::as_str).zip(placed.iter().map(String::as_str)).collect();
+        eprintln!("nodeCacheCapable={node_cache_capable}: {placement:#?}");
+        for (pod, node) in &placement {
+            if pod.starts_with("gpu-v100") {
+                assert!(model(node).starts_with("V100"), "{pod} (V100 only) bound to {node} ({})", model(node));
+            } else if pod.starts_with("gpu-any") {
+                assert!(is_gpu(node), "{pod} (GPU) bound to CPU-only node {node}");
+            } else if pod.starts_with("latency") {
+                assert!(latency(node) <= 200, "{pod} (target 200 µs) bound to {node} at {} µs", latency(node));
+            }
+        }
+
+        // 2: Pending, with the Worker's FailedAndUnresolvableNodes reasons in status and events.
+        for (pod, needle) in [("gpu-a100", "a100"), ("latency-impossible", "latency")] {
+            let message = kube.wait_unschedulable(&ns, pod, BIND_TIMEOUT).await;
+            let events = failed_scheduling_messages(kube, &ns, pod).await;
+            eprintln!("{pod}: condition: {message}\n  events: {events:?}");
+            assert!(message.to_lowercase().contains(needle), "{pod}: condition lacks {needle:?}: {message}");
+            assert!(
+                events.iter().any(|m| m.to_lowercase().contains(needle)),
+                "{pod}: no FailedScheduling event mentions {needle:?}: {events:?}"
+            );
+        }
+        sched.assert_running();
+        drop(sched);
+        kube.delete_pods(&ns).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3: tenants learn from their own confirmed placements only
+
+/// Identical CPU nodes: nothing but the pheromone trail tells them apart.
+fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
+    let base = openb_cpu_nodes().into_iter().next().unwrap();
+    (0..n)
+        .map(|i| {
+            let mut node = base.clone();
+            let name = format!("{prefix}-{i}");
+            node["metadata"]["name"] = name.clone().into();
+            node["metadata"]["labels"]["kubernetes.io/hostname"] = name.into();
+            label_node(node, 1.0, 100, false)
+        })
+        .collect()
+}
+
+fn prefer_node(node: &str) -> Value {
+    json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+    }]}})
+}
+
+fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Value {
+    pod(
+        ns,
+        name,
+        PodOpts {
+            labels: vec![("scheduling.aco/tenant-id", tenant.into()), ("aco/workload-type", "batch".into())],
+            affinity,
+            ..Default::default()
+        },
+    )
+}
+
+/// What the in-cluster reporter sends once a pod is bound: its node from `spec.nodeName`.
+async fn report_bound(env: &Env, ns: &str, tenant: &str, names: &[String]) {
+    let mut placements = Vec::new();
+    for n in names {
+        let p = env.kube().pod(ns, n).await;
+        let node = p["spec"]["nodeName"].as_str().expect("bound").to_owned();
+        placements.push(json!({
+            "podUid": p["metadata"]["uid"], "namespace": ns, "name": n, "tenant": tenant, "node": node,
+        }));
+    }
+    env.api.report_placements(placements).await;
+}
+
+fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
+    taus.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.as_str())
+}
+
+#[tokio::test]
+async fn tenants_learn_only_from_their_own_placements() {
+    let _serial = serial();
+    let env = Env::start().await;
+    let kube = env.kube();
+    let nodes = identical_nodes(5, "same");
+    env.add_nodes(&nodes).await;
+    let (x, y) = (name_of(&nodes[1]), name_of(&nodes[3]));
+    let ns = "tenants";
+    kube.create_namespace(ns).await;
+    let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(false)).await;
+
+    let a0 = env.api.taus("team-a").await;
+    let b0 = env.api.taus("team-b").await;
+
+    // History of team-a: placed on X (a soft node affinity makes kube-scheduler choose X).
+    let a_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("a-hist-{i}"), "team-a", Some(prefer_node(&x)))).collect();
+    let a_names = create_pods(kube, &a_hist).await;
+    let placed = kube.wait_all_bound(ns, &a_names, BIND_TIMEOUT).await;
+    assert!(placed.iter().all(|n| *n == x), "team-a history should be on {x}: {placed:?}");
+    // Scoring alone deposits nothing: the trail must not move before a confirmed placement.
+    let a1 = env.api.taus("team-a").await;
+    assert_eq!(argmax(&a1).filter(|n| a1[*n] > a0.get(*n).copied().unwrap_or(0.0) + 1e-9), None,
+        "team-a's trail moved before any placement was reported: {a0:?} -> {a1:?}");
+    report_bound(&env, ns, "team-a", &a_names).await;
+    let a2 = env.api.taus("team-a").await;
+    assert_eq!(argmax(&a2), Some(x.as_str()), "team-a after its placements on {x}: {a2:?}");
+    let b1 = env.api.taus("team-b").await;
+    assert_eq!(b1, b0, "team-a's placements moved team-b's trail");
+
+    // History of team-b: placed on Y.
+    let b_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("b-hist-{i}"), "team-b", Some(prefer_node(&y)))).collect();
+    let b_names = create_pods(kube, &b_hist).await;
+    let placed = kube.wait_all_bound(ns, &b_names, BIND_TIMEOUT).await;
+    assert!(placed.iter().all(|n| *n == y), "team-b history should be on {y}: {placed:?}");
+    report_bound(&env, ns, "team-b", &b_names).await;
+    let b2 = env.api.taus("team-b").await;
+    assert_eq!(argmax(&b2), Some(y.as_str()), "team-b after its placements on {y}: {b2:?}");
+    let a3 = env.api.taus("team-a").await;
+    assert!(
+        a3.get(&y).copied().unwrap_or(0.0) <= a2.get(&y).copied().unwrap_or(0.0) + 1e-9,
+        "team-b's placements on {y} raised team-a's trail there: {a2:?} -> {a3:?}"
+    );
+    assert_eq!(argmax(&a3), Some(x.as_str()));
+    eprintln!("team-a: {a3:?}\nteam-b: {b2:?}");
+
+    // Now without any affinity: the real kube-scheduler, via the Worker's scores, sends each
+    // tenant's new pods to its own preferred node.
+    let mut fresh = Vec::new();
+    for i in 0..4 {
+        fresh.push(tenant_pod(ns, &format!("a-new-{i}"), "team-a", None));
+        fresh.push(tenant_pod(ns, &format!("b-new-{i}"), "team-b", None));
+    }
+    let names = create_pods(kube, &fresh).await;
+    let placed = kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
+    let on = |prefix: &str, node: &str| {
+        names.iter().zip(&placed).filter(|(p, n)| p.starts_with(prefix) && *n == node).count()
+    };
+    eprintln!("fresh placements: {:?}", names.iter().zip(&placed).collect::<Vec<_>>());
+    assert!(on("a-new", &x) >= 3, "team-a's new pods should mostly go to {x}");
+    assert!(on("b-new", &y) >= 3, "team-b's new pods should mostly go to {y}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4: cheaper nodes preferred, compared with kube-scheduler alone
+
+#[tokio::test]
+async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
+    let _serial = serial();
+    let env = Env::start().await;
+    let kube = env.kube();
+    let costs = [0.4, 0.8, 1.6, 3.2, 6.4, 12.8];
+    let nodes: Vec<Value> = identical_nodes(costs.len(), "priced")
+        .into_iter()
+        .zip(costs)
+        .map(|(mut n, c)| {
+            n["metadata"]["labels"]["aco/cost-per-hour"] = c.to_string().into();
+            n
+        })
+        .collect();
+    env.add_nodes(&nodes).await;
+    let cost: HashMap<String, f64> = nodes.iter().map(|n| (name_of(n), label(n, "aco/cost-per-hour").parse().unwrap())).collect();
+    let ns = "cost";
+    kube.create_namespace(ns).await;
+
+    let batch = |tag: &str| -> Vec<Value> {
+        (0..12)
+            .map(|i| {
+                pod(ns, &format!("{tag}-{i}"), PodOpts {
+                    cpu: "2",
+                    memory: "4Gi",
+                    labels: vec![("aco/workload-type", "batch".into())],
+                    ..Default::default()
+                })
+            })
+            .collect()
+    };
+    let mut mean_cost = BTreeMap::new();
+    for (tag, config) in [("alone", SchedulerConfig::off()), ("aco", env.worker_config(false))] {
+        let sched = env.cp.start_scheduler(&format!("scheduler-{tag}"), &config).await;
+        let names = create_pods(kube, &batch(tag)).await;
+        let placed = kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
+        let mean = placed.iter().map(|n| cost[n]).sum::<f64>() / placed.len() as f64;
+        eprintln!("{tag}: mean cost/h per pod {mean:.2}: {placed:?}");
+        mean_cost.insert(tag, mean);
+        drop(sched);
+        kube.delete_pods(ns).await;
+    }
+    assert!(
+        mean_cost["aco"] < mean_cost["alone"],
+        "the extender should lower the cost per pod: {mean_cost:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5: fallback (ignorable extender)
+
+#[tokio::test]
+async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
+    let _serial = serial();
+    let mut env = Env::start().await;
+    let nodes = constraint_nodes();
+    env.add_nodes(&nodes).await;
+    let by_name: HashMap<String, Value> = nodes.iter().map(|n| (name_of(n), n.clone())).collect();
+    let ns = "fallback";
+    env.kube().create_namespace(ns).await;
+
+    // kube-scheduler → aco-netem-proxy → Worker; the proxy injects the failures.
+    let proxy = env.cp.start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
+    let mut config = env.worker_config(false);
+    if let support_kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
+        *url_prefix = format!("https://{}/v1", proxy.addr);
+    }
+    let mut sched = env.cp.start_scheduler("scheduler", &config).await;
+    // A pod only the Worker would refuse: no node has an A100.
+    let a100 = |name: &str| {
+        pod(ns, name, PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "A100".into())], ..Default::default() })
+    };
+
+    // Through the Worker: refused.
+    env.kube().create_pod(&a100("via-worker")).await;
+    let msg = env.kube().wait_unschedulable(ns, "via-worker", BIND_TIMEOUT).await;
+    assert!(msg.to_lowercase().contains("a100"), "{msg}");
+    env.kube().delete(&format!("/api/v1/namespaces/{ns}/pods/via-worker")).await.unwrap();
+
+    // Unreachable, HTTP 500, hanging (httpTimeout 1s): kube-scheduler goes on without it.
+    for (mode, name) in [(ProxyMode::Refuse, "refused"), (ProxyMode::Error, "http-500"), (ProxyMode::Blackhole, "hanging")] {
+        proxy.set_mode(mode).await;
+        env.kube().create_pod(&a100(name)).await;
+        let node = env.kube().wait_bound(ns, name, BIND_TIMEOUT).await;
+        eprintln!("{mode:?}: {name} bound to {node} without the Worker");
+    }
+
+    // The Worker process stopped.
+    proxy.set_mode(ProxyMode::Pass).await;
+    drop(env.worker.take());
+    env.kube().create_pod(&a100("worker-stopped")).await;
+    let node = env.kube().wait_bound(ns, "worker-stopped", BIND_TIMEOUT).await;
+    eprintln!("Worker stopped: bound to {node}");
+
+    // Back (same state dir, new port): scheduling goes through it again.
+    let worker = start_worker(&env.cp, &env.worker_state);
+    env.api = WorkerApi::new(&worker, &env.cp.pki.ca_pem());
+    env.worker = Some(worker);
+    proxy.set_upstream(&host_port(&env.api.base)).await;
+    env.kube().create_pod(&a100("worker-back")).await;
+    let msg = env.kube().wait_unschedulable(ns, "worker-back", BIND_TIMEOUT).await;
+    assert!(msg.to_lowercase().contains("a100"), "{msg}");
+    env.kube()
+        .create_pod(&pod(ns, "v100-back", PodOpts {
+            gpus: 1,
+            annotations: vec![("scheduling.aco/gpu-models", "V100M16|V100M32".into())],
+            ..Default::default()
+        }))
+        .await;
+    let node = env.kube().wait_bound(ns, "v100-back", BIND_TIMEOUT).await;
+    assert!(label(&by_name[&node], "aco/gpu-type").starts_with("V100"), "v100-back on {node}");
+    sched.assert_running();
+}

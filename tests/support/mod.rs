@@ -1,0 +1,272 @@
+//! Integration-test harness: runs the built Worker (`build/`, from `bash scripts/build-worker`)
+//! in Miniflare through `tests/support/miniflare.mjs`, which takes every binding and `[vars]`
+//! from `wrangler.toml`.
+//!
+//! ```ignore
+//! mod support;
+//! use support::{StartOptions, WorkerProcess};
+//!
+//! #[tokio::test]
+//! async fn livez() {
+//!     let worker = WorkerProcess::start(StartOptions::default());
+//!     let res = reqwest::get(worker.url("/livez")).await.unwrap();
+//!     assert_eq!(res.status(), 200);
+//! }
+//! ```
+//!
+//! Each `WorkerProcess` is its own Node + workerd process group on a free port, with Durable
+//! Object and KV state in a per-test temporary directory (or `StartOptions::persist_dir`), so
+//! tests run in parallel and [`WorkerProcess::restart`] keeps state. Dropping it — including
+//! while a failing test unwinds — stops the whole process group; a panicking test also gets the
+//! Worker's log printed. Starting and stopping are blocking (a second or two), which is fine
+//! inside `#[tokio::test]`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+/// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the process group gets to exit after SIGTERM before it is SIGKILLed.
+const TERM_GRACE: Duration = Duration::from_secs(5);
+/// Cap on the Worker log kept in memory for failure messages (the oldest half is dropped).
+const LOG_CAP: usize = 1 << 20;
+
+/// How to start the Worker. `Default` = in-memory-like temporary state, `wrangler.toml` vars, HTTP.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Durable Object + KV state directory. `None`: a fresh temporary directory owned by the
+    /// `WorkerProcess` (kept across `restart`, deleted on drop).
+    pub persist_dir: Option<PathBuf>,
+    /// Added to / overriding `wrangler.toml` `[vars]`.
+    pub vars: serde_json::Map<String, serde_json::Value>,
+    /// `(key.pem, cert.pem)`: serve HTTPS with this certificate instead of HTTP.
+    pub https: Option<(PathBuf, PathBuf)>,
+}
+
+impl StartOptions {
+    /// Convenience: `StartOptions::default().var("ALPHA", "0.3")`.
+    pub fn var(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.vars.insert(name.to_owned(), value.into());
+        self
+    }
+}
+
+/// A running Worker. `base_url` has no trailing slash, e.g. `http://127.0.0.1:40123`.
+pub struct WorkerProcess {
+    pub base_url: String,
+    persist_dir: PathBuf,
+    options: StartOptions,
+    running: Option<Running>,
+    logs: Arc<Mutex<String>>,
+    // Declared last so that it is removed after the process is gone.
+    _temp_dir: Option<TempDir>,
+}
+
+struct Running {
+    pgid: Pid,
+    exited: Receiver<std::io::Result<ExitStatus>>,
+    // Held open: miniflare.mjs (--watch-stdin) exits when it closes, so even a test binary
+    // killed with SIGKILL does not leave servers behind.
+    _stdin: ChildStdin,
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+impl WorkerProcess {
+    /// Starts the Worker and waits for it to serve. Panics (with the Worker's log) on failure.
+    pub fn start(options: StartOptions) -> WorkerProcess {
+        let entry = repo_root().join("build/index.js");
+        assert!(
+            entry.is_file(),
+            "{} is missing: build the Worker first with `bash scripts/build-worker` \
+             (`bash scripts/test` does this for you)",
+            entry.display()
+        );
+        let (temp_dir, persist_dir) = match &options.persist_dir {
+            Some(dir) => (None, dir.clone()),
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("aco-worker-state-")
+                    .tempdir()
+                    .expect("create temporary persist dir");
+                let path = temp.path().to_path_buf();
+                (Some(temp), path)
+            }
+        };
+        let mut worker = WorkerProcess {
+            base_url: String::new(),
+            persist_dir,
+            options,
+            running: None,
+            logs: Arc::new(Mutex::new(String::new())),
+            _temp_dir: temp_dir,
+        };
+        worker.spawn();
+        worker
+    }
+
+    /// Stops the Worker and starts it again on the same state directory (and options).
+    /// The new instance listens on a new port: use `base_url` afresh afterwards.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// `base_url` + `path` (`path` starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    /// Directory holding Durable Object (`do/`) and KV (`kv/`) state.
+    pub fn persist_dir(&self) -> &Path {
+        &self.persist_dir
+    }
+
+    /// Everything Miniflare, workerd and the Worker wrote to stderr so far (all instances).
+    pub fn logs(&self) -> String {
+        self.logs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn spawn(&mut self) {
+        assert!(self.running.is_none(), "worker already running");
+        let root = repo_root();
+        let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
+        let mut cmd = Command::new(node);
+        cmd.current_dir(&root)
+            .arg(root.join("tests/support/miniflare.mjs"))
+            .arg("--watch-stdin")
+            .arg("--persist")
+            .arg(&self.persist_dir);
+        if !self.options.vars.is_empty() {
+            cmd.arg("--vars").arg(serde_json::Value::Object(self.options.vars.clone()).to_string());
+        }
+        if let Some((key, cert)) = &self.options.https {
+            cmd.arg("--https-key").arg(key).arg("--https-cert").arg(cert);
+        }
+        // Own process group: node and workerd are stopped together via kill(-pgid).
+        cmd.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child: Child = cmd.spawn().unwrap_or_else(|e| {
+            panic!("cannot run node (install Node.js >= 20, then `bash scripts/setup`): {e}")
+        });
+        let pgid = Pid::from_raw(child.id() as i32);
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+
+        // stderr → shared log buffer, drained for the whole life of the process.
+        let (stderr_done_tx, stderr_done) = mpsc::channel::<()>();
+        let logs = Arc::clone(&self.logs);
+        thread::spawn(move || {
+            drain_into(stderr, &logs);
+            let _ = stderr_done_tx.send(());
+        });
+        // stdout → lines on a channel (first the READY line); keeps draining afterwards.
+        let (line_tx, lines) = mpsc::channel::<String>();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // Nobody listens after READY; keep draining anyway so the child never blocks.
+                let _ = line_tx.send(line);
+            }
+        });
+        // Reaper: reports the exit status (and lets the kernel release the process).
+        let (exit_tx, exited) = mpsc::channel();
+        thread::spawn(move || {
+            let _ = exit_tx.send(child.wait());
+        });
+
+        self.running = Some(Running { pgid, exited, _stdin: stdin });
+
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let failure = loop {
+            match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => match line.strip_prefix("READY ") {
+                    Some(url) => {
+                        self.base_url = url.trim().trim_end_matches('/').to_owned();
+                        return;
+                    }
+                    None => append_log(&self.logs, &format!("[stdout] {line}\n")),
+                },
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self
+                        .running
+                        .as_ref()
+                        .and_then(|r| r.exited.recv_timeout(TERM_GRACE).ok())
+                        .map(|s| format!("{s:?}"))
+                        .unwrap_or_else(|| "unknown status".into());
+                    break format!("miniflare.mjs exited before READY ({status})");
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    break format!("miniflare.mjs printed no READY line within {READY_TIMEOUT:?}");
+                }
+            }
+        };
+        self.stop();
+        // The stderr pipe closes once every process of the group is gone.
+        let _ = stderr_done.recv_timeout(TERM_GRACE);
+        panic!("{failure}; its stderr:\n{}", self.logs());
+    }
+
+    /// SIGTERM to the process group, SIGKILL if it is still there after a grace period.
+    fn stop(&mut self) {
+        let Some(running) = self.running.take() else { return };
+        let _ = killpg(running.pgid, Signal::SIGTERM);
+        // Disconnected = the reaper already reported the exit (consumed during start-up).
+        if let Err(RecvTimeoutError::Timeout) = running.exited.recv_timeout(TERM_GRACE) {
+            append_log(&self.logs, "[harness] no exit after SIGTERM; sending SIGKILL\n");
+            let _ = killpg(running.pgid, Signal::SIGKILL);
+            let _ = running.exited.recv_timeout(TERM_GRACE);
+        }
+        // node has exited; make sure no workerd outlives it (ESRCH = group already empty).
+        match killpg(running.pgid, Signal::SIGKILL) {
+            Ok(()) | Err(Errno::ESRCH) => {}
+            Err(e) => append_log(&self.logs, &format!("[harness] killpg: {e}\n")),
+        }
+        self.base_url.clear();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            eprintln!("---- Worker log ({}) ----\n{}", self.persist_dir.display(), self.logs());
+        }
+    }
+}
+
+fn drain_into(mut pipe: impl Read, logs: &Mutex<String>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => append_log(logs, &String::from_utf8_lossy(&buf[..n])),
+        }
+    }
+}
+
+fn append_log(logs: &Mutex<String>, text: &str) {
+    let mut logs = logs.lock().unwrap_or_else(|e| e.into_inner());
+    if logs.len() + text.len() > LOG_CAP {
+        let mut cut = logs.len() / 2;
+        while !logs.is_char_boundary(cut) {
+            cut += 1;
+        }
+        logs.replace_range(..cut, "[...]\n");
+    }
+    logs.push_str(text);
+}

@@ -1,0 +1,274 @@
+//! Fixtures shared by the end-to-end test and the throughput benchmark: the Worker (through the
+//! shared Miniflare harness in `tests/support`) over HTTPS with the control plane's CA, its admin
+//! API, OpenB nodes with the labels the Worker reads, and pod builders.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::{ControlPlane, Kube, SchedulerConfig, SCHEDULER_NAME};
+use crate::support::{StartOptions, WorkerProcess};
+
+pub const ADMIN_TOKEN: &str = "dev-admin-token";
+
+// ---------------------------------------------------------------------------------------------
+// the Worker's admin API
+
+pub struct WorkerApi {
+    pub base: String,
+    http: reqwest::Client,
+}
+
+impl WorkerApi {
+    pub fn new(worker: &WorkerProcess, ca_pem: &[u8]) -> WorkerApi {
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        WorkerApi { base: worker.base_url.clone(), http }
+    }
+
+    /// `https://127.0.0.1:PORT/v1` — the urlPrefix kube-scheduler gets.
+    pub fn url_prefix(&self) -> String {
+        format!("{}/v1", self.base)
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).bearer_auth(ADMIN_TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert!(status.is_success(), "{method} {path}: HTTP {status}: {text}");
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    pub async fn put_nodes(&self, facts: Vec<Value>) {
+        self.call(reqwest::Method::PUT, "/v1/nodes", Some(json!({ "nodes": facts }))).await;
+    }
+
+    pub async fn report_placements(&self, placements: Vec<Value>) -> Value {
+        self.call(reqwest::Method::POST, "/v1/placements", Some(json!({ "placements": placements }))).await
+    }
+
+    /// node → tau for a tenant (empty when the tenant has no trail yet).
+    pub async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
+        let table = self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
+        table["nodes"]
+            .as_array()
+            .map(|nodes| {
+                nodes
+                    .iter()
+                    .filter_map(|n| Some((n["node"].as_str()?.to_owned(), n["tau"].as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// fixture: control plane + Worker over HTTPS
+
+pub struct Env {
+    pub cp: ControlPlane,
+    pub worker: Option<WorkerProcess>,
+    pub api: WorkerApi,
+    pub worker_state: PathBuf,
+    _state: tempfile::TempDir,
+}
+
+impl Env {
+    pub async fn start() -> Env {
+        let cp = ControlPlane::start().await;
+        let state = tempfile::Builder::new().prefix("aco-e2e-worker-").tempdir().unwrap();
+        let worker_state = state.path().to_path_buf();
+        let worker = start_worker(&cp, &worker_state);
+        let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+        Env { cp, worker: Some(worker), api, worker_state, _state: state }
+    }
+
+    pub fn kube(&self) -> &Kube {
+        &self.cp.kube
+    }
+
+    pub fn worker_config(&self, node_cache_capable: bool) -> SchedulerConfig {
+        SchedulerConfig::worker(self.api.url_prefix(), self.cp.pki.ca_pem(), node_cache_capable)
+    }
+
+    /// Creates the Node objects and pushes their facts to the Worker.
+    pub async fn add_nodes(&self, nodes: &[Value]) {
+        for chunk in nodes.chunks(16) {
+            futures::future::join_all(chunk.iter().map(|n| self.kube().create_node(n))).await;
+        }
+        self.api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+    }
+}
+
+pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess {
+    WorkerProcess::start(StartOptions {
+        persist_dir: Some(state.to_path_buf()),
+        https: Some(cp.pki.worker_tls()),
+        ..StartOptions::default()
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// nodes from the OpenB trace
+
+pub fn openb_dir() -> PathBuf {
+    let dir = super::repo_root().join("../shared/data/openb");
+    assert!(dir.is_dir(), "{} is missing (the OpenB trace lives in shared/ beside the repo)", dir.display());
+    dir
+}
+
+/// The OpenB GPU nodes (v1.Node objects), in file order.
+pub fn openb_gpu_nodes() -> Vec<Value> {
+    let text = std::fs::read_to_string(openb_dir().join("openb_node_list_gpu_node.yaml")).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .filter_map(|doc| {
+            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).ok()?;
+            let j: Value = serde_json::to_value(v).ok()?;
+            (j["kind"] == "Node").then_some(j)
+        })
+        .collect()
+}
+
+/// The OpenB CPU-only nodes (`openb_node_list_all_node.csv` rows without a GPU model) as
+/// v1.Node objects named `openb-cpu-NNNN` (the CSV's own names collide with the GPU list's).
+pub fn openb_cpu_nodes() -> Vec<Value> {
+    let text = std::fs::read_to_string(openb_dir().join("openb_node_list_all_node.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            (f.len() >= 5 && f[4].trim().is_empty()).then(|| (f[1].to_owned(), f[2].to_owned()))
+        })
+        .enumerate()
+        .map(|(i, (cpu_milli, mem_mib))| {
+            let name = format!("openb-cpu-{i:04}");
+            let res = json!({"cpu": format!("{cpu_milli}m"), "memory": format!("{mem_mib}Mi"), "pods": "110"});
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+                "status": {"allocatable": res, "capacity": res},
+            })
+        })
+        .collect()
+}
+
+/// First OpenB GPU node of each model in `models` (in that order, repeats pick the next one).
+pub fn pick_gpu_nodes(models: &[&str]) -> Vec<Value> {
+    let all = openb_gpu_nodes();
+    let mut used = std::collections::HashSet::new();
+    models
+        .iter()
+        .map(|m| {
+            let n = all
+                .iter()
+                .find(|n| {
+                    n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"] == *m
+                        && !used.contains(n["metadata"]["name"].as_str().unwrap())
+                })
+                .unwrap_or_else(|| panic!("no OpenB node of model {m}"))
+                .clone();
+            used.insert(n["metadata"]["name"].as_str().unwrap().to_owned());
+            n
+        })
+        .collect()
+}
+
+/// Adds the labels the Worker reads and mirrors the OpenB GPU count as `nvidia.com/gpu`.
+pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Value {
+    let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"].as_str().map(str::to_owned);
+    let labels = node["metadata"]["labels"].as_object_mut().unwrap();
+    if let Some(m) = &model {
+        labels.insert("aco/gpu-type".into(), m.clone().into());
+    }
+    labels.insert("aco/cost-per-hour".into(), format!("{cost}").into());
+    labels.insert("aco/latency-us".into(), latency_us.to_string().into());
+    labels.insert("aco/instance-type".into(), if spot { "spot" } else { "on-demand" }.into());
+    for key in ["allocatable", "capacity"] {
+        let res = node["status"][key].as_object_mut().unwrap();
+        if let Some(g) = res.get("alibabacloud.com/gpu-count").cloned() {
+            res.insert("nvidia.com/gpu".into(), g);
+        }
+    }
+    node
+}
+
+pub fn name_of(v: &Value) -> String {
+    v["metadata"]["name"].as_str().unwrap().to_owned()
+}
+
+pub fn label(v: &Value, key: &str) -> String {
+    v["metadata"]["labels"][key].as_str().unwrap_or_default().to_owned()
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// The `PUT /v1/nodes` entry the in-cluster reporter would send for this node.
+pub fn facts_of(node: &Value) -> Value {
+    let labels = node["metadata"]["labels"].clone();
+    let latency: u64 = label(node, "aco/latency-us").parse().unwrap_or(0);
+    json!({
+        "name": name_of(node),
+        "labels": labels,
+        "allocatable": node["status"]["allocatable"],
+        "requested": {"cpu": "0", "memory": "0"},
+        "latencyUs": latency,
+        "observedAtMs": now_ms(),
+        "utilisation": [{"atMs": now_ms(), "value": 0.2}],
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// pods
+
+#[derive(Default)]
+pub struct PodOpts<'a> {
+    pub cpu: &'a str,
+    pub memory: &'a str,
+    pub gpus: u32,
+    pub labels: Vec<(&'a str, String)>,
+    pub annotations: Vec<(&'a str, String)>,
+    pub affinity: Option<Value>,
+}
+
+pub fn pod(ns: &str, name: &str, o: PodOpts) -> Value {
+    let mut resources = json!({"requests": {"cpu": if o.cpu.is_empty() { "500m" } else { o.cpu },
+                                            "memory": if o.memory.is_empty() { "512Mi" } else { o.memory }}});
+    if o.gpus > 0 {
+        resources["limits"] = json!({"nvidia.com/gpu": o.gpus.to_string()});
+    }
+    let labels: serde_json::Map<String, Value> = o.labels.into_iter().map(|(k, v)| (k.to_owned(), v.into())).collect();
+    let annotations: serde_json::Map<String, Value> =
+        o.annotations.into_iter().map(|(k, v)| (k.to_owned(), v.into())).collect();
+    let mut spec = json!({
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}],
+    });
+    if let Some(a) = o.affinity {
+        spec["affinity"] = a;
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations},
+        "spec": spec,
+    })
+}
+
+pub async fn create_pods(kube: &Kube, pods: &[Value]) -> Vec<String> {
+    for chunk in pods.chunks(16) {
+        futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
+    }
+    pods.iter().map(name_of).collect()
+}
+

@@ -1,0 +1,626 @@
+//! A real Kubernetes control plane for the end-to-end tests: etcd, kube-apiserver and
+//! kube-scheduler built by `scripts/build-kube` (pinned in `scripts/kube/go.mod`), plus
+//! `aco-netem-proxy` (delay / failure injection between kube-scheduler and the Worker).
+//!
+//! Every server binds 127.0.0.1 on a free port, runs in its own process group under
+//! `scripts/kube/run-bound` (which stops the group when the test process goes away, even on
+//! SIGKILL) and is stopped by process-group id on drop, also while a failing test unwinds.
+//! The flags mirror `scripts/kube-up`; keep them in step.
+//!
+//! The kube-scheduler configuration is `k8s/scheduler-config.yaml` — the file the shipped
+//! ConfigMap is generated from — with only the local differences applied
+//! ([`SchedulerConfig::render`]).
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+pub const SCHEDULER_NAME: &str = "aco-scheduler";
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Directory with etcd, kube-apiserver, kube-scheduler, aco-netem-proxy: `$KUBE_BIN`, else the
+/// one `scripts/build-kube` prints (building them on a cold machine takes a while).
+pub fn kube_bin() -> PathBuf {
+    if let Some(dir) = std::env::var_os("KUBE_BIN") {
+        return PathBuf::from(dir);
+    }
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/build-kube"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/build-kube");
+    assert!(out.status.success(), "scripts/build-kube failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let dir = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("KUBE_BIN="))
+        .expect("scripts/build-kube prints KUBE_BIN=<dir>");
+    PathBuf::from(dir.trim())
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Polls `check` every 100-500 ms until it returns `Some`, for at most `timeout`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// processes
+
+/// A server in its own process group, logging to `<dir>/<name>.log`.
+pub struct Server {
+    pub name: String,
+    pub log: PathBuf,
+    pgid: Option<Pid>,
+    child: Option<Child>,
+    _stdin: Option<ChildStdin>,
+}
+
+impl Server {
+    pub fn spawn(name: &str, dir: &Path, program: &Path, args: &[String]) -> Server {
+        let log = dir.join(format!("{name}.log"));
+        let out = File::create(&log).expect("create log");
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo_root().join("scripts/kube/run-bound"))
+            .arg(program)
+            .args(args)
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out);
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let stdin = child.stdin.take();
+        Server {
+            name: name.to_owned(),
+            log,
+            pgid: Some(Pid::from_raw(child.id() as i32)),
+            child: Some(child),
+            _stdin: stdin,
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = File::open(&self.log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = self.log_text();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Panics with the log tail if the process has exited.
+    pub fn assert_running(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("{} exited ({status}); log tail:\n{}", self.name, self.log_tail(40));
+            }
+        }
+    }
+
+    /// SIGTERM to the group, SIGKILL after 5 s.
+    pub fn stop(&mut self) {
+        let Some(pgid) = self.pgid.take() else { return };
+        let _ = killpg(pgid, Signal::SIGTERM);
+        if let Some(mut child) = self.child.take() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = killpg(pgid, Signal::SIGKILL);
+            let _ = child.wait();
+        }
+        let _ = killpg(pgid, Signal::SIGKILL);
+        self._stdin = None;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("---- {} log tail ({}) ----\n{}", self.name, self.log.display(), self.log_tail(30));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// control plane
+
+/// Paths of the throwaway PKI made by `scripts/kube/gen-certs`.
+#[derive(Clone, Debug)]
+pub struct Pki {
+    pub dir: PathBuf,
+}
+
+impl Pki {
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+    pub fn ca_pem(&self) -> Vec<u8> {
+        std::fs::read(self.path("ca.crt")).unwrap()
+    }
+    /// `(key, cert)` for the Worker's HTTPS listener, as `StartOptions::https` wants it.
+    pub fn worker_tls(&self) -> (PathBuf, PathBuf) {
+        (self.path("worker.key"), self.path("worker.crt"))
+    }
+}
+
+pub struct ControlPlane {
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    pub pki: Pki,
+    pub api_url: String,
+    pub kubeconfig: PathBuf,
+    pub kube: Kube,
+    // Dropped in reverse order of start: apiserver before etcd.
+    apiserver: Server,
+    etcd: Server,
+    _temp: tempfile::TempDir,
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until the API serves.
+    pub async fn start() -> ControlPlane {
+        let bin = kube_bin();
+        let temp = tempfile::Builder::new().prefix("aco-kube-").tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
+        let pki_dir = dir.join("pki");
+        let st = Command::new("bash")
+            .arg(repo_root().join("scripts/kube/gen-certs"))
+            .arg(&pki_dir)
+            .status()
+            .expect("run gen-certs");
+        assert!(st.success(), "scripts/kube/gen-certs failed");
+        let pki = Pki { dir: pki_dir };
+
+        let etcd_port = free_port();
+        let peer_port = free_port();
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let etcd = Server::spawn(
+            "etcd",
+            &dir,
+            &bin.join("etcd"),
+            &strings(&[
+                "--name", "default",
+                "--data-dir", &dir.join("etcd-data").to_string_lossy(),
+                "--listen-client-urls", &etcd_url,
+                "--advertise-client-urls", &etcd_url,
+                "--listen-peer-urls", &peer_url,
+                "--initial-advertise-peer-urls", &peer_url,
+                "--initial-cluster", &format!("default={peer_url}"),
+                "--unsafe-no-fsync",
+                "--log-level", "warn",
+            ]),
+        );
+        let plain = reqwest::Client::new();
+        let mut etcd = etcd;
+        wait_for("etcd /health", Duration::from_secs(30), || {
+            let r = plain.get(format!("{etcd_url}/health")).send();
+            async move { r.await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
+        })
+        .await;
+        etcd.assert_running();
+
+        let api_port = free_port();
+        let p = |f: &str| pki.path(f).to_string_lossy().into_owned();
+        let apiserver = Server::spawn(
+            "kube-apiserver",
+            &dir,
+            &bin.join("kube-apiserver"),
+            &strings(&[
+                "--etcd-servers", &etcd_url,
+                "--bind-address", "127.0.0.1",
+                "--advertise-address", "127.0.0.1",
+                "--secure-port", &api_port.to_string(),
+                "--tls-cert-file", &p("apiserver.crt"),
+                "--tls-private-key-file", &p("apiserver.key"),
+                "--client-ca-file", &p("ca.crt"),
+                "--service-account-issuer", "https://kubernetes.default.svc",
+                "--service-account-key-file", &p("sa.pub"),
+                "--service-account-signing-key-file", &p("sa.key"),
+                "--service-cluster-ip-range", "10.0.0.0/24",
+                "--authorization-mode", "AlwaysAllow",
+                // No controller-manager creates service accounts, so pods could not be admitted.
+                "--disable-admission-plugins", "ServiceAccount",
+                "--profiling=false",
+            ]),
+        );
+        let api_url = format!("https://127.0.0.1:{api_port}");
+        let kube = Kube::new(&api_url, &pki);
+        let mut apiserver = apiserver;
+        {
+            let kube = kube.clone();
+            wait_for("kube-apiserver /readyz", Duration::from_secs(120), || {
+                let kube = kube.clone();
+                async move { kube.get_raw("/readyz").await.ok().filter(|(s, _)| *s == 200).map(|_| ()) }
+            })
+            .await;
+        }
+        apiserver.assert_running();
+        // The apiserver creates "default" itself a moment after it is ready.
+        wait_for("namespace default", Duration::from_secs(60), || {
+            let kube = kube.clone();
+            async move { kube.get("/api/v1/namespaces/default").await.ok() }
+        })
+        .await;
+
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {api_url}\n    certificate-authority: {}\nusers:\n- name: admin\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: local\n  context: {{cluster: local, user: admin}}\ncurrent-context: local\n",
+                p("ca.crt"),
+                p("admin.crt"),
+                p("admin.key")
+            ),
+        )
+        .unwrap();
+
+        ControlPlane { dir, bin, pki, api_url, kubeconfig, kube, apiserver, etcd, _temp: temp }
+    }
+
+    /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz.
+    pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
+        let cfg_path = self.dir.join(format!("{name}.yaml"));
+        std::fs::write(&cfg_path, config.render(&self.kubeconfig)).unwrap();
+        let port = free_port();
+        let mut sched = Server::spawn(
+            name,
+            &self.dir,
+            &self.bin.join("kube-scheduler"),
+            &strings(&[
+                "--config", &cfg_path.to_string_lossy(),
+                "--leader-elect=false",
+                "--bind-address", "127.0.0.1",
+                "--secure-port", &port.to_string(),
+                "-v=2",
+            ]),
+        );
+        let insecure = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        wait_for("kube-scheduler /readyz", Duration::from_secs(60), || {
+            let r = insecure.get(format!("https://127.0.0.1:{port}/readyz")).send();
+            async move { r.await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
+        })
+        .await;
+        sched.assert_running();
+        sched
+    }
+
+    /// Starts `aco-netem-proxy` in front of `upstream` (`host:port`).
+    pub fn start_proxy(&self, name: &str, upstream: &str, delay: Duration) -> Proxy {
+        let args = strings(&[
+            "-upstream", upstream,
+            "-delay", &format!("{}us", delay.as_micros()),
+            "-tls-cert", &self.pki.path("worker.crt").to_string_lossy(),
+            "-tls-key", &self.pki.path("worker.key").to_string_lossy(),
+        ]);
+        let mut server = Server::spawn(name, &self.dir, &self.bin.join("aco-netem-proxy"), &args);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(line) = server.log_text().lines().find(|l| l.starts_with("READY ")) {
+                let mut it = line.split_whitespace().skip(1);
+                let addr = it.next().unwrap().to_owned();
+                let control = it.next().unwrap().to_owned();
+                return Proxy { server, addr, control };
+            }
+            server.assert_running();
+            assert!(Instant::now() < deadline, "aco-netem-proxy printed no READY");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// `host:port` of a URL such as `https://127.0.0.1:1234`.
+pub fn host_port(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split('/').next().unwrap().to_owned()
+}
+
+pub struct Proxy {
+    pub server: Server,
+    /// `127.0.0.1:port` kube-scheduler connects to.
+    pub addr: String,
+    control: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyMode {
+    Pass,
+    /// Accept and reset: the Worker is unreachable.
+    Refuse,
+    /// Accept and never answer: kube-scheduler's httpTimeout fires.
+    Blackhole,
+    /// TLS-terminate and answer HTTP 500.
+    Error,
+}
+
+impl Proxy {
+    pub async fn set_mode(&self, mode: ProxyMode) {
+        let m = match mode {
+            ProxyMode::Pass => "pass",
+            ProxyMode::Refuse => "refuse",
+            ProxyMode::Blackhole => "blackhole",
+            ProxyMode::Error => "error",
+        };
+        self.control(&format!("mode?m={m}")).await;
+    }
+    pub async fn set_delay(&self, rtt: Duration) {
+        self.control(&format!("delay?d={}us", rtt.as_micros())).await;
+    }
+    pub async fn set_upstream(&self, upstream: &str) {
+        self.control(&format!("upstream?a={upstream}")).await;
+    }
+    async fn control(&self, q: &str) {
+        let r = reqwest::Client::new()
+            .post(format!("http://{}/{q}", self.control))
+            .send()
+            .await
+            .expect("proxy control");
+        assert!(r.status().is_success(), "proxy control {q}: {}", r.status());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scheduler configuration
+
+/// Where the extender stanza of `k8s/scheduler-config.yaml` points in a test.
+#[derive(Clone, Debug)]
+pub enum Extender {
+    /// No extender at all: kube-scheduler alone (the baseline).
+    Off,
+    /// The Worker at `url_prefix` (e.g. `https://127.0.0.1:1234/v1`), trusted through `ca_pem`.
+    Worker { url_prefix: String, ca_pem: Vec<u8>, node_cache_capable: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    pub extender: Extender,
+    /// Overrides `httpTimeout` (None: keep the shipped value).
+    pub http_timeout: Option<String>,
+}
+
+impl SchedulerConfig {
+    pub fn worker(url_prefix: String, ca_pem: Vec<u8>, node_cache_capable: bool) -> Self {
+        SchedulerConfig { extender: Extender::Worker { url_prefix, ca_pem, node_cache_capable }, http_timeout: None }
+    }
+    pub fn off() -> Self {
+        SchedulerConfig { extender: Extender::Off, http_timeout: None }
+    }
+
+    /// The shipped `k8s/scheduler-config.yaml`, unchanged but for: kubeconfig (a file instead of
+    /// the in-cluster service account), and for the extender urlPrefix, nodeCacheCapable and a
+    /// private CA (`enableHTTPS: true` + `tlsConfig.caData`) — or no extender for the baseline.
+    pub fn render(&self, kubeconfig: &Path) -> String {
+        let text = std::fs::read_to_string(repo_root().join("k8s/scheduler-config.yaml")).unwrap();
+        let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        doc["clientConnection"]["kubeconfig"] = kubeconfig.to_string_lossy().into_owned().into();
+        let profiles = doc["profiles"].as_sequence().expect("profiles");
+        assert_eq!(profiles[0]["schedulerName"].as_str(), Some(SCHEDULER_NAME));
+        match &self.extender {
+            Extender::Off => {
+                doc.as_mapping_mut().unwrap().remove("extenders");
+            }
+            Extender::Worker { url_prefix, ca_pem, node_cache_capable } => {
+                let ext = &mut doc["extenders"][0];
+                assert_eq!(ext["ignorable"].as_bool(), Some(true), "shipped extender must be ignorable");
+                ext["urlPrefix"] = url_prefix.clone().into();
+                ext["nodeCacheCapable"] = (*node_cache_capable).into();
+                ext["enableHTTPS"] = true.into();
+                let mut tls = serde_yaml::Mapping::new();
+                tls.insert("caData".into(), base64(ca_pem).into());
+                ext["tlsConfig"] = serde_yaml::Value::Mapping(tls);
+                if let Some(t) = &self.http_timeout {
+                    ext["httpTimeout"] = t.clone().into();
+                }
+            }
+        }
+        serde_yaml::to_string(&doc).unwrap()
+    }
+}
+
+fn base64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes API (plain HTTPS + JSON with the admin client certificate)
+
+#[derive(Clone)]
+pub struct Kube {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Kube {
+    pub fn new(base: &str, pki: &Pki) -> Kube {
+        let mut identity = std::fs::read(pki.path("admin.crt")).unwrap();
+        identity.extend(std::fs::read(pki.path("admin.key")).unwrap());
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&pki.ca_pem()).unwrap())
+            .identity(reqwest::Identity::from_pem(&identity).unwrap())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        Kube { base: base.to_owned(), http }
+    }
+
+    pub async fn get_raw(&self, path: &str) -> reqwest::Result<(u16, String)> {
+        let r = self.http.get(format!("{}{path}", self.base)).send().await?;
+        Ok((r.status().as_u16(), r.text().await?))
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+        let r = req.send().await.map_err(|e| format!("{what}: {e}"))?;
+        let status = r.status();
+        let text = r.text().await.map_err(|e| format!("{what}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{what}: HTTP {status}: {text}"));
+        }
+        serde_json::from_str(&text).map_err(|e| format!("{what}: {e}: {text}"))
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, String> {
+        self.send(self.http.get(format!("{}{path}", self.base)), &format!("GET {path}")).await
+    }
+    pub async fn post(&self, path: &str, body: &Value) -> Value {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body), &format!("POST {path}"))
+            .await
+            .unwrap()
+    }
+    pub async fn merge_patch(&self, path: &str, body: &Value) -> Value {
+        let req = self
+            .http
+            .patch(format!("{}{path}", self.base))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(body.to_string());
+        self.send(req, &format!("PATCH {path}")).await.unwrap()
+    }
+    pub async fn delete(&self, path: &str) -> Result<Value, String> {
+        let req = self.http.delete(format!("{}{path}", self.base)).json(&json!({"gracePeriodSeconds": 0}));
+        self.send(req, &format!("DELETE {path}")).await
+    }
+
+    pub async fn create_namespace(&self, name: &str) {
+        self.post("/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+            .await;
+    }
+
+    /// Creates the Node and sets `status.allocatable`/`capacity` (no kubelet does it here).
+    pub async fn create_node(&self, node: &Value) {
+        let name = node["metadata"]["name"].as_str().unwrap().to_owned();
+        let mut spec = node.clone();
+        spec.as_object_mut().unwrap().remove("status");
+        self.post("/api/v1/nodes", &spec).await;
+        let status = &node["status"];
+        self.merge_patch(
+            &format!("/api/v1/nodes/{name}/status"),
+            &json!({"status": {"allocatable": status["allocatable"], "capacity": status["capacity"]}}),
+        )
+        .await;
+    }
+
+    pub async fn create_pod(&self, pod: &Value) -> Value {
+        let ns = pod["metadata"]["namespace"].as_str().expect("pod namespace");
+        self.post(&format!("/api/v1/namespaces/{ns}/pods"), pod).await
+    }
+
+    pub async fn pod(&self, ns: &str, name: &str) -> Value {
+        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}")).await.unwrap()
+    }
+
+    pub async fn pods(&self, ns: &str) -> Vec<Value> {
+        let list = self.get(&format!("/api/v1/namespaces/{ns}/pods")).await.unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Deletes every pod of the namespace at once (grace period 0: there is no kubelet).
+    pub async fn delete_pods(&self, ns: &str) {
+        self.delete(&format!("/api/v1/namespaces/{ns}/pods")).await.unwrap();
+        let k = self.clone();
+        let ns = ns.to_owned();
+        wait_for("pods deleted", Duration::from_secs(60), || {
+            let (k, ns) = (k.clone(), ns.clone());
+            async move { k.pods(&ns).await.is_empty().then_some(()) }
+        })
+        .await;
+    }
+
+    /// Events about a pod (core/v1 view of what kube-scheduler records).
+    pub async fn pod_events(&self, ns: &str, pod: &str) -> Vec<Value> {
+        let list = self
+            .get(&format!("/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{pod}"))
+            .await
+            .unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the pod has a node, returns the node name.
+    pub async fn wait_bound(&self, ns: &str, name: &str, timeout: Duration) -> String {
+        wait_for(&format!("pod {ns}/{name} to be bound"), timeout, || async move {
+            let pod = self.pod(ns, name).await;
+            pod["spec"]["nodeName"].as_str().map(str::to_owned)
+        })
+        .await
+    }
+
+    /// Waits until every pod of `names` is bound; returns their node names in order.
+    pub async fn wait_all_bound(&self, ns: &str, names: &[String], timeout: Duration) -> Vec<String> {
+        let mut out = Vec::new();
+        let deadline = Instant::now() + timeout;
+        for n in names {
+            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            out.push(self.wait_bound(ns, n, left).await);
+        }
+        out
+    }
+
+    /// Waits until kube-scheduler has marked the pod unschedulable; returns the condition message.
+    pub async fn wait_unschedulable(&self, ns: &str, name: &str, timeout: Duration) -> String {
+        wait_for(&format!("pod {ns}/{name} to be Unschedulable"), timeout, || async move {
+            let pod = self.pod(ns, name).await;
+            assert!(pod["spec"]["nodeName"].as_str().is_none(), "pod {ns}/{name} was bound: {}", pod["spec"]["nodeName"]);
+            pod["status"]["conditions"].as_array()?.iter().find_map(|c| {
+                (c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable")
+                    .then(|| c["message"].as_str().unwrap_or_default().to_owned())
+            })
+        })
+        .await
+    }
+}
+pub mod fixtures;
