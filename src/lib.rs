@@ -1,10 +1,33 @@
-use worker::*;
+//! aco-edge-extender: a Kubernetes scheduler extender as a Cloudflare Worker.
+//!
+//! This crate is the only one that knows HTTP, bindings and JSON transport. The decisions
+//! themselves live in the pure `aco-core` crate. Request flow:
+//!
+//! ```text
+//! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
+//!                                 │                  ├─ facts_store (KV + isolate cache)
+//!                                 │                  └─ colony_do::Colony (one DO per tenant)
+//!                                 └─ telemetry::record (waitUntil) ─▶ telemetry_do::Telemetry
+//! ```
+
+mod auth;
+mod colony_do;
+mod env_config;
+mod facts_store;
+mod http;
+mod metrics_text;
+mod pod_index;
+mod routes;
+mod telemetry;
+mod telemetry_do;
+
+pub use colony_do::Colony;
+pub use telemetry_do::Telemetry;
+
+use worker::{event, Context, Env, Request, Response, Result};
 
 #[event(fetch)]
-async fn fetch(req: Request, _env: Env, _ctx: Context) -> Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     console_error_panic_hook::set_once();
-    match req.path().as_str() {
-        "/livez" => Response::ok("ok"),
-        _ => Response::error("not found", 404),
-    }
+    Ok(routes::dispatch(req, env, ctx).await)
 }

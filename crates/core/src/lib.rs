@@ -7,6 +7,7 @@
 pub mod colony;
 pub mod config;
 pub mod demand;
+pub mod extender;
 pub mod facts;
 pub mod filter;
 pub mod heuristic;

@@ -1,0 +1,304 @@
+//! The extender verbs as pure functions over request bytes and node facts, shared by the Worker,
+//! the benchmarks and the simulator: parse [`ExtenderArgs`], assemble each candidate's
+//! [`NodeState`], then filter or compute heuristic features. Transport, storage and the
+//! colony's Durable Object stay outside.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::value::RawValue;
+
+use crate::config::Config;
+use crate::demand::{DemandError, PodDemand};
+use crate::facts::NodeFacts;
+use crate::filter::{check_node, RejectCode};
+use crate::heuristic::NodeFeatures;
+use crate::k8s::{NodeView, PodView};
+use crate::node_state::NodeState;
+use crate::wire::{EmptyObject, ExtenderArgs, ExtenderFilterResult, NodeListOut};
+
+/// A request the extender cannot act on: answered with HTTP `status` and a JSON message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BadRequest {
+    pub status: u16,
+    /// JSON path of the offending field, when there is one.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl BadRequest {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { status: 400, field: Some(field.into()), message: message.into() }
+    }
+}
+
+/// One candidate node as sent by kube-scheduler.
+#[derive(Debug)]
+pub struct Candidate<'a> {
+    pub name: String,
+    /// The node object's exact bytes (full-`Nodes` mode), echoed in the filter reply.
+    pub raw: Option<&'a RawValue>,
+    pub view: Option<NodeView>,
+}
+
+/// Parsed `ExtenderArgs`.
+#[derive(Debug)]
+pub struct Args<'a> {
+    pub pod: PodView,
+    /// `Err` for a pod whose annotations are unusable (see [`DemandError::Annotation`]).
+    pub demand: Result<PodDemand, DemandError>,
+    pub candidates: Vec<Candidate<'a>>,
+    /// True when kube-scheduler sent full node objects (`nodeCacheCapable: false`).
+    pub full_nodes: bool,
+}
+
+fn json_error(e: serde_json::Error, what: &str) -> BadRequest {
+    BadRequest {
+        status: 400,
+        field: None,
+        message: format!("{what}: {e} (line {}, column {})", e.line(), e.column()),
+    }
+}
+
+/// Parses a filter/prioritize body. Malformed JSON, wrong types, bad quantities, a missing pod,
+/// or neither `Nodes` nor `NodeNames` are errors (400) naming the problem.
+pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadRequest> {
+    let args: ExtenderArgs<'a> = serde_json::from_str(body).map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
+    let pod_raw = args.pod.ok_or_else(|| BadRequest::new("Pod", "missing Pod"))?;
+    let pod: PodView = serde_json::from_str(pod_raw.get()).map_err(|e| {
+        let mut b = json_error(e, "invalid Pod");
+        b.field = Some("Pod".into());
+        b
+    })?;
+    let demand = PodDemand::from_pod(&pod, config);
+    if let Err(DemandError::Resource(e)) = &demand {
+        return Err(BadRequest::new(e.field.clone(), e.to_string()));
+    }
+    let (candidates, full_nodes) = match (args.nodes, args.node_names) {
+        (Some(list), _) => {
+            let mut out = Vec::with_capacity(list.items.len());
+            for (i, raw) in list.items.into_iter().enumerate() {
+                let view: NodeView = serde_json::from_str(raw.get()).map_err(|e| {
+                    let mut b = json_error(e, &format!("invalid Nodes.items[{i}]"));
+                    b.field = Some(format!("Nodes.items[{i}]"));
+                    b
+                })?;
+                if view.metadata.name.is_empty() {
+                    return Err(BadRequest::new(format!("Nodes.items[{i}].metadata.name"), "node has no name"));
+                }
+                out.push(Candidate { name: view.metadata.name.clone(), raw: Some(raw), view: Some(view) });
+            }
+            (out, true)
+        }
+        (None, Some(names)) => {
+            for (i, n) in names.iter().enumerate() {
+                if n.is_empty() {
+                    return Err(BadRequest::new(format!("NodeNames[{i}]"), "empty node name"));
+                }
+            }
+            (names.into_iter().map(|name| Candidate { name, raw: None, view: None }).collect(), false)
+        }
+        (None, None) => return Err(BadRequest::new("Nodes", "request carries neither Nodes nor NodeNames")),
+    };
+    Ok(Args { pod, demand, candidates, full_nodes })
+}
+
+impl Args<'_> {
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.candidates.iter().map(|c| c.name.as_str())
+    }
+
+    fn states<'s>(
+        &'s self,
+        facts: &'s HashMap<String, NodeFacts>,
+        now_ms: u64,
+        config: &'s Config,
+    ) -> impl Iterator<Item = Result<NodeState, BadRequest>> + 's {
+        self.candidates.iter().enumerate().map(move |(i, c)| {
+            NodeState::assemble(&c.name, c.view.as_ref(), facts.get(&c.name), now_ms, config, &format!("Nodes.items[{i}]"))
+                .map_err(|e| BadRequest::new(e.field.clone(), e.to_string()))
+        })
+    }
+}
+
+/// The filter reply plus what the Worker counts in metrics.
+#[derive(Debug)]
+pub struct FilterOutcome<'a> {
+    pub result: ExtenderFilterResult<'a>,
+    pub passed: usize,
+    pub rejected: BTreeMap<RejectCode, u64>,
+    /// Candidates whose facts were present but too old to use.
+    pub stale: u64,
+}
+
+/// The `filter` verb.
+pub fn filter<'a>(
+    args: &Args<'a>,
+    facts: &HashMap<String, NodeFacts>,
+    now_ms: u64,
+    config: &Config,
+) -> Result<FilterOutcome<'a>, BadRequest> {
+    let mut failed = BTreeMap::new();
+    let mut unresolvable = BTreeMap::new();
+    let mut rejected = BTreeMap::new();
+    let mut names = Vec::new();
+    let mut items = Vec::new();
+    let mut stale = 0;
+    // An unusable annotation fails every node with the same message: the pod stays Pending
+    // and its events explain why, instead of an error an ignorable extender would swallow.
+    let demand = match &args.demand {
+        Ok(d) => Some(d),
+        Err(e) => {
+            for c in &args.candidates {
+                unresolvable.insert(c.name.clone(), e.to_string());
+            }
+            rejected.insert(RejectCode::PodInvalid, args.candidates.len() as u64);
+            None
+        }
+    };
+    if let Some(demand) = demand {
+        for (candidate, state) in args.candidates.iter().zip(args.states(facts, now_ms, config)) {
+            let state = state?;
+            stale += state.stale_facts as u64;
+            match check_node(demand, &state, config) {
+                Ok(()) => {
+                    names.push(candidate.name.clone());
+                    items.extend(candidate.raw);
+                }
+                Err(r) => {
+                    *rejected.entry(r.code).or_default() += 1;
+                    let map = if r.unresolvable { &mut unresolvable } else { &mut failed };
+                    map.insert(candidate.name.clone(), r.reason);
+                }
+            }
+        }
+    }
+    let passed = names.len();
+    Ok(FilterOutcome {
+        result: ExtenderFilterResult {
+            nodes: args.full_nodes.then(|| NodeListOut { metadata: EmptyObject {}, items }),
+            node_names: Some(names),
+            failed_nodes: failed,
+            failed_and_unresolvable_nodes: unresolvable,
+            error: String::new(),
+        },
+        passed,
+        rejected,
+        stale,
+    })
+}
+
+/// What the `prioritize` verb sends to the tenant's colony.
+#[derive(Debug)]
+pub struct ScoringInput {
+    pub demand: PodDemand,
+    pub features: Vec<NodeFeatures>,
+    pub stale: u64,
+}
+
+/// The Worker half of the `prioritize` verb: heuristic features for every candidate.
+pub fn scoring_input(
+    args: &Args<'_>,
+    facts: &HashMap<String, NodeFacts>,
+    now_ms: u64,
+    config: &Config,
+) -> Result<ScoringInput, BadRequest> {
+    let demand = match &args.demand {
+        Ok(d) => d.clone(),
+        Err(e) => return Err(BadRequest::new("Pod", e.to_string())),
+    };
+    let mut features = Vec::with_capacity(args.candidates.len());
+    let mut stale = 0;
+    for state in args.states(facts, now_ms, config) {
+        let state = state?;
+        stale += state.stale_facts as u64;
+        features.push(NodeFeatures::from_state(&state, config));
+    }
+    Ok(ScoringInput { demand, features, stale })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODES: &str = r#"{"metadata":{},"items":[
+        {"metadata":{"name":"gpu-v100","labels":{"aco/gpu-type":"V100M16"}},"status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"2"}},"spec":{"taints":null}},
+        {"metadata":{"name":"gpu-t4","labels":{"aco/gpu-type":"T4"}},"status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"1"}}},
+        {"metadata":{"name":"cpu","labels":{}},"status":{"allocatable":{"cpu":"8","memory":"32Gi"}}}]}"#;
+
+    fn body(pod: &str) -> String {
+        format!(r#"{{"Pod":{pod},"Nodes":{NODES},"NodeNames":null}}"#)
+    }
+
+    #[test]
+    fn full_mode_echoes_passing_nodes_byte_for_byte() {
+        let b = body(r#"{"metadata":{"name":"p","annotations":{"scheduling.aco/gpu-models":"V100M16"}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#);
+        let c = Config::default();
+        let args = parse_args(&b, &c).unwrap();
+        let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
+        let json = serde_json::to_string(&out.result).unwrap();
+        let original = NODES.split("},\n").next().unwrap().split("[\n").nth(1).unwrap().trim();
+        assert!(json.contains(&format!("{original}}}")), "{json}");
+        assert_eq!(out.result.node_names, Some(vec!["gpu-v100".to_string()]));
+        assert_eq!(out.result.failed_and_unresolvable_nodes.len(), 2);
+        assert_eq!(out.rejected[&RejectCode::GpuModel], 1);
+        assert_eq!(out.rejected[&RejectCode::NoGpu], 1);
+    }
+
+    #[test]
+    fn names_mode_reads_facts_and_rejects_unknown_names() {
+        let c = Config::default();
+        let b = r#"{"Pod":{"metadata":{"name":"p"}},"NodeNames":["known","ghost"]}"#;
+        let args = parse_args(b, &c).unwrap();
+        assert!(!args.full_nodes);
+        let mut facts = HashMap::new();
+        facts.insert("known".to_string(), NodeFacts { name: "known".into(), ..Default::default() });
+        let out = filter(&args, &facts, 0, &c).unwrap();
+        assert!(out.result.nodes.is_none());
+        assert_eq!(out.result.node_names, Some(vec!["known".to_string()]));
+        assert!(out.result.failed_nodes["ghost"].contains("no node facts"));
+    }
+
+    #[test]
+    fn nothing_passing_still_sends_empty_lists_not_null() {
+        let c = Config::default();
+        let b = body(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"100"}}}]}}"#);
+        let args = parse_args(&b, &c).unwrap();
+        let json = serde_json::to_string(&filter(&args, &HashMap::new(), 0, &c).unwrap().result).unwrap();
+        assert!(json.starts_with(r#"{"Nodes":{"metadata":{},"items":[]},"NodeNames":[]"#), "{json}");
+    }
+
+    #[test]
+    fn unusable_annotation_fails_every_node_with_the_message() {
+        let c = Config::default();
+        let b = body(r#"{"metadata":{"annotations":{"scheduling.aco/latency-target-us":"soon"}}}"#);
+        let args = parse_args(&b, &c).unwrap();
+        let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
+        assert_eq!(out.passed, 0);
+        assert!(out.result.failed_and_unresolvable_nodes.values().all(|m| m.contains("soon")));
+        assert!(scoring_input(&args, &HashMap::new(), 0, &c).is_err());
+    }
+
+    #[test]
+    fn malformed_requests_name_the_problem() {
+        let c = Config::default();
+        for (b, needle) in [
+            ("{", "invalid ExtenderArgs"),
+            (r#"{"Nodes":{"items":[]}}"#, "missing Pod"),
+            (r#"{"Pod":{}}"#, "neither Nodes nor NodeNames"),
+            (r#"{"Pod":{"spec":{"containers":"x"}},"NodeNames":[]}"#, "invalid Pod"),
+            (r#"{"Pod":{"spec":{"containers":[{"resources":{"requests":{"memory":"1Qi"}}}]}},"NodeNames":[]}"#, "Pod.spec.containers[0].resources.requests.memory"),
+            (r#"{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"many"}}}]}}"#, "Nodes.items[0].status.allocatable.cpu"),
+            (r#"{"Pod":{},"Nodes":{"items":[{"metadata":{}}]}}"#, "Nodes.items[0].metadata.name"),
+            (r#"{"Pod":{},"NodeNames":[1]}"#, "invalid ExtenderArgs"),
+        ] {
+            let e = match parse_args(b, &c) {
+                Err(e) => e,
+                Ok(args) => filter(&args, &HashMap::new(), 0, &c).unwrap_err(),
+            };
+            assert_eq!(e.status, 400);
+            let text = format!("{:?} {}", e.field, e.message);
+            assert!(text.contains(needle), "{b}: {text}");
+        }
+    }
+}

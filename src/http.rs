@@ -1,0 +1,89 @@
+//! JSON responses and errors. Every failure the client can cause is a 4xx with a JSON body
+//! `{"error": "...", "field": "..."}`; failures of our own dependencies are 503, never a bare 500.
+
+use serde::Serialize;
+use worker::{Request, Response};
+
+use aco_core::extender::BadRequest;
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        Self { status, field: None, message: message.into() }
+    }
+
+    pub fn field(status: u16, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { status, field: Some(field.into()), message: message.into() }
+    }
+
+    /// A dependency (KV, a Durable Object) failed: the request may be retried.
+    pub fn unavailable(what: &str, e: impl std::fmt::Display) -> Self {
+        Self::new(503, format!("{what} unavailable: {e}"))
+    }
+
+    pub fn into_response(self) -> Response {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            error: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            field: Option<&'a str>,
+        }
+        json_response(self.status, &Body { error: &self.message, field: self.field.as_deref() })
+    }
+}
+
+impl From<BadRequest> for ApiError {
+    fn from(b: BadRequest) -> Self {
+        Self { status: b.status, field: b.field, message: b.message }
+    }
+}
+
+/// Serialises `value` as a JSON response. Serialising our own types cannot fail; if it ever
+/// did, the client still gets JSON.
+pub fn json_response<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
+    let body = serde_json::to_string(value).unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
+    text_response(status, body, "application/json")
+}
+
+pub fn text_response(status: u16, body: String, content_type: &str) -> Response {
+    let mut response = match Response::ok(body) {
+        Ok(r) => r.with_status(status),
+        Err(_) => Response::empty().map(|r| r.with_status(500)).unwrap_or_else(|_| unreachable_response()),
+    };
+    let _ = response.headers_mut().set("content-type", content_type);
+    response
+}
+
+fn unreachable_response() -> Response {
+    // Response::empty only fails if the JS runtime is broken; there is nothing better to do.
+    Response::error("internal", 503).expect("building a plain response")
+}
+
+/// Reads the body as UTF-8, enforcing `limit` bytes (413 above it) — by the declared
+/// Content-Length first, so an oversized body is refused before it is read.
+pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiError> {
+    let too_large = |n: usize| ApiError::new(413, format!("request body of {n} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"));
+    if let Ok(Some(len)) = req.headers().get("content-length") {
+        if let Ok(n) = len.trim().parse::<usize>() {
+            if n > limit {
+                return Err(too_large(n));
+            }
+        }
+    }
+    let bytes = req.bytes().await.map_err(|e| ApiError::new(400, format!("cannot read request body: {e}")))?;
+    if bytes.len() > limit {
+        return Err(too_large(bytes.len()));
+    }
+    String::from_utf8(bytes).map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
+}
+
+/// Parses a JSON body into `T`, naming the problem on failure.
+pub fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a str, what: &str) -> Result<T, ApiError> {
+    serde_json::from_str(body).map_err(|e| ApiError::new(400, format!("invalid {what}: {e} (line {}, column {})", e.line(), e.column())))
+}

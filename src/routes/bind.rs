@@ -1,0 +1,30 @@
+//! The extender `bind` verb (`POST /v1/bind`), as an optional way to learn placements.
+//!
+//! It **records** the placement in the tenant's colony and answers `{"Error":""}`; it does
+//! **not** create the Binding in the API server. Configure `bindVerb` only together with
+//! something that binds the pod; the supported way to learn is `POST /v1/placements` from a
+//! watcher. The tenant is found through the pod index written at prioritize time.
+
+use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
+
+use super::placements::deliver;
+use super::{Call, Handled};
+use crate::colony_do::PlacementItem;
+use crate::http::{json_response, parse_json, read_body, ApiError};
+use crate::pod_index;
+
+pub async fn bind(call: &mut Call) -> Handled {
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let args: ExtenderBindingArgs = parse_json(&body, "ExtenderBindingArgs")?;
+    if args.node.is_empty() {
+        return Err(ApiError::field(400, "Node", "empty node name"));
+    }
+    let key = if args.pod_uid.is_empty() { format!("{}/{}", args.pod_namespace, args.pod_name) } else { args.pod_uid.clone() };
+    match pod_index::tenant_of(&call.env, &key).await {
+        Some(tenant) => {
+            deliver(call, vec![(tenant, PlacementItem { key, node: args.node, outcome: None })], "bind").await?;
+        }
+        None => call.event.count("aco_placements_received_total", "source=\"bind_unknown_pod\"".into(), 1.0),
+    }
+    Ok(json_response(200, &ExtenderBindingResult { error: String::new() }))
+}

@@ -1,0 +1,94 @@
+//! The kube-scheduler extender verbs `filter` and `prioritize`.
+
+use aco_core::extender::{filter as run_filter, parse_args, scoring_input};
+use worker::{Method, Request, RequestInit};
+
+use super::{Call, Handled};
+use crate::colony_do::{self, PrioritizeRequest, PrioritizeResponse};
+use crate::facts_store;
+use crate::pod_index;
+use crate::http::{json_response, read_body, ApiError};
+
+pub async fn filter(call: &mut Call) -> Handled {
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let args = parse_args(&body, &call.config)?;
+    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
+    let facts = facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await?;
+    let outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
+    let ev = &mut call.event;
+    ev.tenant = args.demand.as_ref().ok().map(|d| d.tenant.clone());
+    ev.count("aco_filter_nodes_passed_total", String::new(), outcome.passed as f64);
+    for (code, n) in &outcome.rejected {
+        ev.count("aco_filter_nodes_rejected_total", format!("reason=\"{}\"", code.as_str()), *n as f64);
+    }
+    ev.count("aco_stale_node_facts_total", "verb=\"filter\"".into(), outcome.stale as f64);
+    Ok(json_response(200, &outcome.result))
+}
+
+pub async fn prioritize(call: &mut Call) -> Handled {
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let args = parse_args(&body, &call.config)?;
+    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
+    let facts = facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await?;
+    let input = scoring_input(&args, &facts, call.now_ms, &call.config)?;
+    call.event.tenant = Some(input.demand.tenant.clone());
+    call.event.count("aco_stale_node_facts_total", "verb=\"prioritize\"".into(), input.stale as f64);
+    if input.features.is_empty() {
+        return Ok(json_response(200, &Vec::<aco_core::wire::HostPriority>::new()));
+    }
+    let request = PrioritizeRequest {
+        tenant: input.demand.tenant.clone(),
+        key: input.demand.key.clone(),
+        workload: input.demand.workload,
+        features: input.features,
+        now_ms: call.now_ms,
+    };
+    let reply: PrioritizeResponse = colony_call(&call.env, &request.tenant, Method::Post, "/prioritize", Some(&request)).await?;
+    // Remember which tenant scored this pod, so that the bind verb (which carries no labels)
+    // can find the colony. Written after the response; the entry expires with the decision.
+    let env = call.env.clone();
+    let ttl_ms = call.config.decision_ttl_ms;
+    call.background.push(Box::pin(async move {
+        pod_index::remember(&env, &request.key, &request.tenant, ttl_ms).await;
+    }));
+    Ok(json_response(200, &reply.priorities))
+}
+
+/// Calls the tenant's Colony Durable Object with a JSON body and decodes its JSON reply.
+pub async fn colony_call<B: serde::Serialize, R: serde::de::DeserializeOwned>(
+    env: &worker::Env,
+    tenant: &str,
+    method: Method,
+    path: &str,
+    body: Option<&B>,
+) -> Result<R, ApiError> {
+    let text = colony_fetch(env, tenant, method, path, body).await?;
+    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))
+}
+
+pub async fn colony_fetch<B: serde::Serialize>(
+    env: &worker::Env,
+    tenant: &str,
+    method: Method,
+    path: &str,
+    body: Option<&B>,
+) -> Result<String, ApiError> {
+    let unavailable = |e: worker::Error| ApiError::unavailable("colony Durable Object", e);
+    let stub = env
+        .durable_object(colony_do::BINDING)
+        .and_then(|ns| ns.get_by_name(tenant))
+        .map_err(unavailable)?;
+    let mut init = RequestInit::new();
+    init.with_method(method);
+    if let Some(b) = body {
+        let json = serde_json::to_string(b).map_err(|e| ApiError::unavailable("serialising colony request", e))?;
+        init.with_body(Some(json.into()));
+    }
+    let req = Request::new_with_init(&format!("https://colony{path}"), &init).map_err(unavailable)?;
+    let mut resp = stub.fetch_with_request(req).await.map_err(unavailable)?;
+    let text = resp.text().await.map_err(unavailable)?;
+    if resp.status_code() != 200 {
+        return Err(ApiError::new(503, format!("colony Durable Object answered {}: {text}", resp.status_code())));
+    }
+    Ok(text)
+}

@@ -1,0 +1,44 @@
+//! `PUT /v1/nodes`: a batch of node facts from the in-cluster reporter, merged into the KV
+//! records (utilisation samples folded into each node's EMA on write).
+
+use std::collections::BTreeMap;
+
+use aco_core::facts::{NodeFacts, NodeReport};
+use serde::Deserialize;
+
+use super::{Call, Handled};
+use crate::auth::require_admin;
+use crate::facts_store;
+use crate::http::{json_response, parse_json, read_body, ApiError};
+
+const MAX_BATCH: usize = 5_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    nodes: Vec<NodeReport>,
+}
+
+pub async fn put_nodes(call: &mut Call) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let batch: Batch = parse_json(&body, "node facts batch")?;
+    if batch.nodes.len() > MAX_BATCH {
+        return Err(ApiError::field(413, "nodes", format!("at most {MAX_BATCH} nodes per request")));
+    }
+    // Validate the whole batch first: a bad report stores nothing.
+    for (i, report) in batch.nodes.iter().enumerate() {
+        report.validate(&format!("nodes[{i}]"), call.now_ms).map_err(|e| ApiError::field(400, e.field.clone(), e.to_string()))?;
+    }
+    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
+    // Facts are read fresh (no isolate cache) so that a merge never builds on an old copy.
+    let mut records: BTreeMap<String, NodeFacts> =
+        facts_store::load(&kv, batch.nodes.iter().map(|r| r.name.as_str()), call.now_ms, 0).await?.into_iter().collect();
+    for report in &batch.nodes {
+        records.entry(report.name.clone()).or_default().apply(report, call.now_ms, &call.config);
+    }
+    let records: Vec<NodeFacts> = records.into_values().collect();
+    facts_store::store(&kv, &records, call.now_ms).await?;
+    call.event.count("aco_node_facts_stored_total", String::new(), records.len() as f64);
+    Ok(json_response(200, &serde_json::json!({"stored": records.len()})))
+}

@@ -1,0 +1,100 @@
+//! `POST /v1/placements`: confirmed placements (from an in-cluster watcher reporting
+//! `pod.spec.nodeName` after binding). Each deposits pheromone in its tenant's colony, using
+//! the decision remembered for that pod; unknown pods are counted and ignored.
+
+use std::collections::BTreeMap;
+
+use aco_core::colony::Outcome;
+use aco_core::demand::validate_tenant;
+use aco_core::facts::validate_node_name;
+use serde::{Deserialize, Serialize};
+use worker::Method;
+
+use super::extender_verbs::colony_call;
+use super::{Call, Handled};
+use crate::auth::require_admin;
+use crate::colony_do::{PlacementItem, PlacementsRequest, PlacementsResponse};
+use crate::http::{json_response, parse_json, read_body, ApiError};
+
+/// At most this many placements per request.
+const MAX_BATCH: usize = 5_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Report {
+    pod_uid: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    tenant: Option<String>,
+    node: String,
+    outcome: Option<Outcome>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    placements: Vec<Report>,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub received: u64,
+    pub deposited: u64,
+    pub unknown_pod: u64,
+    pub not_a_candidate: u64,
+}
+
+/// A report made ready for its colony: (tenant, item).
+fn validate(i: usize, r: Report) -> Result<(String, PlacementItem), ApiError> {
+    let field = |f: &str| format!("placements[{i}].{f}");
+    validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
+    let key = match (&r.pod_uid, &r.namespace, &r.name) {
+        (Some(uid), _, _) if !uid.is_empty() => uid.clone(),
+        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => format!("{ns}/{name}"),
+        _ => return Err(ApiError::field(400, field("podUid"), "need podUid, or namespace and name")),
+    };
+    let tenant = r
+        .tenant
+        .clone()
+        .or_else(|| r.namespace.clone())
+        .ok_or_else(|| ApiError::field(400, field("tenant"), "need tenant (or namespace, the default tenant)"))?;
+    validate_tenant(&tenant).map_err(|m| ApiError::field(400, field("tenant"), m))?;
+    if let Some(o) = r.outcome {
+        o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
+    }
+    Ok((tenant, PlacementItem { key, node: r.node, outcome: r.outcome }))
+}
+
+/// Sends validated placements to their colonies, one call per tenant.
+pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, source: &str) -> Result<Summary, ApiError> {
+    let mut by_tenant: BTreeMap<String, Vec<PlacementItem>> = BTreeMap::new();
+    let received = items.len() as u64;
+    for (tenant, item) in items {
+        by_tenant.entry(tenant).or_default().push(item);
+    }
+    let mut summary = Summary { received, ..Default::default() };
+    for (tenant, items) in by_tenant {
+        let req = PlacementsRequest { tenant: tenant.clone(), items, now_ms: call.now_ms };
+        let r: PlacementsResponse = colony_call(&call.env, &tenant, Method::Post, "/placements", Some(&req)).await?;
+        summary.deposited += r.deposited;
+        summary.unknown_pod += r.unknown_pod;
+        summary.not_a_candidate += r.not_a_candidate;
+        call.event.tenant = Some(tenant);
+    }
+    call.event.count("aco_placements_received_total", format!("source=\"{source}\""), received as f64);
+    Ok(summary)
+}
+
+pub async fn placements(call: &mut Call) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let batch: Batch = parse_json(&body, "placements batch")?;
+    if batch.placements.len() > MAX_BATCH {
+        return Err(ApiError::field(413, "placements", format!("at most {MAX_BATCH} placements per request")));
+    }
+    // Validate everything before touching any colony: a bad batch changes nothing.
+    let items = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r)).collect::<Result<Vec<_>, _>>()?;
+    let summary = deliver(call, items, "placements").await?;
+    Ok(json_response(200, &summary))
+}

@@ -1,0 +1,16 @@
+//! `GET /v1/tenants/{tenant}/pheromones` (table and stats) and `DELETE` (reset the colony).
+
+use aco_core::demand::validate_tenant;
+use worker::Method;
+
+use super::extender_verbs::colony_fetch;
+use super::{Call, Handled};
+use crate::auth::require_admin;
+use crate::http::{text_response, ApiError};
+
+pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
+    let text = colony_fetch::<()>(&call.env, tenant, method, "/pheromones", None).await?;
+    Ok(text_response(200, text, "application/json"))
+}
