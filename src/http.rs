@@ -65,22 +65,36 @@ fn unreachable_response() -> Response {
     Response::error("internal", 503).expect("building a plain response")
 }
 
-/// Reads the body as UTF-8, enforcing `limit` bytes (413 above it) — by the declared
-/// Content-Length first, so an oversized body is refused before it is read.
+/// Reads the body as UTF-8, keeping at most `limit` bytes (413 above it). An oversized body is
+/// still drained, without being stored, so the client receives the 413 and its message instead
+/// of a connection reset in the middle of its upload.
 pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiError> {
-    let too_large = |n: usize| ApiError::new(413, format!("request body of {n} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"));
-    if let Ok(Some(len)) = req.headers().get("content-length") {
-        if let Ok(n) = len.trim().parse::<usize>() {
-            if n > limit {
-                return Err(too_large(n));
-            }
+    use futures::StreamExt;
+    let unreadable = |e: worker::Error| ApiError::new(400, format!("cannot read request body: {e}"));
+    let mut body = Vec::new();
+    let mut total = 0usize;
+    let mut stream = req.stream().map_err(unreadable)?;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(unreadable)?;
+        total = total.saturating_add(chunk.len());
+        if total <= limit {
+            body.extend_from_slice(&chunk);
         }
     }
-    let bytes = req.bytes().await.map_err(|e| ApiError::new(400, format!("cannot read request body: {e}")))?;
-    if bytes.len() > limit {
-        return Err(too_large(bytes.len()));
+    if total > limit {
+        return Err(ApiError::new(413, format!("request body of {total} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)")));
     }
-    String::from_utf8(bytes).map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
+    String::from_utf8(body).map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
+}
+
+/// Consumes whatever is left of the request body, so that answering early (401, 404, 405…)
+/// does not make the runtime drop the client's keep-alive connection. Errors mean the body was
+/// already read.
+pub async fn drain(req: &mut Request) {
+    use futures::StreamExt;
+    if let Ok(mut stream) = req.stream() {
+        while let Some(Ok(_)) = stream.next().await {}
+    }
 }
 
 /// Parses a JSON body into `T`, naming the problem on failure.

@@ -76,7 +76,11 @@ impl TelemetryState {
         for (name, series) in &self.counters {
             let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} counter", help(name));
             for (labels, value) in series {
-                let _ = writeln!(out, "{name}{{{labels}}} {value}");
+                if labels.is_empty() {
+                    let _ = writeln!(out, "{name} {value}");
+                } else {
+                    let _ = writeln!(out, "{name}{{{labels}}} {value}");
+                }
             }
         }
         if !self.durations.is_empty() {
@@ -119,6 +123,11 @@ mod tests {
         assert!(text.contains("aco_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2"));
         assert!(text.contains("aco_request_duration_seconds_count{verb=\"filter\"} 2"));
         assert!(text.contains("# TYPE aco_requests_total counter"));
+        let mut s = TelemetryState::default();
+        let mut e = Event { verb: "filter".into(), code: 200, ..Default::default() };
+        e.count("aco_filter_nodes_passed_total", String::new(), 3.0);
+        s.apply(&e);
+        assert!(s.render().contains("\naco_filter_nodes_passed_total 3\n"));
     }
 
     #[test]

@@ -43,14 +43,15 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         features: input.features,
         now_ms: call.now_ms,
     };
-    let reply: PrioritizeResponse = colony_call(&call.env, &request.tenant, Method::Post, "/prioritize", Some(&request)).await?;
     // Remember which tenant scored this pod, so that the bind verb (which carries no labels)
-    // can find the colony. Written after the response; the entry expires with the decision.
-    let env = call.env.clone();
-    let ttl_ms = call.config.decision_ttl_ms;
-    call.background.push(Box::pin(async move {
-        pod_index::remember(&env, &request.key, &request.tenant, ttl_ms).await;
-    }));
+    // can find the colony. Written concurrently with the colony call, so it adds no latency
+    // and is in place before kube-scheduler can call bind.
+    let (reply, ()) = futures::future::join(
+        colony_call::<_, PrioritizeResponse>(&call.env, &request.tenant, Method::Post, "/prioritize", Some(&request)),
+        pod_index::remember(&call.env, &request.key, &request.tenant, call.config.decision_ttl_ms),
+    )
+    .await;
+    let reply = reply?;
     Ok(json_response(200, &reply.priorities))
 }
 

@@ -9,15 +9,13 @@ mod ops;
 mod placements;
 mod tenants;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use aco_core::config::Config;
 use worker::{Context, Date, Env, Method, Request, Response};
 
 use crate::env_config;
-use crate::http::ApiError;
+use crate::http::{drain, ApiError};
 use crate::telemetry::{self, Event};
 
 /// What a handler gets: the request, the environment, the validated config and the request's
@@ -28,21 +26,16 @@ pub struct Call {
     pub config: Rc<Config>,
     pub event: Event,
     pub now_ms: u64,
-    /// Work to finish after the response is sent (`waitUntil`).
-    pub background: Vec<Pin<Box<dyn Future<Output = ()>>>>,
 }
 
 type Handled = Result<Response, ApiError>;
-type Routed = (Response, Event, Vec<Pin<Box<dyn Future<Output = ()>>>>);
+type Routed = (Response, Event);
 
 pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
     let method = req.method();
     let path = req.path();
-    let (verb, (response, mut event, background)) = route(method, &path, req, env.clone(), started).await;
-    for task in background {
-        ctx.wait_until(task);
-    }
+    let (verb, (response, mut event)) = route(method, &path, req, env.clone(), started).await;
     if let Some(verb) = verb {
         event.verb = verb.to_string();
         event.code = response.status_code();
@@ -54,11 +47,11 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
 
 /// Picks the handler. Returns the verb label for metrics (None for health probes, which
 /// would otherwise dominate the counters).
-async fn route(method: Method, path: &str, req: Request, env: Env, now_ms: u64) -> (Option<&'static str>, Routed) {
+async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u64) -> (Option<&'static str>, Routed) {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let verb: &'static str = match segments.as_slice() {
         ["livez"] | ["readyz"] | ["version"] => {
-            return (None, (ops::health(segments[0], &method, &env).unwrap_or_else(ApiError::into_response), Event::default(), Vec::new()))
+            return (None, (ops::health(segments[0], &method, &env).unwrap_or_else(ApiError::into_response), Event::default()))
         }
         ["metrics"] => "metrics",
         ["v1", "filter"] => "filter",
@@ -69,15 +62,19 @@ async fn route(method: Method, path: &str, req: Request, env: Env, now_ms: u64) 
         ["v1", "echo"] => "echo",
         ["v1", "tenants", _, "pheromones"] => "pheromones",
         _ => {
+            drain(&mut req).await;
             let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
-            return (Some("unknown"), (e.into_response(), Event::default(), Vec::new()));
+            return (Some("unknown"), (e.into_response(), Event::default()));
         }
     };
     let config = match env_config::config(&env) {
         Ok(c) => c,
-        Err(e) => return (Some(verb), (ApiError::new(503, e.to_string()).into_response(), Event::default(), Vec::new())),
+        Err(e) => {
+            drain(&mut req).await;
+            return (Some(verb), (ApiError::new(503, e.to_string()).into_response(), Event::default()));
+        }
     };
-    let mut call = Call { req, env, config, event: Event::default(), now_ms, background: Vec::new() };
+    let mut call = Call { req, env, config, event: Event::default(), now_ms };
     let expected: &[Method] = match verb {
         "metrics" => &[Method::Get],
         "nodes" => &[Method::Put],
@@ -99,5 +96,6 @@ async fn route(method: Method, path: &str, req: Request, env: Env, now_ms: u64) 
             _ => unreachable!("every verb above has a handler"),
         }
     };
-    (Some(verb), (result.unwrap_or_else(ApiError::into_response), call.event, call.background))
+    drain(&mut call.req).await;
+    (Some(verb), (result.unwrap_or_else(ApiError::into_response), call.event))
 }

@@ -1,0 +1,463 @@
+//! Integration tests of the built Worker on Miniflare (workerd, real Durable Objects and KV),
+//! driven over HTTP with real v1.Node objects from the OpenB trace and real-shaped v1.Pods.
+
+mod support;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use support::{repo_root, StartOptions, WorkerProcess};
+
+const TOKEN: &str = "dev-admin-token";
+
+/// The OpenB GPU nodes as v1.Node JSON values, `count` of each GPU model, with the labels our
+/// filter and heuristic read added to each.
+fn openb_nodes(per_model: usize) -> Vec<Value> {
+    let path = repo_root().join("../shared/data/openb/openb_node_list_gpu_node.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let node: Value = serde::Deserialize::deserialize(doc).expect("OpenB node YAML");
+        let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"].as_str().unwrap_or("CPU").to_string();
+        let n = seen.entry(model).or_default();
+        if *n < per_model {
+            *n += 1;
+            out.push(node);
+        }
+    }
+    out
+}
+
+fn label(node: &mut Value, key: &str, value: &str) {
+    node["metadata"]["labels"][key] = json!(value);
+}
+
+fn name(node: &Value) -> String {
+    node["metadata"]["name"].as_str().unwrap().to_string()
+}
+
+fn pod(name: &str, namespace: &str, labels: Value, annotations: Value, requests: Value) -> Value {
+    json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}"),
+                     "labels": labels, "annotations": annotations, "creationTimestamp": "2026-11-29T10:00:00Z"},
+        "spec": {"schedulerName": "aco-scheduler", "containers": [{"name": "main", "image": "busybox",
+                 "resources": {"requests": requests.clone(), "limits": requests}}]},
+        "status": {"phase": "Pending", "qosClass": "Guaranteed"}
+    })
+}
+
+/// ExtenderArgs in full-Nodes mode, each node pretty-printed so that its bytes are distinctive.
+fn full_args(pod: &Value, nodes: &[Value]) -> (String, Vec<String>) {
+    let items: Vec<String> = nodes.iter().map(|n| serde_json::to_string_pretty(n).unwrap()).collect();
+    let body = format!(r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#, pod, items.join(","));
+    (body, items)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+struct Api {
+    worker: WorkerProcess,
+    http: Client,
+}
+
+impl Api {
+    fn start(options: StartOptions) -> Self {
+        Self { worker: WorkerProcess::start(options), http: Client::new() }
+    }
+
+    async fn post_raw(&self, path: &str, body: String) -> (StatusCode, String) {
+        let r = self.http.post(self.worker.url(path)).header("content-type", "application/json").body(body).send().await.unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+
+    async fn post(&self, path: &str, body: String) -> Value {
+        let (status, text) = self.post_raw(path, body).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, self.worker.url(path)).bearer_auth(TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    async fn put_facts(&self, nodes: Value) {
+        let (status, body) = self.admin(reqwest::Method::PUT, "/v1/nodes", Some(json!({ "nodes": nodes }))).await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    async fn pheromones(&self, tenant: &str) -> Value {
+        let (status, body) = self.admin(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    async fn place(&self, placements: Value) -> Value {
+        let (status, body) = self.admin(reqwest::Method::POST, "/v1/placements", Some(json!({ "placements": placements }))).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Scores as a map host → score.
+    async fn scores(&self, pod: &Value, nodes: &[Value]) -> std::collections::BTreeMap<String, i64> {
+        let reply = self.post("/v1/prioritize", full_args(pod, nodes).0).await;
+        reply.as_array().unwrap().iter().map(|hp| (hp["Host"].as_str().unwrap().to_string(), hp["Score"].as_i64().unwrap())).collect()
+    }
+
+    /// Polls /metrics until it contains `needle` (metrics are recorded after each response).
+    async fn metrics_containing(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = self.http.get(self.worker.url("/metrics")).send().await.unwrap().text().await.unwrap();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(std::time::Instant::now() < deadline, "metrics never contained {needle}:\n{text}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn gpu_pod(name: &str, models: Option<&str>) -> Value {
+    let annotations = models.map_or(json!({}), |m| json!({ "scheduling.aco/gpu-models": m }));
+    pod(name, "research", json!({}), annotations, json!({"cpu": "4", "memory": "16Gi", "alibabacloud.com/gpu-count": "1"}))
+}
+
+#[tokio::test]
+async fn full_nodes_mode_keeps_allowed_gpu_models_and_echoes_node_bytes() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(2);
+    let (body, items) = full_args(&gpu_pod("train", Some("V100M16|V100M32")), &nodes);
+    let (status, text) = api.post_raw("/v1/filter", body).await;
+    assert_eq!(status, 200, "{text}");
+    let reply: Value = serde_json::from_str(&text).unwrap();
+
+    let model = |n: &Value| n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"].as_str().unwrap().to_string();
+    let expected: Vec<String> = nodes.iter().filter(|n| model(n).starts_with("V100")).map(name).collect();
+    assert_eq!(expected.len(), 4);
+    let passed: Vec<String> = reply["NodeNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(passed, expected);
+    // kube-scheduler uses the returned objects as they are: each must be the original bytes.
+    for (node, item) in nodes.iter().zip(&items) {
+        assert_eq!(text.contains(item.as_str()), model(node).starts_with("V100"), "{}", name(node));
+    }
+    assert_eq!(reply["Nodes"]["items"].as_array().unwrap().len(), 4);
+    let unresolvable = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert_eq!(unresolvable.len(), nodes.len() - 4);
+    let t4 = nodes.iter().find(|n| model(n) == "T4").unwrap();
+    assert!(unresolvable[&name(t4)].as_str().unwrap().contains("T4"));
+    assert_eq!(reply["Error"], "");
+}
+
+#[tokio::test]
+async fn lowercase_keys_from_old_schedulers_are_accepted() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(1);
+    let body = format!(r#"{{"pod":{},"nodes":{{"items":{}}}}}"#, gpu_pod("p", None), serde_json::to_string(&nodes).unwrap());
+    let reply = api.post("/v1/filter", body).await;
+    assert_eq!(reply["NodeNames"].as_array().unwrap().len(), nodes.len());
+}
+
+#[tokio::test]
+async fn cpu_memory_and_gpu_headroom_use_requested_facts() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(1);
+    let (a, b) = (name(&nodes[0]), name(&nodes[1]));
+    // Node a is nearly full of CPU; node b has all its GPUs taken.
+    api.put_facts(json!([
+        {"name": a, "requested": {"cpu": "62", "memory": "1Gi"}},
+        {"name": b, "requested": {"alibabacloud.com/gpu-count": nodes[1]["status"]["allocatable"]["alibabacloud.com/gpu-count"]}}
+    ]))
+    .await;
+    let reply = api.post("/v1/filter", full_args(&gpu_pod("p", None), &nodes[..2]).0).await;
+    let failed = reply["FailedNodes"].as_object().unwrap();
+    assert!(failed[&a].as_str().unwrap().starts_with("insufficient cpu"), "{reply}");
+    assert!(failed[&b].as_str().unwrap().starts_with("insufficient alibabacloud.com/gpu-count"), "{reply}");
+    assert_eq!(reply["NodeNames"], json!([]));
+    assert_eq!(reply["Nodes"]["items"], json!([]));
+}
+
+#[tokio::test]
+async fn names_mode_reads_node_facts_from_kv_and_rejects_unknown_names() {
+    let api = Api::start(StartOptions::default());
+    api.put_facts(json!([
+        {"name": "gpu-a10", "labels": {"aco/gpu-type": "A10", "aco/latency-us": "80"}, "allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "1"}},
+        {"name": "gpu-t4", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "80"}, "allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "4"}},
+        {"name": "cpu-1", "labels": {"aco/latency-us": "40"}, "allocatable": {"cpu": "64", "memory": "256Gi"}}
+    ]))
+    .await;
+    let gpu = pod("infer", "prod", json!({}), json!({"scheduling.aco/gpu-models": "A10"}), json!({"nvidia.com/gpu": "1", "cpu": "2"}));
+    let body = json!({"Pod": gpu, "Nodes": null, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1", "ghost"]}).to_string();
+    let reply = api.post("/v1/filter", body).await;
+    assert_eq!(reply["NodeNames"], json!(["gpu-a10"]));
+    assert_eq!(reply["Nodes"], Value::Null);
+    assert!(reply["FailedNodes"]["ghost"].as_str().unwrap().contains("no node facts"));
+    assert!(reply["FailedAndUnresolvableNodes"]["gpu-t4"].as_str().unwrap().contains("T4"));
+    assert!(reply["FailedAndUnresolvableNodes"]["cpu-1"].as_str().unwrap().contains("GPU"));
+
+    let cpu = pod("web", "prod", json!({}), json!({}), json!({"cpu": "1"}));
+    let body = json!({"Pod": cpu, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1"]}).to_string();
+    assert_eq!(api.post("/v1/filter", body).await["NodeNames"], json!(["gpu-a10", "gpu-t4", "cpu-1"]));
+}
+
+#[tokio::test]
+async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
+    let api = Api::start(StartOptions::default());
+    let mut nodes = openb_nodes(1);
+    nodes.truncate(3);
+    label(&mut nodes[0], "aco/latency-us", "50");
+    label(&mut nodes[1], "aco/latency-us", "200");
+    // nodes[2] has no latency label at all.
+    let (n0, n1, n2) = (name(&nodes[0]), name(&nodes[1]), name(&nodes[2]));
+    let lc = pod("quote", "trading", json!({"aco/workload-type": "latency-critical"}), json!({"scheduling.aco/latency-target-us": "100"}), json!({"cpu": "1"}));
+
+    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([n0]));
+    let unresolvable = &reply["FailedAndUnresolvableNodes"];
+    assert!(unresolvable[&n1].as_str().unwrap().contains("exceeds"), "{reply}");
+    assert!(unresolvable[&n2].as_str().unwrap().contains("unknown"), "{reply}");
+
+    // A fresh measurement wins over the label; a stale one is ignored (fail open to the label).
+    let old = now_ms() - 3_600_000;
+    api.put_facts(json!([{"name": n1, "latencyUs": 30}, {"name": n0, "latencyUs": 900, "observedAtMs": old}])).await;
+    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([n0, n1]));
+    api.metrics_containing("aco_stale_node_facts_total{verb=\"filter\"} 1").await;
+
+    // Pods without a target ignore latency entirely.
+    let plain = pod("batch", "trading", json!({}), json!({}), json!({"cpu": "1"}));
+    assert_eq!(api.post("/v1/filter", full_args(&plain, &nodes).0).await["NodeNames"].as_array().unwrap().len(), 3);
+}
+
+fn priced_nodes() -> Vec<Value> {
+    let mut nodes = openb_nodes(1);
+    nodes.truncate(4);
+    for (node, cost) in nodes.iter_mut().zip(["0.45", "0.45", "1.20", "3.20"]) {
+        label(node, "aco/cost-per-hour", cost);
+    }
+    nodes
+}
+
+#[tokio::test]
+async fn prioritize_prefers_cheaper_nodes_and_scores_equal_nodes_equally() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let scores = api.scores(&pod("p", "team", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    let s: Vec<i64> = nodes.iter().map(|n| scores[&name(n)]).collect();
+    assert!(s.iter().all(|x| (0..=10).contains(x)), "{s:?}");
+    assert_eq!((s[0], s[1]), (10, 10), "{s:?}");
+    assert!(s[1] > s[2] && s[2] > s[3], "{s:?}");
+    // Reversing the input order changes nothing.
+    let mut reversed = nodes.clone();
+    reversed.reverse();
+    assert_eq!(api.scores(&pod("p2", "team", json!({}), json!({}), json!({"cpu": "1"})), &reversed).await, scores);
+}
+
+#[tokio::test]
+async fn spot_nodes_and_spiking_nodes_rank_lower_for_latency_critical_pods() {
+    let api = Api::start(StartOptions::default());
+    let mut nodes = priced_nodes();
+    nodes.truncate(3);
+    for n in nodes.iter_mut() {
+        label(n, "aco/cost-per-hour", "1.0");
+    }
+    label(&mut nodes[1], "aco/instance-type", "spot");
+    let t = now_ms();
+    api.put_facts(json!([{"name": name(&nodes[2]), "utilisation": [{"atMs": t - 2000, "value": 0.9}, {"atMs": t - 1000, "value": 0.97}]}])).await;
+    let lc = pod("lc", "team", json!({"aco/workload-type": "latency-critical"}), json!({}), json!({"cpu": "1"}));
+    let s = api.scores(&lc, &nodes).await;
+    assert_eq!(s[&name(&nodes[0])], 10);
+    assert!(s[&name(&nodes[1])] < 10 && s[&name(&nodes[2])] < s[&name(&nodes[1])], "{s:?}");
+    // A batch pod does not mind spot capacity.
+    let batch = pod("b", "team", json!({"aco/workload-type": "batch"}), json!({}), json!({"cpu": "1"}));
+    let s = api.scores(&batch, &nodes).await;
+    assert_eq!(s[&name(&nodes[1])], 10, "{s:?}");
+}
+
+#[tokio::test]
+async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let expensive = name(&nodes[3]);
+    let tenant_pod = |tenant: &str, i: usize| pod(&format!("p{i}"), "shared-ns", json!({"scheduling.aco/tenant-id": tenant}), json!({}), json!({"cpu": "1"}));
+
+    let baseline_a = api.scores(&tenant_pod("alpha", 0), &nodes).await;
+    let baseline_b = api.scores(&tenant_pod("beta", 0), &nodes).await;
+    assert_eq!(baseline_a, baseline_b);
+    // Scoring alone never deposits, however often.
+    for i in 1..=20 {
+        api.scores(&tenant_pod("alpha", i), &nodes).await;
+    }
+    let table = api.pheromones("alpha").await;
+    assert_eq!((table["epoch"].as_u64(), table["nodes"].as_array().unwrap().len()), (Some(0), 0), "{table}");
+
+    // Confirmed placements of alpha's pods on the expensive node move alpha's trail only.
+    let placements: Vec<Value> = (1..=20)
+        .map(|i| json!({"podUid": format!("uid-shared-ns-p{i}"), "namespace": "shared-ns", "name": format!("p{i}"), "tenant": "alpha", "node": expensive}))
+        .collect();
+    let summary = api.place(json!(placements)).await;
+    assert_eq!(summary["deposited"], 20, "{summary}");
+    let table = api.pheromones("alpha").await;
+    assert_eq!(table["epoch"], 20);
+    assert_eq!(table["nodes"][0]["node"], expensive);
+    assert!(table["nodes"][0]["tau"].as_f64().unwrap() > 1.0);
+
+    let after_a = api.scores(&tenant_pod("alpha", 99), &nodes).await;
+    let after_b = api.scores(&tenant_pod("beta", 99), &nodes).await;
+    assert!(after_a[&expensive] > baseline_a[&expensive], "{after_a:?} vs {baseline_a:?}");
+    assert_eq!(after_b, baseline_b);
+    assert_eq!(api.pheromones("beta").await["epoch"], 0);
+
+    // A repeated or unknown report deposits nothing more.
+    let again = api.place(json!([placements[0].clone(), {"podUid": "never-scored", "tenant": "alpha", "node": expensive}])).await;
+    assert_eq!((again["deposited"].as_u64(), again["unknownPod"].as_u64()), (Some(0), Some(2)), "{again}");
+    assert_eq!(api.pheromones("alpha").await["epoch"], 20);
+
+    // Reset clears the tenant's colony.
+    let (status, _) = api.admin(reqwest::Method::DELETE, "/v1/tenants/alpha/pheromones", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(api.pheromones("alpha").await["epoch"], 0);
+}
+
+#[tokio::test]
+async fn bind_verb_records_the_placement() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let p = pod("web-1", "shop", json!({}), json!({}), json!({"cpu": "1"}));
+    api.scores(&p, &nodes).await;
+    let target = name(&nodes[2]);
+    let args = json!({"PodName": "web-1", "PodNamespace": "shop", "PodUID": "uid-shop-web-1", "Node": target});
+    let reply = api.post("/v1/bind", args.to_string()).await;
+    assert_eq!(reply, json!({"Error": ""}));
+    let table = api.pheromones("shop").await;
+    assert_eq!((table["epoch"].as_u64(), table["nodes"][0]["node"].as_str()), (Some(1), Some(target.as_str())), "{table}");
+}
+
+#[tokio::test]
+async fn colony_state_survives_a_restart_of_the_runtime() {
+    let state = tempfile::tempdir().unwrap();
+    let mut api = Api::start(StartOptions { persist_dir: Some(state.path().to_path_buf()), ..Default::default() });
+    let nodes = priced_nodes();
+    api.put_facts(json!([{"name": "persisted-node", "latencyUs": 12}])).await;
+    for i in 0..3 {
+        api.scores(&pod(&format!("p{i}"), "keep", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    }
+    api.place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name(&nodes[1])}, {"podUid": "uid-keep-p1", "namespace": "keep", "node": name(&nodes[1])}])).await;
+    let before = api.pheromones("keep").await;
+
+    api.worker.restart();
+    let after = api.pheromones("keep").await;
+    assert_eq!(after["nodes"], before["nodes"]);
+    assert_eq!(after["epoch"], 2);
+    assert_eq!(after["pendingDecisions"], 1);
+    // The third decision is still remembered and still deposits; KV facts survived too.
+    assert_eq!(api.place(json!([{"podUid": "uid-keep-p2", "namespace": "keep", "node": name(&nodes[0])}])).await["deposited"], 1);
+    let body = json!({"Pod": pod("q", "keep", json!({}), json!({"scheduling.aco/latency-target-us": "20"}), json!({})), "NodeNames": ["persisted-node"]});
+    assert_eq!(api.post("/v1/filter", body.to_string()).await["NodeNames"], json!(["persisted-node"]));
+}
+
+#[tokio::test]
+async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
+    let api = Api::start(StartOptions::default().var("MAX_BODY_BYTES", "65536"));
+    let nodes = priced_nodes();
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        ("/v1/filter", "{not json".into(), 400, "invalid ExtenderArgs"),
+        ("/v1/filter", r#"{"Pod":{"metadata":{"name":"p"}},"NodeNames":"n1"}"#.into(), 400, "invalid ExtenderArgs"),
+        ("/v1/filter", r#"{"Pod":{"metadata":{"name":"p"}}}"#.into(), 400, "neither Nodes nor NodeNames"),
+        ("/v1/prioritize", json!({"Pod": pod("p", "n", json!({}), json!({}), json!({"cpu": "two"})), "NodeNames": []}).to_string(), 400, "Pod.spec.containers[0].resources.requests.cpu"),
+        ("/v1/filter", json!({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"allocatable": {"memory": "12XB"}}}]}}).to_string(), 400, "Nodes.items[0].status.allocatable.memory"),
+        ("/v1/bind", r#"{"PodName":"p"}"#.into(), 400, "ExtenderBindingArgs"),
+        ("/v1/nope", "{}".into(), 404, "no route"),
+    ];
+    for (path, body, status, needle) in cases {
+        let (got, text) = api.post_raw(path, body).await;
+        assert_eq!(got.as_u16(), status, "{path}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+        let message = format!("{} {}", v["error"], v["field"]);
+        assert!(message.contains(needle), "{path}: {message}");
+    }
+    let r = api.http.get(api.worker.url("/v1/filter")).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    // Oversized: drained without being stored, then refused with a message.
+    let oversized = format!(r#"{{"Pod":{{}},"NodeNames":["{}"]}}"#, "x".repeat(70_000));
+    let r = api.http.post(api.worker.url("/v1/filter")).body(oversized).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"].as_str().unwrap().contains("exceeds the limit"), "{v}");
+
+    // Admin endpoints need the token.
+    let r = api.http.put(api.worker.url("/v1/nodes")).json(&json!({"nodes": []})).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = api.http.get(api.worker.url("/v1/tenants/a/pheromones")).bearer_auth("wrong").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+
+    // A facts batch with one bad report stores nothing.
+    let (status, body) = api
+        .admin(reqwest::Method::PUT, "/v1/nodes", Some(json!({"nodes": [{"name": "good", "latencyUs": 5}, {"name": "bad", "utilisation": [{"atMs": 1, "value": 7}]}]})))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "nodes[1].utilisation[0].value");
+    let filter = json!({"Pod": pod("p", "n", json!({}), json!({}), json!({})), "NodeNames": ["good"]}).to_string();
+    assert!(api.post("/v1/filter", filter).await["FailedNodes"]["good"].as_str().unwrap().contains("no node facts"));
+
+    // A placement batch with one bad item deposits nothing.
+    api.scores(&pod("p1", "iso", json!({}), json!({}), json!({})), &nodes).await;
+    let (status, body) = api
+        .admin(reqwest::Method::POST, "/v1/placements", Some(json!({"placements": [
+            {"podUid": "uid-iso-p1", "namespace": "iso", "node": name(&nodes[0])},
+            {"podUid": "x", "namespace": "iso", "node": name(&nodes[0]), "outcome": 3.5}]})))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "placements[1].outcome");
+    assert_eq!(api.pheromones("iso").await["epoch"], 0);
+    let (status, body) = api.admin(reqwest::Method::GET, "/v1/tenants/bad..%2F/pheromones", None).await;
+    assert!(status == 400 || status == 404, "{status} {body}");
+
+    // The Worker is still healthy and the failures are counted.
+    assert_eq!(api.http.get(api.worker.url("/readyz")).send().await.unwrap().status(), 200);
+    api.metrics_containing("aco_request_errors_total{verb=\"filter\",code=\"413\"} 1").await;
+}
+
+#[tokio::test]
+async fn unusable_pod_annotation_keeps_the_pod_pending_with_a_reason() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let p = pod("p", "n", json!({}), json!({"scheduling.aco/latency-target-us": "asap"}), json!({}));
+    let reply = api.post("/v1/filter", full_args(&p, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([]));
+    let reasons = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert_eq!(reasons.len(), nodes.len());
+    assert!(reasons.values().all(|r| r.as_str().unwrap().contains("asap")));
+}
+
+#[tokio::test]
+async fn metrics_report_verbs_filter_reasons_deposits_and_pheromones() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let (body, _) = full_args(&gpu_pod("g", Some("A10")), &nodes);
+    api.post("/v1/filter", body).await;
+    api.scores(&pod("m1", "metrics-team", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    api.place(json!([{"podUid": "uid-metrics-team-m1", "namespace": "metrics-team", "node": name(&nodes[0])}])).await;
+    let text = api.metrics_containing("aco_requests_total{verb=\"placements\",code=\"200\"} 1").await;
+    for needle in [
+        "aco_requests_total{verb=\"filter\",code=\"200\"} 1",
+        "aco_filter_nodes_rejected_total{reason=\"gpu_model\"}",
+        "aco_request_duration_seconds_count{verb=\"prioritize\"} 1",
+        "aco_colony_deposits_total{tenant=\"metrics-team\"} 1",
+        &format!("aco_pheromone{{tenant=\"metrics-team\",node=\"{}\"}}", name(&nodes[0])),
+        "# TYPE aco_request_duration_seconds histogram",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
