@@ -1,0 +1,42 @@
+//! Real-shaped extender requests for benchmarks: OpenB v1.Node objects (the derived sample in
+//! `crates/core/tests/data`) replicated to any count with unique names, plus the labels the
+//! extender reads, and a GPU pod. Shared by the core criterion bench and the HTTP bench.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+
+const SAMPLE: &str = include_str!("../tests/data/openb_node_sample.yaml");
+
+pub fn nodes(count: usize) -> Vec<Value> {
+    let templates: Vec<Value> = serde_yaml::Deserializer::from_str(SAMPLE)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("sample node YAML"))
+        .collect();
+    (0..count)
+        .map(|i| {
+            let mut node = templates[i % templates.len()].clone();
+            let name = format!("bench-node-{i:05}");
+            node["metadata"]["name"] = json!(name);
+            let labels = &mut node["metadata"]["labels"];
+            labels["kubernetes.io/hostname"] = json!(name);
+            labels["aco/cost-per-hour"] = json!(format!("{:.2}", 0.4 + (i % 13) as f64 * 0.25));
+            labels["aco/latency-us"] = json!(format!("{}", 40 + (i % 7) * 30));
+            labels["aco/instance-type"] = json!(if i % 5 == 0 { "spot" } else { "on-demand" });
+            node
+        })
+        .collect()
+}
+
+pub fn gpu_pod() -> Value {
+    json!({
+        "metadata": {"name": "bench-pod", "namespace": "bench", "uid": "bench-uid",
+                     "labels": {"aco/workload-type": "latency-critical"},
+                     "annotations": {"scheduling.aco/latency-target-us": "200"}},
+        "spec": {"containers": [{"name": "main", "image": "x",
+                 "resources": {"requests": {"cpu": "2", "memory": "8Gi", "alibabacloud.com/gpu-count": "1"}}}]}
+    })
+}
+
+/// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
+pub fn extender_args(count: usize) -> String {
+    json!({"Pod": gpu_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null}).to_string()
+}
