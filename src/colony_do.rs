@@ -7,7 +7,7 @@
 //! Internal API (JSON over the stub's fetch), used only by the Worker:
 //! `POST /prioritize`, `POST /placements`, `GET|DELETE /pheromones`, `GET /metrics`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write;
 
 use aco_core::colony::{Decision, Outcome, PlacementEffect, TenantColony, Trail};
@@ -100,6 +100,8 @@ pub struct Colony {
     env: Env,
     sql: SqlStorage,
     colony: RefCell<Option<TenantColony>>,
+    /// An alarm is known to be armed (saves a storage round trip per decision).
+    alarm_armed: Cell<bool>,
 }
 
 const SCHEMA: &str = "
@@ -290,10 +292,14 @@ impl Colony {
     }
 
     async fn ensure_alarm(&self, config: &Config) -> Result<()> {
+        if self.alarm_armed.get() {
+            return Ok(());
+        }
         let storage = self.state.storage();
         if storage.get_alarm().await?.is_none() {
             storage.set_alarm(config.decision_ttl_ms.min(i64::MAX as u64) as i64).await?;
         }
+        self.alarm_armed.set(true);
         Ok(())
     }
 }
@@ -301,7 +307,7 @@ impl Colony {
 impl DurableObject for Colony {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        Self { state, env, sql, colony: RefCell::new(None) }
+        Self { state, env, sql, colony: RefCell::new(None), alarm_armed: Cell::new(false) }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -317,6 +323,7 @@ impl DurableObject for Colony {
 
     /// Drops decisions older than DECISION_TTL_MS (pods never confirmed) and re-arms while any remain.
     async fn alarm(&self) -> Result<Response> {
+        self.alarm_armed.set(false);
         let config = self.config()?;
         let now = worker::Date::now().as_millis();
         self.sql.exec(SCHEMA, None)?;
@@ -327,6 +334,7 @@ impl DurableObject for Colony {
         let left = self.sql.exec("SELECT COUNT(*) AS value FROM decisions", None)?.to_array::<serde_json::Value>()?;
         if left.first().and_then(|v| v.get("value")).and_then(|v| v.as_u64()).unwrap_or(0) > 0 {
             self.state.storage().set_alarm(config.decision_ttl_ms as i64).await?;
+            self.alarm_armed.set(true);
         }
         Response::ok("pruned")
     }

@@ -176,7 +176,7 @@ pub fn filter<'a>(
     let passed = names.len();
     Ok(FilterOutcome {
         result: ExtenderFilterResult {
-            nodes: args.full_nodes.then(|| NodeListOut { metadata: EmptyObject {}, items }),
+            nodes: args.full_nodes.then_some(NodeListOut { metadata: EmptyObject {}, items }),
             node_names: Some(names),
             failed_nodes: failed,
             failed_and_unresolvable_nodes: unresolvable,
