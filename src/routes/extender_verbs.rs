@@ -1,6 +1,9 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
-use aco_core::extender::{filter as run_filter, parse_args, scoring_input};
+use std::collections::HashMap;
+
+use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
+use aco_core::facts::NodeFacts;
 use worker::{Method, Request, RequestInit};
 
 use super::{Call, Handled};
@@ -9,11 +12,16 @@ use crate::facts_store;
 use crate::pod_index;
 use crate::http::{json_response, read_body, ApiError};
 
+/// Node facts of every candidate (isolate cache, then KV).
+async fn candidate_facts(call: &Call, args: &Args<'_>) -> Result<HashMap<String, NodeFacts>, ApiError> {
+    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
+    facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await
+}
+
 pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
-    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
-    let facts = facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await?;
+    let facts = candidate_facts(call, &args).await?;
     let outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
     let ev = &mut call.event;
     ev.tenant = args.demand.as_ref().ok().map(|d| d.tenant.clone());
@@ -28,8 +36,7 @@ pub async fn filter(call: &mut Call) -> Handled {
 pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
-    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
-    let facts = facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await?;
+    let facts = candidate_facts(call, &args).await?;
     let input = scoring_input(&args, &facts, call.now_ms, &call.config)?;
     call.event.tenant = Some(input.demand.tenant.clone());
     call.event.count("aco_stale_node_facts_total", "verb=\"prioritize\"".into(), input.stale as f64);
