@@ -17,6 +17,10 @@
 //! The tests run one at a time (each starts its own etcd + apiserver + Worker): the machine has
 //! two cores, and scheduling outcomes should not depend on CPU contention.
 
+// SERIAL is held for a whole test, across awaits, on purpose: each test has its own runtime and
+// the lock only keeps two control planes from running at once.
+#![allow(clippy::await_holding_lock)]
+
 mod support;
 mod support_kube;
 
@@ -28,6 +32,8 @@ use serde_json::{json, Value};
 use support_kube::fixtures::*;
 use support_kube::{host_port, Kube, ProxyMode, SchedulerConfig};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
+/// The colony's default τ_initial (wrangler.toml / aco-core Config).
+const TAU_INITIAL: f64 = 1.0;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -207,7 +213,9 @@ async fn report_bound(env: &Env, ns: &str, tenant: &str, names: &[String]) {
             "podUid": p["metadata"]["uid"], "namespace": ns, "name": n, "tenant": tenant, "node": node,
         }));
     }
-    env.api.report_placements(placements).await;
+    let n = placements.len() as u64;
+    let summary = env.api.report_placements(placements).await;
+    assert_eq!(summary["deposited"].as_u64(), Some(n), "every reported placement should deposit: {summary}");
 }
 
 fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
@@ -236,8 +244,10 @@ async fn tenants_learn_only_from_their_own_placements() {
     assert!(placed.iter().all(|n| *n == x), "team-a history should be on {x}: {placed:?}");
     // Scoring alone deposits nothing: the trail must not move before a confirmed placement.
     let a1 = env.api.taus("team-a").await;
-    assert_eq!(argmax(&a1).filter(|n| a1[*n] > a0.get(*n).copied().unwrap_or(0.0) + 1e-9), None,
-        "team-a's trail moved before any placement was reported: {a0:?} -> {a1:?}");
+    assert!(
+        a1.values().all(|t| *t <= TAU_INITIAL + 1e-9),
+        "team-a's trail moved before any placement was reported: {a0:?} -> {a1:?}"
+    );
     report_bound(&env, ns, "team-a", &a_names).await;
     let a2 = env.api.taus("team-a").await;
     assert_eq!(argmax(&a2), Some(x.as_str()), "team-a after its placements on {x}: {a2:?}");
@@ -393,3 +403,110 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     assert!(label(&by_name[&node], "aco/gpu-type").starts_with("V100"), "v100-back on {node}");
     sched.assert_running();
 }
+
+// ---------------------------------------------------------------------------------------------
+// the shipped manifests
+
+/// Path in the API server for a manifest's kind (the kinds k8s/ ships).
+fn collection_path(obj: &Value) -> String {
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+    match obj["kind"].as_str().unwrap() {
+        "ServiceAccount" => format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        "ConfigMap" => format!("/api/v1/namespaces/{ns}/configmaps"),
+        "Pod" => format!("/api/v1/namespaces/{ns}/pods"),
+        "Node" => "/api/v1/nodes".into(),
+        "Deployment" => format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        "Job" => format!("/apis/batch/v1/namespaces/{ns}/jobs"),
+        "Role" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        "RoleBinding" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
+        "ClusterRoleBinding" => "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
+        other => panic!("k8s/ ships a {other}: add it here"),
+    }
+}
+
+fn yaml_docs(path: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_json::to_value(<serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap()).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// k8s/ as `kubectl apply -k k8s/` would install it (the ConfigMap generated from
+/// scheduler-config.yaml as kustomization.yaml says), then the example pods scheduled by the
+/// real kube-scheduler through the Worker.
+#[tokio::test]
+async fn shipped_manifests_install_and_example_pods_schedule() {
+    let _serial = serial();
+    let env = Env::start().await;
+    let kube = env.kube();
+    let k8s = support_kube::repo_root().join("k8s");
+
+    let kustomization = &yaml_docs(&k8s.join("kustomization.yaml"))[0];
+    let ns = kustomization["namespace"].as_str().unwrap();
+    let mut objects = Vec::new();
+    for r in kustomization["resources"].as_array().unwrap() {
+        objects.extend(yaml_docs(&k8s.join(r.as_str().unwrap())));
+    }
+    for gen in kustomization["configMapGenerator"].as_array().unwrap() {
+        let mut data = serde_json::Map::new();
+        for f in gen["files"].as_array().unwrap() {
+            let f = f.as_str().unwrap();
+            data.insert(f.to_owned(), std::fs::read_to_string(k8s.join(f)).unwrap().into());
+        }
+        objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": gen["name"], "labels": kustomization["generatorOptions"]["labels"]},
+                            "data": data}));
+    }
+    for mut obj in objects {
+        obj["metadata"]["namespace"] = ns.into();
+        kube.post(&collection_path(&obj), &obj).await;
+    }
+    let cm = kube.get(&format!("/api/v1/namespaces/{ns}/configmaps/aco-scheduler-config")).await.unwrap();
+    let deploy = kube.get(&format!("/apis/apps/v1/namespaces/{ns}/deployments/aco-scheduler")).await.unwrap();
+    let args = deploy["spec"]["template"]["spec"]["containers"][0]["command"].to_string();
+    let file = cm["data"].as_object().unwrap().keys().next().unwrap().clone();
+    assert!(args.contains(&file), "the Deployment must read the ConfigMap's {file}: {args}");
+    let image = deploy["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap().to_owned();
+    let version = std::process::Command::new(env.cp.bin.join("kube-scheduler")).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).trim().replace("Kubernetes ", "");
+    assert!(image.ends_with(&format!(":{version}")), "Deployment image {image} should be the tested {version}");
+
+    // Example pods, scheduled by kube-scheduler with the shipped config through the Worker.
+    env.add_nodes(&constraint_nodes()).await;
+    let by_name: HashMap<String, Value> = constraint_nodes().iter().map(|n| (name_of(n), n.clone())).collect();
+    let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(false)).await;
+    let mut examples: Vec<Value> = Vec::new();
+    let mut dir: Vec<_> = std::fs::read_dir(k8s.join("examples")).unwrap().map(|e| e.unwrap().path()).collect();
+    dir.sort();
+    for path in dir {
+        examples.extend(yaml_docs(&path));
+    }
+    for obj in &examples {
+        if let Some(ns) = obj["metadata"]["namespace"].as_str() {
+            if kube.get(&format!("/api/v1/namespaces/{ns}")).await.is_err() {
+                kube.create_namespace(ns).await;
+            }
+        }
+        if obj["kind"] == "Node" {
+            continue; // documentation of the labels; the test nodes above carry them
+        }
+        kube.post(&collection_path(obj), obj).await;
+    }
+    for obj in examples.iter().filter(|o| o["kind"] == "Pod") {
+        assert_eq!(obj["spec"]["schedulerName"], SCHEDULER_NAME_STR);
+        let (ns, name) = (obj["metadata"]["namespace"].as_str().unwrap(), name_of(obj));
+        let node = kube.wait_bound(ns, &name, BIND_TIMEOUT).await;
+        let n = &by_name[&node];
+        if let Some(models) = obj["metadata"]["annotations"]["scheduling.aco/gpu-models"].as_str() {
+            assert!(models.split('|').any(|m| m == label(n, "aco/gpu-type")), "{name} on {node}");
+        }
+        if let Some(t) = obj["metadata"]["annotations"]["scheduling.aco/latency-target-us"].as_str() {
+            let lat: u32 = label(n, "aco/latency-us").parse().unwrap();
+            assert!(lat <= t.parse().unwrap(), "{name} on {node} at {lat} µs");
+        }
+        eprintln!("example {ns}/{name} -> {node}");
+    }
+}
+
+const SCHEDULER_NAME_STR: &str = support_kube::SCHEDULER_NAME;

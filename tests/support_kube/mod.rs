@@ -74,6 +74,25 @@ where
     }
 }
 
+/// Polls `ready` until it returns true, failing at once (with the log) if `server` exits.
+pub async fn wait_ready<F, Fut>(server: &mut Server, timeout: Duration, mut ready: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if ready().await {
+            return;
+        }
+        server.assert_running();
+        if Instant::now() > deadline {
+            panic!("{} not ready after {timeout:?}; log tail:\n{}", server.name, server.log_tail(40));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // processes
 
@@ -233,12 +252,11 @@ impl ControlPlane {
         );
         let plain = reqwest::Client::new();
         let mut etcd = etcd;
-        wait_for("etcd /health", Duration::from_secs(30), || {
+        wait_ready(&mut etcd, Duration::from_secs(30), || {
             let r = plain.get(format!("{etcd_url}/health")).send();
-            async move { r.await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
+            async move { r.await.is_ok_and(|r| r.status().is_success()) }
         })
         .await;
-        etcd.assert_running();
 
         let api_port = free_port();
         let p = |f: &str| pki.path(f).to_string_lossy().into_owned();
@@ -259,23 +277,22 @@ impl ControlPlane {
                 "--service-account-signing-key-file", &p("sa.key"),
                 "--service-cluster-ip-range", "10.0.0.0/24",
                 "--authorization-mode", "AlwaysAllow",
-                // No controller-manager creates service accounts, so pods could not be admitted.
-                "--disable-admission-plugins", "ServiceAccount",
+                // No controller-manager creates service accounts (pods could not be admitted) and
+                // no node lifecycle controller lifts the not-ready taint new nodes get.
+                "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+                // The default reconciler refuses a loopback advertise address.
+                "--endpoint-reconciler-type", "none",
                 "--profiling=false",
             ]),
         );
         let api_url = format!("https://127.0.0.1:{api_port}");
         let kube = Kube::new(&api_url, &pki);
         let mut apiserver = apiserver;
-        {
+        wait_ready(&mut apiserver, Duration::from_secs(120), || {
             let kube = kube.clone();
-            wait_for("kube-apiserver /readyz", Duration::from_secs(120), || {
-                let kube = kube.clone();
-                async move { kube.get_raw("/readyz").await.ok().filter(|(s, _)| *s == 200).map(|_| ()) }
-            })
-            .await;
-        }
-        apiserver.assert_running();
+            async move { kube.get_raw("/readyz").await.is_ok_and(|(s, _)| s == 200) }
+        })
+        .await;
         // The apiserver creates "default" itself a moment after it is ready.
         wait_for("namespace default", Duration::from_secs(60), || {
             let kube = kube.clone();
@@ -316,12 +333,11 @@ impl ControlPlane {
             ]),
         );
         let insecure = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
-        wait_for("kube-scheduler /readyz", Duration::from_secs(60), || {
+        wait_ready(&mut sched, Duration::from_secs(60), || {
             let r = insecure.get(format!("https://127.0.0.1:{port}/readyz")).send();
-            async move { r.await.ok().filter(|r| r.status().is_success()).map(|_| ()) }
+            async move { r.await.is_ok_and(|r| r.status().is_success()) }
         })
         .await;
-        sched.assert_running();
         sched
     }
 
@@ -416,14 +432,21 @@ pub struct SchedulerConfig {
     pub extender: Extender,
     /// Overrides `httpTimeout` (None: keep the shipped value).
     pub http_timeout: Option<String>,
+    /// Overrides `clientConnection.qps` (burst = 2 x qps). kube-scheduler's default of 50 caps
+    /// bindings at ~50 pods/s, which hides everything else in a throughput benchmark.
+    pub client_qps: Option<u32>,
 }
 
 impl SchedulerConfig {
     pub fn worker(url_prefix: String, ca_pem: Vec<u8>, node_cache_capable: bool) -> Self {
-        SchedulerConfig { extender: Extender::Worker { url_prefix, ca_pem, node_cache_capable }, http_timeout: None }
+        SchedulerConfig {
+            extender: Extender::Worker { url_prefix, ca_pem, node_cache_capable },
+            http_timeout: None,
+            client_qps: None,
+        }
     }
     pub fn off() -> Self {
-        SchedulerConfig { extender: Extender::Off, http_timeout: None }
+        SchedulerConfig { extender: Extender::Off, http_timeout: None, client_qps: None }
     }
 
     /// The shipped `k8s/scheduler-config.yaml`, unchanged but for: kubeconfig (a file instead of
@@ -433,6 +456,10 @@ impl SchedulerConfig {
         let text = std::fs::read_to_string(repo_root().join("k8s/scheduler-config.yaml")).unwrap();
         let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
         doc["clientConnection"]["kubeconfig"] = kubeconfig.to_string_lossy().into_owned().into();
+        if let Some(qps) = self.client_qps {
+            doc["clientConnection"]["qps"] = qps.into();
+            doc["clientConnection"]["burst"] = (2 * qps).into();
+        }
         let profiles = doc["profiles"].as_sequence().expect("profiles");
         assert_eq!(profiles[0]["schedulerName"].as_str(), Some(SCHEDULER_NAME));
         match &self.extender {
