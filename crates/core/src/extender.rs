@@ -212,7 +212,7 @@ pub fn scoring_input(
     for state in args.states(facts, now_ms, config) {
         let state = state?;
         stale += state.stale_facts as u64;
-        features.push(NodeFeatures::from_state(&state, config));
+        features.push(NodeFeatures::for_pod(&state, &demand, config));
     }
     Ok(ScoringInput { demand, features, stale })
 }

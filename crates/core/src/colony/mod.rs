@@ -145,7 +145,15 @@ mod tests {
     use rand::{rngs::SmallRng, SeedableRng};
 
     fn node(name: &str, cost: f64) -> NodeFeatures {
-        NodeFeatures { node: name.into(), cost_per_hour: Some(cost), spot: false, predicted_utilisation: None, spike_probability: None }
+        NodeFeatures {
+            node: name.into(),
+            cost_per_hour: Some(cost),
+            spot: false,
+            predicted_utilisation: None,
+            spike_probability: None,
+            committed_share: None,
+            pod_share: None,
+        }
     }
 
     fn scores(colony: &mut TenantColony, nodes: &[NodeFeatures]) -> Vec<i64> {

@@ -1,13 +1,22 @@
+use super::NodeFeatures;
 use crate::config::Config;
 use crate::demand::WorkloadClass;
 
-/// SLA headroom `1 − predicted utilisation`. Latency-critical pods need at least
-/// `latency_critical_min_headroom`; below it the factor is multiplied by
-/// `latency_critical_headroom_penalty` (a soft rule: facts may be late, so it ranks rather than
-/// forbids). No load facts → neutral 1.0 (fail open).
-pub fn sla_headroom(predicted_utilisation: Option<f64>, workload: WorkloadClass, config: &Config) -> f64 {
-    let Some(u) = predicted_utilisation else { return 1.0 };
-    let headroom = (1.0 - u).clamp(0.0, 1.0);
+/// SLA headroom: `1 − load after placement`, where the load is the larger of the predicted
+/// utilisation (fresh load facts) and the share already requested, plus the pod's own share.
+/// Latency-critical pods need at least `latency_critical_min_headroom`; below it the factor is
+/// multiplied by `latency_critical_headroom_penalty` (a soft rule: facts may be late, so it
+/// ranks rather than forbids). Nothing known about the node's load → only the pod's share counts
+/// (fail open).
+pub fn sla_headroom(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
+    let base = match (features.predicted_utilisation, features.committed_share) {
+        (Some(u), Some(c)) => u.max(c),
+        (Some(u), None) => u,
+        (None, Some(c)) => c,
+        (None, None) => 0.0,
+    };
+    let after = base + features.pod_share.unwrap_or(0.0);
+    let headroom = (1.0 - after).clamp(0.0, 1.0);
     if workload.is_latency_critical() && headroom < config.latency_critical_min_headroom {
         headroom * config.latency_critical_headroom_penalty
     } else {
@@ -19,13 +28,35 @@ pub fn sla_headroom(predicted_utilisation: Option<f64>, workload: WorkloadClass,
 mod tests {
     use super::*;
 
+    fn f(util: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures {
+        NodeFeatures {
+            node: "n".into(),
+            cost_per_hour: None,
+            spot: false,
+            predicted_utilisation: util,
+            spike_probability: None,
+            committed_share: committed,
+            pod_share: pod,
+        }
+    }
+
     #[test]
     fn latency_critical_pods_are_steered_off_nodes_without_headroom() {
         let c = Config::default();
-        assert_eq!(sla_headroom(None, WorkloadClass::LatencyCritical, &c), 1.0);
-        assert!((sla_headroom(Some(0.3), WorkloadClass::Batch, &c) - 0.7).abs() < 1e-12);
-        let batch = sla_headroom(Some(0.9), WorkloadClass::Batch, &c);
-        let critical = sla_headroom(Some(0.9), WorkloadClass::LatencyCritical, &c);
+        assert_eq!(sla_headroom(&f(None, None, None), WorkloadClass::LatencyCritical, &c), 1.0);
+        assert!((sla_headroom(&f(Some(0.3), None, None), WorkloadClass::Batch, &c) - 0.7).abs() < 1e-12);
+        let batch = sla_headroom(&f(Some(0.9), None, None), WorkloadClass::Batch, &c);
+        let critical = sla_headroom(&f(Some(0.9), None, None), WorkloadClass::LatencyCritical, &c);
         assert!(critical < batch * 0.1);
+    }
+
+    #[test]
+    fn the_pods_own_share_and_committed_requests_count() {
+        let c = Config::default();
+        let lc = WorkloadClass::LatencyCritical;
+        // An idle node the pod would fill to 90% leaves too little headroom for a latency-critical pod.
+        assert!(sla_headroom(&f(Some(0.0), Some(0.0), Some(0.9)), lc, &c) < 0.01);
+        assert!((sla_headroom(&f(Some(0.1), Some(0.4), Some(0.2)), lc, &c) - 0.4).abs() < 1e-12);
+        assert!((sla_headroom(&f(None, None, Some(0.25)), WorkloadClass::Batch, &c) - 0.75).abs() < 1e-12);
     }
 }

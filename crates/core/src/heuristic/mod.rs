@@ -18,7 +18,7 @@ pub use spike::spike_safety;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::demand::WorkloadClass;
+use crate::demand::{PodDemand, WorkloadClass};
 use crate::node_state::NodeState;
 
 /// What the heuristic needs to know about one candidate node.
@@ -32,6 +32,14 @@ pub struct NodeFeatures {
     /// From fresh load facts only; `None` is neutral.
     pub predicted_utilisation: Option<f64>,
     pub spike_probability: Option<f64>,
+    /// Share of the node's allocatable already requested by other pods (fresh facts; the
+    /// largest share over CPU, memory and GPUs). `Some(0.0)` means the node is known idle.
+    #[serde(default)]
+    pub committed_share: Option<f64>,
+    /// Share of the node's allocatable this pod would take (largest over the resources it
+    /// requests). Only set by [`NodeFeatures::for_pod`].
+    #[serde(default)]
+    pub pod_share: Option<f64>,
 }
 
 impl NodeFeatures {
@@ -55,16 +63,59 @@ impl NodeFeatures {
             spot: instance_is_spot || cloud_spot,
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
             spike_probability: node.load.map(|l| l.spike_probability),
+            committed_share: committed_share(node, config),
+            pod_share: None,
         }
     }
+
+    /// Features of `node` for one pod: adds the pod's own share of the node, so that the cost
+    /// term can price a pod on an already-busy node at its share (packing is what saves money
+    /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
+    pub fn for_pod(node: &NodeState, pod: &PodDemand, config: &Config) -> Self {
+        let mut features = Self::from_state(node, config);
+        features.pod_share = node.allocatable.as_ref().map(|alloc| {
+            pod.request
+                .0
+                .iter()
+                .filter(|(name, amount)| **amount > 0 && counted(name, config))
+                .map(|(name, amount)| share(*amount, alloc.get(name)))
+                .fold(0.0, f64::max)
+        });
+        features
+    }
+}
+
+/// Resources whose shares matter: CPU, memory and GPUs.
+fn counted(name: &str, config: &Config) -> bool {
+    name == "cpu" || name == "memory" || config.gpu_resources.iter().any(|g| g == name)
+}
+
+fn share(amount: i64, allocatable: i64) -> f64 {
+    if allocatable <= 0 {
+        1.0
+    } else {
+        (amount as f64 / allocatable as f64).clamp(0.0, 1.0)
+    }
+}
+
+fn committed_share(node: &NodeState, config: &Config) -> Option<f64> {
+    let (alloc, requested) = (node.allocatable.as_ref()?, node.requested.as_ref()?);
+    Some(
+        requested
+            .0
+            .iter()
+            .filter(|(name, amount)| **amount > 0 && counted(name, config))
+            .map(|(name, amount)| share(*amount, alloc.get(name)))
+            .fold(0.0, f64::max),
+    )
 }
 
 /// η for one node: the product of the four factors, floored at `eta_floor` so that every
 /// feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
 pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
     let product = reliability(stats, features.spot, workload, config)
-        * cost_efficiency(features.cost_per_hour, config)
-        * sla_headroom(features.predicted_utilisation, workload, config)
+        * cost_efficiency(features, config)
+        * sla_headroom(features, workload, config)
         * spike_safety(features.spike_probability, config);
     if product.is_finite() {
         product.clamp(config.eta_floor, 1.0)
@@ -78,7 +129,15 @@ mod tests {
     use super::*;
 
     fn features(cost: Option<f64>, spot: bool, util: Option<f64>, spike: Option<f64>) -> NodeFeatures {
-        NodeFeatures { node: "n".into(), cost_per_hour: cost, spot, predicted_utilisation: util, spike_probability: spike }
+        NodeFeatures {
+            node: "n".into(),
+            cost_per_hour: cost,
+            spot,
+            predicted_utilisation: util,
+            spike_probability: spike,
+            committed_share: None,
+            pod_share: None,
+        }
     }
 
     #[test]
@@ -100,6 +159,25 @@ mod tests {
                 assert!(e >= c.eta_floor && e <= 1.0, "{e}");
             }
         }
+    }
+
+    #[test]
+    fn for_pod_measures_the_pods_share_and_the_committed_share() {
+        let c = Config::default();
+        let view: crate::k8s::NodeView = serde_json::from_str(
+            r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"4"}}}"#,
+        )
+        .unwrap();
+        let report: crate::facts::NodeReport = serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#).unwrap();
+        let mut facts = crate::facts::NodeFacts::default();
+        facts.apply(&report, 0, &c);
+        let state = NodeState::assemble("n", Some(&view), Some(&facts), 0, &c, "n").unwrap();
+        let pod: crate::k8s::PodView =
+            serde_json::from_str(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","nvidia.com/gpu":"1"}}}]}}"#).unwrap();
+        let f = NodeFeatures::for_pod(&state, &PodDemand::from_pod(&pod, &c).unwrap(), &c);
+        assert_eq!(f.committed_share, Some(0.5));
+        assert_eq!(f.pod_share, Some(0.25));
+        assert_eq!(NodeFeatures::from_state(&state, &c).pod_share, None);
     }
 
     #[test]
