@@ -345,6 +345,19 @@ async fn bind_verb_records_the_placement() {
 }
 
 #[tokio::test]
+async fn bind_verb_finds_label_chosen_tenants_through_the_bind_index() {
+    let api = Api::start(StartOptions::default().var("BIND_INDEX", "true"));
+    let nodes = priced_nodes();
+    let p = pod("web-2", "shop", json!({"scheduling.aco/tenant-id": "storefront"}), json!({}), json!({"cpu": "1"}));
+    api.scores(&p, &nodes).await;
+    let target = name(&nodes[1]);
+    let args = json!({"PodName": "web-2", "PodNamespace": "shop", "PodUID": "uid-shop-web-2", "Node": target});
+    assert_eq!(api.post("/v1/bind", args.to_string()).await, json!({"Error": ""}));
+    assert_eq!(api.pheromones("storefront").await["epoch"], 1);
+    assert_eq!(api.pheromones("shop").await["epoch"], 0);
+}
+
+#[tokio::test]
 async fn colony_state_survives_a_restart_of_the_runtime() {
     let state = tempfile::tempdir().unwrap();
     let mut api = Api::start(StartOptions { persist_dir: Some(state.path().to_path_buf()), ..Default::default() });

@@ -3,8 +3,11 @@
 //! It **records** the placement in the tenant's colony and answers `{"Error":""}`; it does
 //! **not** create the Binding in the API server. Configure `bindVerb` only together with
 //! something that binds the pod; the supported way to learn is `POST /v1/placements` from a
-//! watcher. The tenant is found through the pod index written at prioritize time.
+//! watcher. The tenant is found through the pod index written at prioritize time when
+//! `BIND_INDEX=true`, else it is the pod's namespace (a pod scored under a label-chosen tenant is
+//! then not found there: counted as unknown, nothing deposited).
 
+use aco_core::demand::validate_tenant;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 
 use super::placements::deliver;
@@ -20,7 +23,12 @@ pub async fn bind(call: &mut Call) -> Handled {
         return Err(ApiError::field(400, "Node", "empty node name"));
     }
     let key = if args.pod_uid.is_empty() { format!("{}/{}", args.pod_namespace, args.pod_name) } else { args.pod_uid.clone() };
-    match pod_index::tenant_of(&call.env, &key).await {
+    let tenant = if call.config.bind_index {
+        pod_index::tenant_of(&call.env, &key).await
+    } else {
+        Some(args.pod_namespace.clone()).filter(|ns| validate_tenant(ns).is_ok())
+    };
+    match tenant {
         Some(tenant) => {
             deliver(call, vec![(tenant, PlacementItem { key, node: args.node, outcome: None })], "bind").await?;
         }

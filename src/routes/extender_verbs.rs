@@ -50,12 +50,17 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         features: input.features,
         now_ms: call.now_ms,
     };
-    // Remember which tenant scored this pod, so that the bind verb (which carries no labels)
-    // can find the colony. Written concurrently with the colony call, so it adds no latency
-    // and is in place before kube-scheduler can call bind.
+    // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
+    // carries no labels) can find the colony. Written concurrently with the colony call, so it is
+    // in place before kube-scheduler can call bind.
+    let index = async {
+        if call.config.bind_index {
+            pod_index::remember(&call.env, &request.key, &request.tenant, call.config.decision_ttl_ms).await;
+        }
+    };
     let (reply, ()) = futures::future::join(
         colony_call::<_, PrioritizeResponse>(&call.env, &request.tenant, Method::Post, "/prioritize", Some(&request)),
-        pod_index::remember(&call.env, &request.key, &request.tenant, call.config.decision_ttl_ms),
+        index,
     )
     .await;
     let reply = reply?;

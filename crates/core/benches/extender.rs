@@ -1,5 +1,6 @@
 //! Filter and prioritize over 6, 100, 1,000 and 5,000 real-shaped nodes, beside the floor of
-//! only deserialising the same request. Run: `cargo bench -p aco-core --bench extender`.
+//! only deserialising the same request: into a `serde_json::Value` (every field), and with our own
+//! `parse_args` (raw node bytes kept, only the needed fields typed). Run: `cargo bench -p aco-core --bench extender`.
 
 mod fixtures;
 
@@ -21,6 +22,9 @@ fn bench(c: &mut Criterion) {
         group.sample_size(if n >= 1_000 { 20 } else { 100 });
         group.bench_with_input(BenchmarkId::new("floor_deserialise_value", n), &body, |b, body| {
             b.iter(|| serde_json::from_str::<serde_json::Value>(body).unwrap())
+        });
+        group.bench_with_input(BenchmarkId::new("floor_parse_args", n), &body, |b, body| {
+            b.iter(|| parse_args(body, &config).unwrap().candidates.len())
         });
         group.bench_with_input(BenchmarkId::new("filter", n), &body, |b, body| {
             b.iter(|| {

@@ -64,6 +64,10 @@ pub struct Config {
     pub decision_ttl_ms: u64,
     pub decision_keep_top: usize,
     pub max_body_bytes: usize,
+    /// Keep a pod UID → tenant index in KV at every prioritize, so that the `bind` verb (whose
+    /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
+    /// per decision; without it `bind` uses the pod's namespace as its tenant.
+    pub bind_index: bool,
 }
 
 impl Default for Config {
@@ -110,6 +114,7 @@ impl Default for Config {
             decision_ttl_ms: 3_600_000,
             decision_keep_top: 64,
             max_body_bytes: 32 << 20,
+            bind_index: false,
         }
     }
 }
@@ -208,6 +213,13 @@ impl Config {
         num!("DECISION_TTL_MS", decision_ttl_ms);
         num!("DECISION_KEEP_TOP", decision_keep_top);
         num!("MAX_BODY_BYTES", max_body_bytes);
+        if let Some(v) = lookup("BIND_INDEX") {
+            c.bind_index = match v.trim() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(err("BIND_INDEX", &v, "expected true or false")),
+            };
+        }
         c.validate()?;
         Ok(c)
     }
@@ -314,6 +326,7 @@ mod tests {
             (vec![("SPOT_LABELS", "novalue")], "SPOT_LABELS"),
             (vec![("FACTS_TTL_MS", "-1")], "FACTS_TTL_MS"),
             (vec![("ALPHA", "NaN")], "ALPHA"),
+            (vec![("BIND_INDEX", "yes")], "BIND_INDEX"),
         ] {
             let e = from(&pairs).unwrap_err();
             assert_eq!(e.key, key, "{pairs:?} → {e}");
