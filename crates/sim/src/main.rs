@@ -1,1 +1,293 @@
-fn main() {}
+use std::path::{Path, PathBuf};
+
+use aco_sim::cluster::{World, WorldParams};
+use aco_sim::engine::{run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams};
+use aco_sim::load::LoadModel;
+use aco_sim::policy;
+use aco_sim::prices::PriceTable;
+use aco_sim::replay::HttpScheduler;
+use aco_sim::report;
+use aco_sim::trace::{self, Error};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "aco-sim", about = "OpenB trace simulator, scheduling benchmark and Worker replay for aco-edge-extender")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run policies over a trace and write Markdown/JSON tables and SVG plots.
+    Run {
+        #[command(flatten)]
+        input: Input,
+        /// Comma-separated policies (default: all).
+        #[arg(long, value_delimiter = ',')]
+        policies: Option<Vec<String>>,
+        /// Output directory for <name>.json, <name>.md and plots.
+        #[arg(long, default_value = "docs/sim")]
+        out: PathBuf,
+        /// Run name (file prefix).
+        #[arg(long, default_value = "sample")]
+        name: String,
+        /// Policies run in parallel threads.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
+    /// Predictor ablation for the colony: safe-node routing over several seeds.
+    Ablation {
+        #[command(flatten)]
+        input: Input,
+        #[arg(long, default_value_t = 10)]
+        seeds: u64,
+        #[arg(long, default_value = "docs/sim")]
+        out: PathBuf,
+        #[arg(long, default_value = "ablation")]
+        name: String,
+        /// Seeds run in parallel threads.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
+    /// Drive a running Worker with the trace (the demo): facts, filter, prioritize, placements.
+    Replay {
+        #[command(flatten)]
+        input: Input,
+        #[arg(long, default_value = "http://127.0.0.1:8787")]
+        url: String,
+        #[arg(long, default_value = "dev-admin-token")]
+        token: String,
+        /// Print a live summary every N pods.
+        #[arg(long, default_value_t = 25)]
+        every: usize,
+        /// Also run the native colony and compare placements.
+        #[arg(long)]
+        compare: bool,
+    },
+}
+
+#[derive(Args, Clone)]
+struct Input {
+    /// Node CSV (default: the shipped sample).
+    #[arg(long)]
+    nodes: Option<PathBuf>,
+    /// Pod CSV (default: the shipped sample).
+    #[arg(long)]
+    pods: Option<PathBuf>,
+    /// Use ../shared/data/openb with this pod list: default, cpu050, gpushare40, gpuspec10, multigpu20.
+    #[arg(long)]
+    openb: Option<String>,
+    #[arg(long, default_value = "../shared/data/openb")]
+    openb_dir: PathBuf,
+    #[arg(long, default_value = "data/prices")]
+    prices: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Only the first N arrivals.
+    #[arg(long)]
+    max_pods: Option<usize>,
+    #[arg(long, default_value_t = 3)]
+    tenants: usize,
+    #[arg(long, default_value_t = 0.2)]
+    spot_share: f64,
+    #[arg(long, default_value_t = 60)]
+    report_interval_s: u64,
+    #[arg(long, default_value_t = 0.8)]
+    sla_threshold: f64,
+    #[arg(long, default_value_t = 600)]
+    safe_horizon_s: u64,
+}
+
+fn repo_path(p: &Path) -> PathBuf {
+    if p.exists() || p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let alt = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p);
+    if alt.exists() {
+        alt
+    } else {
+        p.to_path_buf()
+    }
+}
+
+impl Input {
+    fn world(&self, seed: u64) -> Result<World, Error> {
+        let (nodes, pods) = match &self.openb {
+            Some(list) => {
+                let dir = repo_path(&self.openb_dir);
+                (dir.join("openb_node_list_all_node.csv"), dir.join(format!("openb_pod_list_{list}.csv")))
+            }
+            None => (
+                self.nodes.clone().unwrap_or_else(|| repo_path(Path::new("data/openb-sample/nodes.csv"))),
+                self.pods.clone().unwrap_or_else(|| repo_path(Path::new("data/openb-sample/pods.csv"))),
+            ),
+        };
+        let nodes = trace::read_nodes(&nodes)?;
+        let pods = trace::read_pods(&pods, 60)?;
+        let prices = PriceTable::load(&repo_path(&self.prices))?;
+        let params = WorldParams { seed, tenants: self.tenants, spot_share: self.spot_share, ..WorldParams::default() };
+        Ok(World::build(&nodes, &pods, &prices, params))
+    }
+
+    fn sim(&self, seed: u64) -> SimParams {
+        SimParams {
+            seed,
+            report_interval_s: self.report_interval_s,
+            sla_threshold: self.sla_threshold,
+            safe_horizon_s: self.safe_horizon_s,
+            max_pods: self.max_pods,
+            progress: true,
+            ..SimParams::default()
+        }
+    }
+
+    fn load(&self, seed: u64) -> LoadModel {
+        LoadModel { seed, ..LoadModel::default() }
+    }
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("aco-sim: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<(), Error> {
+    match Cli::parse().cmd {
+        Cmd::Run { input, policies, out, name, jobs } => {
+            let world = input.world(input.seed)?;
+            let load = input.load(input.seed);
+            let params = input.sim(input.seed);
+            let names = policies.unwrap_or_else(|| policy::ALL.iter().map(|s| s.to_string()).collect());
+            eprintln!("{} nodes, {} pods, seed {}", world.nodes.len(), world.pods.len(), input.seed);
+            for n in &names {
+                policy::by_name(n, input.seed).ok_or_else(|| format!("unknown policy {n}; known: {}", policy::ALL.join(", ")))?;
+            }
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let results = std::sync::Mutex::new(Vec::new());
+            std::thread::scope(|scope| {
+                for _ in 0..jobs.max(1) {
+                    scope.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some(n) = names.get(i) else { break };
+                        let mut s = NativeScheduler::new(policy::by_name(n, input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+                        let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
+                        if let Ok(r) = &r {
+                            eprintln!("{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s", n, r.metrics.cost_busy_usd, r.metrics.unplaced, 100.0 * r.metrics.ls_compliance, 100.0 * r.metrics.safe_routing_rate, r.metrics.decisions_per_s);
+                        }
+                        results.lock().unwrap().push((i, r));
+                    });
+                }
+            });
+            let mut results = results.into_inner().unwrap();
+            results.sort_by_key(|(i, _)| *i);
+            let mut runs: Vec<RunResult> = Vec::new();
+            for (_, r) in results {
+                runs.push(r?);
+            }
+            let metrics: Vec<Metrics> = runs.iter().map(|r| r.metrics.clone()).collect();
+            let table = report::markdown_table(&metrics);
+            println!("{table}");
+            std::fs::create_dir_all(&out)?;
+            std::fs::write(out.join(format!("{name}.md")), &table)?;
+            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&metrics)?)?;
+            let mut csv = String::from("policy,pod,node,gpu_model,gpus,vcpu,price_per_h,alone\n");
+            for r in &runs {
+                for (pod, node, alone) in &r.ls_violations {
+                    let n = world.nodes.iter().find(|x| &x.name == node).unwrap();
+                    csv += &format!("{},{pod},{node},{},{},{},{:.4},{alone}\n", r.metrics.policy, n.model.clone().unwrap_or_default(), n.gpus, n.cpu_milli / 1000, n.price);
+                }
+            }
+            std::fs::write(out.join(format!("{name}-ls-violations.csv")), csv)?;
+            let written = report::plots(&out, &name, &runs)?;
+            eprintln!("wrote {}/{name}.md, {name}.json, {}", out.display(), written.join(", "));
+        }
+        Cmd::Ablation { input, seeds, out, name, jobs } => {
+            let mut rows = Vec::new();
+            for kind in PredictorKind::ablation_set() {
+                let next = std::sync::atomic::AtomicU64::new(1);
+                let results = std::sync::Mutex::new(Vec::new());
+                std::thread::scope(|scope| {
+                    for _ in 0..jobs.max(1) {
+                        scope.spawn(|| loop {
+                            let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            if seed > seeds {
+                                break;
+                            }
+                            let r = (|| -> Result<Metrics, Error> {
+                                let world = input.world(seed)?;
+                                let mut params = input.sim(seed);
+                                params.progress = false;
+                                params.pheromone_samples = 1;
+                                let mut s = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), kind);
+                                Ok(run(&world, &input.load(seed), &params, &mut s)?.metrics)
+                            })()
+                            .map_err(|e| e.to_string());
+                            results.lock().unwrap().push((seed, r));
+                        });
+                    }
+                });
+                let mut results = results.into_inner().unwrap();
+                results.sort_by_key(|(s, _)| *s);
+                let (mut safe, mut qos, mut cost) = (Vec::new(), Vec::new(), Vec::new());
+                for (_, r) in results {
+                    let m = r?;
+                    safe.push(m.safe_routing_rate);
+                    qos.push(m.ls_compliance);
+                    cost.push(m.cost_busy_usd);
+                }
+                let (m, sd) = report::mean_sd(&safe);
+                let row = report::AblationRow {
+                    predictor: kind.label(),
+                    seeds: safe.len(),
+                    safe_routing_mean: m,
+                    safe_routing_sd: sd,
+                    safe_routing_min: safe.iter().copied().fold(1.0, f64::min),
+                    safe_routing_max: safe.iter().copied().fold(0.0, f64::max),
+                    ls_compliance_mean: report::mean_sd(&qos).0,
+                    cost_mean: report::mean_sd(&cost).0,
+                };
+                eprintln!("{:>24}: safe {:.2}% ± {:.2}", row.predictor, 100.0 * m, 100.0 * sd);
+                rows.push(row);
+            }
+            let table = report::ablation_table(&rows);
+            println!("{table}");
+            std::fs::create_dir_all(&out)?;
+            std::fs::write(out.join(format!("{name}.md")), &table)?;
+            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+        }
+        Cmd::Replay { input, url, token, every, compare } => {
+            let world = input.world(input.seed)?;
+            let load = input.load(input.seed);
+            let mut params = input.sim(input.seed);
+            params.progress = false;
+            params.pheromone_samples = 1;
+            let mut http = HttpScheduler::new(&url, &token, &world)?;
+            println!("replaying {} pods on {} nodes against {url} (tenants: {})", params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len()), world.nodes.len(), world.tenants().join(", "));
+            let r = run_observed(&world, &load, &params, &mut http, every, &mut |w, m, ph| {
+                println!("[{:>4}/{}] placed {:>4}  unplaced {:>3}  cost so far ${:>9.2}  LS placed {}", m.decisions, m.pods, m.placed, m.unplaced, m.cost_busy_usd, m.ls_placed);
+                for (tenant, rows) in ph {
+                    let top: Vec<String> = rows.iter().take(3).map(|(n, t)| {
+                        let node = w.nodes.iter().find(|x| &x.name == n);
+                        format!("{n} ({} ${}/h) τ={t:.2}", node.and_then(|x| x.model.clone()).unwrap_or_else(|| "cpu".into()), node.map_or("?".into(), |x| format!("{:.2}", x.price)))
+                    }).collect();
+                    println!("         {tenant}: {}", if top.is_empty() { "(no trail yet)".to_string() } else { top.join(", ") });
+                }
+            })?;
+            println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
+            println!("{} HTTP requests, {:.1} decisions/s over HTTP", http.requests, r.metrics.decisions_per_s);
+            if compare {
+                let mut native = NativeScheduler::new(policy::by_name("colony", input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+                let n = run(&world, &load, &params, &mut native)?;
+                let diff = r.placements.iter().zip(&n.placements).filter(|(a, b)| a != b).count();
+                println!("native colony vs replay: {} of {} placements differ", diff, r.placements.len());
+                if diff > 0 {
+                    return Err("replay and native placements differ".into());
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -7,8 +7,18 @@
 //! decides what "stale" means.
 
 mod ema;
+mod holt;
+mod linreg;
+mod none;
+mod persistence;
+mod sma;
 
 pub use ema::Ema;
+pub use holt::Holt;
+pub use linreg::LinReg;
+pub use none::NoForecast;
+pub use persistence::Persistence;
+pub use sma::Sma;
 
 /// Something that learns a utilisation series online and forecasts the next value.
 pub trait Predictor {

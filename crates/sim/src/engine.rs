@@ -1,0 +1,856 @@
+//! The discrete-event simulation. Events: pod arrivals (trace creation time), departures
+//! (deletion time), fact reports (before a decision when the last report is `report_interval_s`
+//! old) and monitor ticks (every load bucket while latency-sensitive pods run). Time is event
+//! driven, so idle stretches of the trace cost nothing ("time compression").
+//!
+//! A decision: the simulated kube-scheduler keeps the exact allocation of every node and first
+//! applies its own fit (CPU, memory, pods, whole GPUs, and GPU shares per physical GPU); the
+//! survivors go to a [`Scheduler`] — the native extender pipeline over a [`Policy`], or the
+//! live Worker over HTTP (`crate::replay`) — which filters and scores them and names a node.
+//! Pods that fit nowhere stay unplaced (no retry, no preemption).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::time::Instant;
+
+use aco_core::config::Config;
+use aco_core::facts::{NodeFacts, NodeReport, UtilisationSample};
+use aco_core::filter::check_node;
+use aco_core::k8s::QuantityText;
+use aco_core::node_state::{LoadOutlook, NodeState};
+use aco_core::predict::{spike_probability, Holt, LinReg, NoForecast, Persistence, Predictor, Sma};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use serde::Serialize;
+
+use crate::cluster::{SimNode, SimPod, World, GPU_MILLI_RESOURCE, GPU_RESOURCE};
+use crate::load::{node_utilisation, LoadModel, LoadShare};
+use crate::policy::{select_host, Policy, ScoreCtx};
+use crate::rng;
+use crate::trace::Error;
+
+/// The exact allocation of one node, as kube-scheduler's cache holds it.
+#[derive(Debug, Clone, Default)]
+pub struct NodeAlloc {
+    pub cpu_used: i64,
+    pub mem_used: i64,
+    /// Used milli-GPU per physical GPU.
+    pub gpu_used: Vec<u32>,
+    pub pods: Vec<usize>,
+}
+
+impl NodeAlloc {
+    pub fn new(node: &SimNode) -> Self {
+        Self { gpu_used: vec![0; node.gpus as usize], ..Self::default() }
+    }
+
+    pub fn gpu_used_milli(&self) -> u32 {
+        self.gpu_used.iter().sum()
+    }
+
+    /// GPUs to take for the pod: `(gpu index, milli)`; `None` when it does not fit.
+    fn gpu_slots(&self, pod: &SimPod) -> Option<Vec<(usize, u32)>> {
+        let t = &pod.trace;
+        if t.num_gpu == 0 {
+            return Some(Vec::new());
+        }
+        if t.is_gpu_share() {
+            // Best fit among GPUs with room for the share (lowest index on ties).
+            return self
+                .gpu_used
+                .iter()
+                .enumerate()
+                .filter(|(_, u)| 1000 - **u >= t.gpu_milli)
+                .max_by_key(|(i, u)| (**u, Reverse(*i)))
+                .map(|(i, _)| vec![(i, t.gpu_milli)]);
+        }
+        let free: Vec<usize> = self.gpu_used.iter().enumerate().filter(|(_, u)| **u == 0).map(|(i, _)| i).collect();
+        (free.len() >= t.num_gpu as usize).then(|| free[..t.num_gpu as usize].iter().map(|i| (*i, 1000)).collect())
+    }
+
+    /// kube-scheduler's own fit check (NodeResourcesFit plus the GPU-share device plugin).
+    pub fn fits(&self, node: &SimNode, pod: &SimPod) -> bool {
+        let t = &pod.trace;
+        self.pods.len() < 110
+            && self.cpu_used + t.cpu_milli <= node.cpu_milli
+            && self.mem_used + t.memory_mib <= node.memory_mib
+            && self.gpu_slots(pod).is_some()
+    }
+
+    fn place(&mut self, pod: &SimPod) -> Vec<(usize, u32)> {
+        let slots = self.gpu_slots(pod).expect("placed pods fit");
+        for (i, m) in &slots {
+            self.gpu_used[*i] += m;
+        }
+        self.cpu_used += pod.trace.cpu_milli;
+        self.mem_used += pod.trace.memory_mib;
+        self.pods.push(pod.idx);
+        slots
+    }
+
+    fn remove(&mut self, pod: &SimPod, slots: &[(usize, u32)]) {
+        for (i, m) in slots {
+            self.gpu_used[*i] -= m;
+        }
+        self.cpu_used -= pod.trace.cpu_milli;
+        self.mem_used -= pod.trace.memory_mib;
+        self.pods.retain(|p| *p != pod.idx);
+    }
+
+    /// What the in-cluster reporter says is requested on the node: totals; a partly used GPU
+    /// counts as a used whole GPU.
+    pub fn requested(&self) -> BTreeMap<String, String> {
+        let mut r = BTreeMap::new();
+        if self.pods.is_empty() {
+            return r;
+        }
+        r.insert("cpu".into(), format!("{}m", self.cpu_used));
+        r.insert("memory".into(), format!("{}Mi", self.mem_used));
+        r.insert("pods".into(), self.pods.len().to_string());
+        if !self.gpu_used.is_empty() {
+            r.insert(GPU_RESOURCE.into(), self.gpu_used.iter().filter(|u| **u > 0).count().to_string());
+            r.insert(GPU_MILLI_RESOURCE.into(), self.gpu_used_milli().to_string());
+        }
+        r
+    }
+}
+
+/// One node's facts as `PUT /v1/nodes` carries them (camelCase JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactReport {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocatable: Option<BTreeMap<String, String>>,
+    pub requested: BTreeMap<String, String>,
+    pub latency_us: f64,
+    pub observed_at_ms: u64,
+    pub utilisation: Vec<Sample>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    pub at_ms: u64,
+    pub value: f64,
+}
+
+fn raw(list: &BTreeMap<String, String>) -> BTreeMap<String, QuantityText> {
+    list.iter().map(|(k, v)| (k.clone(), QuantityText(v.clone()))).collect()
+}
+
+impl FactReport {
+    pub fn to_core(&self) -> NodeReport {
+        NodeReport {
+            name: self.name.clone(),
+            labels: self.labels.clone(),
+            allocatable: self.allocatable.as_ref().map(raw),
+            requested: Some(raw(&self.requested)),
+            latency_us: Some(self.latency_us),
+            observed_at_ms: Some(self.observed_at_ms),
+            utilisation: self.utilisation.iter().map(|s| UtilisationSample { at_ms: s.at_ms, value: s.value }).collect(),
+        }
+    }
+}
+
+/// Per tenant, its trail as (node, τ), best first.
+pub type TenantTrails = Vec<(String, Vec<(String, f64)>)>;
+
+/// Who decides: the native extender pipeline or the Worker over HTTP.
+pub trait Scheduler {
+    fn name(&self) -> String;
+    /// Delivers fact reports (the in-cluster reporter's `PUT /v1/nodes`).
+    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error>;
+    /// Filters and scores the candidates (kube-scheduler's feasible nodes, cluster order) and
+    /// returns the node to bind, picking the best score with `tie` for ties.
+    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error>;
+    /// The binding happened (the reporter's `POST /v1/placements`).
+    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error>;
+    /// Per-tenant (node, τ) best first, for the report and the demo.
+    fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error>;
+    /// (decisions whose best score was shared by ≥ 2 nodes, total size of those top sets).
+    fn tie_stats(&self) -> (usize, usize) {
+        (0, 0)
+    }
+}
+
+/// Counts decisions whose top score is shared, and how many nodes share it.
+pub fn count_top_ties(scores: &[f64], stats: &mut (usize, usize)) {
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let n = scores.iter().filter(|s| **s == max).count();
+    if n >= 2 {
+        stats.0 += 1;
+        stats.1 += n;
+    }
+}
+
+/// Which load predictor feeds η (the ablation). `Ema` runs through `NodeFacts` exactly as the
+/// Worker does (with `EMA_ALPHA` = α); the others replace the node state's load outlook.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PredictorKind {
+    Ema(f64),
+    Sma(usize),
+    Persistence,
+    Holt(f64, f64),
+    LinReg(usize),
+    None,
+}
+
+impl PredictorKind {
+    pub fn label(&self) -> String {
+        match self {
+            Self::Ema(a) => format!("EMA α={a}"),
+            Self::Sma(n) => format!("SMA n={n}"),
+            Self::Persistence => "persistence".into(),
+            Self::Holt(a, b) => format!("Holt α={a} β={b}"),
+            Self::LinReg(n) => format!("linear regression n={n}"),
+            Self::None => "none".into(),
+        }
+    }
+    pub fn ablation_set() -> Vec<Self> {
+        vec![Self::Ema(0.3), Self::Ema(0.5), Self::Ema(0.7), Self::Sma(8), Self::Persistence, Self::Holt(0.5, 0.3), Self::LinReg(8), Self::None]
+    }
+    fn make(&self) -> Option<Box<dyn Predictor>> {
+        match *self {
+            Self::Ema(_) => None,
+            Self::Sma(n) => Some(Box::new(Sma::new(n))),
+            Self::Persistence => Some(Box::new(Persistence::new())),
+            Self::Holt(a, b) => Some(Box::new(Holt::new(a, b))),
+            Self::LinReg(n) => Some(Box::new(LinReg::new(n))),
+            Self::None => Some(Box::new(NoForecast)),
+        }
+    }
+}
+
+/// The extender pipeline in-process: facts folded by `NodeFacts::apply`, node states by
+/// `NodeState::assemble`, filter by `check_node`, then the policy's scores.
+pub struct NativeScheduler {
+    pub policy: Box<dyn Policy>,
+    pub config: Config,
+    pub predictor: PredictorKind,
+    facts: HashMap<String, NodeFacts>,
+    predictors: Vec<Option<Box<dyn Predictor>>>,
+    last_sample_ms: Vec<Option<u64>>,
+    cache: Vec<Option<NodeState>>,
+    scored: bool,
+    ties: (usize, usize),
+}
+
+impl NativeScheduler {
+    pub fn new(policy: Box<dyn Policy>, config: Config, predictor: PredictorKind) -> Self {
+        let mut config = config;
+        if let PredictorKind::Ema(a) = predictor {
+            config.ema_alpha = a;
+        }
+        Self { policy, config, predictor, facts: HashMap::new(), predictors: Vec::new(), last_sample_ms: Vec::new(), cache: Vec::new(), scored: false, ties: (0, 0) }
+    }
+
+    /// Per-tenant (node, τ) best first (the colony policy's trails).
+    pub fn pheromones_snapshot(&self) -> TenantTrails {
+        self.policy.pheromones(&self.config)
+    }
+
+    fn state(&mut self, world: &World, node: usize, now_ms: u64) -> &NodeState {
+        if self.cache[node].is_none() {
+            let n = &world.nodes[node];
+            let mut s = NodeState::assemble(&n.name, Some(&n.view), self.facts.get(&n.name), now_ms, &self.config, &n.name).expect("derived nodes parse");
+            if let Some(p) = &self.predictors[node] {
+                s.load = p.forecast().map(|u| LoadOutlook {
+                    predicted_utilisation: u,
+                    spike_probability: spike_probability(u, p.volatility(), self.config.spike_threshold, self.config.spike_band),
+                });
+            } else if !matches!(self.predictor, PredictorKind::Ema(_)) {
+                s.load = None;
+            }
+            self.cache[node] = Some(s);
+        }
+        self.cache[node].as_ref().unwrap()
+    }
+}
+
+impl Scheduler for NativeScheduler {
+    fn name(&self) -> String {
+        self.policy.name()
+    }
+
+    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error> {
+        if self.cache.len() != world.nodes.len() {
+            self.cache = vec![None; world.nodes.len()];
+            self.predictors = world.nodes.iter().map(|_| self.predictor.make()).collect();
+            self.last_sample_ms = vec![None; world.nodes.len()];
+        }
+        let index: HashMap<&str, usize> = if reports.len() == world.nodes.len() {
+            HashMap::new()
+        } else {
+            world.nodes.iter().map(|n| (n.name.as_str(), n.idx)).collect()
+        };
+        for (i, r) in reports.iter().enumerate() {
+            let node = if index.is_empty() { i } else { index[r.name.as_str()] };
+            self.facts.entry(r.name.clone()).or_default().apply(&r.to_core(), now_ms, &self.config);
+            if let Some(p) = &mut self.predictors[node] {
+                for s in &r.utilisation {
+                    if self.last_sample_ms[node].is_none_or(|last| s.at_ms > last) {
+                        p.observe(s.value);
+                        self.last_sample_ms[node] = Some(s.at_ms);
+                    }
+                }
+            }
+            self.cache[node] = None;
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
+        let mut passed = Vec::new();
+        for &c in candidates {
+            let config = self.config.clone();
+            if check_node(&pod.demand, self.state(world, c, now_ms), &config).is_ok() {
+                passed.push(c);
+            }
+        }
+        self.scored = passed.len() >= 2;
+        match passed.len() {
+            0 => Ok(None),
+            1 => Ok(Some(passed[0])),
+            _ => {
+                let states: Vec<&NodeState> = passed.iter().map(|c| self.cache[*c].as_ref().unwrap()).collect();
+                let ctx = ScoreCtx { world, config: &self.config, pod, alloc, now_ms };
+                let scores = self.policy.score(&ctx, &passed, &states);
+                count_top_ties(&scores, &mut self.ties);
+                Ok(select_host(&passed, &scores, tie))
+            }
+        }
+    }
+
+    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error> {
+        // `scored` mirrors kube-scheduler: prioritize runs only with ≥ 2 feasible nodes, so a
+        // pod with a single feasible node has no remembered decision and deposits nothing.
+        let ctx = ScoreCtx { world, config: &self.config, pod, alloc, now_ms };
+        self.policy.placed(&ctx, node, self.scored);
+        Ok(())
+    }
+
+    fn pheromones(&mut self, _world: &World) -> Result<TenantTrails, Error> {
+        Ok(self.policy.pheromones(&self.config))
+    }
+
+    fn tie_stats(&self) -> (usize, usize) {
+        self.ties
+    }
+}
+
+/// Knobs of the simulation (not of the world or the load).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimParams {
+    pub seed: u64,
+    pub report_interval_s: u64,
+    pub samples_per_report: u64,
+    /// An LS pod is compliant while its node's utilisation stays below this.
+    pub sla_threshold: f64,
+    /// A node "spikes" when its utilisation reaches this (the core's `SPIKE_THRESHOLD`).
+    pub spike_threshold: f64,
+    pub safe_horizon_s: u64,
+    /// Only the first `max_pods` arrivals (None: all).
+    pub max_pods: Option<usize>,
+    pub progress: bool,
+    /// Pheromone snapshots per run (colony only).
+    pub pheromone_samples: usize,
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            report_interval_s: 60,
+            samples_per_report: 4,
+            sla_threshold: 0.8,
+            spike_threshold: 0.9,
+            safe_horizon_s: 600,
+            max_pods: None,
+            progress: false,
+            pheromone_samples: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    pub policy: String,
+    pub pods: usize,
+    pub placed: usize,
+    pub unplaced: usize,
+    pub gpu_requested: f64,
+    pub gpu_unallocated: f64,
+    /// $ with a node billed while ≥ 1 pod runs on it.
+    pub cost_busy_usd: f64,
+    /// $ with every node on for the whole span (the same for every policy).
+    pub cost_all_on_usd: f64,
+    pub nodes_used: usize,
+    pub ls_placed: usize,
+    pub ls_compliant: usize,
+    pub ls_compliance: f64,
+    pub ls_latency_target_misses: usize,
+    /// LS pods whose first violation happened while they were alone on their node (their own
+    /// load, not interference).
+    pub ls_violated_alone: usize,
+    pub ls_safe: usize,
+    pub safe_routing_rate: f64,
+    pub decisions: usize,
+    /// Decisions whose best score was shared by ≥ 2 nodes (resolved by the random tie-break).
+    pub decisions_with_top_ties: usize,
+    /// Mean number of nodes sharing the best score in those decisions.
+    pub mean_top_tie_size: f64,
+    pub wall_s: f64,
+    pub decisions_per_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunResult {
+    pub metrics: Metrics,
+    /// Per pod in arrival order: `(pod name, node name or None)`.
+    pub placements: Vec<(String, Option<String>)>,
+    /// (hours since start, cumulative $ busy-cost).
+    pub cost_timeline: Vec<(f64, f64)>,
+    /// (hours since start, cumulative LS pods that saw a violation).
+    pub violation_timeline: Vec<(f64, usize)>,
+    /// (hours, tenant, node, τ).
+    pub pheromone_timeline: Vec<(f64, String, String, f64)>,
+    /// LS pods that saw a violation: (pod, node, alone on the node at the first violation).
+    pub ls_violations: Vec<(String, String, bool)>,
+}
+
+struct LsWatch {
+    node: usize,
+    landed_s: u64,
+    violated: bool,
+    alone: bool,
+    unsafe_: bool,
+}
+
+struct Sim<'a> {
+    world: &'a World,
+    load: &'a LoadModel,
+    params: &'a SimParams,
+    alloc: Vec<NodeAlloc>,
+    shares: Vec<Vec<LoadShare>>,
+    slots: HashMap<usize, (usize, Vec<(usize, u32)>)>,
+    ls: BTreeMap<usize, LsWatch>,
+    ls_nodes: BTreeMap<usize, usize>,
+    next_tick: u64,
+    busy_since: Vec<Option<u64>>,
+    closed_cost: f64,
+    open_rate: f64,
+    open_offset: f64,
+    used: BTreeSet<usize>,
+    violations: usize,
+    violated_alone: usize,
+    violation_timeline: Vec<(f64, usize)>,
+    start_s: u64,
+}
+
+impl Sim<'_> {
+    fn util(&self, node: usize, t: u64) -> f64 {
+        let n = &self.world.nodes[node];
+        node_utilisation(self.load, &self.shares[node], n.cpu_milli as f64, n.gpus as f64 * 1000.0, t)
+    }
+
+    fn cost_at(&self, t: u64) -> f64 {
+        self.closed_cost + (self.open_rate * t as f64 - self.open_offset) / 3600.0
+    }
+
+    fn hours(&self, t: u64) -> f64 {
+        (t - self.start_s) as f64 / 3600.0
+    }
+
+    fn tick(&mut self, t: u64) {
+        let nodes: Vec<usize> = self.ls_nodes.keys().copied().collect();
+        for node in nodes {
+            let u = self.util(node, t);
+            if u < self.params.sla_threshold && u < self.params.spike_threshold {
+                continue;
+            }
+            let alone = self.alloc[node].pods.len() == 1;
+            for &p in &self.alloc[node].pods {
+                if let Some(w) = self.ls.get_mut(&p) {
+                    if u >= self.params.sla_threshold && !w.violated {
+                        w.violated = true;
+                        w.alone = alone;
+                        self.violations += 1;
+                        self.violated_alone += alone as usize;
+                        self.violation_timeline.push(((t - self.start_s) as f64 / 3600.0, self.violations));
+                    }
+                    if u >= self.params.spike_threshold && t <= w.landed_s + self.params.safe_horizon_s {
+                        w.unsafe_ = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs monitor ticks up to and including `t`.
+    fn advance(&mut self, t: u64) {
+        let b = self.load.bucket_s.max(1);
+        while self.next_tick <= t {
+            if self.ls_nodes.is_empty() {
+                self.next_tick = (t / b + 1) * b;
+                break;
+            }
+            self.tick(self.next_tick);
+            self.next_tick += b;
+        }
+    }
+
+    fn bind(&mut self, pod: &SimPod, node: usize, t: u64) {
+        let slots = self.alloc[node].place(pod);
+        let gpu_milli = slots.iter().map(|(_, m)| *m as f64).sum();
+        let pod_key = rng::key(&pod.trace.name);
+        self.shares[node].push(LoadShare { pod_key, load: self.load.pod(pod_key, pod.ls), cpu_milli: pod.trace.cpu_milli as f64, gpu_milli });
+        self.slots.insert(pod.idx, (node, slots));
+        if self.alloc[node].pods.len() == 1 {
+            let price = self.world.nodes[node].price;
+            self.busy_since[node] = Some(t);
+            self.open_rate += price;
+            self.open_offset += price * t as f64;
+        }
+        self.used.insert(node);
+        if pod.ls {
+            self.ls.insert(pod.idx, LsWatch { node, landed_s: t, violated: false, alone: false, unsafe_: false });
+            *self.ls_nodes.entry(node).or_default() += 1;
+            let b = self.load.bucket_s.max(1);
+            self.next_tick = self.next_tick.min(t.div_ceil(b) * b);
+        }
+    }
+
+    fn unbind(&mut self, pod: &SimPod, t: u64) {
+        let Some((node, slots)) = self.slots.remove(&pod.idx) else { return };
+        self.alloc[node].remove(pod, &slots);
+        let key = rng::key(&pod.trace.name);
+        if let Some(i) = self.shares[node].iter().position(|s| s.pod_key == key) {
+            self.shares[node].remove(i);
+        }
+        if self.alloc[node].pods.is_empty() {
+            let price = self.world.nodes[node].price;
+            if let Some(since) = self.busy_since[node].take() {
+                self.closed_cost += price * (t - since) as f64 / 3600.0;
+                self.open_rate -= price;
+                self.open_offset -= price * since as f64;
+            }
+        }
+        if pod.ls {
+            if let Some(w) = self.ls.get(&pod.idx) {
+                let n = w.node;
+                let c = self.ls_nodes.get_mut(&n).unwrap();
+                *c -= 1;
+                if *c == 0 {
+                    self.ls_nodes.remove(&n);
+                }
+            }
+        }
+    }
+
+    fn reports(&self, t: u64, last: Option<u64>, first: bool) -> Vec<FactReport> {
+        let k = self.params.samples_per_report.max(1);
+        let step = (self.params.report_interval_s / k).max(1);
+        let times: Vec<u64> = (0..k)
+            .rev()
+            .filter_map(|i| t.checked_sub(i * step))
+            .filter(|s| last.is_none_or(|l| *s > l))
+            .collect();
+        self.world
+            .nodes
+            .iter()
+            .map(|n| FactReport {
+                name: n.name.clone(),
+                labels: first.then(|| n.labels.clone()),
+                allocatable: first.then(|| n.allocatable.clone()),
+                requested: self.alloc[n.idx].requested(),
+                latency_us: n.latency_us,
+                observed_at_ms: t * 1000,
+                utilisation: times
+                    .iter()
+                    .map(|s| Sample { at_ms: s * 1000, value: if self.shares[n.idx].is_empty() { 0.0 } else { self.util(n.idx, *s) } })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// Called every `every` decisions with the run so far (the demo's live summary).
+pub type Observer<'a> = dyn FnMut(&World, &Metrics, &TenantTrails) + 'a;
+
+/// Runs the trace through `scheduler`.
+pub fn run(world: &World, load: &LoadModel, params: &SimParams, scheduler: &mut dyn Scheduler) -> Result<RunResult, Error> {
+    run_observed(world, load, params, scheduler, 0, &mut |_, _, _| {})
+}
+
+pub fn run_observed(
+    world: &World,
+    load: &LoadModel,
+    params: &SimParams,
+    scheduler: &mut dyn Scheduler,
+    observe_every: usize,
+    observer: &mut Observer,
+) -> Result<RunResult, Error> {
+    let started = Instant::now();
+    let pods: Vec<&SimPod> = world.pods.iter().take(params.max_pods.unwrap_or(usize::MAX)).collect();
+    let start_s = pods.first().map_or(0, |p| p.arrival_s());
+    let mut sim = Sim {
+        world,
+        load,
+        params,
+        alloc: world.nodes.iter().map(NodeAlloc::new).collect(),
+        shares: vec![Vec::new(); world.nodes.len()],
+        slots: HashMap::new(),
+        ls: BTreeMap::new(),
+        ls_nodes: BTreeMap::new(),
+        next_tick: start_s,
+        busy_since: vec![None; world.nodes.len()],
+        closed_cost: 0.0,
+        open_rate: 0.0,
+        open_offset: 0.0,
+        used: BTreeSet::new(),
+        violations: 0,
+        violated_alone: 0,
+        violation_timeline: Vec::new(),
+        start_s,
+    };
+    let mut tie = StdRng::seed_from_u64(params.seed ^ 0x7E_B4EA);
+    let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut last_report: Option<u64> = None;
+    let mut result = RunResult::default();
+    let mut m = Metrics { policy: scheduler.name(), pods: pods.len(), ..Metrics::default() };
+    let bar = progress_bar(params.progress, pods.len() as u64, &m.policy);
+    let snapshot_every = (pods.len() / params.pheromone_samples.max(1)).max(1);
+    let by_idx: HashMap<usize, &SimPod> = pods.iter().map(|p| (p.idx, *p)).collect();
+
+    for (i, pod) in pods.iter().enumerate() {
+        let t = pod.arrival_s();
+        while let Some(Reverse((dt, p))) = departures.peek().copied() {
+            if dt > t {
+                break;
+            }
+            departures.pop();
+            sim.advance(dt);
+            sim.unbind(by_idx[&p], dt);
+        }
+        sim.advance(t);
+        if last_report.is_none_or(|l| t >= l + params.report_interval_s) {
+            let reports = sim.reports(t, last_report, last_report.is_none());
+            scheduler.report(world, &reports, t * 1000)?;
+            last_report = Some(t);
+        }
+        let candidates: Vec<usize> = (0..world.nodes.len()).filter(|n| sim.alloc[*n].fits(&world.nodes[*n], pod)).collect();
+        m.decisions += 1;
+        m.gpu_requested += pod.trace.gpu_units();
+        let chosen = if candidates.is_empty() { None } else { scheduler.schedule(world, &sim.alloc, pod, &candidates, t * 1000, &mut tie)? };
+        match chosen {
+            Some(node) => {
+                sim.bind(pod, node, t);
+                scheduler.placed(world, &sim.alloc, pod, node, t * 1000)?;
+                m.placed += 1;
+                if let Some(d) = pod.trace.deletion_s {
+                    departures.push(Reverse((d, pod.idx)));
+                }
+                if pod.ls {
+                    m.ls_placed += 1;
+                }
+            }
+            None => {
+                m.unplaced += 1;
+                m.gpu_unallocated += pod.trace.gpu_units();
+            }
+        }
+        result.placements.push((pod.trace.name.clone(), chosen.map(|n| world.nodes[n].name.clone())));
+        result.cost_timeline.push((sim.hours(t), sim.cost_at(t)));
+        if (i + 1) % snapshot_every == 0 || i + 1 == pods.len() {
+            for (tenant, rows) in scheduler.pheromones(world)? {
+                for (node, tau) in rows.into_iter().take(8) {
+                    result.pheromone_timeline.push((sim.hours(t), tenant.clone(), node, tau));
+                }
+            }
+        }
+        if observe_every > 0 && ((i + 1) % observe_every == 0 || i + 1 == pods.len()) {
+            m.cost_busy_usd = sim.cost_at(t);
+            let ph = scheduler.pheromones(world)?;
+            observer(world, &m, &ph);
+        }
+        bar.inc(1);
+    }
+    let end = departures.iter().map(|Reverse((t, _))| *t).max().unwrap_or(0).max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
+    while let Some(Reverse((dt, p))) = departures.pop() {
+        sim.advance(dt);
+        sim.unbind(by_idx[&p], dt);
+    }
+    sim.advance(end);
+    // Pods that never leave are billed until `end`.
+    for node in 0..world.nodes.len() {
+        if let Some(since) = sim.busy_since[node] {
+            sim.closed_cost += world.nodes[node].price * (end - since) as f64 / 3600.0;
+        }
+    }
+    bar.finish_and_clear();
+    m.cost_busy_usd = sim.closed_cost;
+    m.cost_all_on_usd = world.nodes.iter().map(|n| n.price).sum::<f64>() * (end - start_s) as f64 / 3600.0;
+    m.nodes_used = sim.used.len();
+    for (p, w) in &sim.ls {
+        let target_met = by_idx[p].latency_target_us.is_none_or(|target| world.nodes[w.node].latency_us <= target);
+        m.ls_latency_target_misses += (!target_met) as usize;
+        m.ls_compliant += (!w.violated && target_met) as usize;
+        m.ls_safe += (!w.unsafe_) as usize;
+        if w.violated {
+            result.ls_violations.push((by_idx[p].trace.name.clone(), world.nodes[w.node].name.clone(), w.alone));
+        }
+    }
+    m.ls_violated_alone = sim.violated_alone;
+    m.ls_compliance = ratio(m.ls_compliant, m.ls_placed);
+    m.safe_routing_rate = ratio(m.ls_safe, m.ls_placed);
+    let (tied, tie_nodes) = scheduler.tie_stats();
+    m.decisions_with_top_ties = tied;
+    m.mean_top_tie_size = if tied > 0 { tie_nodes as f64 / tied as f64 } else { 0.0 };
+    m.wall_s = started.elapsed().as_secs_f64();
+    m.decisions_per_s = m.decisions as f64 / m.wall_s.max(1e-9);
+    result.cost_timeline.push((sim.hours(end), sim.closed_cost));
+    result.violation_timeline = sim.violation_timeline;
+    result.metrics = m;
+    Ok(result)
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        1.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn progress_bar(enabled: bool, len: u64, label: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} pods {per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    bar.set_message(label.to_string());
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::WorldParams;
+    use crate::policy;
+    use crate::prices::PriceTable;
+    use crate::trace::{TraceNode, TracePod};
+
+    fn prices() -> PriceTable {
+        PriceTable::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap()
+    }
+
+    fn node(name: &str, cpu: i64, mem_gib: i64, gpus: u32, model: Option<&str>) -> TraceNode {
+        TraceNode { name: name.into(), cpu_milli: cpu, memory_mib: mem_gib * 1024, gpus, model: model.map(String::from) }
+    }
+
+    fn pod(name: &str, cpu: i64, mem_gib: i64, gpus: u32, milli: u32, start: u64, end: u64) -> TracePod {
+        TracePod {
+            name: name.into(), cpu_milli: cpu, memory_mib: mem_gib * 1024, num_gpu: gpus, gpu_milli: milli,
+            gpu_spec: None, qos: "BE".into(), creation_s: start, deletion_s: Some(end),
+        }
+    }
+
+    fn world(nodes: &[TraceNode], pods: &[TracePod]) -> World {
+        World::build(nodes, pods, &prices(), WorldParams { spot_share: 0.0, ..WorldParams::default() })
+    }
+
+    fn placements(w: &World, policy: &str, seed: u64) -> Vec<Option<String>> {
+        let mut s = NativeScheduler::new(policy::by_name(policy, seed).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
+        let params = SimParams { seed, ..SimParams::default() };
+        run(w, &LoadModel { seed, ..LoadModel::default() }, &params, &mut s).unwrap().placements.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// small: 4 CPU / 16 GiB (cheap), big: 16 CPU / 64 GiB, gpu: 8 CPU / 32 GiB with 2 T4.
+    fn three_nodes() -> Vec<TraceNode> {
+        vec![node("big", 16000, 64, 0, None), node("small", 4000, 16, 0, None), node("gpu", 8000, 32, 2, Some("T4"))]
+    }
+
+    #[test]
+    fn baselines_on_a_tiny_cluster() {
+        let w = world(&three_nodes(), &[pod("p", 2000, 4, 0, 0, 0, 100)]);
+        let one = |p: &str| placements(&w, p, 1)[0].clone().unwrap();
+        assert_eq!(one("first-fit"), "big", "cluster order");
+        assert_eq!(one("best-fit"), "small", "least left over");
+        assert_eq!(one("k8s-default"), "big", "least allocated, balanced");
+        assert_eq!(one("cheapest-fit"), "small");
+        assert_eq!(one("heuristic"), "small", "cheapest, all else neutral");
+        assert_eq!(one("colony"), "small");
+        // Tetris: demand/cap · free/cap is largest on the small node (2000/4000 · 1).
+        assert_eq!(one("tetris"), "small");
+        let seen: std::collections::BTreeSet<String> = (0..40).map(|s| placements(&w, "random", s)[0].clone().unwrap()).collect();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+    }
+
+    #[test]
+    fn gpu_pods_and_shares_go_to_gpu_nodes_and_respect_per_gpu_capacity() {
+        let pods = [
+            pod("w", 1000, 1, 1, 1000, 0, 100),
+            pod("s1", 1000, 1, 1, 600, 1, 100),
+            pod("s2", 1000, 1, 1, 600, 2, 100),
+            pod("w2", 1000, 1, 1, 1000, 3, 100),
+        ];
+        let w = world(&three_nodes(), &pods);
+        let p = placements(&w, "first-fit", 1);
+        assert_eq!(p[0].as_deref(), Some("gpu"));
+        assert_eq!(p[1].as_deref(), Some("gpu"), "600m share fits the free GPU");
+        assert_eq!(p[2], None, "a second 600m share does not fit in the 400m left (no GPU is free)");
+        assert_eq!(p[3], None);
+    }
+
+    #[test]
+    fn cost_bills_busy_nodes_once_for_overlapping_pods() {
+        let w = world(&[node("only", 4000, 16, 0, None)], &[pod("a", 1000, 1, 0, 0, 0, 3600), pod("b", 1000, 1, 0, 0, 1800, 7200), pod("c", 1000, 1, 0, 0, 10800, 14400)]);
+        let mut s = NativeScheduler::new(policy::by_name("first-fit", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
+        let r = run(&w, &LoadModel::default(), &SimParams::default(), &mut s).unwrap();
+        let price = w.nodes[0].price;
+        assert!((r.metrics.cost_busy_usd - price * 3.0).abs() < 1e-9, "{} vs {}", r.metrics.cost_busy_usd, price * 3.0);
+        assert!((r.metrics.cost_all_on_usd - price * 4.0).abs() < 1e-9);
+        assert_eq!((r.metrics.placed, r.metrics.unplaced, r.metrics.nodes_used), (3, 0, 1));
+    }
+
+    #[test]
+    fn fact_reports_fold_the_same_natively_and_through_json() {
+        let mut requested = BTreeMap::new();
+        requested.insert("cpu".to_string(), "1500m".to_string());
+        requested.insert(GPU_MILLI_RESOURCE.to_string(), "460".to_string());
+        let mut labels = BTreeMap::new();
+        labels.insert("aco/gpu-type".to_string(), "T4".to_string());
+        let r = FactReport {
+            name: "n1".into(),
+            labels: Some(labels.clone()),
+            allocatable: Some(labels.iter().map(|_| ("cpu".to_string(), "8".to_string())).collect()),
+            requested,
+            latency_us: 120.0,
+            observed_at_ms: 60_000,
+            utilisation: vec![Sample { at_ms: 45_000, value: 0.25 }, Sample { at_ms: 60_000, value: 0.75 }],
+        };
+        let config = crate::cluster::sim_config();
+        let wire: NodeReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        wire.validate("nodes[0]", 60_000).unwrap();
+        let (mut a, mut b) = (NodeFacts::default(), NodeFacts::default());
+        a.apply(&r.to_core(), 60_000, &config);
+        b.apply(&wire, 60_000, &config);
+        assert_eq!(a, b);
+        assert_eq!(a.load.unwrap().value.samples, 2);
+    }
+
+    #[test]
+    fn runs_are_deterministic_per_seed() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/openb-sample");
+        let nodes = crate::trace::read_nodes(&root.join("nodes.csv")).unwrap();
+        let pods = crate::trace::read_pods(&root.join("pods.csv"), 60).unwrap();
+        let w = World::build(&nodes, &pods, &prices(), WorldParams::default());
+        let a = placements(&w, "colony", 3);
+        assert_eq!(a, placements(&w, "colony", 3));
+        assert!(a.iter().filter(|p| p.is_some()).count() > 250);
+    }
+}

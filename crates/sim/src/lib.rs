@@ -1,0 +1,18 @@
+//! Trace simulator for aco-edge-extender: replays the OpenB GPU trace (Weng et al., "Beware of
+//! Fragmentation", USENIX ATC 2023) through scheduling policies that all use the same pure core
+//! (`aco-core`) as the Worker, and drives the live Worker over HTTP with the same trace.
+//!
+//! Layout: [`trace`] reads the CSVs, [`prices`] the price table, [`cluster`] turns trace rows into
+//! real-shaped `v1.Node`/`v1.Pod` JSON, [`load`] is the seeded utilisation model, [`policy`] the
+//! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
+//! scheduler, [`report`] the Markdown/JSON/SVG output.
+
+pub mod cluster;
+pub mod engine;
+pub mod load;
+pub mod policy;
+pub mod prices;
+pub mod replay;
+pub mod report;
+pub mod rng;
+pub mod trace;

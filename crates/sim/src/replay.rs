@@ -1,0 +1,203 @@
+//! The same trace against the live Worker: the reporter's `PUT /v1/nodes`, kube-scheduler's
+//! `POST /v1/filter` and `POST /v1/prioritize` (only with ≥ 2 feasible nodes, as kube-scheduler
+//! does), the best score taken with the same tie-break RNG as the native run, and the binding
+//! reported to `POST /v1/placements`. With the same seed and inputs the placements equal the
+//! native colony's (`tests/replay_matches_native.rs`), provided the Worker runs the simulator's
+//! config (`cluster::worker_vars`) with `FACTS_CACHE_MS=0` and exploration off (`Q0=1`, default).
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::rngs::StdRng;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::cluster::{SimPod, World};
+use crate::engine::{FactReport, NodeAlloc, Scheduler, TenantTrails};
+use crate::policy::select_host;
+use crate::trace::Error;
+
+pub struct HttpScheduler {
+    pub base_url: String,
+    pub token: String,
+    client: reqwest::blocking::Client,
+    node_json: Vec<String>,
+    last_at_ms: u64,
+    pub requests: u64,
+    ties: (usize, usize),
+}
+
+#[derive(Deserialize)]
+struct FilterReply {
+    #[serde(rename = "NodeNames", alias = "nodenames", default)]
+    node_names: Option<Vec<String>>,
+    #[serde(rename = "Nodes", alias = "nodes", default)]
+    nodes: Option<NodeItems>,
+    #[serde(rename = "Error", alias = "error", default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct NodeItems {
+    #[serde(default)]
+    items: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+struct Priority {
+    #[serde(rename = "Host", alias = "host")]
+    host: String,
+    #[serde(rename = "Score", alias = "score")]
+    score: i64,
+}
+
+#[derive(Deserialize)]
+struct PheromoneReply {
+    #[serde(default)]
+    nodes: Vec<PheromoneRow>,
+}
+
+#[derive(Deserialize)]
+struct PheromoneRow {
+    node: String,
+    tau: f64,
+}
+
+fn wall_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl HttpScheduler {
+    pub fn new(base_url: &str, token: &str, world: &World) -> Result<Self, Error> {
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build()?;
+        Ok(Self {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+            client,
+            node_json: world.nodes.iter().map(|n| n.json.to_string()).collect(),
+            last_at_ms: 0,
+            requests: 0,
+            ties: (0, 0),
+        })
+    }
+
+    fn post(&mut self, path: &str, body: String, auth: bool) -> Result<String, Error> {
+        self.requests += 1;
+        let mut req = self.client.post(format!("{}{path}", self.base_url)).header("content-type", "application/json").body(body);
+        if auth {
+            req = req.bearer_auth(&self.token);
+        }
+        let res = req.send()?;
+        let status = res.status();
+        let text = res.text()?;
+        if !status.is_success() {
+            return Err(format!("POST {path}: HTTP {status}: {text}").into());
+        }
+        Ok(text)
+    }
+
+    fn args(&self, pod: &SimPod, nodes: &[usize]) -> String {
+        let items: Vec<&str> = nodes.iter().map(|n| self.node_json[*n].as_str()).collect();
+        format!(r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#, pod.json, items.join(","))
+    }
+}
+
+impl HttpScheduler {
+    /// `GET /v1/tenants/{t}/pheromones` for every tenant of the world.
+    pub fn pheromone_tables(&mut self, world: &World) -> Result<TenantTrails, Error> {
+        Scheduler::pheromones(self, world)
+    }
+}
+
+impl Scheduler for HttpScheduler {
+    fn name(&self) -> String {
+        "colony (HTTP replay)".into()
+    }
+
+    fn report(&mut self, _world: &World, reports: &[FactReport], _now_ms: u64) -> Result<(), Error> {
+        // Sim timestamps become wall-clock ones (the Worker judges freshness by its clock);
+        // their order — all the EMA depends on — is kept.
+        let samples = reports.first().map_or(0, |r| r.utilisation.len()) as u64;
+        let base = wall_ms().max(self.last_at_ms + samples + 1);
+        self.last_at_ms = base;
+        let mut mapped = reports.to_vec();
+        for r in &mut mapped {
+            let n = r.utilisation.len() as u64;
+            for (i, s) in r.utilisation.iter_mut().enumerate() {
+                s.at_ms = base - (n - 1 - i as u64);
+            }
+            r.observed_at_ms = base;
+        }
+        for chunk in mapped.chunks(200) {
+            self.requests += 1;
+            let res = self
+                .client
+                .put(format!("{}/v1/nodes", self.base_url))
+                .bearer_auth(&self.token)
+                .json(&json!({ "nodes": chunk }))
+                .send()?;
+            let status = res.status();
+            if !status.is_success() {
+                return Err(format!("PUT /v1/nodes: HTTP {status}: {}", res.text().unwrap_or_default()).into());
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, world: &World, _alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], _now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
+        let text = self.post("/v1/filter", self.args(pod, candidates), false)?;
+        let reply: FilterReply = serde_json::from_str(&text).map_err(|e| format!("filter reply: {e}: {text}"))?;
+        if let Some(e) = reply.error.filter(|e| !e.is_empty()) {
+            return Err(format!("filter error: {e}").into());
+        }
+        let names: Vec<String> = match (reply.nodes.and_then(|n| n.items), reply.node_names) {
+            (Some(items), _) => items.iter().filter_map(|i| i["metadata"]["name"].as_str().map(String::from)).collect(),
+            (None, Some(names)) => names,
+            (None, None) => Vec::new(),
+        };
+        let index: HashMap<&str, usize> = candidates.iter().map(|c| (world.nodes[*c].name.as_str(), *c)).collect();
+        let mut passed: Vec<usize> = names.iter().filter_map(|n| index.get(n.as_str()).copied()).collect();
+        passed.sort_unstable();
+        match passed.len() {
+            0 => Ok(None),
+            1 => Ok(Some(passed[0])),
+            _ => {
+                let text = self.post("/v1/prioritize", self.args(pod, &passed), false)?;
+                let reply: Vec<Priority> = serde_json::from_str(&text).map_err(|e| format!("prioritize reply: {e}: {text}"))?;
+                let by_host: HashMap<&str, i64> = reply.iter().map(|p| (p.host.as_str(), p.score)).collect();
+                let scores: Vec<f64> = passed.iter().map(|c| by_host.get(world.nodes[*c].name.as_str()).copied().unwrap_or(0) as f64).collect();
+                crate::engine::count_top_ties(&scores, &mut self.ties);
+                Ok(select_host(&passed, &scores, tie))
+            }
+        }
+    }
+
+    fn placed(&mut self, world: &World, _alloc: &[NodeAlloc], pod: &SimPod, node: usize, _now_ms: u64) -> Result<(), Error> {
+        let body = json!({"placements": [{
+            "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
+            "tenant": pod.tenant, "node": world.nodes[node].name,
+        }]});
+        self.post("/v1/placements", body.to_string(), true)?;
+        Ok(())
+    }
+
+    fn tie_stats(&self) -> (usize, usize) {
+        self.ties
+    }
+
+    fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {
+        let mut out = Vec::new();
+        for tenant in world.tenants() {
+            self.requests += 1;
+            let res = self.client.get(format!("{}/v1/tenants/{tenant}/pheromones", self.base_url)).bearer_auth(&self.token).send()?;
+            if !res.status().is_success() {
+                continue;
+            }
+            let reply: PheromoneReply = res.json()?;
+            let mut rows: Vec<(String, f64)> = reply.nodes.into_iter().map(|r| (r.node, r.tau)).collect();
+            rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            out.push((tenant, rows));
+        }
+        Ok(out)
+    }
+}
