@@ -75,7 +75,8 @@ impl Default for Config {
         let s = |v: &str| v.to_string();
         Self {
             gpu_type_labels: vec![s("aco/gpu-type"), s("nvidia.com/gpu.product"), s("alibabacloud.com/gpu-card-model")],
-            gpu_resources: vec![s("nvidia.com/gpu"), s("alibabacloud.com/gpu-count")],
+            // Alibaba's GPU-share resource (thousandths of a GPU) counts as a GPU request too.
+            gpu_resources: vec![s("nvidia.com/gpu"), s("alibabacloud.com/gpu-count"), s("alibabacloud.com/gpu-milli")],
             cost_label: s("aco/cost-per-hour"),
             latency_labels: vec![s("aco/latency-us"), s("nodeLatencyUs")],
             instance_type_label: s("aco/instance-type"),
