@@ -1,5 +1,4 @@
-use std::collections::VecDeque;
-
+use super::window::Window;
 use super::Predictor;
 
 /// Least-squares line through the last `window` samples (x = sample index), extrapolated one
@@ -7,12 +6,13 @@ use super::Predictor;
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinReg {
     pub window: usize,
-    samples: VecDeque<f64>,
+    samples: Window,
 }
 
 impl LinReg {
     pub fn new(window: usize) -> Self {
-        Self { window: window.max(2), samples: VecDeque::new() }
+        let window = window.max(2);
+        Self { window, samples: Window::new(window) }
     }
 
     /// (intercept, slope) over x = 0..n; slope 0 for a single sample.
@@ -23,7 +23,7 @@ impl LinReg {
         }
         let nf = n as f64;
         let mean_x = (nf - 1.0) / 2.0;
-        let mean_y = self.samples.iter().sum::<f64>() / nf;
+        let mean_y = self.samples.mean()?;
         let (mut sxy, mut sxx) = (0.0, 0.0);
         for (i, y) in self.samples.iter().enumerate() {
             let dx = i as f64 - mean_x;
@@ -37,13 +37,7 @@ impl LinReg {
 
 impl Predictor for LinReg {
     fn observe(&mut self, utilisation: f64) {
-        if !utilisation.is_finite() {
-            return;
-        }
-        self.samples.push_back(utilisation.clamp(0.0, 1.0));
-        while self.samples.len() > self.window {
-            self.samples.pop_front();
-        }
+        self.samples.push(utilisation);
     }
 
     fn forecast(&self) -> Option<f64> {

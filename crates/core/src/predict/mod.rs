@@ -12,6 +12,7 @@ mod linreg;
 mod none;
 mod persistence;
 mod sma;
+mod window;
 
 pub use ema::Ema;
 pub use holt::Holt;

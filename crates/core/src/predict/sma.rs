@@ -1,5 +1,4 @@
-use std::collections::VecDeque;
-
+use super::window::Window;
 use super::Predictor;
 
 /// Simple moving average over the last `window` samples; volatility is the mean absolute
@@ -7,28 +6,23 @@ use super::Predictor;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sma {
     pub window: usize,
-    samples: VecDeque<f64>,
+    samples: Window,
 }
 
 impl Sma {
     pub fn new(window: usize) -> Self {
-        Self { window: window.max(1), samples: VecDeque::new() }
+        let window = window.max(1);
+        Self { window, samples: Window::new(window) }
     }
 
     fn mean(&self) -> Option<f64> {
-        (!self.samples.is_empty()).then(|| self.samples.iter().sum::<f64>() / self.samples.len() as f64)
+        self.samples.mean()
     }
 }
 
 impl Predictor for Sma {
     fn observe(&mut self, utilisation: f64) {
-        if !utilisation.is_finite() {
-            return;
-        }
-        self.samples.push_back(utilisation.clamp(0.0, 1.0));
-        while self.samples.len() > self.window {
-            self.samples.pop_front();
-        }
+        self.samples.push(utilisation);
     }
 
     fn forecast(&self) -> Option<f64> {
