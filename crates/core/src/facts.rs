@@ -24,6 +24,9 @@ pub struct NodeReport {
     pub observed_at_ms: Option<u64>,
     #[serde(default)]
     pub utilisation: Vec<UtilisationSample>,
+    /// Free share of each physical GPU in milli-GPU (0–1000, index = GPU index), as observed at
+    /// `observedAtMs`. Stored, not yet scored (a fragmentation factor will read it).
+    pub gpu_free_milli: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
@@ -61,6 +64,9 @@ pub struct NodeFacts {
     pub latency_us: Option<Observed<f64>>,
     /// EMA state of utilisation, and when its newest sample was taken.
     pub load: Option<Observed<Ema>>,
+    /// Free milli-GPU of each physical GPU. Absent in records written before it existed.
+    #[serde(default)]
+    pub gpu_free_milli: Option<Observed<Vec<u32>>>,
     pub updated_at_ms: u64,
 }
 
@@ -86,6 +92,10 @@ pub fn validate_node_name(name: &str) -> Result<(), String> {
 
 /// How far into the future an observation time may be before we call it a clock error.
 const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
+/// One GPU, in milli-GPU.
+pub const MILLI_PER_GPU: u32 = 1000;
+/// More GPUs than any real node has: a longer `gpuFreeMilli` is a reporter bug, not a node.
+pub const MAX_GPUS_PER_NODE: usize = 1024;
 
 impl NodeReport {
     /// Checks the report without touching any stored state, so that a bad batch changes nothing.
@@ -118,6 +128,14 @@ impl NodeReport {
                 return fail(&format!("utilisation[{i}].atMs"), "lies more than 5 minutes in the future".into());
             }
         }
+        if let Some(gpus) = &self.gpu_free_milli {
+            if gpus.len() > MAX_GPUS_PER_NODE {
+                return fail("gpuFreeMilli", format!("{} GPUs; at most {MAX_GPUS_PER_NODE} per node", gpus.len()));
+            }
+            if let Some((j, m)) = gpus.iter().enumerate().find(|(_, m)| **m > MILLI_PER_GPU) {
+                return fail(&format!("gpuFreeMilli[{j}]"), format!("{m} milli-GPU is more than one GPU (0–{MILLI_PER_GPU})"));
+            }
+        }
         Ok(())
     }
 }
@@ -141,6 +159,9 @@ impl NodeFacts {
         }
         if let Some(l) = report.latency_us {
             self.latency_us = Some(Observed { value: l, at_ms: observed_at });
+        }
+        if let Some(gpus) = &report.gpu_free_milli {
+            self.gpu_free_milli = Some(Observed { value: gpus.clone(), at_ms: observed_at });
         }
         let mut samples = report.utilisation.clone();
         samples.sort_by_key(|s| s.at_ms);
@@ -192,6 +213,26 @@ mod tests {
     }
 
     #[test]
+    fn gpu_free_milli_is_stored_with_its_observation_time_and_old_records_still_parse() {
+        let mut f = NodeFacts::default();
+        let r = report(r#"{"name":"n1","observedAtMs":1500,"gpuFreeMilli":[1000,250,0]}"#);
+        r.validate("nodes[0]", 2000).unwrap();
+        f.apply(&r, 2000, &Config::default());
+        assert_eq!(f.gpu_free_milli, Some(Observed { value: vec![1000, 250, 0], at_ms: 1500 }));
+        // A report without the field keeps the last observation.
+        f.apply(&report(r#"{"name":"n1","latencyUs":3}"#), 3000, &Config::default());
+        assert_eq!(f.gpu_free_milli.as_ref().unwrap().value, vec![1000, 250, 0]);
+        let json = serde_json::to_value(&f).unwrap();
+        assert_eq!(json["gpuFreeMilli"], serde_json::json!({"value": [1000, 250, 0], "atMs": 1500}));
+        // A KV record written before the field existed.
+        let old: NodeFacts = serde_json::from_str(r#"{"name":"n0","labels":{},"allocatable":null,"requested":null,"latencyUs":null,"load":null,"updatedAtMs":5}"#).unwrap();
+        assert_eq!(old.gpu_free_milli, None);
+        let too_many = NodeReport { name: "n".into(), gpu_free_milli: Some(vec![0; MAX_GPUS_PER_NODE + 1]), ..Default::default() };
+        assert_eq!(too_many.validate("nodes[4]", 0).unwrap_err().field, "nodes[4].gpuFreeMilli");
+        assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","gpuFreeMilli":[-1]}"#).is_err());
+    }
+
+    #[test]
     fn freshness_is_judged_against_the_ttl() {
         let o = Observed { value: 1, at_ms: 1_000 };
         assert_eq!(o.fresh(1_500, 500), Some(&1));
@@ -206,6 +247,7 @@ mod tests {
             (r#"{"name":"n","utilisation":[{"atMs":1,"value":1.5}]}"#, "nodes[0].utilisation[0].value"),
             (r#"{"name":"n","latencyUs":-3}"#, "nodes[0].latencyUs"),
             (r#"{"name":"n","observedAtMs":99999999999999}"#, "nodes[0].observedAtMs"),
+            (r#"{"name":"n","gpuFreeMilli":[1000,0,1001]}"#, "nodes[0].gpuFreeMilli[2]"),
         ] {
             assert_eq!(report(json).validate("nodes[0]", 1000).unwrap_err().field, field, "{json}");
         }

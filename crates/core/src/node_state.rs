@@ -21,6 +21,8 @@ pub struct NodeState {
     pub latency_us: Option<f64>,
     /// Forecast utilisation and spike probability (fresh facts only).
     pub load: Option<LoadOutlook>,
+    /// Free milli-GPU of each physical GPU (fresh facts only). Not scored yet.
+    pub gpu_free_milli: Option<Vec<u32>>,
     /// True when the node had facts but some were too old to use.
     pub stale_facts: bool,
     /// True when kube-scheduler sent only the name and we hold no facts for it at all.
@@ -64,6 +66,7 @@ impl NodeState {
         let requested = facts.and_then(|f| keep_fresh(f.requested.as_ref(), now_ms, ttl, &mut stale));
         let fact_latency = facts.and_then(|f| keep_fresh(f.latency_us.as_ref(), now_ms, ttl, &mut stale));
         let load = facts.and_then(|f| keep_fresh(f.load.as_ref(), now_ms, ttl, &mut stale));
+        let gpu_free_milli = facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
         let latency_us = fact_latency.or_else(|| {
             config
                 .latency_labels
@@ -85,6 +88,7 @@ impl NodeState {
             requested: requested.map(ResourceAmounts),
             latency_us,
             load,
+            gpu_free_milli,
             stale_facts: stale,
             unknown: node.is_none() && facts.is_none(),
         })
@@ -135,5 +139,15 @@ mod tests {
         assert!(s.load.unwrap().spike_probability > 0.5);
         let s = NodeState::assemble("m", None, None, 20, &c, "x").unwrap();
         assert!(s.unknown);
+    }
+
+    #[test]
+    fn gpu_free_milli_is_kept_while_fresh() {
+        let f = facts(r#"{"name":"n","observedAtMs":10,"gpuFreeMilli":[500,1000]}"#, 10);
+        let c = Config::default();
+        let s = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
+        assert_eq!((s.gpu_free_milli, s.stale_facts), (Some(vec![500, 1000]), false));
+        let s = NodeState::assemble("n", None, Some(&f), 11 + c.facts_ttl_ms, &c, "x").unwrap();
+        assert_eq!((s.gpu_free_milli, s.stale_facts), (None, true));
     }
 }

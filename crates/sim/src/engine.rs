@@ -151,6 +151,7 @@ impl FactReport {
             latency_us: Some(self.latency_us),
             observed_at_ms: Some(self.observed_at_ms),
             utilisation: self.utilisation.iter().map(|s| UtilisationSample { at_ms: s.at_ms, value: s.value }).collect(),
+            gpu_free_milli: None,
         }
     }
 }
