@@ -63,6 +63,9 @@ pub struct Config {
     pub facts_cache_ms: u64,
     pub decision_ttl_ms: u64,
     pub decision_keep_top: usize,
+    /// How long a confirmed placement is remembered, so that replayed reports and the pod's later
+    /// outcome count once. Bounded: one row per pod placed in that window.
+    pub confirmed_ttl_ms: u64,
     pub max_body_bytes: usize,
     /// Keep a pod UID → tenant index in KV at every prioritize, so that the `bind` verb (whose
     /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
@@ -114,6 +117,7 @@ impl Default for Config {
             facts_cache_ms: 5_000,
             decision_ttl_ms: 3_600_000,
             decision_keep_top: 64,
+            confirmed_ttl_ms: 21_600_000,
             max_body_bytes: 32 << 20,
             bind_index: false,
         }
@@ -128,6 +132,11 @@ pub struct ConfigError {
     pub value: String,
     pub reason: String,
 }
+
+/// Below a minute, a replayed placement could outlive its confirmation and deposit twice.
+pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
+/// 30 days: the confirmed table holds one row per pod placed within the TTL.
+pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 
 fn list(v: &str) -> Vec<String> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
@@ -213,6 +222,7 @@ impl Config {
         num!("FACTS_CACHE_MS", facts_cache_ms);
         num!("DECISION_TTL_MS", decision_ttl_ms);
         num!("DECISION_KEEP_TOP", decision_keep_top);
+        num!("CONFIRMED_TTL_MS", confirmed_ttl_ms);
         num!("MAX_BODY_BYTES", max_body_bytes);
         if let Some(v) = lookup("BIND_INDEX") {
             c.bind_index = match v.trim() {
@@ -281,6 +291,9 @@ impl Config {
         if self.decision_keep_top == 0 {
             return bad("DECISION_KEEP_TOP", 0.0, "must be ≥ 1");
         }
+        if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.confirmed_ttl_ms) {
+            return bad("CONFIRMED_TTL_MS", self.confirmed_ttl_ms as f64, "must be within 60000..=2592000000 (1 minute to 30 days)");
+        }
         if self.max_body_bytes < 1024 {
             return bad("MAX_BODY_BYTES", self.max_body_bytes as f64, "must be ≥ 1024");
         }
@@ -315,6 +328,8 @@ mod tests {
         assert_eq!(c.gpu_resources, vec!["nvidia.com/gpu", "amd.com/gpu"]);
         assert_eq!(c.tenant_source, TenantSource::Namespace);
         assert_eq!(c.spot_labels, vec![("a".into(), "b".into()), ("c".into(), "d".into())]);
+        assert_eq!(Config::default().confirmed_ttl_ms, 21_600_000);
+        assert_eq!(from(&[("CONFIRMED_TTL_MS", "2592000000")]).unwrap().confirmed_ttl_ms, MAX_CONFIRMED_TTL_MS);
     }
 
     #[test]
@@ -328,6 +343,9 @@ mod tests {
             (vec![("FACTS_TTL_MS", "-1")], "FACTS_TTL_MS"),
             (vec![("ALPHA", "NaN")], "ALPHA"),
             (vec![("BIND_INDEX", "yes")], "BIND_INDEX"),
+            (vec![("CONFIRMED_TTL_MS", "0")], "CONFIRMED_TTL_MS"),
+            (vec![("CONFIRMED_TTL_MS", "2592000001")], "CONFIRMED_TTL_MS"),
+            (vec![("CONFIRMED_TTL_MS", "six hours")], "CONFIRMED_TTL_MS"),
         ] {
             let e = from(&pairs).unwrap_err();
             assert_eq!(e.key, key, "{pairs:?} → {e}");

@@ -1,17 +1,20 @@
-//! One tenant's colony: its pheromone table, per-node outcome history and counters, and the two
-//! things that happen to it — a prioritize decision (read-only on the trail) and a confirmed
-//! placement (the only thing that deposits). The extender's own argmax never deposits:
+//! One tenant's colony: its pheromone table, per-node outcome history and counters, and the
+//! things that happen to it — a prioritize decision (read-only on the trail), a confirmed
+//! placement (the only thing that deposits) and a pod's later outcome (reliability only; see
+//! `report.rs` for how replays are recognised). The extender's own argmax never deposits:
 //! kube-scheduler may bind elsewhere, and self-reinforcement would lock the colony onto one
 //! node within a few dozen calls.
 
 mod decision;
 mod outcome;
 mod pheromone;
+mod report;
 mod score;
 
 pub use decision::Decision;
 pub use outcome::{Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
+pub use report::{Confirmed, PodRecord, ReportEffect};
 pub use score::{desirability, explore, to_scores};
 
 use std::collections::BTreeMap;
@@ -24,8 +27,9 @@ use crate::demand::WorkloadClass;
 use crate::heuristic::{eta, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
 
+/// Persisted as JSON; fields added later read as 0 from older records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ColonyCounters {
     pub decisions: u64,
     pub explorations: u64,
@@ -36,7 +40,12 @@ pub struct ColonyCounters {
     pub unknown_placements: u64,
     /// Placements on a node that was not among the pod's candidates.
     pub non_candidate_placements: u64,
+    /// Outcomes below quality 0.5, with a placement or later.
     pub failed_outcomes: u64,
+    /// Outcomes reported after their placement was confirmed (reliability only, no deposit).
+    pub late_outcomes: u64,
+    /// Reports already counted (a replayed placement or outcome): nothing changed.
+    pub duplicate_reports: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -108,7 +117,8 @@ impl TenantColony {
 
     /// A pod remembered by `decision` was really bound to `node`: one epoch passes and
     /// `Q × quality` is deposited, quality being the reported outcome or else the node's η at
-    /// decision time. An outcome also updates the node's reliability history.
+    /// decision time. An outcome also updates the node's reliability history. Not idempotent by
+    /// itself: the Worker goes through [`TenantColony::report`], which remembers confirmations.
     pub fn confirm(
         &mut self,
         decision: Option<&Decision>,
@@ -126,10 +136,7 @@ impl TenantColony {
             return Ok(PlacementEffect::NotACandidate);
         };
         if let Some(q) = reported {
-            let stats = self.outcomes.entry(node.to_string()).or_default();
-            stats.successes += q;
-            stats.failures += 1.0 - q;
-            self.counters.failed_outcomes += (q < 0.5) as u64;
+            self.record_outcome(node, q);
         }
         let amount = config.deposit_q * reported.unwrap_or(eta_then);
         let trail = self.pheromones.deposit(node, amount, config);

@@ -1,0 +1,235 @@
+//! What one placement report does, given what the colony remembers about the pod.
+//!
+//! The in-cluster reporter delivers at least once and re-derives its reports after a restart, so
+//! the same placement, and the same outcome, may arrive any number of times. Every transition
+//! here is idempotent per pod key (pod UID, else `namespace/name`):
+//!
+//! | remembered | report | effect |
+//! |---|---|---|
+//! | decision | any | deposit `Q × quality` (outcome if given, else η then); decision → confirmed |
+//! | confirmed, no outcome yet | no outcome | duplicate: nothing |
+//! | confirmed, no outcome yet | outcome, same node | the node's reliability updated once; no deposit |
+//! | confirmed, no outcome yet | outcome, other node | not a candidate: nothing |
+//! | confirmed, outcome recorded | any | duplicate: nothing |
+//! | nothing | any | unknown pod: nothing (we never scored it, or it expired) |
+//!
+//! A decision always wins over a confirmation: a new decision for the key means the pod was
+//! scheduled again (e.g. a StatefulSet pod recreated under the same name).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Decision, Outcome, PlacementEffect, TenantColony, Trail};
+use crate::config::Config;
+
+/// A placement the colony has learnt from, remembered for `CONFIRMED_TTL_MS` so that replays
+/// and the pod's later outcome are recognised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Confirmed {
+    /// The node the placement was confirmed on; a later outcome is that node's.
+    pub node: String,
+    pub confirmed_ms: u64,
+    /// The pod's outcome has already updated the node's reliability.
+    pub outcome_recorded: bool,
+}
+
+/// What the colony remembers about one pod key (unexpired entries only).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodRecord {
+    pub decision: Option<Decision>,
+    pub confirmed: Option<Confirmed>,
+}
+
+/// What one report did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportEffect {
+    /// The first report of a remembered decision. `outcome` is the quality the report carried,
+    /// if any (it updated the node's reliability too).
+    Deposited { node: String, amount: f64, trail: Trail, exact: bool, outcome: Option<f64> },
+    /// The later outcome of a confirmed placement: the node's reliability updated, no deposit.
+    OutcomeRecorded { node: String, quality: f64 },
+    /// Already counted: nothing changed.
+    Duplicate,
+    /// Never scored by this colony (or forgotten after its TTL): nothing changed.
+    UnknownPod,
+    /// The report names a node that cannot be the pod's: nothing changed.
+    NotACandidate,
+}
+
+impl TenantColony {
+    /// Applies one report for a pod whose remembered state is `record`, updating both the colony
+    /// and `record` (which the caller persists). An invalid outcome is an error and changes nothing.
+    pub fn report(
+        &mut self,
+        record: &mut PodRecord,
+        node: &str,
+        outcome: Option<Outcome>,
+        now_ms: u64,
+        config: &Config,
+    ) -> Result<ReportEffect, String> {
+        let quality = outcome.map(Outcome::quality).transpose()?;
+        if let Some(decision) = &record.decision {
+            return Ok(match self.confirm(Some(decision), node, outcome, config)? {
+                PlacementEffect::Deposited { node, amount, trail, exact } => {
+                    record.decision = None;
+                    record.confirmed =
+                        Some(Confirmed { node: node.clone(), confirmed_ms: now_ms, outcome_recorded: quality.is_some() });
+                    ReportEffect::Deposited { node, amount, trail, exact, outcome: quality }
+                }
+                PlacementEffect::NotACandidate => ReportEffect::NotACandidate,
+                PlacementEffect::UnknownPod => unreachable!("confirm with a decision never answers UnknownPod"),
+            });
+        }
+        let Some(confirmed) = &mut record.confirmed else {
+            self.counters.unknown_placements += 1;
+            return Ok(ReportEffect::UnknownPod);
+        };
+        match quality {
+            Some(q) if !confirmed.outcome_recorded => {
+                if confirmed.node != node {
+                    self.counters.non_candidate_placements += 1;
+                    return Ok(ReportEffect::NotACandidate);
+                }
+                self.record_outcome(&confirmed.node, q);
+                self.counters.late_outcomes += 1;
+                confirmed.outcome_recorded = true;
+                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: q })
+            }
+            _ => {
+                self.counters.duplicate_reports += 1;
+                Ok(ReportEffect::Duplicate)
+            }
+        }
+    }
+
+    /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
+    /// node's reliability posterior.
+    pub(super) fn record_outcome(&mut self, node: &str, q: f64) {
+        let stats = self.outcomes.entry(node.to_string()).or_default();
+        stats.successes += q;
+        stats.failures += 1.0 - q;
+        self.counters.failed_outcomes += (q < 0.5) as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::colony::{OutcomeLabel, PheromoneTable};
+    use crate::demand::WorkloadClass;
+    use crate::heuristic::OutcomeStats;
+
+    fn decision(nodes: &[(&str, f64)]) -> Decision {
+        Decision {
+            created_ms: 0,
+            workload: WorkloadClass::Batch,
+            candidate_count: nodes.len(),
+            etas: nodes.iter().map(|(n, e)| (n.to_string(), *e)).collect(),
+        }
+    }
+
+    const FAILED: Option<Outcome> = Some(Outcome::Label(OutcomeLabel::Failed));
+    const SUCCEEDED: Option<Outcome> = Some(Outcome::Label(OutcomeLabel::Succeeded));
+
+    #[test]
+    fn a_placement_replayed_deposits_once() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5), ("b", 0.25)])), confirmed: None };
+        let first = c.report(&mut r, "a", None, 100, &config).unwrap();
+        assert!(matches!(first, ReportEffect::Deposited { exact: true, outcome: None, .. }), "{first:?}");
+        assert_eq!(r, PodRecord { decision: None, confirmed: Some(Confirmed { node: "a".into(), confirmed_ms: 100, outcome_recorded: false }) });
+        let after_first = c.pheromones.clone();
+        for _ in 0..3 {
+            assert_eq!(c.report(&mut r, "a", None, 200, &config).unwrap(), ReportEffect::Duplicate);
+        }
+        assert_eq!(c.pheromones, after_first);
+        assert_eq!(c.pheromones.epoch, 1);
+        assert_eq!((c.counters.deposits, c.counters.duplicate_reports), (1, 3));
+        assert!(c.outcomes.is_empty());
+    }
+
+    #[test]
+    fn a_later_outcome_updates_the_confirmed_nodes_reliability_once() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+        c.report(&mut r, "a", None, 100, &config).unwrap();
+        let trail = c.pheromones.clone();
+        let effect = c.report(&mut r, "a", FAILED, 300, &config).unwrap();
+        assert_eq!(effect, ReportEffect::OutcomeRecorded { node: "a".into(), quality: 0.0 });
+        assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
+        // Replays of the outcome, and of the placement, change nothing more.
+        for outcome in [FAILED, SUCCEEDED, None, Some(Outcome::Quality(0.7))] {
+            assert_eq!(c.report(&mut r, "a", outcome, 400, &config).unwrap(), ReportEffect::Duplicate);
+        }
+        assert_eq!(c.outcomes["a"], OutcomeStats { successes: 0.0, failures: 1.0 });
+        assert_eq!(c.pheromones, trail, "an outcome deposits nothing");
+        assert_eq!((c.counters.late_outcomes, c.counters.failed_outcomes, c.counters.duplicate_reports), (1, 1, 4));
+    }
+
+    #[test]
+    fn an_outcome_with_the_placement_is_recorded_once_and_later_outcomes_are_duplicates() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+        let effect = c.report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &config).unwrap();
+        assert!(matches!(effect, ReportEffect::Deposited { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12), "{effect:?}");
+        assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
+        assert_eq!(c.report(&mut r, "a", SUCCEEDED, 200, &config).unwrap(), ReportEffect::Duplicate);
+        let stats = c.outcomes["a"];
+        assert!((stats.successes - 0.8).abs() < 1e-12 && (stats.failures - 0.2).abs() < 1e-12, "{stats:?}");
+    }
+
+    #[test]
+    fn an_outcome_naming_another_node_changes_nothing_and_the_right_one_still_counts() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5), ("b", 0.5)])), confirmed: None };
+        c.report(&mut r, "a", None, 100, &config).unwrap();
+        let before = (c.pheromones.clone(), r.clone());
+        assert_eq!(c.report(&mut r, "b", FAILED, 200, &config).unwrap(), ReportEffect::NotACandidate);
+        assert_eq!((c.pheromones.clone(), r.clone()), before);
+        assert!(c.outcomes.is_empty());
+        assert_eq!(c.report(&mut r, "a", SUCCEEDED, 300, &config).unwrap(), ReportEffect::OutcomeRecorded { node: "a".into(), quality: 1.0 });
+    }
+
+    #[test]
+    fn unknown_pods_change_nothing_even_with_an_outcome() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord::default();
+        for outcome in [None, FAILED] {
+            assert_eq!(c.report(&mut r, "a", outcome, 100, &config).unwrap(), ReportEffect::UnknownPod);
+        }
+        assert_eq!(r, PodRecord::default());
+        assert_eq!(c.pheromones, PheromoneTable::default());
+        assert!(c.outcomes.is_empty());
+        assert_eq!(c.counters.unknown_placements, 2);
+    }
+
+    #[test]
+    fn a_placement_on_a_non_candidate_keeps_the_decision_and_invalid_outcomes_change_nothing() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let d = decision(&[("a", 0.5)]);
+        let mut r = PodRecord { decision: Some(d.clone()), confirmed: None };
+        assert_eq!(c.report(&mut r, "zzz", None, 100, &config).unwrap(), ReportEffect::NotACandidate);
+        assert!(c.report(&mut r, "a", Some(Outcome::Quality(1.5)), 100, &config).is_err());
+        assert_eq!(r, PodRecord { decision: Some(d), confirmed: None });
+        assert_eq!(c.pheromones, PheromoneTable::default());
+        assert!(matches!(c.report(&mut r, "a", None, 100, &config).unwrap(), ReportEffect::Deposited { .. }));
+    }
+
+    #[test]
+    fn a_new_decision_for_a_confirmed_key_deposits_again() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+        c.report(&mut r, "a", None, 100, &config).unwrap();
+        r.decision = Some(decision(&[("b", 0.5)]));
+        assert!(matches!(c.report(&mut r, "b", None, 200, &config).unwrap(), ReportEffect::Deposited { .. }));
+        assert_eq!(r.confirmed.as_ref().unwrap().node, "b");
+        assert_eq!(c.pheromones.epoch, 2);
+    }
+}
