@@ -127,7 +127,9 @@ impl PodDemand {
     }
 }
 
-fn tenant_of(pod: &PodView, config: &Config) -> Result<String, DemandError> {
+/// The tenant a pod belongs to, by `TENANT_SOURCE`. Public so that the in-cluster reporter names
+/// tenants by exactly the Worker's rule.
+pub fn tenant_of(pod: &PodView, config: &Config) -> Result<String, DemandError> {
     let label = pod.metadata.labels.get(&config.tenant_label).map(|s| s.trim()).filter(|s| !s.is_empty());
     let namespace = Some(pod.metadata.namespace.as_str()).filter(|s| !s.is_empty());
     let tenant = match config.tenant_source {

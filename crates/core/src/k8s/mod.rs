@@ -8,7 +8,7 @@ mod pod;
 mod resources;
 
 pub use node::{NodeMeta, NodeStatus, NodeView};
-pub use pod::{Container, PodSpec, PodView, ResourceRequirements};
+pub use pod::{Container, PodMeta, PodSpec, PodView, ResourceRequirements};
 pub use resources::{parse_resource_list, pod_request, ResourceAmounts, ResourceError};
 
 use std::collections::BTreeMap;

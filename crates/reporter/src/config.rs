@@ -1,0 +1,140 @@
+//! Flags and environment. The Worker's own settings (`TENANT_SOURCE`, `TENANT_LABEL`,
+//! `GPU_RESOURCES`, label keys, `DECISION_TTL_MS`, …) are read from the same variable names as
+//! the Worker's `[vars]`, through the core's `Config`, so that the reporter names tenants and
+//! picks labels by exactly the Worker's rules: give both the same values.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{text:?}: {e} (e.g. 15s, 500ms, 10m)"))
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "aco-reporter", version, about = "Reports node facts, placements and outcomes to the aco-edge-extender Worker")]
+pub struct Args {
+    /// Base URL of the Worker, e.g. https://aco.example.workers.dev (paths /v1/... are appended).
+    #[arg(long, env = "ACO_WORKER_URL")]
+    pub worker_url: String,
+    /// File holding the Worker's admin token (a mounted Secret); wins over --token.
+    #[arg(long, env = "ACO_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The Worker's admin token.
+    #[arg(long, env = "ACO_ADMIN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Extra CA certificate (PEM) for the Worker's HTTPS certificate, beside the system roots.
+    #[arg(long, env = "ACO_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Schedulers whose pods are reported (`spec.schedulerName`), comma-separated.
+    #[arg(long, env = "ACO_SCHEDULER_NAMES", value_delimiter = ',', default_value = "aco-scheduler")]
+    pub scheduler_names: Vec<String>,
+    /// How often node facts are pushed (each push is jittered by ±10%).
+    #[arg(long, env = "ACO_PUSH_INTERVAL", value_parser = duration, default_value = "15s")]
+    pub push_interval: Duration,
+    /// Every node is re-sent at least this often (keep it below the Worker's FACTS_TTL_MS).
+    #[arg(long, env = "ACO_FULL_REFRESH", value_parser = duration, default_value = "2m")]
+    pub full_refresh: Duration,
+    /// Pods are re-scanned at least this often (for "ran healthy for N minutes").
+    #[arg(long, env = "ACO_SCAN_INTERVAL", value_parser = duration, default_value = "5s")]
+    pub scan_interval: Duration,
+    /// NodeMetrics samples older than this are not sent (counted as stale).
+    #[arg(long, env = "ACO_METRICS_MAX_AGE", value_parser = duration, default_value = "2m")]
+    pub metrics_max_age: Duration,
+    /// Do not read metrics.k8s.io (no utilisation samples).
+    #[arg(long, env = "ACO_NO_NODE_METRICS")]
+    pub no_node_metrics: bool,
+    /// Node label carrying network latency in µs (the latency source, for now).
+    #[arg(long, env = "ACO_LATENCY_LABEL", default_value = "aco/latency-us")]
+    pub latency_label: String,
+    /// A pod Running and Ready this long without restarts is a success.
+    #[arg(long, env = "ACO_HEALTHY_AFTER", value_parser = duration, default_value = "10m")]
+    pub healthy_after: Duration,
+    /// More container restarts than this is a failure.
+    #[arg(long, env = "ACO_MAX_RESTARTS", default_value_t = 3)]
+    pub max_restarts: i32,
+    /// Outcomes of pods bound longer ago than this are not sent (the Worker's CONFIRMED_TTL_MS).
+    #[arg(long, env = "ACO_OUTCOME_WINDOW", value_parser = duration, default_value = "6h")]
+    pub outcome_window: Duration,
+    /// At most this many placement/outcome reports wait in memory (more stay owed, not lost).
+    #[arg(long, env = "ACO_QUEUE_CAPACITY", default_value_t = 10_000)]
+    pub queue_capacity: usize,
+    /// Placement/outcome reports per request.
+    #[arg(long, env = "ACO_BATCH_SIZE", default_value_t = 500)]
+    pub batch_size: usize,
+    /// Node reports per request.
+    #[arg(long, env = "ACO_NODE_BATCH_SIZE", default_value_t = 1_000)]
+    pub node_batch_size: usize,
+    /// Timeout of one request to the Worker.
+    #[arg(long, env = "ACO_REQUEST_TIMEOUT", value_parser = duration, default_value = "10s")]
+    pub request_timeout: Duration,
+    /// Backoff after a failed delivery: first wait, and the cap.
+    #[arg(long, env = "ACO_BACKOFF_BASE", value_parser = duration, default_value = "500ms")]
+    pub backoff_base: Duration,
+    #[arg(long, env = "ACO_BACKOFF_MAX", value_parser = duration, default_value = "30s")]
+    pub backoff_max: Duration,
+    /// /metrics, /livez, /readyz.
+    #[arg(long, env = "ACO_LISTEN", default_value = "0.0.0.0:8080")]
+    pub listen: SocketAddr,
+    /// Elect a leader with a coordination.k8s.io Lease; only the leader reports.
+    #[arg(long, env = "ACO_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    #[arg(long, env = "ACO_LEASE_NAME", default_value = "aco-reporter")]
+    pub lease_name: String,
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub lease_namespace: String,
+    /// A new leader takes over at most this long after the old one stopped renewing.
+    #[arg(long, env = "ACO_LEASE_DURATION", value_parser = duration, default_value = "15s")]
+    pub lease_duration: Duration,
+    /// The leader renews this long before its lease expires.
+    #[arg(long, env = "ACO_LEASE_GRACE", value_parser = duration, default_value = "5s")]
+    pub lease_grace: Duration,
+    /// This replica's identity in the Lease (defaults to the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// `json` (default) or `text`.
+    #[arg(long, env = "ACO_LOG_FORMAT", default_value = "json")]
+    pub log_format: String,
+}
+
+impl Args {
+    /// The admin token, from the file if given (trailing newline trimmed), else the flag/env.
+    pub fn admin_token(&self) -> anyhow::Result<String> {
+        if let Some(path) = &self.token_file {
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?;
+            return Ok(text.trim().to_string());
+        }
+        self.token.clone().filter(|t| !t.is_empty()).ok_or_else(|| anyhow::anyhow!("need --token-file or ACO_ADMIN_TOKEN"))
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(!self.scheduler_names.is_empty(), "--scheduler-names: at least one scheduler");
+        anyhow::ensure!(self.batch_size > 0 && self.node_batch_size > 0, "batch sizes must be positive");
+        anyhow::ensure!(self.lease_grace < self.lease_duration, "--lease-grace must be shorter than --lease-duration");
+        anyhow::ensure!(!self.push_interval.is_zero(), "--push-interval must be positive");
+        anyhow::ensure!(matches!(self.log_format.as_str(), "json" | "text"), "--log-format: json or text");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_durations() {
+        let a = Args::try_parse_from(["aco-reporter", "--worker-url", "https://w", "--push-interval", "500ms"]).unwrap();
+        assert_eq!(a.push_interval, Duration::from_millis(500));
+        assert_eq!(a.full_refresh, Duration::from_secs(120));
+        assert_eq!(a.scheduler_names, ["aco-scheduler"]);
+        assert!(a.leader_elect);
+        a.validate().unwrap();
+        let e = Args::try_parse_from(["aco-reporter", "--worker-url", "w", "--push-interval", "soon"]).unwrap_err();
+        assert!(e.to_string().contains("soon"));
+        let two = Args::try_parse_from(["aco-reporter", "--worker-url", "w", "--scheduler-names", "a,b", "--leader-elect", "false"]).unwrap();
+        assert_eq!(two.scheduler_names, ["a", "b"]);
+        assert!(!two.leader_elect);
+    }
+}

@@ -1,0 +1,25 @@
+//! `aco-reporter`: the in-cluster half of aco-edge-extender. It watches Nodes and Pods (kube-rs
+//! reflectors), reads NodeMetrics, and tells the Worker three things: node facts
+//! (`PUT /v1/nodes`), confirmed placements and, later, their outcomes (`POST /v1/placements`).
+//!
+//! The pure parts — what a node's facts are, what changed, what a pod's fate is, which pods to
+//! report, the delivery queue and its backoff — take their inputs (objects, the time, random
+//! numbers) as arguments and are tested natively. Only `node_metrics`,
+//! `worker_client`, `leader`, `ops_server` and `run` do I/O; only they know the Kubernetes API
+//! or HTTP.
+
+pub mod changes;
+pub mod config;
+pub mod delivery;
+pub mod gpu_share;
+pub mod leader;
+pub mod node_facts;
+pub mod node_metrics;
+pub mod ops_server;
+pub mod outcome;
+pub mod placements;
+pub mod run;
+pub mod telemetry;
+pub mod time;
+pub mod wire;
+pub mod worker_client;

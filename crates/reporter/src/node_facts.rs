@@ -1,0 +1,294 @@
+//! A node's facts as the Worker wants them: the labels it reads, allocatable, what the pods bound
+//! to the node request (kube-scheduler's rule, computed by the core's `pod_request`), network
+//! latency, a utilisation sample, and per-GPU free shares where the cluster exposes them.
+
+use std::collections::{BTreeMap, HashMap};
+
+use aco_core::config::Config;
+use aco_core::k8s::{pod_request, PodView, ResourceAmounts};
+use aco_core::quantity;
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::wire::{NodeReport, UtilisationSample};
+
+/// A NodeMetrics reading: usage and the sample's own timestamp.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeUsage {
+    pub at_ms: u64,
+    pub cpu_milli: i64,
+    pub memory_bytes: i64,
+}
+
+/// Pods that still hold their resources: kube-scheduler's cache drops Succeeded and Failed pods.
+pub fn holds_resources(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded") | Some("Failed"))
+}
+
+/// The node a pod is bound to, if any.
+pub fn bound_node(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+}
+
+/// A pod's effective request by the core's (kube-scheduler's) rule. The API server has already
+/// validated every quantity, so an error here means a type we cannot read: the pod counts as 0.
+pub fn pod_requests(pod: &Pod) -> Result<ResourceAmounts, String> {
+    let view: PodView = serde_json::to_value(pod)
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("pod does not read as a PodView: {e}"))?;
+    pod_request(&view).map_err(|e| e.to_string())
+}
+
+/// Requests by pod UID and resourceVersion, so that an unchanged pod is not re-read every push.
+#[derive(Debug, Default)]
+pub struct RequestCache {
+    entries: HashMap<String, (String, ResourceAmounts)>,
+    /// Pods whose requests could not be read (counted, not fatal).
+    pub unreadable: u64,
+}
+
+impl RequestCache {
+    pub fn get(&mut self, pod: &Pod) -> ResourceAmounts {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let version = pod.metadata.resource_version.clone().unwrap_or_default();
+        if let Some((v, amounts)) = self.entries.get(&uid) {
+            if *v == version && !uid.is_empty() {
+                return amounts.clone();
+            }
+        }
+        let amounts = pod_requests(pod).unwrap_or_else(|_| {
+            self.unreadable += 1;
+            ResourceAmounts::default()
+        });
+        if !uid.is_empty() {
+            self.entries.insert(uid, (version, amounts.clone()));
+        }
+        amounts
+    }
+
+    /// Forgets pods that are gone.
+    pub fn retain(&mut self, alive: &std::collections::HashSet<String>) {
+        self.entries.retain(|uid, _| alive.contains(uid));
+    }
+}
+
+/// Sums the requests of the pods that hold resources on a node.
+pub fn requested_sum<'a>(pods: impl IntoIterator<Item = &'a Pod>, cache: &mut RequestCache) -> ResourceAmounts {
+    let mut total = ResourceAmounts::default();
+    for pod in pods.into_iter().filter(|p| holds_resources(p)) {
+        for (name, amount) in cache.get(pod).0 {
+            let slot = total.0.entry(name).or_insert(0);
+            *slot = slot.saturating_add(amount);
+        }
+    }
+    total
+}
+
+/// Integer amounts back to Kubernetes quantity text: `cpu` in milli, the rest in units.
+pub fn to_quantity_text(amounts: &ResourceAmounts) -> BTreeMap<String, String> {
+    amounts
+        .0
+        .iter()
+        .map(|(name, n)| (name.clone(), if name == "cpu" { format!("{n}m") } else { n.to_string() }))
+        .collect()
+}
+
+/// The label keys the Worker reads (by its own configuration): everything else stays home.
+pub fn labels_the_worker_reads(config: &Config) -> Vec<String> {
+    let mut keys: Vec<String> = config
+        .gpu_type_labels
+        .iter()
+        .chain(&config.latency_labels)
+        .chain([&config.cost_label, &config.instance_type_label])
+        .cloned()
+        .chain(config.spot_labels.iter().map(|(k, _)| k.clone()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Utilisation of a node from a NodeMetrics sample: the busier of CPU and memory, as a fraction
+/// of allocatable (a node short of either is hot for a latency-critical pod). `None` when the
+/// sample is older than `max_age_ms` or allocatable is unknown.
+pub fn utilisation(usage: &NodeUsage, allocatable: &ResourceAmounts, now_ms: u64, max_age_ms: u64) -> Option<UtilisationSample> {
+    if now_ms.saturating_sub(usage.at_ms) > max_age_ms {
+        return None;
+    }
+    let fraction = |used: i64, total: i64| (total > 0).then(|| used.max(0) as f64 / total as f64);
+    let cpu = fraction(usage.cpu_milli, allocatable.get("cpu"));
+    let memory = fraction(usage.memory_bytes, allocatable.get("memory"));
+    let value = match (cpu, memory) {
+        (Some(c), Some(m)) => c.max(m),
+        (Some(v), None) | (None, Some(v)) => v,
+        (None, None) => return None,
+    };
+    Some(UtilisationSample { at_ms: usage.at_ms, value: value.clamp(0.0, 1.0) })
+}
+
+/// Parsed allocatable of a node (`cpu` milli, the rest units); unreadable entries are skipped.
+pub fn allocatable(node: &Node) -> ResourceAmounts {
+    let mut out = ResourceAmounts::default();
+    for (name, q) in node.status.as_ref().and_then(|s| s.allocatable.as_ref()).into_iter().flatten() {
+        let parsed = if name == "cpu" { quantity::parse_milli(&q.0) } else { quantity::parse_value(&q.0) };
+        if let Ok(v) = parsed {
+            out.0.insert(name.clone(), v);
+        }
+    }
+    out
+}
+
+/// Everything the reporter says about one node at `now_ms`.
+pub struct FactsInput<'a> {
+    pub node: &'a Node,
+    pub requested: &'a ResourceAmounts,
+    pub usage: Option<&'a NodeUsage>,
+    pub gpu_free_milli: Option<Vec<u32>>,
+    pub label_keys: &'a [String],
+    pub latency_label: &'a str,
+    pub metrics_max_age_ms: u64,
+    pub now_ms: u64,
+}
+
+pub fn node_report(input: FactsInput<'_>) -> NodeReport {
+    let node = input.node;
+    let all_labels = node.metadata.labels.clone().unwrap_or_default();
+    let labels: BTreeMap<String, String> =
+        all_labels.iter().filter(|(k, _)| input.label_keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let allocatable_text: BTreeMap<String, String> = node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .map(|a| a.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+        .unwrap_or_default();
+    let latency_us = all_labels
+        .get(input.latency_label)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0);
+    let utilisation = input
+        .usage
+        .and_then(|u| utilisation(u, &allocatable(node), input.now_ms, input.metrics_max_age_ms))
+        .into_iter()
+        .collect();
+    NodeReport {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        labels,
+        allocatable: allocatable_text,
+        requested: to_quantity_text(input.requested),
+        latency_us,
+        observed_at_ms: input.now_ms,
+        utilisation,
+        gpu_free_milli: input.gpu_free_milli,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Pod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn simple_pod(uid: &str, phase: &str, cpu: &str, memory: &str) -> Pod {
+        pod(serde_json::json!({
+            "metadata": {"name": uid, "namespace": "ns", "uid": uid, "resourceVersion": "1"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+            "status": {"phase": phase}
+        }))
+    }
+
+    #[test]
+    fn requested_follows_kube_schedulers_rule() {
+        // Sidecar (restartPolicy Always) runs beside the app; the init container peaks alone with
+        // the sidecar started before it; overhead is added; GPUs in limits only count as requested.
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "p", "uid": "u1", "resourceVersion": "7"},
+            "spec": {
+                "nodeName": "n1",
+                "overhead": {"cpu": "250m", "memory": "64Mi"},
+                "initContainers": [
+                    {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}}},
+                    {"name": "migrate", "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}
+                ],
+                "containers": [
+                    {"name": "app", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"nvidia.com/gpu": "1"}}},
+                    {"name": "log", "resources": {"requests": {"cpu": "100m"}}}
+                ]
+            },
+            "status": {"phase": "Running"}
+        }));
+        let r = pod_requests(&p).unwrap();
+        // running: 1 + 0.1 + 0.5 sidecar = 1.6; init: 3 + 0.5 = 3.5 → 3.5 + 0.25 overhead
+        assert_eq!(r.get("cpu"), 3_750);
+        assert_eq!(r.get("memory"), (2i64 << 30) + (128 << 20) + (64 << 20));
+        assert_eq!(r.get("nvidia.com/gpu"), 1);
+    }
+
+    #[test]
+    fn terminal_pods_release_their_requests() {
+        let pods = [
+            simple_pod("a", "Running", "1", "1Gi"),
+            simple_pod("b", "Pending", "500m", "0"),
+            simple_pod("c", "Succeeded", "4", "4Gi"),
+            simple_pod("d", "Failed", "4", "4Gi"),
+        ];
+        let mut cache = RequestCache::default();
+        let sum = requested_sum(pods.iter(), &mut cache);
+        assert_eq!(sum.get("cpu"), 1_500);
+        assert_eq!(sum.get("memory"), 1 << 30);
+        assert_eq!(to_quantity_text(&sum)["cpu"], "1500m");
+    }
+
+    #[test]
+    fn the_cache_rereads_a_pod_whose_version_changed() {
+        let mut cache = RequestCache::default();
+        let a = simple_pod("a", "Running", "1", "0");
+        assert_eq!(cache.get(&a).get("cpu"), 1_000);
+        let mut resized = simple_pod("a", "Running", "2", "0");
+        resized.metadata.resource_version = Some("2".into());
+        assert_eq!(cache.get(&resized).get("cpu"), 2_000);
+        cache.retain(&Default::default());
+        assert!(cache.entries.is_empty());
+    }
+
+    #[test]
+    fn utilisation_is_the_busier_resource_and_stale_samples_are_dropped() {
+        let alloc = ResourceAmounts(BTreeMap::from([("cpu".into(), 8_000), ("memory".into(), 16 << 30)]));
+        let u = NodeUsage { at_ms: 10_000, cpu_milli: 2_000, memory_bytes: 12 << 30 };
+        let s = utilisation(&u, &alloc, 20_000, 60_000).unwrap();
+        assert_eq!(s.at_ms, 10_000);
+        assert!((s.value - 0.75).abs() < 1e-12);
+        assert_eq!(utilisation(&u, &alloc, 80_001, 60_000), None);
+        let over = NodeUsage { at_ms: 10_000, cpu_milli: 9_000, memory_bytes: 0 };
+        assert_eq!(utilisation(&over, &alloc, 10_000, 60_000).unwrap().value, 1.0);
+        assert_eq!(utilisation(&u, &ResourceAmounts::default(), 10_000, 60_000), None);
+    }
+
+    #[test]
+    fn report_keeps_only_the_labels_the_worker_reads() {
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "250", "team": "x",
+                         "karpenter.sh/capacity-type": "spot"}},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+        }))
+        .unwrap();
+        let keys = labels_the_worker_reads(&Config::default());
+        let requested = ResourceAmounts(BTreeMap::from([("cpu".into(), 1_500)]));
+        let r = node_report(FactsInput {
+            node: &node,
+            requested: &requested,
+            usage: None,
+            gpu_free_milli: None,
+            label_keys: &keys,
+            latency_label: "aco/latency-us",
+            metrics_max_age_ms: 60_000,
+            now_ms: 5,
+        });
+        assert_eq!(r.labels.keys().collect::<Vec<_>>(), ["aco/gpu-type", "aco/latency-us", "karpenter.sh/capacity-type"]);
+        assert_eq!(r.latency_us, Some(250.0));
+        assert_eq!(r.allocatable["memory"], "16Gi");
+        assert_eq!(r.requested["cpu"], "1500m");
+        assert!(r.utilisation.is_empty());
+    }
+}

@@ -1,0 +1,44 @@
+//! `/metrics`, `/livez`, `/readyz` for the kubelet and Prometheus.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+
+use crate::telemetry::Telemetry;
+
+#[derive(Clone)]
+pub struct OpsState {
+    pub telemetry: Arc<Telemetry>,
+    /// Both caches (Nodes, Pods) have synced.
+    pub ready: Arc<AtomicBool>,
+}
+
+async fn metrics(State(s): State<OpsState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], s.telemetry.render())
+}
+
+async fn readyz(State(s): State<OpsState>) -> impl IntoResponse {
+    if s.ready.load(Ordering::Relaxed) {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    }
+}
+
+pub async fn serve(addr: SocketAddr, state: OpsState, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "ops server listening");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,345 @@
+//! Which pods to report, and what is still owed to the Worker for each.
+//!
+//! A pod is ours when its `spec.schedulerName` is one of the extender's schedulers. Once it has a
+//! `spec.nodeName` we owe the Worker its placement; once its fate is known ([`crate::outcome`]),
+//! its outcome. The [`Ledger`] remembers, per pod UID, what was queued and what the Worker
+//! acknowledged. It lives in memory only: after a restart every recent pod is owed again, and
+//! the Worker's idempotence per pod UID turns the repeats into counted duplicates — that is the
+//! "re-derive what may be unreported from the API server's state" rule, and why nothing is lost.
+
+use std::collections::{HashMap, HashSet};
+
+use aco_core::config::Config;
+use aco_core::demand::tenant_of;
+use aco_core::k8s::PodView;
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::outcome::{classify, Fate, OutcomeRules};
+use crate::time::ms;
+use crate::wire::{outcome_label, PlacementReport};
+
+/// A pod bound by one of our schedulers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundPod {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    pub tenant: String,
+    pub node: String,
+    /// When kube-scheduler bound it (the PodScheduled condition), else its creation time.
+    pub bound_at_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Placement,
+    Outcome,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Placement => "placements",
+            Kind::Outcome => "outcomes",
+        }
+    }
+}
+
+/// One report waiting for delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub kind: Kind,
+    pub report: PlacementReport,
+    pub bound_at_ms: u64,
+}
+
+/// Why a pod of ours is not reported (counted by the caller).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    NotOurs,
+    NotBound,
+    NoUid,
+    /// The Worker's tenant rule refuses the pod (e.g. `TENANT_SOURCE=label` without the label).
+    Tenant(String),
+}
+
+pub fn bound_pod(pod: &Pod, schedulers: &[String], config: &Config) -> Result<BoundPod, Skip> {
+    let spec = pod.spec.as_ref().ok_or(Skip::NotOurs)?;
+    let scheduler = spec.scheduler_name.as_deref().unwrap_or("default-scheduler");
+    if !schedulers.iter().any(|s| s == scheduler) {
+        return Err(Skip::NotOurs);
+    }
+    let node = spec.node_name.clone().filter(|n| !n.is_empty()).ok_or(Skip::NotBound)?;
+    let uid = pod.metadata.uid.clone().filter(|u| !u.is_empty()).ok_or(Skip::NoUid)?;
+    let view = PodView {
+        metadata: aco_core::k8s::PodMeta {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            uid: uid.clone(),
+            labels: pod.metadata.labels.clone().unwrap_or_default(),
+            annotations: Default::default(),
+        },
+        spec: Default::default(),
+    };
+    let tenant = tenant_of(&view, config).map_err(|e| Skip::Tenant(e.to_string()))?;
+    let scheduled = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled" && c.status == "True"))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(ms);
+    let created = pod.metadata.creation_timestamp.as_ref().map(ms);
+    Ok(BoundPod {
+        uid,
+        namespace: view.metadata.namespace,
+        name: view.metadata.name,
+        tenant,
+        node,
+        bound_at_ms: scheduled.or(created).unwrap_or(0),
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Owed {
+    placement_queued: bool,
+    placement_done: bool,
+    outcome_queued: bool,
+    outcome_done: bool,
+}
+
+/// How far back a restarted reporter looks for pods that may be unreported.
+#[derive(Debug, Clone, Copy)]
+pub struct Windows {
+    /// Placements of pods bound longer ago than this are not sent: the Worker forgot their
+    /// decision (its `DECISION_TTL_MS`).
+    pub placement_ms: u64,
+    /// Outcomes of pods bound longer ago than this are not sent (the Worker's `CONFIRMED_TTL_MS`).
+    pub outcome_ms: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    owed: HashMap<String, Owed>,
+}
+
+impl Ledger {
+    /// What to queue now for `pod`, given what was queued or acknowledged before. `None` when the
+    /// pod owes nothing new. A placement whose fate is already known carries its outcome.
+    pub fn plan(&mut self, pod: &BoundPod, fate: Option<&Fate>, now_ms: u64, windows: &Windows) -> Option<Item> {
+        let age = now_ms.saturating_sub(pod.bound_at_ms);
+        let owed = self.owed.entry(pod.uid.clone()).or_default();
+        let report = |outcome: Option<&Fate>| PlacementReport {
+            pod_uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            tenant: pod.tenant.clone(),
+            node: pod.node.clone(),
+            outcome: outcome.map(|f| outcome_label(f.is_success())),
+        };
+        if !owed.placement_queued && !owed.placement_done && age <= windows.placement_ms {
+            owed.placement_queued = true;
+            owed.outcome_queued = fate.is_some();
+            return Some(Item { kind: Kind::Placement, report: report(fate), bound_at_ms: pod.bound_at_ms });
+        }
+        let placement_settled = owed.placement_done || age > windows.placement_ms;
+        if let Some(f) = fate {
+            if placement_settled && !owed.outcome_queued && !owed.outcome_done && age <= windows.outcome_ms {
+                owed.outcome_queued = true;
+                return Some(Item { kind: Kind::Outcome, report: report(Some(f)), bound_at_ms: pod.bound_at_ms });
+            }
+        }
+        None
+    }
+
+    /// The Worker took the item (or refused it for good: retrying could never succeed).
+    pub fn settle(&mut self, item: &Item) {
+        let owed = self.owed.entry(item.report.pod_uid.clone()).or_default();
+        match item.kind {
+            Kind::Placement => {
+                owed.placement_queued = false;
+                owed.placement_done = true;
+                if item.report.outcome.is_some() {
+                    owed.outcome_queued = false;
+                    owed.outcome_done = true;
+                }
+            }
+            Kind::Outcome => {
+                owed.outcome_queued = false;
+                owed.outcome_done = true;
+            }
+        }
+    }
+
+    /// The item could not be queued (queue full): it will be planned again on the next scan.
+    pub fn unqueue(&mut self, item: &Item) {
+        if let Some(owed) = self.owed.get_mut(&item.report.pod_uid) {
+            match item.kind {
+                Kind::Placement => {
+                    owed.placement_queued = false;
+                    if item.report.outcome.is_some() {
+                        owed.outcome_queued = false;
+                    }
+                }
+                Kind::Outcome => owed.outcome_queued = false,
+            }
+        }
+    }
+
+    /// Forgets pods that are gone, unless something for them is still in the queue.
+    pub fn retain(&mut self, alive: &HashSet<String>) {
+        self.owed.retain(|uid, o| alive.contains(uid) || o.placement_queued || o.outcome_queued);
+    }
+
+    pub fn len(&self) -> usize {
+        self.owed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.owed.is_empty()
+    }
+}
+
+/// Everything a scan needs besides the pods.
+pub struct ScanRules<'a> {
+    pub schedulers: &'a [String],
+    pub config: &'a Config,
+    pub outcome_rules: OutcomeRules,
+    pub windows: Windows,
+}
+
+/// Plans the reports owed for every pod in `pods` (the reflector's store), in a stable order.
+pub fn scan<'a>(ledger: &mut Ledger, pods: impl IntoIterator<Item = &'a Pod>, rules: &ScanRules<'_>, now_ms: u64) -> (Vec<Item>, HashSet<String>) {
+    let mut items = Vec::new();
+    let mut alive = HashSet::new();
+    for pod in pods {
+        if let Some(uid) = &pod.metadata.uid {
+            alive.insert(uid.clone());
+        }
+        let Ok(bound) = bound_pod(pod, rules.schedulers, rules.config) else { continue };
+        let fate = classify(pod, now_ms, &rules.outcome_rules);
+        if let Some(item) = ledger.plan(&bound, fate.as_ref(), now_ms, &rules.windows) {
+            items.push(item);
+        }
+    }
+    items.sort_by(|a, b| a.bound_at_ms.cmp(&b.bound_at_ms).then_with(|| a.report.pod_uid.cmp(&b.report.pod_uid)));
+    (items, alive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const HOUR: u64 = 3_600_000;
+    const WINDOWS: Windows = Windows { placement_ms: HOUR, outcome_ms: 6 * HOUR };
+
+    fn schedulers() -> Vec<String> {
+        vec!["aco-scheduler".into()]
+    }
+
+    fn pod(uid: &str, scheduler: &str, node: Option<&str>, labels: serde_json::Value, phase: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("p-{uid}"), "namespace": "team-a", "uid": uid, "labels": labels,
+                         "creationTimestamp": "1970-01-01T00:00:01Z"},
+            "spec": {"schedulerName": scheduler, "nodeName": node, "containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": phase, "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "1970-01-01T00:00:02Z"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_bound_pods_of_our_schedulers_with_the_workers_tenant() {
+        let c = Config::default();
+        let s = schedulers();
+        let p = pod("u1", "aco-scheduler", Some("n1"), json!({"scheduling.aco/tenant-id": "ml"}), "Running");
+        let b = bound_pod(&p, &s, &c).unwrap();
+        assert_eq!((b.tenant.as_str(), b.node.as_str(), b.bound_at_ms), ("ml", "n1", 2_000));
+        let ns = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running");
+        assert_eq!(bound_pod(&ns, &s, &c).unwrap().tenant, "team-a");
+        assert_eq!(bound_pod(&pod("u3", "default-scheduler", Some("n1"), json!({}), "Running"), &s, &c), Err(Skip::NotOurs));
+        assert_eq!(bound_pod(&pod("u4", "aco-scheduler", None, json!({}), "Pending"), &s, &c), Err(Skip::NotBound));
+        let strict = Config { tenant_source: aco_core::config::TenantSource::Label, ..Config::default() };
+        assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
+    }
+
+    fn rules(config: &Config, schedulers: &[String]) -> ScanRules<'static> {
+        // Leak in tests only: the rules borrow for the whole test.
+        let config: &'static Config = Box::leak(Box::new(config.clone()));
+        let schedulers: &'static [String] = Box::leak(schedulers.to_vec().into_boxed_slice());
+        ScanRules { schedulers, config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
+    }
+
+    #[test]
+    fn a_placement_is_owed_once_then_its_outcome_once() {
+        let r = rules(&Config::default(), &schedulers());
+        let mut ledger = Ledger::default();
+        let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
+        assert_eq!(items.len(), 1);
+        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Placement, None));
+        // Queued, not yet acknowledged: nothing new.
+        assert!(scan(&mut ledger, [&running], &r, 11_000).0.is_empty());
+        ledger.settle(&items[0]);
+        assert!(scan(&mut ledger, [&running], &r, 12_000).0.is_empty());
+
+        let failed = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Failed");
+        let (items, _) = scan(&mut ledger, [&failed], &r, 13_000);
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].kind, Kind::Outcome);
+        assert_eq!(items[0].report.outcome, Some(outcome_label(false)));
+        ledger.settle(&items[0]);
+        assert!(scan(&mut ledger, [&failed], &r, 14_000).0.is_empty());
+    }
+
+    #[test]
+    fn a_known_fate_travels_with_the_placement() {
+        let r = rules(&Config::default(), &schedulers());
+        let mut ledger = Ledger::default();
+        let done = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Succeeded");
+        let (items, _) = scan(&mut ledger, [&done], &r, 10_000);
+        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Placement, Some(outcome_label(true))));
+        ledger.settle(&items[0]);
+        assert!(scan(&mut ledger, [&done], &r, 11_000).0.is_empty());
+    }
+
+    #[test]
+    fn a_full_queue_loses_nothing_the_item_is_planned_again() {
+        let r = rules(&Config::default(), &schedulers());
+        let mut ledger = Ledger::default();
+        let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
+        ledger.unqueue(&items[0]);
+        assert_eq!(scan(&mut ledger, [&running], &r, 11_000).0, items);
+    }
+
+    #[test]
+    fn a_restarted_reporter_owes_recent_pods_again_and_old_ones_only_their_outcome() {
+        let r = rules(&Config::default(), &schedulers());
+        let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let failed = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Failed");
+        let mut fresh = Ledger::default();
+        let (items, _) = scan(&mut fresh, [&running, &failed], &r, 10_000);
+        assert_eq!(items.len(), 2);
+        // Two hours after binding: the decision is gone, the outcome is still useful.
+        let mut later = Ledger::default();
+        let (items, _) = scan(&mut later, [&running, &failed], &r, 2 * HOUR);
+        assert_eq!(items.len(), 1);
+        assert_eq!((items[0].kind, items[0].report.pod_uid.as_str()), (Kind::Outcome, "u2"));
+        // Past the outcome window: nothing.
+        assert!(scan(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR).0.is_empty());
+    }
+
+    #[test]
+    fn gone_pods_are_forgotten_unless_queued() {
+        let r = rules(&Config::default(), &schedulers());
+        let mut ledger = Ledger::default();
+        let a = pod("a", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let b = pod("b", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let (items, _) = scan(&mut ledger, [&a, &b], &r, 10_000);
+        ledger.settle(&items[0]);
+        ledger.retain(&HashSet::new());
+        assert_eq!(ledger.len(), 1, "b is still queued");
+    }
+}

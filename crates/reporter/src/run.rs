@@ -1,0 +1,493 @@
+//! Wiring: reflectors for Nodes and Pods, the node-facts push loop, the pod scan loop, the
+//! delivery loop, leader election, the ops server, and graceful shutdown. Every decision is
+//! made by the pure modules; this file only moves objects between them and the network.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aco_core::config::Config;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, Resource};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use tokio::sync::{watch, Notify};
+
+use crate::changes::{Acknowledged, Push};
+use crate::config::Args;
+use crate::delivery::{disposition, Backoff, Disposition, Queue};
+use crate::gpu_share::gpu_free_milli;
+use crate::leader::Leadership;
+use crate::node_facts::{self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache};
+use crate::ops_server::{self, OpsState};
+use crate::outcome::OutcomeRules;
+use crate::placements::{scan, Item, Kind, Ledger, ScanRules, Windows};
+use crate::telemetry::Telemetry;
+use crate::wire::{NodesBatch, PlacementsBatch};
+use crate::worker_client::WorkerClient;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Drops what the reporter never reads, so that the caches stay small at 100k pods.
+fn strip<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+    if let Some(a) = object.meta_mut().annotations.as_mut() {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
+/// Placement/outcome reports owed and queued; one lock, never held across an await.
+struct Reports {
+    ledger: Ledger,
+    queue: Queue,
+}
+
+struct Shared {
+    args: Args,
+    config: Config,
+    client: Client,
+    worker: WorkerClient,
+    telemetry: Arc<Telemetry>,
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+    reports: Mutex<Reports>,
+    pod_changed: Notify,
+    queued: Notify,
+    is_leader: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    fn leading(&self) -> bool {
+        *self.is_leader.borrow()
+    }
+
+    fn stopping(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    async fn pause(&self, d: Duration) {
+        let mut shutdown = self.shutdown.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = shutdown.wait_for(|s| *s) => {}
+        }
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    args.validate()?;
+    let config = Config::from_vars(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("Worker settings from the environment: {e}"))?;
+    let token = args.admin_token()?;
+    let ca = match &args.ca_file {
+        Some(p) => Some(std::fs::read(p).map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", p.display()))?),
+        None => None,
+    };
+    let worker = WorkerClient::new(&args.worker_url, token, ca.as_deref(), args.request_timeout)?;
+    let client = Client::try_default().await?;
+    let telemetry = Arc::new(Telemetry::new());
+    let ready = Arc::new(AtomicBool::new(false));
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = shutdown_tx.send(true);
+    });
+
+    let ops = {
+        let state = OpsState { telemetry: telemetry.clone(), ready: ready.clone() };
+        let mut rx = shutdown_rx.clone();
+        let addr = args.listen;
+        tokio::spawn(async move {
+            let stop = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            if let Err(e) = ops_server::serve(addr, state, stop).await {
+                tracing::error!(error = %e, "ops server failed");
+            }
+        })
+    };
+
+    // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
+    // and have no placement to report.
+    let (nodes, node_writer) = reflector::store::<Node>();
+    let (pods, pod_writer) = reflector::store::<Pod>();
+    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .modify(strip)
+        .reflect(node_writer);
+    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default().fields("spec.nodeName!="))
+        .default_backoff()
+        .modify(strip)
+        .reflect(pod_writer);
+
+    let identity = args.identity.clone().unwrap_or_else(|| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "aco-reporter".into());
+        format!("{host}-{:08x}", rand::rng().random::<u32>())
+    });
+    let leadership = if args.leader_elect {
+        Leadership::elect(client.clone(), &args.lease_namespace, &args.lease_name, &identity, args.lease_duration, args.lease_grace).await?
+    } else {
+        Leadership::always()
+    };
+
+    let shared = Arc::new(Shared {
+        reports: Mutex::new(Reports { ledger: Ledger::default(), queue: Queue::new(args.queue_capacity) }),
+        args,
+        config,
+        client,
+        worker,
+        telemetry: telemetry.clone(),
+        nodes,
+        pods,
+        pod_changed: Notify::new(),
+        queued: Notify::new(),
+        is_leader: leadership.is_leader.clone(),
+        shutdown: shutdown_rx.clone(),
+    });
+
+    let s = shared.clone();
+    let node_watch = tokio::spawn(async move {
+        let mut events = std::pin::pin!(node_events);
+        while let Some(event) = events.next().await {
+            if let Err(e) = event {
+                s.telemetry.watch_errors.get_or_create(&Telemetry::kind("nodes")).inc();
+                tracing::warn!(error = %e, "node watch error (resuming)");
+            }
+        }
+    });
+    let s = shared.clone();
+    let pod_watch = tokio::spawn(async move {
+        let mut events = std::pin::pin!(pod_events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(_) => s.pod_changed.notify_one(),
+                Err(e) => {
+                    s.telemetry.watch_errors.get_or_create(&Telemetry::kind("pods")).inc();
+                    tracing::warn!(error = %e, "pod watch error (resuming)");
+                }
+            }
+        }
+    });
+
+    {
+        let mut stop = shutdown_rx.clone();
+        tokio::select! {
+            r = async { tokio::try_join!(shared.nodes.wait_until_ready(), shared.pods.wait_until_ready()) } => { r?; }
+            _ = stop.wait_for(|s| *s) => { return Ok(()); }
+        }
+    }
+    ready.store(true, Ordering::Relaxed);
+    tracing::info!(nodes = shared.nodes.state().len(), pods = shared.pods.state().len(), identity, "caches synced");
+
+    let s = shared.clone();
+    let leader_gauge = tokio::spawn(async move {
+        let mut rx = s.is_leader.clone();
+        loop {
+            let leading = *rx.borrow_and_update();
+            s.telemetry.leader.set(leading as i64);
+            tracing::info!(leading, "leadership");
+            if leading {
+                // A new leader owes everything recent again: the Worker drops the repeats.
+                s.pod_changed.notify_one();
+            }
+            let mut stop = s.shutdown.clone();
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { break },
+                _ = stop.wait_for(|s| *s) => break,
+            }
+        }
+    });
+
+    let pushes = tokio::spawn(push_nodes(shared.clone()));
+    let scans = tokio::spawn(scan_pods(shared.clone()));
+    let deliveries = tokio::spawn(deliver(shared.clone()));
+
+    let _ = shutdown_rx.clone().wait_for(|s| *s).await;
+    let _ = tokio::join!(pushes, scans, deliveries, leader_gauge);
+    node_watch.abort();
+    pod_watch.abort();
+    leadership.release().await;
+    let _ = ops.await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn jittered(d: Duration, rng: &mut impl Rng) -> Duration {
+    d.mul_f64(rng.random_range(0.9..=1.1))
+}
+
+/// Every push interval: build every node's facts, send what changed (all of it on a full refresh).
+async fn push_nodes(s: Arc<Shared>) {
+    let mut rng = SmallRng::seed_from_u64(now_ms());
+    let mut acked = Acknowledged::default();
+    let mut cache = RequestCache::default();
+    let label_keys = labels_the_worker_reads(&s.config);
+    let mut first = true;
+    while !s.stopping() {
+        if !first {
+            s.pause(jittered(s.args.push_interval, &mut rng)).await;
+        }
+        first = false;
+        if s.stopping() {
+            break;
+        }
+        if !s.leading() {
+            continue;
+        }
+        let usage = if s.args.no_node_metrics {
+            HashMap::new()
+        } else {
+            match crate::node_metrics::read(&s.client).await {
+                Ok(u) => u,
+                Err(e) => {
+                    s.telemetry.metrics_unavailable.inc();
+                    tracing::warn!(error = %e, "metrics.k8s.io unavailable: sending no utilisation this round");
+                    HashMap::new()
+                }
+            }
+        };
+        let now = now_ms();
+        let reports = build_reports(&s, &usage, &label_keys, &mut cache, now);
+        let Some(push) = acked.diff(reports, now, s.args.full_refresh.as_millis() as u64) else { continue };
+        send_push(&s, push, &mut acked, now).await;
+    }
+}
+
+fn build_reports(
+    s: &Shared,
+    usage: &HashMap<String, node_facts::NodeUsage>,
+    label_keys: &[String],
+    cache: &mut RequestCache,
+    now: u64,
+) -> Vec<crate::wire::NodeReport> {
+    let pods = s.pods.state();
+    let mut by_node: HashMap<&str, Vec<&Pod>> = HashMap::new();
+    let mut alive = HashSet::new();
+    for pod in &pods {
+        if let Some(uid) = &pod.metadata.uid {
+            alive.insert(uid.clone());
+        }
+        if let Some(node) = bound_node(pod) {
+            if holds_resources(pod) {
+                by_node.entry(node).or_default().push(pod.as_ref());
+            }
+        }
+    }
+    cache.retain(&alive);
+    let max_age = s.args.metrics_max_age.as_millis() as u64;
+    let mut reports = Vec::new();
+    for node in s.nodes.state() {
+        let Some(name) = node.metadata.name.as_deref() else { continue };
+        let on_node = by_node.get(name).map(Vec::as_slice).unwrap_or_default();
+        let requested = node_facts::requested_sum(on_node.iter().copied(), cache);
+        let sample = usage.get(name);
+        let report = node_facts::node_report(FactsInput {
+            node: &node,
+            requested: &requested,
+            usage: sample,
+            gpu_free_milli: gpu_free_milli(&node, on_node),
+            label_keys,
+            latency_label: &s.args.latency_label,
+            metrics_max_age_ms: max_age,
+            now_ms: now,
+        });
+        if sample.is_some() && report.utilisation.is_empty() {
+            s.telemetry.stale_samples.inc();
+        }
+        reports.push(report);
+    }
+    reports.sort_by(|a, b| a.name.cmp(&b.name));
+    reports
+}
+
+/// Sends a push in chunks; each acknowledged chunk is remembered, the first failure stops
+/// (what was not acknowledged is owed again on the next tick).
+async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
+    let Push { batch, full } = push;
+    let mut deleted = batch.deleted;
+    let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch.nodes.chunks(s.args.node_batch_size).map(<[_]>::to_vec).collect();
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    let last = chunks.len() - 1;
+    for (i, nodes) in chunks.into_iter().enumerate() {
+        let chunk = Push { batch: NodesBatch { nodes, deleted: std::mem::take(&mut deleted) }, full: full && i == last };
+        let answer = s.worker.send(reqwest::Method::PUT, "/v1/nodes", &chunk.batch).await;
+        let kind = Telemetry::kind("nodes");
+        s.telemetry.bytes_sent.get_or_create(&kind).inc_by(answer.bytes_sent as u64);
+        if answer.ok() {
+            acked.acknowledge(&chunk, now);
+            s.telemetry.sent.get_or_create(&kind).inc_by(chunk.batch.nodes.len() as u64);
+            s.telemetry.deleted_nodes.inc_by(chunk.batch.deleted.len() as u64);
+            s.telemetry.last_success.get_or_create(&kind).set(now as f64 / 1000.0);
+            tracing::debug!(nodes = chunk.batch.nodes.len(), deleted = chunk.batch.deleted.len(), full = chunk.full, "node facts pushed");
+        } else {
+            s.telemetry.failed.get_or_create(&kind).inc();
+            tracing::warn!(status = ?answer.status, body = %answer.body, "node facts push failed; retrying next interval");
+            return;
+        }
+    }
+}
+
+/// On every pod change (and every scan interval, for "healthy for N minutes"): queue what is owed.
+async fn scan_pods(s: Arc<Shared>) {
+    let rules = ScanRules {
+        schedulers: &s.args.scheduler_names,
+        config: &s.config,
+        outcome_rules: OutcomeRules { max_restarts: s.args.max_restarts, healthy_after_ms: s.args.healthy_after.as_millis() as u64 },
+        windows: Windows { placement_ms: s.config.decision_ttl_ms, outcome_ms: s.args.outcome_window.as_millis() as u64 },
+    };
+    while !s.stopping() {
+        let mut stop = s.shutdown.clone();
+        tokio::select! {
+            _ = s.pod_changed.notified() => {}
+            _ = tokio::time::sleep(s.args.scan_interval) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+        if !s.leading() {
+            continue;
+        }
+        let pods = s.pods.state();
+        let now = now_ms();
+        let depth = {
+            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+            let Reports { ledger, queue } = &mut *r;
+            let (items, alive) = scan(ledger, pods.iter().map(|p| p.as_ref()), &rules, now);
+            for item in items {
+                if let Err(item) = queue.push(item) {
+                    ledger.unqueue(&item);
+                }
+            }
+            ledger.retain(&alive);
+            queue.len()
+        };
+        s.telemetry.queue_depth.set(depth as i64);
+        if depth > 0 {
+            s.queued.notify_one();
+        }
+    }
+}
+
+/// Sends queued reports in order, with backoff while the Worker is unreachable or refusing.
+async fn deliver(s: Arc<Shared>) {
+    let mut rng = SmallRng::seed_from_u64(now_ms() ^ 0x5eed);
+    let mut backoff = Backoff::new(s.args.backoff_base, s.args.backoff_max);
+    let mut batch_size = s.args.batch_size;
+    loop {
+        let batch = {
+            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+            r.queue.take(batch_size)
+        };
+        if batch.is_empty() {
+            if s.stopping() {
+                break;
+            }
+            let mut stop = s.shutdown.clone();
+            tokio::select! {
+                _ = s.queued.notified() => continue,
+                _ = stop.wait_for(|s| *s) => {
+                    // One last round for what is queued; the rest is re-derived by the next leader.
+                    if s.reports.lock().map(|r| r.queue.is_empty()).unwrap_or(true) { break }
+                    continue
+                }
+            }
+        }
+        if !s.leading() && !s.stopping() {
+            put_back(&s, batch);
+            s.pause(Duration::from_millis(500)).await;
+            continue;
+        }
+        let body = PlacementsBatch { placements: batch.iter().map(|i| i.report.clone()).collect() };
+        let answer = s.worker.send(reqwest::Method::POST, "/v1/placements", &body).await;
+        for kind in [Kind::Placement, Kind::Outcome] {
+            let n = batch.iter().filter(|i| i.kind == kind).count();
+            if n > 0 {
+                let share = answer.bytes_sent * n / batch.len();
+                s.telemetry.bytes_sent.get_or_create(&Telemetry::kind(kind.as_str())).inc_by(share as u64);
+            }
+        }
+        match disposition(answer.status, answer.retry_after.as_deref(), answer.field.as_deref(), batch.len()) {
+            Disposition::Acknowledged => {
+                backoff.succeeded();
+                batch_size = s.args.batch_size;
+                let now = now_ms();
+                {
+                    let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+                    for item in &batch {
+                        r.ledger.settle(item);
+                    }
+                    s.telemetry.queue_depth.set(r.queue.len() as i64);
+                }
+                for item in &batch {
+                    let kind = Telemetry::kind(item.kind.as_str());
+                    s.telemetry.sent.get_or_create(&kind).inc();
+                    s.telemetry.last_success.get_or_create(&kind).set(now as f64 / 1000.0);
+                    if item.kind == Kind::Placement {
+                        s.telemetry.bind_to_report_seconds.observe(now.saturating_sub(item.bound_at_ms) as f64 / 1000.0);
+                    }
+                }
+                tracing::debug!(items = batch.len(), answer = %answer.body, "placements delivered");
+            }
+            Disposition::Retry(after) => {
+                count_failed(&s, &batch);
+                let wait = after.unwrap_or_else(|| backoff.failed(&mut rng));
+                tracing::warn!(status = ?answer.status, body = %answer.body, ?wait, queued = batch.len(), "placement delivery failed; retrying");
+                put_back(&s, batch);
+                if s.stopping() {
+                    break; // the next leader re-derives what is left
+                }
+                s.pause(wait).await;
+            }
+            Disposition::DropItem(i) => {
+                let mut batch = batch;
+                let refused = batch.remove(i);
+                s.telemetry.rejected.get_or_create(&Telemetry::kind(refused.kind.as_str())).inc();
+                tracing::error!(pod = %refused.report.pod_uid, field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
+                let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+                r.ledger.settle(&refused);
+                r.queue.put_back(batch);
+            }
+            Disposition::Split => {
+                batch_size = (batch.len() / 2).max(1);
+                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as a whole; splitting it");
+                put_back(&s, batch);
+            }
+        }
+    }
+}
+
+fn put_back(s: &Shared, batch: Vec<Item>) {
+    let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+    r.queue.put_back(batch);
+}
+
+fn count_failed(s: &Shared, batch: &[Item]) {
+    for kind in [Kind::Placement, Kind::Outcome] {
+        if batch.iter().any(|i| i.kind == kind) {
+            s.telemetry.failed.get_or_create(&Telemetry::kind(kind.as_str())).inc();
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The reporter's own Prometheus metrics (`/metrics`).
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// `nodes`, `placements` or `outcomes`.
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+pub struct Telemetry {
+    pub registry: Registry,
+    /// Reports the Worker acknowledged (nodes: node reports; placements/outcomes: items).
+    pub sent: Family<KindLabel, Counter>,
+    /// Failed requests (will be retried), by kind.
+    pub failed: Family<KindLabel, Counter>,
+    /// Items the Worker refused for good (a 4xx naming them), by kind.
+    pub rejected: Family<KindLabel, Counter>,
+    pub deleted_nodes: Counter,
+    pub queue_depth: Gauge,
+    pub bind_to_report_seconds: Histogram,
+    pub last_success: Family<KindLabel, Gauge<f64, AtomicU64>>,
+    pub metrics_unavailable: Counter,
+    pub stale_samples: Counter,
+    pub skipped_pods: Family<ReasonLabel, Counter>,
+    pub watch_errors: Family<KindLabel, Counter>,
+    pub leader: Gauge,
+    pub bytes_sent: Family<KindLabel, Counter>,
+}
+
+impl Default for Telemetry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Telemetry {
+    pub fn new() -> Self {
+        let mut t = Telemetry {
+            registry: Registry::with_prefix("aco_reporter"),
+            sent: Family::default(),
+            failed: Family::default(),
+            rejected: Family::default(),
+            deleted_nodes: Counter::default(),
+            queue_depth: Gauge::default(),
+            bind_to_report_seconds: Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0]),
+            last_success: Family::default(),
+            metrics_unavailable: Counter::default(),
+            stale_samples: Counter::default(),
+            skipped_pods: Family::default(),
+            watch_errors: Family::default(),
+            leader: Gauge::default(),
+            bytes_sent: Family::default(),
+        };
+        let registry = &mut t.registry;
+        registry.register("reports_sent", "Reports the Worker acknowledged, by kind", t.sent.clone());
+        registry.register("reports_failed", "Requests to the Worker that failed and will be retried, by kind", t.failed.clone());
+        registry.register("reports_rejected", "Reports the Worker refused for good (4xx naming them), by kind", t.rejected.clone());
+        registry.register("deleted_nodes_reported", "Deleted nodes the Worker acknowledged forgetting", t.deleted_nodes.clone());
+        registry.register("queue_depth", "Placement and outcome reports waiting for delivery", t.queue_depth.clone());
+        registry.register(
+            "bind_to_report_seconds",
+            "Time from a pod's binding (PodScheduled) to the Worker acknowledging its placement",
+            t.bind_to_report_seconds.clone(),
+        );
+        registry.register(
+            "last_successful_push_timestamp_seconds",
+            "Unix time of the last acknowledged push, by kind",
+            t.last_success.clone(),
+        );
+        registry.register("node_metrics_unavailable", "NodeMetrics reads that failed (API absent or erroring)", t.metrics_unavailable.clone());
+        registry.register("node_metrics_stale_samples", "NodeMetrics samples too old to send", t.stale_samples.clone());
+        registry.register("skipped_pods", "Pods of our schedulers not reported, by reason", t.skipped_pods.clone());
+        registry.register("watch_errors", "Watch stream errors (the watch resumes with backoff), by resource", t.watch_errors.clone());
+        registry.register("leader", "1 while this replica holds the lease and reports", t.leader.clone());
+        registry.register("request_bytes", "Request body bytes sent to the Worker, by kind", t.bytes_sent.clone());
+        t
+    }
+
+    pub fn kind(kind: &str) -> KindLabel {
+        KindLabel { kind: kind.to_string() }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}

@@ -1,0 +1,72 @@
+//! HTTP to the Worker: bearer token, HTTPS with the system roots plus an optional CA.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What the Worker answered (or `status: None` when it could not be reached).
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub status: Option<u16>,
+    pub retry_after: Option<String>,
+    /// The `field` of a JSON error body.
+    pub field: Option<String>,
+    pub body: String,
+    pub bytes_sent: usize,
+}
+
+impl Answer {
+    pub fn ok(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[derive(Clone)]
+pub struct WorkerClient {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl WorkerClient {
+    pub fn new(base: &str, token: String, ca_pem: Option<&[u8]>, timeout: Duration) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
+        if let Some(pem) = ca_pem {
+            for cert in reqwest::Certificate::from_pem_bundle(pem)? {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        Ok(WorkerClient { http: builder.build()?, base: base.trim_end_matches('/').to_string(), token })
+    }
+
+    pub async fn send<T: Serialize>(&self, method: reqwest::Method, path: &str, body: &T) -> Answer {
+        let bytes = match serde_json::to_vec(body) {
+            Ok(b) => b,
+            Err(e) => return Answer { body: format!("serialising: {e}"), ..Default::default() },
+        };
+        let bytes_sent = bytes.len();
+        let result = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(bytes)
+            .send()
+            .await;
+        let response = match result {
+            Ok(r) => r,
+            Err(e) => return Answer { body: e.to_string(), bytes_sent, ..Default::default() },
+        };
+        let status = response.status().as_u16();
+        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
+        let body = response.text().await.unwrap_or_default();
+        let field = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("field").and_then(|f| f.as_str()).map(String::from));
+        Answer { status: Some(status), retry_after, field, body, bytes_sent }
+    }
+}
