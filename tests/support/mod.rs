@@ -20,26 +20,27 @@
 //! while a failing test unwinds — stops the whole process group; a panicking test also gets the
 //! Worker's log printed. Starting and stopping are blocking (a second or two), which is fine
 //! inside `#[tokio::test]`.
+//!
+//! [`process`] holds the process-group handling (spawn, stop, free ports) that this harness and
+//! the control plane's (`tests/support_kube`) share.
 #![allow(dead_code)]
 
+pub mod process;
+
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use tempfile::TempDir;
+
+use process::{ProcessGroup, TERM_GRACE};
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the process group gets to exit after SIGTERM before it is SIGKILLed.
-const TERM_GRACE: Duration = Duration::from_secs(5);
 /// Cap on the Worker log kept in memory for failure messages (the oldest half is dropped).
 const LOG_CAP: usize = 1 << 20;
 
@@ -75,8 +76,7 @@ pub struct WorkerProcess {
 }
 
 struct Running {
-    pgid: Pid,
-    exited: Receiver<std::io::Result<ExitStatus>>,
+    group: ProcessGroup,
     // Held open: miniflare.mjs (--watch-stdin) exits when it closes, so even a test binary
     // killed with SIGKILL does not leave servers behind.
     _stdin: ChildStdin,
@@ -158,11 +158,11 @@ impl WorkerProcess {
             cmd.arg("--https-key").arg(key).arg("--https-cert").arg(cert);
         }
         // Own process group: node and workerd are stopped together via kill(-pgid).
-        cmd.process_group(0).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child: Child = cmd.spawn().unwrap_or_else(|e| {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut group = ProcessGroup::spawn(&mut cmd).unwrap_or_else(|e| {
             panic!("cannot run node (install Node.js >= 20, then `bash scripts/setup`): {e}")
         });
-        let pgid = Pid::from_raw(child.id() as i32);
+        let child = group.child_mut();
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
@@ -183,13 +183,7 @@ impl WorkerProcess {
                 let _ = line_tx.send(line);
             }
         });
-        // Reaper: reports the exit status (and lets the kernel release the process).
-        let (exit_tx, exited) = mpsc::channel();
-        thread::spawn(move || {
-            let _ = exit_tx.send(child.wait());
-        });
-
-        self.running = Some(Running { pgid, exited, _stdin: stdin });
+        self.running = Some(Running { group, _stdin: stdin });
 
         let deadline = Instant::now() + READY_TIMEOUT;
         let failure = loop {
@@ -204,8 +198,8 @@ impl WorkerProcess {
                 Err(RecvTimeoutError::Disconnected) => {
                     let status = self
                         .running
-                        .as_ref()
-                        .and_then(|r| r.exited.recv_timeout(TERM_GRACE).ok())
+                        .as_mut()
+                        .and_then(|r| r.group.wait_timeout(TERM_GRACE))
                         .map(|s| format!("{s:?}"))
                         .unwrap_or_else(|| "unknown status".into());
                     break format!("miniflare.mjs exited before READY ({status})");
@@ -223,18 +217,10 @@ impl WorkerProcess {
 
     /// SIGTERM to the process group, SIGKILL if it is still there after a grace period.
     fn stop(&mut self) {
-        let Some(running) = self.running.take() else { return };
-        let _ = killpg(running.pgid, Signal::SIGTERM);
-        // Disconnected = the reaper already reported the exit (consumed during start-up).
-        if let Err(RecvTimeoutError::Timeout) = running.exited.recv_timeout(TERM_GRACE) {
-            append_log(&self.logs, "[harness] no exit after SIGTERM; sending SIGKILL\n");
-            let _ = killpg(running.pgid, Signal::SIGKILL);
-            let _ = running.exited.recv_timeout(TERM_GRACE);
-        }
-        // node has exited; make sure no workerd outlives it (ESRCH = group already empty).
-        match killpg(running.pgid, Signal::SIGKILL) {
-            Ok(()) | Err(Errno::ESRCH) => {}
-            Err(e) => append_log(&self.logs, &format!("[harness] killpg: {e}\n")),
+        let Some(mut running) = self.running.take() else { return };
+        // Also makes sure no workerd outlives node.
+        if running.group.stop(TERM_GRACE) {
+            append_log(&self.logs, "[harness] no exit after SIGTERM; sent SIGKILL\n");
         }
         self.base_url.clear();
     }

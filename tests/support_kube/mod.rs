@@ -14,15 +14,14 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::{json, Value};
+
+pub use crate::support::process::free_port;
+use crate::support::process::ProcessGroup;
 
 pub const SCHEDULER_NAME: &str = "aco-scheduler";
 
@@ -48,10 +47,6 @@ pub fn kube_bin() -> PathBuf {
         .find_map(|l| l.strip_prefix("KUBE_BIN="))
         .expect("scripts/build-kube prints KUBE_BIN=<dir>");
     PathBuf::from(dir.trim())
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Polls `check` every 100-500 ms until it returns `Some`, for at most `timeout`.
@@ -96,12 +91,13 @@ where
 // ---------------------------------------------------------------------------------------------
 // processes
 
-/// A server in its own process group, logging to `<dir>/<name>.log`.
+/// A server in its own process group (under `scripts/kube/run-bound`), logging to
+/// `<dir>/<name>.log`. Stopped on drop.
 pub struct Server {
     pub name: String,
     pub log: PathBuf,
-    pgid: Option<Pid>,
-    child: Option<Child>,
+    group: Option<ProcessGroup>,
+    // run-bound stops the group when this pipe closes (the test process died).
     _stdin: Option<ChildStdin>,
 }
 
@@ -113,19 +109,12 @@ impl Server {
         cmd.arg(repo_root().join("scripts/kube/run-bound"))
             .arg(program)
             .args(args)
-            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(out.try_clone().unwrap())
             .stderr(out);
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
-        let stdin = child.stdin.take();
-        Server {
-            name: name.to_owned(),
-            log,
-            pgid: Some(Pid::from_raw(child.id() as i32)),
-            child: Some(child),
-            _stdin: stdin,
-        }
+        let mut group = ProcessGroup::spawn(&mut cmd).unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let stdin = group.child_mut().stdin.take();
+        Server { name: name.to_owned(), log, group: Some(group), _stdin: stdin }
     }
 
     pub fn log_text(&self) -> String {
@@ -144,29 +133,16 @@ impl Server {
 
     /// Panics with the log tail if the process has exited.
     pub fn assert_running(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("{} exited ({status}); log tail:\n{}", self.name, self.log_tail(40));
-            }
+        if let Some(status) = self.group.as_mut().and_then(|g| g.try_status()) {
+            panic!("{} exited ({status}); log tail:\n{}", self.name, self.log_tail(40));
         }
     }
 
     /// SIGTERM to the group, SIGKILL after 5 s.
     pub fn stop(&mut self) {
-        let Some(pgid) = self.pgid.take() else { return };
-        let _ = killpg(pgid, Signal::SIGTERM);
-        if let Some(mut child) = self.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = killpg(pgid, Signal::SIGKILL);
-            let _ = child.wait();
+        if let Some(mut group) = self.group.take() {
+            group.stop(crate::support::process::TERM_GRACE);
         }
-        let _ = killpg(pgid, Signal::SIGKILL);
         self._stdin = None;
     }
 }
