@@ -183,6 +183,32 @@ pub fn pick_gpu_nodes(models: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// Turns a node (e.g. from [`openb_gpu_nodes`]) into one kwok manages, as kwokctl's node
+/// template has it: annotations `kwok.x-k8s.io/node: fake` (kwok's selector),
+/// `metrics.k8s.io/resource-metrics-path` (where metrics-server scrapes it on kwok's server) and
+/// `node.alpha.kubernetes.io/ttl: "0"`, label `type: kwok`, and a Hostname address. Labels,
+/// allocatable and capacity are kept; kwok adds InternalIP 127.0.0.1, the kubelet port, node
+/// info and the Ready condition. Create it with [`create_kwok_nodes`] (status included).
+pub fn kwok_node(mut node: Value) -> Value {
+    let name = name_of(&node);
+    let meta = node["metadata"].as_object_mut().unwrap();
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    annotations[super::kwok::KWOK_NODE_ANNOTATION] = "fake".into();
+    annotations["node.alpha.kubernetes.io/ttl"] = "0".into();
+    annotations["metrics.k8s.io/resource-metrics-path"] = format!("/metrics/nodes/{name}/metrics/resource").into();
+    meta.entry("labels").or_insert_with(|| json!({}))["type"] = "kwok".into();
+    node["status"]["addresses"] = json!([{"type": "Hostname", "address": name}]);
+    node
+}
+
+/// Creates nodes with their status in one request (a kubelet registers a node that way; kwok
+/// must not see a node without its allocatable).
+pub async fn create_kwok_nodes(kube: &Kube, nodes: &[Value]) {
+    for chunk in nodes.chunks(16) {
+        futures::future::join_all(chunk.iter().map(|n| kube.post("/api/v1/nodes", n))).await;
+    }
+}
+
 /// Adds the labels the Worker reads and mirrors the OpenB GPU count as `nvidia.com/gpu`.
 pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Value {
     let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"].as_str().map(str::to_owned);

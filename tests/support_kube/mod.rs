@@ -7,6 +7,8 @@
 //! SIGKILL) and is stopped by process-group id on drop, also while a failing test unwinds.
 //! The flags mirror `scripts/kube-up`; keep them in step.
 //!
+//! [`kwok`] adds fake kubelets (kwok) and metrics-server behind the aggregation layer.
+//!
 //! The kube-scheduler configuration is `k8s/scheduler-config.yaml` — the file the shipped
 //! ConfigMap is generated from — with only the local differences applied
 //! ([`SchedulerConfig::render`]).
@@ -103,12 +105,18 @@ pub struct Server {
 
 impl Server {
     pub fn spawn(name: &str, dir: &Path, program: &Path, args: &[String]) -> Server {
+        Server::spawn_with_env(name, dir, program, args, &[])
+    }
+
+    /// [`Server::spawn`] with extra environment variables.
+    pub fn spawn_with_env(name: &str, dir: &Path, program: &Path, args: &[String], env: &[(&str, &Path)]) -> Server {
         let log = dir.join(format!("{name}.log"));
         let out = File::create(&log).expect("create log");
         let mut cmd = Command::new("bash");
         cmd.arg(repo_root().join("scripts/kube/run-bound"))
             .arg(program)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .stdin(Stdio::piped())
             .stdout(out.try_clone().unwrap())
             .stderr(out);
@@ -253,6 +261,18 @@ impl ControlPlane {
                 "--service-account-signing-key-file", &p("sa.key"),
                 "--service-cluster-ip-range", "10.0.0.0/24",
                 "--authorization-mode", "AlwaysAllow",
+                // The aggregation layer (metrics-server as v1beta1.metrics.k8s.io): the front
+                // proxy's CA and allowed name, as kubeadm sets them, and the client cert the
+                // apiserver presents to aggregated APIs. Aggregator routing stays off (the
+                // default): metrics-server listens on 127.0.0.1, which Endpoints/EndpointSlices
+                // may not name, so its Service is an ExternalName (see start_metrics_server).
+                "--requestheader-client-ca-file", &p("front-proxy-ca.crt"),
+                "--requestheader-allowed-names", "front-proxy-client",
+                "--requestheader-username-headers", "X-Remote-User",
+                "--requestheader-group-headers", "X-Remote-Group",
+                "--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+                "--proxy-client-cert-file", &p("front-proxy-client.crt"),
+                "--proxy-client-key-file", &p("front-proxy-client.key"),
                 // No controller-manager creates service accounts (pods could not be admitted) and
                 // no node lifecycle controller lifts the not-ready taint new nodes get.
                 "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
@@ -627,3 +647,4 @@ impl Kube {
     }
 }
 pub mod fixtures;
+pub mod kwok;

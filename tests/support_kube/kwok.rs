@@ -1,0 +1,186 @@
+//! kwok (fake kubelets) and metrics-server on the test control plane, both built by
+//! `scripts/build-kube` (pinned `go install` of sigs.k8s.io/kwok and sigs.k8s.io/metrics-server
+//! v0.8.0) and started the way `kwokctl create cluster --runtime binary --enable metrics-server`
+//! starts them, but by this harness: 127.0.0.1, free ports, own process groups, stopped on drop.
+//!
+//! - [`ControlPlane::start_kwok`]: kwok manages the nodes annotated `kwok.x-k8s.io/node: fake`
+//!   (see `fixtures::kwok_node`): they go Ready with InternalIP 127.0.0.1 and a kubelet port
+//!   (`status.daemonEndpoints`) that is kwok's own server, and keep a node Lease. Pods bound to
+//!   them go Running. Stages: `scripts/kube/kwok/upstream-v0.8.0.yaml` (kwok's defaults, its
+//!   `/metrics/nodes/{node}/metrics/resource` Metric and usage from the pod annotations
+//!   [`USAGE_CPU`] / [`USAGE_MEMORY`]) and `scripts/kube/kwok/fates.yaml` (pods annotated
+//!   [`FATE`] fail as a kubelet reports it; the table of status shapes is in that file).
+//! - [`ControlPlane::start_metrics_server`]: metrics-server scraping those endpoints every 10 s,
+//!   registered as the APIService `v1beta1.metrics.k8s.io`, so that
+//!   `GET /apis/metrics.k8s.io/v1beta1/nodes` answers through the kube-apiserver as in a real
+//!   cluster.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{base64, free_port, repo_root, strings, wait_ready, ControlPlane, Server};
+
+/// Node annotation that puts a node under kwok's management (`--manage-nodes-with-annotation-selector`).
+pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";
+/// Pod annotations read by kwok's ClusterResourceUsage (quantities, e.g. `1500m`, `1Gi`); a pod
+/// without them uses 1m CPU and 1Mi memory.
+pub const USAGE_CPU: &str = "kwok.x-k8s.io/usage-cpu";
+pub const USAGE_MEMORY: &str = "kwok.x-k8s.io/usage-memory";
+/// Pod annotation `failed` | `oom`: what happens to the pod once it has run for [`FATE_AFTER`].
+pub const FATE: &str = "aco-test/fate";
+/// Pod annotation: Go duration the pod runs before its fate (default `1s`).
+pub const FATE_AFTER: &str = "aco-test/fate-after";
+
+/// metrics-server's `--metric-resolution`: 10 s is the smallest it accepts.
+pub const METRIC_RESOLUTION: Duration = Duration::from_secs(10);
+
+impl ControlPlane {
+    /// Starts the kwok controller and waits for its server's /healthz.
+    pub async fn start_kwok(&self) -> Server {
+        let port = free_port();
+        let config = repo_root().join("scripts/kube/kwok");
+        // kwok also loads ~/.kwok/kwok.yaml when it exists: point its work dir at the test's.
+        let workdir = self.dir.join("kwok-workdir");
+        std::fs::create_dir_all(&workdir).unwrap();
+        let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
+        let path = |f: &str| config.join(f).to_string_lossy().into_owned();
+        let args = strings(&[
+            "--kubeconfig", &self.kubeconfig.to_string_lossy(),
+            "--config", &path("upstream-v0.8.0.yaml"),
+            "--config", &path("fates.yaml"),
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector", &format!("{KWOK_NODE_ANNOTATION}=fake"),
+            // Every kwok node gets InternalIP 127.0.0.1 and kubelet port `port`: the address
+            // metrics-server scrapes (kwok's server, on the same port, serves every node's path).
+            "--node-ip", "127.0.0.1",
+            "--node-port", &port.to_string(),
+            "--server-address", &format!("127.0.0.1:{port}"),
+            "--node-lease-duration-seconds", "40",
+            "--tls-cert-file", &p("kubelet.crt"),
+            "--tls-private-key-file", &p("kubelet.key"),
+        ]);
+        let mut kwok = Server::spawn_with_env(
+            "kwok",
+            &self.dir,
+            &self.bin.join("kwok"),
+            &args,
+            &[("KWOK_WORKDIR", workdir.as_path())],
+        );
+        let http = reqwest::Client::new();
+        wait_ready(&mut kwok, Duration::from_secs(60), || {
+            let r = http.get(format!("http://127.0.0.1:{port}/healthz")).send();
+            async move { r.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+        kwok
+    }
+
+    /// Starts metrics-server, registers it as the APIService `v1beta1.metrics.k8s.io` and waits
+    /// until `GET /apis/metrics.k8s.io/v1beta1/nodes` answers 200 through the kube-apiserver.
+    ///
+    /// The Service is `ExternalName: 127.0.0.1`, as kwokctl's binary runtime does it: Endpoints
+    /// and EndpointSlices may not name a loopback address, so a selector-less Service with
+    /// endpoints cannot point at a server on 127.0.0.1, and with aggregator routing off the
+    /// apiserver dials `<externalName>:<APIService port>`. TLS is verified: metrics-server serves
+    /// `metrics-server.crt` (DNS `metrics-server.kube-system.svc`, the name the aggregator checks),
+    /// the APIService's caBundle is the test CA.
+    pub async fn start_metrics_server(&self) -> Server {
+        let port = free_port();
+        let cert_dir = self.dir.join("metrics-server-certs");
+        std::fs::create_dir_all(&cert_dir).unwrap();
+        let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
+        let kubeconfig = self.kubeconfig.to_string_lossy().into_owned();
+        let args = strings(&[
+            "--bind-address", "127.0.0.1",
+            "--secure-port", &port.to_string(),
+            "--kubeconfig", &kubeconfig,
+            "--authentication-kubeconfig", &kubeconfig,
+            "--authorization-kubeconfig", &kubeconfig,
+            "--tls-cert-file", &p("metrics-server.crt"),
+            "--tls-private-key-file", &p("metrics-server.key"),
+            "--cert-dir", &cert_dir.to_string_lossy(),
+            // kwok's nodes: InternalIP 127.0.0.1, port from status.daemonEndpoints, path from
+            // the node annotation metrics.k8s.io/resource-metrics-path, kwok's serving cert
+            // signed by the test CA (so no --kubelet-insecure-tls).
+            "--kubelet-preferred-address-types", "InternalIP",
+            "--kubelet-use-node-status-port",
+            "--kubelet-certificate-authority", &p("ca.crt"),
+            "--metric-resolution", &format!("{}s", METRIC_RESOLUTION.as_secs()),
+            // Must stay below 90% of the resolution.
+            "--kubelet-request-timeout", "5s",
+        ]);
+        let mut server = Server::spawn("metrics-server", &self.dir, &self.bin.join("metrics-server"), &args);
+
+        let kube = &self.kube;
+        kube.post(
+            "/api/v1/namespaces/kube-system/services",
+            &json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "metrics-server", "namespace": "kube-system",
+                             "labels": {"k8s-app": "metrics-server"}},
+                "spec": {"type": "ExternalName", "externalName": "127.0.0.1"},
+            }),
+        )
+        .await;
+        kube.post(
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            &json!({
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": "v1beta1.metrics.k8s.io", "labels": {"k8s-app": "metrics-server"}},
+                "spec": {
+                    "group": "metrics.k8s.io", "version": "v1beta1",
+                    "groupPriorityMinimum": 100, "versionPriority": 100,
+                    "service": {"name": "metrics-server", "namespace": "kube-system", "port": port},
+                    "caBundle": base64(&self.pki.ca_pem()),
+                },
+            }),
+        )
+        .await;
+        wait_ready(&mut server, Duration::from_secs(90), || async move {
+            kube.get_raw("/apis/metrics.k8s.io/v1beta1/nodes").await.is_ok_and(|(s, _)| s == 200)
+        })
+        .await;
+        server
+    }
+}
+
+/// A `metrics.k8s.io/v1beta1` NodeMetrics or PodMetrics container usage, in cores and bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Usage {
+    pub cpu_cores: f64,
+    pub memory_bytes: f64,
+}
+
+impl Usage {
+    pub fn of(usage: &Value) -> Option<Usage> {
+        Some(Usage {
+            cpu_cores: quantity(usage["cpu"].as_str()?)?,
+            memory_bytes: quantity(usage["memory"].as_str()?)?,
+        })
+    }
+}
+
+/// A Kubernetes quantity as a number (`3499484044n` → 3.499484044, `2Gi` → 2147483648,
+/// `1500m` → 1.5, `1e3` → 1000).
+pub fn quantity(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let split = q.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(q.len());
+    let (num, suffix) = q.split_at(split);
+    let factor = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0_f64.powi(2),
+        "Gi" => 1024.0_f64.powi(3),
+        "Ti" => 1024.0_f64.powi(4),
+        _ => return None,
+    };
+    Some(num.parse::<f64>().ok()? * factor)
+}
