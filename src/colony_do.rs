@@ -1,22 +1,32 @@
 //! The Colony Durable Object: one instance per tenant (`id_from_name(tenant)`), holding that
-//! tenant's pheromone table, per-node outcome history, remembered decisions and counters.
-//! A Durable Object runs one event at a time, so updates are serialised without locks; all
-//! storage calls here are synchronous SQLite statements, so no other event can interleave
-//! between reading and writing the table.
+//! tenant's pheromone table, per-node outcome history, remembered decisions, confirmed
+//! placements and counters. A Durable Object runs one event at a time, so updates are serialised
+//! without locks; all storage calls here are synchronous SQLite statements, so no other event can
+//! interleave between reading and writing the table.
+//!
+//! Atomicity: a request first computes everything in memory (the cached `TenantColony` and the
+//! rows to write), then commits all its writes in one SQLite transaction through the storage's
+//! `transactionSync` (DO SQLite refuses `BEGIN`/`COMMIT` statements, and workers-rs 0.8 binds no
+//! `transactionSync`, so it is called through `js_sys`). If the commit fails, nothing was written
+//! and the in-memory colony is dropped, to be reloaded from SQLite by the next request.
 //!
 //! Internal API (JSON over the stub's fetch), used only by the Worker:
 //! `POST /prioritize`, `POST /placements`, `GET|DELETE /pheromones`, `GET /metrics`.
 
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use aco_core::colony::{Decision, Outcome, PlacementEffect, TenantColony, Trail};
+use aco_core::colony::{Confirmed, Outcome, PodRecord, ReportEffect, TenantColony, Trail};
 use aco_core::config::Config;
 use aco_core::demand::WorkloadClass;
 use aco_core::heuristic::{NodeFeatures, OutcomeStats};
 use aco_core::wire::HostPriority;
 use rand::{rngs::SmallRng, SeedableRng};
 use serde::{Deserialize, Serialize};
+use worker::js_sys::{Function, Reflect};
+use worker::wasm_bindgen::closure::ScopedClosure;
+use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
 use crate::env_config;
@@ -62,6 +72,10 @@ pub struct PlacementsRequest {
 #[serde(rename_all = "camelCase")]
 pub struct PlacementsResponse {
     pub deposited: u64,
+    /// Later outcomes of confirmed placements (reliability updated, no deposit).
+    pub outcomes: u64,
+    /// Reports already counted (replays): nothing changed.
+    pub duplicates: u64,
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
 }
@@ -94,12 +108,66 @@ struct ValueRow {
     value: String,
 }
 
+#[derive(Deserialize)]
+struct ConfirmedRow {
+    node: String,
+    confirmed_ms: f64,
+    outcome_recorded: f64,
+}
+
+#[derive(Deserialize)]
+struct NumberRow {
+    value: Option<f64>,
+}
+
+/// Statements computed in memory, to be committed together by [`Colony::commit`].
+#[derive(Default)]
+struct Writes(Vec<(&'static str, Vec<SqlStorageValue>)>);
+
+impl Writes {
+    fn push(&mut self, query: &'static str, bindings: Vec<SqlStorageValue>) {
+        self.0.push((query, bindings));
+    }
+
+    fn meta(&mut self, name: &str, value: String) {
+        self.push("INSERT OR REPLACE INTO meta(name, value) VALUES(?, ?)", vec![name.into(), value.into()]);
+    }
+}
+
+fn int(v: u64) -> SqlStorageValue {
+    SqlStorageValue::Integer(v.min(i64::MAX as u64) as i64)
+}
+
+/// Runs `statements` in one SQLite transaction: all of them, or (on the first error) none.
+fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statements: &[(&'static str, Vec<SqlStorageValue>)]) -> Result<()> {
+    let mut body = || -> std::result::Result<JsValue, JsValue> {
+        for (query, bindings) in statements {
+            sql.exec(query, bindings.clone()).map_err(JsValue::from)?;
+        }
+        Ok(JsValue::UNDEFINED)
+    };
+    let raw: &JsValue = storage.as_raw();
+    let transaction_sync = Reflect::get(raw, &JsValue::from_str("transactionSync"))?;
+    match transaction_sync.dyn_ref::<Function>() {
+        Some(f) => {
+            // Called synchronously and not retained by the runtime, so a borrowed closure is
+            // enough. A thrown error (our `Err`) rolls the transaction back and is rethrown.
+            let closure = ScopedClosure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
+            f.call1(raw, closure.as_ref()).map(|_| ()).map_err(worker::Error::from)
+        }
+        // A runtime without transactionSync: still one synchronous block, but no rollback.
+        None => body().map(|_| ()).map_err(worker::Error::from),
+    }
+}
+
 #[durable_object]
 pub struct Colony {
     state: State,
     env: Env,
     sql: SqlStorage,
     colony: RefCell<Option<TenantColony>>,
+    /// The schema exists: created in the constructor, retried by the next event if that failed.
+    schema_ready: Cell<bool>,
     /// An alarm is known to be armed (saves a storage round trip per decision).
     alarm_armed: Cell<bool>,
 }
@@ -109,19 +177,34 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS outcomes(node TEXT PRIMARY KEY, successes REAL NOT NULL, failures REAL NOT NULL);
     CREATE TABLE IF NOT EXISTS decisions(key TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, body TEXT NOT NULL);
     CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions(created_ms);
+    CREATE TABLE IF NOT EXISTS confirmed(key TEXT PRIMARY KEY, node TEXT NOT NULL, confirmed_ms INTEGER NOT NULL, outcome_recorded INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS confirmed_by_age ON confirmed(confirmed_ms);
     CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
+
+/// Empties every table (reset).
+const RESET: [&str; 5] = ["DELETE FROM trails", "DELETE FROM outcomes", "DELETE FROM decisions", "DELETE FROM confirmed", "DELETE FROM meta"];
+
+/// The alarm never re-arms sooner than this.
+const MIN_ALARM_DELAY_MS: u64 = 1_000;
 
 impl Colony {
     fn config(&self) -> Result<std::rc::Rc<Config>> {
         env_config::config(&self.env).map_err(|e| worker::Error::RustError(e.to_string()))
     }
 
+    fn ensure_schema(&self) -> Result<()> {
+        if !self.schema_ready.get() {
+            self.sql.exec(SCHEMA, None)?;
+            self.schema_ready.set(true);
+        }
+        Ok(())
+    }
+
     /// Loads the colony from SQLite on first use in this instance's lifetime.
     fn with_colony<T>(&self, f: impl FnOnce(&mut TenantColony) -> T) -> Result<T> {
         let mut slot = self.colony.borrow_mut();
         if slot.is_none() {
-            self.sql.exec(SCHEMA, None)?;
             let mut colony = TenantColony::default();
             for row in self.sql.exec("SELECT node, tau, epoch FROM trails", None)?.to_array::<TrailRow>()? {
                 colony.pheromones.trails.insert(row.node, Trail { tau: row.tau, epoch: row.epoch as u64 });
@@ -129,14 +212,10 @@ impl Colony {
             for row in self.sql.exec("SELECT node, successes, failures FROM outcomes", None)?.to_array::<OutcomeRow>()? {
                 colony.outcomes.insert(row.node, OutcomeStats { successes: row.successes, failures: row.failures });
             }
-            let meta = |name: &str| -> Result<Option<String>> {
-                let rows: Vec<ValueRow> = self.sql.exec("SELECT value FROM meta WHERE name = ?", Some(vec![name.into()]))?.to_array()?;
-                Ok(rows.into_iter().next().map(|r| r.value))
-            };
-            if let Some(epoch) = meta("epoch")? {
+            if let Some(epoch) = self.meta("epoch")? {
                 colony.pheromones.epoch = epoch.parse().unwrap_or(0);
             }
-            if let Some(counters) = meta("counters")? {
+            if let Some(counters) = self.meta("counters")? {
                 colony.counters = serde_json::from_str(&counters).unwrap_or_default();
             }
             *slot = Some(colony);
@@ -144,86 +223,158 @@ impl Colony {
         Ok(f(slot.as_mut().expect("loaded above")))
     }
 
-    fn set_meta(&self, name: &str, value: String) -> Result<()> {
-        self.sql.exec("INSERT OR REPLACE INTO meta(name, value) VALUES(?, ?)", Some(vec![name.into(), value.into()]))?;
-        Ok(())
+    fn meta(&self, name: &str) -> Result<Option<String>> {
+        let rows: Vec<ValueRow> = self.sql.exec("SELECT value FROM meta WHERE name = ?", Some(vec![name.into()]))?.to_array()?;
+        Ok(rows.into_iter().next().map(|r| r.value))
     }
 
-    fn persist_counters(&self) -> Result<()> {
-        let counters = self.with_colony(|c| serde_json::to_string(&c.counters))??;
-        self.set_meta("counters", counters)
+    fn count(&self, table: &str) -> Result<u64> {
+        let rows: Vec<NumberRow> = self.sql.exec(&format!("SELECT COUNT(*) AS value FROM {table}"), None)?.to_array()?;
+        Ok(rows.first().and_then(|r| r.value).unwrap_or(0.0) as u64)
+    }
+
+    /// Commits one request's writes atomically. On failure nothing was written, so the cached
+    /// colony (already updated in memory) is dropped and reloaded by the next request.
+    fn commit(&self, writes: Writes) -> Result<()> {
+        let result = run_in_transaction(&self.state.storage(), &self.sql, &writes.0);
+        if result.is_err() {
+            *self.colony.borrow_mut() = None;
+        }
+        result
     }
 
     async fn prioritize(&self, req: PrioritizeRequest) -> Result<Response> {
         let config = self.config()?;
         let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(req.now_ms));
-        let prioritized = self.with_colony(|c| c.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng))?;
-        self.set_meta("tenant", req.tenant.clone())?;
-        self.persist_counters()?;
-        self.sql.exec(
+        let (prioritized, counters) = self.with_colony(|c| {
+            let p = c.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
+            (p, serde_json::to_string(&c.counters))
+        })?;
+        let mut writes = Writes::default();
+        writes.meta("tenant", req.tenant.clone());
+        writes.meta("counters", counters?);
+        writes.push(
             "INSERT OR REPLACE INTO decisions(key, created_ms, body) VALUES(?, ?, ?)",
-            Some(vec![
-                req.key.into(),
-                SqlStorageValue::Integer(req.now_ms as i64),
-                serde_json::to_string(&prioritized.decision)?.into(),
-            ]),
-        )?;
+            vec![req.key.into(), int(req.now_ms), serde_json::to_string(&prioritized.decision)?.into()],
+        );
+        self.commit(writes)?;
         self.ensure_alarm(&config).await?;
         Ok(json_response(200, &PrioritizeResponse { priorities: prioritized.priorities, explored: prioritized.explored }))
     }
 
-    fn take_decision(&self, key: &str, now_ms: u64, ttl_ms: u64) -> Result<Option<Decision>> {
-        let rows: Vec<ValueRow> = self
+    /// The unexpired decision and confirmation remembered for a pod key.
+    fn load_record(&self, key: &str, now_ms: u64, config: &Config) -> Result<PodRecord> {
+        let decisions: Vec<ValueRow> = self
             .sql
             .exec(
                 "SELECT body AS value FROM decisions WHERE key = ? AND created_ms >= ?",
-                Some(vec![key.into(), SqlStorageValue::Integer(now_ms.saturating_sub(ttl_ms) as i64)]),
+                Some(vec![key.into(), int(now_ms.saturating_sub(config.decision_ttl_ms))]),
             )?
             .to_array()?;
-        Ok(rows.into_iter().next().and_then(|r| serde_json::from_str(&r.value).ok()))
+        let confirmed: Vec<ConfirmedRow> = self
+            .sql
+            .exec(
+                "SELECT node, confirmed_ms, outcome_recorded FROM confirmed WHERE key = ? AND confirmed_ms >= ?",
+                Some(vec![key.into(), int(now_ms.saturating_sub(config.confirmed_ttl_ms))]),
+            )?
+            .to_array()?;
+        Ok(PodRecord {
+            decision: decisions.into_iter().next().and_then(|r| serde_json::from_str(&r.value).ok()),
+            confirmed: confirmed.into_iter().next().map(|r| Confirmed {
+                node: r.node,
+                confirmed_ms: r.confirmed_ms as u64,
+                outcome_recorded: r.outcome_recorded != 0.0,
+            }),
+        })
     }
 
-    fn placements(&self, req: PlacementsRequest) -> Result<Response> {
+    /// Applies a batch of reports (see `aco_core::colony::report` for what each does) and commits
+    /// every change in one transaction.
+    async fn placements(&self, req: PlacementsRequest) -> Result<Response> {
         let config = self.config()?;
-        self.set_meta("tenant", req.tenant.clone())?;
-        let mut out = PlacementsResponse::default();
+        // The Worker validated the outcomes; checked again so that no item can fail halfway.
         for item in &req.items {
-            let decision = self.take_decision(&item.key, req.now_ms, config.decision_ttl_ms)?;
-            let effect = self
-                .with_colony(|c| c.confirm(decision.as_ref(), &item.node, item.outcome, &config))?
-                .map_err(worker::Error::RustError)?;
-            match effect {
-                PlacementEffect::Deposited { node, trail, .. } => {
-                    out.deposited += 1;
-                    self.sql.exec(
-                        "INSERT OR REPLACE INTO trails(node, tau, epoch) VALUES(?, ?, ?)",
-                        Some(vec![node.clone().into(), trail.tau.into(), SqlStorageValue::Integer(trail.epoch as i64)]),
-                    )?;
-                    if item.outcome.is_some() {
-                        let stats = self.with_colony(|c| c.outcomes.get(&node).copied().unwrap_or_default())?;
-                        self.sql.exec(
-                            "INSERT OR REPLACE INTO outcomes(node, successes, failures) VALUES(?, ?, ?)",
-                            Some(vec![node.into(), stats.successes.into(), stats.failures.into()]),
-                        )?;
-                    }
-                    // One deposit per pod: a repeated report finds no decision and is counted as unknown.
-                    self.sql.exec("DELETE FROM decisions WHERE key = ?", Some(vec![item.key.clone().into()]))?;
-                }
-                PlacementEffect::UnknownPod => out.unknown_pod += 1,
-                PlacementEffect::NotACandidate => out.not_a_candidate += 1,
+            item.outcome.map(Outcome::quality).transpose().map_err(worker::Error::RustError)?;
+        }
+        // key → (record as loaded, record as updated)
+        let mut records: BTreeMap<String, (PodRecord, PodRecord)> = BTreeMap::new();
+        for item in &req.items {
+            if !records.contains_key(&item.key) {
+                let record = self.load_record(&item.key, req.now_ms, &config)?;
+                records.insert(item.key.clone(), (record.clone(), record));
             }
         }
-        let epoch = self.with_colony(|c| c.pheromones.epoch)?;
-        self.set_meta("epoch", epoch.to_string())?;
-        self.persist_counters()?;
+        let mut out = PlacementsResponse::default();
+        let mut trails: BTreeMap<String, Trail> = BTreeMap::new();
+        let mut outcome_nodes: BTreeSet<String> = BTreeSet::new();
+        let applied = self.with_colony(|c| -> std::result::Result<_, String> {
+            for item in &req.items {
+                let record = &mut records.get_mut(&item.key).expect("loaded above").1;
+                match c.report(record, &item.node, item.outcome, req.now_ms, &config)? {
+                    ReportEffect::Deposited { node, trail, outcome, .. } => {
+                        out.deposited += 1;
+                        if outcome.is_some() {
+                            outcome_nodes.insert(node.clone());
+                        }
+                        trails.insert(node, trail);
+                    }
+                    ReportEffect::OutcomeRecorded { node, .. } => {
+                        out.outcomes += 1;
+                        outcome_nodes.insert(node);
+                    }
+                    ReportEffect::Duplicate => out.duplicates += 1,
+                    ReportEffect::UnknownPod => out.unknown_pod += 1,
+                    ReportEffect::NotACandidate => out.not_a_candidate += 1,
+                }
+            }
+            let stats: Vec<(String, OutcomeStats)> =
+                outcome_nodes.iter().map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default())).collect();
+            let counters = serde_json::to_string(&c.counters).map_err(|e| e.to_string())?;
+            Ok((stats, c.pheromones.epoch, counters))
+        })?;
+        let (stats, epoch, counters) = applied.map_err(|e| {
+            *self.colony.borrow_mut() = None;
+            worker::Error::RustError(e)
+        })?;
+
+        let mut writes = Writes::default();
+        writes.meta("tenant", req.tenant.clone());
+        for (node, trail) in trails {
+            writes.push("INSERT OR REPLACE INTO trails(node, tau, epoch) VALUES(?, ?, ?)", vec![node.into(), trail.tau.into(), int(trail.epoch)]);
+        }
+        for (node, s) in stats {
+            writes.push(
+                "INSERT OR REPLACE INTO outcomes(node, successes, failures) VALUES(?, ?, ?)",
+                vec![node.into(), s.successes.into(), s.failures.into()],
+            );
+        }
+        let mut confirmed_any = false;
+        for (key, (before, after)) in records {
+            if before.decision.is_some() && after.decision.is_none() {
+                writes.push("DELETE FROM decisions WHERE key = ?", vec![key.clone().into()]);
+            }
+            if let Some(c) = after.confirmed.filter(|c| before.confirmed.as_ref() != Some(c)) {
+                confirmed_any = true;
+                writes.push(
+                    "INSERT OR REPLACE INTO confirmed(key, node, confirmed_ms, outcome_recorded) VALUES(?, ?, ?, ?)",
+                    vec![key.into(), c.node.into(), int(c.confirmed_ms), int(c.outcome_recorded as u64)],
+                );
+            }
+        }
+        writes.meta("epoch", epoch.to_string());
+        writes.meta("counters", counters);
+        self.commit(writes)?;
+        if confirmed_any {
+            self.ensure_alarm(&config).await?;
+        }
         Ok(json_response(200, &out))
     }
 
     fn table(&self) -> Result<Response> {
         let config = self.config()?;
         let tenant = self.tenant()?;
-        let pending = self.sql.exec("SELECT COUNT(*) AS value FROM decisions", None)?.to_array::<serde_json::Value>()?;
-        let pending = pending.first().and_then(|v| v.get("value")).and_then(|v| v.as_u64()).unwrap_or(0);
+        let pending = self.count("decisions")?;
+        let confirmed = self.count("confirmed")?;
         let body = self.with_colony(|c| {
             let nodes: Vec<TrailView> = c
                 .pheromones
@@ -242,25 +393,26 @@ impl Colony {
                 "nodes": nodes,
                 "counters": c.counters,
                 "pendingDecisions": pending,
+                "confirmedPods": confirmed,
             })
         })?;
         Ok(json_response(200, &body))
     }
 
     fn tenant(&self) -> Result<String> {
-        self.sql.exec(SCHEMA, None)?;
-        let rows: Vec<ValueRow> = self.sql.exec("SELECT value FROM meta WHERE name = 'tenant'", None)?.to_array()?;
-        Ok(rows.into_iter().next().map(|r| r.value).unwrap_or_default())
+        Ok(self.meta("tenant")?.unwrap_or_default())
     }
 
     fn reset(&self) -> Result<Response> {
         let tenant = self.tenant()?;
-        for table in ["trails", "outcomes", "decisions", "meta"] {
-            self.sql.exec(&format!("DELETE FROM {table}"), None)?;
+        let mut writes = Writes::default();
+        for statement in RESET {
+            writes.push(statement, vec![]);
         }
         if !tenant.is_empty() {
-            self.set_meta("tenant", tenant)?;
+            writes.meta("tenant", tenant);
         }
+        self.commit(writes)?;
         *self.colony.borrow_mut() = None;
         Ok(json_response(200, &serde_json::json!({"reset": true})))
     }
@@ -279,6 +431,8 @@ impl Colony {
                 ("aco_colony_unknown_placements_total", k.unknown_placements),
                 ("aco_colony_non_candidate_placements_total", k.non_candidate_placements),
                 ("aco_colony_failed_outcomes_total", k.failed_outcomes),
+                ("aco_colony_late_outcomes_total", k.late_outcomes),
+                ("aco_colony_duplicate_reports_total", k.duplicate_reports),
             ] {
                 let _ = writeln!(out, "{name}{{tenant=\"{tenant}\"}} {value}");
             }
@@ -297,23 +451,40 @@ impl Colony {
         }
         let storage = self.state.storage();
         if storage.get_alarm().await?.is_none() {
-            storage.set_alarm(config.decision_ttl_ms.min(i64::MAX as u64) as i64).await?;
+            storage.set_alarm(config.decision_ttl_ms.min(config.confirmed_ttl_ms).min(i64::MAX as u64) as i64).await?;
         }
         self.alarm_armed.set(true);
         Ok(())
+    }
+
+    /// The oldest timestamp in a table's time column, if any rows remain.
+    fn oldest(&self, query: &str) -> Result<Option<u64>> {
+        let rows: Vec<NumberRow> = self.sql.exec(query, None)?.to_array()?;
+        Ok(rows.first().and_then(|r| r.value).map(|v| v as u64))
     }
 }
 
 impl DurableObject for Colony {
     fn new(state: State, env: Env) -> Self {
         let sql = state.storage().sql();
-        Self { state, env, sql, colony: RefCell::new(None), alarm_armed: Cell::new(false) }
+        // Before any event, so that every route works on a fresh colony (a placement for a
+        // tenant that never scored a pod used to find no `meta` table).
+        let schema_ready = sql.exec(SCHEMA, None).is_ok();
+        Self {
+            state,
+            env,
+            sql,
+            colony: RefCell::new(None),
+            schema_ready: Cell::new(schema_ready),
+            alarm_armed: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
+        self.ensure_schema()?;
         match (req.method(), req.path().as_str()) {
             (Method::Post, "/prioritize") => self.prioritize(req.json().await?).await,
-            (Method::Post, "/placements") => self.placements(req.json().await?),
+            (Method::Post, "/placements") => self.placements(req.json().await?).await,
             (Method::Get, "/pheromones") => self.table(),
             (Method::Delete, "/pheromones") => self.reset(),
             (Method::Get, "/metrics") => self.metrics(),
@@ -321,19 +492,27 @@ impl DurableObject for Colony {
         }
     }
 
-    /// Drops decisions older than DECISION_TTL_MS (pods never confirmed) and re-arms while any remain.
+    /// Drops decisions older than DECISION_TTL_MS (pods never confirmed) and confirmations older
+    /// than CONFIRMED_TTL_MS, then re-arms for the moment the oldest remaining row expires.
     async fn alarm(&self) -> Result<Response> {
         self.alarm_armed.set(false);
+        self.ensure_schema()?;
         let config = self.config()?;
         let now = worker::Date::now().as_millis();
-        self.sql.exec(SCHEMA, None)?;
-        self.sql.exec(
-            "DELETE FROM decisions WHERE created_ms < ?",
-            Some(vec![SqlStorageValue::Integer(now.saturating_sub(config.decision_ttl_ms) as i64)]),
-        )?;
-        let left = self.sql.exec("SELECT COUNT(*) AS value FROM decisions", None)?.to_array::<serde_json::Value>()?;
-        if left.first().and_then(|v| v.get("value")).and_then(|v| v.as_u64()).unwrap_or(0) > 0 {
-            self.state.storage().set_alarm(config.decision_ttl_ms as i64).await?;
+        let mut writes = Writes::default();
+        writes.push("DELETE FROM decisions WHERE created_ms < ?", vec![int(now.saturating_sub(config.decision_ttl_ms))]);
+        writes.push("DELETE FROM confirmed WHERE confirmed_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
+        self.commit(writes)?;
+        let next = [
+            (self.oldest("SELECT MIN(created_ms) AS value FROM decisions")?, config.decision_ttl_ms),
+            (self.oldest("SELECT MIN(confirmed_ms) AS value FROM confirmed")?, config.confirmed_ttl_ms),
+        ]
+        .into_iter()
+        .filter_map(|(oldest, ttl)| oldest.map(|t| t.saturating_add(ttl)))
+        .min();
+        if let Some(expires_at) = next {
+            let delay = expires_at.saturating_sub(now).max(MIN_ALARM_DELAY_MS);
+            self.state.storage().set_alarm(delay.min(i64::MAX as u64) as i64).await?;
             self.alarm_armed.set(true);
         }
         Response::ok("pruned")

@@ -1,6 +1,9 @@
 //! `POST /v1/placements`: confirmed placements (from an in-cluster watcher reporting
-//! `pod.spec.nodeName` after binding). Each deposits pheromone in its tenant's colony, using
-//! the decision remembered for that pod; unknown pods are counted and ignored.
+//! `pod.spec.nodeName` after binding) and, later, their outcomes. The first report of a pod
+//! deposits pheromone in its tenant's colony, using the decision remembered for that pod; a
+//! later report with an `outcome` updates the node's reliability once; replays are counted as
+//! duplicates and change nothing; unknown pods are counted and ignored (see
+//! `aco_core::colony::report`).
 
 use std::collections::BTreeMap;
 
@@ -41,6 +44,8 @@ struct Batch {
 pub struct Summary {
     pub received: u64,
     pub deposited: u64,
+    pub outcomes: u64,
+    pub duplicates: u64,
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
 }
@@ -78,6 +83,8 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
         let req = PlacementsRequest { tenant: tenant.clone(), items, now_ms: call.now_ms };
         let r: PlacementsResponse = colony_call(&call.env, &tenant, Method::Post, "/placements", Some(&req)).await?;
         summary.deposited += r.deposited;
+        summary.outcomes += r.outcomes;
+        summary.duplicates += r.duplicates;
         summary.unknown_pod += r.unknown_pod;
         summary.not_a_candidate += r.not_a_candidate;
         call.event.tenant = Some(tenant);
