@@ -1,7 +1,9 @@
 //! Node facts in KV (`node/<name>` → JSON `NodeFacts`), fronted by a per-isolate cache that
 //! keeps each record (or its absence) for `FACTS_CACHE_MS`. KV is eventually consistent (~60 s
 //! across locations) and allows about one write per second per key, which suits facts that a
-//! reporter pushes every few seconds.
+//! reporter pushes every few seconds. A forgotten node (deleted from the cluster) is cached as
+//! absent in the isolate that forgot it; other isolates see it gone after their cache entry
+//! expires (`FACTS_CACHE_MS`) and KV has propagated the delete.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -87,6 +89,24 @@ pub async fn store(kv: &KvStore, records: &[NodeFacts], now_ms: u64) -> Result<(
         let mut cache = cache.borrow_mut();
         for f in records {
             cache.insert(f.name.clone(), (now_ms, Some(f.clone())));
+        }
+    });
+    Ok(())
+}
+
+/// Deletes the records of nodes that left the cluster and caches their absence in this isolate.
+pub async fn forget<'a>(kv: &KvStore, names: impl Iterator<Item = &'a str>, now_ms: u64) -> Result<(), ApiError> {
+    let names: Vec<&str> = names.collect();
+    let deletes = names.iter().map(|name| async move {
+        kv.delete(&key(name)).await.map_err(|e| ApiError::unavailable("node facts store (KV)", e))
+    });
+    for result in join_all(deletes).await {
+        result?;
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        for name in names {
+            cache.insert(name.to_string(), (now_ms, None));
         }
     });
     Ok(())

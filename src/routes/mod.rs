@@ -59,6 +59,7 @@ async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u
         ["v1", "bind"] => "bind",
         ["v1", "placements"] => "placements",
         ["v1", "nodes"] => "nodes",
+        ["v1", "nodes", _] => "node",
         ["v1", "echo"] => "echo",
         ["v1", "tenants", _, "pheromones"] => "pheromones",
         _ => {
@@ -78,6 +79,7 @@ async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u
     let expected: &[Method] = match verb {
         "metrics" => &[Method::Get],
         "nodes" => &[Method::Put],
+        "node" => &[Method::Get],
         "pheromones" => &[Method::Get, Method::Delete],
         _ => &[Method::Post],
     };
@@ -90,6 +92,7 @@ async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u
             "bind" => bind::bind(&mut call).await,
             "placements" => placements::placements(&mut call).await,
             "nodes" => nodes::put_nodes(&mut call).await,
+            "node" => nodes::get_node(&mut call, segments[2]).await,
             "echo" => ops::echo(&mut call).await,
             "metrics" => ops::metrics(&mut call).await,
             "pheromones" => tenants::pheromones(&mut call, segments[2], method).await,
