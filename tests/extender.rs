@@ -97,6 +97,29 @@ impl Api {
         assert_eq!(status, 200, "{body}");
     }
 
+    async fn put_batch(&self, batch: Value) -> (StatusCode, Value) {
+        self.admin(reqwest::Method::PUT, "/v1/nodes", Some(batch)).await
+    }
+
+    /// The stored facts of one node (`None` when the Worker has none).
+    async fn node_facts(&self, node: &str) -> Option<Value> {
+        let (status, body) = self.admin(reqwest::Method::GET, &format!("/v1/nodes/{node}"), None).await;
+        match status.as_u16() {
+            200 => Some(body),
+            404 => None,
+            _ => panic!("GET /v1/nodes/{node}: {status} {body}"),
+        }
+    }
+
+    /// Which of `names` a names-mode (nodeCacheCapable) filter passes for a small CPU pod;
+    /// the others' reasons.
+    async fn filter_names(&self, names: &[&str]) -> (Vec<String>, Value) {
+        let body = json!({"Pod": pod("probe", "ops", json!({}), json!({}), json!({"cpu": "1"})), "NodeNames": names});
+        let reply = self.post("/v1/filter", body.to_string()).await;
+        let passed = reply["NodeNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        (passed, reply["FailedNodes"].clone())
+    }
+
     async fn pheromones(&self, tenant: &str) -> Value {
         let (status, body) = self.admin(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
         assert_eq!(status, 200, "{body}");
@@ -321,7 +344,7 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
 
     // A repeated or unknown report deposits nothing more.
     let again = api.place(json!([placements[0].clone(), {"podUid": "never-scored", "tenant": "alpha", "node": expensive}])).await;
-    assert_eq!((again["deposited"].as_u64(), again["unknownPod"].as_u64()), (Some(0), Some(2)), "{again}");
+    assert_eq!((again["deposited"].as_u64(), again["duplicates"].as_u64(), again["unknownPod"].as_u64()), (Some(0), Some(1), Some(1)), "{again}");
     assert_eq!(api.pheromones("alpha").await["epoch"], 20);
 
     // Reset clears the tenant's colony.
@@ -374,8 +397,12 @@ async fn colony_state_survives_a_restart_of_the_runtime() {
     assert_eq!(after["nodes"], before["nodes"]);
     assert_eq!(after["epoch"], 2);
     assert_eq!(after["pendingDecisions"], 1);
-    // The third decision is still remembered and still deposits; KV facts survived too.
+    // The third decision is still remembered and still deposits; confirmations survived (a
+    // replay is a duplicate); KV facts survived too.
     assert_eq!(api.place(json!([{"podUid": "uid-keep-p2", "namespace": "keep", "node": name(&nodes[0])}])).await["deposited"], 1);
+    let replay = api.place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name(&nodes[1])}])).await;
+    assert_eq!((replay["deposited"].as_u64(), replay["duplicates"].as_u64()), (Some(0), Some(1)), "{replay}");
+    assert_eq!(api.pheromones("keep").await["epoch"], 3);
     let body = json!({"Pod": pod("q", "keep", json!({}), json!({"scheduling.aco/latency-target-us": "20"}), json!({})), "NodeNames": ["persisted-node"]});
     assert_eq!(api.post("/v1/filter", body.to_string()).await["NodeNames"], json!(["persisted-node"]));
 }
@@ -473,4 +500,155 @@ async fn metrics_report_verbs_filter_reasons_deposits_and_pheromones() {
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
+}
+
+#[tokio::test]
+async fn deleted_nodes_are_forgotten_and_a_batch_with_a_bad_name_changes_nothing() {
+    let api = Api::start(StartOptions::default());
+    let facts = |name: &str| json!({"name": name, "allocatable": {"cpu": "8", "memory": "32Gi"}});
+    api.put_facts(json!([facts("gone-1"), facts("gone-2"), facts("stays")])).await;
+    assert_eq!(api.filter_names(&["gone-1", "gone-2", "stays"]).await.0, vec!["gone-1", "gone-2", "stays"]);
+
+    // A bad name, or a name both reported and deleted, rejects the whole batch: nothing is
+    // stored and nothing forgotten.
+    let (status, body) = api.put_batch(json!({"nodes": [facts("newcomer")], "deleted": ["gone-1", "Bad_Name"]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "deleted[1]");
+    let (status, body) = api.put_batch(json!({"nodes": [facts("stays")], "deleted": ["gone-2", "stays"]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "deleted[1]");
+    assert!(body["error"].as_str().unwrap().contains("both"), "{body}");
+    assert!(api.node_facts("gone-1").await.is_some());
+    assert!(api.node_facts("newcomer").await.is_none());
+    let (passed, failed) = api.filter_names(&["gone-1", "gone-2", "stays", "newcomer"]).await;
+    assert_eq!(passed, vec!["gone-1", "gone-2", "stays"]);
+    assert!(failed["newcomer"].as_str().unwrap().contains("no node facts"), "{failed}");
+
+    // `nodes` may be absent when only `deleted` is given; a repeated name counts once.
+    let (status, body) = api.put_batch(json!({"deleted": ["gone-1", "gone-2", "gone-1"]})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({"stored": 0, "forgotten": 2}));
+    let (passed, failed) = api.filter_names(&["gone-1", "gone-2", "stays"]).await;
+    assert_eq!(passed, vec!["stays"]);
+    for gone in ["gone-1", "gone-2"] {
+        assert!(failed[gone].as_str().unwrap().contains("no node facts"), "{failed}");
+        assert!(api.node_facts(gone).await.is_none(), "{gone}");
+    }
+    // Forgetting a node we never knew is harmless; reports and deletions mix in one batch.
+    let (status, body) = api.put_batch(json!({"nodes": [facts("newcomer")], "deleted": ["never-seen"]})).await;
+    assert_eq!((status.as_u16(), body), (200, json!({"stored": 1, "forgotten": 1})));
+    assert_eq!(api.filter_names(&["newcomer", "stays"]).await.0, vec!["newcomer", "stays"]);
+}
+
+#[tokio::test]
+async fn gpu_free_milli_is_stored_and_more_than_one_gpu_is_rejected_with_the_field_named() {
+    let api = Api::start(StartOptions::default());
+    let t = now_ms();
+    api.put_facts(json!([{"name": "gpu-frag", "observedAtMs": t, "gpuFreeMilli": [1000, 250, 0, 1000]}])).await;
+    let facts = api.node_facts("gpu-frag").await.expect("stored");
+    assert_eq!(facts["gpuFreeMilli"], json!({"value": [1000, 250, 0, 1000], "atMs": t}), "{facts}");
+
+    let (status, body) = api.put_batch(json!({"nodes": [{"name": "other", "gpuFreeMilli": [0]}, {"name": "gpu-frag", "gpuFreeMilli": [0, 1001]}]})).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "nodes[1].gpuFreeMilli[1]");
+    assert_eq!(api.node_facts("gpu-frag").await.unwrap()["gpuFreeMilli"]["value"], json!([1000, 250, 0, 1000]));
+    assert!(api.node_facts("other").await.is_none());
+}
+
+/// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod, notACandidate).
+fn tally(summary: &Value) -> (u64, u64, u64, u64, u64) {
+    let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 6, "unexpected summary shape: {summary}");
+    let n = |k: &str| summary[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {summary}"));
+    (n("deposited"), n("outcomes"), n("duplicates"), n("unknownPod"), n("notACandidate"))
+}
+
+fn trail_of<'a>(table: &'a Value, node: &str) -> &'a Value {
+    table["nodes"].as_array().unwrap().iter().find(|t| t["node"] == node).unwrap_or_else(|| panic!("no trail for {node}: {table}"))
+}
+
+#[tokio::test]
+async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let (x, y) = (name(&nodes[0]), name(&nodes[1]));
+    for p in ["p1", "p2"] {
+        api.scores(&pod(p, "replay", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    }
+    let placed = |p: &str, node: &str| json!({"podUid": format!("uid-replay-{p}"), "namespace": "replay", "name": p, "tenant": "replay", "node": node});
+    let with_outcome = |p: &str, node: &str, outcome: Value| {
+        let mut v = placed(p, node);
+        v["outcome"] = outcome;
+        v
+    };
+
+    // The placement, delivered three times (and twice more inside one batch), deposits once.
+    let first = api.place(json!([placed("p1", &x)])).await;
+    assert_eq!(first["received"], 1);
+    assert_eq!(tally(&first), (1, 0, 0, 0, 0), "{first}");
+    let after_deposit = api.pheromones("replay").await;
+    for _ in 0..2 {
+        assert_eq!(tally(&api.place(json!([placed("p1", &x)])).await), (0, 0, 1, 0, 0));
+    }
+    assert_eq!(tally(&api.place(json!([placed("p1", &x), placed("p1", &x)])).await), (0, 0, 2, 0, 0));
+    let table = api.pheromones("replay").await;
+    assert_eq!(table["epoch"], 1);
+    assert_eq!(table["nodes"], after_deposit["nodes"]);
+    assert_eq!((table["pendingDecisions"].as_u64(), table["confirmedPods"].as_u64()), (Some(1), Some(1)), "{table}");
+
+    // The pod's fate, reported later: reliability of the confirmed node moves once, τ does not.
+    assert_eq!(tally(&api.place(json!([with_outcome("p1", &x, json!("failed"))])).await), (0, 1, 0, 0, 0));
+    for outcome in [json!("failed"), json!("failed"), json!("succeeded"), json!(0.9)] {
+        assert_eq!(tally(&api.place(json!([with_outcome("p1", &x, outcome)])).await), (0, 0, 1, 0, 0));
+    }
+    assert_eq!(tally(&api.place(json!([placed("p1", &x)])).await), (0, 0, 1, 0, 0));
+    let table = api.pheromones("replay").await;
+    let trail = trail_of(&table, &x);
+    assert_eq!((trail["successes"].as_f64(), trail["failures"].as_f64()), (Some(0.0), Some(1.0)), "{table}");
+    assert_eq!(trail["tau"], trail_of(&after_deposit, &x)["tau"]);
+    assert_eq!(table["epoch"], 1);
+    assert_eq!(table["counters"]["lateOutcomes"], 1);
+
+    // An outcome naming another node than the confirmed one changes nothing; placement and
+    // outcome in one batch count once each, however often the batch is replayed (once the
+    // outcome is recorded, every report of the pod is a duplicate).
+    let batch = json!([placed("p2", &x), with_outcome("p2", &y, json!("failed")), with_outcome("p2", &x, json!("succeeded"))]);
+    assert_eq!(tally(&api.place(batch.clone()).await), (1, 1, 0, 0, 1));
+    for _ in 0..2 {
+        assert_eq!(tally(&api.place(batch.clone()).await), (0, 0, 3, 0, 0));
+    }
+    let table = api.pheromones("replay").await;
+    let trail = trail_of(&table, &x);
+    assert_eq!((trail["successes"].as_f64(), trail["failures"].as_f64()), (Some(1.0), Some(1.0)), "{table}");
+    assert!(table["nodes"].as_array().unwrap().iter().all(|t| t["node"] != y.as_str()), "{table}");
+    assert_eq!(table["epoch"], 2);
+}
+
+#[tokio::test]
+async fn an_outcome_for_a_pod_we_never_scored_changes_nothing() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(&pod("known", "fate", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    let before = api.pheromones("fate").await;
+    let ghost = json!([{"podUid": "uid-ghost", "namespace": "fate", "name": "ghost", "node": name(&nodes[0]), "outcome": "failed"}]);
+    for _ in 0..2 {
+        assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 0, 1, 0));
+    }
+    let after = api.pheromones("fate").await;
+    assert_eq!((&after["epoch"], &after["nodes"], &after["pendingDecisions"]), (&before["epoch"], &before["nodes"], &before["pendingDecisions"]));
+    assert_eq!(after["confirmedPods"], 0);
+    assert_eq!(after["counters"]["failedOutcomes"], 0);
+}
+
+#[tokio::test]
+async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_error() {
+    let api = Api::start(StartOptions::default());
+    let (status, body) = api
+        .admin(reqwest::Method::POST, "/v1/placements", Some(json!({"placements": [{"podUid": "u1", "namespace": "brand-new", "name": "p", "node": "n1"}]})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["received"], 1);
+    assert_eq!(tally(&body), (0, 0, 0, 1, 0));
+    let table = api.pheromones("brand-new").await;
+    assert_eq!((table["epoch"].as_u64(), table["tenant"].as_str()), (Some(0), Some("brand-new")), "{table}");
 }
