@@ -113,6 +113,8 @@ struct ConfirmedRow {
     node: String,
     confirmed_ms: f64,
     outcome_recorded: f64,
+    deposit_quality: f64,
+    deposit_epoch: f64,
 }
 
 #[derive(Deserialize)]
@@ -177,7 +179,7 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS outcomes(node TEXT PRIMARY KEY, successes REAL NOT NULL, failures REAL NOT NULL);
     CREATE TABLE IF NOT EXISTS decisions(key TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, body TEXT NOT NULL);
     CREATE INDEX IF NOT EXISTS decisions_by_age ON decisions(created_ms);
-    CREATE TABLE IF NOT EXISTS confirmed(key TEXT PRIMARY KEY, node TEXT NOT NULL, confirmed_ms INTEGER NOT NULL, outcome_recorded INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS confirmed(key TEXT PRIMARY KEY, node TEXT NOT NULL, confirmed_ms INTEGER NOT NULL, outcome_recorded INTEGER NOT NULL, deposit_quality REAL NOT NULL, deposit_epoch INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS confirmed_by_age ON confirmed(confirmed_ms);
     CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
@@ -274,7 +276,7 @@ impl Colony {
         let confirmed: Vec<ConfirmedRow> = self
             .sql
             .exec(
-                "SELECT node, confirmed_ms, outcome_recorded FROM confirmed WHERE key = ? AND confirmed_ms >= ?",
+                "SELECT node, confirmed_ms, outcome_recorded, deposit_quality, deposit_epoch FROM confirmed WHERE key = ? AND confirmed_ms >= ?",
                 Some(vec![key.into(), int(now_ms.saturating_sub(config.confirmed_ttl_ms))]),
             )?
             .to_array()?;
@@ -284,6 +286,8 @@ impl Colony {
                 node: r.node,
                 confirmed_ms: r.confirmed_ms as u64,
                 outcome_recorded: r.outcome_recorded != 0.0,
+                deposit_quality: r.deposit_quality,
+                deposit_epoch: r.deposit_epoch as u64,
             }),
         })
     }
@@ -318,9 +322,10 @@ impl Colony {
                         }
                         trails.insert(node, trail);
                     }
-                    ReportEffect::OutcomeRecorded { node, .. } => {
+                    ReportEffect::OutcomeRecorded { node, trail, .. } => {
                         out.outcomes += 1;
-                        outcome_nodes.insert(node);
+                        outcome_nodes.insert(node.clone());
+                        trails.insert(node, trail);
                     }
                     ReportEffect::Duplicate => out.duplicates += 1,
                     ReportEffect::UnknownPod => out.unknown_pod += 1,
@@ -356,8 +361,15 @@ impl Colony {
             if let Some(c) = after.confirmed.filter(|c| before.confirmed.as_ref() != Some(c)) {
                 confirmed_any = true;
                 writes.push(
-                    "INSERT OR REPLACE INTO confirmed(key, node, confirmed_ms, outcome_recorded) VALUES(?, ?, ?, ?)",
-                    vec![key.into(), c.node.into(), int(c.confirmed_ms), int(c.outcome_recorded as u64)],
+                    "INSERT OR REPLACE INTO confirmed(key, node, confirmed_ms, outcome_recorded, deposit_quality, deposit_epoch) VALUES(?, ?, ?, ?, ?, ?)",
+                    vec![
+                        key.into(),
+                        c.node.into(),
+                        int(c.confirmed_ms),
+                        int(c.outcome_recorded as u64),
+                        c.deposit_quality.into(),
+                        int(c.deposit_epoch),
+                    ],
                 );
             }
         }

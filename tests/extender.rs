@@ -596,7 +596,8 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
     assert_eq!(table["nodes"], after_deposit["nodes"]);
     assert_eq!((table["pendingDecisions"].as_u64(), table["confirmedPods"].as_u64()), (Some(1), Some(1)), "{table}");
 
-    // The pod's fate, reported later: reliability of the confirmed node moves once, τ does not.
+    // The pod's fate, reported later: reliability of the confirmed node moves once, and its
+    // deposit is revised to the outcome's quality, once.
     assert_eq!(tally(&api.place(json!([with_outcome("p1", &x, json!("failed"))])).await), (0, 1, 0, 0, 0));
     for outcome in [json!("failed"), json!("failed"), json!("succeeded"), json!(0.9)] {
         assert_eq!(tally(&api.place(json!([with_outcome("p1", &x, outcome)])).await), (0, 0, 1, 0, 0));
@@ -605,8 +606,10 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
     let table = api.pheromones("replay").await;
     let trail = trail_of(&table, &x);
     assert_eq!((trail["successes"].as_f64(), trail["failures"].as_f64()), (Some(0.0), Some(1.0)), "{table}");
-    assert_eq!(trail["tau"], trail_of(&after_deposit, &x)["tau"]);
-    assert_eq!(table["epoch"], 1);
+    // As if the deposit had been Q × 0: τ_initial (1.0) evaporated over one epoch.
+    let tau = trail["tau"].as_f64().unwrap();
+    assert!((tau - 0.95).abs() < 1e-9, "τ after a failed outcome: {tau} (was {})", trail_of(&after_deposit, &x)["tau"]);
+    assert_eq!(table["epoch"], 1, "a revision passes no epoch");
     assert_eq!(table["counters"]["lateOutcomes"], 1);
 
     // An outcome naming another node than the confirmed one changes nothing; placement and

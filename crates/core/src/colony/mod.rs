@@ -68,7 +68,8 @@ pub struct Prioritized {
 /// What a placement report did to the colony.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlacementEffect {
-    Deposited { node: String, amount: f64, trail: Trail, exact: bool },
+    /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
+    Deposited { node: String, amount: f64, quality: f64, trail: Trail, exact: bool },
     UnknownPod,
     NotACandidate,
 }
@@ -138,11 +139,12 @@ impl TenantColony {
         if let Some(q) = reported {
             self.record_outcome(node, q);
         }
-        let amount = config.deposit_q * reported.unwrap_or(eta_then);
+        let quality = reported.unwrap_or(eta_then);
+        let amount = config.deposit_q * quality;
         let trail = self.pheromones.deposit(node, amount, config);
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
-        Ok(PlacementEffect::Deposited { node: node.to_string(), amount, trail, exact })
+        Ok(PlacementEffect::Deposited { node: node.to_string(), amount, quality, trail, exact })
     }
 }
 

@@ -47,6 +47,18 @@ impl PheromoneTable {
         trail
     }
 
+    /// Revises a deposit made at epoch `deposit_epoch` by `delta` (its quality turned out
+    /// different): `delta` is added as it would stand now had it been part of the deposit, i.e.
+    /// evaporated by `(1 − ρ)^(now − then)`. No epoch passes. Returns the node's new trail.
+    pub fn revise(&mut self, node: &str, delta: f64, deposit_epoch: u64, config: &Config) -> Trail {
+        let delta = if delta.is_finite() { delta } else { 0.0 };
+        let steps = self.epoch.saturating_sub(deposit_epoch).min(i32::MAX as u64) as i32;
+        let tau = (self.tau(node, config) + delta * (1.0 - config.rho).powi(steps)).clamp(config.tau_min, config.tau_max);
+        let trail = Trail { tau, epoch: self.epoch };
+        self.trails.insert(node.to_string(), trail);
+        trail
+    }
+
     /// Every node that has a trail, with τ now, highest first (ties by name).
     pub fn snapshot(&self, config: &Config) -> Vec<(String, f64)> {
         let mut rows: Vec<_> = self.trails.keys().map(|n| (n.clone(), self.tau(n, config))).collect();
@@ -59,6 +71,26 @@ impl PheromoneTable {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_revision_lands_where_the_right_deposit_would_have() {
+        let c = Config::default();
+        let mut revised = PheromoneTable::default();
+        let mut right = PheromoneTable::default();
+        revised.deposit("a", 0.8, &c);
+        let then = revised.epoch;
+        right.deposit("a", 0.0, &c);
+        for _ in 0..5 {
+            revised.deposit("b", 0.3, &c);
+            right.deposit("b", 0.3, &c);
+        }
+        revised.revise("a", -0.8, then, &c);
+        assert!((revised.tau("a", &c) - right.tau("a", &c)).abs() < 1e-12);
+        assert_eq!(revised.epoch, right.epoch, "a revision is no epoch");
+        // Bounds hold: a revision can never take τ below τ_min.
+        revised.revise("a", -100.0, then, &c);
+        assert_eq!(revised.tau("a", &c), c.tau_min);
+    }
 
     #[test]
     fn untouched_nodes_evaporate_like_touched_ones() {

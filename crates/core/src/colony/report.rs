@@ -8,10 +8,15 @@
 //! |---|---|---|
 //! | decision | any | deposit `Q × quality` (outcome if given, else η then); decision → confirmed |
 //! | confirmed, no outcome yet | no outcome | duplicate: nothing |
-//! | confirmed, no outcome yet | outcome, same node | the node's reliability updated once; no deposit |
+//! | confirmed, no outcome yet | outcome, same node | the node's reliability updated once; the deposit revised to the outcome's quality (no new epoch) |
 //! | confirmed, no outcome yet | outcome, other node | not a candidate: nothing |
 //! | confirmed, outcome recorded | any | duplicate: nothing |
 //! | nothing | any | unknown pod: nothing (we never scored it, or it expired) |
+//!
+//! The revision makes a placement's deposit, in the end, `Q × observed outcome` (evaporated as
+//! the original deposit was): without it a node where pods keep failing would still collect
+//! `Q × η` from every placement reported before its pods failed, and the trail would outvote
+//! the node's falling reliability (seen in the real-cluster test of failing pods).
 //!
 //! A decision always wins over a confirmation: a new decision for the key means the pod was
 //! scheduled again (e.g. a StatefulSet pod recreated under the same name).
@@ -23,7 +28,7 @@ use crate::config::Config;
 
 /// A placement the colony has learnt from, remembered for `CONFIRMED_TTL_MS` so that replays
 /// and the pod's later outcome are recognised.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Confirmed {
     /// The node the placement was confirmed on; a later outcome is that node's.
@@ -31,6 +36,10 @@ pub struct Confirmed {
     pub confirmed_ms: u64,
     /// The pod's outcome has already updated the node's reliability.
     pub outcome_recorded: bool,
+    /// The quality the deposit used (η at decision time when no outcome was known) and the
+    /// epoch it was made in: a later outcome revises the deposit to its own quality.
+    pub deposit_quality: f64,
+    pub deposit_epoch: u64,
 }
 
 /// What the colony remembers about one pod key (unexpired entries only).
@@ -46,8 +55,9 @@ pub enum ReportEffect {
     /// The first report of a remembered decision. `outcome` is the quality the report carried,
     /// if any (it updated the node's reliability too).
     Deposited { node: String, amount: f64, trail: Trail, exact: bool, outcome: Option<f64> },
-    /// The later outcome of a confirmed placement: the node's reliability updated, no deposit.
-    OutcomeRecorded { node: String, quality: f64 },
+    /// The later outcome of a confirmed placement: the node's reliability updated and its
+    /// deposit revised to `quality` (`trail` is the node's new trail).
+    OutcomeRecorded { node: String, quality: f64, trail: Trail },
     /// Already counted: nothing changed.
     Duplicate,
     /// Never scored by this colony (or forgotten after its TTL): nothing changed.
@@ -70,10 +80,15 @@ impl TenantColony {
         let quality = outcome.map(Outcome::quality).transpose()?;
         if let Some(decision) = &record.decision {
             return Ok(match self.confirm(Some(decision), node, outcome, config)? {
-                PlacementEffect::Deposited { node, amount, trail, exact } => {
+                PlacementEffect::Deposited { node, amount, quality: deposit_quality, trail, exact } => {
                     record.decision = None;
-                    record.confirmed =
-                        Some(Confirmed { node: node.clone(), confirmed_ms: now_ms, outcome_recorded: quality.is_some() });
+                    record.confirmed = Some(Confirmed {
+                        node: node.clone(),
+                        confirmed_ms: now_ms,
+                        outcome_recorded: quality.is_some(),
+                        deposit_quality,
+                        deposit_epoch: trail.epoch,
+                    });
                     ReportEffect::Deposited { node, amount, trail, exact, outcome: quality }
                 }
                 PlacementEffect::NotACandidate => ReportEffect::NotACandidate,
@@ -91,9 +106,12 @@ impl TenantColony {
                     return Ok(ReportEffect::NotACandidate);
                 }
                 self.record_outcome(&confirmed.node, q);
+                let delta = config.deposit_q * (q - confirmed.deposit_quality);
+                let trail = self.pheromones.revise(&confirmed.node, delta, confirmed.deposit_epoch, config);
                 self.counters.late_outcomes += 1;
                 confirmed.outcome_recorded = true;
-                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: q })
+                confirmed.deposit_quality = q;
+                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: q, trail })
             }
             _ => {
                 self.counters.duplicate_reports += 1;
@@ -138,7 +156,8 @@ mod tests {
         let mut r = PodRecord { decision: Some(decision(&[("a", 0.5), ("b", 0.25)])), confirmed: None };
         let first = c.report(&mut r, "a", None, 100, &config).unwrap();
         assert!(matches!(first, ReportEffect::Deposited { exact: true, outcome: None, .. }), "{first:?}");
-        assert_eq!(r, PodRecord { decision: None, confirmed: Some(Confirmed { node: "a".into(), confirmed_ms: 100, outcome_recorded: false }) });
+        let confirmed = Confirmed { node: "a".into(), confirmed_ms: 100, outcome_recorded: false, deposit_quality: 0.5, deposit_epoch: 1 };
+        assert_eq!(r, PodRecord { decision: None, confirmed: Some(confirmed) });
         let after_first = c.pheromones.clone();
         for _ in 0..3 {
             assert_eq!(c.report(&mut r, "a", None, 200, &config).unwrap(), ReportEffect::Duplicate);
@@ -150,21 +169,31 @@ mod tests {
     }
 
     #[test]
-    fn a_later_outcome_updates_the_confirmed_nodes_reliability_once() {
+    fn a_later_outcome_updates_reliability_and_revises_the_deposit_once() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
         c.report(&mut r, "a", None, 100, &config).unwrap();
-        let trail = c.pheromones.clone();
+        // Other placements pass epochs meanwhile.
+        for i in 0..3 {
+            let mut other = PodRecord { decision: Some(decision(&[("b", 0.5)])), confirmed: None };
+            c.report(&mut other, "b", None, 150 + i, &config).unwrap();
+        }
         let effect = c.report(&mut r, "a", FAILED, 300, &config).unwrap();
-        assert_eq!(effect, ReportEffect::OutcomeRecorded { node: "a".into(), quality: 0.0 });
+        let ReportEffect::OutcomeRecorded { node, quality, trail } = effect else { panic!("{effect:?}") };
+        assert_eq!((node.as_str(), quality), ("a", 0.0));
+        // As if the deposit had been Q × 0: τ_initial evaporated over the four epochs.
+        let expected = config.tau_initial * (1.0 - config.rho).powi(4);
+        assert!((c.pheromones.tau("a", &config) - expected).abs() < 1e-12);
+        assert_eq!(trail.epoch, 4, "a revision passes no epoch");
+        let trail = c.pheromones.clone();
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
         // Replays of the outcome, and of the placement, change nothing more.
         for outcome in [FAILED, SUCCEEDED, None, Some(Outcome::Quality(0.7))] {
             assert_eq!(c.report(&mut r, "a", outcome, 400, &config).unwrap(), ReportEffect::Duplicate);
         }
         assert_eq!(c.outcomes["a"], OutcomeStats { successes: 0.0, failures: 1.0 });
-        assert_eq!(c.pheromones, trail, "an outcome deposits nothing");
+        assert_eq!(c.pheromones, trail, "replays revise nothing");
         assert_eq!((c.counters.late_outcomes, c.counters.failed_outcomes, c.counters.duplicate_reports), (1, 1, 4));
     }
 
@@ -191,7 +220,10 @@ mod tests {
         assert_eq!(c.report(&mut r, "b", FAILED, 200, &config).unwrap(), ReportEffect::NotACandidate);
         assert_eq!((c.pheromones.clone(), r.clone()), before);
         assert!(c.outcomes.is_empty());
-        assert_eq!(c.report(&mut r, "a", SUCCEEDED, 300, &config).unwrap(), ReportEffect::OutcomeRecorded { node: "a".into(), quality: 1.0 });
+        assert!(matches!(
+            c.report(&mut r, "a", SUCCEEDED, 300, &config).unwrap(),
+            ReportEffect::OutcomeRecorded { quality: 1.0, .. }
+        ));
     }
 
     #[test]
