@@ -70,6 +70,19 @@ impl ProcessGroup {
         }
     }
 
+    /// SIGKILL to the whole group at once (a crash: no chance to shut down gracefully); reaps
+    /// the leader. Idempotent.
+    pub fn kill(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        if self.status.is_none() {
+            self.status = self.child.wait().ok();
+        }
+    }
+
     /// SIGTERM to the group; SIGKILL to the group if the leader has not exited after `grace`,
     /// and once more at the end so that no member outlives the leader. Reaps the leader.
     /// Returns true when SIGKILL was needed. Idempotent.

@@ -146,6 +146,14 @@ impl Server {
         }
     }
 
+    /// SIGKILL to the group at once: a crash, no graceful shutdown.
+    pub fn kill(&mut self) {
+        if let Some(mut group) = self.group.take() {
+            group.kill();
+        }
+        self._stdin = None;
+    }
+
     /// SIGTERM to the group, SIGKILL after 5 s.
     pub fn stop(&mut self) {
         if let Some(mut group) = self.group.take() {
@@ -648,3 +656,4 @@ impl Kube {
 }
 pub mod fixtures;
 pub mod kwok;
+pub mod reporter;
