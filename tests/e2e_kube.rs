@@ -12,8 +12,9 @@
 //! 6. 1 and 2 run with `nodeCacheCapable: false` (node objects) and `true` (names + KV facts).
 //!
 //! Nodes are Node objects from the OpenB trace (`../shared/data/openb/`) with
-//! `status.allocatable` patched in (no kubelet) plus the labels the Worker reads; the same facts
-//! reach the Worker through `PUT /v1/nodes`, as the in-cluster reporter would send them.
+//! `status.allocatable` patched in (no kubelet) plus the labels the Worker reads. The real
+//! `aco-reporter` binary runs beside them (`Env::start_with_reporter`): node facts and
+//! placements reach the Worker only from it, never from test code.
 //! The tests run one at a time (each starts its own etcd + apiserver + Worker): the machine has
 //! two cores, and scheduling outcomes should not depend on CPU contention.
 
@@ -79,7 +80,7 @@ fn constraint_nodes() -> Vec<Value> {
 #[tokio::test]
 async fn constraints_hold_in_both_node_modes() {
     let _serial = serial();
-    let env = Env::start().await;
+    let env = Env::start_with_reporter().await;
     let kube = env.kube();
     let nodes = constraint_nodes();
     env.add_nodes(&nodes).await;
@@ -203,19 +204,10 @@ fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Va
     )
 }
 
-/// What the in-cluster reporter sends once a pod is bound: its node from `spec.nodeName`.
-async fn report_bound(env: &Env, ns: &str, tenant: &str, names: &[String]) {
-    let mut placements = Vec::new();
-    for n in names {
-        let p = env.kube().pod(ns, n).await;
-        let node = p["spec"]["nodeName"].as_str().expect("bound").to_owned();
-        placements.push(json!({
-            "podUid": p["metadata"]["uid"], "namespace": ns, "name": n, "tenant": tenant, "node": node,
-        }));
-    }
-    let n = placements.len() as u64;
-    let summary = env.api.report_placements(placements).await;
-    assert_eq!(summary["deposited"].as_u64(), Some(n), "every reported placement should deposit: {summary}");
+/// The reporter reports every pod bound through the extender: the tenant's deposits grow by
+/// exactly the pods bound (never more).
+async fn wait_reported(env: &Env, tenant: &str, before: u64, names: &[String]) {
+    env.api.wait_deposits(tenant, before + names.len() as u64, Duration::from_secs(60)).await;
 }
 
 fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
@@ -225,7 +217,7 @@ fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
 #[tokio::test]
 async fn tenants_learn_only_from_their_own_placements() {
     let _serial = serial();
-    let env = Env::start().await;
+    let env = Env::start_with_reporter().await;
     let kube = env.kube();
     let nodes = identical_nodes(5, "same");
     env.add_nodes(&nodes).await;
@@ -243,12 +235,8 @@ async fn tenants_learn_only_from_their_own_placements() {
     let placed = kube.wait_all_bound(ns, &a_names, BIND_TIMEOUT).await;
     assert!(placed.iter().all(|n| *n == x), "team-a history should be on {x}: {placed:?}");
     // Scoring alone deposits nothing: the trail must not move before a confirmed placement.
-    let a1 = env.api.taus("team-a").await;
-    assert!(
-        a1.values().all(|t| *t <= TAU_INITIAL + 1e-9),
-        "team-a's trail moved before any placement was reported: {a0:?} -> {a1:?}"
-    );
-    report_bound(&env, ns, "team-a", &a_names).await;
+    assert!(a0.values().all(|t| *t <= TAU_INITIAL + 1e-9), "team-a's trail moved before any placement: {a0:?}");
+    wait_reported(&env, "team-a", 0, &a_names).await;
     let a2 = env.api.taus("team-a").await;
     assert_eq!(argmax(&a2), Some(x.as_str()), "team-a after its placements on {x}: {a2:?}");
     let b1 = env.api.taus("team-b").await;
@@ -259,7 +247,7 @@ async fn tenants_learn_only_from_their_own_placements() {
     let b_names = create_pods(kube, &b_hist).await;
     let placed = kube.wait_all_bound(ns, &b_names, BIND_TIMEOUT).await;
     assert!(placed.iter().all(|n| *n == y), "team-b history should be on {y}: {placed:?}");
-    report_bound(&env, ns, "team-b", &b_names).await;
+    wait_reported(&env, "team-b", 0, &b_names).await;
     let b2 = env.api.taus("team-b").await;
     assert_eq!(argmax(&b2), Some(y.as_str()), "team-b after its placements on {y}: {b2:?}");
     let a3 = env.api.taus("team-a").await;
@@ -293,7 +281,7 @@ async fn tenants_learn_only_from_their_own_placements() {
 #[tokio::test]
 async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
     let _serial = serial();
-    let env = Env::start().await;
+    let env = Env::start_with_reporter().await;
     let kube = env.kube();
     let costs = [0.4, 0.8, 1.6, 3.2, 6.4, 12.8];
     let nodes: Vec<Value> = identical_nodes(costs.len(), "priced")
@@ -344,7 +332,7 @@ async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
 #[tokio::test]
 async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     let _serial = serial();
-    let mut env = Env::start().await;
+    let mut env = Env::start_with_reporter().await;
     let nodes = constraint_nodes();
     env.add_nodes(&nodes).await;
     let by_name: HashMap<String, Value> = nodes.iter().map(|n| (name_of(n), n.clone())).collect();
@@ -419,6 +407,7 @@ fn collection_path(obj: &Value) -> String {
         "Job" => format!("/apis/batch/v1/namespaces/{ns}/jobs"),
         "Role" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
         "RoleBinding" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
+        "ClusterRole" => "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
         "ClusterRoleBinding" => "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
         other => panic!("k8s/ ships a {other}: add it here"),
     }
@@ -438,7 +427,7 @@ fn yaml_docs(path: &std::path::Path) -> Vec<Value> {
 #[tokio::test]
 async fn shipped_manifests_install_and_example_pods_schedule() {
     let _serial = serial();
-    let env = Env::start().await;
+    let env = Env::start_with_reporter().await;
     let kube = env.kube();
     let k8s = support_kube::repo_root().join("k8s");
 

@@ -14,8 +14,8 @@
 //!    latency-critical pods avoid the hot node;
 //! 4. pods that fail on one node lower its reliability, and the next latency-critical pods
 //!    avoid it;
-//! 5. faults: the Worker unreachable for a while, the reporter killed and restarted — every
-//!    placement is deposited exactly once;
+//! 5. faults: the Worker unreachable for a while, the reporter killed and restarted, the
+//!    kube-apiserver restarted — every placement is deposited exactly once;
 //! 6. two replicas with a Lease: one reports; kill it and the other takes over.
 //!
 //! Run with `scripts/e2e` (one test at a time; each starts its own cluster).
@@ -409,7 +409,17 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     })
     .await;
     assert_eq!(lp.deposits("t").await, 15);
+
+    // kube-apiserver restarted: every watch breaks; the reporter's resume, and pods bound
+    // afterwards are reported (once).
+    lp.env.cp.restart_apiserver().await;
+    let kube = lp.kube();
+    let after: Vec<Value> = (0..5).map(|i| pod("t", &format!("d-{i}"), PodOpts::default())).collect();
+    let after = create_pods(kube, &after).await;
+    kube.wait_all_bound("t", &after, BIND_TIMEOUT).await;
+    lp.wait_deposits("t", 20, Duration::from_secs(90)).await;
     restarted.server.assert_running();
+    eprintln!("pod watch errors across the apiserver restart: {}", restarted.metric("aco_reporter_watch_errors_total{kind=\"pods\"}").await);
 }
 
 // ---------------------------------------------------------------------------------------------

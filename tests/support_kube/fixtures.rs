@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use super::reporter::Reporter;
 use super::{ControlPlane, Kube, SchedulerConfig, SCHEDULER_NAME};
 use crate::support::{StartOptions, WorkerProcess};
 
@@ -57,6 +58,39 @@ impl WorkerApi {
         self.call(reqwest::Method::POST, "/v1/placements", Some(json!({ "placements": placements }))).await
     }
 
+    /// The facts the Worker stores for a node (`GET /v1/nodes/{name}`), `None` until it has some.
+    pub async fn node_facts(&self, name: &str) -> Option<Value> {
+        let r = self.http.get(format!("{}/v1/nodes/{name}", self.base)).bearer_auth(ADMIN_TOKEN).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    }
+
+    /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`).
+    pub async fn table(&self, tenant: &str) -> Value {
+        self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await
+    }
+
+    pub async fn deposits(&self, tenant: &str) -> u64 {
+        self.table(tenant).await["counters"]["deposits"].as_u64().unwrap_or(0)
+    }
+
+    /// Waits until the tenant's colony has exactly `n` deposits, failing at once if it ever
+    /// has more (a placement counted twice).
+    pub async fn wait_deposits(&self, tenant: &str, n: u64, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let d = self.deposits(tenant).await;
+            assert!(d <= n, "tenant {tenant}: {d} deposits, more than the {n} pods bound");
+            if d == n {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "tenant {tenant}: {d} deposits after {timeout:?}, want {n}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     /// node → tau for a tenant (empty when the tenant has no trail yet).
     pub async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
         let table = self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
@@ -76,6 +110,8 @@ impl WorkerApi {
 // fixture: control plane + Worker over HTTPS
 
 pub struct Env {
+    /// The in-cluster reporter feeding the Worker, when the test runs one (dropped first).
+    pub reporter: Option<Reporter>,
     pub cp: ControlPlane,
     pub worker: Option<WorkerProcess>,
     pub api: WorkerApi,
@@ -90,7 +126,16 @@ impl Env {
         let worker_state = state.path().to_path_buf();
         let worker = start_worker(&cp, &worker_state);
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
-        Env { cp, worker: Some(worker), api, worker_state, _state: state }
+        Env { reporter: None, cp, worker: Some(worker), api, worker_state, _state: state }
+    }
+
+    /// [`Env::start`] plus the real `aco-reporter` binary feeding the Worker (no NodeMetrics:
+    /// these nodes have no kubelet): node facts and placements come from it, not from the test.
+    pub async fn start_with_reporter() -> Env {
+        let mut env = Env::start().await;
+        let url = env.api.base.clone();
+        env.reporter = Some(Reporter::start(&env.cp, &url, "reporter", &["--no-node-metrics"], false));
+        env
     }
 
     pub fn kube(&self) -> &Kube {
@@ -101,12 +146,24 @@ impl Env {
         SchedulerConfig::worker(self.api.url_prefix(), self.cp.pki.ca_pem(), node_cache_capable)
     }
 
-    /// Creates the Node objects and pushes their facts to the Worker.
+    /// Creates the Node objects; with a reporter, waits until the Worker has its facts for
+    /// every one of them, else (benchmarks) pushes the facts a reporter would send.
     pub async fn add_nodes(&self, nodes: &[Value]) {
         for chunk in nodes.chunks(16) {
             futures::future::join_all(chunk.iter().map(|n| self.kube().create_node(n))).await;
         }
-        self.api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+        if self.reporter.is_none() {
+            self.api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+            return;
+        }
+        for n in nodes {
+            let name = name_of(n);
+            super::wait_for(&format!("the reporter's facts for {name}"), Duration::from_secs(60), || {
+                let name = name.clone();
+                async move { self.api.node_facts(&name).await.filter(|f| f["requested"].is_object()) }
+            })
+            .await;
+        }
     }
 }
 

@@ -146,6 +146,11 @@ impl Server {
         }
     }
 
+    /// The pid of the group's leader (the `run-bound` wrapper; the program is its child).
+    pub fn pid(&self) -> Option<u32> {
+        self.group.as_ref().map(|g| g.pgid().as_raw() as u32)
+    }
+
     /// SIGKILL to the group at once: a crash, no graceful shutdown.
     pub fn kill(&mut self) {
         if let Some(mut group) = self.group.take() {
@@ -203,6 +208,7 @@ pub struct ControlPlane {
     pub kube: Kube,
     // Dropped in reverse order of start: apiserver before etcd.
     apiserver: Server,
+    apiserver_args: Vec<String>,
     etcd: Server,
     _temp: tempfile::TempDir,
 }
@@ -252,11 +258,7 @@ impl ControlPlane {
 
         let api_port = free_port();
         let p = |f: &str| pki.path(f).to_string_lossy().into_owned();
-        let apiserver = Server::spawn(
-            "kube-apiserver",
-            &dir,
-            &bin.join("kube-apiserver"),
-            &strings(&[
+        let apiserver_args = strings(&[
                 "--etcd-servers", &etcd_url,
                 "--bind-address", "127.0.0.1",
                 "--advertise-address", "127.0.0.1",
@@ -287,8 +289,8 @@ impl ControlPlane {
                 // The default reconciler refuses a loopback advertise address.
                 "--endpoint-reconciler-type", "none",
                 "--profiling=false",
-            ]),
-        );
+            ]);
+        let apiserver = Server::spawn("kube-apiserver", &dir, &bin.join("kube-apiserver"), &apiserver_args);
         let api_url = format!("https://127.0.0.1:{api_port}");
         let kube = Kube::new(&api_url, &pki);
         let mut apiserver = apiserver;
@@ -316,7 +318,21 @@ impl ControlPlane {
         )
         .unwrap();
 
-        ControlPlane { dir, bin, pki, api_url, kubeconfig, kube, apiserver, etcd, _temp: temp }
+        ControlPlane { dir, bin, pki, api_url, kubeconfig, kube, apiserver, apiserver_args, etcd, _temp: temp }
+    }
+
+    /// Stops kube-apiserver (SIGTERM) and starts it again on the same port and etcd, waiting
+    /// until it serves: every watch of every client breaks and must resume.
+    pub async fn restart_apiserver(&mut self) {
+        self.apiserver.stop();
+        let mut apiserver = Server::spawn("kube-apiserver-2", &self.dir, &self.bin.join("kube-apiserver"), &self.apiserver_args);
+        let kube = self.kube.clone();
+        wait_ready(&mut apiserver, Duration::from_secs(120), || {
+            let kube = kube.clone();
+            async move { kube.get_raw("/readyz").await.is_ok_and(|(s, _)| s == 200) }
+        })
+        .await;
+        self.apiserver = apiserver;
     }
 
     /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz.

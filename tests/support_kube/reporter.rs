@@ -17,6 +17,14 @@ pub fn reporter_bin(release: bool) -> PathBuf {
         let root = repo_root();
         let mut cmd = std::process::Command::new(env!("CARGO"));
         cmd.args(["build", "-p", "aco-reporter", "--bin", "aco-reporter"]).current_dir(&root);
+        // The test process carries the CARGO_* variables cargo set for it (package name,
+        // manifest dir, …); build scripts that watch them would rebuild every time.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            if key.starts_with("CARGO_") && !matches!(key.as_str(), "CARGO_HOME" | "CARGO_TARGET_DIR") {
+                cmd.env_remove(key);
+            }
+        }
         if release {
             cmd.arg("--release");
         }
