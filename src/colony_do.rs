@@ -15,7 +15,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 
 use aco_core::colony::{Confirmed, Outcome, PodRecord, ReportEffect, TenantColony, Trail};
 use aco_core::config::Config;
@@ -31,7 +30,7 @@ use worker::{durable_object, DurableObject, Env, Method, Request, Response, Resu
 
 use crate::env_config;
 use crate::http::{json_response, text_response};
-use crate::metrics_text::label_value;
+use crate::metrics_text::ColonyMetrics;
 
 pub const BINDING: &str = "COLONY";
 
@@ -136,6 +135,27 @@ impl Writes {
     }
 }
 
+/// Prefix of the error a colony answers when its stored state does not parse.
+pub const CORRUPT: &str = "corrupt colony state";
+
+fn corrupt(what: &str, value: &str) -> worker::Error {
+    let shown: String = value.chars().take(80).collect();
+    worker::Error::RustError(format!("{CORRUPT}: {what} = {shown:?} does not parse; DELETE /v1/tenants/{{tenant}}/pheromones resets it"))
+}
+
+/// A stored non-negative integer (SQLite hands numbers over as f64).
+fn stored_u64(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64).then_some(v as u64)
+}
+
+/// Alarms are never set further ahead than this (the longest TTL allowed).
+const MAX_ALARM_DELAY_MS: u64 = aco_core::config::MAX_CONFIRMED_TTL_MS;
+
+/// A bounded alarm offset in ms from now.
+fn alarm_offset(delay_ms: u64) -> i64 {
+    delay_ms.clamp(MIN_ALARM_DELAY_MS, MAX_ALARM_DELAY_MS) as i64
+}
+
 fn int(v: u64) -> SqlStorageValue {
     SqlStorageValue::Integer(v.min(i64::MAX as u64) as i64)
 }
@@ -203,26 +223,42 @@ impl Colony {
         Ok(())
     }
 
-    /// Loads the colony from SQLite on first use in this instance's lifetime.
+    /// Loads the colony from SQLite on first use in this instance's lifetime. A stored value that
+    /// does not parse (or is out of range) is an error naming it: the colony refuses to work on
+    /// state it cannot read rather than silently start again from 0 (reset repairs it).
     fn with_colony<T>(&self, f: impl FnOnce(&mut TenantColony) -> T) -> Result<T> {
         let mut slot = self.colony.borrow_mut();
-        if slot.is_none() {
-            let mut colony = TenantColony::default();
-            for row in self.sql.exec("SELECT node, tau, epoch FROM trails", None)?.to_array::<TrailRow>()? {
-                colony.pheromones.trails.insert(row.node, Trail { tau: row.tau, epoch: row.epoch as u64 });
+        let colony = match slot.take() {
+            Some(c) => c,
+            None => self.load_colony()?,
+        };
+        Ok(f(slot.insert(colony)))
+    }
+
+    fn load_colony(&self) -> Result<TenantColony> {
+        let mut colony = TenantColony::default();
+        for row in self.sql.exec("SELECT node, tau, epoch FROM trails", None)?.to_array::<TrailRow>()? {
+            if !row.tau.is_finite() || row.tau < 0.0 {
+                return Err(corrupt(&format!("trails[{}].tau", row.node), &row.tau.to_string()));
             }
-            for row in self.sql.exec("SELECT node, successes, failures FROM outcomes", None)?.to_array::<OutcomeRow>()? {
-                colony.outcomes.insert(row.node, OutcomeStats { successes: row.successes, failures: row.failures });
-            }
-            if let Some(epoch) = self.meta("epoch")? {
-                colony.pheromones.epoch = epoch.parse().unwrap_or(0);
-            }
-            if let Some(counters) = self.meta("counters")? {
-                colony.counters = serde_json::from_str(&counters).unwrap_or_default();
-            }
-            *slot = Some(colony);
+            let epoch = stored_u64(row.epoch).ok_or_else(|| corrupt(&format!("trails[{}].epoch", row.node), &row.epoch.to_string()))?;
+            colony.pheromones.trails.insert(row.node, Trail { tau: row.tau, epoch });
         }
-        Ok(f(slot.as_mut().expect("loaded above")))
+        for row in self.sql.exec("SELECT node, successes, failures FROM outcomes", None)?.to_array::<OutcomeRow>()? {
+            for (what, v) in [("successes", row.successes), ("failures", row.failures)] {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(corrupt(&format!("outcomes[{}].{what}", row.node), &v.to_string()));
+                }
+            }
+            colony.outcomes.insert(row.node, OutcomeStats { successes: row.successes, failures: row.failures });
+        }
+        if let Some(epoch) = self.meta("epoch")? {
+            colony.pheromones.epoch = epoch.trim().parse().map_err(|_| corrupt("meta.epoch", &epoch))?;
+        }
+        if let Some(counters) = self.meta("counters")? {
+            colony.counters = serde_json::from_str(&counters).map_err(|_| corrupt("meta.counters", &counters))?;
+        }
+        Ok(colony)
     }
 
     fn meta(&self, name: &str) -> Result<Option<String>> {
@@ -280,16 +316,27 @@ impl Colony {
                 Some(vec![key.into(), int(now_ms.saturating_sub(config.confirmed_ttl_ms))]),
             )?
             .to_array()?;
-        Ok(PodRecord {
-            decision: decisions.into_iter().next().and_then(|r| serde_json::from_str(&r.value).ok()),
-            confirmed: confirmed.into_iter().next().map(|r| Confirmed {
-                node: r.node,
-                confirmed_ms: r.confirmed_ms as u64,
-                outcome_recorded: r.outcome_recorded != 0.0,
-                deposit_quality: r.deposit_quality,
-                deposit_epoch: r.deposit_epoch as u64,
-            }),
-        })
+        let decision = match decisions.into_iter().next() {
+            Some(r) => Some(serde_json::from_str(&r.value).map_err(|_| corrupt(&format!("decisions[{key}].body"), &r.value))?),
+            None => None,
+        };
+        let confirmed = match confirmed.into_iter().next() {
+            Some(r) => {
+                let bad = |what: &str, v: f64| corrupt(&format!("confirmed[{key}].{what}"), &v.to_string());
+                if !r.deposit_quality.is_finite() {
+                    return Err(bad("deposit_quality", r.deposit_quality));
+                }
+                Some(Confirmed {
+                    node: r.node,
+                    confirmed_ms: stored_u64(r.confirmed_ms).ok_or_else(|| bad("confirmed_ms", r.confirmed_ms))?,
+                    outcome_recorded: r.outcome_recorded != 0.0,
+                    deposit_quality: r.deposit_quality,
+                    deposit_epoch: stored_u64(r.deposit_epoch).ok_or_else(|| bad("deposit_epoch", r.deposit_epoch))?,
+                })
+            }
+            None => None,
+        };
+        Ok(PodRecord { decision, confirmed })
     }
 
     /// Applies a batch of reports (see `aco_core::colony::report` for what each does) and commits
@@ -313,7 +360,9 @@ impl Colony {
         let mut outcome_nodes: BTreeSet<String> = BTreeSet::new();
         let applied = self.with_colony(|c| -> std::result::Result<_, String> {
             for item in &req.items {
-                let record = &mut records.get_mut(&item.key).expect("loaded above").1;
+                let Some((_, record)) = records.get_mut(&item.key) else {
+                    return Err(format!("no record loaded for pod {:?}", item.key));
+                };
                 match c.report(record, &item.node, item.outcome, req.now_ms, &config)? {
                     ReportEffect::Deposited { node, trail, outcome, .. } => {
                         out.deposited += 1;
@@ -431,30 +480,14 @@ impl Colony {
 
     fn metrics(&self) -> Result<Response> {
         let config = self.config()?;
-        let tenant = label_value(&self.tenant()?);
-        let text = self.with_colony(|c| {
-            let mut out = String::new();
-            let k = &c.counters;
-            for (name, value) in [
-                ("aco_colony_decisions_total", k.decisions),
-                ("aco_colony_explorations_total", k.explorations),
-                ("aco_colony_deposits_total", k.deposits),
-                ("aco_colony_approximate_deposits_total", k.approximate_deposits),
-                ("aco_colony_unknown_placements_total", k.unknown_placements),
-                ("aco_colony_non_candidate_placements_total", k.non_candidate_placements),
-                ("aco_colony_failed_outcomes_total", k.failed_outcomes),
-                ("aco_colony_late_outcomes_total", k.late_outcomes),
-                ("aco_colony_duplicate_reports_total", k.duplicate_reports),
-            ] {
-                let _ = writeln!(out, "{name}{{tenant=\"{tenant}\"}} {value}");
-            }
-            let _ = writeln!(out, "aco_colony_epoch{{tenant=\"{tenant}\"}} {}", c.pheromones.epoch);
-            for (node, tau) in c.pheromones.snapshot(&config) {
-                let _ = writeln!(out, "aco_pheromone{{tenant=\"{tenant}\",node=\"{}\"}} {tau}", label_value(&node));
-            }
-            out
+        let tenant = self.tenant()?;
+        let body = self.with_colony(|c| ColonyMetrics {
+            tenant,
+            counters: c.counters.clone(),
+            epoch: c.pheromones.epoch,
+            pheromones: c.pheromones.snapshot(&config),
         })?;
-        Ok(text_response(200, text, "text/plain"))
+        Ok(json_response(200, &body))
     }
 
     async fn ensure_alarm(&self, config: &Config) -> Result<()> {
@@ -463,10 +496,22 @@ impl Colony {
         }
         let storage = self.state.storage();
         if storage.get_alarm().await?.is_none() {
-            storage.set_alarm(config.decision_ttl_ms.min(config.confirmed_ttl_ms).min(i64::MAX as u64) as i64).await?;
+            storage.set_alarm(alarm_offset(config.decision_ttl_ms.min(config.confirmed_ttl_ms))).await?;
         }
         self.alarm_armed.set(true);
         Ok(())
+    }
+
+    async fn route(&self, mut req: Request) -> Result<Response> {
+        self.ensure_schema()?;
+        match (req.method(), req.path().as_str()) {
+            (Method::Post, "/prioritize") => self.prioritize(req.json().await?).await,
+            (Method::Post, "/placements") => self.placements(req.json().await?).await,
+            (Method::Get, "/pheromones") => self.table(),
+            (Method::Delete, "/pheromones") => self.reset(),
+            (Method::Get, "/metrics") => self.metrics(),
+            _ => Ok(text_response(404, "unknown colony route".into(), "text/plain")),
+        }
     }
 
     /// The oldest timestamp in a table's time column, if any rows remain.
@@ -492,17 +537,18 @@ impl DurableObject for Colony {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> Result<Response> {
-        self.ensure_schema()?;
-        match (req.method(), req.path().as_str()) {
-            (Method::Post, "/prioritize") => self.prioritize(req.json().await?).await,
-            (Method::Post, "/placements") => self.placements(req.json().await?).await,
-            (Method::Get, "/pheromones") => self.table(),
-            (Method::Delete, "/pheromones") => self.reset(),
-            (Method::Get, "/metrics") => self.metrics(),
-            _ => Ok(text_response(404, "unknown colony route".into(), "text/plain")),
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        match self.route(req).await {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                let message = e.to_string();
+                let reason = if message.starts_with(CORRUPT) { "corrupt_state" } else { "error" };
+                worker::console_error!("colony {}: {message}", self.tenant().unwrap_or_default());
+                Ok(json_response(503, &serde_json::json!({"error": message, "reason": reason})))
+            }
         }
     }
+
 
     /// Drops decisions older than DECISION_TTL_MS (pods never confirmed) and confirmations older
     /// than CONFIRMED_TTL_MS, then re-arms for the moment the oldest remaining row expires.
@@ -523,8 +569,7 @@ impl DurableObject for Colony {
         .filter_map(|(oldest, ttl)| oldest.map(|t| t.saturating_add(ttl)))
         .min();
         if let Some(expires_at) = next {
-            let delay = expires_at.saturating_sub(now).max(MIN_ALARM_DELAY_MS);
-            self.state.storage().set_alarm(delay.min(i64::MAX as u64) as i64).await?;
+            self.state.storage().set_alarm(alarm_offset(expires_at.saturating_sub(now))).await?;
             self.alarm_armed.set(true);
         }
         Response::ok("pruned")

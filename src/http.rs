@@ -11,15 +11,18 @@ pub struct ApiError {
     pub status: u16,
     pub field: Option<String>,
     pub message: String,
+    /// Set when a tenant's colony failed (`corrupt_state`, `error`, `unreachable`): counted in
+    /// `aco_colony_errors_total{reason}`.
+    pub colony_failure: Option<&'static str>,
 }
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        Self { status, field: None, message: message.into() }
+        Self { status, field: None, message: message.into(), colony_failure: None }
     }
 
     pub fn field(status: u16, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { status, field: Some(field.into()), message: message.into() }
+        Self { status, field: Some(field.into()), message: message.into(), colony_failure: None }
     }
 
     /// A dependency (KV, a Durable Object) failed: the request may be retried.
@@ -40,7 +43,7 @@ impl ApiError {
 
 impl From<BadRequest> for ApiError {
     fn from(b: BadRequest) -> Self {
-        Self { status: b.status, field: b.field, message: b.message }
+        Self { status: b.status, field: b.field, message: b.message, colony_failure: None }
     }
 }
 
@@ -52,17 +55,10 @@ pub fn json_response<T: Serialize + ?Sized>(status: u16, value: &T) -> Response 
 }
 
 pub fn text_response(status: u16, body: String, content_type: &str) -> Response {
-    let mut response = match Response::ok(body) {
-        Ok(r) => r.with_status(status),
-        Err(_) => Response::empty().map(|r| r.with_status(500)).unwrap_or_else(|_| unreachable_response()),
-    };
-    let _ = response.headers_mut().set("content-type", content_type);
-    response
-}
-
-fn unreachable_response() -> Response {
-    // Response::empty only fails if the JS runtime is broken; there is nothing better to do.
-    Response::error("internal", 503).expect("building a plain response")
+    // `ResponseBuilder::fixed` cannot fail; a header that cannot be set leaves the body intact.
+    let headers = worker::Headers::new();
+    let _ = headers.set("content-type", content_type);
+    worker::ResponseBuilder::new().with_status(status).with_headers(headers).fixed(body.into_bytes())
 }
 
 /// Reads the body as UTF-8, keeping at most `limit` bytes (413 above it). An oversized body is

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use aco_core::colony::ColonyCounters;
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{Event, BUCKETS};
@@ -37,6 +38,12 @@ fn help(name: &str) -> &'static str {
         "aco_stale_node_facts_total" => "Candidate nodes whose facts were older than FACTS_TTL_MS and ignored (fail open), by verb.",
         "aco_node_facts_stored_total" => "Node fact records written by PUT /v1/nodes.",
         "aco_placements_received_total" => "Placement reports received (placements endpoint and bind verb), by source.",
+        "aco_node_facts_forgotten_total" => "Node fact records deleted by PUT /v1/nodes (nodes gone from the cluster).",
+        "aco_colony_errors_total" => "Requests that failed in a tenant's colony, by reason (corrupt_state, error, unreachable).",
+        "aco_metrics_colony_errors_total" => "Colonies skipped by a /metrics scrape because they did not answer.",
+        "aco_extender_auth_failures_total" => "Extender verb requests refused by EXTENDER_AUTH, by mode.",
+        "aco_tenants_refused_total" => "Requests naming a tenant outside TENANTS/TENANT_PATTERN, by verb.",
+        "aco_telemetry_state_resets_total" => "Times the stored telemetry state did not parse and counting restarted from 0.",
         _ => "aco-edge-extender counter.",
     }
 }
@@ -60,14 +67,14 @@ impl TelemetryState {
         }
         h.sum += event.seconds.max(0.0);
         h.count += 1;
-        if let Some(t) = &event.tenant {
+        for t in &event.tenants {
             if self.tenants.len() < MAX_TENANTS {
                 self.tenants.insert(t.clone());
             }
         }
     }
 
-    fn add(&mut self, name: &str, labels: &str, by: f64) {
+    pub fn add(&mut self, name: &str, labels: &str, by: f64) {
         *self.counters.entry(name.to_string()).or_default().entry(labels.to_string()).or_default() += by;
     }
 
@@ -99,6 +106,64 @@ impl TelemetryState {
     }
 }
 
+/// What one tenant's colony reports to a scrape (`GET /metrics` of the Colony DO).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColonyMetrics {
+    pub tenant: String,
+    pub counters: ColonyCounters,
+    pub epoch: u64,
+    /// (node, τ with evaporation applied).
+    pub pheromones: Vec<(String, f64)>,
+}
+
+/// The per-tenant counter families: (name, help, value).
+type CounterFamily = (&'static str, &'static str, fn(&ColonyCounters) -> u64);
+const COLONY_COUNTERS: [CounterFamily; 10] = [
+    ("aco_colony_decisions_total", "Pods scored (prioritize) by the tenant's colony.", |c| c.decisions),
+    ("aco_colony_explorations_total", "Decisions where ACS exploration promoted a node (Q0 < 1).", |c| c.explorations),
+    ("aco_colony_deposits_total", "Confirmed placements that deposited pheromone (once per pod).", |c| c.deposits),
+    ("aco_colony_approximate_deposits_total", "Deposits on a node outside the remembered top candidates (floor quality).", |c| c.approximate_deposits),
+    ("aco_colony_unknown_placements_total", "Placement reports for pods the colony never scored or forgot.", |c| c.unknown_placements),
+    ("aco_colony_non_candidate_placements_total", "Placement reports naming a node that was not the pod's candidate.", |c| c.non_candidate_placements),
+    ("aco_colony_failed_outcomes_total", "Reported outcomes below quality 0.5.", |c| c.failed_outcomes),
+    ("aco_colony_late_outcomes_total", "Outcomes reported after their placement was confirmed (reliability updated once).", |c| c.late_outcomes),
+    ("aco_colony_duplicate_reports_total", "Replayed placement or outcome reports (nothing changed).", |c| c.duplicate_reports),
+    ("aco_colony_evicted_decisions_total", "Remembered decisions evicted, oldest first, at MAX_DECISIONS_PER_TENANT.", |c| c.evicted_decisions),
+];
+
+/// Renders the colonies' families, each family once with HELP and TYPE and all its tenants'
+/// samples together; `failed` colonies (skipped) are reported as a gauge of this scrape.
+pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# HELP aco_metrics_colonies Colonies asked by this scrape, by result.\n# TYPE aco_metrics_colonies gauge");
+    let _ = writeln!(out, "aco_metrics_colonies{{result=\"ok\"}} {}", colonies.len());
+    let _ = writeln!(out, "aco_metrics_colonies{{result=\"failed\"}} {failed}");
+    if colonies.is_empty() {
+        return out;
+    }
+    let mut sorted: Vec<&ColonyMetrics> = colonies.iter().collect();
+    sorted.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    for (name, help, value) in COLONY_COUNTERS {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for c in &sorted {
+            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", label_value(&c.tenant), value(&c.counters));
+        }
+    }
+    let _ = writeln!(out, "# HELP aco_colony_epoch Confirmed placements so far (one evaporation epoch each).\n# TYPE aco_colony_epoch gauge");
+    for c in &sorted {
+        let _ = writeln!(out, "aco_colony_epoch{{tenant=\"{}\"}} {}", label_value(&c.tenant), c.epoch);
+    }
+    let _ = writeln!(out, "# HELP aco_pheromone Pheromone level τ per tenant and node (evaporation applied).\n# TYPE aco_pheromone gauge");
+    for c in &sorted {
+        for (node, tau) in &c.pheromones {
+            if tau.is_finite() {
+                let _ = writeln!(out, "aco_pheromone{{tenant=\"{}\",node=\"{}\"}} {tau}", label_value(&c.tenant), label_value(node));
+            }
+        }
+    }
+    out
+}
+
 /// Escapes a label value (`\`, `"` and newlines), as the exposition format requires.
 pub fn label_value(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
@@ -128,6 +193,26 @@ mod tests {
         e.count("aco_filter_nodes_passed_total", String::new(), 3.0);
         s.apply(&e);
         assert!(s.render().contains("\naco_filter_nodes_passed_total 3\n"));
+    }
+
+    #[test]
+    fn colony_families_are_grouped_once_each_with_help_and_type() {
+        let colony = |t: &str, deposits| ColonyMetrics {
+            tenant: t.into(),
+            counters: ColonyCounters { deposits, ..Default::default() },
+            epoch: deposits,
+            pheromones: vec![("n1".into(), 1.5)],
+        };
+        let text = render_colonies(&[colony("b", 2), colony("a", 1)], 1);
+        for name in ["aco_colony_deposits_total", "aco_pheromone", "aco_colony_epoch"] {
+            assert_eq!(text.matches(&format!("# TYPE {name} ")).count(), 1, "{text}");
+            assert_eq!(text.matches(&format!("# HELP {name} ")).count(), 1, "{text}");
+        }
+        let a = text.find("aco_colony_deposits_total{tenant=\"a\"} 1").unwrap();
+        let b = text.find("aco_colony_deposits_total{tenant=\"b\"} 2").unwrap();
+        let next_family = text.find("# HELP aco_colony_failed_outcomes_total").unwrap();
+        assert!(a < b && b < next_family, "{text}");
+        assert!(text.contains("aco_metrics_colonies{result=\"failed\"} 1"));
     }
 
     #[test]

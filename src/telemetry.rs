@@ -20,7 +20,8 @@ pub struct Event {
     pub seconds: f64,
     /// Extra counters: (metric name, labels as `k="v",…` text, increment).
     pub counters: Vec<(String, String, f64)>,
-    pub tenant: Option<String>,
+    /// Tenants whose colony this request wrote to (so `/metrics` knows which colonies to ask).
+    pub tenants: Vec<String>,
 }
 
 impl Event {

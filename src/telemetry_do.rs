@@ -19,17 +19,32 @@ pub struct Telemetry {
 impl Telemetry {
     fn with_state<T>(&self, f: impl FnOnce(&mut TelemetryState) -> T) -> Result<T> {
         let mut slot = self.state.borrow_mut();
-        if slot.is_none() {
-            self.sql.exec("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)", None)?;
-            #[derive(serde::Deserialize)]
-            struct Row {
-                value: String,
-            }
-            let rows: Vec<Row> = self.sql.exec("SELECT value FROM meta WHERE name = 'state'", None)?.to_array()?;
-            let loaded = rows.first().and_then(|r| serde_json::from_str(&r.value).ok()).unwrap_or_default();
-            *slot = Some(loaded);
+        let state = match slot.take() {
+            Some(s) => s,
+            None => self.load()?,
+        };
+        Ok(f(slot.insert(state)))
+    }
+
+    /// The stored state. A row that does not parse is logged and replaced by an empty state
+    /// that counts the loss (`aco_telemetry_state_resets_total`): metrics must keep working.
+    fn load(&self) -> Result<TelemetryState> {
+        self.sql.exec("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)", None)?;
+        #[derive(serde::Deserialize)]
+        struct Row {
+            value: String,
         }
-        Ok(f(slot.as_mut().expect("loaded above")))
+        let rows: Vec<Row> = self.sql.exec("SELECT value FROM meta WHERE name = 'state'", None)?.to_array()?;
+        let Some(row) = rows.first() else { return Ok(TelemetryState::default()) };
+        match serde_json::from_str(&row.value) {
+            Ok(state) => Ok(state),
+            Err(e) => {
+                worker::console_error!("telemetry: stored state does not parse ({e}); starting from empty counters");
+                let mut state = TelemetryState::default();
+                state.add("aco_telemetry_state_resets_total", "", 1.0);
+                Ok(state)
+            }
+        }
     }
 
     fn persist(&self) -> Result<()> {

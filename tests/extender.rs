@@ -655,3 +655,174 @@ async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_erro
     let table = api.pheromones("brand-new").await;
     assert_eq!((table["epoch"].as_u64(), table["tenant"].as_str()), (Some(0), Some("brand-new")), "{table}");
 }
+
+/// The SQLite files of every Colony Durable Object in a Worker's state directory.
+fn colony_sqlite_files(persist_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let dir = persist_dir.join("do");
+    let mut out = Vec::new();
+    for class in std::fs::read_dir(&dir).unwrap().flatten() {
+        if !class.file_name().to_string_lossy().ends_with("Colony") {
+            continue;
+        }
+        for f in std::fs::read_dir(class.path()).unwrap().flatten() {
+            if f.path().extension().is_some_and(|e| e == "sqlite") && f.file_name() != "metadata.sqlite" {
+                out.push(f.path());
+            }
+        }
+    }
+    out
+}
+
+fn sqlite(file: &std::path::Path, statement: &str) {
+    let out = std::process::Command::new("sqlite3")
+        .arg(file)
+        .arg(statement)
+        .output()
+        .expect("sqlite3 (scripts/setup installs it)");
+    assert!(out.status.success(), "sqlite3 {statement}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[tokio::test]
+async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it() {
+    let mut api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(&pod("c1", "corrupt", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    api.place(json!([{"podUid": "uid-corrupt-c1", "namespace": "corrupt", "node": name(&nodes[0])}])).await;
+    api.worker.while_stopped(|dir| {
+        let files = colony_sqlite_files(dir);
+        assert_eq!(files.len(), 1, "{files:?}");
+        sqlite(&files[0], "UPDATE meta SET value = 'not-a-number' WHERE name = 'epoch'");
+    });
+
+    // Not a silent 0: the colony refuses, the verb answers 503 naming the value...
+    let (status, body) = api.admin(reqwest::Method::GET, "/v1/tenants/corrupt/pheromones", None).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("meta.epoch"), "{body}");
+    let (status, _) = api.post_raw("/v1/prioritize", full_args(&pod("c2", "corrupt", json!({}), json!({}), json!({"cpu": "1"})), &nodes).0).await;
+    assert_eq!(status, 503);
+    // ...counted, and the scrape still answers, skipping the colony and counting that too.
+    let text = api.metrics_containing("aco_colony_errors_total{reason=\"corrupt_state\"} 2").await;
+    assert!(text.contains("aco_metrics_colonies{result=\"failed\"} 1"), "{text}");
+    api.metrics_containing("aco_metrics_colony_errors_total 1").await;
+    assert!(api.worker.logs().contains("corrupt colony state: meta.epoch"));
+    // Reset repairs it.
+    let (status, body) = api.admin(reqwest::Method::DELETE, "/v1/tenants/corrupt/pheromones", None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(api.pheromones("corrupt").await["epoch"], 0);
+}
+
+/// `promtool check metrics` on a scrape: (ok, promtool's complaints).
+fn promtool_check(text: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; scripts/setup installs it)");
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[tokio::test]
+async fn metrics_pass_promtool_with_several_tenants_and_a_failing_colony_is_skipped() {
+    let mut api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    for tenant in ["prom-a", "prom-b", "prom-c"] {
+        api.scores(&pod("m", tenant, json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+        api.place(json!([{"podUid": format!("uid-{tenant}-m"), "namespace": tenant, "node": name(&nodes[0])}])).await;
+    }
+    api.post_raw("/v1/filter", "{bad".into()).await;
+    let text = api.metrics_containing("aco_colony_deposits_total{tenant=\"prom-c\"} 1").await;
+    let (ok, complaints) = promtool_check(&text);
+    assert!(ok && complaints.trim().is_empty(), "promtool check metrics:\n{complaints}\n{text}");
+    for family in ["aco_colony_deposits_total", "aco_pheromone", "aco_requests_total"] {
+        assert_eq!(text.matches(&format!("# TYPE {family} ")).count(), 1, "{family}:\n{text}");
+    }
+
+    // Corrupt one colony: the scrape still answers 200, without it, and counts it.
+    api.worker.while_stopped(|dir| {
+        for file in colony_sqlite_files(dir) {
+            let out = std::process::Command::new("sqlite3").arg(&file).arg("SELECT value FROM meta WHERE name='tenant'").output().unwrap();
+            if String::from_utf8_lossy(&out.stdout).trim() == "prom-b" {
+                sqlite(&file, "UPDATE meta SET value = '{oops' WHERE name = 'counters'");
+            }
+        }
+    });
+    let text = api.metrics_containing("aco_metrics_colonies{result=\"failed\"} 1").await;
+    assert!(!text.contains("tenant=\"prom-b\""), "{text}");
+    assert!(text.contains("aco_colony_deposits_total{tenant=\"prom-a\"} 1"), "{text}");
+    let (ok, complaints) = promtool_check(&text);
+    assert!(ok && complaints.trim().is_empty(), "promtool check metrics:\n{complaints}\n{text}");
+    api.metrics_containing("aco_metrics_colony_errors_total 1").await;
+}
+
+/// A real Prometheus (the Debian binary) on 127.0.0.1, scraping the Worker every second; its
+/// own process group, stopped on drop.
+struct Prometheus {
+    base_url: String,
+    _group: support::process::ProcessGroup,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let target = target.trim_start_matches("http://");
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: aco\n    metrics_path: /metrics\n    static_configs:\n      - targets: ['{target}']\n"
+        );
+        std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
+        let port = support::process::free_port();
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+        let mut cmd = std::process::Command::new("prometheus");
+        cmd.arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let group = support::process::ProcessGroup::spawn(&mut cmd).expect("prometheus (Debian package; scripts/setup installs it)");
+        Prometheus { base_url: format!("http://127.0.0.1:{port}"), _group: group, _dir: dir }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(&pod("p1", "scraped", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    api.scores(&pod("p2", "scraped", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    api.place(json!([
+        {"podUid": "uid-scraped-p1", "namespace": "scraped", "node": name(&nodes[0])},
+        {"podUid": "uid-scraped-p2", "namespace": "scraped", "node": name(&nodes[1])}
+    ]))
+    .await;
+    let prometheus = Prometheus::start(&api.worker.base_url);
+    let query = "aco_colony_deposits_total{tenant=\"scraped\"}";
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let reply = api.http.get(format!("{}/api/v1/query", prometheus.base_url)).query(&[("query", query)]).send().await;
+        if let Ok(r) = reply {
+            if let Ok(v) = r.json::<Value>().await {
+                if let Some(sample) = v["data"]["result"].as_array().and_then(|a| a.first()) {
+                    assert_eq!(v["status"], "success");
+                    assert_eq!(sample["metric"]["job"], "aco");
+                    assert_eq!(sample["value"][1], "2", "{v}");
+                    break;
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "Prometheus never returned {query}; its log:\n{}", prometheus.log());
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // The scrape target is healthy (every scrape parsed).
+    let targets: Value = api.http.get(format!("{}/api/v1/targets", prometheus.base_url)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(targets["data"]["activeTargets"][0]["health"], "up", "{targets}");
+}

@@ -24,7 +24,6 @@ pub async fn filter(call: &mut Call) -> Handled {
     let facts = candidate_facts(call, &args).await?;
     let outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
     let ev = &mut call.event;
-    ev.tenant = args.demand.as_ref().ok().map(|d| d.tenant.clone());
     ev.count("aco_filter_nodes_passed_total", String::new(), outcome.passed as f64);
     for (code, n) in &outcome.rejected {
         ev.count("aco_filter_nodes_rejected_total", format!("reason=\"{}\"", code.as_str()), *n as f64);
@@ -38,7 +37,6 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let args = parse_args(&body, &call.config)?;
     let facts = candidate_facts(call, &args).await?;
     let input = scoring_input(&args, &facts, call.now_ms, &call.config)?;
-    call.event.tenant = Some(input.demand.tenant.clone());
     call.event.count("aco_stale_node_facts_total", "verb=\"prioritize\"".into(), input.stale as f64);
     if input.features.is_empty() {
         return Ok(json_response(200, &Vec::<aco_core::wire::HostPriority>::new()));
@@ -64,6 +62,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     )
     .await;
     let reply = reply?;
+    call.event.tenants.push(request.tenant);
     Ok(json_response(200, &reply.priorities))
 }
 
@@ -86,7 +85,7 @@ pub async fn colony_fetch<B: serde::Serialize>(
     path: &str,
     body: Option<&B>,
 ) -> Result<String, ApiError> {
-    let unavailable = |e: worker::Error| ApiError::unavailable("colony Durable Object", e);
+    let unavailable = |e: worker::Error| ApiError { colony_failure: Some("unreachable"), ..ApiError::unavailable("colony Durable Object", e) };
     let stub = env
         .durable_object(colony_do::BINDING)
         .and_then(|ns| ns.get_by_name(tenant))
@@ -101,7 +100,16 @@ pub async fn colony_fetch<B: serde::Serialize>(
     let mut resp = stub.fetch_with_request(req).await.map_err(unavailable)?;
     let text = resp.text().await.map_err(unavailable)?;
     if resp.status_code() != 200 {
-        return Err(ApiError::new(503, format!("colony Durable Object answered {}: {text}", resp.status_code())));
+        #[derive(serde::Deserialize)]
+        struct Failure {
+            reason: String,
+        }
+        let reason = match serde_json::from_str::<Failure>(&text).map(|f| f.reason) {
+            Ok(r) if r == "corrupt_state" => "corrupt_state",
+            _ => "error",
+        };
+        let e = ApiError::new(503, format!("colony Durable Object of tenant {tenant:?} answered {}: {text}", resp.status_code()));
+        return Err(ApiError { colony_failure: Some(reason), ..e });
     }
     Ok(text)
 }

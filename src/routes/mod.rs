@@ -1,6 +1,9 @@
 //! Routing, one file per endpoint. `dispatch` times every request and reports it to the
 //! Telemetry Durable Object after the response is sent (`waitUntil`), so metrics never add
 //! latency to a scheduling decision.
+//!
+//! A path is parsed once into a [`Route`]; every match on it is exhaustive, so a new route cannot
+//! be added without its verb label, its methods and its handler.
 
 mod bind;
 mod extender_verbs;
@@ -31,6 +34,76 @@ pub struct Call {
 type Handled = Result<Response, ApiError>;
 type Routed = (Response, Event);
 
+/// Health probes, answered before the config is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    Livez,
+    Readyz,
+    Version,
+}
+
+/// Every endpoint of the Worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    Probe(Probe),
+    Metrics,
+    Filter,
+    Prioritize,
+    Bind,
+    Placements,
+    Nodes,
+    Node(&'a str),
+    Echo,
+    Pheromones(&'a str),
+}
+
+impl<'a> Route<'a> {
+    /// The route for a path's segments (`/v1/nodes/n1` → `["v1", "nodes", "n1"]`).
+    pub fn parse(segments: &[&'a str]) -> Option<Self> {
+        Some(match segments {
+            ["livez"] => Route::Probe(Probe::Livez),
+            ["readyz"] => Route::Probe(Probe::Readyz),
+            ["version"] => Route::Probe(Probe::Version),
+            ["metrics"] => Route::Metrics,
+            ["v1", "filter"] => Route::Filter,
+            ["v1", "prioritize"] => Route::Prioritize,
+            ["v1", "bind"] => Route::Bind,
+            ["v1", "placements"] => Route::Placements,
+            ["v1", "nodes"] => Route::Nodes,
+            ["v1", "nodes", name] => Route::Node(name),
+            ["v1", "echo"] => Route::Echo,
+            ["v1", "tenants", tenant, "pheromones"] => Route::Pheromones(tenant),
+            _ => return None,
+        })
+    }
+
+    /// The `verb` label of the request metrics; `None` for health probes, which would otherwise
+    /// dominate the counters.
+    pub fn verb(self) -> Option<&'static str> {
+        Some(match self {
+            Route::Probe(_) => return None,
+            Route::Metrics => "metrics",
+            Route::Filter => "filter",
+            Route::Prioritize => "prioritize",
+            Route::Bind => "bind",
+            Route::Placements => "placements",
+            Route::Nodes => "nodes",
+            Route::Node(_) => "node",
+            Route::Echo => "echo",
+            Route::Pheromones(_) => "pheromones",
+        })
+    }
+
+    pub fn methods(self) -> &'static [Method] {
+        match self {
+            Route::Probe(_) | Route::Metrics | Route::Node(_) => &[Method::Get],
+            Route::Nodes => &[Method::Put],
+            Route::Pheromones(_) => &[Method::Get, Method::Delete],
+            Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo => &[Method::Post],
+        }
+    }
+}
+
 pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
     let method = req.method();
@@ -45,60 +118,51 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     response
 }
 
-/// Picks the handler. Returns the verb label for metrics (None for health probes, which
-/// would otherwise dominate the counters).
+fn methods_text(methods: &[Method]) -> String {
+    methods.iter().map(|m| m.as_ref()).collect::<Vec<_>>().join(", ")
+}
+
+/// Picks the handler and runs it. Returns the verb label for metrics.
 async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u64) -> (Option<&'static str>, Routed) {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let verb: &'static str = match segments.as_slice() {
-        ["livez"] | ["readyz"] | ["version"] => {
-            return (None, (ops::health(segments[0], &method, &env).unwrap_or_else(ApiError::into_response), Event::default()))
-        }
-        ["metrics"] => "metrics",
-        ["v1", "filter"] => "filter",
-        ["v1", "prioritize"] => "prioritize",
-        ["v1", "bind"] => "bind",
-        ["v1", "placements"] => "placements",
-        ["v1", "nodes"] => "nodes",
-        ["v1", "nodes", _] => "node",
-        ["v1", "echo"] => "echo",
-        ["v1", "tenants", _, "pheromones"] => "pheromones",
-        _ => {
-            drain(&mut req).await;
-            let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
-            return (Some("unknown"), (e.into_response(), Event::default()));
-        }
+    let Some(route) = Route::parse(&segments) else {
+        drain(&mut req).await;
+        let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
+        return (Some("unknown"), (e.into_response(), Event::default()));
     };
+    let verb = route.verb();
+    if let Route::Probe(probe) = route {
+        drain(&mut req).await;
+        return (verb, (ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response), Event::default()));
+    }
     let config = match env_config::config(&env) {
         Ok(c) => c,
         Err(e) => {
             drain(&mut req).await;
-            return (Some(verb), (ApiError::new(503, e.to_string()).into_response(), Event::default()));
+            return (verb, (ApiError::new(503, e.to_string()).into_response(), Event::default()));
         }
     };
     let mut call = Call { req, env, config, event: Event::default(), now_ms };
-    let expected: &[Method] = match verb {
-        "metrics" => &[Method::Get],
-        "nodes" => &[Method::Put],
-        "node" => &[Method::Get],
-        "pheromones" => &[Method::Get, Method::Delete],
-        _ => &[Method::Post],
-    };
-    let result = if !expected.contains(&method) {
-        Err(ApiError::new(405, format!("{verb} accepts {}", expected.iter().map(|m| m.as_ref()).collect::<Vec<_>>().join(", "))))
+    let result = if !route.methods().contains(&method) {
+        Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))
     } else {
-        match verb {
-            "filter" => extender_verbs::filter(&mut call).await,
-            "prioritize" => extender_verbs::prioritize(&mut call).await,
-            "bind" => bind::bind(&mut call).await,
-            "placements" => placements::placements(&mut call).await,
-            "nodes" => nodes::put_nodes(&mut call).await,
-            "node" => nodes::get_node(&mut call, segments[2]).await,
-            "echo" => ops::echo(&mut call).await,
-            "metrics" => ops::metrics(&mut call).await,
-            "pheromones" => tenants::pheromones(&mut call, segments[2], method).await,
-            _ => unreachable!("every verb above has a handler"),
+        match route {
+            Route::Probe(probe) => ops::health(probe, &method, &call.env),
+            Route::Filter => extender_verbs::filter(&mut call).await,
+            Route::Prioritize => extender_verbs::prioritize(&mut call).await,
+            Route::Bind => bind::bind(&mut call).await,
+            Route::Placements => placements::placements(&mut call).await,
+            Route::Nodes => nodes::put_nodes(&mut call).await,
+            Route::Node(name) => nodes::get_node(&mut call, name).await,
+            Route::Echo => ops::echo(&mut call).await,
+            Route::Metrics => ops::metrics(&mut call).await,
+            Route::Pheromones(tenant) => tenants::pheromones(&mut call, tenant, method).await,
         }
     };
     drain(&mut call.req).await;
-    (Some(verb), (result.unwrap_or_else(ApiError::into_response), call.event))
+    if let Err(ApiError { colony_failure: Some(reason), message, .. }) = &result {
+        worker::console_error!("{}: {message}", verb.unwrap_or("request"));
+        call.event.count("aco_colony_errors_total", format!("reason=\"{reason}\""), 1.0);
+    }
+    (verb, (result.unwrap_or_else(ApiError::into_response), call.event))
 }

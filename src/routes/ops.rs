@@ -3,23 +3,24 @@
 
 use worker::{Env, Method};
 
-use super::extender_verbs::colony_fetch;
-use super::{Call, Handled};
+use super::extender_verbs::colony_call;
+use super::{Call, Handled, Probe};
 use crate::http::{json_response, read_body, text_response, ApiError};
+use crate::metrics_text::{render_colonies, ColonyMetrics};
 use crate::telemetry;
 use crate::{colony_do, env_config, facts_store};
 
 /// At most this many tenants' colonies are asked for their metrics per scrape.
 const MAX_TENANTS_SCRAPED: usize = 200;
 
-pub fn health(probe: &str, method: &Method, env: &Env) -> Handled {
+pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
     if *method != Method::Get {
-        return Err(ApiError::new(405, format!("/{probe} accepts GET")));
+        return Err(ApiError::new(405, format!("{probe:?} accepts GET")));
     }
     match probe {
-        "livez" => Ok(text_response(200, "ok\n".into(), "text/plain")),
-        "version" => Ok(json_response(200, &serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")}))),
-        _ => {
+        Probe::Livez => Ok(text_response(200, "ok\n".into(), "text/plain")),
+        Probe::Version => Ok(json_response(200, &serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")}))),
+        Probe::Readyz => {
             let mut problems = Vec::new();
             if let Err(e) = env_config::config(env) {
                 problems.push(e.to_string());
@@ -60,16 +61,27 @@ pub async fn metrics(call: &mut Call) -> Handled {
     let mut text = gathered.text;
     let tenants: Vec<&String> = gathered.tenants.iter().take(MAX_TENANTS_SCRAPED).collect();
     let replies = futures::future::join_all(
-        tenants.iter().map(|t| colony_fetch::<()>(&call.env, t, Method::Get, "/metrics", None)),
+        tenants.iter().map(|t| colony_call::<(), ColonyMetrics>(&call.env, t, Method::Get, "/metrics", None)),
     )
     .await;
-    let mut colony_text = String::new();
-    for reply in replies {
-        colony_text.push_str(&reply?);
+    // A colony that fails is skipped (and counted), never fatal to the scrape.
+    let mut colonies = Vec::with_capacity(replies.len());
+    let mut failed = 0;
+    for (tenant, reply) in tenants.iter().zip(replies) {
+        match reply {
+            Ok(mut m) => {
+                if m.tenant.is_empty() {
+                    m.tenant = tenant.to_string();
+                }
+                colonies.push(m)
+            }
+            Err(e) => {
+                failed += 1;
+                worker::console_error!("metrics: colony {tenant:?} skipped: {}", e.message);
+            }
+        }
     }
-    if !colony_text.is_empty() {
-        text.push_str("# HELP aco_pheromone Pheromone level τ per tenant and node (evaporation applied).\n# TYPE aco_pheromone gauge\n");
-        text.push_str(&colony_text);
-    }
+    call.event.count("aco_metrics_colony_errors_total", String::new(), failed as f64);
+    text.push_str(&render_colonies(&colonies, failed));
     Ok(text_response(200, text, "text/plain; version=0.0.4"))
 }

@@ -87,7 +87,7 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
         summary.duplicates += r.duplicates;
         summary.unknown_pod += r.unknown_pod;
         summary.not_a_candidate += r.not_a_candidate;
-        call.event.tenant = Some(tenant);
+        call.event.tenants.push(tenant);
     }
     call.event.count("aco_placements_received_total", format!("source=\"{source}\""), received as f64);
     Ok(summary)

@@ -126,6 +126,15 @@ impl WorkerProcess {
         self.spawn();
     }
 
+    /// Stops the Worker, runs `f` on its state directory (e.g. to corrupt a stored value), and
+    /// starts it again on the same state (on a new port).
+    pub fn while_stopped<T>(&mut self, f: impl FnOnce(&Path) -> T) -> T {
+        self.stop();
+        let out = f(&self.persist_dir);
+        self.spawn();
+        out
+    }
+
     /// `base_url` + `path` (`path` starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)

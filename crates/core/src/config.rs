@@ -71,6 +71,32 @@ pub struct Config {
     /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
     /// per decision; without it `bind` uses the pod's namespace as its tenant.
     pub bind_index: bool,
+    /// At most this many remembered decisions per tenant; beyond it the oldest is evicted (and
+    /// counted). Bounds what an unauthenticated prioritize caller can make a colony store.
+    pub max_decisions_per_tenant: u64,
+    /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`: any
+    /// valid name. Pods of another tenant are scored by η alone and their placements refused.
+    pub tenant_policy: Option<TenantPolicy>,
+}
+
+/// An allowlist of tenant names and/or a regular expression a name must match entirely.
+#[derive(Debug, Clone)]
+pub struct TenantPolicy {
+    pub names: Vec<String>,
+    pub pattern: Option<(String, regex_lite::Regex)>,
+}
+
+impl PartialEq for TenantPolicy {
+    fn eq(&self, other: &Self) -> bool {
+        self.names == other.names && self.pattern.as_ref().map(|p| &p.0) == other.pattern.as_ref().map(|p| &p.0)
+    }
+}
+
+impl TenantPolicy {
+    /// A name is allowed if it is listed or matches the pattern.
+    pub fn allows(&self, tenant: &str) -> bool {
+        self.names.iter().any(|n| n == tenant) || self.pattern.as_ref().is_some_and(|(_, re)| re.is_match(tenant))
+    }
 }
 
 impl Default for Config {
@@ -120,6 +146,8 @@ impl Default for Config {
             confirmed_ttl_ms: 21_600_000,
             max_body_bytes: 32 << 20,
             bind_index: false,
+            max_decisions_per_tenant: 10_000,
+            tenant_policy: None,
         }
     }
 }
@@ -137,6 +165,9 @@ pub struct ConfigError {
 pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
 /// 30 days: the confirmed table holds one row per pod placed within the TTL.
 pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
+
+/// The largest `MAX_DECISIONS_PER_TENANT` accepted.
+pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
 
 fn list(v: &str) -> Vec<String> {
     v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
@@ -231,8 +262,31 @@ impl Config {
                 _ => return Err(err("BIND_INDEX", &v, "expected true or false")),
             };
         }
+        num!("MAX_DECISIONS_PER_TENANT", max_decisions_per_tenant);
+        let names = lookup("TENANTS").map(|v| list(&v)).unwrap_or_default();
+        for n in &names {
+            crate::demand::validate_tenant(n).map_err(|reason| err("TENANTS", n, &reason))?;
+        }
+        let pattern = match lookup("TENANT_PATTERN").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+            Some(p) => {
+                if p.len() > 1024 {
+                    return Err(err("TENANT_PATTERN", &p, "longer than 1024 characters"));
+                }
+                let re = regex_lite::Regex::new(&format!("^(?:{p})$")).map_err(|e| err("TENANT_PATTERN", &p, &e.to_string()))?;
+                Some((p, re))
+            }
+            None => None,
+        };
+        if !names.is_empty() || pattern.is_some() {
+            c.tenant_policy = Some(TenantPolicy { names, pattern });
+        }
         c.validate()?;
         Ok(c)
+    }
+
+    /// Whether `tenant` may have a colony (see [`TenantPolicy`]).
+    pub fn tenant_allowed(&self, tenant: &str) -> bool {
+        self.tenant_policy.as_ref().is_none_or(|p| p.allows(tenant))
     }
 
     /// Checks ranges and relations (`τ_min ≤ τ_initial ≤ τ_max`, probabilities in [0, 1], …).
@@ -294,6 +348,12 @@ impl Config {
         if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.confirmed_ttl_ms) {
             return bad("CONFIRMED_TTL_MS", self.confirmed_ttl_ms as f64, "must be within 60000..=2592000000 (1 minute to 30 days)");
         }
+        if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.decision_ttl_ms) {
+            return bad("DECISION_TTL_MS", self.decision_ttl_ms as f64, "must be within 60000..=2592000000 (1 minute to 30 days)");
+        }
+        if !(1..=MAX_DECISIONS_LIMIT).contains(&self.max_decisions_per_tenant) {
+            return bad("MAX_DECISIONS_PER_TENANT", self.max_decisions_per_tenant as f64, "must be within 1..=1000000");
+        }
         if self.max_body_bytes < 1024 {
             return bad("MAX_BODY_BYTES", self.max_body_bytes as f64, "must be ≥ 1024");
         }
@@ -308,6 +368,16 @@ impl Config {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn tenant_policy_allows_listed_names_and_whole_pattern_matches() {
+        assert!(from(&[]).unwrap().tenant_allowed("anything"));
+        let c = from(&[("TENANTS", "ml, web"), ("TENANT_PATTERN", "team-[a-z]+")]).unwrap();
+        for (t, ok) in [("ml", true), ("web", true), ("team-a", true), ("team-a1", false), ("xteam-a", false), ("other", false)] {
+            assert_eq!(c.tenant_allowed(t), ok, "{t}");
+        }
+        assert!(!from(&[("TENANTS", "ml")]).unwrap().tenant_allowed("web"));
+    }
 
     fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -346,6 +416,11 @@ mod tests {
             (vec![("CONFIRMED_TTL_MS", "0")], "CONFIRMED_TTL_MS"),
             (vec![("CONFIRMED_TTL_MS", "2592000001")], "CONFIRMED_TTL_MS"),
             (vec![("CONFIRMED_TTL_MS", "six hours")], "CONFIRMED_TTL_MS"),
+            (vec![("DECISION_TTL_MS", "18446744073709551615")], "DECISION_TTL_MS"),
+            (vec![("DECISION_TTL_MS", "10")], "DECISION_TTL_MS"),
+            (vec![("MAX_DECISIONS_PER_TENANT", "0")], "MAX_DECISIONS_PER_TENANT"),
+            (vec![("TENANTS", "ok,../bad")], "TENANTS"),
+            (vec![("TENANT_PATTERN", "team-(")], "TENANT_PATTERN"),
         ] {
             let e = from(&pairs).unwrap_err();
             assert_eq!(e.key, key, "{pairs:?} → {e}");

@@ -46,6 +46,8 @@ pub struct ColonyCounters {
     pub late_outcomes: u64,
     /// Reports already counted (a replayed placement or outcome): nothing changed.
     pub duplicate_reports: u64,
+    /// Remembered decisions evicted (oldest first) to keep `MAX_DECISIONS_PER_TENANT`.
+    pub evicted_decisions: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -63,6 +65,14 @@ pub struct Prioritized {
     /// To remember under the pod's key until its placement is confirmed.
     pub decision: Decision,
     pub explored: Option<String>,
+}
+
+/// What confirming a remembered decision did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Confirmation {
+    /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
+    Deposited { node: String, amount: f64, quality: f64, trail: Trail, exact: bool },
+    NotACandidate,
 }
 
 /// What a placement report did to the colony.
@@ -127,14 +137,32 @@ impl TenantColony {
         outcome: Option<Outcome>,
         config: &Config,
     ) -> Result<PlacementEffect, String> {
-        let reported = outcome.map(Outcome::quality).transpose()?;
+        outcome.map(Outcome::quality).transpose()?;
         let Some(decision) = decision else {
             self.counters.unknown_placements += 1;
             return Ok(PlacementEffect::UnknownPod);
         };
+        Ok(match self.confirm_decision(decision, node, outcome, config)? {
+            Confirmation::Deposited { node, amount, quality, trail, exact } => {
+                PlacementEffect::Deposited { node, amount, quality, trail, exact }
+            }
+            Confirmation::NotACandidate => PlacementEffect::NotACandidate,
+        })
+    }
+
+    /// [`TenantColony::confirm`] for a pod whose decision is remembered: deposits, or the node
+    /// was not a candidate.
+    pub fn confirm_decision(
+        &mut self,
+        decision: &Decision,
+        node: &str,
+        outcome: Option<Outcome>,
+        config: &Config,
+    ) -> Result<Confirmation, String> {
+        let reported = outcome.map(Outcome::quality).transpose()?;
         let Some((eta_then, exact)) = decision.quality_of(node) else {
             self.counters.non_candidate_placements += 1;
-            return Ok(PlacementEffect::NotACandidate);
+            return Ok(Confirmation::NotACandidate);
         };
         if let Some(q) = reported {
             self.record_outcome(node, q);
@@ -144,7 +172,7 @@ impl TenantColony {
         let trail = self.pheromones.deposit(node, amount, config);
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
-        Ok(PlacementEffect::Deposited { node: node.to_string(), amount, quality, trail, exact })
+        Ok(Confirmation::Deposited { node: node.to_string(), amount, quality, trail, exact })
     }
 }
 

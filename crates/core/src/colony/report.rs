@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Decision, Outcome, PlacementEffect, TenantColony, Trail};
+use super::{Confirmation, Decision, Outcome, TenantColony, Trail};
 use crate::config::Config;
 
 /// A placement the colony has learnt from, remembered for `CONFIRMED_TTL_MS` so that replays
@@ -79,8 +79,8 @@ impl TenantColony {
     ) -> Result<ReportEffect, String> {
         let quality = outcome.map(Outcome::quality).transpose()?;
         if let Some(decision) = &record.decision {
-            return Ok(match self.confirm(Some(decision), node, outcome, config)? {
-                PlacementEffect::Deposited { node, amount, quality: deposit_quality, trail, exact } => {
+            return Ok(match self.confirm_decision(decision, node, outcome, config)? {
+                Confirmation::Deposited { node, amount, quality: deposit_quality, trail, exact } => {
                     record.decision = None;
                     record.confirmed = Some(Confirmed {
                         node: node.clone(),
@@ -91,8 +91,7 @@ impl TenantColony {
                     });
                     ReportEffect::Deposited { node, amount, trail, exact, outcome: quality }
                 }
-                PlacementEffect::NotACandidate => ReportEffect::NotACandidate,
-                PlacementEffect::UnknownPod => unreachable!("confirm with a decision never answers UnknownPod"),
+                Confirmation::NotACandidate => ReportEffect::NotACandidate,
             });
         }
         let Some(confirmed) = &mut record.confirmed else {
