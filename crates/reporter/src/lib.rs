@@ -19,6 +19,7 @@ pub mod ops_server;
 pub mod outcome;
 pub mod placements;
 pub mod run;
+pub mod slim;
 pub mod telemetry;
 pub mod time;
 pub mod wire;

@@ -11,9 +11,9 @@ use aco_core::config::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Client, Resource};
+use kube::Client;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::sync::{watch, Notify};
 
@@ -34,14 +34,6 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Drops what the reporter never reads, so that the caches stay small at 100k pods.
-fn strip<K: Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
-    if let Some(a) = object.meta_mut().annotations.as_mut() {
-        a.remove("kubectl.kubernetes.io/last-applied-configuration");
-    }
-}
-
 /// Placement/outcome reports owed and queued; one lock, never held across an await.
 struct Reports {
     ledger: Ledger,
@@ -58,6 +50,11 @@ struct Shared {
     pods: Store<Pod>,
     reports: Mutex<Reports>,
     pod_changed: Notify,
+    /// Pods changed since the last scan (by watch events); a scan of only these follows each
+    /// change, a full scan every scan interval (time-based fates, forgetting gone pods).
+    dirty: Mutex<HashSet<ObjectRef<Pod>>>,
+    /// A re-list happened (watch restarted): the next scan is a full one.
+    relisted: AtomicBool,
     queued: Notify,
     is_leader: watch::Receiver<bool>,
     shutdown: watch::Receiver<bool>,
@@ -121,11 +118,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (pods, pod_writer) = reflector::store::<Pod>();
     let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
         .default_backoff()
-        .modify(strip)
+        .modify(crate::slim::node)
         .reflect(node_writer);
     let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default().fields("spec.nodeName!="))
         .default_backoff()
-        .modify(strip)
+        .modify(crate::slim::pod)
         .reflect(pod_writer);
 
     let identity = args.identity.clone().unwrap_or_else(|| {
@@ -148,6 +145,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         nodes,
         pods,
         pod_changed: Notify::new(),
+        dirty: Mutex::new(HashSet::new()),
+        relisted: AtomicBool::new(true),
         queued: Notify::new(),
         is_leader: leadership.is_leader.clone(),
         shutdown: shutdown_rx.clone(),
@@ -168,7 +167,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let mut events = std::pin::pin!(pod_events);
         while let Some(event) = events.next().await {
             match event {
-                Ok(_) => s.pod_changed.notify_one(),
+                Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
+                    s.dirty.lock().unwrap_or_else(|e| e.into_inner()).insert(ObjectRef::from_obj(&pod));
+                    s.pod_changed.notify_one();
+                }
+                Ok(watcher::Event::InitDone) => {
+                    s.relisted.store(true, Ordering::Relaxed);
+                    s.pod_changed.notify_one();
+                }
+                Ok(_) => {}
                 Err(e) => {
                     s.telemetry.watch_errors.get_or_create(&Telemetry::kind("pods")).inc();
                     tracing::warn!(error = %e, "pod watch error (resuming)");
@@ -195,7 +202,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             s.telemetry.leader.set(leading as i64);
             tracing::info!(leading, "leadership");
             if leading {
-                // A new leader owes everything recent again: the Worker drops the repeats.
+                // A new leader owes everything recent again (a full scan): the Worker drops the repeats.
+                s.relisted.store(true, Ordering::Relaxed);
                 s.pod_changed.notify_one();
             }
             let mut stop = s.shutdown.clone();
@@ -337,6 +345,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
         let chunk = Push { batch: NodesBatch { nodes, deleted: std::mem::take(&mut deleted) }, full: full && i == last };
         let answer = s.worker.send(reqwest::Method::PUT, "/v1/nodes", &chunk.batch).await;
         let kind = Telemetry::kind("nodes");
+        s.telemetry.requests.get_or_create(&kind).inc();
         s.telemetry.bytes_sent.get_or_create(&kind).inc_by(answer.bytes_sent as u64);
         if answer.ok() {
             acked.acknowledge(&chunk, now);
@@ -352,7 +361,8 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
     }
 }
 
-/// On every pod change (and every scan interval, for "healthy for N minutes"): queue what is owed.
+/// On every pod change (only the changed pods) and every scan interval (all pods, for "healthy
+/// for N minutes" and to forget gone pods): queue what is owed.
 async fn scan_pods(s: Arc<Shared>) {
     let rules = ScanRules {
         schedulers: &s.args.scheduler_names,
@@ -360,17 +370,27 @@ async fn scan_pods(s: Arc<Shared>) {
         outcome_rules: OutcomeRules { max_restarts: s.args.max_restarts, healthy_after_ms: s.args.healthy_after.as_millis() as u64 },
         windows: Windows { placement_ms: s.config.decision_ttl_ms, outcome_ms: s.args.outcome_window.as_millis() as u64 },
     };
+    // The first round is a full scan (relisted starts true).
+    let mut last_full = std::time::Instant::now();
     while !s.stopping() {
         let mut stop = s.shutdown.clone();
+        let until_full = s.args.scan_interval.saturating_sub(last_full.elapsed());
         tokio::select! {
             _ = s.pod_changed.notified() => {}
-            _ = tokio::time::sleep(s.args.scan_interval) => {}
+            _ = tokio::time::sleep(until_full) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
         if !s.leading() {
             continue;
         }
-        let pods = s.pods.state();
+        let full = last_full.elapsed() >= s.args.scan_interval || s.relisted.swap(false, Ordering::Relaxed);
+        let dirty: Vec<ObjectRef<Pod>> = std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect();
+        let pods: Vec<Arc<Pod>> = if full {
+            last_full = std::time::Instant::now();
+            s.pods.state()
+        } else {
+            dirty.iter().filter_map(|r| s.pods.get(r)).collect()
+        };
         let now = now_ms();
         let depth = {
             let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
@@ -381,7 +401,9 @@ async fn scan_pods(s: Arc<Shared>) {
                     ledger.unqueue(&item);
                 }
             }
-            ledger.retain(&alive);
+            if full {
+                ledger.retain(&alive);
+            }
             queue.len()
         };
         s.telemetry.queue_depth.set(depth as i64);
@@ -422,6 +444,7 @@ async fn deliver(s: Arc<Shared>) {
         }
         let body = PlacementsBatch { placements: batch.iter().map(|i| i.report.clone()).collect() };
         let answer = s.worker.send(reqwest::Method::POST, "/v1/placements", &body).await;
+        s.telemetry.requests.get_or_create(&Telemetry::kind("placements")).inc();
         for kind in [Kind::Placement, Kind::Outcome] {
             let n = batch.iter().filter(|i| i.kind == kind).count();
             if n > 0 {

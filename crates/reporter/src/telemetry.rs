@@ -38,6 +38,8 @@ pub struct Telemetry {
     pub watch_errors: Family<KindLabel, Counter>,
     pub leader: Gauge,
     pub bytes_sent: Family<KindLabel, Counter>,
+    /// Requests made to the Worker (answered or not), by kind (`nodes`, `placements`).
+    pub requests: Family<KindLabel, Counter>,
 }
 
 impl Default for Telemetry {
@@ -63,6 +65,7 @@ impl Telemetry {
             watch_errors: Family::default(),
             leader: Gauge::default(),
             bytes_sent: Family::default(),
+            requests: Family::default(),
         };
         let registry = &mut t.registry;
         registry.register("reports_sent", "Reports the Worker acknowledged, by kind", t.sent.clone());
@@ -86,6 +89,7 @@ impl Telemetry {
         registry.register("watch_errors", "Watch stream errors (the watch resumes with backoff), by resource", t.watch_errors.clone());
         registry.register("leader", "1 while this replica holds the lease and reports", t.leader.clone());
         registry.register("request_bytes", "Request body bytes sent to the Worker, by kind", t.bytes_sent.clone());
+        registry.register("requests", "Requests made to the Worker (answered or not), by endpoint kind", t.requests.clone());
         t
     }
 

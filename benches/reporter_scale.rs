@@ -1,0 +1,297 @@
+//! What `aco-reporter` costs and how fast it reports, at cluster scale. A benchmark target
+//! (`harness = false`), run by `scripts/bench-reporter`; not a test.
+//!
+//! For each node count in BENCH_NODES (default `1000,5000`): a fresh control plane with kwok
+//! (fake kubelets) and metrics-server, the Worker on Miniflare, N kwok nodes from the OpenB
+//! CPU/GPU shapes and BENCH_PODS_PER_NODE (20) pods per node bound directly by `spec.nodeName`
+//! (no scheduler: creating them through kube-scheduler would take hours here). The pods name
+//! the extender's scheduler, so the reporter treats every one as a placement to report. Then
+//! the release reporter starts and we measure
+//! - time to caches synced and to the first full push acknowledged;
+//! - over a steady window of BENCH_WINDOW_S (60 s): CPU seconds of the reporter process, its
+//!   peak and final RSS, requests and bytes per minute it sent (from its own `/metrics`);
+//! - lag from binding to the Worker's acknowledgement, p50/p99 over BENCH_LAG_PODS (300) pods
+//!   bound at ~BENCH_LAG_RATE (20) per second during the window (from the reporter's
+//!   `aco_reporter_bind_to_report_seconds` histogram, interpolated within buckets).
+//! Prints a Markdown table and writes it to `target/bench-reporter.md`.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+#[path = "../tests/support_kube/mod.rs"]
+mod support_kube;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support_kube::fixtures::*;
+use support_kube::reporter::{sample, Reporter};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The reporter's own pid: the child of the `run-bound` wrapper that leads the group.
+fn reporter_pid(r: &Reporter) -> Option<u32> {
+    let leader = r.server.pid()?;
+    let children = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
+    children.split_whitespace().filter_map(|p| p.parse().ok()).find(|p: &u32| {
+        std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim().starts_with("aco-reporter"))
+    })
+}
+
+/// (utime + stime in seconds, VmRSS MiB, VmHWM MiB) of a process.
+fn proc_usage(pid: u32) -> (f64, f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = 100.0; // CLK_TCK on Linux
+    let cpu = f.get(11).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / ticks
+        + f.get(12).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / ticks;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / 1024.0
+    };
+    (cpu, kib("VmRSS:"), kib("VmHWM:"))
+}
+
+/// Quantile of a Prometheus histogram (cumulative `_bucket{le=...}` lines), linear within a bucket.
+fn histogram_quantile(text: &str, name: &str, q: f64) -> Option<f64> {
+    let mut buckets: Vec<(f64, f64)> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(&format!("{name}_bucket{{le=\""))?;
+            let (le, value) = rest.split_once("\"} ")?;
+            let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+            Some((le, value.split_whitespace().next()?.parse().ok()?))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last()?.1;
+    if total == 0.0 {
+        return None;
+    }
+    let rank = q * total;
+    let mut prev = (0.0, 0.0);
+    for (le, count) in buckets {
+        if count >= rank {
+            if le.is_infinite() {
+                return Some(prev.0);
+            }
+            let within = if count > prev.1 { (rank - prev.1) / (count - prev.1) } else { 1.0 };
+            return Some(prev.0 + (le - prev.0) * within);
+        }
+        prev = (le, count);
+    }
+    None
+}
+
+fn kwok_nodes(n: usize) -> Vec<Value> {
+    let shapes: Vec<Value> = openb_gpu_nodes().into_iter().chain(openb_cpu_nodes()).collect();
+    (0..n)
+        .map(|i| {
+            let mut node = shapes[i % shapes.len()].clone();
+            let name = format!("bench-{i:05}");
+            node["metadata"]["name"] = name.clone().into();
+            node["metadata"]["labels"]["kubernetes.io/hostname"] = name.into();
+            kwok_node(label_node(node, 0.5 + (i % 20) as f64 / 10.0, 100 + (i % 40) as u32 * 50, i % 4 == 0))
+        })
+        .collect()
+}
+
+fn bound_pod(ns: &str, name: &str, node: &str) -> Value {
+    let mut p = pod(ns, name, PodOpts { cpu: "100m", memory: "128Mi", ..Default::default() });
+    p["spec"]["nodeName"] = node.into();
+    p["metadata"]["annotations"]["kwok.x-k8s.io/usage-cpu"] = "50m".into();
+    p
+}
+
+async fn create_all(kube: &support_kube::Kube, objects: &[Value], path: impl Fn(&Value) -> String) {
+    for chunk in objects.chunks(32) {
+        let paths: Vec<String> = chunk.iter().map(&path).collect();
+        futures::future::join_all(chunk.iter().zip(&paths).map(|(o, p)| kube.post(p, o))).await;
+    }
+}
+
+struct Row {
+    nodes: usize,
+    pods: usize,
+    sync_s: f64,
+    first_push_s: f64,
+    cpu_pct: f64,
+    rss_mib: f64,
+    hwm_mib: f64,
+    requests_per_min: f64,
+    kib_per_min: f64,
+    lag_p50: Option<f64>,
+    lag_p99: Option<f64>,
+}
+
+async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize, lag_rate: usize) -> Row {
+    let env = Env::start().await;
+    let _kwok = env.cp.start_kwok().await;
+    let _ms = env.cp.start_metrics_server().await;
+    let kube = env.kube();
+    let nodes = kwok_nodes(n_nodes);
+    let t = Instant::now();
+    create_all(kube, &nodes, |_| "/api/v1/nodes".into()).await;
+    eprintln!("{n_nodes} nodes created in {:.1}s", t.elapsed().as_secs_f64());
+    let ns = "bench";
+    kube.create_namespace(ns).await;
+    let pods: Vec<Value> = (0..n_nodes * per_node)
+        .map(|i| bound_pod(ns, &format!("p-{i:06}"), &name_of(&nodes[i % n_nodes])))
+        .collect();
+    let t = Instant::now();
+    create_all(kube, &pods, |_| format!("/api/v1/namespaces/{ns}/pods")).await;
+    eprintln!("{} pods created in {:.1}s", pods.len(), t.elapsed().as_secs_f64());
+
+    support_kube::reporter::reporter_bin(true); // built before the clock starts
+    let started = Instant::now();
+    let url = env.api.base.clone();
+    let reporter = Reporter::start(
+        &env.cp,
+        &url,
+        "reporter",
+        &["--push-interval", "15s", "--full-refresh", "2m", "--scan-interval", "5s", "--log-format", "json", "--batch-size", "500"],
+        true,
+    );
+    let mut ready = None;
+    let mut first_push = None;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while first_push.is_none() {
+        let text = reporter.metrics().await;
+        if ready.is_none() && reqwest::get(format!("http://127.0.0.1:{}/readyz", reporter.ops)).await.is_ok_and(|r| r.status().is_success()) {
+            ready = Some(started.elapsed());
+        }
+        if sample(&text, "aco_reporter_reports_sent_total{kind=\"nodes\"}") >= n_nodes as f64 {
+            first_push = Some(started.elapsed());
+        }
+        assert!(Instant::now() < deadline, "no full push within 10 min; log:\n{}", reporter.server.log_tail(30));
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Let the initial placement backlog drain before the steady window.
+    let backlog_deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let text = reporter.metrics().await;
+        let sent = sample(&text, "aco_reporter_reports_sent_total{kind=\"placements\"}");
+        if sent >= pods.len() as f64 || Instant::now() > backlog_deadline {
+            eprintln!("initial placements reported: {sent} after {:.1}s", started.elapsed().as_secs_f64());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let pid = reporter_pid(&reporter).expect("reporter pid");
+    let before_text = reporter.metrics().await;
+    let (cpu0, _, _) = proc_usage(pid);
+    let t0 = Instant::now();
+    // Lag pods at a steady rate during the window (these are what the histogram's tail sees).
+    let lag_before = histogram_counts(&before_text);
+    let mut created = 0;
+    while t0.elapsed() < window {
+        if created < lag_pods {
+            let burst = lag_rate.min(lag_pods - created);
+            let batch: Vec<Value> = (created..created + burst)
+                .map(|i| bound_pod(ns, &format!("lag-{i:05}"), &name_of(&nodes[i % n_nodes])))
+                .collect();
+            create_all(kube, &batch, |_| format!("/api/v1/namespaces/{ns}/pods")).await;
+            created += burst;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let (cpu1, rss, hwm) = proc_usage(pid);
+    let after_text = reporter.metrics().await;
+    let delta = |series: &str| sample(&after_text, series) - sample(&before_text, series);
+    let requests = request_count(&before_text, &after_text);
+    let bytes: f64 = ["nodes", "placements", "outcomes"].iter().map(|k| delta(&format!("aco_reporter_request_bytes_total{{kind=\"{k}\"}}"))).sum();
+    let lag_text = histogram_delta(&after_text, &lag_before);
+    Row {
+        nodes: n_nodes,
+        pods: pods.len(),
+        sync_s: ready.unwrap_or_default().as_secs_f64(),
+        first_push_s: first_push.unwrap_or_default().as_secs_f64(),
+        cpu_pct: (cpu1 - cpu0) / elapsed * 100.0,
+        rss_mib: rss,
+        hwm_mib: hwm,
+        requests_per_min: requests / elapsed * 60.0,
+        kib_per_min: bytes / 1024.0 / elapsed * 60.0,
+        lag_p50: histogram_quantile(&lag_text, "aco_reporter_bind_to_report_seconds", 0.5),
+        lag_p99: histogram_quantile(&lag_text, "aco_reporter_bind_to_report_seconds", 0.99),
+    }
+}
+
+/// The bind-to-report histogram's bucket counts.
+fn histogram_counts(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| l.starts_with("aco_reporter_bind_to_report_seconds_bucket{"))
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The histogram over the window only: bucket counts after minus before.
+fn histogram_delta(after: &str, before: &[(String, f64)]) -> String {
+    histogram_counts(after)
+        .into_iter()
+        .map(|(k, v)| {
+            let b = before.iter().find(|(bk, _)| *bk == k).map(|(_, v)| *v).unwrap_or(0.0);
+            format!("{k} {}", v - b)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Requests the reporter made in the window: `aco_reporter_requests_total` by kind.
+fn request_count(before: &str, after: &str) -> f64 {
+    ["nodes", "placements"]
+        .iter()
+        .map(|k| {
+            let s = format!("aco_reporter_requests_total{{kind=\"{k}\"}}");
+            sample(after, &s) - sample(before, &s)
+        })
+        .sum()
+}
+
+#[tokio::main]
+async fn main() {
+    let counts: Vec<usize> = std::env::var("BENCH_NODES")
+        .unwrap_or_else(|_| "1000,5000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let per_node = env_usize("BENCH_PODS_PER_NODE", 20);
+    let window = Duration::from_secs(env_usize("BENCH_WINDOW_S", 60) as u64);
+    let lag_pods = env_usize("BENCH_LAG_PODS", 300);
+    let lag_rate = env_usize("BENCH_LAG_RATE", 20);
+    let mut rows = Vec::new();
+    for n in counts {
+        let row = run(n, per_node, window, lag_pods, lag_rate).await;
+        eprintln!(
+            "{} nodes: cpu {:.1}% rss {:.0} MiB (peak {:.0}), {:.1} req/min, {:.0} KiB/min, lag p50 {:?} p99 {:?}",
+            row.nodes, row.cpu_pct, row.rss_mib, row.hwm_mib, row.requests_per_min, row.kib_per_min, row.lag_p50, row.lag_p99
+        );
+        rows.push(row);
+    }
+    let fmt = |v: Option<f64>| v.map(|s| format!("{s:.2} s")).unwrap_or_else(|| "–".into());
+    let mut md = String::from(
+        "| nodes | pods | synced | first full push | CPU (of one core) | RSS / peak | requests/min | KiB/min | bind→ack p50 | p99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in &rows {
+        md.push_str(&format!(
+            "| {} | {} | {:.1} s | {:.1} s | {:.1}% | {:.0} / {:.0} MiB | {:.1} | {:.0} | {} | {} |\n",
+            r.nodes, r.pods, r.sync_s, r.first_push_s, r.cpu_pct, r.rss_mib, r.hwm_mib, r.requests_per_min, r.kib_per_min, fmt(r.lag_p50), fmt(r.lag_p99)
+        ));
+    }
+    println!("{md}");
+    let out = support_kube::repo_root().join("target/bench-reporter.md");
+    let _ = std::fs::write(&out, &md);
+    eprintln!("written to {}", out.display());
+}
