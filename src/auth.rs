@@ -4,6 +4,8 @@
 
 use worker::{Env, Request};
 
+use aco_core::access::constant_time_eq;
+
 use crate::http::ApiError;
 
 pub fn require_admin(req: &Request, env: &Env) -> Result<(), ApiError> {
@@ -23,26 +25,5 @@ pub fn require_admin(req: &Request, env: &Env) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::new(401, "invalid bearer token"))
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u8 | ((a.len() ^ b.len()) >> 8) as u8;
-    for (i, x) in a.iter().enumerate() {
-        diff |= x ^ b.get(i % b.len().max(1)).copied().unwrap_or(0);
-    }
-    diff == 0 && a.len() == b.len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn equal_only_when_identical() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
     }
 }

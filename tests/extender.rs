@@ -826,3 +826,72 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
     let targets: Value = api.http.get(format!("{}/api/v1/targets", prometheus.base_url)).send().await.unwrap().json().await.unwrap();
     assert_eq!(targets["data"]["activeTargets"][0]["health"], "up", "{targets}");
 }
+
+const TOKEN_A: &str = "extender-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+const TOKEN_B: &str = "extender-token-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+#[tokio::test]
+async fn path_token_auth_serves_both_rotation_tokens_and_refuses_anything_else() {
+    let api = Api::start(
+        StartOptions::default().var("EXTENDER_AUTH", "path-token").var("EXTENDER_TOKENS", format!("{TOKEN_A},{TOKEN_B}")),
+    );
+    let nodes = priced_nodes();
+    let (args, _) = full_args(&pod("t1", "tokened", json!({}), json!({}), json!({"cpu": "1"})), &nodes);
+    for token in [TOKEN_A, TOKEN_B] {
+        for verb in ["filter", "prioritize"] {
+            let (status, body) = api.post_raw(&format!("/t/{token}/v1/{verb}"), args.clone()).await;
+            assert_eq!(status, 200, "{verb} with a valid token: {body}");
+        }
+    }
+    let wrong = "extender-token-cccccccccccccccccccccccccccccccc";
+    for path in ["/v1/filter".to_string(), format!("/t/{wrong}/v1/filter"), format!("/t/{wrong}/v1/prioritize"), format!("/t/{wrong}/v1/bind"), "/t//v1/filter".into()] {
+        let (status, body) = api.post_raw(&path, args.clone()).await;
+        assert_eq!(status, 401, "{path}: {body}");
+        assert!(serde_json::from_str::<Value>(&body).unwrap()["error"].is_string(), "{body}");
+    }
+    // The token path only carries the extender verbs; admin routes keep their bearer token.
+    let (status, _) = api.post_raw(&format!("/t/{TOKEN_A}/v1/placements"), "{}".into()).await;
+    assert_eq!(status, 404);
+    assert_eq!(api.place(json!([{"podUid": "uid-tokened-t1", "namespace": "tokened", "node": name(&nodes[0])}])).await["deposited"], 1);
+    // Refused calls wrote nothing: two decisions were made (one per token), one confirmed.
+    let table = api.pheromones("tokened").await;
+    assert_eq!((table["counters"]["decisions"].as_u64(), table["confirmedPods"].as_u64()), (Some(2), Some(1)), "{table}");
+    api.metrics_containing("aco_extender_auth_failures_total{status=\"401\"} 5").await;
+}
+
+#[tokio::test]
+async fn mtls_auth_needs_a_verified_allowed_client_certificate() {
+    let fingerprint = "3f".repeat(32);
+    let cert = |verified: &str| json!({"tlsClientAuth": {"certPresented": "1", "certVerified": verified,
+        "certFingerprintSHA256": fingerprint, "certIssuerDN": "CN=aco test CA"}});
+    let args = full_args(&pod("m1", "mtls", json!({}), json!({}), json!({"cpu": "1"})), &priced_nodes()).0;
+    for (cf, allowed, expected) in [
+        (cert("SUCCESS"), fingerprint.clone(), 200),
+        (cert("SUCCESS"), "00".repeat(32), 403),
+        (cert("FAILED:certificate has expired"), fingerprint.clone(), 401),
+        (json!({}), fingerprint.clone(), 401),
+    ] {
+        let options = StartOptions { cf: Some(cf.clone()), ..StartOptions::default() }
+            .var("EXTENDER_AUTH", "mtls")
+            .var("EXTENDER_CERT_FINGERPRINTS", allowed);
+        let api = Api::start(options);
+        let (status, body) = api.post_raw("/v1/prioritize", args.clone()).await;
+        assert_eq!(status.as_u16(), expected, "cf {cf}: {body}");
+    }
+    // The issuer allowlist alone also admits it.
+    let options = StartOptions { cf: Some(cert("SUCCESS")), ..StartOptions::default() }
+        .var("EXTENDER_AUTH", "mtls")
+        .var("EXTENDER_CERT_ISSUERS", "CN=aco test CA");
+    let api = Api::start(options);
+    assert_eq!(api.post_raw("/v1/filter", args).await.0, 200);
+}
+
+#[tokio::test]
+async fn extender_auth_must_be_set_explicitly() {
+    let api = Api::start(StartOptions::default().var("EXTENDER_AUTH", "open"));
+    let (status, body) = api.post_raw("/v1/filter", "{}".into()).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("EXTENDER_AUTH"), "{body}");
+    let ready = api.http.get(api.worker.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+}

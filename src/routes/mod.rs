@@ -14,6 +14,7 @@ mod tenants;
 
 use std::rc::Rc;
 
+use aco_core::access::{split_token, ClientCert, ExtenderAuth};
 use aco_core::config::Config;
 use worker::{Context, Date, Env, Method, Request, Response};
 
@@ -94,6 +95,11 @@ impl<'a> Route<'a> {
         })
     }
 
+    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH`.
+    pub fn is_extender_verb(self) -> bool {
+        matches!(self, Route::Filter | Route::Prioritize | Route::Bind)
+    }
+
     pub fn methods(self) -> &'static [Method] {
         match self {
             Route::Probe(_) | Route::Metrics | Route::Node(_) => &[Method::Get],
@@ -118,6 +124,31 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     response
 }
 
+/// Applies `EXTENDER_AUTH` to an extender verb.
+fn authenticate(req: &Request, env: &Env, token: Option<&str>) -> Result<(), ApiError> {
+    let auth = env_config::extender_auth(env).map_err(|e| ApiError::new(503, e.to_string()))?;
+    let cert = match *auth {
+        ExtenderAuth::Mtls { .. } => client_cert(req),
+        _ => None,
+    };
+    auth.check(token, cert.as_ref()).map_err(|r| ApiError::new(r.status, r.message))
+}
+
+/// `request.cf.tlsClientAuth`, read field by field (no panicking accessors); None when absent.
+fn client_cert(req: &Request) -> Option<ClientCert> {
+    use worker::js_sys::Reflect;
+    use worker::wasm_bindgen::JsValue;
+    let get = |o: &JsValue, k: &str| Reflect::get(o, &JsValue::from_str(k)).ok().filter(|v| !v.is_undefined() && !v.is_null());
+    let cf = get(req.inner().as_ref(), "cf")?;
+    let tls = get(&cf, "tlsClientAuth")?;
+    let text = |k: &str| get(&tls, k).and_then(|v| v.as_string()).unwrap_or_default();
+    Some(ClientCert {
+        cert_verified: text("certVerified"),
+        fingerprint_sha256: text("certFingerprintSHA256"),
+        issuer_dn: text("certIssuerDN"),
+    })
+}
+
 fn methods_text(methods: &[Method]) -> String {
     methods.iter().map(|m| m.as_ref()).collect::<Vec<_>>().join(", ")
 }
@@ -125,7 +156,9 @@ fn methods_text(methods: &[Method]) -> String {
 /// Picks the handler and runs it. Returns the verb label for metrics.
 async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u64) -> (Option<&'static str>, Routed) {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let Some(route) = Route::parse(&segments) else {
+    // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
+    let (token, segments) = split_token(&segments);
+    let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb()) else {
         drain(&mut req).await;
         let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
         return (Some("unknown"), (e.into_response(), Event::default()));
@@ -142,6 +175,14 @@ async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u
             return (verb, (ApiError::new(503, e.to_string()).into_response(), Event::default()));
         }
     };
+    if route.is_extender_verb() {
+        if let Err(e) = authenticate(&req, &env, token) {
+            drain(&mut req).await;
+            let mut event = Event::default();
+            event.count("aco_extender_auth_failures_total", format!("status=\"{}\"", e.status), 1.0);
+            return (verb, (e.into_response(), event));
+        }
+    }
     let mut call = Call { req, env, config, event: Event::default(), now_ms };
     let result = if !route.methods().contains(&method) {
         Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))

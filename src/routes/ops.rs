@@ -25,6 +25,9 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
             if let Err(e) = env_config::config(env) {
                 problems.push(e.to_string());
             }
+            if let Err(e) = env_config::extender_auth(env) {
+                problems.push(e.to_string());
+            }
             for (kind, ok) in [
                 (facts_store::BINDING, env.kv(facts_store::BINDING).is_ok()),
                 (colony_do::BINDING, env.durable_object(colony_do::BINDING).is_ok()),

@@ -3,7 +3,7 @@
 // Miniflare, configured from wrangler.toml (the single source of bindings and [vars]).
 //
 //   node tests/support/miniflare.mjs [--persist DIR] [--port N] [--vars JSON]
-//                                    [--https-key FILE --https-cert FILE] [--watch-stdin]
+//                                    [--https-key FILE --https-cert FILE] [--cf JSON] [--watch-stdin]
 //
 // Prints exactly one line `READY <url>` (no trailing slash) on stdout once it serves requests,
 // then keeps running until SIGTERM/SIGINT (or, with --watch-stdin, until stdin closes: the Rust
@@ -13,6 +13,8 @@
 // --persist DIR keeps Durable Object and KV state in DIR/do and DIR/kv (the same layout as
 // `wrangler dev`'s .wrangler/state/v3), so it survives a restart; without it state is in memory.
 // --vars JSON is an object merged over wrangler.toml's [vars].
+// --cf JSON is the request.cf object every incoming request carries (e.g. an API Shield
+// `tlsClientAuth`); without it Miniflare's built-in fallback is used.
 
 import { readFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
@@ -38,6 +40,7 @@ function parseCli() {
       persist: { type: "string" },
       port: { type: "string", default: "0" },
       vars: { type: "string" },
+      cf: { type: "string" },
       "https-key": { type: "string" },
       "https-cert": { type: "string" },
       config: { type: "string", default: path.join(repoRoot, "wrangler.toml") },
@@ -61,7 +64,15 @@ function parseCli() {
   if ((values["https-key"] === undefined) !== (values["https-cert"] === undefined)) {
     fail("--https-key and --https-cert go together");
   }
-  return { ...values, port, vars };
+  let cf = false;
+  if (values.cf !== undefined) {
+    try {
+      cf = JSON.parse(values.cf);
+    } catch (e) {
+      fail(`--cf is not JSON: ${e.message}`);
+    }
+  }
+  return { ...values, port, vars, cf };
 }
 
 // Translates wrangler.toml into Miniflare worker options.
@@ -113,7 +124,7 @@ async function main() {
     host: "127.0.0.1",
     port: cli.port,
     // Never fetch the Request.cf template from the internet; use Miniflare's built-in fallback.
-    cf: false,
+    cf: cli.cf,
     log: new Log(cli.verbose ? LogLevel.DEBUG : LogLevel.WARN),
     // The Worker's console output and workerd's own messages: to stderr, never stdout.
     handleRuntimeStdio(stdout, stderr) {

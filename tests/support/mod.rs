@@ -54,6 +54,8 @@ pub struct StartOptions {
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `(key.pem, cert.pem)`: serve HTTPS with this certificate instead of HTTP.
     pub https: Option<(PathBuf, PathBuf)>,
+    /// The `request.cf` object of every incoming request (e.g. `{"tlsClientAuth": {...}}`).
+    pub cf: Option<serde_json::Value>,
 }
 
 impl StartOptions {
@@ -162,6 +164,9 @@ impl WorkerProcess {
             .arg(&self.persist_dir);
         if !self.options.vars.is_empty() {
             cmd.arg("--vars").arg(serde_json::Value::Object(self.options.vars.clone()).to_string());
+        }
+        if let Some(cf) = &self.options.cf {
+            cmd.arg("--cf").arg(cf.to_string());
         }
         if let Some((key, cert)) = &self.options.https {
             cmd.arg("--https-key").arg(key).arg("--https-cert").arg(cert);

@@ -4,6 +4,7 @@
 //! time arrives as `now_ms` arguments and randomness as `&mut impl rand::Rng`, so the
 //! same code runs natively (tests, simulator, benchmarks) and unchanged in wasm (the Worker).
 
+pub mod access;
 pub mod colony;
 pub mod config;
 pub mod demand;
