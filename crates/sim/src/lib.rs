@@ -7,12 +7,17 @@
 //! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
 //! scheduler, [`report`] the Markdown/JSON/SVG output.
 
+pub mod alloc;
 pub mod cluster;
 pub mod engine;
+pub mod facts_report;
 pub mod load;
+pub mod native;
 pub mod policy;
+pub mod predictor;
 pub mod prices;
 pub mod replay;
 pub mod report;
 pub mod rng;
+pub mod scheduler;
 pub mod trace;

@@ -13,7 +13,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::cluster::{SimPod, World};
-use crate::engine::{FactReport, NodeAlloc, Scheduler, TenantTrails};
+use crate::alloc::NodeAlloc;
+use crate::facts_report::FactReport;
+use crate::scheduler::{Scheduler, TenantTrails};
 use crate::policy::select_host;
 use crate::trace::Error;
 
@@ -166,7 +168,7 @@ impl Scheduler for HttpScheduler {
                 let reply: Vec<Priority> = serde_json::from_str(&text).map_err(|e| format!("prioritize reply: {e}: {text}"))?;
                 let by_host: HashMap<&str, i64> = reply.iter().map(|p| (p.host.as_str(), p.score)).collect();
                 let scores: Vec<f64> = passed.iter().map(|c| by_host.get(world.nodes[*c].name.as_str()).copied().unwrap_or(0) as f64).collect();
-                crate::engine::count_top_ties(&scores, &mut self.ties);
+                crate::scheduler::count_top_ties(&scores, &mut self.ties);
                 Ok(select_host(&passed, &scores, tie))
             }
         }

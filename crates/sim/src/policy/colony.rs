@@ -1,0 +1,48 @@
+//! The full colony: one `TenantColony` per tenant, scores `τ^α·η^β` mapped to 0–10 exactly as
+
+use std::collections::BTreeMap;
+
+use aco_core::colony::{Decision, TenantColony};
+use aco_core::config::Config;
+use aco_core::node_state::NodeState;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use super::{features, Policy, ScoreCtx, TenantTrails};
+
+/// The full colony: one `TenantColony` per tenant, scores `τ^α·η^β` mapped to 0–10 exactly as
+/// the Worker's `/v1/prioritize` does; deposits only through `confirm` on the node the simulated
+/// kube-scheduler really bound (never on the colony's own argmax).
+pub struct Colony {
+    pub colonies: BTreeMap<String, TenantColony>,
+    pending: Option<(String, Decision)>,
+    rng: StdRng,
+}
+
+impl Colony {
+    pub fn new(seed: u64) -> Self {
+        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11) }
+    }
+}
+
+impl Policy for Colony {
+    fn name(&self) -> String {
+        "colony".into()
+    }
+    fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
+        let tenant = ctx.pod.demand.tenant.clone();
+        let colony = self.colonies.entry(tenant.clone()).or_default();
+        let p = colony.prioritize(&features(states, &ctx.pod.demand, ctx.config), ctx.pod.demand.workload, ctx.now_ms, ctx.config, &mut self.rng);
+        self.pending = Some((tenant, p.decision));
+        p.priorities.iter().map(|h| h.score as f64).collect()
+    }
+    fn placed(&mut self, ctx: &ScoreCtx, node: usize, scored: bool) {
+        let tenant = ctx.pod.demand.tenant.clone();
+        let pending = self.pending.take().filter(|(t, _)| scored && *t == tenant).map(|(_, d)| d);
+        let colony = self.colonies.entry(tenant).or_default();
+        let _ = colony.confirm(pending.as_ref(), &ctx.world.nodes[node].name, None, ctx.config);
+    }
+    fn pheromones(&self, config: &Config) -> TenantTrails {
+        self.colonies.iter().map(|(t, c)| (t.clone(), c.pheromones.snapshot(config))).collect()
+    }
+}

@@ -1,0 +1,139 @@
+//! Scoring policies, all behind [`Policy`]. The engine filters first (the simulated
+//! kube-scheduler's own fit check, then the core's `check_node` on the node state built from
+//! reported facts); a policy scores the survivors (higher is better) and the engine takes the
+//! best, breaking ties at random as kube-scheduler does ([`select_host`]).
+
+
+use aco_core::config::Config;
+use aco_core::demand::PodDemand;
+use aco_core::heuristic::NodeFeatures;
+use aco_core::node_state::NodeState;
+use rand::rngs::StdRng;
+use rand::Rng;
+
+use crate::alloc::NodeAlloc;
+use crate::cluster::{SimPod, World};
+
+mod best_fit;
+mod cheapest_fit;
+mod colony;
+mod first_fit;
+mod heuristic;
+mod k8s_default;
+mod random;
+mod tetris;
+
+pub use best_fit::BestFit;
+pub use cheapest_fit::CheapestFit;
+pub use colony::Colony;
+pub use first_fit::FirstFit;
+pub use heuristic::Heuristic;
+pub use k8s_default::KubeDefault;
+pub use random::RandomPolicy;
+pub use tetris::Tetris;
+
+/// Per tenant, its trail as (node, τ), best first.
+pub type TenantTrails = Vec<(String, Vec<(String, f64)>)>;
+
+/// What a policy may look at when scoring one pod.
+pub struct ScoreCtx<'a> {
+    pub world: &'a World,
+    pub config: &'a Config,
+    pub pod: &'a SimPod,
+    pub alloc: &'a [NodeAlloc],
+    pub now_ms: u64,
+}
+
+pub trait Policy {
+    fn name(&self) -> String;
+    /// One score per candidate (node indices into `world.nodes`, in cluster order); `states`
+    /// are the extender's views of the same candidates.
+    fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], states: &[&NodeState]) -> Vec<f64>;
+    /// The pod was bound to `node`. `scored` is false when there was a single feasible node and
+    /// kube-scheduler would not have called prioritize at all.
+    fn placed(&mut self, _ctx: &ScoreCtx, _node: usize, _scored: bool) {}
+    /// Per-tenant pheromone snapshot (node, τ), best first; empty for policies without trails.
+    fn pheromones(&self, _config: &Config) -> TenantTrails {
+        Vec::new()
+    }
+}
+
+/// kube-scheduler's `selectHost`: the highest score wins; among equal scores each has the same
+/// chance (reservoir sampling over the list in order, one draw per tie met).
+pub fn select_host(candidates: &[usize], scores: &[f64], rng: &mut StdRng) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    let mut ties = 0u32;
+    for (c, s) in candidates.iter().zip(scores) {
+        match best {
+            None => {
+                best = Some((*c, *s));
+                ties = 1;
+            }
+            Some((_, b)) if *s > b => {
+                best = Some((*c, *s));
+                ties = 1;
+            }
+            Some((_, b)) if *s == b => {
+                ties += 1;
+                if rng.random_range(0..ties) == 0 {
+                    best = Some((*c, *s));
+                }
+            }
+            _ => {}
+        }
+    }
+    best.map(|(c, _)| c)
+}
+
+/// The policies of the benchmark, by CLI name.
+pub const ALL: [&str; 8] = ["first-fit", "best-fit", "k8s-default", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
+
+pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
+    Some(match name {
+        "first-fit" => Box::new(FirstFit),
+        "best-fit" => Box::new(BestFit),
+        "k8s-default" => Box::new(KubeDefault),
+        "random" => Box::new(RandomPolicy),
+        "cheapest-fit" => Box::new(CheapestFit),
+        "tetris" => Box::new(Tetris),
+        "heuristic" => Box::new(Heuristic),
+        "colony" => Box::new(Colony::new(seed)),
+        _ => return None,
+    })
+}
+
+/// Requested and allocatable per dimension after placing the pod: (cpu, memory, gpu milli).
+pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
+    let n = &ctx.world.nodes[node];
+    let a = &ctx.alloc[node];
+    let p = &ctx.pod.trace;
+    let pod_gpu = if p.num_gpu == 0 { 0.0 } else { p.num_gpu as f64 * p.gpu_milli.min(1000) as f64 };
+    [
+        ((a.cpu_used + p.cpu_milli) as f64, n.cpu_milli as f64),
+        ((a.mem_used + p.memory_mib) as f64, n.memory_mib as f64),
+        (a.gpu_used_milli() as f64 + pod_gpu, n.gpus as f64 * 1000.0),
+    ]
+}
+
+/// Per-pod features, exactly as the Worker's `scoring_input` computes them.
+pub(crate) fn features(states: &[&NodeState], pod: &PodDemand, config: &Config) -> Vec<NodeFeatures> {
+    states.iter().map(|s| NodeFeatures::for_pod(s, pod, config)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn select_host_takes_the_max_and_spreads_ties() {
+        let mut rng = StdRng::seed_from_u64(1);
+        assert_eq!(select_host(&[3, 4, 5], &[1.0, 3.0, 2.0], &mut rng), Some(4));
+        assert_eq!(select_host(&[], &[], &mut rng), None);
+        let mut seen = [0; 3];
+        for _ in 0..3000 {
+            seen[select_host(&[0, 1, 2], &[1.0, 1.0, 1.0], &mut rng).unwrap()] += 1;
+        }
+        assert!(seen.iter().all(|n| (800..1200).contains(n)), "{seen:?}");
+    }
+}

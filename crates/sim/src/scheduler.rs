@@ -1,0 +1,39 @@
+//! Who decides: the [`Scheduler`] trait, implemented by the native extender pipeline
+//! (`crate::native`) and by the live Worker over HTTP (`crate::replay`).
+
+use rand::rngs::StdRng;
+
+use crate::alloc::NodeAlloc;
+use crate::cluster::{SimPod, World};
+use crate::facts_report::FactReport;
+use crate::trace::Error;
+
+pub use crate::policy::TenantTrails;
+
+/// Who decides: the native extender pipeline or the Worker over HTTP.
+pub trait Scheduler {
+    fn name(&self) -> String;
+    /// Delivers fact reports (the in-cluster reporter's `PUT /v1/nodes`).
+    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error>;
+    /// Filters and scores the candidates (kube-scheduler's feasible nodes, cluster order) and
+    /// returns the node to bind, picking the best score with `tie` for ties.
+    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error>;
+    /// The binding happened (the reporter's `POST /v1/placements`).
+    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error>;
+    /// Per-tenant (node, τ) best first, for the report and the demo.
+    fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error>;
+    /// (decisions whose best score was shared by ≥ 2 nodes, total size of those top sets).
+    fn tie_stats(&self) -> (usize, usize) {
+        (0, 0)
+    }
+}
+
+/// Counts decisions whose top score is shared, and how many nodes share it.
+pub fn count_top_ties(scores: &[f64], stats: &mut (usize, usize)) {
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let n = scores.iter().filter(|s| **s == max).count();
+    if n >= 2 {
+        stats.0 += 1;
+        stats.1 += n;
+    }
+}
