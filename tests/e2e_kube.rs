@@ -185,11 +185,18 @@ fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
         .collect()
 }
 
-fn prefer_node(node: &str) -> Value {
-    json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-        "weight": 100,
-        "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
-    }]}})
+/// Steers a pod to `node`: required to land on `node` or `other` (two feasible nodes, so the
+/// extender's prioritize is called and a decision remembered), preferring `node`. The required
+/// part keeps the reporter's real `requested` facts (busy nodes are cheaper to add to) from
+/// pulling the pod onto a third, busier node.
+fn prefer_node(node: &str, other: &str) -> Value {
+    json!({"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node, other]}]}]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100,
+            "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+        }]}})
 }
 
 fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Value {
@@ -222,6 +229,7 @@ async fn tenants_learn_only_from_their_own_placements() {
     let nodes = identical_nodes(5, "same");
     env.add_nodes(&nodes).await;
     let (x, y) = (name_of(&nodes[1]), name_of(&nodes[3]));
+    let (w, z) = (name_of(&nodes[0]), name_of(&nodes[4]));
     let ns = "tenants";
     kube.create_namespace(ns).await;
     let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(false)).await;
@@ -230,7 +238,7 @@ async fn tenants_learn_only_from_their_own_placements() {
     let b0 = env.api.taus("team-b").await;
 
     // History of team-a: placed on X (a soft node affinity makes kube-scheduler choose X).
-    let a_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("a-hist-{i}"), "team-a", Some(prefer_node(&x)))).collect();
+    let a_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("a-hist-{i}"), "team-a", Some(prefer_node(&x, &w)))).collect();
     let a_names = create_pods(kube, &a_hist).await;
     let placed = kube.wait_all_bound(ns, &a_names, BIND_TIMEOUT).await;
     assert!(placed.iter().all(|n| *n == x), "team-a history should be on {x}: {placed:?}");
@@ -243,7 +251,7 @@ async fn tenants_learn_only_from_their_own_placements() {
     assert_eq!(b1, b0, "team-a's placements moved team-b's trail");
 
     // History of team-b: placed on Y.
-    let b_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("b-hist-{i}"), "team-b", Some(prefer_node(&y)))).collect();
+    let b_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("b-hist-{i}"), "team-b", Some(prefer_node(&y, &z)))).collect();
     let b_names = create_pods(kube, &b_hist).await;
     let placed = kube.wait_all_bound(ns, &b_names, BIND_TIMEOUT).await;
     assert!(placed.iter().all(|n| *n == y), "team-b history should be on {y}: {placed:?}");
