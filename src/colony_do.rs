@@ -192,6 +192,11 @@ pub struct Colony {
     schema_ready: Cell<bool>,
     /// An alarm is known to be armed (saves a storage round trip per decision).
     alarm_armed: Cell<bool>,
+    /// Rows in `decisions`, once counted (None: count again). Kept so that the cap costs no
+    /// `COUNT(*)` per decision.
+    decision_count: Cell<Option<u64>>,
+    /// Placement requests failed so far by `TEST_FAULT_PLACEMENTS` (tests only).
+    faults_injected: Cell<u64>,
 }
 
 const SCHEMA: &str = "
@@ -284,18 +289,36 @@ impl Colony {
     async fn prioritize(&self, req: PrioritizeRequest) -> Result<Response> {
         let config = self.config()?;
         let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(req.now_ms));
+        // The cap: a new key beyond MAX_DECISIONS_PER_TENANT evicts the oldest decisions.
+        let count = match self.decision_count.get() {
+            Some(n) => n,
+            None => self.count("decisions")?,
+        };
+        let known: Vec<NumberRow> =
+            self.sql.exec("SELECT 1 AS value FROM decisions WHERE key = ?", Some(vec![req.key.clone().into()]))?.to_array()?;
+        let after_insert = count + known.is_empty() as u64;
+        let evict = after_insert.saturating_sub(config.max_decisions_per_tenant);
         let (prioritized, counters) = self.with_colony(|c| {
             let p = c.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
+            c.counters.evicted_decisions += evict;
             (p, serde_json::to_string(&c.counters))
         })?;
         let mut writes = Writes::default();
         writes.meta("tenant", req.tenant.clone());
         writes.meta("counters", counters?);
+        if evict > 0 {
+            writes.push(
+                "DELETE FROM decisions WHERE key IN (SELECT key FROM decisions WHERE key != ? ORDER BY created_ms, key LIMIT ?)",
+                vec![req.key.clone().into(), int(evict)],
+            );
+        }
         writes.push(
             "INSERT OR REPLACE INTO decisions(key, created_ms, body) VALUES(?, ?, ?)",
             vec![req.key.into(), int(req.now_ms), serde_json::to_string(&prioritized.decision)?.into()],
         );
+        self.decision_count.set(None);
         self.commit(writes)?;
+        self.decision_count.set(Some(after_insert - evict));
         self.ensure_alarm(&config).await?;
         Ok(json_response(200, &PrioritizeResponse { priorities: prioritized.priorities, explored: prioritized.explored }))
     }
@@ -424,6 +447,11 @@ impl Colony {
         }
         writes.meta("epoch", epoch.to_string());
         writes.meta("counters", counters);
+        if self.inject_fault(&req.tenant) {
+            // A statement that fails inside the transaction: everything above is rolled back.
+            writes.push("INSERT INTO injected_fault_no_such_table VALUES(1)", vec![]);
+        }
+        self.decision_count.set(None);
         self.commit(writes)?;
         if confirmed_any {
             self.ensure_alarm(&config).await?;
@@ -473,6 +501,7 @@ impl Colony {
         if !tenant.is_empty() {
             writes.meta("tenant", tenant);
         }
+        self.decision_count.set(None);
         self.commit(writes)?;
         *self.colony.borrow_mut() = None;
         Ok(json_response(200, &serde_json::json!({"reset": true})))
@@ -500,6 +529,19 @@ impl Colony {
         }
         self.alarm_armed.set(true);
         Ok(())
+    }
+
+    /// Tests only: `TEST_FAULT_PLACEMENTS = "tenant:n"` makes the first `n` placement requests of
+    /// `tenant` (per instance) fail at commit, rolled back. Never set it in production.
+    fn inject_fault(&self, tenant: &str) -> bool {
+        let Ok(spec) = self.env.var("TEST_FAULT_PLACEMENTS").map(|v| v.to_string()) else { return false };
+        let fails = spec.split(',').filter_map(|s| s.trim().split_once(':')).any(|(t, n)| {
+            t == tenant && n.trim().parse::<u64>().is_ok_and(|n| self.faults_injected.get() < n)
+        });
+        if fails {
+            self.faults_injected.set(self.faults_injected.get() + 1);
+        }
+        fails
     }
 
     async fn route(&self, mut req: Request) -> Result<Response> {
@@ -534,6 +576,8 @@ impl DurableObject for Colony {
             colony: RefCell::new(None),
             schema_ready: Cell::new(schema_ready),
             alarm_armed: Cell::new(false),
+            decision_count: Cell::new(None),
+            faults_injected: Cell::new(0),
         }
     }
 
@@ -560,6 +604,7 @@ impl DurableObject for Colony {
         let mut writes = Writes::default();
         writes.push("DELETE FROM decisions WHERE created_ms < ?", vec![int(now.saturating_sub(config.decision_ttl_ms))]);
         writes.push("DELETE FROM confirmed WHERE confirmed_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
+        self.decision_count.set(None);
         self.commit(writes)?;
         let next = [
             (self.oldest("SELECT MIN(created_ms) AS value FROM decisions")?, config.decision_ttl_ms),

@@ -14,15 +14,17 @@ pub struct ApiError {
     /// Set when a tenant's colony failed (`corrupt_state`, `error`, `unreachable`): counted in
     /// `aco_colony_errors_total{reason}`.
     pub colony_failure: Option<&'static str>,
+    /// Extra JSON members of the error body (e.g. per-tenant results of a placement batch).
+    pub detail: Option<serde_json::Value>,
 }
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        Self { status, field: None, message: message.into(), colony_failure: None }
+        Self { status, field: None, message: message.into(), colony_failure: None, detail: None }
     }
 
     pub fn field(status: u16, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { status, field: Some(field.into()), message: message.into(), colony_failure: None }
+        Self { status, field: Some(field.into()), message: message.into(), colony_failure: None, detail: None }
     }
 
     /// A dependency (KV, a Durable Object) failed: the request may be retried.
@@ -31,19 +33,22 @@ impl ApiError {
     }
 
     pub fn into_response(self) -> Response {
-        #[derive(Serialize)]
-        struct Body<'a> {
-            error: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            field: Option<&'a str>,
+        let mut body = serde_json::json!({"error": self.message});
+        if let Some(f) = &self.field {
+            body["field"] = f.clone().into();
         }
-        json_response(self.status, &Body { error: &self.message, field: self.field.as_deref() })
+        if let Some(serde_json::Value::Object(extra)) = self.detail {
+            for (k, v) in extra {
+                body[k] = v;
+            }
+        }
+        json_response(self.status, &body)
     }
 }
 
 impl From<BadRequest> for ApiError {
     fn from(b: BadRequest) -> Self {
-        Self { status: b.status, field: b.field, message: b.message, colony_failure: None }
+        Self { status: b.status, field: b.field, message: b.message, colony_failure: None, detail: None }
     }
 }
 

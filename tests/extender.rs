@@ -895,3 +895,162 @@ async fn extender_auth_must_be_set_explicitly() {
     let ready = api.http.get(api.worker.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503);
 }
+
+/// `n` nodes with long (253-character) names: the largest decision a prioritize call can make.
+fn long_named_nodes(n: usize) -> Vec<Value> {
+    let base = priced_nodes();
+    (0..n)
+        .map(|i| {
+            let mut node = base[i % base.len()].clone();
+            let prefix = format!("n{i:04}-");
+            node["metadata"]["name"] = json!(format!("{prefix}{}", "x".repeat(253 - prefix.len())));
+            node
+        })
+        .collect()
+}
+
+/// Sends `count` prioritize calls for distinct pods of `tenant` (8 at a time); returns the
+/// on-disk size of the tenant's colony database afterwards (stopping and restarting the Worker).
+async fn flood_prioritize(api: &mut Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]) -> u64 {
+    use futures::StreamExt;
+    let bodies: Vec<String> =
+        (0..count).map(|i| full_args(&pod(&format!("{tag}{i}"), tenant, json!({}), json!({}), json!({"cpu": "1"})), nodes).0).collect();
+    let api_ref = &*api;
+    futures::stream::iter(bodies)
+        .map(|b| async move { assert_eq!(api_ref.post_raw("/v1/prioritize", b).await.0, 200) })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+    api.worker.while_stopped(|dir| colony_sqlite_files(dir).iter().map(|f| std::fs::metadata(f).unwrap().len()).sum())
+}
+
+#[tokio::test]
+async fn remembered_decisions_are_capped_per_tenant_oldest_first() {
+    let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "20"));
+    let nodes = long_named_nodes(64);
+    let bytes = flood_prioritize(&mut api, "flood", "f", 30, &nodes).await;
+    let table = api.pheromones("flood").await;
+    assert_eq!(table["pendingDecisions"], 20, "{table}");
+    assert_eq!(table["counters"]["evictedDecisions"], 10);
+    assert_eq!(table["counters"]["decisions"], 30);
+    eprintln!("colony database after 30 decisions of 64 long-named nodes, 20 kept: {bytes} bytes");
+    // The survivors are the newest: an evicted pod's placement is unknown, a kept one deposits.
+    let oldest_kept = (0..30).rev().take(20).min().unwrap();
+    assert_eq!(oldest_kept, 10);
+    let s = api.place(json!([{"podUid": "uid-flood-f29", "namespace": "flood", "node": name(&nodes[0])}])).await;
+    assert_eq!(s["deposited"], 1, "{s}");
+    api.metrics_containing("aco_colony_evicted_decisions_total{tenant=\"flood\"} 10").await;
+}
+
+#[tokio::test]
+async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
+    let api = Api::start(StartOptions::default().var("TENANTS", "ml").var("TENANT_PATTERN", "team-[a-z]+"));
+    let nodes = priced_nodes();
+    for tenant in ["ml", "team-a", "intruder"] {
+        let scores = api.scores(&pod("p", tenant, json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+        assert_eq!(scores.len(), nodes.len(), "{tenant} is scored");
+    }
+    assert_eq!(api.pheromones("ml").await["counters"]["decisions"], 1);
+    assert_eq!(api.pheromones("team-a").await["counters"]["decisions"], 1);
+    let (status, body) = api.admin(reqwest::Method::GET, "/v1/tenants/intruder/pheromones", None).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = api
+        .admin(reqwest::Method::POST, "/v1/placements", Some(json!({"placements": [
+            {"podUid": "uid-ml-p", "namespace": "ml", "node": name(&nodes[0])},
+            {"podUid": "uid-intruder-p", "namespace": "intruder", "node": name(&nodes[0])}]})))
+        .await;
+    assert_eq!((status.as_u16(), body["field"].as_str()), (400, Some("placements[1].tenant")), "{body}");
+    assert_eq!(api.pheromones("ml").await["epoch"], 0, "the rejected batch changed nothing");
+    api.metrics_containing("aco_tenants_refused_total{verb=\"prioritize\"} 1").await;
+}
+
+/// The figure in README "Limits": what an unauthenticated caller (EXTENDER_AUTH=none) can make
+/// one tenant store. `cargo test --test extender -- --ignored measure --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn measure_storage_per_remembered_decision() {
+    for (label, nodes) in [("OpenB names", {
+        let mut v = Vec::new();
+        while v.len() < 64 {
+            v.extend(openb_nodes(16));
+        }
+        v.truncate(64);
+        v
+    }), ("253-char names", long_named_nodes(64))] {
+        let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "1000"));
+        let empty = flood_prioritize(&mut api, "measure", "a", 1, &nodes).await;
+        let full = flood_prioritize(&mut api, "measure", "b", 999, &nodes).await;
+        let more = flood_prioritize(&mut api, "measure", "c", 1000, &nodes).await;
+        let table = api.pheromones("measure").await;
+        eprintln!(
+            "{label}: 1 decision {empty} B, 1000 decisions {full} B ({:.0} B/decision), +1000 more beyond the cap {more} B; pending {} evicted {}",
+            (full - empty) as f64 / 999.0,
+            table["pendingDecisions"],
+            table["counters"]["evictedDecisions"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
+    // The second tenant's colony (alphabetical order: t-a, t-b, t-c) fails its first commit.
+    let api = Api::start(StartOptions::default().var("TEST_FAULT_PLACEMENTS", "t-b:1"));
+    let nodes = priced_nodes();
+    let mut batch = Vec::new();
+    for tenant in ["t-a", "t-b", "t-c"] {
+        for i in 0..3 {
+            api.scores(&pod(&format!("p{i}"), tenant, json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+            batch.push(json!({"podUid": format!("uid-{tenant}-p{i}"), "namespace": tenant, "node": name(&nodes[i])}));
+        }
+    }
+    let (status, body) = api.admin(reqwest::Method::POST, "/v1/placements", Some(json!({"placements": batch}))).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["tenants"]["t-a"]["committed"], true, "{body}");
+    assert_eq!(body["tenants"]["t-b"]["committed"], false, "{body}");
+    assert_eq!(body["tenants"]["t-c"]["committed"], true, "{body}");
+    assert_eq!(api.pheromones("t-b").await["epoch"], 0, "the failed tenant's commit was rolled back");
+    // The reporter retries the whole batch: every pod counts exactly once over both attempts.
+    let retry = api.place(json!(batch)).await;
+    assert_eq!(tally(&retry), (3, 0, 6, 0, 0), "{retry}");
+    for tenant in ["t-a", "t-b", "t-c"] {
+        let table = api.pheromones(tenant).await;
+        assert_eq!((table["epoch"].as_u64(), table["counters"]["deposits"].as_u64()), (Some(3), Some(3)), "{tenant}: {table}");
+        assert_eq!(table["pendingDecisions"], 0);
+    }
+    let again = api.place(json!(batch)).await;
+    assert_eq!(tally(&again), (0, 0, 9, 0, 0), "{again}");
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_placements_of_one_pod_deposit_exactly_once() {
+    use futures::StreamExt;
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(&pod("hot", "race", json!({}), json!({}), json!({"cpu": "1"})), &nodes).await;
+    let report = json!({"placements": [{"podUid": "uid-race-hot", "namespace": "race", "node": name(&nodes[0])}]});
+    let summaries: Vec<Value> = futures::stream::iter(0..1000)
+        .map(|_| async { api.admin(reqwest::Method::POST, "/v1/placements", Some(report.clone())).await })
+        .buffer_unordered(100)
+        .map(|(status, body)| {
+            assert_eq!(status, 200, "{body}");
+            body
+        })
+        .collect()
+        .await;
+    let deposited: u64 = summaries.iter().map(|s| s["deposited"].as_u64().unwrap()).sum();
+    let duplicates: u64 = summaries.iter().map(|s| s["duplicates"].as_u64().unwrap()).sum();
+    assert_eq!((deposited, duplicates), (1, 999));
+    let table = api.pheromones("race").await;
+    assert_eq!((table["epoch"].as_u64(), table["counters"]["deposits"].as_u64()), (Some(1), Some(1)), "{table}");
+}
+
+#[tokio::test]
+async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_nothing() {
+    let api = Api::start(StartOptions::default());
+    let batch: Vec<Value> = (0..5).map(|i| json!({"podUid": format!("u{i}"), "namespace": format!("fresh-{i}"), "node": "n1"})).collect();
+    let s = api.place(json!(batch)).await;
+    assert_eq!(tally(&s), (0, 0, 0, 5, 0), "{s}");
+    for i in 0..5 {
+        assert_eq!(api.pheromones(&format!("fresh-{i}")).await["epoch"], 0);
+    }
+}

@@ -27,7 +27,8 @@ pub async fn bind(call: &mut Call) -> Handled {
         pod_index::tenant_of(&call.env, &key).await
     } else {
         Some(args.pod_namespace.clone()).filter(|ns| validate_tenant(ns).is_ok())
-    };
+    }
+    .filter(|t| call.config.tenant_allowed(t));
     match tenant {
         Some(tenant) => {
             deliver(call, vec![(tenant, PlacementItem { key, node: args.node, outcome: None })], "bind").await?;

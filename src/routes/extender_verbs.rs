@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
+use aco_core::colony::TenantColony;
 use aco_core::facts::NodeFacts;
+use rand::{rngs::SmallRng, SeedableRng};
 use worker::{Method, Request, RequestInit};
 
 use super::{Call, Handled};
@@ -40,6 +42,14 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     call.event.count("aco_stale_node_facts_total", "verb=\"prioritize\"".into(), input.stale as f64);
     if input.features.is_empty() {
         return Ok(json_response(200, &Vec::<aco_core::wire::HostPriority>::new()));
+    }
+    if !call.config.tenant_allowed(&input.demand.tenant) {
+        // No colony for a tenant outside TENANTS/TENANT_PATTERN: η alone (τ_initial everywhere),
+        // nothing remembered, so such pods cannot create Durable Objects or grow storage.
+        call.event.count("aco_tenants_refused_total", "verb=\"prioritize\"".into(), 1.0);
+        let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
+        let scored = TenantColony::default().prioritize(&input.features, input.demand.workload, call.now_ms, &call.config, &mut rng);
+        return Ok(json_response(200, &scored.priorities));
     }
     let request = PrioritizeRequest {
         tenant: input.demand.tenant.clone(),

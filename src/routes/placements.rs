@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use aco_core::colony::Outcome;
+use aco_core::config::Config;
 use aco_core::demand::validate_tenant;
 use aco_core::facts::validate_node_name;
 use serde::{Deserialize, Serialize};
@@ -51,7 +52,7 @@ pub struct Summary {
 }
 
 /// A report made ready for its colony: (tenant, item).
-fn validate(i: usize, r: Report) -> Result<(String, PlacementItem), ApiError> {
+fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
     let key = match (&r.pod_uid, &r.namespace, &r.name) {
@@ -65,13 +66,22 @@ fn validate(i: usize, r: Report) -> Result<(String, PlacementItem), ApiError> {
         .or_else(|| r.namespace.clone())
         .ok_or_else(|| ApiError::field(400, field("tenant"), "need tenant (or namespace, the default tenant)"))?;
     validate_tenant(&tenant).map_err(|m| ApiError::field(400, field("tenant"), m))?;
+    if !config.tenant_allowed(&tenant) {
+        return Err(ApiError::field(400, field("tenant"), format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+    }
     if let Some(o) = r.outcome {
         o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
     }
     Ok((tenant, PlacementItem { key, node: r.node, outcome: r.outcome }))
 }
 
-/// Sends validated placements to their colonies, one call per tenant.
+/// Sends validated placements to their colonies, one call (one transaction) per tenant.
+///
+/// Tenants are separate Durable Objects, so a batch spanning several cannot commit atomically.
+/// Instead every tenant is tried, and a failure answers 503 with what each tenant did
+/// (`tenants.<t>.committed`). A retry of the whole batch is then exact: each colony is idempotent
+/// per pod (a committed pod is a `duplicate` the second time, an outcome applies once), so every
+/// pod is counted exactly once across the attempts.
 pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, source: &str) -> Result<Summary, ApiError> {
     let mut by_tenant: BTreeMap<String, Vec<PlacementItem>> = BTreeMap::new();
     let received = items.len() as u64;
@@ -79,18 +89,43 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
         by_tenant.entry(tenant).or_default().push(item);
     }
     let mut summary = Summary { received, ..Default::default() };
+    let mut per_tenant = serde_json::Map::new();
+    let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
         let req = PlacementsRequest { tenant: tenant.clone(), items, now_ms: call.now_ms };
-        let r: PlacementsResponse = colony_call(&call.env, &tenant, Method::Post, "/placements", Some(&req)).await?;
-        summary.deposited += r.deposited;
-        summary.outcomes += r.outcomes;
-        summary.duplicates += r.duplicates;
-        summary.unknown_pod += r.unknown_pod;
-        summary.not_a_candidate += r.not_a_candidate;
-        call.event.tenants.push(tenant);
+        match colony_call::<_, PlacementsResponse>(&call.env, &tenant, Method::Post, "/placements", Some(&req)).await {
+            Ok(r) => {
+                summary.deposited += r.deposited;
+                summary.outcomes += r.outcomes;
+                summary.duplicates += r.duplicates;
+                summary.unknown_pod += r.unknown_pod;
+                summary.not_a_candidate += r.not_a_candidate;
+                let mut entry = serde_json::to_value(&r).unwrap_or_default();
+                if let Some(o) = entry.as_object_mut() {
+                    o.insert("committed".into(), true.into());
+                }
+                per_tenant.insert(tenant.clone(), entry);
+                call.event.tenants.push(tenant);
+            }
+            Err(e) => {
+                per_tenant.insert(tenant, serde_json::json!({"committed": false, "error": e.message}));
+                first_failure.get_or_insert(e);
+            }
+        }
     }
     call.event.count("aco_placements_received_total", format!("source=\"{source}\""), received as f64);
-    Ok(summary)
+    match first_failure {
+        None => Ok(summary),
+        Some(e) => {
+            let failed = per_tenant.values().filter(|v| v["committed"] == false).count();
+            let message = format!(
+                "{failed} of {} tenants' colonies failed ({}); the others committed. Retry the whole batch: pods already counted are duplicates",
+                per_tenant.len(),
+                e.message
+            );
+            Err(ApiError { message, detail: Some(serde_json::json!({"tenants": per_tenant})), ..e })
+        }
+    }
 }
 
 pub async fn placements(call: &mut Call) -> Handled {
@@ -101,7 +136,7 @@ pub async fn placements(call: &mut Call) -> Handled {
         return Err(ApiError::field(413, "placements", format!("at most {MAX_BATCH} placements per request")));
     }
     // Validate everything before touching any colony: a bad batch changes nothing.
-    let items = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r)).collect::<Result<Vec<_>, _>>()?;
+    let items = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r, &call.config)).collect::<Result<Vec<_>, _>>()?;
     let summary = deliver(call, items, "placements").await?;
     Ok(json_response(200, &summary))
 }

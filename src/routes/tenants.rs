@@ -11,6 +11,9 @@ use crate::http::{text_response, ApiError};
 pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
+    if !call.config.tenant_allowed(tenant) {
+        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+    }
     let text = colony_fetch::<()>(&call.env, tenant, method, "/pheromones", None).await?;
     Ok(text_response(200, text, "application/json"))
 }

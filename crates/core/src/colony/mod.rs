@@ -190,6 +190,7 @@ mod tests {
             spike_probability: None,
             committed_share: None,
             pod_share: None,
+            fragmentation_delta: None,
         }
     }
 
