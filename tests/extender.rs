@@ -1054,3 +1054,96 @@ async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_
         assert_eq!(api.pheromones(&format!("fresh-{i}")).await["epoch"], 0);
     }
 }
+
+/// A mutation of `base`: flipped, inserted, deleted or duplicated bytes, truncation, or a JSON
+/// token spliced in (seeded, so a failure reproduces).
+fn mutate(base: &[u8], rng: &mut rand::rngs::SmallRng) -> Vec<u8> {
+    use rand::Rng;
+    const TOKENS: [&str; 12] = ["null", "-1", "1e999", "\"\"", "[]", "{}", "\"\\u0000\"", "true", "0.5", "\"x\"", "99999999999999999999", "\"-\""];
+    let mut b = base.to_vec();
+    for _ in 0..rng.random_range(1..=3) {
+        if b.is_empty() {
+            break;
+        }
+        let i = rng.random_range(0..b.len());
+        match rng.random_range(0..6) {
+            0 => b[i] ^= 1 << rng.random_range(0..8),
+            1 => b.insert(i, rng.random()),
+            2 => {
+                let end = (i + rng.random_range(1..16)).min(b.len());
+                b.drain(i..end);
+            }
+            3 => {
+                let end = (i + rng.random_range(1..32)).min(b.len());
+                let chunk = b[i..end].to_vec();
+                b.splice(i..i, chunk);
+            }
+            4 => b.truncate(i),
+            _ => {
+                let t = TOKENS[rng.random_range(0..TOKENS.len())].as_bytes();
+                let end = (i + rng.random_range(0..8)).min(b.len());
+                b.splice(i..end, t.iter().copied());
+            }
+        }
+    }
+    b
+}
+
+#[tokio::test]
+async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_nothing() {
+    use rand::SeedableRng;
+    let api = Api::start(StartOptions::default());
+    let nodes: Vec<Value> = priced_nodes().into_iter().take(3).collect();
+    let node_names: Vec<String> = nodes.iter().map(name).collect();
+    let p = pod("fz", "fuzzed", json!({}), json!({"scheduling.aco/latency-target-us": "500"}), json!({"cpu": "1", "memory": "1Gi"}));
+    api.put_facts(json!([{"name": node_names[0], "latencyUs": 100, "allocatable": {"cpu": "8"}, "requested": {"cpu": "1"},
+        "utilisation": [{"atMs": now_ms(), "value": 0.5}], "observedAtMs": now_ms()}])).await;
+    api.scores(&p, &nodes).await;
+    let names_args = json!({"Pod": p, "NodeNames": node_names}).to_string();
+    let bases: Vec<(reqwest::Method, &str, bool, String)> = vec![
+        (reqwest::Method::POST, "/v1/filter", false, full_args(&p, &nodes).0),
+        (reqwest::Method::POST, "/v1/filter", false, names_args.clone()),
+        (reqwest::Method::POST, "/v1/prioritize", false, full_args(&p, &nodes).0),
+        (reqwest::Method::POST, "/v1/prioritize", false, names_args),
+        (reqwest::Method::POST, "/v1/bind", false, json!({"PodName": "fz", "PodNamespace": "fuzzed", "PodUID": "uid-fuzzed-fz", "Node": node_names[1]}).to_string()),
+        (reqwest::Method::POST, "/v1/placements", true, json!({"placements": [{"podUid": "uid-fuzzed-fz", "namespace": "fuzzed", "node": node_names[0], "outcome": "succeeded"}]}).to_string()),
+        (reqwest::Method::PUT, "/v1/nodes", true, json!({"nodes": [{"name": node_names[1], "labels": {"aco/gpu-type": "T4"}, "allocatable": {"cpu": "4", "memory": "8Gi"},
+            "latencyUs": 50, "observedAtMs": now_ms(), "utilisation": [{"atMs": now_ms(), "value": 0.3}], "gpuFreeMilli": [500]}], "deleted": [node_names[2]]}).to_string()),
+        (reqwest::Method::POST, "/v1/echo", false, "{\"a\":1}".into()),
+    ];
+    // The state a request could touch: the tenant's colony and the nodes' stored facts.
+    let snapshot = || async {
+        let table = api.pheromones("fuzzed").await;
+        let mut facts = Vec::new();
+        for n in &node_names {
+            facts.push(api.node_facts(n).await);
+        }
+        (table, facts)
+    };
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(0xAC0);
+    let mut state = snapshot().await;
+    let (mut sent, mut accepted) = (0, 0);
+    for (method, path, admin, base) in &bases {
+        for _ in 0..40 {
+            let body = mutate(base.as_bytes(), &mut rng);
+            let mut req = api.http.request(method.clone(), api.worker.url(path)).header("content-type", "application/json").body(body.clone());
+            if *admin {
+                req = req.bearer_auth(TOKEN);
+            }
+            let r = req.send().await.unwrap();
+            let status = r.status();
+            let text = r.text().await.unwrap();
+            sent += 1;
+            assert!(status.as_u16() < 500, "{method} {path} → {status}: {text}\nbody: {}", String::from_utf8_lossy(&body));
+            let now = snapshot().await;
+            if status.is_success() {
+                accepted += 1;
+                state = now;
+            } else {
+                assert!(status.is_client_error() && serde_json::from_str::<Value>(&text).is_ok(), "{status}: {text}");
+                assert_eq!(now, state, "rejected {method} {path} ({status}: {text}) changed state\nbody: {}", String::from_utf8_lossy(&body));
+            }
+        }
+    }
+    eprintln!("HTTP fuzz: {sent} mutated requests, {accepted} accepted, none 5xx, rejected ones changed nothing");
+}

@@ -1,0 +1,22 @@
+//! Node reports (PUT /v1/nodes items): parse, validate, fold into a record; a valid report's
+//! record serialises and reads back equal (it is stored in KV).
+#![no_main]
+use aco_core::config::Config;
+use aco_core::facts::{NodeFacts, NodeReport};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(report) = serde_json::from_slice::<NodeReport>(data) else { return };
+    let now = 1_700_000_000_000;
+    if report.validate("nodes[0]", now).is_err() {
+        return;
+    }
+    let config = Config::default();
+    let mut facts = NodeFacts::default();
+    facts.apply(&report, now, &config);
+    facts.apply(&report, now + 1000, &config);
+    let text = serde_json::to_string(&facts).expect("facts serialise");
+    let back: NodeFacts = serde_json::from_str(&text).unwrap_or_else(|e| panic!("stored facts do not read back: {e}: {text}"));
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    let _ = facts.allocatable_amounts();
+});
