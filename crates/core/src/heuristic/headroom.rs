@@ -51,6 +51,7 @@ mod tests {
             spike_probability: None,
             committed_share: committed,
             pod_share: pod,
+            fragmentation_delta: None,
         }
     }
 

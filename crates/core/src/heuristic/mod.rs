@@ -1,16 +1,19 @@
 //! The heuristic desirability η(n) ∈ (0, 1] of a node for a pod:
-//! `reliability × cost_efficiency × sla_headroom × spike_safety`, one factor per file.
+//! `reliability × cost_efficiency × sla_headroom × spike_safety × fragmentation`, one factor per
+//! file.
 //!
 //! The Worker turns each candidate's [`NodeState`] into [`NodeFeatures`] (plain numbers, cheap to
 //! send to the tenant's Durable Object); the Durable Object adds the tenant's outcome history
 //! (reliability) and computes η there.
 
 mod cost;
+mod fragmentation;
 mod headroom;
 mod reliability;
 mod spike;
 
 pub use cost::cost_efficiency;
+pub use fragmentation::{fragmentation, fragmentation_delta, fragmentation_factor, sigmoid_score, typical_shapes, PodGpus, PodShape, OPENB_DEFAULT_SHAPES};
 pub use headroom::sla_headroom;
 pub use reliability::{reliability, OutcomeStats};
 pub use spike::spike_safety;
@@ -40,6 +43,10 @@ pub struct NodeFeatures {
     /// requests). Only set by [`NodeFeatures::for_pod`].
     #[serde(default)]
     pub pod_share: Option<f64>,
+    /// FGD's fragmentation gradient `F(before) − F(after)` in milli-GPU for this pod on this
+    /// node (see `fragmentation.rs`); `None` without per-GPU facts (neutral).
+    #[serde(default)]
+    pub fragmentation_delta: Option<f64>,
 }
 
 impl NodeFeatures {
@@ -65,6 +72,7 @@ impl NodeFeatures {
             spike_probability: node.load.map(|l| l.spike_probability),
             committed_share: committed_share(node, config),
             pod_share: None,
+            fragmentation_delta: None,
         }
     }
 
@@ -72,6 +80,12 @@ impl NodeFeatures {
     /// term can price a pod on an already-busy node at its share (packing is what saves money
     /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
     pub fn for_pod(node: &NodeState, pod: &PodDemand, config: &Config) -> Self {
+        Self::for_pod_with_shapes(node, pod, config, &OPENB_DEFAULT_SHAPES)
+    }
+
+    /// [`NodeFeatures::for_pod`] against a given list of typical pod shapes (the simulator
+    /// passes its trace's; the Worker uses [`OPENB_DEFAULT_SHAPES`]).
+    pub fn for_pod_with_shapes(node: &NodeState, pod: &PodDemand, config: &Config, shapes: &[PodShape]) -> Self {
         let mut features = Self::from_state(node, config);
         features.pod_share = node.allocatable.as_ref().map(|alloc| {
             pod.request
@@ -81,8 +95,31 @@ impl NodeFeatures {
                 .map(|(name, amount)| share(*amount, alloc.get(name)))
                 .fold(0.0, f64::max)
         });
+        features.fragmentation_delta = node.gpu_free_milli.as_ref().and_then(|free| {
+            let alloc_cpu = node.allocatable.as_ref().map_or(i64::MAX / 4, |a| a.get("cpu"));
+            let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
+            fragmentation_delta(alloc_cpu - used_cpu, free, pod_gpus(pod), shapes).map(|(d, _)| d)
+        });
         features
     }
+}
+
+/// The pod's GPUs as FGD counts them: a `*-milli` GPU resource below 1000 is a share of one
+/// GPU; other GPU resources count whole GPUs.
+pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
+    let cpu_milli = pod.request.get("cpu");
+    let whole: i64 = pod.gpus.iter().filter(|(n, _)| !n.ends_with("-milli")).map(|(_, a)| *a).sum();
+    let milli: i64 = pod.gpus.iter().filter(|(n, _)| n.ends_with("-milli")).map(|(_, a)| *a).sum();
+    let (num_gpu, gpu_milli) = if whole > 0 {
+        (whole.clamp(0, u32::MAX as i64) as u32, 1000)
+    } else if milli > 0 && milli < 1000 {
+        (1, milli as u32)
+    } else if milli >= 1000 {
+        ((milli / 1000).clamp(0, u32::MAX as i64) as u32, 1000)
+    } else {
+        (0, 0)
+    };
+    PodGpus { cpu_milli, num_gpu, gpu_milli }
 }
 
 /// Resources whose shares matter: CPU, memory and GPUs.
@@ -116,7 +153,8 @@ pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&Outc
     let product = reliability(stats, features.spot, workload, config)
         * cost_efficiency(features, config)
         * sla_headroom(features, workload, config)
-        * spike_safety(features.spike_probability, config);
+        * spike_safety(features.spike_probability, config)
+        * fragmentation_factor(features);
     if product.is_finite() {
         product.clamp(config.eta_floor, 1.0)
     } else {
@@ -137,6 +175,7 @@ mod tests {
             spike_probability: spike,
             committed_share: None,
             pod_share: None,
+            fragmentation_delta: None,
         }
     }
 
