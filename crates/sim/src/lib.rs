@@ -19,5 +19,6 @@ pub mod prices;
 pub mod replay;
 pub mod report;
 pub mod rng;
+pub mod saturate;
 pub mod scheduler;
 pub mod trace;

@@ -50,6 +50,32 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// The ATC '23 saturation protocol: GPU nodes only, no departures, shuffled + resampled pods
+    /// up to 130% of GPU capacity; GPU allocation ratio vs arrived workload per policy.
+    Saturate {
+        /// Pod list of ../shared/data/openb: default, cpu050, gpushare40, gpuspec10, multigpu20.
+        #[arg(long, default_value = "default")]
+        openb: String,
+        #[arg(long, default_value = "../shared/data/openb")]
+        openb_dir: PathBuf,
+        #[arg(long, default_value = "data/prices")]
+        prices: PathBuf,
+        /// Seeds as a range `42-51` or a list `42,43`.
+        #[arg(long, default_value = "42-51")]
+        seeds: String,
+        /// Comma-separated policies (default: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random, first-fit, colony).
+        #[arg(long, value_delimiter = ',')]
+        policies: Option<Vec<String>>,
+        /// Published means for the reproduction check.
+        #[arg(long, default_value = "../shared/data/fgd/atc23_allocation_by_policy.csv")]
+        published: PathBuf,
+        #[arg(long, default_value = "docs/sim")]
+        out: PathBuf,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
     /// Drive a running Worker with the trace (the demo): facts, filter, prioritize, placements.
     Replay {
         #[command(flatten)]
@@ -257,6 +283,59 @@ fn real_main() -> Result<(), Error> {
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
             std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+        }
+        Cmd::Saturate { openb, openb_dir, prices, seeds, policies, published, out, name, jobs } => {
+            use aco_sim::saturate::{self, policy as sp, report as sr};
+            let dir = repo_path(&openb_dir);
+            let nodes = trace::read_nodes(&dir.join("openb_node_list_gpu_node.csv"))?;
+            let pods = trace::read_pods(&dir.join(format!("openb_pod_list_{openb}.csv")), 60)?;
+            let price_table = PriceTable::load(&repo_path(&prices))?;
+            let world = World::build(&nodes, &pods, &price_table, WorldParams { seed: 1, ..WorldParams::default() });
+            let shapes = saturate::shapes_of(&world);
+            let seeds: Vec<u64> = match seeds.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u64>().map_err(|e| e.to_string())?..=b.trim().parse::<u64>().map_err(|e| e.to_string())?).collect(),
+                None => seeds.split(',').map(|s| s.trim().parse::<u64>().map_err(|e| e.to_string())).collect::<Result<_, _>>()?,
+            };
+            let names = policies.unwrap_or_else(|| sp::ALL.iter().map(|s| s.to_string()).collect());
+            for n in &names {
+                sp::by_name(n, 0).ok_or_else(|| format!("unknown policy {n}; known: {}, colony-nofrag", sp::ALL.join(", ")))?;
+            }
+            let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
+            eprintln!("{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}", world.nodes.len(), world.pods.len(), shapes.len(), seeds);
+            let jobs_list: Vec<(String, u64)> = names.iter().flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s))).collect();
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let results = std::sync::Mutex::new(Vec::new());
+            std::thread::scope(|scope| {
+                for _ in 0..jobs.max(1) {
+                    scope.spawn(|| loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some((n, seed)) = jobs_list.get(i) else { break };
+                        let mut p = sp::by_name(n, *seed).unwrap();
+                        let r = saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
+                        eprintln!("{:>15} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s", n, r.at100, r.at130, r.failed, r.decisions_per_s);
+                        results.lock().unwrap().push((i, r));
+                    });
+                }
+            });
+            let mut results = results.into_inner().unwrap();
+            results.sort_by_key(|(i, _)| *i);
+            let runs: Vec<_> = results.into_iter().map(|(_, r)| r).collect();
+            let published = std::fs::read_to_string(repo_path(&published)).map(|c| sr::published(&c, &openb)).unwrap_or_default();
+            let rows = sr::rows(&runs, &names, &published);
+            let mut table = sr::table(&rows);
+            let check = sr::check(&rows, 0.5);
+            if !check.is_empty() {
+                table += &format!("\nReproduction check (FGD and Best-fit within 0.5 points of the published means): {}.\n", check.join("; "));
+            }
+            println!("{table}");
+            let name = name.unwrap_or_else(|| format!("saturate-{openb}"));
+            std::fs::create_dir_all(&out)?;
+            std::fs::write(out.join(format!("{name}.md")), &table)?;
+            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+            let curves = sr::mean_curves(&runs, &names);
+            sr::write_csv(&out.join(format!("{name}.csv")), &curves)?;
+            sr::write_svg(&out.join(format!("{name}.svg")), &format!("GPU allocation vs arrived workload — OpenB {openb}, {} seeds", seeds.len()), &curves)?;
+            eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
         }
         Cmd::Replay { input, url, token, every, compare } => {
             let world = input.world(input.seed)?;

@@ -1,0 +1,173 @@
+//! The ATC '23 saturation protocol (Weng et al., "Beware of Fragmentation"), as the authors'
+//! simulator runs it: only the GPU nodes, pods never leave, the trace's pods in a seeded
+//! shuffle, then pods sampled from it with replacement appended until the requested GPUs reach
+//! 130% of capacity; a pod that fits nowhere fails and is not retried. Allocation is per GPU
+//! (a share sits on one physical GPU, whole GPUs are whole). Metric: allocated milli-GPU /
+//! capacity against arrived workload (requested GPUs of every submitted pod, failed ones
+//! included, / capacity). Ties between equal scores go to a seeded node order.
+
+pub mod node;
+pub mod policy;
+pub mod report;
+
+use std::time::Instant;
+
+use aco_core::config::Config;
+use aco_core::heuristic::{typical_shapes, PodShape};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::cluster::World;
+use node::SatNode;
+use policy::{pod_gpus, Ctx, SatPolicy};
+
+/// Arrived workload at which the run stops, as a fraction of GPU capacity.
+pub const STOP_AT: f64 = 1.3;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SatRun {
+    pub policy: String,
+    pub seed: u64,
+    /// (arrived workload %, GPU allocation ratio %), one point per 0.5% of arrived workload.
+    pub curve: Vec<(f64, f64)>,
+    pub at100: f64,
+    pub at130: f64,
+    pub pods: usize,
+    pub failed: usize,
+    pub decisions_per_s: f64,
+}
+
+/// The pod order of one seed: indices into `world.pods`.
+pub fn workload(world: &World, seed: u64, capacity_milli: f64) -> Vec<usize> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut order: Vec<usize> = (0..world.pods.len()).collect();
+    order.shuffle(&mut rng);
+    let milli = |i: usize| world.pods[i].trace.gpu_units() * 1000.0;
+    let mut arrived: f64 = order.iter().map(|i| milli(*i)).sum();
+    while arrived < STOP_AT * capacity_milli && !world.pods.is_empty() {
+        let i = rng.random_range(0..world.pods.len());
+        arrived += milli(i);
+        order.push(i);
+    }
+    order
+}
+
+/// The trace's typical shapes by FGD's rule (95% popularity).
+pub fn shapes_of(world: &World) -> Vec<PodShape> {
+    typical_shapes(world.pods.iter().map(|p| pod_gpus(&p.trace)), 0.95)
+}
+
+/// One policy, one seed.
+pub fn run(world: &World, config: &Config, shapes: &[PodShape], seed: u64, policy: &mut dyn SatPolicy) -> SatRun {
+    let started = Instant::now();
+    let mut nodes: Vec<SatNode> = world.nodes.iter().enumerate().map(|(i, n)| SatNode::new(i, &trace_node(n))).collect();
+    let capacity: f64 = nodes.iter().map(|n| n.gpu_cap() as f64).sum();
+    // Seeded node order for ties: rank[node], lower wins.
+    let mut perm: Vec<usize> = (0..nodes.len()).collect();
+    perm.shuffle(&mut StdRng::seed_from_u64(seed ^ 0x71E5));
+    let mut rank = vec![0usize; nodes.len()];
+    for (r, n) in perm.iter().enumerate() {
+        rank[*n] = r;
+    }
+    let order = workload(world, seed, capacity);
+    let (mut arrived, mut allocated, mut failed) = (0.0f64, 0.0f64, 0usize);
+    let mut curve = Vec::new();
+    let mut next_point = 0.0;
+    let (mut at100, mut at130) = (None, None);
+    let mut candidates = Vec::with_capacity(nodes.len());
+    for (step, &pi) in order.iter().enumerate() {
+        let sim_pod = &world.pods[pi];
+        let pod = &sim_pod.trace;
+        arrived += pod.gpu_units() * 1000.0;
+        candidates.clear();
+        candidates.extend((0..nodes.len()).filter(|n| nodes[*n].fits(pod)));
+        if candidates.is_empty() {
+            failed += 1;
+        } else {
+            let ctx = Ctx { nodes: &nodes, sim_nodes: &world.nodes, pod, sim_pod, shapes, config, step: step as u64 };
+            let verdicts = policy.score(&ctx, &candidates);
+            let best = candidates
+                .iter()
+                .zip(&verdicts)
+                .max_by(|(a, va), (b, vb)| va.score.total_cmp(&vb.score).then(rank[**b].cmp(&rank[**a])))
+                .map(|(c, v)| (*c, v.gpu))
+                .unwrap();
+            policy.placed(&ctx, best.0);
+            allocated += nodes[best.0].place(pod, best.1) as f64;
+        }
+        let x = 100.0 * arrived / capacity;
+        let y = 100.0 * allocated / capacity;
+        if x >= next_point {
+            curve.push((x, y));
+            next_point = (x / 0.5).floor() * 0.5 + 0.5;
+        }
+        if at100.is_none() && x >= 100.0 {
+            at100 = Some(y);
+        }
+        if at130.is_none() && x >= 130.0 {
+            at130 = Some(y);
+        }
+    }
+    let y = 100.0 * allocated / capacity;
+    let wall = started.elapsed().as_secs_f64();
+    SatRun {
+        policy: policy.name().to_string(),
+        seed,
+        curve,
+        at100: at100.unwrap_or(y),
+        at130: at130.unwrap_or(y),
+        pods: order.len(),
+        failed,
+        decisions_per_s: order.len() as f64 / wall.max(1e-9),
+    }
+}
+
+fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
+    crate::trace::TraceNode { name: n.name.clone(), cpu_milli: n.cpu_milli, memory_mib: n.memory_mib, gpus: n.gpus, model: n.model.clone() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::WorldParams;
+    use crate::trace::{TraceNode, TracePod};
+
+    fn pod(name: &str, cpu: i64, gpus: u32, milli: u32) -> TracePod {
+        TracePod { name: name.into(), cpu_milli: cpu, memory_mib: 1024, num_gpu: gpus, gpu_milli: milli, gpu_spec: None, qos: "".into(), creation_s: 0, deletion_s: None }
+    }
+
+    fn world() -> World {
+        let prices = crate::prices::PriceTable::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap();
+        let nodes: Vec<TraceNode> = (0..4).map(|i| TraceNode { name: format!("n{i}"), cpu_milli: 32000, memory_mib: 1 << 20, gpus: 2, model: Some("T4".into()) }).collect();
+        let pods = vec![pod("a", 2000, 1, 1000), pod("b", 2000, 1, 500), pod("c", 2000, 1, 300), pod("d", 1000, 0, 0)];
+        World::build(&nodes, &pods, &prices, WorldParams::default())
+    }
+
+    #[test]
+    fn workload_reaches_130_percent_and_every_policy_allocates_per_gpu() {
+        let w = world();
+        let order = workload(&w, 42, 8000.0);
+        let milli: f64 = order.iter().map(|i| w.pods[*i].trace.gpu_units() * 1000.0).sum();
+        assert!(milli >= 1.3 * 8000.0);
+        assert_eq!(order, workload(&w, 42, 8000.0), "seeded");
+        let shapes = shapes_of(&w);
+        for name in policy::ALL {
+            let r = run(&w, &w.config, &shapes, 42, policy::by_name(name, 42).unwrap().as_mut());
+            assert!(r.at130 <= 100.0 && r.at130 >= r.at100 - 1e-9 && r.at100 > 50.0, "{name}: {r:?}");
+            let again = run(&w, &w.config, &shapes, 42, policy::by_name(name, 42).unwrap().as_mut());
+            assert_eq!((r.curve.clone(), r.failed), (again.curve, again.failed), "{name} deterministic");
+        }
+    }
+
+    #[test]
+    fn a_share_never_spans_gpus() {
+        let mut n = SatNode::new(0, &TraceNode { name: "n".into(), cpu_milli: 8000, memory_mib: 1 << 20, gpus: 2, model: None });
+        n.place(&pod("x", 1, 1, 700), None);
+        n.place(&pod("y", 1, 1, 700), None);
+        assert_eq!(n.gpu_free, vec![300, 300]);
+        assert!(!n.fits(&pod("z", 1, 1, 400)), "600 free in total, but no GPU has 400");
+        assert!(!n.fits(&pod("w", 1, 1, 1000)));
+    }
+}

@@ -1,0 +1,153 @@
+//! Saturation tables (mean ± sd over seeds, with the published means beside), curve CSV and SVG.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::SatRun;
+use crate::report::mean_sd;
+use crate::trace::Error;
+
+/// Published means (ATC '23, `../shared/data/fgd/`): policy → (at 100%, at 130%).
+pub fn published(csv: &str, workload: &str) -> Vec<(String, f64, f64)> {
+    let map = |p: &str| match p {
+        "01-Random" => "random",
+        "02-DotProd" => "dot-product",
+        "03-GpuClustering" => "gpu-clustering",
+        "04-GpuPacking" => "gpu-packing",
+        "05-BestFit" => "best-fit",
+        "06-FGD" => "fgd",
+        _ => "",
+    };
+    csv.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f.len() < 6 || f[0] != format!("openb_pod_list_{workload}") {
+                return None;
+            }
+            Some((map(f[1]).to_string(), f[2].parse().ok()?, f[5].parse().ok()?))
+        })
+        .filter(|(p, _, _)| !p.is_empty())
+        .collect()
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SatRow {
+    pub policy: String,
+    pub seeds: usize,
+    pub at100_mean: f64,
+    pub at100_sd: f64,
+    pub at130_mean: f64,
+    pub at130_sd: f64,
+    pub failed_mean: f64,
+    pub decisions_per_s: f64,
+    pub published: Option<(f64, f64)>,
+}
+
+pub fn rows(runs: &[SatRun], order: &[String], published: &[(String, f64, f64)]) -> Vec<SatRow> {
+    order
+        .iter()
+        .map(|p| {
+            let rs: Vec<&SatRun> = runs.iter().filter(|r| &r.policy == p).collect();
+            let (a, asd) = mean_sd(&rs.iter().map(|r| r.at100).collect::<Vec<_>>());
+            let (b, bsd) = mean_sd(&rs.iter().map(|r| r.at130).collect::<Vec<_>>());
+            SatRow {
+                policy: p.clone(),
+                seeds: rs.len(),
+                at100_mean: a,
+                at100_sd: asd,
+                at130_mean: b,
+                at130_sd: bsd,
+                failed_mean: mean_sd(&rs.iter().map(|r| r.failed as f64).collect::<Vec<_>>()).0,
+                decisions_per_s: mean_sd(&rs.iter().map(|r| r.decisions_per_s).collect::<Vec<_>>()).0,
+                published: published.iter().find(|(q, _, _)| q == p).map(|(_, x, y)| (*x, *y)),
+            }
+        })
+        .collect()
+}
+
+pub fn table(rows: &[SatRow]) -> String {
+    let mut s = String::from("| policy | seeds | GPU alloc % at 100% arrived | at 130% | published (100 / 130) | Δ at 100 / 130 | failed pods | decisions/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let (pb, d) = match r.published {
+            Some((x, y)) => (format!("{x:.2} / {y:.2}"), format!("{:+.2} / {:+.2}", r.at100_mean - x, r.at130_mean - y)),
+            None => ("–".into(), "–".into()),
+        };
+        s += &format!(
+            "| {} | {} | {:.2} ± {:.2} | {:.2} ± {:.2} | {} | {} | {:.0} | {:.0} |\n",
+            r.policy, r.seeds, r.at100_mean, r.at100_sd, r.at130_mean, r.at130_sd, pb, d, r.failed_mean, r.decisions_per_s
+        );
+    }
+    s
+}
+
+/// The reproduction check: FGD and Best-fit within `tol` points of the published means.
+pub fn check(rows: &[SatRow], tol: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rows.iter().filter(|r| r.policy == "fgd" || r.policy == "best-fit") {
+        if let Some((x, y)) = r.published {
+            let ok = (r.at100_mean - x).abs() <= tol && (r.at130_mean - y).abs() <= tol;
+            out.push(format!(
+                "{}: {:.2} / {:.2} vs published {x:.2} / {y:.2} → {}",
+                r.policy, r.at100_mean, r.at130_mean, if ok { "within ±0.5: PASS" } else { "outside ±0.5: MISS" }
+            ));
+        }
+    }
+    out
+}
+
+/// Mean curve per policy on the 0.5% grid (arrived %, allocation %).
+pub fn mean_curves(runs: &[SatRun], order: &[String]) -> Vec<(String, Vec<(f64, f64)>)> {
+    order
+        .iter()
+        .map(|p| {
+            let rs: Vec<&SatRun> = runs.iter().filter(|r| &r.policy == p).collect();
+            let pts = (0..=260)
+                .map(|k| {
+                    let x = k as f64 * 0.5;
+                    let ys: Vec<f64> = rs
+                        .iter()
+                        .filter_map(|r| r.curve.iter().find(|(a, _)| *a >= x).or(r.curve.last()).map(|q| q.1))
+                        .collect();
+                    (x, ys.iter().sum::<f64>() / ys.len().max(1) as f64)
+                })
+                .collect();
+            (p.clone(), pts)
+        })
+        .collect()
+}
+
+pub fn write_csv(path: &Path, curves: &[(String, Vec<(f64, f64)>)]) -> Result<(), Error> {
+    let mut s = String::from("policy,arrived_pct,alloc_pct\n");
+    for (p, pts) in curves {
+        for (x, y) in pts {
+            s += &format!("{p},{x:.1},{y:.3}\n");
+        }
+    }
+    std::fs::write(path, s)?;
+    Ok(())
+}
+
+pub fn write_svg(path: &Path, title: &str, curves: &[(String, Vec<(f64, f64)>)]) -> Result<(), Error> {
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let y_min = curves.iter().flat_map(|(_, p)| p.iter().filter(|q| q.0 >= 60.0).map(|q| q.1)).fold(100.0, f64::min).floor().max(0.0);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(60.0..130.0, y_min..100.0)?;
+    chart.configure_mesh().x_desc("arrived workload (% of GPU capacity)").y_desc("GPU allocation ratio (%)").draw()?;
+    for (i, (name, pts)) in curves.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied().filter(|q| q.0 >= 60.0), color.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::LowerRight).draw()?;
+    root.present()?;
+    Ok(())
+}
