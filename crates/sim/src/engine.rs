@@ -470,6 +470,9 @@ mod tests {
         assert_eq!(one("first-fit"), "big", "cluster order");
         assert_eq!(one("best-fit"), "small", "least left over");
         assert_eq!(one("k8s-default"), "big", "least allocated, balanced");
+        // MostAllocated: 2000/4000 cpu + 4/16 GiB on small (50, 25) beats big (12, 6); the GPU
+        // node has GPUs, scored 0 for this pod, which lowers its mean.
+        assert_eq!(one("k8s-mostallocated"), "small", "most allocated after placing");
         assert_eq!(one("cheapest-fit"), "small");
         assert_eq!(one("heuristic"), "small", "cheapest, all else neutral");
         assert_eq!(one("colony"), "small");

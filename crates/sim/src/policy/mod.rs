@@ -20,6 +20,7 @@ mod colony;
 mod first_fit;
 mod heuristic;
 mod k8s_default;
+mod most_allocated;
 mod random;
 mod tetris;
 
@@ -29,6 +30,7 @@ pub use colony::Colony;
 pub use first_fit::FirstFit;
 pub use heuristic::Heuristic;
 pub use k8s_default::KubeDefault;
+pub use most_allocated::MostAllocated;
 pub use random::RandomPolicy;
 pub use tetris::Tetris;
 
@@ -86,13 +88,14 @@ pub fn select_host(candidates: &[usize], scores: &[f64], rng: &mut StdRng) -> Op
 }
 
 /// The policies of the benchmark, by CLI name.
-pub const ALL: [&str; 8] = ["first-fit", "best-fit", "k8s-default", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
+pub const ALL: [&str; 9] = ["first-fit", "best-fit", "k8s-default", "k8s-mostallocated", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
     Some(match name {
         "first-fit" => Box::new(FirstFit),
         "best-fit" => Box::new(BestFit),
         "k8s-default" => Box::new(KubeDefault),
+        "k8s-mostallocated" => Box::new(MostAllocated),
         "random" => Box::new(RandomPolicy),
         "cheapest-fit" => Box::new(CheapestFit),
         "tetris" => Box::new(Tetris),
