@@ -6,14 +6,14 @@
 //! shares (`gpuFreeMilli`) against the trace's typical shapes. A share takes the GPU with the
 //! best gradient (what an FGD-aware device plugin would do), else the best-fit GPU.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use aco_core::colony::{Decision, TenantColony};
 use aco_core::heuristic::NodeFeatures;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::fgd::fgd_verdict;
+use super::fgd::{fgd_verdict, FgdMemo};
 use super::{Ctx, SatPolicy, Verdict};
 
 pub struct SatColony {
@@ -21,12 +21,12 @@ pub struct SatColony {
     pending: Option<(String, Decision)>,
     rng: StdRng,
     fragmentation: bool,
-    memo: HashMap<(i64, Vec<u32>), Option<(f64, Option<usize>)>>,
+    memo: FgdMemo,
 }
 
 impl SatColony {
     pub fn new(seed: u64, fragmentation: bool) -> Self {
-        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11), fragmentation, memo: HashMap::new() }
+        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11), fragmentation, memo: FgdMemo::new() }
     }
 }
 

@@ -9,13 +9,16 @@ use aco_core::heuristic::{fragmentation_delta, sigmoid_score};
 
 use super::{Ctx, SatPolicy, Verdict, MAX_NODE_SCORE};
 
+/// Per decision: node state `(free CPU, free milli per GPU)` → `(ΔF, share GPU)`, `None` if the pod does not fit.
+pub type FgdMemo = HashMap<(i64, Vec<u32>), Option<(f64, Option<usize>)>>;
+
 #[derive(Default)]
 pub struct Fgd {
-    memo: HashMap<(i64, Vec<u32>), Option<(f64, Option<usize>)>>,
+    memo: FgdMemo,
 }
 
 /// `(FGD score, share GPU)` of one candidate, memoised per distinct node state in `memo`.
-pub fn fgd_verdict(memo: &mut HashMap<(i64, Vec<u32>), Option<(f64, Option<usize>)>>, ctx: &Ctx, node: usize) -> Option<(f64, Option<usize>)> {
+pub fn fgd_verdict(memo: &mut FgdMemo, ctx: &Ctx, node: usize) -> Option<(f64, Option<usize>)> {
     let n = &ctx.nodes[node];
     let key = (n.cpu_left, n.gpu_free.clone());
     if let Some(v) = memo.get(&key) {
