@@ -16,6 +16,7 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -325,6 +326,14 @@ impl ControlPlane {
     /// until it serves: every watch of every client breaks and must resume.
     pub async fn restart_apiserver(&mut self) {
         self.apiserver.stop();
+        // The killed process may hold its listening socket a moment longer: wait until the port
+        // is free again (a bind succeeds) before starting the new one on it.
+        let addr = host_port(&self.api_url);
+        wait_for("the apiserver's port to be free", Duration::from_secs(30), || {
+            let free = TcpListener::bind(&addr).is_ok();
+            async move { free.then_some(()) }
+        })
+        .await;
         let mut apiserver = Server::spawn("kube-apiserver-2", &self.dir, &self.bin.join("kube-apiserver"), &self.apiserver_args);
         let kube = self.kube.clone();
         wait_ready(&mut apiserver, Duration::from_secs(120), || {
