@@ -25,7 +25,7 @@ pub struct NodeReport {
     #[serde(default)]
     pub utilisation: Vec<UtilisationSample>,
     /// Free share of each physical GPU in milli-GPU (0–1000, index = GPU index), as observed at
-    /// `observedAtMs`. Stored, not yet scored (a fragmentation factor will read it).
+    /// `observedAtMs`. Read by the fragmentation factor of η (`heuristic/fragmentation.rs`).
     pub gpu_free_milli: Option<Vec<u32>>,
 }
 
