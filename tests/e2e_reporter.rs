@@ -90,26 +90,17 @@ impl Loop {
         reporter.wait_nodes_reported(n, Duration::from_secs(60)).await;
     }
 
+    // Colony reads go through the shared fixtures (`WorkerApi`), as in the kube-scheduler suite.
     async fn table(&self, tenant: &str) -> Value {
-        self.env.api.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await
+        self.env.api.table(tenant).await
     }
 
     async fn deposits(&self, tenant: &str) -> u64 {
-        self.table(tenant).await["counters"]["deposits"].as_u64().unwrap_or(0)
+        self.env.api.deposits(tenant).await
     }
 
-    /// Waits until the tenant's colony has exactly `n` deposits (and fails if it ever has more).
     async fn wait_deposits(&self, tenant: &str, n: u64, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let d = self.deposits(tenant).await;
-            assert!(d <= n, "tenant {tenant}: {d} deposits, more than the {n} pods bound");
-            if d == n {
-                return;
-            }
-            assert!(Instant::now() < deadline, "tenant {tenant}: {d} deposits after {timeout:?}, want {n}");
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        self.env.api.wait_deposits(tenant, n, timeout).await
     }
 
     /// The Worker's prioritize scores for a pod over node names (what kube-scheduler would get).

@@ -125,7 +125,7 @@ impl ExtenderAuth {
                     return refuse(401, "extender verbs need a verified TLS client certificate (EXTENDER_AUTH=mtls)");
                 };
                 let fingerprint = cert.fingerprint_sha256.to_ascii_lowercase().replace(':', "");
-                if fingerprints.iter().any(|f| *f == fingerprint) || issuers.iter().any(|i| *i == cert.issuer_dn) {
+                if fingerprints.contains(&fingerprint) || issuers.contains(&cert.issuer_dn) {
                     Ok(())
                 } else {
                     refuse(403, "client certificate not allowed (EXTENDER_CERT_FINGERPRINTS / EXTENDER_CERT_ISSUERS)")

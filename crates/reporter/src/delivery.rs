@@ -80,10 +80,6 @@ impl Backoff {
     pub fn succeeded(&mut self) {
         self.failures = 0;
     }
-
-    pub fn failures(&self) -> u32 {
-        self.failures
-    }
 }
 
 /// What to do with a batch after the Worker answered.

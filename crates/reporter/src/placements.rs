@@ -264,16 +264,14 @@ mod tests {
         assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
     }
 
-    fn rules(config: &Config, schedulers: &[String]) -> ScanRules<'static> {
-        // Leak in tests only: the rules borrow for the whole test.
-        let config: &'static Config = Box::leak(Box::new(config.clone()));
-        let schedulers: &'static [String] = Box::leak(schedulers.to_vec().into_boxed_slice());
+    fn rules<'a>(config: &'a Config, schedulers: &'a [String]) -> ScanRules<'a> {
         ScanRules { schedulers, config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
     }
 
     #[test]
     fn a_placement_is_owed_once_then_its_outcome_once() {
-        let r = rules(&Config::default(), &schedulers());
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
         let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
@@ -295,7 +293,8 @@ mod tests {
 
     #[test]
     fn a_known_fate_travels_with_the_placement() {
-        let r = rules(&Config::default(), &schedulers());
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let done = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Succeeded");
         let (items, _) = scan(&mut ledger, [&done], &r, 10_000);
@@ -306,7 +305,8 @@ mod tests {
 
     #[test]
     fn a_full_queue_loses_nothing_the_item_is_planned_again() {
-        let r = rules(&Config::default(), &schedulers());
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
         let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
@@ -316,7 +316,8 @@ mod tests {
 
     #[test]
     fn a_restarted_reporter_owes_recent_pods_again_and_old_ones_only_their_outcome() {
-        let r = rules(&Config::default(), &schedulers());
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
         let failed = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Failed");
         let mut fresh = Ledger::default();
@@ -333,7 +334,8 @@ mod tests {
 
     #[test]
     fn gone_pods_are_forgotten_unless_queued() {
-        let r = rules(&Config::default(), &schedulers());
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let a = pod("a", "aco-scheduler", Some("n1"), json!({}), "Running");
         let b = pod("b", "aco-scheduler", Some("n1"), json!({}), "Running");
