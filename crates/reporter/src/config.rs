@@ -64,8 +64,9 @@ pub struct Args {
     /// Placement/outcome reports per request.
     #[arg(long, env = "ACO_BATCH_SIZE", default_value_t = 500)]
     pub batch_size: usize,
-    /// Node reports per request.
-    #[arg(long, env = "ACO_NODE_BATCH_SIZE", default_value_t = 1_000)]
+    /// Node reports per request. Each report is one KV write in today's Worker (plus a bulk
+    /// read per 100): 400 keeps one invocation well under Workers' 1,000 binding operations.
+    #[arg(long, env = "ACO_NODE_BATCH_SIZE", default_value_t = 400)]
     pub node_batch_size: usize,
     /// Timeout of one request to the Worker.
     #[arg(long, env = "ACO_REQUEST_TIMEOUT", value_parser = duration, default_value = "10s")]
