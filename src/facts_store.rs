@@ -10,13 +10,11 @@ use std::collections::HashMap;
 
 use aco_core::facts::NodeFacts;
 use futures::future::join_all;
-use worker::kv::KvStore;
 
+use crate::bindings::{Bindings, KV_BULK_LIMIT};
 use crate::http::ApiError;
 
 pub const BINDING: &str = "NODE_FACTS";
-/// KV's bulk read takes at most 100 keys.
-const BULK_LIMIT: usize = 100;
 
 thread_local! {
     static CACHE: RefCell<HashMap<String, (u64, Option<NodeFacts>)>> = RefCell::new(HashMap::new());
@@ -28,7 +26,7 @@ fn key(node: &str) -> String {
 
 /// Facts for the given nodes (absent nodes are simply missing from the map).
 pub async fn load<'a>(
-    kv: &KvStore,
+    kv: &Bindings,
     names: impl Iterator<Item = &'a str>,
     now_ms: u64,
     cache_ms: u64,
@@ -50,13 +48,13 @@ pub async fn load<'a>(
     });
     missing.sort();
     missing.dedup();
-    let chunks = missing.chunks(BULK_LIMIT).map(|chunk| async move {
+    let chunks = missing.chunks(KV_BULK_LIMIT).map(|chunk| async move {
         let keys: Vec<String> = chunk.iter().map(|n| key(n)).collect();
-        kv.get_bulk(&keys).json::<NodeFacts>().await
+        kv.kv_get_bulk::<NodeFacts>(BINDING, &keys).await
     });
     let mut fetched: Vec<(String, Option<NodeFacts>)> = Vec::with_capacity(missing.len());
     for result in join_all(chunks).await {
-        let map = result.map_err(|e| ApiError::unavailable("node facts store (KV)", e))?;
+        let map = result?;
         fetched.extend(map.into_iter().map(|(k, v)| (k.trim_start_matches("node/").to_string(), v)));
     }
     CACHE.with(|cache| {
@@ -73,14 +71,10 @@ pub async fn load<'a>(
 }
 
 /// Stores the records and refreshes this isolate's cache with them.
-pub async fn store(kv: &KvStore, records: &[NodeFacts], now_ms: u64) -> Result<(), ApiError> {
+pub async fn store(kv: &Bindings, records: &[NodeFacts], now_ms: u64) -> Result<(), ApiError> {
     let writes = records.iter().map(|f| async move {
         let body = serde_json::to_string(f).map_err(|e| ApiError::unavailable("serialising facts", e))?;
-        kv.put(&key(&f.name), body)
-            .map_err(|e| ApiError::unavailable("node facts store (KV)", e))?
-            .execute()
-            .await
-            .map_err(|e| ApiError::unavailable("node facts store (KV)", e))
+        kv.kv_put(BINDING, &key(&f.name), body, None).await
     });
     for result in join_all(writes).await {
         result?;
@@ -95,10 +89,10 @@ pub async fn store(kv: &KvStore, records: &[NodeFacts], now_ms: u64) -> Result<(
 }
 
 /// Deletes the records of nodes that left the cluster and caches their absence in this isolate.
-pub async fn forget<'a>(kv: &KvStore, names: impl Iterator<Item = &'a str>, now_ms: u64) -> Result<(), ApiError> {
+pub async fn forget<'a>(kv: &Bindings, names: impl Iterator<Item = &'a str>, now_ms: u64) -> Result<(), ApiError> {
     let names: Vec<&str> = names.collect();
     let deletes = names.iter().map(|name| async move {
-        kv.delete(&key(name)).await.map_err(|e| ApiError::unavailable("node facts store (KV)", e))
+        kv.kv_delete(BINDING, &key(name)).await
     });
     for result in join_all(deletes).await {
         result?;

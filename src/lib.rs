@@ -11,6 +11,7 @@
 //! ```
 
 mod auth;
+mod bindings;
 mod colony_do;
 mod env_config;
 mod facts_store;

@@ -3,7 +3,9 @@
 //! gathered by `/metrics`.
 
 use serde::{Deserialize, Serialize};
-use worker::{Env, Method, Request, RequestInit};
+use worker::{Method, Request, RequestInit};
+
+use crate::bindings::Bindings;
 
 pub const BINDING: &str = "TELEMETRY";
 /// One global instance: a few counter increments per scheduling decision is well within what a
@@ -33,13 +35,13 @@ impl Event {
 }
 
 /// Sends the event; failures are logged, never surfaced (metrics must not break scheduling).
-pub async fn record(env: Env, event: Event) {
+pub async fn record(bindings: Bindings, event: Event) {
     let result = async {
-        let stub = env.durable_object(BINDING)?.get_by_name(INSTANCE)?;
         let mut init = RequestInit::new();
-        init.with_method(Method::Post).with_body(Some(serde_json::to_string(&event)?.into()));
-        let req = Request::new_with_init("https://telemetry/event", &init)?;
-        stub.fetch_with_request(req).await
+        let body = serde_json::to_string(&event).map_err(|e| e.to_string())?;
+        init.with_method(Method::Post).with_body(Some(body.into()));
+        let req = Request::new_with_init("https://telemetry/event", &init).map_err(|e| e.to_string())?;
+        bindings.do_fetch(BINDING, "Telemetry", INSTANCE, req).await.map_err(|e| e.message)
     }
     .await;
     if let Err(e) = result {

@@ -24,7 +24,7 @@ pub async fn bind(call: &mut Call) -> Handled {
     }
     let key = if args.pod_uid.is_empty() { format!("{}/{}", args.pod_namespace, args.pod_name) } else { args.pod_uid.clone() };
     let tenant = if call.config.bind_index {
-        pod_index::tenant_of(&call.env, &key).await
+        pod_index::tenant_of(&call.bindings, &key).await
     } else {
         Some(args.pod_namespace.clone()).filter(|ns| validate_tenant(ns).is_ok())
     }

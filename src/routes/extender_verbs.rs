@@ -9,6 +9,7 @@ use rand::{rngs::SmallRng, SeedableRng};
 use worker::{Method, Request, RequestInit};
 
 use super::{Call, Handled};
+use crate::bindings::Bindings;
 use crate::colony_do::{self, PrioritizeRequest, PrioritizeResponse};
 use crate::facts_store;
 use crate::pod_index;
@@ -16,8 +17,7 @@ use crate::http::{json_response, read_body, ApiError};
 
 /// Node facts of every candidate (isolate cache, then KV).
 async fn candidate_facts(call: &Call, args: &Args<'_>) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
-    facts_store::load(&kv, args.node_names(), call.now_ms, call.config.facts_cache_ms).await
+    facts_store::load(&call.bindings, args.node_names(), call.now_ms, call.config.facts_cache_ms).await
 }
 
 pub async fn filter(call: &mut Call) -> Handled {
@@ -63,11 +63,11 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     // in place before kube-scheduler can call bind.
     let index = async {
         if call.config.bind_index {
-            pod_index::remember(&call.env, &request.key, &request.tenant, call.config.decision_ttl_ms).await;
+            pod_index::remember(&call.bindings, &request.key, &request.tenant, call.config.decision_ttl_ms).await;
         }
     };
     let (reply, ()) = futures::future::join(
-        colony_call::<_, PrioritizeResponse>(&call.env, &request.tenant, Method::Post, "/prioritize", Some(&request)),
+        colony_call::<_, PrioritizeResponse>(&call.bindings, &request.tenant, Method::Post, "/prioritize", Some(&request)),
         index,
     )
     .await;
@@ -78,28 +78,24 @@ pub async fn prioritize(call: &mut Call) -> Handled {
 
 /// Calls the tenant's Colony Durable Object with a JSON body and decodes its JSON reply.
 pub async fn colony_call<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-    env: &worker::Env,
+    bindings: &Bindings,
     tenant: &str,
     method: Method,
     path: &str,
     body: Option<&B>,
 ) -> Result<R, ApiError> {
-    let text = colony_fetch(env, tenant, method, path, body).await?;
+    let text = colony_fetch(bindings, tenant, method, path, body).await?;
     serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))
 }
 
 pub async fn colony_fetch<B: serde::Serialize>(
-    env: &worker::Env,
+    bindings: &Bindings,
     tenant: &str,
     method: Method,
     path: &str,
     body: Option<&B>,
 ) -> Result<String, ApiError> {
     let unavailable = |e: worker::Error| ApiError { colony_failure: Some("unreachable"), ..ApiError::unavailable("colony Durable Object", e) };
-    let stub = env
-        .durable_object(colony_do::BINDING)
-        .and_then(|ns| ns.get_by_name(tenant))
-        .map_err(unavailable)?;
     let mut init = RequestInit::new();
     init.with_method(method);
     if let Some(b) = body {
@@ -107,7 +103,7 @@ pub async fn colony_fetch<B: serde::Serialize>(
         init.with_body(Some(json.into()));
     }
     let req = Request::new_with_init(&format!("https://colony{path}"), &init).map_err(unavailable)?;
-    let mut resp = stub.fetch_with_request(req).await.map_err(unavailable)?;
+    let mut resp = bindings.do_fetch(colony_do::BINDING, "Colony", tenant, req).await?;
     let text = resp.text().await.map_err(unavailable)?;
     if resp.status_code() != 200 {
         #[derive(serde::Deserialize)]

@@ -18,6 +18,7 @@ use aco_core::access::{split_token, ClientCert, ExtenderAuth};
 use aco_core::config::Config;
 use worker::{Context, Date, Env, Method, Request, Response};
 
+use crate::bindings::{self, Bindings};
 use crate::env_config;
 use crate::http::{drain, ApiError};
 use crate::telemetry::{self, Event};
@@ -27,6 +28,8 @@ use crate::telemetry::{self, Event};
 pub struct Call {
     pub req: Request,
     pub env: Env,
+    /// Every binding call of this invocation, counted against the platform's limit.
+    pub bindings: Bindings,
     pub config: Rc<Config>,
     pub event: Event,
     pub now_ms: u64,
@@ -114,12 +117,21 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
     let method = req.method();
     let path = req.path();
-    let (verb, (response, mut event)) = route(method, &path, req, env.clone(), started).await;
+    let bindings = Bindings::new(env.clone());
+    let (verb, (response, mut event)) = route(method, &path, req, bindings.clone(), started).await;
+    // Set on the response we built ourselves; a header that cannot be set changes nothing else.
+    let _ = response.headers().set(bindings::OPS_HEADER, &bindings.ops.used().to_string());
     if let Some(verb) = verb {
         event.verb = verb.to_string();
         event.code = response.status_code();
         event.seconds = Date::now().as_millis().saturating_sub(started) as f64 / 1000.0;
-        ctx.wait_until(telemetry::record(env, event));
+        for (kind, n) in bindings.ops.by_kind() {
+            event.count("aco_binding_operations_total", format!("kind=\"{}\"", kind.as_str()), n as f64);
+        }
+        for (class, rows) in bindings.ops.rows_written() {
+            event.count("aco_do_rows_written_total", format!("class=\"{class}\""), rows as f64);
+        }
+        ctx.wait_until(telemetry::record(bindings, event));
     }
     response
 }
@@ -154,7 +166,8 @@ fn methods_text(methods: &[Method]) -> String {
 }
 
 /// Picks the handler and runs it. Returns the verb label for metrics.
-async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u64) -> (Option<&'static str>, Routed) {
+async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings, now_ms: u64) -> (Option<&'static str>, Routed) {
+    let env = bindings.env.clone();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
     let (token, segments) = split_token(&segments);
@@ -183,7 +196,7 @@ async fn route(method: Method, path: &str, mut req: Request, env: Env, now_ms: u
             return (verb, (e.into_response(), event));
         }
     }
-    let mut call = Call { req, env, config, event: Event::default(), now_ms };
+    let mut call = Call { req, env, bindings, config, event: Event::default(), now_ms };
     let result = if !route.methods().contains(&method) {
         Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))
     } else {

@@ -47,16 +47,16 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
         }
     }
     let deleted: BTreeSet<&str> = batch.deleted.iter().map(String::as_str).collect();
-    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
+    let kv = &call.bindings;
     // Facts are read fresh (no isolate cache) so that a merge never builds on an old copy.
     let mut records: BTreeMap<String, NodeFacts> =
-        facts_store::load(&kv, batch.nodes.iter().map(|r| r.name.as_str()), call.now_ms, 0).await?.into_iter().collect();
+        facts_store::load(kv, batch.nodes.iter().map(|r| r.name.as_str()), call.now_ms, 0).await?.into_iter().collect();
     for report in &batch.nodes {
         records.entry(report.name.clone()).or_default().apply(report, call.now_ms, &call.config);
     }
     let records: Vec<NodeFacts> = records.into_values().collect();
-    facts_store::store(&kv, &records, call.now_ms).await?;
-    facts_store::forget(&kv, deleted.iter().copied(), call.now_ms).await?;
+    facts_store::store(kv, &records, call.now_ms).await?;
+    facts_store::forget(kv, deleted.iter().copied(), call.now_ms).await?;
     call.event.count("aco_node_facts_stored_total", String::new(), records.len() as f64);
     call.event.count("aco_node_facts_forgotten_total", String::new(), deleted.len() as f64);
     Ok(json_response(200, &serde_json::json!({"stored": records.len(), "forgotten": deleted.len()})))
@@ -66,8 +66,7 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
 pub async fn get_node(call: &mut Call, name: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_node_name(name).map_err(|m| ApiError::field(400, "name", m))?;
-    let kv = call.env.kv(facts_store::BINDING).map_err(|e| ApiError::unavailable("KV binding", e))?;
-    let mut found = facts_store::load(&kv, std::iter::once(name), call.now_ms, 0).await?;
+    let mut found = facts_store::load(&call.bindings, std::iter::once(name), call.now_ms, 0).await?;
     match found.remove(name) {
         Some(facts) => Ok(json_response(200, &facts)),
         None => Err(ApiError::field(404, "name", format!("no facts stored for node {name:?}"))),

@@ -54,17 +54,13 @@ pub async fn metrics(call: &mut Call) -> Handled {
         text: String,
         tenants: Vec<String>,
     }
-    let stub = call
-        .env
-        .durable_object(telemetry::BINDING)
-        .and_then(|ns| ns.get_by_name(telemetry::INSTANCE))
-        .map_err(|e| ApiError::unavailable("telemetry Durable Object", e))?;
-    let mut resp = stub.fetch_with_str("https://telemetry/metrics").await.map_err(|e| ApiError::unavailable("telemetry", e))?;
+    let req = worker::Request::new("https://telemetry/metrics", Method::Get).map_err(|e| ApiError::unavailable("telemetry", e))?;
+    let mut resp = call.bindings.do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req).await?;
     let gathered: Gathered = resp.json().await.map_err(|e| ApiError::unavailable("telemetry reply", e))?;
     let mut text = gathered.text;
     let tenants: Vec<&String> = gathered.tenants.iter().take(MAX_TENANTS_SCRAPED).collect();
     let replies = futures::future::join_all(
-        tenants.iter().map(|t| colony_call::<(), ColonyMetrics>(&call.env, t, Method::Get, "/metrics", None)),
+        tenants.iter().map(|t| colony_call::<(), ColonyMetrics>(&call.bindings, t, Method::Get, "/metrics", None)),
     )
     .await;
     // A colony that fails is skipped (and counted), never fatal to the scrape.

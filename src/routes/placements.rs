@@ -93,7 +93,7 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
         let req = PlacementsRequest { tenant: tenant.clone(), items, now_ms: call.now_ms };
-        match colony_call::<_, PlacementsResponse>(&call.env, &tenant, Method::Post, "/placements", Some(&req)).await {
+        match colony_call::<_, PlacementsResponse>(&call.bindings, &tenant, Method::Post, "/placements", Some(&req)).await {
             Ok(r) => {
                 summary.deposited += r.deposited;
                 summary.outcomes += r.outcomes;

@@ -14,6 +14,6 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
     if !call.config.tenant_allowed(tenant) {
         return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
     }
-    let text = colony_fetch::<()>(&call.env, tenant, method, "/pheromones", None).await?;
+    let text = colony_fetch::<()>(&call.bindings, tenant, method, "/pheromones", None).await?;
     Ok(text_response(200, text, "application/json"))
 }

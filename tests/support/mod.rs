@@ -41,6 +41,11 @@ use process::{ProcessGroup, TERM_GRACE};
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// What the Worker logs when it refuses a binding operation beyond the platform's 1,000 per
+/// invocation (`BUDGET_EXCEEDED` in src/bindings.rs). Miniflare does not enforce the limit, the
+/// Worker does; a test whose Worker logged this fails when the Worker is dropped, even if the
+/// test did not look at the refused request (e.g. work done after the response).
+pub const BUDGET_EXCEEDED: &str = "binding operation budget exceeded";
 /// Cap on the Worker log kept in memory for failure messages (the oldest half is dropped).
 const LOG_CAP: usize = 1 << 20;
 
@@ -73,6 +78,8 @@ pub struct WorkerProcess {
     options: StartOptions,
     running: Option<Running>,
     logs: Arc<Mutex<String>>,
+    /// Set by a test that exceeds the binding budget on purpose.
+    budget_exceeded_expected: bool,
     // Declared last so that it is removed after the process is gone.
     _temp_dir: Option<TempDir>,
 }
@@ -115,6 +122,7 @@ impl WorkerProcess {
             options,
             running: None,
             logs: Arc::new(Mutex::new(String::new())),
+            budget_exceeded_expected: false,
             _temp_dir: temp_dir,
         };
         worker.spawn();
@@ -240,11 +248,23 @@ impl WorkerProcess {
     }
 }
 
+impl WorkerProcess {
+    /// For a test that drives the Worker over the binding budget on purpose.
+    pub fn expect_budget_exceeded(&mut self) {
+        self.budget_exceeded_expected = true;
+    }
+}
+
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.stop();
         if thread::panicking() {
             eprintln!("---- Worker log ({}) ----\n{}", self.persist_dir.display(), self.logs());
+        } else if !self.budget_exceeded_expected && self.logs().contains(BUDGET_EXCEEDED) {
+            panic!(
+                "the Worker refused a binding operation beyond 1,000 per invocation (the platform's limit); its log:\n{}",
+                self.logs()
+            );
         }
     }
 }
@@ -266,7 +286,9 @@ fn append_log(logs: &Mutex<String>, text: &str) {
         while !logs.is_char_boundary(cut) {
             cut += 1;
         }
-        logs.replace_range(..cut, "[...]\n");
+        // The dropped half may hold the budget marker, which the drop check must still see.
+        let note = if logs[..cut].contains(BUDGET_EXCEEDED) { format!("[...] {BUDGET_EXCEEDED} (earlier)\n") } else { "[...]\n".into() };
+        logs.replace_range(..cut, &note);
     }
     logs.push_str(text);
 }

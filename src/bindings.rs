@@ -1,0 +1,190 @@
+//! Every call to a binding (KV, Durable Object stubs) goes through [`Bindings`], which counts it
+//! against the platform's limit of 1,000 binding operations per invocation.
+//!
+//! Cloudflare refuses the 1,001st operation of an invocation ("Too many API requests by single
+//! Worker invocation"); Miniflare does not. So the Worker enforces the same budget itself: an
+//! operation beyond it fails with 503 and logs [`BUDGET_EXCEEDED`], which the test harness
+//! treats as a failed test (tests/support/mod.rs). A KV bulk read of up to 100 keys counts once,
+//! as on the platform. Work done after the response (`waitUntil`) belongs to the same invocation
+//! and spends from the same budget: hand it a clone.
+//!
+//! The counts also feed the cost model: each kind is exported as
+//! `aco_binding_operations_total{kind}`, and Durable Objects report the SQLite rows they wrote
+//! in the [`ROWS_WRITTEN_HEADER`] of their replies (`aco_do_rows_written_total{class}`), so
+//! `docs/cost.md` prices operations that a benchmark counted rather than guessed.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use serde::de::DeserializeOwned;
+use worker::kv::KvStore;
+use worker::{Env, Request, Response};
+
+use crate::http::ApiError;
+
+/// Binding operations one invocation may make (Workers platform limit).
+pub const LIMIT: u32 = 1_000;
+/// KV's bulk read takes at most 100 keys, and counts as one operation.
+pub const KV_BULK_LIMIT: usize = 100;
+/// Logged when an operation is refused; the test harness fails any test whose Worker logs it.
+pub const BUDGET_EXCEEDED: &str = "binding operation budget exceeded";
+/// Header of a Durable Object reply: SQLite rows that request wrote.
+pub const ROWS_WRITTEN_HEADER: &str = "x-aco-rows-written";
+/// Response header: binding operations the invocation had made when it answered.
+pub const OPS_HEADER: &str = "x-aco-binding-ops";
+
+/// What an operation was, for the budget's message and the cost counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OpKind {
+    KvRead,
+    KvWrite,
+    KvDelete,
+    DoRequest,
+}
+
+impl OpKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpKind::KvRead => "kv_read",
+            OpKind::KvWrite => "kv_write",
+            OpKind::KvDelete => "kv_delete",
+            OpKind::DoRequest => "do_request",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    used: Cell<u32>,
+    by_kind: RefCell<BTreeMap<OpKind, u32>>,
+    /// SQLite rows written by Durable Objects on this invocation's behalf, by class.
+    rows_written: RefCell<BTreeMap<&'static str, u64>>,
+}
+
+/// One invocation's binding operations. Cheap to clone; clones share the count.
+#[derive(Clone, Default)]
+pub struct Ops(Rc<Tally>);
+
+impl Ops {
+    /// Spends `n` operations of `kind`, or refuses (503) if that would exceed [`LIMIT`].
+    pub fn spend(&self, kind: OpKind, n: u32) -> Result<(), ApiError> {
+        let used = self.0.used.get();
+        if used.saturating_add(n) > LIMIT {
+            #[cfg(target_arch = "wasm32")]
+            worker::console_error!("{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {LIMIT})", kind.as_str());
+            return Err(ApiError::new(
+                503,
+                format!("{BUDGET_EXCEEDED}: this request needs more than {LIMIT} binding operations ({} refused)", kind.as_str()),
+            ));
+        }
+        self.0.used.set(used + n);
+        *self.0.by_kind.borrow_mut().entry(kind).or_default() += n;
+        Ok(())
+    }
+
+    pub fn used(&self) -> u32 {
+        self.0.used.get()
+    }
+
+    pub fn by_kind(&self) -> Vec<(OpKind, u32)> {
+        self.0.by_kind.borrow().iter().map(|(k, n)| (*k, *n)).collect()
+    }
+
+    pub fn rows_written(&self) -> Vec<(&'static str, u64)> {
+        self.0.rows_written.borrow().iter().map(|(k, n)| (*k, *n)).collect()
+    }
+
+    fn add_rows_written(&self, class: &'static str, rows: u64) {
+        *self.0.rows_written.borrow_mut().entry(class).or_default() += rows;
+    }
+}
+
+/// The environment's bindings, each call counted in `ops`.
+#[derive(Clone)]
+pub struct Bindings {
+    pub env: Env,
+    pub ops: Ops,
+}
+
+fn kv_unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
+    ApiError::unavailable(what, e)
+}
+
+impl Bindings {
+    pub fn new(env: Env) -> Self {
+        Self { env, ops: Ops::default() }
+    }
+
+    fn kv(&self, binding: &str) -> Result<KvStore, ApiError> {
+        self.env.kv(binding).map_err(|e| kv_unavailable("KV binding", e))
+    }
+
+    /// Values of up to [`KV_BULK_LIMIT`] keys in one operation (absent keys map to `None`).
+    pub async fn kv_get_bulk<T: DeserializeOwned>(&self, binding: &str, keys: &[String]) -> Result<HashMap<String, Option<T>>, ApiError> {
+        if keys.is_empty() {
+            return Ok(HashMap::new());
+        }
+        debug_assert!(keys.len() <= KV_BULK_LIMIT);
+        let kv = self.kv(binding)?;
+        self.ops.spend(OpKind::KvRead, 1)?;
+        kv.get_bulk(keys).json::<T>().await.map_err(|e| kv_unavailable("KV", e))
+    }
+
+    pub async fn kv_get_text(&self, binding: &str, key: &str) -> Result<Option<String>, ApiError> {
+        let kv = self.kv(binding)?;
+        self.ops.spend(OpKind::KvRead, 1)?;
+        kv.get(key).text().await.map_err(|e| kv_unavailable("KV", e))
+    }
+
+    /// Writes a value; `ttl_s` (≥ 60, KV's minimum) makes it expire.
+    pub async fn kv_put(&self, binding: &str, key: &str, value: String, ttl_s: Option<u64>) -> Result<(), ApiError> {
+        let kv = self.kv(binding)?;
+        self.ops.spend(OpKind::KvWrite, 1)?;
+        let mut put = kv.put(key, value).map_err(|e| kv_unavailable("KV", e))?;
+        if let Some(ttl) = ttl_s {
+            put = put.expiration_ttl(ttl.max(60));
+        }
+        put.execute().await.map_err(|e| kv_unavailable("KV", e))
+    }
+
+    pub async fn kv_delete(&self, binding: &str, key: &str) -> Result<(), ApiError> {
+        let kv = self.kv(binding)?;
+        self.ops.spend(OpKind::KvDelete, 1)?;
+        kv.delete(key).await.map_err(|e| kv_unavailable("KV", e))
+    }
+
+    /// Sends `req` to the Durable Object named `name` of namespace `binding`. The reply's
+    /// [`ROWS_WRITTEN_HEADER`] is added to this invocation's row count under `class`.
+    pub async fn do_fetch(&self, binding: &str, class: &'static str, name: &str, req: Request) -> Result<Response, ApiError> {
+        let unreachable = |e: worker::Error| ApiError { colony_failure: Some("unreachable"), ..ApiError::unavailable(class, e) };
+        let stub = self.env.durable_object(binding).and_then(|ns| ns.get_by_name(name)).map_err(unreachable)?;
+        self.ops.spend(OpKind::DoRequest, 1)?;
+        let resp = stub.fetch_with_request(req).await.map_err(unreachable)?;
+        if let Ok(Some(rows)) = resp.headers().get(ROWS_WRITTEN_HEADER) {
+            if let Ok(rows) = rows.parse::<u64>() {
+                self.ops.add_rows_written(class, rows);
+            }
+        }
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_refuses_the_operation_that_would_exceed_the_limit_and_counts_nothing_for_it() {
+        let ops = Ops::default();
+        ops.spend(OpKind::KvRead, 999).unwrap();
+        let clone = ops.clone();
+        clone.spend(OpKind::DoRequest, 1).unwrap();
+        assert_eq!(ops.used(), LIMIT);
+        let refused = ops.spend(OpKind::KvWrite, 1).unwrap_err();
+        assert_eq!(refused.status, 503);
+        assert!(refused.message.contains(BUDGET_EXCEEDED), "{}", refused.message);
+        assert_eq!(ops.used(), LIMIT);
+        assert_eq!(ops.by_kind(), vec![(OpKind::KvRead, 999), (OpKind::DoRequest, 1)]);
+    }
+}
