@@ -62,6 +62,19 @@ struct Tally {
     rows_written: RefCell<BTreeMap<&'static str, u64>>,
 }
 
+impl Drop for Tally {
+    /// When the invocation's last piece of work (including `waitUntil`) lets go of its count,
+    /// the count joins this isolate's telemetry, so work done after the response is priced too.
+    fn drop(&mut self) {
+        for (kind, n) in self.by_kind.get_mut().iter() {
+            crate::telemetry::count("aco_binding_operations_total", &format!("kind=\"{}\"", kind.as_str()), *n as f64);
+        }
+        for (class, rows) in self.rows_written.get_mut().iter() {
+            crate::telemetry::count("aco_do_rows_written_total", &format!("class=\"{class}\""), *rows as f64);
+        }
+    }
+}
+
 /// One invocation's binding operations. Cheap to clone; clones share the count.
 #[derive(Clone, Default)]
 pub struct Ops(Rc<Tally>);
@@ -87,12 +100,9 @@ impl Ops {
         self.0.used.get()
     }
 
+    #[cfg(test)]
     pub fn by_kind(&self) -> Vec<(OpKind, u32)> {
         self.0.by_kind.borrow().iter().map(|(k, n)| (*k, *n)).collect()
-    }
-
-    pub fn rows_written(&self) -> Vec<(&'static str, u64)> {
-        self.0.rows_written.borrow().iter().map(|(k, n)| (*k, *n)).collect()
     }
 
     fn add_rows_written(&self, class: &'static str, rows: u64) {

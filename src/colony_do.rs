@@ -11,12 +11,19 @@
 //! and the in-memory colony is dropped, to be reloaded from SQLite by the next request.
 //!
 //! Internal API (JSON over the stub's fetch), used only by the Worker:
-//! `POST /prioritize`, `POST /placements`, `GET|DELETE /pheromones`, `GET /metrics`.
+//! `POST /prioritize` (score and remember, the synchronous path), `POST /decisions` (remember a
+//! decision an isolate scored from its copy), `POST /placements`, `GET|DELETE /pheromones`,
+//! `GET /metrics`. Replies to the first two carry the colony ([`ColonySnapshot`]) when the
+//! caller's copy is not the current `version`; see `colony_cache.rs`.
+//!
+//! Rows written per decision: one (the decision). The tenant name is written once, and the
+//! counters a decision moves are persisted with the next placement commit, reset or alarm — a
+//! restart before that loses those increments (a counter reset, as Prometheus sees it).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
-use aco_core::colony::{Confirmed, Outcome, PodRecord, ReportEffect, TenantColony, Trail};
+use aco_core::colony::{Confirmed, Decision, Outcome, PheromoneTable, PodRecord, ReportEffect, TenantColony, Trail};
 use aco_core::config::Config;
 use aco_core::demand::WorkloadClass;
 use aco_core::heuristic::{NodeFeatures, OutcomeStats};
@@ -28,6 +35,7 @@ use worker::wasm_bindgen::closure::ScopedClosure;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
+use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::env_config;
 use crate::http::{json_response, text_response};
 use crate::metrics_text::ColonyMetrics;
@@ -49,6 +57,44 @@ pub struct PrioritizeRequest {
 pub struct PrioritizeResponse {
     pub priorities: Vec<HostPriority>,
     pub explored: Option<String>,
+    /// The colony the scores came from, for the caller's copy.
+    pub snapshot: ColonySnapshot,
+}
+
+/// What an isolate needs to score like the colony: τ table and outcome history, at `version`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ColonySnapshot {
+    pub version: u64,
+    pub pheromones: PheromoneTable,
+    pub outcomes: BTreeMap<String, OutcomeStats>,
+}
+
+/// A decision an isolate scored from its copy of the colony, to remember for the pod.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    pub key: String,
+    pub decision: Decision,
+    pub explored: bool,
+}
+
+/// Decisions an isolate scored from its copy (`POST /decisions`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionBatch {
+    pub tenant: String,
+    pub decisions: Vec<DecisionRecord>,
+    /// The version of the caller's copy (0: none).
+    pub known_version: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionReply {
+    pub version: u64,
+    /// Present when `known_version` is not the colony's version.
+    pub snapshot: Option<ColonySnapshot>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,6 +109,10 @@ pub struct PlacementItem {
 #[serde(rename_all = "camelCase")]
 pub struct PlacementsRequest {
     pub tenant: String,
+    /// Decisions the sending isolate has not seen acknowledged: applied (once) first, so that
+    /// no placement overtakes its decision.
+    #[serde(default)]
+    pub decisions: Vec<DecisionRecord>,
     pub items: Vec<PlacementItem>,
     pub now_ms: u64,
 }
@@ -77,6 +127,9 @@ pub struct PlacementsResponse {
     pub duplicates: u64,
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
+    /// The colony's version after this batch (isolates holding an older copy drop it).
+    #[serde(default)]
+    pub version: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -161,10 +214,14 @@ fn int(v: u64) -> SqlStorageValue {
 }
 
 /// Runs `statements` in one SQLite transaction: all of them, or (on the first error) none.
-fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statements: &[(&'static str, Vec<SqlStorageValue>)]) -> Result<()> {
+/// Returns the rows written.
+fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statements: &[(&'static str, Vec<SqlStorageValue>)]) -> Result<usize> {
+    let rows = Cell::new(0usize);
     let mut body = || -> std::result::Result<JsValue, JsValue> {
+        rows.set(0);
         for (query, bindings) in statements {
-            sql.exec(query, bindings.clone()).map_err(JsValue::from)?;
+            let cursor = sql.exec(query, bindings.clone()).map_err(JsValue::from)?;
+            rows.set(rows.get() + cursor.rows_written());
         }
         Ok(JsValue::UNDEFINED)
     };
@@ -175,11 +232,14 @@ fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statements: &
             // Called synchronously and not retained by the runtime, so a borrowed closure is
             // enough. A thrown error (our `Err`) rolls the transaction back and is rethrown.
             let closure = ScopedClosure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
-            f.call1(raw, closure.as_ref()).map(|_| ()).map_err(worker::Error::from)
+            f.call1(raw, closure.as_ref()).map_err(worker::Error::from)?;
         }
         // A runtime without transactionSync: still one synchronous block, but no rollback.
-        None => body().map(|_| ()).map_err(worker::Error::from),
+        None => {
+            body().map_err(worker::Error::from)?;
+        }
     }
+    Ok(rows.get())
 }
 
 #[durable_object]
@@ -197,7 +257,22 @@ pub struct Colony {
     decision_count: Cell<Option<u64>>,
     /// Placement requests failed so far by `TEST_FAULT_PLACEMENTS` (tests only).
     faults_injected: Cell<u64>,
+    /// The colony's version (bumped by every change to τ or outcomes, and by a reset), once read.
+    version: Cell<Option<u64>>,
+    /// The tenant name is stored (written once, not with every decision).
+    tenant_stored: Cell<bool>,
+    /// SQLite rows written by the current event (reported in `x-aco-rows-written`).
+    rows_written: Cell<usize>,
+    /// Counter increments of decisions not yet persisted (they are, by the alarm within
+    /// COUNTERS_PERSIST_MS, or with the next commit that writes the counters).
+    counters_dirty: Cell<bool>,
+    /// When the armed alarm fires (ms since the epoch), if known.
+    alarm_at: Cell<Option<u64>>,
 }
+
+/// Decisions' counter increments reach storage within this long (one row per tenant per
+/// interval at most, instead of one per decision); a restart sooner loses them.
+const COUNTERS_PERSIST_MS: u64 = 1_000;
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS trails(node TEXT PRIMARY KEY, tau REAL NOT NULL, epoch INTEGER NOT NULL);
@@ -279,48 +354,126 @@ impl Colony {
     /// Commits one request's writes atomically. On failure nothing was written, so the cached
     /// colony (already updated in memory) is dropped and reloaded by the next request.
     fn commit(&self, writes: Writes) -> Result<()> {
-        let result = run_in_transaction(&self.state.storage(), &self.sql, &writes.0);
-        if result.is_err() {
-            *self.colony.borrow_mut() = None;
+        match run_in_transaction(&self.state.storage(), &self.sql, &writes.0) {
+            Ok(rows) => {
+                self.rows_written.set(self.rows_written.get() + rows);
+                Ok(())
+            }
+            Err(e) => {
+                *self.colony.borrow_mut() = None;
+                self.version.set(None);
+                self.tenant_stored.set(false);
+                Err(e)
+            }
         }
-        result
+    }
+
+    fn version(&self) -> Result<u64> {
+        if let Some(v) = self.version.get() {
+            return Ok(v);
+        }
+        let v = match self.meta("version")? {
+            Some(text) => text.trim().parse().map_err(|_| corrupt("meta.version", &text))?,
+            None => 0,
+        };
+        self.version.set(Some(v));
+        Ok(v)
+    }
+
+    /// The colony as the caller's copy needs it.
+    fn snapshot(&self) -> Result<ColonySnapshot> {
+        let version = self.version()?;
+        self.with_colony(|c| ColonySnapshot { version, pheromones: c.pheromones.clone(), outcomes: c.outcomes.clone() })
+    }
+
+    /// Remembers decisions (at most MAX_DECISIONS_PER_TENANT, oldest evicted) in one
+    /// transaction: one row each, plus evictions and, the first time, the tenant name. With
+    /// `from_copy`, a decision is applied only if it is newer than what the pod has — a
+    /// remembered decision or a confirmation — so a record delivered twice, or after its
+    /// placement was confirmed, changes nothing (it would otherwise reopen the pod for a second
+    /// deposit). Returns how many were applied.
+    async fn remember(&self, tenant: &str, records: &[DecisionRecord], from_copy: bool, config: &Config) -> Result<usize> {
+        let mut count = match self.decision_count.get() {
+            Some(n) => n,
+            None => self.count("decisions")?,
+        };
+        let mut writes = Writes::default();
+        let mut applied = 0;
+        let (mut decisions, mut explorations, mut evicted) = (0, 0, 0);
+        for r in records {
+            let stored: Vec<NumberRow> =
+                self.sql.exec("SELECT created_ms AS value FROM decisions WHERE key = ?", Some(vec![r.key.clone().into()]))?.to_array()?;
+            let known = !stored.is_empty();
+            if from_copy {
+                let confirmed: Vec<NumberRow> =
+                    self.sql.exec("SELECT confirmed_ms AS value FROM confirmed WHERE key = ?", Some(vec![r.key.clone().into()]))?.to_array()?;
+                let latest = stored.iter().chain(&confirmed).filter_map(|n| n.value).fold(f64::NEG_INFINITY, f64::max);
+                if latest >= r.decision.created_ms as f64 {
+                    continue;
+                }
+            }
+            let after_insert = count + (!known) as u64;
+            let evict = after_insert.saturating_sub(config.max_decisions_per_tenant);
+            if evict > 0 {
+                writes.push(
+                    "DELETE FROM decisions WHERE key IN (SELECT key FROM decisions WHERE key != ? ORDER BY created_ms, key LIMIT ?)",
+                    vec![r.key.clone().into(), int(evict)],
+                );
+            }
+            writes.push(
+                "INSERT OR REPLACE INTO decisions(key, created_ms, body) VALUES(?, ?, ?)",
+                vec![r.key.clone().into(), int(r.decision.created_ms), serde_json::to_string(&r.decision)?.into()],
+            );
+            count = after_insert - evict;
+            applied += 1;
+            decisions += 1;
+            explorations += r.explored as u64;
+            evicted += evict;
+        }
+        if applied == 0 {
+            return Ok(0);
+        }
+        if !self.tenant_stored.get() && self.meta("tenant")?.as_deref() != Some(tenant) {
+            writes.meta("tenant", tenant.to_string());
+        }
+        self.decision_count.set(None);
+        self.commit(writes)?;
+        self.with_colony(|c| {
+            c.counters.decisions += decisions;
+            c.counters.explorations += explorations;
+            c.counters.evicted_decisions += evicted;
+        })?;
+        self.tenant_stored.set(true);
+        self.decision_count.set(Some(count));
+        self.counters_dirty.set(true);
+        self.ensure_alarm(config).await?;
+        self.alarm_within(COUNTERS_PERSIST_MS).await?;
+        Ok(applied)
+    }
+
+    async fn record_decisions(&self, req: DecisionBatch) -> Result<Response> {
+        let config = self.config()?;
+        self.remember(&req.tenant, &req.decisions, true, &config).await?;
+        let version = self.version()?;
+        let snapshot = if req.known_version == version { None } else { Some(self.snapshot()?) };
+        Ok(json_response(200, &DecisionReply { version, snapshot }))
     }
 
     async fn prioritize(&self, req: PrioritizeRequest) -> Result<Response> {
         let config = self.config()?;
         let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(req.now_ms));
-        // The cap: a new key beyond MAX_DECISIONS_PER_TENANT evicts the oldest decisions.
-        let count = match self.decision_count.get() {
-            Some(n) => n,
-            None => self.count("decisions")?,
-        };
-        let known: Vec<NumberRow> =
-            self.sql.exec("SELECT 1 AS value FROM decisions WHERE key = ?", Some(vec![req.key.clone().into()]))?.to_array()?;
-        let after_insert = count + known.is_empty() as u64;
-        let evict = after_insert.saturating_sub(config.max_decisions_per_tenant);
-        let (prioritized, counters) = self.with_colony(|c| {
-            let p = c.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
-            c.counters.evicted_decisions += evict;
-            (p, serde_json::to_string(&c.counters))
+        // Scored on a scratch copy (same τ and outcomes): `remember` counts the decision, once.
+        let prioritized = self.with_colony(|c| {
+            let mut scratch = TenantColony { pheromones: std::mem::take(&mut c.pheromones), outcomes: std::mem::take(&mut c.outcomes), ..Default::default() };
+            let p = scratch.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
+            c.pheromones = scratch.pheromones;
+            c.outcomes = scratch.outcomes;
+            p
         })?;
-        let mut writes = Writes::default();
-        writes.meta("tenant", req.tenant.clone());
-        writes.meta("counters", counters?);
-        if evict > 0 {
-            writes.push(
-                "DELETE FROM decisions WHERE key IN (SELECT key FROM decisions WHERE key != ? ORDER BY created_ms, key LIMIT ?)",
-                vec![req.key.clone().into(), int(evict)],
-            );
-        }
-        writes.push(
-            "INSERT OR REPLACE INTO decisions(key, created_ms, body) VALUES(?, ?, ?)",
-            vec![req.key.into(), int(req.now_ms), serde_json::to_string(&prioritized.decision)?.into()],
-        );
-        self.decision_count.set(None);
-        self.commit(writes)?;
-        self.decision_count.set(Some(after_insert - evict));
-        self.ensure_alarm(&config).await?;
-        Ok(json_response(200, &PrioritizeResponse { priorities: prioritized.priorities, explored: prioritized.explored }))
+        let record = DecisionRecord { key: req.key, explored: prioritized.explored.is_some(), decision: prioritized.decision };
+        self.remember(&req.tenant, std::slice::from_ref(&record), false, &config).await?;
+        let snapshot = self.snapshot()?;
+        Ok(json_response(200, &PrioritizeResponse { priorities: prioritized.priorities, explored: prioritized.explored, snapshot }))
     }
 
     /// The unexpired decision and confirmation remembered for a pod key.
@@ -366,6 +519,9 @@ impl Colony {
     /// every change in one transaction.
     async fn placements(&self, req: PlacementsRequest) -> Result<Response> {
         let config = self.config()?;
+        if !req.decisions.is_empty() {
+            self.remember(&req.tenant, &req.decisions, true, &config).await?;
+        }
         // The Worker validated the outcomes; checked again so that no item can fail halfway.
         for item in &req.items {
             item.outcome.map(Outcome::quality).transpose().map_err(worker::Error::RustError)?;
@@ -416,6 +572,9 @@ impl Colony {
 
         let mut writes = Writes::default();
         writes.meta("tenant", req.tenant.clone());
+        // Isolates scoring from a copy learn of the change through this version.
+        let version = self.version()? + (!trails.is_empty() || !stats.is_empty()) as u64;
+        writes.meta("version", version.to_string());
         for (node, trail) in trails {
             writes.push("INSERT OR REPLACE INTO trails(node, tau, epoch) VALUES(?, ?, ?)", vec![node.into(), trail.tau.into(), int(trail.epoch)]);
         }
@@ -447,12 +606,15 @@ impl Colony {
         }
         writes.meta("epoch", epoch.to_string());
         writes.meta("counters", counters);
+        self.counters_dirty.set(false);
         if self.inject_fault(&req.tenant) {
             // A statement that fails inside the transaction: everything above is rolled back.
             writes.push("INSERT INTO injected_fault_no_such_table VALUES(1)", vec![]);
         }
         self.decision_count.set(None);
         self.commit(writes)?;
+        self.version.set(Some(version));
+        out.version = version;
         if confirmed_any {
             self.ensure_alarm(&config).await?;
         }
@@ -501,10 +663,14 @@ impl Colony {
         if !tenant.is_empty() {
             writes.meta("tenant", tenant);
         }
+        // A reset is a new version too, so that no isolate keeps scoring with the old table.
+        let version = self.version()? + 1;
+        writes.meta("version", version.to_string());
         self.decision_count.set(None);
         self.commit(writes)?;
         *self.colony.borrow_mut() = None;
-        Ok(json_response(200, &serde_json::json!({"reset": true})))
+        self.version.set(Some(version));
+        Ok(json_response(200, &serde_json::json!({"reset": true, "version": version})))
     }
 
     fn metrics(&self) -> Result<Response> {
@@ -517,6 +683,18 @@ impl Colony {
             pheromones: c.pheromones.snapshot(&config),
         })?;
         Ok(json_response(200, &body))
+    }
+
+    /// Makes the alarm fire within `ms` (it persists the counters, then re-arms for expiries).
+    async fn alarm_within(&self, ms: u64) -> Result<()> {
+        let now = worker::Date::now().as_millis();
+        if self.alarm_at.get().is_some_and(|at| at <= now + ms) {
+            return Ok(());
+        }
+        self.state.storage().set_alarm(alarm_offset(ms)).await?;
+        self.alarm_at.set(Some(now + ms.max(MIN_ALARM_DELAY_MS)));
+        self.alarm_armed.set(true);
+        Ok(())
     }
 
     async fn ensure_alarm(&self, config: &Config) -> Result<()> {
@@ -548,6 +726,7 @@ impl Colony {
         self.ensure_schema()?;
         match (req.method(), req.path().as_str()) {
             (Method::Post, "/prioritize") => self.prioritize(req.json().await?).await,
+            (Method::Post, "/decisions") => self.record_decisions(req.json().await?).await,
             (Method::Post, "/placements") => self.placements(req.json().await?).await,
             (Method::Get, "/pheromones") => self.table(),
             (Method::Delete, "/pheromones") => self.reset(),
@@ -576,14 +755,23 @@ impl DurableObject for Colony {
             colony: RefCell::new(None),
             schema_ready: Cell::new(schema_ready),
             alarm_armed: Cell::new(false),
+            counters_dirty: Cell::new(false),
+            alarm_at: Cell::new(None),
             decision_count: Cell::new(None),
             faults_injected: Cell::new(0),
+            version: Cell::new(None),
+            tenant_stored: Cell::new(false),
+            rows_written: Cell::new(0),
         }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
+        self.rows_written.set(0);
         match self.route(req).await {
-            Ok(r) => Ok(r),
+            Ok(r) => {
+                r.headers().set(ROWS_WRITTEN_HEADER, &self.rows_written.get().to_string())?;
+                Ok(r)
+            }
             Err(e) => {
                 let message = e.to_string();
                 let reason = if message.starts_with(CORRUPT) { "corrupt_state" } else { "error" };
@@ -598,12 +786,19 @@ impl DurableObject for Colony {
     /// than CONFIRMED_TTL_MS, then re-arms for the moment the oldest remaining row expires.
     async fn alarm(&self) -> Result<Response> {
         self.alarm_armed.set(false);
+        self.alarm_at.set(None);
         self.ensure_schema()?;
         let config = self.config()?;
         let now = worker::Date::now().as_millis();
         let mut writes = Writes::default();
         writes.push("DELETE FROM decisions WHERE created_ms < ?", vec![int(now.saturating_sub(config.decision_ttl_ms))]);
         writes.push("DELETE FROM confirmed WHERE confirmed_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
+        // Decisions' counter increments since the last placement commit.
+        if self.counters_dirty.replace(false) {
+            if let Some(colony) = self.colony.borrow().as_ref() {
+                writes.meta("counters", serde_json::to_string(&colony.counters)?);
+            }
+        }
         self.decision_count.set(None);
         self.commit(writes)?;
         let next = [
@@ -614,8 +809,10 @@ impl DurableObject for Colony {
         .filter_map(|(oldest, ttl)| oldest.map(|t| t.saturating_add(ttl)))
         .min();
         if let Some(expires_at) = next {
-            self.state.storage().set_alarm(alarm_offset(expires_at.saturating_sub(now))).await?;
+            let offset = alarm_offset(expires_at.saturating_sub(now));
+            self.state.storage().set_alarm(offset).await?;
             self.alarm_armed.set(true);
+            self.alarm_at.set(Some(now + offset as u64));
         }
         Response::ok("pruned")
     }

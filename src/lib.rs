@@ -12,7 +12,9 @@
 
 mod auth;
 mod bindings;
+mod colony_cache;
 mod colony_do;
+mod decision_queue;
 mod env_config;
 mod facts_store;
 mod http;
@@ -21,6 +23,7 @@ mod pod_index;
 mod routes;
 mod telemetry;
 mod telemetry_do;
+mod telemetry_ledger;
 
 pub use colony_do::Colony;
 pub use telemetry_do::Telemetry;

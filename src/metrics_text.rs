@@ -44,6 +44,11 @@ fn help(name: &str) -> &'static str {
         "aco_extender_auth_failures_total" => "Extender verb requests refused by EXTENDER_AUTH, by mode.",
         "aco_tenants_refused_total" => "Requests naming a tenant outside TENANTS/TENANT_PATTERN, by verb.",
         "aco_telemetry_state_resets_total" => "Times the stored telemetry state did not parse and counting restarted from 0.",
+        "aco_telemetry_flush_failures_total" => "Scrapes whose own isolate's counters could not be sent first (retried by the next flush).",
+        "aco_binding_operations_total" => "Binding operations (KV reads/writes/deletes, Durable Object requests) made by the Worker, by kind.",
+        "aco_do_rows_written_total" => "SQLite rows written by Durable Objects on the Worker's behalf, by class.",
+        "aco_colony_fallback_total" => "Prioritize answers not from an up-to-date colony copy, by mode (stale_copy, eta_only) and reason.",
+        "aco_colony_local_decisions_total" => "Prioritize answers scored from the isolate's colony copy (no Durable Object round trip), by result of recording the decision afterwards.",
         _ => "aco-edge-extender counter.",
     }
 }
@@ -68,6 +73,33 @@ impl TelemetryState {
         h.sum += event.seconds.max(0.0);
         h.count += 1;
         for t in &event.tenants {
+            if self.tenants.len() < MAX_TENANTS {
+                self.tenants.insert(t.clone());
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.durations.is_empty() && self.tenants.is_empty()
+    }
+
+    /// Adds another state's counts to this one (a batch from an isolate).
+    pub fn merge(&mut self, other: &TelemetryState) {
+        for (name, series) in &other.counters {
+            for (labels, by) in series {
+                self.add(name, labels, *by);
+            }
+        }
+        for (verb, h) in &other.durations {
+            let mine = self.durations.entry(verb.clone()).or_default();
+            mine.buckets.resize(BUCKETS.len().max(h.buckets.len()), 0);
+            for (i, n) in h.buckets.iter().enumerate() {
+                mine.buckets[i] += n;
+            }
+            mine.sum += h.sum;
+            mine.count += h.count;
+        }
+        for t in &other.tenants {
             if self.tenants.len() < MAX_TENANTS {
                 self.tenants.insert(t.clone());
             }
@@ -193,6 +225,23 @@ mod tests {
         e.count("aco_filter_nodes_passed_total", String::new(), 3.0);
         s.apply(&e);
         assert!(s.render().contains("\naco_filter_nodes_passed_total 3\n"));
+    }
+
+    #[test]
+    fn merging_batches_adds_counters_histograms_and_tenants() {
+        let event = |verb: &str, seconds| Event { verb: verb.into(), code: 200, seconds, tenants: vec!["ml".into()], ..Default::default() };
+        let mut one = TelemetryState::default();
+        one.apply(&event("filter", 0.001));
+        let mut two = TelemetryState::default();
+        two.apply(&event("filter", 0.02));
+        two.apply(&event("prioritize", 0.002));
+        let mut both = TelemetryState::default();
+        for e in [event("filter", 0.001), event("filter", 0.02), event("prioritize", 0.002)] {
+            both.apply(&e);
+        }
+        one.merge(&two);
+        assert_eq!(one, both);
+        assert!(!one.is_empty() && TelemetryState::default().is_empty());
     }
 
     #[test]

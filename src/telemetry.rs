@@ -1,16 +1,31 @@
-//! What each request reports to the Telemetry Durable Object. Isolates share no memory, so
-//! counters cannot live in the Worker; they are sent after the response (`waitUntil`) and
-//! gathered by `/metrics`.
+//! Request counters, aggregated per isolate and sent to the Telemetry Durable Object in batches.
+//!
+//! Isolates share no memory, so counters cannot live in the Worker alone; but one Durable Object
+//! request and one row write per request (what this used to do) costs more than the request it
+//! measures and makes one object a throughput ceiling for every cluster. So each isolate folds
+//! its requests into a local [`TelemetryState`] and, at most `TELEMETRY_FLUSH_MS` later, a
+//! request's `waitUntil` sends everything not yet acknowledged in one request.
+//!
+//! Delivery is at least once and counted once: every batch carries this isolate's id and a
+//! sequence number; the Durable Object applies each sequence number once and acknowledges the
+//! highest it applied; a batch stays here until acknowledged, so a failed flush is retried by
+//! the next. `/metrics` flushes its own isolate first, so it is exact for that isolate and at
+//! most `TELEMETRY_FLUSH_MS` behind for the others.
+
+use std::cell::{Cell, RefCell};
 
 use serde::{Deserialize, Serialize};
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
+use crate::metrics_text::TelemetryState;
 
 pub const BINDING: &str = "TELEMETRY";
-/// One global instance: a few counter increments per scheduling decision is well within what a
-/// single Durable Object serves.
+/// One global instance: it now receives one request per isolate per flush interval.
 pub const INSTANCE: &str = "global";
+/// Unacknowledged batches kept per isolate; older ones are merged into one (nothing is lost,
+/// only the ability to send them separately).
+const MAX_PENDING: usize = 32;
 
 /// Request-duration histogram buckets, in seconds.
 pub const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
@@ -34,17 +49,106 @@ impl Event {
     }
 }
 
-/// Sends the event; failures are logged, never surfaced (metrics must not break scheduling).
-pub async fn record(bindings: Bindings, event: Event) {
-    let result = async {
-        let mut init = RequestInit::new();
-        let body = serde_json::to_string(&event).map_err(|e| e.to_string())?;
-        init.with_method(Method::Post).with_body(Some(body.into()));
-        let req = Request::new_with_init("https://telemetry/event", &init).map_err(|e| e.to_string())?;
-        bindings.do_fetch(BINDING, "Telemetry", INSTANCE, req).await.map_err(|e| e.message)
+/// One isolate's counters since its previous batch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Batch {
+    pub seq: u64,
+    pub state: TelemetryState,
+}
+
+/// What an isolate sends: every batch the Durable Object has not acknowledged, oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Delivery {
+    pub isolate: String,
+    pub batches: Vec<Batch>,
+    pub now_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ack {
+    /// Every batch of this isolate up to this sequence number is applied.
+    pub applied_through: u64,
+}
+
+#[derive(Default)]
+struct Local {
+    isolate: String,
+    current: TelemetryState,
+    next_seq: u64,
+    pending: Vec<Batch>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
+    static FLUSH_SCHEDULED: Cell<bool> = const { Cell::new(false) };
+}
+
+fn with_local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.isolate.is_empty() {
+            // Unique per isolate so that the Durable Object can tell sequences apart.
+            l.isolate = format!("{:016x}", getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis()));
+            l.next_seq = 1;
+        }
+        f(&mut l)
+    })
+}
+
+/// Adds a finished request to this isolate's counters.
+pub fn record(event: &Event) {
+    with_local(|l| l.current.apply(event));
+}
+
+/// Adds to a counter outside any request's event (work done after the response).
+pub fn count(name: &str, labels: &str, by: f64) {
+    if by != 0.0 {
+        with_local(|l| l.current.add(name, labels, by));
     }
-    .await;
-    if let Err(e) = result {
-        worker::console_error!("telemetry: {e}");
+}
+
+/// Seals the current counters into a numbered batch; returns what is owed to the Durable Object.
+fn seal(now_ms: u64) -> Option<Delivery> {
+    with_local(|l| {
+        if !l.current.is_empty() {
+            let state = std::mem::take(&mut l.current);
+            l.pending.push(Batch { seq: l.next_seq, state });
+            l.next_seq += 1;
+            if l.pending.len() > MAX_PENDING {
+                let oldest = l.pending.remove(0);
+                l.pending[0].state.merge(&oldest.state);
+            }
+        }
+        (!l.pending.is_empty()).then(|| Delivery { isolate: l.isolate.clone(), batches: l.pending.clone(), now_ms })
+    })
+}
+
+/// Sends every unacknowledged batch; keeps them on failure (the next flush retries).
+pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
+    FLUSH_SCHEDULED.with(|s| s.set(false));
+    let Some(delivery) = seal(now_ms) else { return Ok(()) };
+    let body = serde_json::to_string(&delivery).map_err(|e| e.to_string())?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let req = Request::new_with_init("https://telemetry/batches", &init).map_err(|e| e.to_string())?;
+    let mut resp = bindings.do_fetch(BINDING, "Telemetry", INSTANCE, req).await.map_err(|e| e.message)?;
+    let ack: Ack = resp.json().await.map_err(|e| format!("telemetry reply: {e}"))?;
+    with_local(|l| l.pending.retain(|b| b.seq > ack.applied_through));
+    Ok(())
+}
+
+/// After a request: if no flush is due yet in this isolate, this request's `waitUntil` sends the
+/// counters `flush_ms` from now (immediately with 0). Returns the work to hand to `waitUntil`.
+pub fn schedule_flush(bindings: Bindings, flush_ms: u64) -> Option<impl std::future::Future<Output = ()>> {
+    if FLUSH_SCHEDULED.with(|s| s.replace(true)) {
+        return None;
     }
+    Some(async move {
+        if flush_ms > 0 {
+            worker::Delay::from(std::time::Duration::from_millis(flush_ms)).await;
+        }
+        if let Err(e) = flush(&bindings, worker::Date::now().as_millis()).await {
+            worker::console_error!("telemetry: {e}");
+        }
+    })
 }

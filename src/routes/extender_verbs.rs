@@ -10,7 +10,10 @@ use worker::{Method, Request, RequestInit};
 
 use super::{Call, Handled};
 use crate::bindings::Bindings;
-use crate::colony_do::{self, PrioritizeRequest, PrioritizeResponse};
+use crate::colony_cache;
+use crate::colony_do::{self, DecisionBatch, DecisionRecord, DecisionReply, PrioritizeRequest, PrioritizeResponse};
+use crate::decision_queue;
+use crate::telemetry;
 use crate::facts_store;
 use crate::pod_index;
 use crate::http::{json_response, read_body, ApiError};
@@ -43,37 +46,98 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     if input.features.is_empty() {
         return Ok(json_response(200, &Vec::<aco_core::wire::HostPriority>::new()));
     }
-    if !call.config.tenant_allowed(&input.demand.tenant) {
+    let tenant = input.demand.tenant.clone();
+    let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
+    if !call.config.tenant_allowed(&tenant) {
         // No colony for a tenant outside TENANTS/TENANT_PATTERN: η alone (τ_initial everywhere),
         // nothing remembered, so such pods cannot create Durable Objects or grow storage.
         call.event.count("aco_tenants_refused_total", "verb=\"prioritize\"".into(), 1.0);
-        let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
         let scored = TenantColony::default().prioritize(&input.features, input.demand.workload, call.now_ms, &call.config, &mut rng);
         return Ok(json_response(200, &scored.priorities));
     }
-    let request = PrioritizeRequest {
-        tenant: input.demand.tenant.clone(),
-        key: input.demand.key.clone(),
-        workload: input.demand.workload,
-        features: input.features,
-        now_ms: call.now_ms,
-    };
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
-    // carries no labels) can find the colony. Written concurrently with the colony call, so it is
-    // in place before kube-scheduler can call bind.
-    let index = async {
-        if call.config.bind_index {
-            pod_index::remember(&call.bindings, &request.key, &request.tenant, call.config.decision_ttl_ms).await;
+    // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
+    // can call bind.
+    if call.config.bind_index {
+        pod_index::remember(&call.bindings, &input.demand.key, &tenant, call.config.decision_ttl_ms).await;
+    }
+    let (workload, now_ms, config) = (input.demand.workload, call.now_ms, call.config.clone());
+    // The fast path: score from this isolate's copy of the colony, remember the decision after
+    // the response (see colony_cache.rs for the consistency this trades).
+    let local = colony_cache::with_fresh(&tenant, now_ms, config.colony_snapshot_ms, |c| {
+        c.prioritize(&input.features, workload, now_ms, &config, &mut rng)
+    });
+    if let Some((version, prioritized)) = local {
+        let record = DecisionRecord { key: input.demand.key.clone(), explored: prioritized.explored.is_some(), decision: prioritized.decision };
+        let dropped = decision_queue::push(&tenant, record);
+        call.event.count("aco_colony_decisions_dropped_total", String::new(), dropped as f64);
+        call.deferred.push(Box::pin(send_decisions(call.bindings.clone(), tenant.clone(), version)));
+        call.event.tenants.push(tenant);
+        return Ok(json_response(200, &prioritized.priorities));
+    }
+    let request = PrioritizeRequest { tenant: tenant.clone(), key: input.demand.key.clone(), workload, features: input.features, now_ms };
+    match colony_call::<_, PrioritizeResponse>(&call.bindings, &tenant, Method::Post, "/prioritize", Some(&request)).await {
+        Ok(reply) => {
+            colony_cache::refresh(&tenant, reply.snapshot.version, Some(reply.snapshot), now_ms);
+            call.event.tenants.push(tenant);
+            Ok(json_response(200, &reply.priorities))
         }
-    };
-    let (reply, ()) = futures::future::join(
-        colony_call::<_, PrioritizeResponse>(&call.bindings, &request.tenant, Method::Post, "/prioritize", Some(&request)),
-        index,
-    )
-    .await;
-    let reply = reply?;
-    call.event.tenants.push(request.tenant);
-    Ok(json_response(200, &reply.priorities))
+        Err(e) => {
+            // Scores are advisory: without the colony, answer from an old copy or from η alone
+            // (counted, and the failure itself in aco_colony_errors_total), never an error.
+            let reason = e.colony_failure.unwrap_or("error");
+            worker::console_error!("prioritize: colony of {tenant:?} failed, answering without it: {}", e.message);
+            call.event.count("aco_colony_errors_total", format!("reason=\"{reason}\""), 1.0);
+            let mut score = |c: &mut TenantColony| c.prioritize(&request.features, workload, now_ms, &config, &mut rng).priorities;
+            let (mode, priorities) = match colony_cache::with_any(&tenant, &mut score) {
+                Some(p) => ("stale_copy", p),
+                None => ("eta_only", score(&mut TenantColony::default())),
+            };
+            call.event.count("aco_colony_fallback_total", format!("mode=\"{mode}\",reason=\"{reason}\""), 1.0);
+            Ok(json_response(200, &priorities))
+        }
+    }
+}
+
+/// After the response: the colony remembers the decisions scored from this isolate's copy, and
+/// its reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
+/// prioritize or placement batch of the tenant sends them again) and is counted.
+async fn send_decisions(bindings: Bindings, tenant: String, known_version: u64) {
+    let decisions = decision_queue::take_unsent(&tenant);
+    if decisions.is_empty() {
+        return;
+    }
+    let batch = DecisionBatch { tenant: tenant.clone(), decisions, known_version };
+    let result = colony_call::<_, DecisionReply>(&bindings, &tenant, Method::Post, "/decisions", Some(&batch)).await;
+    let now_ms = worker::Date::now().as_millis();
+    let sent = batch.decisions.len() as f64;
+    match result {
+        Ok(reply) => {
+            decision_queue::acknowledged(&tenant, &batch.decisions);
+            colony_cache::refresh(&tenant, reply.version, reply.snapshot, now_ms);
+            telemetry::count("aco_colony_local_decisions_total", "result=\"recorded\"", sent);
+        }
+        Err(e) => {
+            decision_queue::failed(&tenant, &batch.decisions);
+            worker::console_error!("prioritize: {sent} decisions of tenant {tenant:?} not recorded yet: {}", e.message);
+            telemetry::count("aco_colony_errors_total", &format!("reason=\"{}\"", e.colony_failure.unwrap_or("error")), 1.0);
+            telemetry::count("aco_colony_local_decisions_total", "result=\"retry\"", sent);
+        }
+    }
+}
+
+/// Sends every decision of the tenant this isolate has not seen acknowledged (in flight ones too:
+/// the colony applies each once), so that what follows reads them.
+pub async fn send_unacknowledged(bindings: &Bindings, tenant: &str) -> Result<(), ApiError> {
+    let decisions = decision_queue::unacknowledged(tenant);
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    let batch = DecisionBatch { tenant: tenant.to_string(), decisions, known_version: 0 };
+    let reply = colony_call::<_, DecisionReply>(bindings, tenant, Method::Post, "/decisions", Some(&batch)).await?;
+    decision_queue::acknowledged(tenant, &batch.decisions);
+    colony_cache::refresh(tenant, reply.version, reply.snapshot, worker::Date::now().as_millis());
+    Ok(())
 }
 
 /// Calls the tenant's Colony Durable Object with a JSON body and decodes its JSON reply.

@@ -33,10 +33,14 @@ pub struct Call {
     pub config: Rc<Config>,
     pub event: Event,
     pub now_ms: u64,
+    /// Handed to `waitUntil` after the response.
+    pub deferred: Vec<Deferred>,
 }
 
 type Handled = Result<Response, ApiError>;
-type Routed = (Response, Event);
+/// Work to finish after the response (`waitUntil`): e.g. recording a decision scored locally.
+pub type Deferred = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+type Routed = (Response, Event, Vec<Deferred>);
 
 /// Health probes, answered before the config is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,20 +122,23 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let method = req.method();
     let path = req.path();
     let bindings = Bindings::new(env.clone());
-    let (verb, (response, mut event)) = route(method, &path, req, bindings.clone(), started).await;
+    let (verb, (response, mut event, deferred)) = route(method, &path, req, bindings.clone(), started).await;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
     let _ = response.headers().set(bindings::OPS_HEADER, &bindings.ops.used().to_string());
     if let Some(verb) = verb {
         event.verb = verb.to_string();
         event.code = response.status_code();
         event.seconds = Date::now().as_millis().saturating_sub(started) as f64 / 1000.0;
-        for (kind, n) in bindings.ops.by_kind() {
-            event.count("aco_binding_operations_total", format!("kind=\"{}\"", kind.as_str()), n as f64);
-        }
-        for (class, rows) in bindings.ops.rows_written() {
-            event.count("aco_do_rows_written_total", format!("class=\"{class}\""), rows as f64);
-        }
-        ctx.wait_until(telemetry::record(bindings, event));
+        telemetry::record(&event);
+    }
+    for work in deferred {
+        ctx.wait_until(work);
+    }
+    // Counters go out at most TELEMETRY_FLUSH_MS from now, in this invocation's waitUntil (an
+    // invalid config has been answered with 503 above; its requests are still counted).
+    let flush_ms = env_config::config(&env).map(|c| c.telemetry_flush_ms).unwrap_or(0);
+    if let Some(flush) = telemetry::schedule_flush(bindings, flush_ms) {
+        ctx.wait_until(flush);
     }
     response
 }
@@ -174,18 +181,18 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
     let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb()) else {
         drain(&mut req).await;
         let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
-        return (Some("unknown"), (e.into_response(), Event::default()));
+        return (Some("unknown"), (e.into_response(), Event::default(), Vec::new()));
     };
     let verb = route.verb();
     if let Route::Probe(probe) = route {
         drain(&mut req).await;
-        return (verb, (ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response), Event::default()));
+        return (verb, (ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response), Event::default(), Vec::new()));
     }
     let config = match env_config::config(&env) {
         Ok(c) => c,
         Err(e) => {
             drain(&mut req).await;
-            return (verb, (ApiError::new(503, e.to_string()).into_response(), Event::default()));
+            return (verb, (ApiError::new(503, e.to_string()).into_response(), Event::default(), Vec::new()));
         }
     };
     if route.is_extender_verb() {
@@ -193,10 +200,10 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             drain(&mut req).await;
             let mut event = Event::default();
             event.count("aco_extender_auth_failures_total", format!("status=\"{}\"", e.status), 1.0);
-            return (verb, (e.into_response(), event));
+            return (verb, (e.into_response(), event, Vec::new()));
         }
     }
-    let mut call = Call { req, env, bindings, config, event: Event::default(), now_ms };
+    let mut call = Call { req, env, bindings, config, event: Event::default(), now_ms, deferred: Vec::new() };
     let result = if !route.methods().contains(&method) {
         Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))
     } else {
@@ -218,5 +225,5 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
         worker::console_error!("{}: {message}", verb.unwrap_or("request"));
         call.event.count("aco_colony_errors_total", format!("reason=\"{reason}\""), 1.0);
     }
-    (verb, (result.unwrap_or_else(ApiError::into_response), call.event))
+    (verb, (result.unwrap_or_else(ApiError::into_response), call.event, call.deferred))
 }

@@ -54,6 +54,12 @@ pub async fn metrics(call: &mut Call) -> Handled {
         text: String,
         tenants: Vec<String>,
     }
+    // This isolate's own counters first, so that a scrape sees every request it answered; the
+    // other isolates' arrive within TELEMETRY_FLUSH_MS. A failed flush is retried by the next.
+    if let Err(e) = telemetry::flush(&call.bindings, call.now_ms).await {
+        worker::console_error!("metrics: flushing this isolate's counters failed: {e}");
+        call.event.count("aco_telemetry_flush_failures_total", String::new(), 1.0);
+    }
     let req = worker::Request::new("https://telemetry/metrics", Method::Get).map_err(|e| ApiError::unavailable("telemetry", e))?;
     let mut resp = call.bindings.do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req).await?;
     let gathered: Gathered = resp.json().await.map_err(|e| ApiError::unavailable("telemetry reply", e))?;

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use worker::Method;
 
 use super::extender_verbs::colony_call;
+use crate::colony_cache;
+use crate::decision_queue;
 use super::{Call, Handled};
 use crate::auth::require_admin;
 use crate::colony_do::{PlacementItem, PlacementsRequest, PlacementsResponse};
@@ -92,9 +94,14 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
-        let req = PlacementsRequest { tenant: tenant.clone(), items, now_ms: call.now_ms };
+        // Decisions this isolate scored but has not seen acknowledged go first (applied once).
+        let decisions = decision_queue::unacknowledged(&tenant);
+        let req = PlacementsRequest { tenant: tenant.clone(), decisions, items, now_ms: call.now_ms };
         match colony_call::<_, PlacementsResponse>(&call.bindings, &tenant, Method::Post, "/placements", Some(&req)).await {
             Ok(r) => {
+                decision_queue::acknowledged(&tenant, &req.decisions);
+                // This isolate's copy of the colony is now behind if the batch changed τ.
+                colony_cache::refresh(&tenant, r.version, None, call.now_ms);
                 summary.deposited += r.deposited;
                 summary.outcomes += r.outcomes;
                 summary.duplicates += r.duplicates;
@@ -102,6 +109,7 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
                 summary.not_a_candidate += r.not_a_candidate;
                 let mut entry = serde_json::to_value(&r).unwrap_or_default();
                 if let Some(o) = entry.as_object_mut() {
+                    o.remove("version");
                     o.insert("committed".into(), true.into());
                 }
                 per_tenant.insert(tenant.clone(), entry);

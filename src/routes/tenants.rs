@@ -3,9 +3,10 @@
 use aco_core::demand::validate_tenant;
 use worker::Method;
 
-use super::extender_verbs::colony_fetch;
+use super::extender_verbs::{colony_fetch, send_unacknowledged};
 use super::{Call, Handled};
 use crate::auth::require_admin;
+use crate::colony_cache;
 use crate::http::{text_response, ApiError};
 
 pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
@@ -14,6 +15,12 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
     if !call.config.tenant_allowed(tenant) {
         return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
     }
+    let reset = method == Method::Delete;
+    // Read your writes: decisions this isolate scored from its copy reach the colony first.
+    send_unacknowledged(&call.bindings, tenant).await?;
     let text = colony_fetch::<()>(&call.bindings, tenant, method, "/pheromones", None).await?;
+    if reset {
+        colony_cache::forget(tenant);
+    }
     Ok(text_response(200, text, "application/json"))
 }

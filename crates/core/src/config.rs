@@ -67,6 +67,16 @@ pub struct Config {
     /// outcome count once. Bounded: one row per pod placed in that window.
     pub confirmed_ttl_ms: u64,
     pub max_body_bytes: usize,
+    /// How long an isolate keeps request counters before sending them to the Telemetry Durable
+    /// Object in one batch (0: after every request). `/metrics` is exact for the isolate that
+    /// serves it and at most this far behind for the others. At most 20 s: the flush runs in the
+    /// request's `waitUntil`, which the platform keeps alive 30 s after the response.
+    pub telemetry_flush_ms: u64,
+    /// How old an isolate's copy of a tenant's colony (τ table and outcome history) may be for
+    /// prioritize to score locally, without waiting for the colony Durable Object (0: always
+    /// ask the colony). Every local decision is sent to the colony after the response, and its
+    /// reply refreshes the copy when the colony changed.
+    pub colony_snapshot_ms: u64,
     /// Keep a pod UID → tenant index in KV at every prioritize, so that the `bind` verb (whose
     /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
     /// per decision; without it `bind` uses the pod's namespace as its tenant.
@@ -145,6 +155,8 @@ impl Default for Config {
             decision_keep_top: 64,
             confirmed_ttl_ms: 21_600_000,
             max_body_bytes: 32 << 20,
+            telemetry_flush_ms: 5_000,
+            colony_snapshot_ms: 30_000,
             bind_index: false,
             max_decisions_per_tenant: 10_000,
             tenant_policy: None,
@@ -163,6 +175,11 @@ pub struct ConfigError {
 
 /// Below a minute, a replayed placement could outlive its confirmation and deposit twice.
 pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
+/// Counters wait at most this long in an isolate (the platform ends `waitUntil` work 30 s after
+/// the response).
+pub const MAX_TELEMETRY_FLUSH_MS: u64 = 20_000;
+/// An isolate scores from a colony copy at most this old.
+pub const MAX_COLONY_SNAPSHOT_MS: u64 = 600_000;
 /// 30 days: the confirmed table holds one row per pod placed within the TTL.
 pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 
@@ -255,6 +272,8 @@ impl Config {
         num!("DECISION_KEEP_TOP", decision_keep_top);
         num!("CONFIRMED_TTL_MS", confirmed_ttl_ms);
         num!("MAX_BODY_BYTES", max_body_bytes);
+        num!("TELEMETRY_FLUSH_MS", telemetry_flush_ms);
+        num!("COLONY_SNAPSHOT_MS", colony_snapshot_ms);
         if let Some(v) = lookup("BIND_INDEX") {
             c.bind_index = match v.trim() {
                 "true" => true,
@@ -354,6 +373,12 @@ impl Config {
         if !(1..=MAX_DECISIONS_LIMIT).contains(&self.max_decisions_per_tenant) {
             return bad("MAX_DECISIONS_PER_TENANT", self.max_decisions_per_tenant as f64, "must be within 1..=1000000");
         }
+        if self.telemetry_flush_ms > MAX_TELEMETRY_FLUSH_MS {
+            return bad("TELEMETRY_FLUSH_MS", self.telemetry_flush_ms as f64, "must be within 0..=20000 (the flush runs in waitUntil)");
+        }
+        if self.colony_snapshot_ms > MAX_COLONY_SNAPSHOT_MS {
+            return bad("COLONY_SNAPSHOT_MS", self.colony_snapshot_ms as f64, "must be within 0..=600000 (10 minutes)");
+        }
         if self.max_body_bytes < 1024 {
             return bad("MAX_BODY_BYTES", self.max_body_bytes as f64, "must be ≥ 1024");
         }
@@ -382,6 +407,14 @@ mod tests {
     fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn telemetry_flush_and_colony_snapshot_ages_are_bounded() {
+        assert_eq!(from(&[("TELEMETRY_FLUSH_MS", "0"), ("COLONY_SNAPSHOT_MS", "0")]).unwrap().colony_snapshot_ms, 0);
+        assert_eq!(from(&[("TELEMETRY_FLUSH_MS", "20001")]).unwrap_err().key, "TELEMETRY_FLUSH_MS");
+        assert_eq!(from(&[("COLONY_SNAPSHOT_MS", "600001")]).unwrap_err().key, "COLONY_SNAPSHOT_MS");
+        assert_eq!(from(&[("COLONY_SNAPSHOT_MS", "-1")]).unwrap_err().key, "COLONY_SNAPSHOT_MS");
     }
 
     #[test]

@@ -1,0 +1,78 @@
+//! This isolate's copies of tenants' colonies (τ table and per-node outcome history), so that
+//! prioritize scores without waiting for the tenant's Durable Object.
+//!
+//! Consistency traded: a copy is the colony as of its `version`. Every decision scored from a
+//! copy is sent to the colony after the response (`waitUntil`), and the colony's reply carries
+//! the colony itself whenever its version moved, so a copy trails the colony by at most one
+//! decision of this isolate — or `COLONY_SNAPSHOT_MS` when the isolate is idle, after which the
+//! next prioritize asks the colony synchronously. Learning is untouched: only the colony writes
+//! τ, deposits still come only from confirmed placements, once per pod.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use aco_core::colony::TenantColony;
+
+use crate::colony_do::ColonySnapshot;
+
+/// Tenants' copies kept per isolate; beyond it the least recently refreshed is dropped.
+const MAX_TENANTS: usize = 256;
+
+struct Copy {
+    version: u64,
+    colony: TenantColony,
+    /// When the colony last confirmed this version (a reply to a decision or prioritize).
+    confirmed_ms: u64,
+}
+
+thread_local! {
+    static COPIES: RefCell<HashMap<String, Copy>> = RefCell::new(HashMap::new());
+}
+
+/// Runs `f` on the tenant's copy if it was confirmed within `max_age_ms`; `None` otherwise.
+pub fn with_fresh<T>(tenant: &str, now_ms: u64, max_age_ms: u64, f: impl FnOnce(&mut TenantColony) -> T) -> Option<(u64, T)> {
+    COPIES.with(|c| {
+        let mut copies = c.borrow_mut();
+        let copy = copies.get_mut(tenant).filter(|c| now_ms.saturating_sub(c.confirmed_ms) <= max_age_ms)?;
+        Some((copy.version, f(&mut copy.colony)))
+    })
+}
+
+/// Runs `f` on the tenant's copy whatever its age (the colony cannot be reached).
+pub fn with_any<T>(tenant: &str, f: impl FnOnce(&mut TenantColony) -> T) -> Option<T> {
+    COPIES.with(|c| c.borrow_mut().get_mut(tenant).map(|copy| f(&mut copy.colony)))
+}
+
+/// Drops the tenant's copy (its colony was reset).
+pub fn forget(tenant: &str) {
+    COPIES.with(|c| c.borrow_mut().remove(tenant));
+}
+
+/// The colony answered: `snapshot` replaces the copy; without one, `version` confirms the copy
+/// if it is that version and drops it otherwise (the next prioritize fetches the colony).
+pub fn refresh(tenant: &str, version: u64, snapshot: Option<ColonySnapshot>, now_ms: u64) {
+    COPIES.with(|c| {
+        let mut copies = c.borrow_mut();
+        match snapshot {
+            // Replies can arrive out of order: never go back to an older version.
+            Some(s) if copies.get(tenant).is_some_and(|c| c.version > s.version) => {}
+            Some(s) => {
+                if !copies.contains_key(tenant) && copies.len() >= MAX_TENANTS {
+                    if let Some(oldest) = copies.iter().min_by_key(|(_, c)| c.confirmed_ms).map(|(t, _)| t.clone()) {
+                        copies.remove(&oldest);
+                    }
+                }
+                let colony = TenantColony { pheromones: s.pheromones, outcomes: s.outcomes, ..Default::default() };
+                copies.insert(tenant.to_string(), Copy { version: s.version, colony, confirmed_ms: now_ms });
+            }
+            None => match copies.get_mut(tenant) {
+                Some(copy) if copy.version == version => copy.confirmed_ms = copy.confirmed_ms.max(now_ms),
+                Some(copy) if copy.version > version => {}
+                Some(_) => {
+                    copies.remove(tenant);
+                }
+                None => {}
+            },
+        }
+    })
+}
