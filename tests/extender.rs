@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
+use support::prometheus::{Prometheus, ScrapeJob};
 use support::{repo_root, StartOptions, WorkerProcess};
 
 const TOKEN: &str = "dev-admin-token";
@@ -767,40 +768,6 @@ async fn metrics_pass_promtool_with_several_tenants_and_a_failing_colony_is_skip
     api.metrics_containing("aco_metrics_colony_errors_total 1").await;
 }
 
-/// A real Prometheus (the Debian binary) on 127.0.0.1, scraping the Worker every second; its
-/// own process group, stopped on drop.
-struct Prometheus {
-    base_url: String,
-    _group: support::process::ProcessGroup,
-    _dir: tempfile::TempDir,
-}
-
-impl Prometheus {
-    fn start(target: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let target = target.trim_start_matches("http://");
-        let config = format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: aco\n    metrics_path: /metrics\n    static_configs:\n      - targets: ['{target}']\n"
-        );
-        std::fs::write(dir.path().join("prometheus.yml"), config).unwrap();
-        let port = support::process::free_port();
-        let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-        let mut cmd = std::process::Command::new("prometheus");
-        cmd.arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log);
-        let group = support::process::ProcessGroup::spawn(&mut cmd).expect("prometheus (Debian package; scripts/setup installs it)");
-        Prometheus { base_url: format!("http://127.0.0.1:{port}"), _group: group, _dir: dir }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("prometheus.log")).unwrap_or_default()
-    }
-}
-
 #[tokio::test]
 async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter() {
     let api = Api::start(StartOptions::default());
@@ -812,27 +779,21 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
         {"podUid": "uid-scraped-p2", "namespace": "scraped", "node": name(&nodes[1])}
     ]))
     .await;
-    let prometheus = Prometheus::start(&api.worker.base_url);
+    let prometheus = Prometheus::start(&[ScrapeJob::new("aco", &api.worker.base_url)]);
     let query = "aco_colony_deposits_total{tenant=\"scraped\"}";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let reply = api.http.get(format!("{}/api/v1/query", prometheus.base_url)).query(&[("query", query)]).send().await;
-        if let Ok(r) = reply {
-            if let Ok(v) = r.json::<Value>().await {
-                if let Some(sample) = v["data"]["result"].as_array().and_then(|a| a.first()) {
-                    assert_eq!(v["status"], "success");
-                    assert_eq!(sample["metric"]["job"], "aco");
-                    assert_eq!(sample["value"][1], "2", "{v}");
-                    break;
-                }
-            }
+        if let Some(sample) = prometheus.query(query).await.ok().and_then(|series| series.into_iter().next()) {
+            assert_eq!(sample["metric"]["job"], "aco");
+            assert_eq!(sample["value"][1], "2", "{sample}");
+            break;
         }
         assert!(std::time::Instant::now() < deadline, "Prometheus never returned {query}; its log:\n{}", prometheus.log());
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     // The scrape target is healthy (every scrape parsed).
-    let targets: Value = api.http.get(format!("{}/api/v1/targets", prometheus.base_url)).send().await.unwrap().json().await.unwrap();
-    assert_eq!(targets["data"]["activeTargets"][0]["health"], "up", "{targets}");
+    let targets = prometheus.api("targets", &[]).await.unwrap();
+    assert_eq!(targets["activeTargets"][0]["health"], "up", "{targets}");
 }
 
 const TOKEN_A: &str = "extender-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";

@@ -26,6 +26,7 @@
 #![allow(dead_code)]
 
 pub mod process;
+pub mod prometheus;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

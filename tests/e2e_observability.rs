@@ -1,0 +1,399 @@
+//! The shipped observability files (`k8s/observability/`), checked against the real tools.
+//!
+//! - The PrometheusRule's `spec.groups`, written out as a plain rules file, pass
+//!   `promtool check rules`, and its alerts pass their unit tests (`rules-test.yaml`,
+//!   `promtool test rules`). Every alert has a severity, a summary, a description and a
+//!   runbook anchor that `docs/observability.md` has. These need no cluster and run in
+//!   `cargo test` (scripts/test).
+//! - The Grafana dashboard is importable (uid, schemaVersion, `__inputs`, the datasource,
+//!   cluster and tenant variables, every panel on `${datasource}`).
+//! - With the `e2e` feature (`scripts/e2e`): a real control plane (etcd, kube-apiserver,
+//!   kube-scheduler through the Worker over HTTPS), the real `aco-reporter` and a real
+//!   Prometheus scraping both the Worker's and the reporter's `/metrics`, with the alert rules
+//!   loaded. A small workload makes every panel have data: pods of two tenants scheduled and
+//!   placed, a GPU pod that some nodes reject (wrong model, no GPU), facts going stale
+//!   (`FACTS_TTL_MS` of a second), a node deleted (its facts forgotten), a tenant whose first
+//!   placement commits fail (`TEST_FAULT_PLACEMENTS`: colony errors, 503s, reporter retries,
+//!   duplicates) and one outside `TENANTS` (its placement refused for good). Then every
+//!   panel's every query (`$cluster`/`$tenant` → `.*`, `$__rate_interval` → `1m`) must parse
+//!   and return at least one series, and so must each variable's metric; the test fails
+//!   naming the panel otherwise. Every alert rule must evaluate without error.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+#[cfg(feature = "e2e")]
+mod support;
+#[cfg(feature = "e2e")]
+mod support_kube;
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+const DASHBOARD: &str = "k8s/observability/grafana-dashboard.json";
+const RULES: &str = "k8s/observability/prometheus-rules.yaml";
+const RULES_TEST: &str = "k8s/observability/rules-test.yaml";
+const DOCS: &str = "docs/observability.md";
+/// The rules file name `rules-test.yaml` loads (beside it).
+const RULES_FILE: &str = "aco-rules.yml";
+
+// ---------------------------------------------------------------------------------------------
+// alert rules
+
+fn prometheus_rule() -> serde_yaml::Value {
+    let text = std::fs::read_to_string(repo_root().join(RULES)).unwrap();
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{RULES}: {e}"))
+}
+
+/// Writes the PrometheusRule's `spec.groups` as a plain rules file `dir/aco-rules.yml`.
+fn write_rules_file(dir: &Path) -> PathBuf {
+    let rule = prometheus_rule();
+    assert_eq!(rule["apiVersion"].as_str(), Some("monitoring.coreos.com/v1"), "{RULES}");
+    assert_eq!(rule["kind"].as_str(), Some("PrometheusRule"), "{RULES}");
+    let groups = rule["spec"]["groups"].clone();
+    assert!(groups.as_sequence().is_some_and(|g| !g.is_empty()), "{RULES}: no spec.groups");
+    let mut file = serde_yaml::Mapping::new();
+    file.insert("groups".into(), groups);
+    let path = dir.join(RULES_FILE);
+    std::fs::write(&path, serde_yaml::to_string(&file).unwrap()).unwrap();
+    path
+}
+
+/// Runs promtool in `dir`: (success, everything it printed).
+fn promtool(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new("promtool")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("promtool (Debian package prometheus; scripts/setup installs it)");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn alerts() -> Vec<serde_yaml::Value> {
+    let rule = prometheus_rule();
+    let groups = rule["spec"]["groups"].as_sequence().cloned().unwrap_or_default();
+    groups
+        .iter()
+        .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
+        .filter(|r| r["alert"].is_string())
+        .collect()
+}
+
+#[test]
+fn prometheus_rule_passes_promtool_check_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    write_rules_file(dir.path());
+    let (ok, out) = promtool(dir.path(), &["check", "rules", RULES_FILE]);
+    assert!(ok, "promtool check rules on {RULES} (spec.groups):\n{out}");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+#[test]
+fn alerts_pass_their_promtool_unit_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    write_rules_file(dir.path());
+    std::fs::copy(repo_root().join(RULES_TEST), dir.path().join("rules-test.yaml")).unwrap();
+    let (ok, out) = promtool(dir.path(), &["test", "rules", "rules-test.yaml"]);
+    assert!(ok, "promtool test rules {RULES_TEST}:\n{out}");
+    // Every alert is exercised by a firing case of the unit tests.
+    let tests = std::fs::read_to_string(repo_root().join(RULES_TEST)).unwrap();
+    for alert in alerts() {
+        let name = alert["alert"].as_str().unwrap();
+        assert!(tests.contains(&format!("alertname: {name}\n        exp_alerts:\n          - ")), "{RULES_TEST} never expects {name} to fire");
+    }
+}
+
+#[test]
+fn every_alert_has_a_severity_a_summary_and_a_runbook_section() {
+    let docs = std::fs::read_to_string(repo_root().join(DOCS)).unwrap();
+    let all = alerts();
+    assert!(all.len() >= 4, "{RULES}: {} alerts", all.len());
+    for want in ["AcoWorkerErrors", "AcoNodeFactsStale", "AcoReporterBehind", "AcoColonyUnreachable"] {
+        assert!(all.iter().any(|a| a["alert"].as_str() == Some(want)), "{RULES} has no {want}");
+    }
+    for alert in all {
+        let name = alert["alert"].as_str().unwrap();
+        let severity = alert["labels"]["severity"].as_str().unwrap_or_default();
+        assert!(["critical", "warning", "info"].contains(&severity), "{name}: severity {severity:?}");
+        for key in ["summary", "description", "runbook"] {
+            assert!(alert["annotations"][key].as_str().is_some_and(|s| !s.trim().is_empty()), "{name}: no {key} annotation");
+        }
+        let anchor = format!("{DOCS}#{}", name.to_lowercase());
+        assert_eq!(alert["annotations"]["runbook"].as_str(), Some(anchor.as_str()), "{name}: runbook");
+        assert!(docs.contains(&format!("\n### {name}\n")), "{DOCS} has no section \"### {name}\"");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dashboard
+
+fn dashboard() -> Value {
+    let text = std::fs::read_to_string(repo_root().join(DASHBOARD)).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{DASHBOARD}: {e}"))
+}
+
+/// Every panel that queries, rows' nested panels included.
+fn query_panels(dashboard: &Value) -> Vec<Value> {
+    fn walk(panels: &[Value], out: &mut Vec<Value>) {
+        for p in panels {
+            if let Some(nested) = p["panels"].as_array() {
+                walk(nested, out);
+            }
+            if p["targets"].is_array() {
+                out.push(p.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dashboard["panels"].as_array().map(Vec::as_slice).unwrap_or_default(), &mut out);
+    out
+}
+
+/// (panel title, refId, expr) of every query of the dashboard.
+fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
+    query_panels(dashboard)
+        .iter()
+        .flat_map(|p| {
+            let title = p["title"].as_str().unwrap_or("(untitled)").to_owned();
+            p["targets"].as_array().unwrap().iter().map(move |t| {
+                (title.clone(), t["refId"].as_str().unwrap_or("?").to_owned(), t["expr"].as_str().unwrap_or_default().to_owned())
+            })
+        })
+        .collect()
+}
+
+/// The query Grafana would send with every variable on "All" (`.*`): PromQL.
+fn substitute(expr: &str, dashboard: &Value) -> String {
+    let mut out = expr.replace("$__rate_interval", "1m").replace("$__interval", "1m").replace("$__range", "1h");
+    for var in dashboard["templating"]["list"].as_array().unwrap() {
+        if var["type"] == "query" {
+            let name = var["name"].as_str().unwrap();
+            out = out.replace(&format!("${{{name}}}"), ".*").replace(&format!("${name}"), ".*");
+        }
+    }
+    out
+}
+
+/// The series selector of a `label_values(<selector>, <label>)` variable query.
+fn variable_selector(query: &str) -> Option<String> {
+    let inner = query.trim().strip_prefix("label_values(")?.strip_suffix(')')?;
+    let (selector, label) = inner.rsplit_once(',')?;
+    (!label.trim().is_empty()).then(|| selector.trim().to_owned())
+}
+
+#[test]
+fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
+    let d = dashboard();
+    assert!(d["uid"].as_str().is_some_and(|u| !u.is_empty() && u.len() <= 40), "uid: {}", d["uid"]);
+    assert!(d["schemaVersion"].as_u64().is_some_and(|v| v >= 30), "schemaVersion: {}", d["schemaVersion"]);
+    assert!(d["title"].is_string() && d["id"].is_null(), "an importable dashboard has a title and no id");
+    let inputs = d["__inputs"].as_array().expect("__inputs");
+    assert!(inputs.iter().any(|i| i["type"] == "datasource" && i["pluginId"] == "prometheus"), "{inputs:?}");
+    let vars = d["templating"]["list"].as_array().expect("templating.list");
+    let var = |name: &str| vars.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no variable {name}"));
+    assert_eq!(var("datasource")["type"], "datasource");
+    assert_eq!(var("datasource")["query"], "prometheus");
+    for name in ["cluster", "tenant"] {
+        let v = var(name);
+        assert_eq!(v["type"], "query", "{name}");
+        assert_eq!(v["allValue"], ".*", "{name}: All must match series without the label");
+        assert_eq!(v["datasource"]["uid"], "${datasource}", "{name}");
+        assert!(variable_selector(v["definition"].as_str().unwrap_or_default()).is_some(), "{name}: {}", v["definition"]);
+    }
+    let panels = query_panels(&d);
+    assert!(panels.len() >= 10, "{} panels", panels.len());
+    let mut ids = std::collections::BTreeSet::new();
+    for p in d["panels"].as_array().unwrap() {
+        assert!(ids.insert(p["id"].as_u64().expect("panel id")), "duplicate panel id {}", p["id"]);
+        assert!(p["gridPos"]["w"].as_u64().is_some(), "{}: no gridPos", p["title"]);
+    }
+    for p in &panels {
+        let title = p["title"].as_str().unwrap();
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title}: no targets");
+        for t in targets {
+            assert_eq!(t["datasource"]["uid"], "${datasource}", "{title}");
+            let expr = t["expr"].as_str().unwrap_or_default();
+            assert!(!expr.trim().is_empty(), "{title}: empty expr");
+            let q = substitute(expr, &d);
+            assert!(!q.contains('$'), "{title}: an unknown variable left in {q}");
+            assert!(expr.contains("cluster=~\"$cluster\""), "{title}: {expr} does not filter by $cluster");
+        }
+    }
+    for (title, _, expr) in panel_queries(&d) {
+        assert!(!expr.contains("shadow"), "{title}: shadow mode does not exist yet");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// end to end: every panel has data from a real Prometheus
+
+#[cfg(feature = "e2e")]
+mod e2e {
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    use serde_json::{json, Value};
+
+    use super::support::prometheus::{ApiError, Prometheus, ScrapeJob};
+    use super::support::{StartOptions, WorkerProcess};
+    use super::support_kube::fixtures::*;
+    use super::support_kube::reporter::Reporter;
+    use super::support_kube::{wait_for, ControlPlane, SchedulerConfig};
+    use super::*;
+
+    const BIND_TIMEOUT: Duration = Duration::from_secs(90);
+    /// How long Prometheus may take, after the workload, until every panel has data.
+    const DATA_TIMEOUT: Duration = Duration::from_secs(120);
+    const NS: &str = "obs";
+    /// Its first two placement commits fail (`TEST_FAULT_PLACEMENTS`).
+    const FAULTY: &str = "faulty";
+    /// Not in `TENANTS`: scored by η alone, its placements refused.
+    const OUTSIDER: &str = "outsider";
+
+    fn tenant_pod(name: &str, tenant: &str, opts: PodOpts) -> Value {
+        let mut p = pod(NS, name, opts);
+        p["metadata"]["labels"]["scheduling.aco/tenant-id"] = tenant.into();
+        p
+    }
+
+    /// Polls every unsatisfied query until each returns a series; a query Prometheus refuses
+    /// fails at once. Returns the queries still empty at the deadline.
+    async fn wait_all_have_series(prometheus: &Prometheus, queries: &[(String, String)], timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut waiting: BTreeMap<&str, &str> = queries.iter().map(|(what, q)| (what.as_str(), q.as_str())).collect();
+        loop {
+            let mut done = Vec::new();
+            for (what, q) in &waiting {
+                match prometheus.query(q).await {
+                    Ok(series) if !series.is_empty() => done.push(*what),
+                    Ok(_) | Err(ApiError::Unavailable(_)) => {}
+                    Err(e @ ApiError::Refused { .. }) => panic!("{what}: Prometheus refused the query {q}: {e}"),
+                }
+            }
+            for what in done {
+                waiting.remove(what);
+            }
+            if waiting.is_empty() || Instant::now() > deadline {
+                return waiting.iter().map(|(what, q)| format!("{what}: {q}")).collect();
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn every_dashboard_panel_has_data_from_a_real_prometheus_scraping_the_worker_and_the_reporter() {
+        let cp = ControlPlane::start().await;
+        let state = tempfile::Builder::new().prefix("aco-e2e-obs-").tempdir().unwrap();
+        let worker = WorkerProcess::start(
+            StartOptions { persist_dir: Some(state.path().to_path_buf()), https: Some(cp.pki.worker_tls()), ..StartOptions::default() }
+                // Facts older than a second are stale: the reporter's full refresh is a minute.
+                .var("FACTS_TTL_MS", "1000")
+                .var("TEST_FAULT_PLACEMENTS", format!("{FAULTY}:2"))
+                .var("TENANTS", format!("team-a,{FAULTY}")),
+        );
+        let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+        let mut reporter =
+            Reporter::start(&cp, &api.base, "reporter", &["--no-node-metrics", "--full-refresh", "60s"], false);
+        let rules_dir = tempfile::tempdir().unwrap();
+        let rules = write_rules_file(rules_dir.path());
+        let prometheus = Prometheus::start_with_rules(
+            &[
+                ScrapeJob::new("aco-worker", &api.base).ca_file(&cp.pki.path("ca.crt")),
+                ScrapeJob::new("aco-reporter", &format!("http://127.0.0.1:{}", reporter.ops)),
+            ],
+            &[rules],
+        );
+
+        // Nodes: two V100s, two T4s, a CPU-only node, and one that leaves the cluster.
+        let mut nodes: Vec<Value> = pick_gpu_nodes(&["V100M16", "V100M16", "T4", "T4"])
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| label_node(n, 1.0 + i as f64 * 0.5, 200, false))
+            .collect();
+        let cpu = openb_cpu_nodes();
+        nodes.push(label_node(cpu[0].clone(), 0.5, 300, false));
+        let doomed = label_node(cpu[1].clone(), 0.4, 300, false);
+        for n in nodes.iter().chain([&doomed]) {
+            cp.kube.create_node(n).await;
+        }
+        for n in nodes.iter().chain([&doomed]) {
+            let name = name_of(n);
+            let api = &api;
+            wait_for(&format!("the reporter's facts for {name}"), Duration::from_secs(60), || {
+                let name = name.clone();
+                async move { api.node_facts(&name).await.filter(|f| f["requested"].is_object()) }
+            })
+            .await;
+        }
+        let doomed = name_of(&doomed);
+        cp.kube.delete(&format!("/api/v1/nodes/{doomed}")).await.unwrap();
+        wait_for(&format!("the Worker to forget {doomed}"), Duration::from_secs(60), || {
+            let api = &api;
+            let doomed = doomed.clone();
+            async move { api.node_facts(&doomed).await.is_none().then_some(()) }
+        })
+        .await;
+
+        // Pods through kube-scheduler and the Worker (node objects mode).
+        let scheduler = cp
+            .start_scheduler("scheduler", &SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false))
+            .await;
+        cp.kube.create_namespace(NS).await;
+        let mut pods: Vec<Value> = (0..4).map(|i| tenant_pod(&format!("a-{i}"), "team-a", PodOpts::default())).collect();
+        // T4 nodes are rejected for their model, the CPU node for having no GPU.
+        pods.push(tenant_pod(
+            "a-gpu",
+            "team-a",
+            PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "V100M16".into())], ..Default::default() },
+        ));
+        pods.extend((0..2).map(|i| tenant_pod(&format!("f-{i}"), FAULTY, PodOpts::default())));
+        pods.push(tenant_pod("o-0", OUTSIDER, PodOpts::default()));
+        let names = create_pods(&cp.kube, &pods).await;
+        let placed = cp.kube.wait_all_bound(NS, &names, BIND_TIMEOUT).await;
+        eprintln!("placements: {:?}", names.iter().zip(&placed).collect::<Vec<_>>());
+        // Every pod bound through the extender deposits once, the faulty tenant's after retries.
+        api.wait_deposits("team-a", 5, Duration::from_secs(60)).await;
+        api.wait_deposits(FAULTY, 2, Duration::from_secs(60)).await;
+        reporter.server.assert_running();
+
+        // Every panel's every query, and every variable's metric, return series.
+        let d = dashboard();
+        let mut queries: Vec<(String, String)> = panel_queries(&d)
+            .into_iter()
+            .map(|(title, ref_id, expr)| (format!("panel {title:?} query {ref_id}"), substitute(&expr, &d)))
+            .collect();
+        for var in d["templating"]["list"].as_array().unwrap().iter().filter(|v| v["type"] == "query") {
+            let selector = variable_selector(var["definition"].as_str().unwrap()).unwrap();
+            queries.push((format!("variable {}", var["name"]), substitute(&selector, &d)));
+        }
+        let empty = wait_all_have_series(&prometheus, &queries, DATA_TIMEOUT).await;
+        let targets = prometheus.api("targets", &[]).await.map(|t| t["activeTargets"].clone()).unwrap_or(Value::Null);
+        assert!(
+            empty.is_empty(),
+            "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets}\nPrometheus log:\n{}",
+            empty.join("\n  "),
+            prometheus.log()
+        );
+        let health: Vec<(&str, &str)> =
+            targets.as_array().unwrap().iter().map(|t| (t["labels"]["job"].as_str().unwrap(), t["health"].as_str().unwrap())).collect();
+        assert_eq!(health.len(), 2, "{targets}");
+        assert!(health.iter().all(|(_, h)| *h == "up"), "{targets}");
+
+        // Every alert rule evaluates against these metrics without an error.
+        let rules = wait_for("every alert rule evaluated", Duration::from_secs(60), || async {
+            let groups = prometheus.api("rules", &[]).await.ok()?["groups"].as_array()?.clone();
+            let rules: Vec<Value> = groups.iter().flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default()).collect();
+            (!rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown")).then_some(rules)
+        })
+        .await;
+        assert_eq!(rules.len(), alerts().len(), "rules loaded: {}", json!(rules));
+        for r in &rules {
+            assert_eq!(r["health"], "ok", "alert {} does not evaluate: {}", r["name"], r["lastError"]);
+        }
+        drop(scheduler);
+    }
+}

@@ -1,0 +1,138 @@
+//! A real Prometheus (the Debian `prometheus` binary; `scripts/setup` installs it) on 127.0.0.1
+//! and a free port, scraping the given targets every second, optionally evaluating rule files
+//! every second. It runs in its own process group with its state in a temporary directory, and
+//! is stopped (SIGTERM, then SIGKILL) on drop, also while a failing test unwinds.
+//!
+//! Used by the Miniflare suite (`tests/extender.rs`: a deposit counter read back through
+//! Prometheus) and the observability end-to-end test (`tests/e2e_observability.rs`: every
+//! dashboard panel's query against scrapes of the Worker and the reporter).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::process::{free_port, ProcessGroup};
+
+/// One scrape job: `url` is the target's base URL (`http://…` or `https://…`, no path);
+/// `ca_file` the CA that signed an HTTPS target's certificate.
+#[derive(Clone, Debug)]
+pub struct ScrapeJob {
+    pub name: String,
+    pub url: String,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl ScrapeJob {
+    pub fn new(name: &str, url: &str) -> Self {
+        ScrapeJob { name: name.to_owned(), url: url.trim_end_matches('/').to_owned(), ca_file: None }
+    }
+
+    pub fn ca_file(mut self, path: &Path) -> Self {
+        self.ca_file = Some(path.to_path_buf());
+        self
+    }
+
+    fn config(&self) -> Value {
+        let (scheme, host) = self.url.split_once("://").unwrap_or(("http", &self.url));
+        let mut job = json!({
+            "job_name": self.name,
+            "scheme": scheme,
+            "metrics_path": "/metrics",
+            "static_configs": [{"targets": [host]}],
+        });
+        if let Some(ca) = &self.ca_file {
+            job["tls_config"] = json!({"ca_file": ca});
+        }
+        job
+    }
+}
+
+pub struct Prometheus {
+    /// `http://127.0.0.1:PORT`
+    pub base_url: String,
+    http: reqwest::Client,
+    _group: ProcessGroup,
+    // Declared last: removed after the process is gone.
+    dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    /// Starts Prometheus scraping `jobs` every second.
+    pub fn start(jobs: &[ScrapeJob]) -> Self {
+        Self::start_with_rules(jobs, &[])
+    }
+
+    /// [`Prometheus::start`], also evaluating `rule_files` (plain Prometheus rule files) every
+    /// second.
+    pub fn start_with_rules(jobs: &[ScrapeJob], rule_files: &[PathBuf]) -> Self {
+        let dir = tempfile::Builder::new().prefix("aco-prometheus-").tempdir().unwrap();
+        let config = json!({
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+            "rule_files": rule_files,
+            "scrape_configs": jobs.iter().map(ScrapeJob::config).collect::<Vec<_>>(),
+        });
+        let config_path = dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();
+        let port = free_port();
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+        let mut cmd = std::process::Command::new("prometheus");
+        cmd.arg(format!("--config.file={}", config_path.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let group = ProcessGroup::spawn(&mut cmd).expect("prometheus (Debian package; scripts/setup installs it)");
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+        Prometheus { base_url: format!("http://127.0.0.1:{port}"), http, _group: group, dir }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// `GET /api/v1/<path>` with `query` parameters: the reply's `data`.
+    pub async fn api(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, ApiError> {
+        let reply = self
+            .http
+            .get(format!("{}/api/v1/{path}", self.base_url))
+            .query(query)
+            .send()
+            .await
+            .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        let body: Value = reply.json().await.map_err(|e| ApiError::Unavailable(format!("reply is not JSON: {e}")))?;
+        if body["status"] != "success" {
+            return Err(ApiError::Refused {
+                error_type: body["errorType"].as_str().unwrap_or_default().to_owned(),
+                error: body["error"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        Ok(body["data"].clone())
+    }
+
+    /// An instant query: the series of the resulting vector.
+    pub async fn query(&self, expr: &str) -> Result<Vec<Value>, ApiError> {
+        let data = self.api("query", &[("query", expr)]).await?;
+        Ok(data["result"].as_array().cloned().unwrap_or_default())
+    }
+}
+
+/// Why an API call gave no data.
+#[derive(Debug, Clone)]
+pub enum ApiError {
+    /// Prometheus is not (yet) answering.
+    Unavailable(String),
+    /// Prometheus answered with an error, e.g. `bad_data` for a query that does not parse.
+    Refused { error_type: String, error: String },
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Unavailable(e) => write!(f, "Prometheus not answering: {e}"),
+            ApiError::Refused { error_type, error } => write!(f, "{error_type}: {error}"),
+        }
+    }
+}
