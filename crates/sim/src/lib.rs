@@ -5,8 +5,8 @@
 //! Layout: [`trace`] reads the CSVs, [`prices`] the price table, [`cluster`] turns trace rows into
 //! real-shaped `v1.Node`/`v1.Pod` JSON, [`load`] is the seeded utilisation model, [`policy`] the
 //! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
-//! scheduler, [`report`] the Markdown/JSON/SVG output;
-//! [`html_report`] draws a [`replay_record::ReplayRecord`] as the demo's HTML report.
+//! scheduler, [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
+//! [`replay_record::ReplayRecord`] that [`html_report`] draws as the demo's HTML report.
 
 pub mod alloc;
 pub mod cluster;
@@ -18,6 +18,7 @@ pub mod native;
 pub mod policy;
 pub mod predictor;
 pub mod prices;
+pub mod recording;
 pub mod replay;
 pub mod replay_record;
 pub mod report;
