@@ -10,7 +10,7 @@ use crate::replay_record::ReplayRecord;
 pub const WINDOW: usize = 10;
 const PLOT_W: f64 = 560.0;
 const HEIGHT: f64 = 260.0;
-const LEGEND_W: f64 = 250.0;
+const LEGEND_W: f64 = 330.0;
 /// Black, so it cannot be read as a tenant's colour.
 const UNPLACED: &str = "#000";
 
@@ -52,8 +52,8 @@ pub fn section(record: &ReplayRecord) -> String {
     let _ = write!(
         s,
         "<p>Marginal cost of each placement, as the colony's cost factor prices it: the node's full $/h when the pod turns an idle node on, \
-         the pod's share of it on a node that is already busy. {} pods placed, mean ${}/h per pod, ${}/h added in all; {} unschedulable (black ticks on the axis).</p>",
-        data.len(), num(total / data.len() as f64), num(total), unplaced.len()
+         the pod's share of it on a node that is already busy. {} pods placed, mean ${}/h per pod; {} unschedulable (black ticks on the axis).</p>",
+        data.len(), num(total / data.len() as f64), unplaced.len()
     );
     let frame = Frame::new(PLOT_W, HEIGHT, record.pods.iter().map(|p| p.step as f64), data.iter().map(|p| p.1), true);
     let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" role="img"><title>marginal $/h per placed pod</title>"#, w = frame.width + LEGEND_W, h = HEIGHT);
@@ -70,7 +70,7 @@ pub fn section(record: &ReplayRecord) -> String {
     let y0 = frame.y.px_lo;
     for x in &unplaced {
         let px = frame.x.map(*x);
-        let _ = write!(s, r#"<line class="unplaced" x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{UNPLACED}" stroke-width="2"/>"#, y0 - 8.0, y0);
+        let _ = write!(s, r#"<line class="unplaced" x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{UNPLACED}" stroke-width="2"/>"#, y0 - 14.0, y0);
     }
     let _ = write!(s, r##"<polyline class="rolling" fill="none" stroke="#222" stroke-width="2" points="{}"/>"##, points(&rolling_mean(&data, WINDOW), &frame.x, &frame.y));
     let _ = write!(s, r##"<polyline class="cumulative" fill="none" stroke="#222" stroke-width="1.5" stroke-dasharray="5 3" points="{}"/>"##, points(&cumulative_mean(&data), &frame.x, &frame.y));

@@ -1,6 +1,7 @@
 //! Where each pod went: a node × time grid (a row per node that received pods, in order of
-//! first use, labelled with its GPU model and price; a cell per pod coloured by tenant; a last
-//! row for unschedulable pods), then a table of pods per node and tenant.
+//! first use, labelled with its GPU model and price; a cell per pod coloured by tenant, the only
+//! use of colour here so it reads one way; a last row for unschedulable pods), then a table of
+//! pods per node and tenant.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -46,7 +47,6 @@ fn grid(record: &ReplayRecord, nodes: &[&str], unplaced_row: bool) -> String {
     let x = Scale::fit(record.pods.iter().map(|p| p.step as f64), false, LABEL_W + 4.0, LABEL_W + PLOT_W - 4.0);
     let cell_w = (PLOT_W / record.pods.len().max(1) as f64).clamp(2.0, 12.0);
     let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" class="placements" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" role="img"><title>pods per node over time</title>"#);
-    let models = gpu_models(record);
     for (i, t) in record.tenants.iter().enumerate() {
         legend_row(&mut s, LABEL_W + 4.0 + 150.0 * i as f64, 14.0, colour(i), Swatch::Line, t, t);
     }
@@ -54,18 +54,16 @@ fn grid(record: &ReplayRecord, nodes: &[&str], unplaced_row: bool) -> String {
     for (i, node) in nodes.iter().enumerate() {
         let info = record.node(node);
         let model = info.and_then(|n| n.gpu_model.clone());
-        let model_colour = model.as_ref().and_then(|m| models.iter().position(|x| x == m)).map_or(MUTED, colour);
         let price = info.map_or("?".to_string(), |n| num(n.price_per_h));
         let y = row_y(i);
         if i % 2 == 0 {
             let _ = write!(s, r##"<rect x="0" y="{y:.1}" width="{width:.0}" height="{ROW_H}" fill="#f4f4f4"/>"##);
         }
-        let _ = write!(s, r#"<rect class="model" x="2" y="{:.1}" width="8" height="10" fill="{model_colour}"/>"#, y + 3.0);
         let label = format!("{} · {} · ${price}/h", short(node, 22), model.as_deref().unwrap_or("CPU"));
-        let _ = write!(s, r#"<text class="row" x="14" y="{:.1}">{}<title>{}</title></text>"#, y + 12.0, esc(&label), esc(node));
+        let _ = write!(s, r#"<text class="row" x="4" y="{:.1}">{}<title>{}</title></text>"#, y + 12.0, esc(&label), esc(node));
     }
     if unplaced_row {
-        let _ = write!(s, r#"<text class="row" x="14" y="{:.1}">unschedulable</text>"#, row_y(nodes.len()) + 12.0);
+        let _ = write!(s, r#"<text class="row" x="4" y="{:.1}">unschedulable</text>"#, row_y(nodes.len()) + 12.0);
     }
     for p in &record.pods {
         let (row, fill, target) = match &p.placed {
@@ -84,14 +82,6 @@ fn grid(record: &ReplayRecord, nodes: &[&str], unplaced_row: bool) -> String {
     }
     let _ = write!(s, r#"<text class="title" x="{:.1}" y="{:.1}" text-anchor="middle">pods decided</text></svg>"#, LABEL_W + PLOT_W / 2.0, axis_y + 14.0);
     s
-}
-
-/// Distinct GPU models of the cluster, sorted (the row swatches' colours).
-fn gpu_models(record: &ReplayRecord) -> Vec<String> {
-    let mut models: Vec<String> = record.nodes.iter().filter_map(|n| n.gpu_model.clone()).collect();
-    models.sort();
-    models.dedup();
-    models
 }
 
 fn table(record: &ReplayRecord, nodes: &[&str]) -> String {

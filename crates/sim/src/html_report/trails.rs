@@ -12,7 +12,7 @@ use crate::replay_record::ReplayRecord;
 pub const TOP: usize = 6;
 const PLOT_W: f64 = 560.0;
 const HEIGHT: f64 = 240.0;
-const LEGEND_W: f64 = 250.0;
+const LEGEND_W: f64 = 330.0;
 
 /// One tenant's τ per node: `node → [(step, τ)]`, steps ascending.
 fn series(record: &ReplayRecord, tenant: &str) -> BTreeMap<String, Vec<(f64, f64)>> {
