@@ -5,18 +5,22 @@
 //! Layout: [`trace`] reads the CSVs, [`prices`] the price table, [`cluster`] turns trace rows into
 //! real-shaped `v1.Node`/`v1.Pod` JSON, [`load`] is the seeded utilisation model, [`policy`] the
 //! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
-//! scheduler, [`report`] the Markdown/JSON/SVG output.
+//! scheduler, [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
+//! [`replay_record::ReplayRecord`] that [`html_report`] draws as the demo's HTML report.
 
 pub mod alloc;
 pub mod cluster;
 pub mod engine;
 pub mod facts_report;
+pub mod html_report;
 pub mod load;
 pub mod native;
 pub mod policy;
 pub mod predictor;
 pub mod prices;
+pub mod recording;
 pub mod replay;
+pub mod replay_record;
 pub mod report;
 pub mod rng;
 pub mod saturate;

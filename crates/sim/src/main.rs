@@ -1,10 +1,12 @@
 use std::path::{Path, PathBuf};
 
 use aco_sim::cluster::{World, WorldParams};
-use aco_sim::engine::{run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams};
+use aco_sim::engine::{run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams, TenantTrails};
+use aco_sim::html_report;
 use aco_sim::load::LoadModel;
 use aco_sim::policy;
 use aco_sim::prices::PriceTable;
+use aco_sim::recording::Recording;
 use aco_sim::replay::HttpScheduler;
 use aco_sim::report;
 use aco_sim::trace::{self, Error};
@@ -90,6 +92,13 @@ enum Cmd {
         /// Also run the native colony and compare placements.
         #[arg(long)]
         compare: bool,
+        /// Write an HTML report (τ per node over time, cost per pod, placements) to this path.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// For the report, sample the pheromone tables after every N placed pods (default:
+        /// about 60 samples over the run).
+        #[arg(long, requires = "report")]
+        report_every: Option<usize>,
     },
 }
 
@@ -337,15 +346,16 @@ fn real_main() -> Result<(), Error> {
             sr::write_svg(&out.join(format!("{name}.svg")), &format!("GPU allocation vs arrived workload — OpenB {openb}, {} seeds", seeds.len()), &curves)?;
             eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
         }
-        Cmd::Replay { input, url, token, every, compare } => {
+        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every } => {
             let world = input.world(input.seed)?;
             let load = input.load(input.seed);
             let mut params = input.sim(input.seed);
             params.progress = false;
             params.pheromone_samples = 1;
             let mut http = HttpScheduler::new(&url, &token, &world)?;
-            println!("replaying {} pods on {} nodes against {url} (tenants: {})", params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len()), world.nodes.len(), world.tenants().join(", "));
-            let r = run_observed(&world, &load, &params, &mut http, every, &mut |w, m, ph| {
+            let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
+            println!("replaying {pods} pods on {} nodes against {url} (tenants: {})", world.nodes.len(), world.tenants().join(", "));
+            let mut print = |w: &World, m: &Metrics, ph: &TenantTrails| {
                 println!("[{:>4}/{}] placed {:>4}  unplaced {:>3}  cost so far ${:>9.2}  LS placed {}", m.decisions, m.pods, m.placed, m.unplaced, m.cost_busy_usd, m.ls_placed);
                 for (tenant, rows) in ph {
                     let top: Vec<String> = rows.iter().take(3).map(|(n, t)| {
@@ -354,7 +364,21 @@ fn real_main() -> Result<(), Error> {
                     }).collect();
                     println!("         {tenant}: {}", if top.is_empty() { "(no trail yet)".to_string() } else { top.join(", ") });
                 }
-            })?;
+            };
+            let r = match &report_path {
+                Some(path) => {
+                    // About 60 pheromone samples whatever the run's length: enough for a line, few requests.
+                    let sample_every = report_every.unwrap_or(pods.div_ceil(60)).max(1);
+                    let mut recording = Recording::new(&mut http, &world, sample_every);
+                    let r = run_observed(&world, &load, &params, &mut recording, every, &mut print)?;
+                    let title = format!("{pods} pods on {} nodes, tenants {}, seed {}, replayed against the Worker at {url}", world.nodes.len(), world.tenants().join(", "), input.seed);
+                    let record = recording.finish(&world, &r, title)?;
+                    html_report::write(path, &record).map_err(|e| format!("writing {}: {e}", path.display()))?;
+                    println!("wrote the HTML report to {}", path.display());
+                    r
+                }
+                None => run_observed(&world, &load, &params, &mut http, every, &mut print)?,
+            };
             println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
             println!("{} HTTP requests, {:.1} decisions/s over HTTP", http.requests, r.metrics.decisions_per_s);
             if compare {
