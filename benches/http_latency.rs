@@ -1,7 +1,8 @@
 //! Median and p99 latency of /v1/filter and /v1/prioritize through the real Worker on
-//! Miniflare (loopback), for 6, 100 and 1,000 real-shaped nodes, beside a trivial echo route of
-//! the same Worker receiving the same body (the floor: runtime + HTTP + body transfer).
-//! Requests are sequential, as kube-scheduler sends them (one pod at a time).
+//! Miniflare (loopback), for 6, 100 and 1,000 real-shaped nodes, in full-node mode and in names
+//! mode (facts pushed first with `PUT /v1/nodes`), beside a trivial echo route of the same
+//! Worker receiving the same body (the floor: runtime + HTTP + body transfer). Requests are
+//! sequential, as kube-scheduler sends them (one pod at a time); every prioritize is a new pod.
 //!
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
 //! the sample count). Prints a Markdown table.
@@ -29,14 +30,32 @@ async fn main() {
     let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let worker = WorkerProcess::start(StartOptions::default());
     let client = reqwest::Client::new();
-    println!("| nodes | route | median ms | p99 ms | ratio to echo (median) |");
-    println!("|---:|---|---:|---:|---:|");
-    for n in [6usize, 100, 1_000] {
-        let body = fixtures::extender_args(n);
-        let mut echo_median = Duration::ZERO;
+    println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) |");
+    println!("|---|---:|---|---:|---:|---:|---:|");
+    let mut pod_serial = 0u64;
+    for (mode, n) in [("full", 6usize), ("full", 100), ("full", 1_000), ("names", 100), ("names", 1_000)] {
+        let body = if mode == "names" {
+            let put = client
+                .put(worker.url("/v1/nodes"))
+                .bearer_auth("dev-admin-token")
+                .body(fixtures::node_facts_report(n))
+                .send()
+                .await
+                .expect("PUT /v1/nodes");
+            assert_eq!(put.status(), 200, "{}", put.text().await.unwrap_or_default());
+            fixtures::extender_args_names(n)
+        } else {
+            fixtures::extender_args(n)
+        };
+        let (mut echo_median, mut filter_median) = (Duration::ZERO, Duration::ZERO);
         for route in ["/v1/echo", "/v1/filter", "/v1/prioritize"] {
             let url = worker.url(route);
-            let send = || client.post(&url).header("content-type", "application/json").body(body.clone()).send();
+            // A new pod UID per request, so that each prioritize is a new decision.
+            let mut send = || {
+                pod_serial += 1;
+                let b = body.replacen("\"bench-uid\"", &format!("\"bench-uid-{pod_serial}\""), 1);
+                client.post(&url).header("content-type", "application/json").body(b).send()
+            };
             for _ in 0..10 {
                 let r = send().await.expect("warm-up request");
                 assert_eq!(r.status(), 200, "{route}");
@@ -53,11 +72,14 @@ async fn main() {
             }
             samples.sort();
             let median = percentile(&samples, 0.5);
-            if route == "/v1/echo" {
-                echo_median = median;
+            match route {
+                "/v1/echo" => echo_median = median,
+                "/v1/filter" => filter_median = median,
+                _ => {}
             }
             let ratio = median.as_secs_f64() / echo_median.as_secs_f64();
-            println!("| {n} | {route} | {} | {} | {ratio:.2} |", ms(median), ms(percentile(&samples, 0.99)));
+            let to_filter = if route == "/v1/prioritize" { format!("{:.2}", median.as_secs_f64() / filter_median.as_secs_f64()) } else { "".into() };
+            println!("| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} |", ms(median), ms(percentile(&samples, 0.99)));
         }
     }
 }

@@ -677,6 +677,7 @@ impl Colony {
         let config = self.config()?;
         let tenant = self.tenant()?;
         let body = self.with_colony(|c| ColonyMetrics {
+            cluster: String::new(),
             tenant,
             counters: c.counters.clone(),
             epoch: c.pheromones.epoch,

@@ -22,7 +22,7 @@ pub struct Histogram {
 pub struct TelemetryState {
     /// metric name → label text → value.
     pub counters: BTreeMap<String, BTreeMap<String, f64>>,
-    /// verb → request duration histogram.
+    /// `verb="…"` (with `cluster="…",` for a named cluster) → request duration histogram.
     pub durations: BTreeMap<String, Histogram>,
     pub tenants: BTreeSet<String>,
 }
@@ -55,15 +55,22 @@ fn help(name: &str) -> &'static str {
 
 impl TelemetryState {
     pub fn apply(&mut self, event: &Event) {
-        let labels = format!("verb=\"{}\",code=\"{}\"", event.verb, event.code);
+        // Series of a named cluster carry its label; the default cluster's keep today's labels.
+        let with_cluster = |labels: &str| match (event.cluster.is_empty(), labels.is_empty()) {
+            (true, _) => labels.to_string(),
+            (false, true) => format!("cluster=\"{}\"", label_value(&event.cluster)),
+            (false, false) => format!("cluster=\"{}\",{labels}", label_value(&event.cluster)),
+        };
+        let verb = with_cluster(&format!("verb=\"{}\"", event.verb));
+        let labels = format!("{verb},code=\"{}\"", event.code);
         self.add("aco_requests_total", &labels, 1.0);
         if event.code >= 400 {
             self.add("aco_request_errors_total", &labels, 1.0);
         }
         for (name, labels, by) in &event.counters {
-            self.add(name, labels, *by);
+            self.add(name, &with_cluster(labels), *by);
         }
-        let h = self.durations.entry(event.verb.clone()).or_default();
+        let h = self.durations.entry(verb).or_default();
         h.buckets.resize(BUCKETS.len(), 0);
         for (i, upper) in BUCKETS.iter().enumerate() {
             if event.seconds <= *upper {
@@ -125,13 +132,13 @@ impl TelemetryState {
         if !self.durations.is_empty() {
             let name = "aco_request_duration_seconds";
             let _ = writeln!(out, "# HELP {name} Time the Worker spent answering, by verb (Date.now() resolution).\n# TYPE {name} histogram");
-            for (verb, h) in &self.durations {
+            for (labels, h) in &self.durations {
                 for (upper, count) in BUCKETS.iter().zip(&h.buckets) {
-                    let _ = writeln!(out, "{name}_bucket{{verb=\"{verb}\",le=\"{upper}\"}} {count}");
+                    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{upper}\"}} {count}");
                 }
-                let _ = writeln!(out, "{name}_bucket{{verb=\"{verb}\",le=\"+Inf\"}} {}", h.count);
-                let _ = writeln!(out, "{name}_sum{{verb=\"{verb}\"}} {}", h.sum);
-                let _ = writeln!(out, "{name}_count{{verb=\"{verb}\"}} {}", h.count);
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+                let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
+                let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
             }
         }
         out
@@ -141,6 +148,9 @@ impl TelemetryState {
 /// What one tenant's colony reports to a scrape (`GET /metrics` of the Colony DO).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ColonyMetrics {
+    /// Filled in by the Worker from the colony's name; empty for the default cluster.
+    #[serde(default)]
+    pub cluster: String,
     pub tenant: String,
     pub counters: ColonyCounters,
     pub epoch: u64,
@@ -174,26 +184,35 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
         return out;
     }
     let mut sorted: Vec<&ColonyMetrics> = colonies.iter().collect();
-    sorted.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+    sorted.sort_by(|a, b| (&a.cluster, &a.tenant).cmp(&(&b.cluster, &b.tenant)));
     for (name, help, value) in COLONY_COUNTERS {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
         for c in &sorted {
-            let _ = writeln!(out, "{name}{{tenant=\"{}\"}} {}", label_value(&c.tenant), value(&c.counters));
+            let _ = writeln!(out, "{name}{{{}}} {}", colony_labels(c), value(&c.counters));
         }
     }
     let _ = writeln!(out, "# HELP aco_colony_epoch Confirmed placements so far (one evaporation epoch each).\n# TYPE aco_colony_epoch gauge");
     for c in &sorted {
-        let _ = writeln!(out, "aco_colony_epoch{{tenant=\"{}\"}} {}", label_value(&c.tenant), c.epoch);
+        let _ = writeln!(out, "aco_colony_epoch{{{}}} {}", colony_labels(c), c.epoch);
     }
     let _ = writeln!(out, "# HELP aco_pheromone Pheromone level τ per tenant and node (evaporation applied).\n# TYPE aco_pheromone gauge");
     for c in &sorted {
         for (node, tau) in &c.pheromones {
             if tau.is_finite() {
-                let _ = writeln!(out, "aco_pheromone{{tenant=\"{}\",node=\"{}\"}} {tau}", label_value(&c.tenant), label_value(node));
+                let _ = writeln!(out, "aco_pheromone{{{},node=\"{}\"}} {tau}", colony_labels(c), label_value(node));
             }
         }
     }
     out
+}
+
+/// `tenant="…"`, after `cluster="…",` for a named cluster.
+fn colony_labels(c: &ColonyMetrics) -> String {
+    if c.cluster.is_empty() {
+        format!("tenant=\"{}\"", label_value(&c.tenant))
+    } else {
+        format!("cluster=\"{}\",tenant=\"{}\"", label_value(&c.cluster), label_value(&c.tenant))
+    }
 }
 
 /// Escapes a label value (`\`, `"` and newlines), as the exposition format requires.
@@ -228,6 +247,29 @@ mod tests {
     }
 
     #[test]
+    fn a_named_clusters_series_carry_its_label_and_the_default_clusters_keep_theirs() {
+        let mut s = TelemetryState::default();
+        let mut e = Event { verb: "filter".into(), code: 200, seconds: 0.001, cluster: "prod".into(), ..Default::default() };
+        e.count("aco_filter_nodes_rejected_total", "reason=\"gpu_model\"".into(), 1.0);
+        e.count("aco_node_facts_stored_total", String::new(), 2.0);
+        s.apply(&e);
+        s.apply(&Event { verb: "filter".into(), code: 200, seconds: 0.001, ..Default::default() });
+        let text = s.render();
+        for line in [
+            "aco_requests_total{cluster=\"prod\",verb=\"filter\",code=\"200\"} 1",
+            "aco_requests_total{verb=\"filter\",code=\"200\"} 1",
+            "aco_filter_nodes_rejected_total{cluster=\"prod\",reason=\"gpu_model\"} 1",
+            "aco_node_facts_stored_total{cluster=\"prod\"} 2",
+            "aco_request_duration_seconds_count{cluster=\"prod\",verb=\"filter\"} 1",
+            "aco_request_duration_seconds_count{verb=\"filter\"} 1",
+        ] {
+            assert!(text.contains(&format!("{line}\n")), "{line} in\n{text}");
+        }
+        let c = ColonyMetrics { cluster: "prod".into(), tenant: "ml".into(), ..Default::default() };
+        assert!(render_colonies(&[c], 0).contains("aco_colony_deposits_total{cluster=\"prod\",tenant=\"ml\"} 0\n"));
+    }
+
+    #[test]
     fn merging_batches_adds_counters_histograms_and_tenants() {
         let event = |verb: &str, seconds| Event { verb: verb.into(), code: 200, seconds, tenants: vec!["ml".into()], ..Default::default() };
         let mut one = TelemetryState::default();
@@ -247,6 +289,7 @@ mod tests {
     #[test]
     fn colony_families_are_grouped_once_each_with_help_and_type() {
         let colony = |t: &str, deposits| ColonyMetrics {
+            cluster: String::new(),
             tenant: t.into(),
             counters: ColonyCounters { deposits, ..Default::default() },
             epoch: deposits,

@@ -37,8 +37,12 @@ pub struct Event {
     pub seconds: f64,
     /// Extra counters: (metric name, labels as `k="v",…` text, increment).
     pub counters: Vec<(String, String, f64)>,
-    /// Tenants whose colony this request wrote to (so `/metrics` knows which colonies to ask).
+    /// Colonies (`aco_core::cluster::colony_name`) this request wrote to (so `/metrics` knows
+    /// which to ask).
     pub tenants: Vec<String>,
+    /// The request's cluster, empty for the default one; a `cluster` label on every series.
+    #[serde(default)]
+    pub cluster: String,
 }
 
 impl Event {

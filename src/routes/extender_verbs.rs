@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
+use aco_core::cluster::colony_name;
 use aco_core::colony::TenantColony;
 use aco_core::facts::NodeFacts;
 use rand::{rngs::SmallRng, SeedableRng};
@@ -62,24 +63,26 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         pod_index::remember(&call.bindings, &input.demand.key, &tenant, call.config.decision_ttl_ms).await;
     }
     let (workload, now_ms, config) = (input.demand.workload, call.now_ms, call.config.clone());
+    // The tenant's colony in this cluster: the Durable Object's name and this isolate's keys.
+    let colony = colony_name(&call.cluster, &tenant);
     // The fast path: score from this isolate's copy of the colony, remember the decision after
     // the response (see colony_cache.rs for the consistency this trades).
-    let local = colony_cache::with_fresh(&tenant, now_ms, config.colony_snapshot_ms, |c| {
+    let local = colony_cache::with_fresh(&colony, now_ms, config.colony_snapshot_ms, |c| {
         c.prioritize(&input.features, workload, now_ms, &config, &mut rng)
     });
     if let Some((version, prioritized)) = local {
         let record = DecisionRecord { key: input.demand.key.clone(), explored: prioritized.explored.is_some(), decision: prioritized.decision };
-        let dropped = decision_queue::push(&tenant, record);
+        let dropped = decision_queue::push(&colony, record);
         call.event.count("aco_colony_decisions_dropped_total", String::new(), dropped as f64);
-        call.deferred.push(Box::pin(send_decisions(call.bindings.clone(), tenant.clone(), version)));
-        call.event.tenants.push(tenant);
+        call.deferred.push(Box::pin(send_decisions(call.bindings.clone(), colony.clone(), tenant, version)));
+        call.event.tenants.push(colony);
         return Ok(json_response(200, &prioritized.priorities));
     }
     let request = PrioritizeRequest { tenant: tenant.clone(), key: input.demand.key.clone(), workload, features: input.features, now_ms };
-    match colony_call::<_, PrioritizeResponse>(&call.bindings, &tenant, Method::Post, "/prioritize", Some(&request)).await {
+    match colony_call::<_, PrioritizeResponse>(&call.bindings, &colony, Method::Post, "/prioritize", Some(&request)).await {
         Ok(reply) => {
-            colony_cache::refresh(&tenant, reply.snapshot.version, Some(reply.snapshot), now_ms);
-            call.event.tenants.push(tenant);
+            colony_cache::refresh(&colony, reply.snapshot.version, Some(reply.snapshot), now_ms);
+            call.event.tenants.push(colony);
             Ok(json_response(200, &reply.priorities))
         }
         Err(e) => {
@@ -89,7 +92,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             worker::console_error!("prioritize: colony of {tenant:?} failed, answering without it: {}", e.message);
             call.event.count("aco_colony_errors_total", format!("reason=\"{reason}\""), 1.0);
             let mut score = |c: &mut TenantColony| c.prioritize(&request.features, workload, now_ms, &config, &mut rng).priorities;
-            let (mode, priorities) = match colony_cache::with_any(&tenant, &mut score) {
+            let (mode, priorities) = match colony_cache::with_any(&colony, &mut score) {
                 Some(p) => ("stale_copy", p),
                 None => ("eta_only", score(&mut TenantColony::default())),
             };
@@ -102,24 +105,24 @@ pub async fn prioritize(call: &mut Call) -> Handled {
 /// After the response: the colony remembers the decisions scored from this isolate's copy, and
 /// its reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
 /// prioritize or placement batch of the tenant sends them again) and is counted.
-async fn send_decisions(bindings: Bindings, tenant: String, known_version: u64) {
-    let decisions = decision_queue::take_unsent(&tenant);
+async fn send_decisions(bindings: Bindings, colony: String, tenant: String, known_version: u64) {
+    let decisions = decision_queue::take_unsent(&colony);
     if decisions.is_empty() {
         return;
     }
     let batch = DecisionBatch { tenant: tenant.clone(), decisions, known_version };
-    let result = colony_call::<_, DecisionReply>(&bindings, &tenant, Method::Post, "/decisions", Some(&batch)).await;
+    let result = colony_call::<_, DecisionReply>(&bindings, &colony, Method::Post, "/decisions", Some(&batch)).await;
     let now_ms = worker::Date::now().as_millis();
     let sent = batch.decisions.len() as f64;
     match result {
         Ok(reply) => {
-            decision_queue::acknowledged(&tenant, &batch.decisions);
-            colony_cache::refresh(&tenant, reply.version, reply.snapshot, now_ms);
+            decision_queue::acknowledged(&colony, &batch.decisions);
+            colony_cache::refresh(&colony, reply.version, reply.snapshot, now_ms);
             telemetry::count("aco_colony_local_decisions_total", "result=\"recorded\"", sent);
         }
         Err(e) => {
-            decision_queue::failed(&tenant, &batch.decisions);
-            worker::console_error!("prioritize: {sent} decisions of tenant {tenant:?} not recorded yet: {}", e.message);
+            decision_queue::failed(&colony, &batch.decisions);
+            worker::console_error!("prioritize: {sent} decisions of colony {colony:?} not recorded yet: {}", e.message);
             telemetry::count("aco_colony_errors_total", &format!("reason=\"{}\"", e.colony_failure.unwrap_or("error")), 1.0);
             telemetry::count("aco_colony_local_decisions_total", "result=\"retry\"", sent);
         }
@@ -128,15 +131,15 @@ async fn send_decisions(bindings: Bindings, tenant: String, known_version: u64) 
 
 /// Sends every decision of the tenant this isolate has not seen acknowledged (in flight ones too:
 /// the colony applies each once), so that what follows reads them.
-pub async fn send_unacknowledged(bindings: &Bindings, tenant: &str) -> Result<(), ApiError> {
-    let decisions = decision_queue::unacknowledged(tenant);
+pub async fn send_unacknowledged(bindings: &Bindings, colony: &str, tenant: &str) -> Result<(), ApiError> {
+    let decisions = decision_queue::unacknowledged(colony);
     if decisions.is_empty() {
         return Ok(());
     }
     let batch = DecisionBatch { tenant: tenant.to_string(), decisions, known_version: 0 };
-    let reply = colony_call::<_, DecisionReply>(bindings, tenant, Method::Post, "/decisions", Some(&batch)).await?;
-    decision_queue::acknowledged(tenant, &batch.decisions);
-    colony_cache::refresh(tenant, reply.version, reply.snapshot, worker::Date::now().as_millis());
+    let reply = colony_call::<_, DecisionReply>(bindings, colony, Method::Post, "/decisions", Some(&batch)).await?;
+    decision_queue::acknowledged(colony, &batch.decisions);
+    colony_cache::refresh(colony, reply.version, reply.snapshot, worker::Date::now().as_millis());
     Ok(())
 }
 

@@ -15,6 +15,7 @@ mod tenants;
 use std::rc::Rc;
 
 use aco_core::access::{split_token, ClientCert, ExtenderAuth};
+use aco_core::cluster::{split_cluster, DEFAULT_CLUSTER};
 use aco_core::config::Config;
 use worker::{Context, Date, Env, Method, Request, Response};
 
@@ -33,6 +34,8 @@ pub struct Call {
     pub config: Rc<Config>,
     pub event: Event,
     pub now_ms: u64,
+    /// From `/c/<cluster>/…`, else `aco_core::cluster::DEFAULT_CLUSTER`: keys facts and colonies.
+    pub cluster: String,
     /// Handed to `waitUntil` after the response.
     pub deferred: Vec<Deferred>,
 }
@@ -177,7 +180,15 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
     let env = bindings.env.clone();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
-    let (token, segments) = split_token(&segments);
+    // `/c/<cluster>/…`: the cluster this request is about (paths without it: the default one).
+    let (cluster, segments) = match split_cluster(&segments) {
+        Ok(split) => split,
+        Err(message) => {
+            drain(&mut req).await;
+            return (Some("unknown"), (ApiError::field(400, "cluster", message).into_response(), Event::default(), Vec::new()));
+        }
+    };
+    let (token, segments) = split_token(segments);
     let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb()) else {
         drain(&mut req).await;
         let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
@@ -203,7 +214,8 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             return (verb, (e.into_response(), event, Vec::new()));
         }
     }
-    let mut call = Call { req, env, bindings, config, event: Event::default(), now_ms, deferred: Vec::new() };
+    let event = Event { cluster: if cluster == DEFAULT_CLUSTER { String::new() } else { cluster.to_string() }, ..Event::default() };
+    let mut call = Call { req, env, bindings, config, event, now_ms, cluster: cluster.to_string(), deferred: Vec::new() };
     let result = if !route.methods().contains(&method) {
         Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))
     } else {

@@ -75,8 +75,12 @@ pub async fn metrics(call: &mut Call) -> Handled {
     for (tenant, reply) in tenants.iter().zip(replies) {
         match reply {
             Ok(mut m) => {
+                let (cluster, name) = aco_core::cluster::split_colony_name(tenant);
                 if m.tenant.is_empty() {
-                    m.tenant = tenant.to_string();
+                    m.tenant = name.to_string();
+                }
+                if cluster != aco_core::cluster::DEFAULT_CLUSTER {
+                    m.cluster = cluster.to_string();
                 }
                 colonies.push(m)
             }

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use worker::Method;
 
 use super::extender_verbs::colony_call;
+use aco_core::cluster::colony_name;
+
 use crate::colony_cache;
 use crate::decision_queue;
 use super::{Call, Handled};
@@ -94,14 +96,15 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
+        let colony = colony_name(&call.cluster, &tenant);
         // Decisions this isolate scored but has not seen acknowledged go first (applied once).
-        let decisions = decision_queue::unacknowledged(&tenant);
+        let decisions = decision_queue::unacknowledged(&colony);
         let req = PlacementsRequest { tenant: tenant.clone(), decisions, items, now_ms: call.now_ms };
-        match colony_call::<_, PlacementsResponse>(&call.bindings, &tenant, Method::Post, "/placements", Some(&req)).await {
+        match colony_call::<_, PlacementsResponse>(&call.bindings, &colony, Method::Post, "/placements", Some(&req)).await {
             Ok(r) => {
-                decision_queue::acknowledged(&tenant, &req.decisions);
+                decision_queue::acknowledged(&colony, &req.decisions);
                 // This isolate's copy of the colony is now behind if the batch changed τ.
-                colony_cache::refresh(&tenant, r.version, None, call.now_ms);
+                colony_cache::refresh(&colony, r.version, None, call.now_ms);
                 summary.deposited += r.deposited;
                 summary.outcomes += r.outcomes;
                 summary.duplicates += r.duplicates;
@@ -113,7 +116,7 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
                     o.insert("committed".into(), true.into());
                 }
                 per_tenant.insert(tenant.clone(), entry);
-                call.event.tenants.push(tenant);
+                call.event.tenants.push(colony);
             }
             Err(e) => {
                 per_tenant.insert(tenant, serde_json::json!({"committed": false, "error": e.message}));

@@ -1,5 +1,6 @@
 //! `GET /v1/tenants/{tenant}/pheromones` (table and stats) and `DELETE` (reset the colony).
 
+use aco_core::cluster::colony_name;
 use aco_core::demand::validate_tenant;
 use worker::Method;
 
@@ -16,11 +17,12 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
         return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
     }
     let reset = method == Method::Delete;
+    let colony = colony_name(&call.cluster, tenant);
     // Read your writes: decisions this isolate scored from its copy reach the colony first.
-    send_unacknowledged(&call.bindings, tenant).await?;
-    let text = colony_fetch::<()>(&call.bindings, tenant, method, "/pheromones", None).await?;
+    send_unacknowledged(&call.bindings, &colony, tenant).await?;
+    let text = colony_fetch::<()>(&call.bindings, &colony, method, "/pheromones", None).await?;
     if reset {
-        colony_cache::forget(tenant);
+        colony_cache::forget(&colony);
     }
     Ok(text_response(200, text, "application/json"))
 }

@@ -36,6 +36,21 @@ pub fn gpu_pod() -> Value {
     })
 }
 
+/// ExtenderArgs in names mode (`nodeCacheCapable: true`): node names only.
+pub fn extender_args_names(count: usize) -> String {
+    let names: Vec<Value> = nodes(count).iter().map(|n| n["metadata"]["name"].clone()).collect();
+    json!({"Pod": gpu_pod(), "NodeNames": names}).to_string()
+}
+
+/// `PUT /v1/nodes` body with the facts names mode needs for the same nodes (labels, allocatable).
+pub fn node_facts_report(count: usize) -> String {
+    let reports: Vec<Value> = nodes(count)
+        .iter()
+        .map(|n| json!({"name": n["metadata"]["name"], "labels": n["metadata"]["labels"], "allocatable": n["status"]["allocatable"]}))
+        .collect();
+    json!({ "nodes": reports }).to_string()
+}
+
 /// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
 pub fn extender_args(count: usize) -> String {
     json!({"Pod": gpu_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null}).to_string()
