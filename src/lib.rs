@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
-//!                                 │                  ├─ facts_store (KV + isolate cache)
+//!                                 │                  ├─ facts_store (isolate cache) ─▶ facts_do::Facts (one DO per cluster)
 //!                                 │                  └─ colony_do::Colony (one DO per tenant)
 //!                                 └─ telemetry::record (waitUntil) ─▶ telemetry_do::Telemetry
 //! ```
@@ -14,6 +14,7 @@ mod auth;
 mod bindings;
 mod colony_do;
 mod env_config;
+mod facts_do;
 mod facts_store;
 mod http;
 mod metrics_text;
@@ -23,6 +24,7 @@ mod telemetry;
 mod telemetry_do;
 
 pub use colony_do::Colony;
+pub use facts_do::Facts;
 pub use telemetry_do::Telemetry;
 
 use worker::{event, Context, Env, Request, Response, Result};
