@@ -1,107 +1,169 @@
-//! Node facts in KV (`node/<name>` → JSON `NodeFacts`), fronted by a per-isolate cache that
-//! keeps each record (or its absence) for `FACTS_CACHE_MS`. KV is eventually consistent (~60 s
-//! across locations) and allows about one write per second per key, which suits facts that a
-//! reporter pushes every few seconds. A forgotten node (deleted from the cluster) is cached as
-//! absent in the isolate that forgot it; other isolates see it gone after their cache entry
-//! expires (`FACTS_CACHE_MS`) and KV has propagated the delete.
+//! Node facts, per cluster: written through the cluster's Facts Durable Object (`facts_do`, the
+//! single writer, one request per `PUT /v1/nodes` whatever its size), read on the hot path from a
+//! per-isolate copy of the cluster's snapshot.
+//!
+//! The copy is kept for `FACTS_CACHE_MS`. On a miss the isolate asks the object for the shards
+//! rewritten since the version it holds (all of them the first time, or after the object
+//! restarted) in ONE request, so a filter over 5,000 candidates costs at most one binding
+//! operation. A shard is rewritten when one of its nodes changes materially (`facts_shards`), so
+//! a reader sees a material change within `FACTS_CACHE_MS` of its report, and the small movements
+//! (observation times, utilisation within the deadband) no later than the next material change
+//! of the shard — at most `stamp_lag_ms` (60 s) behind in any observation time. A `PUT` marks this
+//! isolate's copy stale, so that the isolate reads its own writes.
+//!
+//! Concurrent misses in one isolate each make their own request rather than awaiting a shared
+//! one: a Rust waker fired by one request's fetch would poll the other request inside the first
+//! one's I/O context, which workerd refuses or warns about ("a promise was resolved from a
+//! different request context"). Such fetches are deltas from the same version, and a reply older
+//! than the copy is not applied, so they cost one operation each and never go back in time.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use aco_core::facts::NodeFacts;
-use futures::future::join_all;
+use aco_core::facts_shards::{shard_of, SHARDS};
+use worker::{Method, Request, RequestInit};
 
-use crate::bindings::{Bindings, KV_BULK_LIMIT};
+use crate::bindings::Bindings;
+use crate::facts_do::{self, PutReply, SnapshotReply};
 use crate::http::ApiError;
 
+/// The KV namespace that used to hold node facts; now only the optional pod index of
+/// `BIND_INDEX` (`pod_index.rs`) lives there.
 pub const BINDING: &str = "NODE_FACTS";
+/// The cluster of the unprefixed `/v1/...` routes.
+pub const DEFAULT_CLUSTER: &str = "default";
+
+/// One cluster's facts as this isolate last fetched them.
+struct Snapshot {
+    /// Instance and sequence number of the Facts object the copy is from.
+    version: Option<(u64, u64)>,
+    /// When the copy was last brought up to date (None: stale, fetch before reading).
+    fetched_at_ms: Option<u64>,
+    /// Bumped by a `PUT` through this isolate; a fetch that began before it does not make the
+    /// copy fresh (it may predate the write).
+    generation: u64,
+    shards: Vec<HashMap<String, NodeFacts>>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Self { version: None, fetched_at_ms: None, generation: 0, shards: vec![HashMap::new(); SHARDS] }
+    }
+}
 
 thread_local! {
-    static CACHE: RefCell<HashMap<String, (u64, Option<NodeFacts>)>> = RefCell::new(HashMap::new());
+    static SNAPSHOTS: RefCell<HashMap<String, Snapshot>> = RefCell::new(HashMap::new());
 }
 
-fn key(node: &str) -> String {
-    format!("node/{node}")
+fn with_snapshot<T>(cluster: &str, f: impl FnOnce(&mut Snapshot) -> T) -> T {
+    SNAPSHOTS.with(|s| f(s.borrow_mut().entry(cluster.to_string()).or_default()))
 }
 
-/// Facts for the given nodes (absent nodes are simply missing from the map).
+/// Facts for the given nodes of `cluster` (nodes without facts are missing from the map).
 pub async fn load<'a>(
-    kv: &Bindings,
+    bindings: &Bindings,
+    cluster: &str,
     names: impl Iterator<Item = &'a str>,
     now_ms: u64,
     cache_ms: u64,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    let mut found = HashMap::new();
-    let mut missing = Vec::new();
-    CACHE.with(|cache| {
-        let cache = cache.borrow();
-        for name in names {
-            match cache.get(name) {
-                Some((at, facts)) if now_ms.saturating_sub(*at) <= cache_ms => {
-                    if let Some(f) = facts {
-                        found.insert(name.to_string(), f.clone());
-                    }
-                }
-                _ => missing.push(name.to_string()),
+    let fresh = with_snapshot(cluster, |s| s.fetched_at_ms.is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms));
+    if !fresh {
+        refresh(bindings, cluster, now_ms).await?;
+    }
+    Ok(with_snapshot(cluster, |s| {
+        names.filter_map(|name| s.shards[shard_of(name)].get(name).map(|f| (name.to_string(), f.clone()))).collect()
+    }))
+}
+
+/// Brings this isolate's copy up to date with one request to the cluster's Facts object.
+async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), ApiError> {
+    let (version, generation) = with_snapshot(cluster, |s| (s.version, s.generation));
+    let path = match version {
+        Some((instance, seq)) => format!("/snapshot?instance={instance}&seq={seq}"),
+        None => "/snapshot".to_string(),
+    };
+    let (status, text) = call(bindings, cluster, Method::Get, &path, None).await?;
+    if status != 200 {
+        return Err(refused(status, &text));
+    }
+    let reply: SnapshotReply<NodeFacts> = serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts snapshot", e))?;
+    with_snapshot(cluster, |s| {
+        let newer = match s.version {
+            Some((instance, seq)) => reply.instance != instance || reply.seq > seq,
+            None => true,
+        };
+        // A reply older than the copy (a concurrent fetch finished first) is not applied.
+        if newer {
+            if reply.full {
+                s.shards.iter_mut().for_each(HashMap::clear);
             }
+            for shard in reply.shards {
+                if let Some(slot) = s.shards.get_mut(shard.id) {
+                    *slot = shard.nodes.into_iter().map(|f| (f.name.clone(), f)).collect();
+                }
+            }
+            s.version = Some((reply.instance, reply.seq));
         }
-    });
-    missing.sort();
-    missing.dedup();
-    let chunks = missing.chunks(KV_BULK_LIMIT).map(|chunk| async move {
-        let keys: Vec<String> = chunk.iter().map(|n| key(n)).collect();
-        kv.kv_get_bulk::<NodeFacts>(BINDING, &keys).await
-    });
-    let mut fetched: Vec<(String, Option<NodeFacts>)> = Vec::with_capacity(missing.len());
-    for result in join_all(chunks).await {
-        let map = result?;
-        fetched.extend(map.into_iter().map(|(k, v)| (k.trim_start_matches("node/").to_string(), v)));
-    }
-    CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        for name in &missing {
-            cache.insert(name.clone(), (now_ms, None));
-        }
-        for (name, facts) in &fetched {
-            cache.insert(name.clone(), (now_ms, facts.clone()));
-        }
-    });
-    found.extend(fetched.into_iter().filter_map(|(n, f)| f.map(|f| (n, f))));
-    Ok(found)
-}
-
-/// Stores the records and refreshes this isolate's cache with them.
-pub async fn store(kv: &Bindings, records: &[NodeFacts], now_ms: u64) -> Result<(), ApiError> {
-    let writes = records.iter().map(|f| async move {
-        let body = serde_json::to_string(f).map_err(|e| ApiError::unavailable("serialising facts", e))?;
-        kv.kv_put(BINDING, &key(&f.name), body, None).await
-    });
-    for result in join_all(writes).await {
-        result?;
-    }
-    CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        for f in records {
-            cache.insert(f.name.clone(), (now_ms, Some(f.clone())));
+        if s.generation == generation {
+            s.fetched_at_ms = Some(now_ms);
         }
     });
     Ok(())
 }
 
-/// Deletes the records of nodes that left the cluster and caches their absence in this isolate.
-pub async fn forget<'a>(kv: &Bindings, names: impl Iterator<Item = &'a str>, now_ms: u64) -> Result<(), ApiError> {
-    let names: Vec<&str> = names.collect();
-    let deletes = names.iter().map(|name| async move {
-        kv.kv_delete(BINDING, &key(name)).await
+/// Stores a `PUT /v1/nodes` batch (the body as received; the Facts object validates it whole
+/// and answers 4xx naming the field) in one request, and marks this isolate's copy stale.
+pub async fn put(bindings: &Bindings, cluster: &str, batch: String, now_ms: u64) -> Result<PutReply, ApiError> {
+    let (status, text) = call(bindings, cluster, Method::Put, &format!("/nodes?now={now_ms}"), Some(batch)).await?;
+    // Even a refused batch may have raced a write by another request: re-read either way.
+    with_snapshot(cluster, |s| {
+        s.fetched_at_ms = None;
+        s.generation += 1;
     });
-    for result in join_all(deletes).await {
-        result?;
+    if status != 200 {
+        return Err(refused(status, &text));
     }
-    CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        for name in names {
-            cache.insert(name.to_string(), (now_ms, None));
-        }
-    });
-    Ok(())
+    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts reply", e))
+}
+
+/// The authoritative record of one node (from the Facts object, not this isolate's copy).
+pub async fn get(bindings: &Bindings, cluster: &str, name: &str) -> Result<Option<NodeFacts>, ApiError> {
+    let (status, text) = call(bindings, cluster, Method::Get, &format!("/nodes/{name}"), None).await?;
+    match status {
+        200 => serde_json::from_str(&text).map(Some).map_err(|e| ApiError::unavailable("facts reply", e)),
+        404 => Ok(None),
+        _ => Err(refused(status, &text)),
+    }
+}
+
+/// A non-200 reply: the object's 4xx (a bad batch) is the client's, anything else ours (503).
+fn refused(status: u16, text: &str) -> ApiError {
+    #[derive(serde::Deserialize)]
+    struct Refusal {
+        error: String,
+        field: Option<String>,
+    }
+    match serde_json::from_str::<Refusal>(text) {
+        Ok(r) if (400..500).contains(&status) => ApiError { field: r.field, ..ApiError::new(status, r.error) },
+        _ => ApiError::new(503, format!("facts Durable Object answered {status}: {text}")),
+    }
+}
+
+async fn call(bindings: &Bindings, cluster: &str, method: Method, path: &str, body: Option<String>) -> Result<(u16, String), ApiError> {
+    // `Bindings::do_fetch` labels failures as a colony's; facts are not a colony.
+    let unavailable = |e: worker::Error| ApiError::unavailable("facts Durable Object", e);
+    let mut init = RequestInit::new();
+    init.with_method(method);
+    if let Some(b) = body {
+        init.with_body(Some(b.into()));
+    }
+    let req = Request::new_with_init(&format!("https://facts{path}"), &init).map_err(unavailable)?;
+    let mut resp = bindings
+        .do_fetch(facts_do::BINDING, facts_do::CLASS, cluster, req)
+        .await
+        .map_err(|e| ApiError { colony_failure: None, ..e })?;
+    let text = resp.text().await.map_err(unavailable)?;
+    Ok((resp.status_code(), text))
 }

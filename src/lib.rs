@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
-//!                                 │                  ├─ facts_store (KV + isolate cache)
+//!                                 │                  ├─ facts_store (isolate cache) ─▶ facts_do::Facts (one DO per cluster)
 //!                                 │                  └─ colony_do::Colony (one DO per tenant)
 //!                                 └─ telemetry::record (waitUntil) ─▶ telemetry_do::Telemetry
 //! ```
@@ -16,6 +16,7 @@ mod colony_cache;
 mod colony_do;
 mod decision_queue;
 mod env_config;
+mod facts_do;
 mod facts_store;
 mod http;
 mod metrics_text;
@@ -26,6 +27,7 @@ mod telemetry_do;
 mod telemetry_ledger;
 
 pub use colony_do::Colony;
+pub use facts_do::Facts;
 pub use telemetry_do::Telemetry;
 
 use worker::{event, Context, Env, Request, Response, Result};

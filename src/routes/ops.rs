@@ -8,7 +8,7 @@ use super::{Call, Handled, Probe};
 use crate::http::{json_response, read_body, text_response, ApiError};
 use crate::metrics_text::{render_colonies, ColonyMetrics};
 use crate::telemetry;
-use crate::{colony_do, env_config, facts_store};
+use crate::{colony_do, env_config, facts_do, facts_store};
 
 /// At most this many tenants' colonies are asked for their metrics per scrape.
 const MAX_TENANTS_SCRAPED: usize = 200;
@@ -30,6 +30,7 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
             }
             for (kind, ok) in [
                 (facts_store::BINDING, env.kv(facts_store::BINDING).is_ok()),
+                (facts_do::BINDING, env.durable_object(facts_do::BINDING).is_ok()),
                 (colony_do::BINDING, env.durable_object(colony_do::BINDING).is_ok()),
                 (telemetry::BINDING, env.durable_object(telemetry::BINDING).is_ok()),
             ] {

@@ -11,6 +11,7 @@ pub mod config;
 pub mod demand;
 pub mod extender;
 pub mod facts;
+pub mod facts_shards;
 pub mod filter;
 pub mod heuristic;
 pub mod k8s;

@@ -1,0 +1,285 @@
+//! The Facts Durable Object: one instance per cluster (`get_by_name(cluster)`), the single writer
+//! of that cluster's node facts. Every node's `NodeFacts` lives in memory (an
+//! `aco_core::facts_shards::FactsTable`, loaded from SQLite on first use) and is persisted packed
+//! into `SHARDS` rows of the table `shards(id, body)`, each row the JSON array of its nodes.
+//!
+//! Memory is authoritative. A batch rewrites only the rows of shards in which a node changed
+//! materially (see `facts_shards`): so a restart of this object loses at most the non-material
+//! changes — observation times less than `stamp_lag_ms` (60 s) newer than the stored ones,
+//! utilisation EMA movement within `LOAD_DEADBAND`, `updatedAtMs` — never a node, a label, an
+//! allocatable or requested amount, a latency or a GPU share.
+//!
+//! A batch is validated whole, then applied to copies, its rows written in one SQLite
+//! transaction (`transactionSync`), and only then applied to memory: a failed request changes
+//! nothing. Every reply carries `x-aco-rows-written`, the SQLite rows the request wrote.
+//!
+//! Internal API, used only by `facts_store`:
+//! `PUT /nodes?now=<ms>` (body: the `PUT /v1/nodes` batch as received), `GET /nodes/<name>`,
+//! `GET /snapshot?instance=<id>&seq=<n>` (shards rewritten since `seq` of this instance, or all).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+
+use aco_core::facts::NodeFacts;
+use aco_core::facts_shards::{decode_shard, stamp_lag_ms, FactsBatch, FactsTable};
+use serde::{Deserialize, Serialize};
+use worker::js_sys::{Function, Reflect};
+use worker::wasm_bindgen::closure::ScopedClosure;
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+
+use crate::bindings::ROWS_WRITTEN_HEADER;
+use crate::env_config;
+use crate::http::text_response;
+
+pub const BINDING: &str = "FACTS";
+/// Class label of the binding counters (`aco_do_rows_written_total{class}`).
+pub const CLASS: &str = "Facts";
+
+/// Reply to `PUT /nodes`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PutReply {
+    /// Distinct nodes reported.
+    pub stored: usize,
+    /// Distinct names deleted.
+    pub forgotten: usize,
+    /// SQLite rows this batch wrote (0 when nothing changed materially).
+    pub rows_written: u64,
+    /// Nodes the cluster has after the batch.
+    pub nodes: usize,
+}
+
+/// One shard as served to readers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ShardView<F> {
+    pub id: usize,
+    pub nodes: Vec<F>,
+}
+
+/// Reply to `GET /snapshot`. `full`: every shard is listed (the reader drops what it had).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SnapshotReply<F> {
+    pub instance: u64,
+    pub seq: u64,
+    pub full: bool,
+    pub shards: Vec<ShardView<F>>,
+}
+
+#[derive(Deserialize)]
+struct SnapshotQuery {
+    instance: Option<u64>,
+    seq: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct NowQuery {
+    now: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ShardRow {
+    id: f64,
+    body: String,
+}
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS shards(id INTEGER PRIMARY KEY, body TEXT NOT NULL)";
+const UPSERT: &str = "INSERT INTO shards(id, body) VALUES(?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body";
+
+/// Prefix of the error answered when a stored row does not parse.
+const CORRUPT: &str = "corrupt facts state";
+
+/// A reply, with the rows it wrote.
+struct Reply {
+    status: u16,
+    body: String,
+    rows_written: u64,
+}
+
+fn reply<T: Serialize>(status: u16, value: &T, rows_written: u64) -> Reply {
+    let body = serde_json::to_string(value).unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
+    Reply { status, body, rows_written }
+}
+
+fn refuse(status: u16, field: Option<&str>, message: String) -> Reply {
+    reply(status, &serde_json::json!({"error": message, "field": field}), 0)
+}
+
+fn sql_error(e: impl std::fmt::Display) -> worker::Error {
+    worker::Error::RustError(e.to_string())
+}
+
+#[durable_object]
+pub struct Facts {
+    state: State,
+    env: Env,
+    sql: SqlStorage,
+    table: RefCell<Option<FactsTable>>,
+    /// Shards whose stored row does not match the current sharding: rewritten by the next batch.
+    misplaced: RefCell<BTreeSet<usize>>,
+    /// Identifies this instance's sequence numbers: a reader holding another instance's (this
+    /// object restarted) gets everything.
+    instance: u64,
+    schema_ready: Cell<bool>,
+}
+
+impl Facts {
+    fn ensure_schema(&self) -> Result<()> {
+        if !self.schema_ready.get() {
+            self.sql.exec(SCHEMA, None)?;
+            self.schema_ready.set(true);
+        }
+        Ok(())
+    }
+
+    fn stamp_lag(&self) -> Result<u64> {
+        let config = env_config::config(&self.env).map_err(sql_error)?;
+        Ok(stamp_lag_ms(config.facts_ttl_ms))
+    }
+
+    /// Runs `f` on the table, loading it from SQLite on first use in this instance's lifetime. A
+    /// row that does not parse is an error naming it: serving a cluster with nodes silently
+    /// missing would be worse than refusing.
+    fn with_table<T>(&self, f: impl FnOnce(&FactsTable) -> T) -> Result<T> {
+        let mut slot = self.table.borrow_mut();
+        if slot.is_none() {
+            let mut rows = Vec::new();
+            for row in self.sql.exec("SELECT id, body FROM shards", None)?.to_array::<ShardRow>()? {
+                let nodes = decode_shard(&row.body).map_err(|e| sql_error(format!("{CORRUPT}: shards[{}] does not parse: {e}", row.id)))?;
+                rows.push((row.id as i64, nodes));
+            }
+            let (table, misplaced) = FactsTable::from_rows(rows, self.stamp_lag()?);
+            *self.misplaced.borrow_mut() = misplaced;
+            *slot = Some(table);
+        }
+        match slot.as_ref() {
+            Some(table) => Ok(f(table)),
+            None => Err(sql_error("facts table not loaded")),
+        }
+    }
+
+    fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
+        let batch: FactsBatch = match serde_json::from_str(body) {
+            Ok(b) => b,
+            Err(e) => return Ok(refuse(400, None, format!("invalid node facts batch: {e} (line {}, column {})", e.line(), e.column()))),
+        };
+        if let Err(e) = batch.validate(now_ms) {
+            return Ok(refuse(e.status, Some(&e.field), e.message));
+        }
+        let config = env_config::config(&self.env).map_err(sql_error)?;
+        let planned = self.with_table(|t| {
+            let mut plan = t.plan(&batch, now_ms, &config);
+            t.force_rewrite(&mut plan, self.misplaced.borrow().iter().copied());
+            let rows = t.rows(&plan);
+            (plan, rows)
+        })?;
+        let (plan, rows) = planned;
+        // Too large a shard: the cluster outgrew the store; nothing is written.
+        let rows = rows.map_err(sql_error)?;
+        let rows_written = self.write(&rows)?;
+        let (stored, forgotten) = (plan.stored(), plan.forgotten());
+        let nodes = {
+            let mut slot = self.table.borrow_mut();
+            match slot.as_mut() {
+                Some(t) => {
+                    t.commit(plan);
+                    t.len()
+                }
+                None => 0,
+            }
+        };
+        if !rows.is_empty() {
+            self.misplaced.borrow_mut().clear();
+        }
+        Ok(reply(200, &PutReply { stored, forgotten, rows_written, nodes }, rows_written))
+    }
+
+    /// Writes the rows in one transaction: all of them or, on the first error, none (the table
+    /// in memory is updated only after this succeeds). Returns the SQLite rows written.
+    fn write(&self, rows: &[(usize, String)]) -> Result<u64> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let written = Cell::new(0u64);
+        let mut body = || -> std::result::Result<JsValue, JsValue> {
+            for (id, text) in rows {
+                let values: Vec<SqlStorageValue> = vec![SqlStorageValue::Integer(*id as i64), text.as_str().into()];
+                let cursor = self.sql.exec(UPSERT, values).map_err(JsValue::from)?;
+                written.set(written.get() + cursor.rows_written() as u64);
+            }
+            Ok(JsValue::UNDEFINED)
+        };
+        let storage = self.state.storage();
+        let raw: &JsValue = storage.as_raw();
+        let transaction_sync = Reflect::get(raw, &JsValue::from_str("transactionSync"))?;
+        match transaction_sync.dyn_ref::<Function>() {
+            Some(f) => {
+                // Called synchronously and not retained by the runtime, so a borrowed closure is
+                // enough. Our `Err` is thrown, which rolls the transaction back and is rethrown.
+                let closure = ScopedClosure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
+                f.call1(raw, closure.as_ref()).map_err(worker::Error::from)?;
+            }
+            // A runtime without transactionSync: still one synchronous block, but no rollback.
+            None => {
+                body().map_err(worker::Error::from)?;
+            }
+        }
+        Ok(written.get())
+    }
+
+    fn get(&self, name: &str) -> Result<Reply> {
+        self.with_table(|t| match t.get(name) {
+            Some(facts) => reply(200, facts, 0),
+            None => refuse(404, Some("name"), format!("no facts stored for node {name:?}")),
+        })
+    }
+
+    fn snapshot(&self, query: SnapshotQuery) -> Result<Reply> {
+        let since = match query {
+            SnapshotQuery { instance: Some(i), seq: Some(seq) } if i == self.instance => Some(seq),
+            _ => None,
+        };
+        self.with_table(|t| {
+            let shards = t.changed_since(since).into_iter().map(|(id, nodes)| ShardView::<&NodeFacts> { id, nodes }).collect();
+            reply(200, &SnapshotReply { instance: self.instance, seq: t.seq(), full: since.is_none(), shards }, 0)
+        })
+    }
+
+    async fn route(&self, mut req: Request) -> Result<Reply> {
+        self.ensure_schema()?;
+        let path = req.path();
+        match (req.method(), path.as_str()) {
+            (Method::Put, "/nodes") => {
+                let now = req.query::<NowQuery>()?.now.unwrap_or_else(|| worker::Date::now().as_millis());
+                let body = req.text().await?;
+                self.put(&body, now)
+            }
+            (Method::Get, "/snapshot") => self.snapshot(req.query()?),
+            (Method::Get, p) if p.starts_with("/nodes/") => self.get(&p["/nodes/".len()..]),
+            _ => Ok(refuse(404, None, "unknown facts route".into())),
+        }
+    }
+}
+
+impl DurableObject for Facts {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        let schema_ready = sql.exec(SCHEMA, None).is_ok();
+        let instance = getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis());
+        Self { state, env, sql, table: RefCell::new(None), misplaced: RefCell::new(BTreeSet::new()), instance, schema_ready: Cell::new(schema_ready) }
+    }
+
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        let r = match self.route(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                let message = e.to_string();
+                worker::console_error!("facts: {message}");
+                refuse(503, None, message)
+            }
+        };
+        let resp = text_response(r.status, r.body, "application/json");
+        let _ = resp.headers().set(ROWS_WRITTEN_HEADER, &r.rows_written.to_string());
+        Ok(resp)
+    }
+}

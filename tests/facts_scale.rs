@@ -1,0 +1,306 @@
+//! Node facts at cluster scale, on the built Worker in Miniflare (the real Facts Durable Object,
+//! SQLite persisted to disk): a 10,000-node report in one request, the hot path over 5,000
+//! candidates within a few binding operations, the deadband, restarts, bad batches, deletions.
+//!
+//! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
+//! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
+
+mod support;
+#[path = "../crates/core/benches/fixtures.rs"]
+mod fixtures;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{StartOptions, WorkerProcess};
+
+const TOKEN: &str = "dev-admin-token";
+/// Shards of the Facts object (`aco_core::facts_shards::SHARDS`).
+const SHARDS: u64 = 64;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn node_name(i: usize) -> String {
+    format!("bench-node-{i:05}")
+}
+
+/// A node report as aco-reporter sends it: the labels the Worker reads, allocatable, requested,
+/// latency, one utilisation sample, per-GPU free shares.
+fn report(i: usize, at_ms: u64, utilisation: f64) -> Value {
+    let gpu_type = ["A10", "T4", "V100"][i % 3];
+    json!({
+        "name": node_name(i),
+        "labels": {"aco/gpu-type": gpu_type, "aco/latency-us": format!("{}", 40 + (i % 7) * 30),
+                   "aco/cost-per-hour": format!("{:.2}", 0.4 + (i % 13) as f64 * 0.25), "aco/instance-type": if i % 5 == 0 { "spot" } else { "on-demand" }},
+        "allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        "requested": {"cpu": format!("{}m", 1000 + (i % 17) * 500), "memory": "48Gi", "nvidia.com/gpu": format!("{}", i % 4)},
+        "latencyUs": 40 + (i % 7) * 30,
+        "observedAtMs": at_ms,
+        "utilisation": [{"atMs": at_ms, "value": utilisation}],
+        "gpuFreeMilli": [1000, 1000, 500, 0, 0, 1000, 250, 1000],
+    })
+}
+
+fn pod(name: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "scale", "uid": format!("uid-{name}")},
+           "spec": {"containers": [{"name": "main", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}})
+}
+
+struct Api {
+    worker: WorkerProcess,
+    http: reqwest::Client,
+}
+
+/// A reply: status, JSON body, and the `x-aco-binding-ops` the invocation had spent.
+struct Reply {
+    status: StatusCode,
+    body: Value,
+    ops: u32,
+    /// `x-aco-wasm-memory-bytes` (only the facts routes send it), read by the measurements.
+    #[cfg_attr(not(feature = "measure"), allow(dead_code))]
+    wasm_memory: Option<u64>,
+}
+
+impl Api {
+    fn start(options: StartOptions) -> Self {
+        Self { worker: WorkerProcess::start(options), http: reqwest::Client::new() }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let r = req.send().await.unwrap();
+        let header = |name: &str| r.headers().get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+        let ops = header("x-aco-binding-ops").unwrap_or_else(|| panic!("no x-aco-binding-ops header")) as u32;
+        let wasm_memory = header("x-aco-wasm-memory-bytes");
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply { status, body, ops, wasm_memory }
+    }
+
+    async fn put(&self, batch: &Value) -> Reply {
+        self.send(self.http.put(self.worker.url("/v1/nodes")).bearer_auth(TOKEN).json(batch)).await
+    }
+
+    async fn put_ok(&self, batch: &Value) -> Value {
+        let r = self.put(batch).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.ops, 1, "one Durable Object request per batch");
+        r.body
+    }
+
+    async fn verb(&self, path: &str, body: String) -> Reply {
+        self.send(self.http.post(self.worker.url(path)).header("content-type", "application/json").body(body)).await
+    }
+
+    async fn node(&self, name: &str) -> Option<Value> {
+        let r = self.send(self.http.get(self.worker.url(&format!("/v1/nodes/{name}"))).bearer_auth(TOKEN)).await;
+        match r.status.as_u16() {
+            200 => Some(r.body),
+            404 => None,
+            s => panic!("GET /v1/nodes/{name}: {s} {}", r.body),
+        }
+    }
+
+    /// Names-mode filter of a small pod: the names that passed, and the reply.
+    async fn filter(&self, names: &[String]) -> (Vec<String>, Reply) {
+        let r = self.verb("/v1/filter", json!({"Pod": pod("probe"), "NodeNames": names}).to_string()).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let passed = r.body["NodeNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        (passed, r)
+    }
+}
+
+#[tokio::test]
+async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_operation() {
+    let api = Api::start(StartOptions::default());
+    let t = now_ms();
+    let batch = json!({"nodes": (0..10_000).map(|i| report(i, t, 0.3 + (i % 50) as f64 / 100.0)).collect::<Vec<_>>()});
+    let first = api.put_ok(&batch).await;
+    assert_eq!((&first["stored"], &first["nodes"]), (&json!(10_000), &json!(10_000)), "{first}");
+    assert_eq!(first["rowsWritten"], SHARDS, "every shard row written once: {first}");
+
+    // The hot path over 5,000 of them: one request for the cluster's snapshot (this isolate's
+    // copy was marked stale by the PUT), then the rules; prioritize adds the colony's request.
+    let names: Vec<String> = (0..10_000).step_by(2).map(node_name).collect();
+    let (passed, filtered) = api.filter(&names).await;
+    assert_eq!(passed.len(), 5_000, "{}", filtered.body["FailedNodes"]);
+    assert_eq!(filtered.ops, 1);
+    let scored = api.verb("/v1/prioritize", json!({"Pod": pod("scored"), "NodeNames": names}).to_string()).await;
+    assert_eq!(scored.status, 200, "{}", scored.body);
+    assert_eq!(scored.body.as_array().unwrap().len(), 5_000);
+    // 1 (colony) if this isolate's copy is still fresh, 2 if FACTS_CACHE_MS passed meanwhile.
+    assert!((1..=2).contains(&scored.ops), "{}", scored.ops);
+
+    // Deadband: the same report again folds no sample twice and writes no row.
+    let again = api.put_ok(&batch).await;
+    assert_eq!((&again["stored"], &again["rowsWritten"]), (&json!(10_000), &json!(0)), "{again}");
+    // A material change of one node rewrites its shard only, and readers see it.
+    let mut moved = report(7, t, 0.37);
+    moved["labels"]["aco/gpu-type"] = json!("H100");
+    let one = api.put_ok(&json!({"nodes": [moved]})).await;
+    assert_eq!(one["rowsWritten"], 1, "{one}");
+    assert_eq!(api.node(&node_name(7)).await.unwrap()["labels"]["aco/gpu-type"], "H100");
+    let gpu = json!({"Pod": {"metadata": {"name": "g", "namespace": "scale", "annotations": {"scheduling.aco/gpu-models": "H100"}},
+                             "spec": {"containers": [{"name": "m", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}},
+                     "NodeNames": [node_name(6), node_name(7)]});
+    let reply = api.verb("/v1/filter", gpu.to_string()).await;
+    assert_eq!((reply.body["NodeNames"].clone(), reply.ops), (json!([node_name(7)]), 1), "{}", reply.body);
+}
+
+#[tokio::test]
+async fn facts_survive_a_restart_a_bad_batch_changes_nothing_and_deleted_nodes_are_forgotten() {
+    let state = tempfile::tempdir().unwrap();
+    let mut api = Api::start(StartOptions { persist_dir: Some(state.path().to_path_buf()), ..Default::default() });
+    let t = now_ms() - 60_000;
+    let all: Vec<String> = (0..300).map(node_name).collect();
+    api.put_ok(&json!({"nodes": (0..300).map(|i| report(i, t, 0.5)).collect::<Vec<_>>()})).await;
+    let before = api.node(&node_name(150)).await.unwrap();
+
+    // One bad report (index 150) or one bad deleted name: the whole batch is refused.
+    let mut bad: Vec<Value> = (0..300).map(|i| report(i, t + 1_000, 0.9)).collect();
+    bad[150]["utilisation"][0]["value"] = json!(1.5);
+    let r = api.put(&json!({"nodes": bad, "deleted": [node_name(1)]})).await;
+    assert_eq!((r.status.as_u16(), &r.body["field"]), (400, &json!("nodes[150].utilisation[0].value")), "{}", r.body);
+    let r = api.put(&json!({"nodes": [report(3, t + 1_000, 0.9)], "deleted": [node_name(1), "Bad_Name"]})).await;
+    assert_eq!((r.status.as_u16(), &r.body["field"]), (400, &json!("deleted[1]")), "{}", r.body);
+    assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
+    assert_eq!(api.node(&node_name(3)).await.unwrap()["load"]["value"]["samples"], 1);
+    assert!(api.node(&node_name(1)).await.is_some());
+
+    // 100 nodes leave the cluster.
+    let gone: Vec<String> = (0..100).map(node_name).collect();
+    let r = api.put_ok(&json!({"deleted": gone})).await;
+    assert_eq!((&r["forgotten"], &r["nodes"]), (&json!(100), &json!(200)), "{r}");
+    // A change within the deadband (EMA 0.5 → 0.505) stays in memory only.
+    let nudged = api.put_ok(&json!({"nodes": [report(150, t + 2_000, 0.51)]})).await;
+    assert_eq!(nudged["rowsWritten"], 0, "{nudged}");
+    let in_memory = api.node(&node_name(150)).await.unwrap();
+    assert_eq!(in_memory["load"]["value"]["samples"], 2);
+
+    api.worker.restart();
+    // Every node, label and measurement survived; what a restart loses is exactly the change
+    // within the deadband (the persisted record is the one before it).
+    let (passed, reply) = api.filter(&all).await;
+    assert_eq!(passed, all[100..].to_vec());
+    assert_eq!(reply.ops, 1);
+    for gone in &all[..100] {
+        assert!(reply.body["FailedNodes"][gone].as_str().unwrap().contains("no node facts"), "{gone}");
+    }
+    assert!(api.node(&node_name(0)).await.is_none());
+    assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
+    let level = |f: &Value| f["load"]["value"]["level"].as_f64().unwrap();
+    assert!((level(&in_memory) - level(&before)).abs() <= 0.02);
+}
+
+/// Real-shaped v1.Node objects as kube-scheduler sends them in full-object mode: the OpenB
+/// sample (the benches' fixtures) plus what a real node carries besides — `status.images` (50
+/// images, each a digest and a tag), conditions with messages, addresses, nodeInfo, the usual
+/// well-known labels and annotations — about 7.4 KB of JSON each, the size of the 37 MB
+/// for 5,000 nodes.
+#[cfg(feature = "measure")]
+fn real_shaped_nodes(count: usize) -> Vec<Value> {
+    fixtures::nodes(count)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut node)| {
+            let labels = &mut node["metadata"]["labels"];
+            for (k, v) in [
+                ("beta.kubernetes.io/arch", "amd64"),
+                ("beta.kubernetes.io/os", "linux"),
+                ("kubernetes.io/arch", "amd64"),
+                ("kubernetes.io/os", "linux"),
+                ("node.kubernetes.io/instance-type", "ecs.gn7i-c32g1.8xlarge"),
+                ("topology.kubernetes.io/region", "cn-hangzhou"),
+                ("topology.kubernetes.io/zone", "cn-hangzhou-h"),
+                ("node-role.kubernetes.io/worker", ""),
+            ] {
+                labels[k] = json!(v);
+            }
+            node["metadata"]["annotations"] = json!({
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                "csi.volume.kubernetes.io/nodeid": format!("{{\"diskplugin.csi.alibabacloud.com\":\"i-bp1{i:017}\"}}"),
+            });
+            node["metadata"]["uid"] = json!(format!("6c1f{i:08}-3b5e-4d0a-9a7e-1c2b3d4e5f60"));
+            node["metadata"]["resourceVersion"] = json!(format!("{}", 81_234_567 + i));
+            node["spec"]["podCIDR"] = json!(format!("10.{}.{}.0/24", i / 256, i % 256));
+            node["spec"]["providerID"] = json!(format!("alicloud://cn-hangzhou.i-bp1{i:017}"));
+            let status = &mut node["status"];
+            status["addresses"] = json!([{"type": "InternalIP", "address": format!("10.0.{}.{}", i / 250, i % 250)}, {"type": "Hostname", "address": node_name(i)}]);
+            status["conditions"] = json!(["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"].iter().map(|c| json!({
+                "type": c, "status": if *c == "Ready" { "True" } else { "False" },
+                "lastHeartbeatTime": "2026-11-29T10:00:00Z", "lastTransitionTime": "2026-11-01T08:00:00Z",
+                "reason": format!("Kubelet{c}"), "message": format!("kubelet has no {c} (condition reported by the node's kubelet)")})).collect::<Vec<_>>());
+            status["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": 10250}});
+            status["nodeInfo"] = json!({"machineID": format!("{i:032x}"), "systemUUID": format!("{i:032X}"), "bootID": format!("{:032x}", i * 7),
+                "kernelVersion": "5.10.134-16.al8.x86_64", "osImage": "Alibaba Cloud Linux 3", "containerRuntimeVersion": "containerd://1.6.28",
+                "kubeletVersion": "v1.31.1-aliyun.1", "kubeProxyVersion": "v1.31.1-aliyun.1", "operatingSystem": "linux", "architecture": "amd64"});
+            status["images"] = json!((0..50).map(|k| json!({
+                "names": [format!("registry.cn-hangzhou.aliyuncs.com/team-{}/service-{k}@sha256:{:064x}", k % 7, (i * 131 + k) as u128 * 0x9e37_79b9_7f4a_7c15),
+                          format!("registry.cn-hangzhou.aliyuncs.com/team-{}/service-{k}:v1.{k}.{}", k % 7, i % 10)],
+                "sizeBytes": 104_857_600 + k * 1_048_576})).collect::<Vec<_>>());
+            node
+        })
+        .collect()
+}
+
+/// docs/benchmarks.md "Worker memory": wasm linear memory (the isolate's high-water mark, read
+/// from `x-aco-wasm-memory-bytes`) around full-object filter and prioritize of N real-shaped
+/// nodes, in increasing N on one isolate.
+#[cfg(feature = "measure")]
+#[tokio::test]
+async fn measure_worker_memory_of_full_object_requests() {
+    let api = Api::start(StartOptions::default());
+    api.put_ok(&json!({"nodes": [{"name": "probe-node"}]})).await;
+    let memory = || async { api.send(api.http.get(api.worker.url("/v1/nodes/probe-node")).bearer_auth(TOKEN)).await.wasm_memory.expect("wasm memory header") };
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    eprintln!("| nodes | body MB | verb | wasm memory before MiB | after MiB |");
+    for n in [1_000usize, 2_500, 5_000] {
+        let body = json!({"Pod": fixtures::gpu_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
+        for verb in ["/v1/filter", "/v1/prioritize"] {
+            let before = memory().await;
+            let r = api.verb(verb, body.clone()).await;
+            assert_eq!(r.status, 200, "{verb} {n}: {}", r.body);
+            let after = memory().await;
+            eprintln!("| {n} | {:.1} | {verb} | {:.1} | {:.1} |", body.len() as f64 / 1e6, mib(before), mib(after));
+        }
+    }
+}
+
+/// docs/cost.md "Node facts": SQLite rows written per report, for N nodes reported every 15 s
+/// (observation times advanced 15 s per report, as aco-reporter does) with realistic noise:
+/// each node's utilisation is its own level plus ±5 percentage points of noise per sample, and 2%
+/// of the nodes change `requested` per report (pods starting and finishing).
+#[cfg(feature = "measure")]
+#[tokio::test]
+async fn measure_rows_written_per_report() {
+    use rand::{Rng, SeedableRng};
+    const REPORTS: u64 = 20;
+    for n in [100usize, 1_000, 5_000] {
+        let api = Api::start(StartOptions::default());
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(n as u64);
+        let start = now_ms() - REPORTS * 15_000;
+        let mut cpu: Vec<u32> = (0..n).map(|i| 1000 + (i as u32 % 17) * 500).collect();
+        let mut rows = Vec::new();
+        for k in 0..=REPORTS {
+            let at = start + k * 15_000;
+            let nodes: Vec<Value> = (0..n)
+                .map(|i| {
+                    if k > 0 && rng.random_bool(0.02) {
+                        cpu[i] = (cpu[i] as i64 + rng.random_range(-2i64..=2) * 500).clamp(0, 60_000) as u32;
+                    }
+                    let level = 0.2 + (i % 60) as f64 / 100.0;
+                    let mut r = report(i, at, (level + rng.random_range(-0.05..0.05)).clamp(0.0, 1.0));
+                    r["requested"]["cpu"] = json!(format!("{}m", cpu[i]));
+                    r
+                })
+                .collect();
+            let reply = api.put_ok(&json!({ "nodes": nodes })).await;
+            rows.push(reply["rowsWritten"].as_u64().unwrap());
+        }
+        let steady = &rows[1..];
+        let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
+        eprintln!("{n} nodes: first report {} rows, then per report {steady:?}, mean {mean:.1}", rows[0]);
+    }
+}
