@@ -4,8 +4,8 @@
 //! Cloudflare refuses the 1,001st operation of an invocation ("Too many API requests by single
 //! Worker invocation"); Miniflare does not. So the Worker enforces the same budget itself: an
 //! operation beyond it fails with 503 and logs [`BUDGET_EXCEEDED`], which the test harness
-//! treats as a failed test (tests/support/mod.rs). A KV bulk read of up to 100 keys counts once,
-//! as on the platform. Work done after the response (`waitUntil`) belongs to the same invocation
+//! treats as a failed test (tests/support/mod.rs). A KV bulk read of up to 100 keys would count once,
+//! as on the platform (none is made today). Work done after the response (`waitUntil`) belongs to the same invocation
 //! and spends from the same budget: hand it a clone.
 //!
 //! The counts also feed the cost model: each kind is exported as
@@ -14,10 +14,9 @@
 //! `docs/cost.md` prices operations that a benchmark counted rather than guessed.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use serde::de::DeserializeOwned;
 use worker::kv::KvStore;
 use worker::{Env, Request, Response};
 
@@ -25,8 +24,6 @@ use crate::http::ApiError;
 
 /// Binding operations one invocation may make (Workers platform limit).
 pub const LIMIT: u32 = 1_000;
-/// KV's bulk read takes at most 100 keys, and counts as one operation.
-pub const KV_BULK_LIMIT: usize = 100;
 /// Logged when an operation is refused; the test harness fails any test whose Worker logs it.
 pub const BUDGET_EXCEEDED: &str = "binding operation budget exceeded";
 /// Header of a Durable Object reply: SQLite rows that request wrote.
@@ -39,7 +36,6 @@ pub const OPS_HEADER: &str = "x-aco-binding-ops";
 pub enum OpKind {
     KvRead,
     KvWrite,
-    KvDelete,
     DoRequest,
 }
 
@@ -48,7 +44,6 @@ impl OpKind {
         match self {
             OpKind::KvRead => "kv_read",
             OpKind::KvWrite => "kv_write",
-            OpKind::KvDelete => "kv_delete",
             OpKind::DoRequest => "do_request",
         }
     }
@@ -130,17 +125,6 @@ impl Bindings {
         self.env.kv(binding).map_err(|e| kv_unavailable("KV binding", e))
     }
 
-    /// Values of up to [`KV_BULK_LIMIT`] keys in one operation (absent keys map to `None`).
-    pub async fn kv_get_bulk<T: DeserializeOwned>(&self, binding: &str, keys: &[String]) -> Result<HashMap<String, Option<T>>, ApiError> {
-        if keys.is_empty() {
-            return Ok(HashMap::new());
-        }
-        debug_assert!(keys.len() <= KV_BULK_LIMIT);
-        let kv = self.kv(binding)?;
-        self.ops.spend(OpKind::KvRead, 1)?;
-        kv.get_bulk(keys).json::<T>().await.map_err(|e| kv_unavailable("KV", e))
-    }
-
     pub async fn kv_get_text(&self, binding: &str, key: &str) -> Result<Option<String>, ApiError> {
         let kv = self.kv(binding)?;
         self.ops.spend(OpKind::KvRead, 1)?;
@@ -156,12 +140,6 @@ impl Bindings {
             put = put.expiration_ttl(ttl.max(60));
         }
         put.execute().await.map_err(|e| kv_unavailable("KV", e))
-    }
-
-    pub async fn kv_delete(&self, binding: &str, key: &str) -> Result<(), ApiError> {
-        let kv = self.kv(binding)?;
-        self.ops.spend(OpKind::KvDelete, 1)?;
-        kv.delete(key).await.map_err(|e| kv_unavailable("KV", e))
     }
 
     /// Sends `req` to the Durable Object named `name` of namespace `binding`. The reply's

@@ -31,8 +31,6 @@ use crate::http::ApiError;
 /// The KV namespace that used to hold node facts; now only the optional pod index of
 /// `BIND_INDEX` (`pod_index.rs`) lives there.
 pub const BINDING: &str = "NODE_FACTS";
-/// The cluster of the unprefixed `/v1/...` routes.
-pub const DEFAULT_CLUSTER: &str = "default";
 
 /// One cluster's facts as this isolate last fetched them.
 struct Snapshot {

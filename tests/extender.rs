@@ -1177,3 +1177,34 @@ async fn with_colony_snapshot_ms_zero_every_decision_asks_the_colony() {
     }
     assert_eq!(api.pheromones("sync").await["counters"]["decisions"], 3);
 }
+
+#[tokio::test]
+async fn two_clusters_share_one_deployment_without_their_node_names_or_tenants_colliding() {
+    let api = Api::start(StartOptions::default());
+    let facts = |gpu: &str| json!({"nodes": [{"name": "node-1", "labels": {"aco/gpu-type": gpu}, "allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "1"}}]});
+    for (prefix, gpu) in [("/c/east", "A10"), ("/c/west", "T4")] {
+        let (status, body) = api.admin(reqwest::Method::PUT, &format!("{prefix}/v1/nodes"), Some(facts(gpu))).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let a10 = pod("infer", "ml", json!({}), json!({"scheduling.aco/gpu-models": "A10"}), json!({"nvidia.com/gpu": "1"}));
+    let args = json!({"Pod": a10, "NodeNames": ["node-1"]}).to_string();
+    // The same node name is an A10 in east and a T4 in west; the default cluster has no such node.
+    assert_eq!(api.post("/c/east/v1/filter", args.clone()).await["NodeNames"], json!(["node-1"]));
+    assert!(api.post("/c/west/v1/filter", args.clone()).await["FailedAndUnresolvableNodes"]["node-1"].as_str().unwrap().contains("T4"));
+    assert!(api.post("/v1/filter", args.clone()).await["FailedNodes"]["node-1"].as_str().unwrap().contains("no node facts"));
+    // Tenant "ml" of east is not tenant "ml" of west.
+    assert_eq!(api.post("/c/east/v1/prioritize", args).await.as_array().map(Vec::len), Some(1));
+    let s = api.admin(reqwest::Method::POST, "/c/east/v1/placements", Some(json!({"placements": [{"podUid": "uid-ml-infer", "namespace": "ml", "node": "node-1"}]}))).await.1;
+    assert_eq!(s["deposited"], 1, "{s}");
+    let s = api.admin(reqwest::Method::POST, "/c/west/v1/placements", Some(json!({"placements": [{"podUid": "uid-ml-infer", "namespace": "ml", "node": "node-1"}]}))).await.1;
+    assert_eq!(s["unknownPod"], 1, "west never scored the pod: {s}");
+    assert_eq!(api.admin(reqwest::Method::GET, "/c/east/v1/tenants/ml/pheromones", None).await.1["epoch"], 1);
+    assert_eq!(api.admin(reqwest::Method::GET, "/c/west/v1/tenants/ml/pheromones", None).await.1["epoch"], 0);
+    // Series of a named cluster carry its label.
+    let text = api.metrics_containing("aco_colony_deposits_total{cluster=\"east\",tenant=\"ml\"} 1").await;
+    assert!(text.contains("aco_requests_total{cluster=\"west\",verb=\"filter\",code=\"200\"} 1"), "{text}");
+    // A cluster id that is not a DNS label is refused, naming the field.
+    let (status, body) = api.post_raw("/c/Not_A_Label/v1/filter", "{}".into()).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("\"field\":\"cluster\""), "{body}");
+}

@@ -21,7 +21,7 @@ use crate::http::{json_response, read_body, ApiError};
 
 /// Node facts of every candidate (isolate cache, then KV).
 async fn candidate_facts(call: &Call, args: &Args<'_>) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    facts_store::load(&call.bindings, facts_store::DEFAULT_CLUSTER, args.node_names(), call.now_ms, call.config.facts_cache_ms).await
+    facts_store::load(&call.bindings, &call.cluster, args.node_names(), call.now_ms, call.config.facts_cache_ms).await
 }
 
 pub async fn filter(call: &mut Call) -> Handled {
