@@ -154,7 +154,11 @@ impl Default for Config {
             decision_ttl_ms: 3_600_000,
             decision_keep_top: 64,
             confirmed_ttl_ms: 21_600_000,
-            max_body_bytes: 32 << 20,
+            // 16 MiB, about 2,200 real-shaped nodes in full-object mode. The Worker's wasm memory
+            // peaks at 3–5× the body (docs/benchmarks.md "Worker memory": 64.6 MiB at 16.6 MB,
+            // 185.6 MiB at the 37 MB of 5,000 nodes, beyond the isolate's 128 MB), so larger
+            // clusters use names mode (nodeCacheCapable) rather than a larger limit.
+            max_body_bytes: 16 << 20,
             telemetry_flush_ms: 5_000,
             colony_snapshot_ms: 30_000,
             bind_index: false,

@@ -64,9 +64,10 @@ pub struct Args {
     /// Placement/outcome reports per request.
     #[arg(long, env = "ACO_BATCH_SIZE", default_value_t = 500)]
     pub batch_size: usize,
-    /// Node reports per request. Each report is one KV write in today's Worker (plus a bulk
-    /// read per 100): 400 keeps one invocation well under Workers' 1,000 binding operations.
-    #[arg(long, env = "ACO_NODE_BATCH_SIZE", default_value_t = 400)]
+    /// Node reports per request. A batch is one request to the Worker's Facts Durable Object
+    /// whatever its size, and the Worker accepts up to 10,000 reports per request, so a cluster
+    /// of up to 10,000 nodes is pushed in one request (about 6 MB, under MAX_BODY_BYTES).
+    #[arg(long, env = "ACO_NODE_BATCH_SIZE", default_value_t = 10_000)]
     pub node_batch_size: usize,
     /// Timeout of one request to the Worker.
     #[arg(long, env = "ACO_REQUEST_TIMEOUT", value_parser = duration, default_value = "10s")]
