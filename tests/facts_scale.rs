@@ -318,7 +318,7 @@ async fn measure_rows_written_per_report() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(n as u64);
         let start = now_ms() - REPORTS * 15_000;
         let mut cpu: Vec<u32> = (0..n).map(|i| 1000 + (i as u32 % 17) * 500).collect();
-        let mut rows = Vec::new();
+        let (mut rows, mut put_ms) = (Vec::new(), Vec::new());
         for k in 0..=REPORTS {
             let at = start + k * 15_000;
             let nodes: Vec<Value> = (0..n)
@@ -332,11 +332,21 @@ async fn measure_rows_written_per_report() {
                     r
                 })
                 .collect();
+            let started = std::time::Instant::now();
             let reply = api.put_ok(&json!({ "nodes": nodes })).await;
+            put_ms.push(started.elapsed().as_secs_f64() * 1e3);
             rows.push(reply["rowsWritten"].as_u64().unwrap());
         }
+        // The hot path's snapshot fetch right after a report (every shard changed): an upper bound
+        // of the Facts object's time per fetch.
+        let names: Vec<String> = (0..n).map(node_name).collect();
+        let started = std::time::Instant::now();
+        let (_, filtered) = api.filter(&names).await;
+        let filter_ms = started.elapsed().as_secs_f64() * 1e3;
+        assert_eq!(filtered.ops, 1);
         let steady = &rows[1..];
         let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
-        eprintln!("{n} nodes: first report {} rows, then per report {steady:?}, mean {mean:.1}", rows[0]);
+        let put_mean = put_ms[1..].iter().sum::<f64>() / (put_ms.len() - 1) as f64;
+        eprintln!("{n} nodes: first report {} rows, then per report {steady:?}, mean {mean:.1}; PUT {put_mean:.0} ms (client wall clock, mean); names-mode filter with a full snapshot fetch {filter_ms:.0} ms", rows[0]);
     }
 }
