@@ -12,8 +12,8 @@
 //!
 //! Why a deadband: the reporter re-sends every node every push interval, and most of what changes
 //! between two pushes is a newer timestamp or a slightly different utilisation average. Such a
-//! change is kept in memory (the table is authoritative) and reaches the row only with the next
-//! material change of the shard. The persisted copy of a node therefore never lags its memory
+//! change is kept in memory (the table is authoritative; readers fetching deltas see it at once)
+//! and reaches the row only with the next material change of the shard. The persisted copy of a node therefore never lags its memory
 //! copy by more than [`stamp_lag_ms`] in any observation time, nor by more than
 //! [`LOAD_DEADBAND`] in its utilisation EMA (level or volatility): that is what a restart of the
 //! store can lose. `updatedAtMs`, which no decision reads, is persisted only along with other
@@ -298,10 +298,19 @@ impl FactsTable {
     }
 
     /// Applies a plan whose rows were stored: memory takes the new records, rewritten shards
-    /// become their persisted copies and get a new sequence number.
+    /// become their persisted copies. Every shard whose memory changed — materially or not —
+    /// gets a new sequence number, so readers always see memory (persistence is what the
+    /// deadband saves, not freshness).
     pub fn commit(&mut self, plan: Plan) {
-        let rewritten = !plan.rewrite.is_empty();
-        if rewritten {
+        // What a decision reads changed (a newer `updatedAtMs` alone is not news to readers).
+        let news = |name: &str, record: &NodeFacts| match self.shards[shard_of(name)].get(name) {
+            Some(old) => NodeFacts { updated_at_ms: record.updated_at_ms, ..old.clone() } != *record,
+            None => true,
+        };
+        let mut touched: BTreeSet<usize> = plan.records.iter().filter(|(name, r)| news(name, r)).map(|(name, _)| shard_of(name)).collect();
+        touched.extend(plan.deleted.iter().map(|n| shard_of(n)));
+        touched.extend(plan.rewrite.iter().copied());
+        if !touched.is_empty() {
             self.seq += 1;
         }
         for (name, record) in plan.records {
@@ -312,12 +321,14 @@ impl FactsTable {
         }
         for s in plan.rewrite {
             self.persisted[s] = self.shards[s].clone();
+        }
+        for s in touched {
             self.shard_seq[s] = self.seq;
         }
     }
 
-    /// Shards rewritten after `since` (all shards when `since` is `None`), with their nodes.
-    /// Readers see a shard's in-memory state when it was last rewritten or later.
+    /// Shards changed in memory after `since` (all shards when `since` is `None`), with their
+    /// nodes.
     pub fn changed_since(&self, since: Option<u64>) -> Vec<(usize, Vec<&NodeFacts>)> {
         (0..SHARDS)
             .filter(|&s| since.is_none_or(|seq| self.shard_seq[s] > seq))
@@ -382,11 +393,14 @@ mod tests {
         small.labels = None;
         assert_eq!(apply(&mut t, &batch(vec![small], &[]), 4_000), 0);
         assert!(t.get("n7").unwrap().load.as_ref().unwrap().value.samples == 2);
+        // ...but readers see it: the shard is news to them.
+        assert_eq!(t.changed_since(Some(1)).iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![shard_of("n7")]);
+        let seen = t.seq();
         // A new label is material: exactly the node's shard, and readers see only it.
         let mut relabelled = report("n7", 2_000, 0.51);
         relabelled.labels.as_mut().unwrap().insert("aco/gpu-type".into(), "T4".into());
         assert_eq!(apply(&mut t, &batch(vec![relabelled], &[]), 5_000), 1);
-        let changed = t.changed_since(Some(1));
+        let changed = t.changed_since(Some(seen));
         assert_eq!(changed.len(), 1);
         assert_eq!(changed[0].0, shard_of("n7"));
         assert_eq!(t.changed_since(None).len(), SHARDS);
