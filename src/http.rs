@@ -55,8 +55,21 @@ impl From<BadRequest> for ApiError {
 /// Serialises `value` as a JSON response. Serialising our own types cannot fail; if it ever
 /// did, the client still gets JSON.
 pub fn json_response<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
-    let body = serde_json::to_string(value).unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
-    text_response(status, body, "application/json")
+    json_response_sized(status, value, 0)
+}
+
+/// [`json_response`] for a reply of about `size_hint` bytes (a filter reply echoing tens of MB
+/// of nodes): the buffer is allocated once, instead of doubling, whose last step holds the old
+/// and the new buffer at once — wasm memory never shrinks, so that peak is what the isolate keeps.
+pub fn json_response_sized<T: Serialize + ?Sized>(status: u16, value: &T, size_hint: usize) -> Response {
+    let mut buf = Vec::with_capacity(size_hint);
+    let body = match serde_json::to_writer(&mut buf, value) {
+        Ok(()) => buf,
+        Err(e) => format!(r#"{{"error":"serialisation failed: {e}"}}"#).into_bytes(),
+    };
+    let headers = worker::Headers::new();
+    let _ = headers.set("content-type", "application/json");
+    worker::ResponseBuilder::new().with_status(status).with_headers(headers).fixed(body)
 }
 
 pub fn text_response(status: u16, body: String, content_type: &str) -> Response {
@@ -72,7 +85,10 @@ pub fn text_response(status: u16, body: String, content_type: &str) -> Response 
 pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiError> {
     use futures::StreamExt;
     let unreadable = |e: worker::Error| ApiError::new(400, format!("cannot read request body: {e}"));
-    let mut body = Vec::new();
+    // Sized once from Content-Length (never above the limit): growing by doubling would briefly
+    // hold twice the body, and wasm memory keeps its high-water mark.
+    let declared = req.headers().get("content-length").ok().flatten().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+    let mut body = Vec::with_capacity(declared.min(limit));
     let mut total = 0usize;
     let mut stream = req.stream().map_err(unreadable)?;
     while let Some(chunk) = stream.next().await {

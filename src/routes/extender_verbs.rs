@@ -17,7 +17,7 @@ use crate::decision_queue;
 use crate::telemetry;
 use crate::facts_store;
 use crate::pod_index;
-use crate::http::{json_response, read_body, ApiError};
+use crate::http::{json_response, json_response_sized, read_body, ApiError};
 
 /// Node facts of every candidate (isolate cache, then KV).
 async fn candidate_facts(call: &Call, args: &Args<'_>) -> Result<HashMap<String, NodeFacts>, ApiError> {
@@ -35,7 +35,8 @@ pub async fn filter(call: &mut Call) -> Handled {
         ev.count("aco_filter_nodes_rejected_total", format!("reason=\"{}\"", code.as_str()), *n as f64);
     }
     ev.count("aco_stale_node_facts_total", "verb=\"filter\"".into(), outcome.stale as f64);
-    Ok(json_response(200, &outcome.result))
+    // The reply echoes the passing nodes' bytes: at most about the request's size.
+    Ok(json_response_sized(200, &outcome.result, body.len() + 4096))
 }
 
 pub async fn prioritize(call: &mut Call) -> Handled {
