@@ -5,7 +5,7 @@
 //! sequential, as kube-scheduler sends them (one pod at a time); every prioritize is a new pod.
 //!
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
-//! the sample count). Prints a Markdown table.
+//! the sample count, BENCH_VARS='{"K":"v"}' to override [vars]). Prints a Markdown table.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -28,7 +28,14 @@ fn ms(d: Duration) -> String {
 async fn main() {
     // `cargo bench` passes --bench; any other argument is a filter we do not support.
     let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
-    let worker = WorkerProcess::start(StartOptions::default());
+    // BENCH_VARS='{"COLONY_SNAPSHOT_MS":"0"}': the same run with other [vars] (e.g. the
+    // synchronous prioritize path, for comparison).
+    let mut options = StartOptions::default();
+    if let Ok(vars) = std::env::var("BENCH_VARS") {
+        let vars: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&vars).expect("BENCH_VARS is a JSON object");
+        options.vars.extend(vars);
+    }
+    let worker = WorkerProcess::start(options);
     let client = reqwest::Client::new();
     println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) |");
     println!("|---|---:|---|---:|---:|---:|---:|");
