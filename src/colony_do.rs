@@ -918,6 +918,7 @@ impl Colony {
         let mut out = ShadowResponse::default();
         let mut outcome_nodes: BTreeSet<String> = BTreeSet::new();
         let applied = self.with_colony(|c| -> std::result::Result<_, String> {
+            let counters_before = c.counters.clone();
             for item in &req.items {
                 let Some((_, record)) = records.get_mut(&item.key) else {
                     return Err(format!("no shadow record loaded for pod {:?}", item.key));
@@ -951,7 +952,8 @@ impl Colony {
             }
             let stats: Vec<(String, OutcomeStats)> =
                 outcome_nodes.iter().map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default())).collect();
-            let counters = serde_json::to_string(&c.counters).map_err(|e| e.to_string())?;
+            // Only outcomes and duplicates move the counters: a batch of new pods writes none.
+            let counters = (c.counters != counters_before).then(|| serde_json::to_string(&c.counters)).transpose().map_err(|e| e.to_string())?;
             Ok((stats, counters))
         })?;
         let (stats, counters) = applied.map_err(|e| {
@@ -985,8 +987,10 @@ impl Colony {
             }
         }
         writes.meta("shadow", serde_json::to_string(&summary)?);
-        writes.meta("counters", counters);
-        self.counters_dirty.set(false);
+        if let Some(counters) = counters {
+            writes.meta("counters", counters);
+            self.counters_dirty.set(false);
+        }
         self.commit(writes)?;
         self.tenant_stored.set(true);
         self.version.set(Some(version));
