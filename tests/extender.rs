@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use support::api::{full_args, pod, Api, TOKEN};
 use support::prometheus::{Prometheus, ScrapeJob};
-use support::{repo_root, StartOptions, WorkerProcess};
+use support::{repo_root, StartOptions};
 
 /// The OpenB GPU nodes as v1.Node JSON values, `count` of each GPU model, with the labels our
 /// filter and heuristic read added to each.
