@@ -13,7 +13,8 @@
 //! Internal API (JSON over the stub's fetch), used only by the Worker:
 //! `POST /prioritize` (score and remember, the synchronous path), `POST /decisions` (remember a
 //! decision an isolate scored from its copy), `POST /placements`, `GET|DELETE /pheromones`,
-//! `GET /metrics`. Replies to the first two carry the colony ([`ColonySnapshot`]) when the
+//! `GET /metrics`, and shadow mode's `POST /shadow`, `GET /shadow`, `GET /shadow/snapshot` (see
+//! the shadow section at the end). Replies to the first two carry the colony ([`ColonySnapshot`]) when the
 //! caller's copy is not the current `version`; see `colony_cache.rs`.
 //!
 //! Rows written per decision: one (the decision). The tenant name is written once, and the
@@ -27,6 +28,7 @@ use aco_core::colony::{Confirmed, Decision, Outcome, PheromoneTable, PodRecord, 
 use aco_core::config::Config;
 use aco_core::demand::WorkloadClass;
 use aco_core::heuristic::{NodeFeatures, OutcomeStats};
+use aco_core::shadow::{ShadowEffect, ShadowRecord, ShadowScore, ShadowSummary};
 use aco_core::wire::HostPriority;
 use rand::{rngs::SmallRng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -282,10 +284,12 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS confirmed(key TEXT PRIMARY KEY, node TEXT NOT NULL, confirmed_ms INTEGER NOT NULL, outcome_recorded INTEGER NOT NULL, deposit_quality REAL NOT NULL, deposit_epoch INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS confirmed_by_age ON confirmed(confirmed_ms);
     CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS shadow(key TEXT PRIMARY KEY, node TEXT NOT NULL, seen_ms INTEGER NOT NULL, outcome_recorded INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS shadow_by_age ON shadow(seen_ms);
 ";
 
 /// Empties every table (reset).
-const RESET: [&str; 5] = ["DELETE FROM trails", "DELETE FROM outcomes", "DELETE FROM decisions", "DELETE FROM confirmed", "DELETE FROM meta"];
+const RESET: [&str; 6] = ["DELETE FROM trails", "DELETE FROM outcomes", "DELETE FROM decisions", "DELETE FROM confirmed", "DELETE FROM meta", "DELETE FROM shadow"];
 
 /// The alarm never re-arms sooner than this.
 const MIN_ALARM_DELAY_MS: u64 = 1_000;
@@ -682,7 +686,9 @@ impl Colony {
             counters: c.counters.clone(),
             epoch: c.pheromones.epoch,
             pheromones: c.pheromones.snapshot(&config),
+            shadow: Default::default(),
         })?;
+        let body = ColonyMetrics { shadow: self.shadow_summary()?, ..body };
         Ok(json_response(200, &body))
     }
 
@@ -732,6 +738,9 @@ impl Colony {
             (Method::Get, "/pheromones") => self.table(),
             (Method::Delete, "/pheromones") => self.reset(),
             (Method::Get, "/metrics") => self.metrics(),
+            (Method::Post, "/shadow") => self.shadow(req.json().await?).await,
+            (Method::Get, "/shadow") => Ok(json_response(200, &self.shadow_summary()?)),
+            (Method::Get, "/shadow/snapshot") => Ok(json_response(200, &self.snapshot()?)),
             _ => Ok(text_response(404, "unknown colony route".into(), "text/plain")),
         }
     }
@@ -794,6 +803,7 @@ impl DurableObject for Colony {
         let mut writes = Writes::default();
         writes.push("DELETE FROM decisions WHERE created_ms < ?", vec![int(now.saturating_sub(config.decision_ttl_ms))]);
         writes.push("DELETE FROM confirmed WHERE confirmed_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
+        writes.push("DELETE FROM shadow WHERE seen_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
         // Decisions' counter increments since the last placement commit.
         if self.counters_dirty.replace(false) {
             if let Some(colony) = self.colony.borrow().as_ref() {
@@ -805,6 +815,7 @@ impl DurableObject for Colony {
         let next = [
             (self.oldest("SELECT MIN(created_ms) AS value FROM decisions")?, config.decision_ttl_ms),
             (self.oldest("SELECT MIN(confirmed_ms) AS value FROM confirmed")?, config.confirmed_ttl_ms),
+            (self.oldest("SELECT MIN(seen_ms) AS value FROM shadow")?, config.confirmed_ttl_ms),
         ]
         .into_iter()
         .filter_map(|(oldest, ttl)| oldest.map(|t| t.saturating_add(ttl)))
@@ -816,5 +827,177 @@ impl DurableObject for Colony {
             self.alarm_at.set(Some(now + offset as u64));
         }
         Response::ok("pruned")
+    }
+}
+
+// ---- Shadow mode (routes/shadow.rs, aco_core::shadow) ------------------------------------------
+//
+// Per tenant: the summary in `meta` (name `shadow`), one row per pod seen in `shadow` (kept
+// CONFIRMED_TTL_MS, pruned by the alarm). A batch costs one row per new pod, one per pod whose
+// outcome is recorded, the summary, and for outcomes their nodes' `outcomes` rows and the version;
+// all in one transaction. τ is never written: shadow pods deposit nothing.
+
+/// One scored report, from the Worker (`POST /shadow`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowItem {
+    pub key: String,
+    pub node: String,
+    pub outcome: Option<Outcome>,
+    pub score: ShadowScore,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowRequest {
+    pub tenant: String,
+    pub items: Vec<ShadowItem>,
+    pub now_ms: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowResponse {
+    pub scored: u64,
+    pub outcomes: u64,
+    pub duplicates: u64,
+    pub unknown_pod: u64,
+    pub not_feasible: u64,
+    pub version: u64,
+}
+
+#[derive(Deserialize)]
+struct ShadowRow {
+    node: String,
+    seen_ms: f64,
+    outcome_recorded: f64,
+}
+
+impl Colony {
+    /// The tenant's shadow summary (zero before the first shadow report).
+    fn shadow_summary(&self) -> Result<ShadowSummary> {
+        match self.meta("shadow")? {
+            Some(text) => serde_json::from_str(&text).map_err(|_| corrupt("meta.shadow", &text)),
+            None => Ok(ShadowSummary::default()),
+        }
+    }
+
+    fn shadow_record(&self, key: &str, now_ms: u64, config: &Config) -> Result<Option<ShadowRecord>> {
+        let rows: Vec<ShadowRow> = self
+            .sql
+            .exec(
+                "SELECT node, seen_ms, outcome_recorded FROM shadow WHERE key = ? AND seen_ms >= ?",
+                Some(vec![key.into(), int(now_ms.saturating_sub(config.confirmed_ttl_ms))]),
+            )?
+            .to_array()?;
+        rows.into_iter()
+            .next()
+            .map(|r| {
+                let seen_ms = stored_u64(r.seen_ms).ok_or_else(|| corrupt(&format!("shadow[{key}].seen_ms"), &r.seen_ms.to_string()))?;
+                Ok(ShadowRecord { node: r.node, seen_ms, outcome_recorded: r.outcome_recorded != 0.0 })
+            })
+            .transpose()
+    }
+
+    /// Applies a batch of scored shadow reports (`aco_core::shadow::report`) in one transaction.
+    async fn shadow(&self, req: ShadowRequest) -> Result<Response> {
+        let config = self.config()?;
+        // The Worker validated the outcomes; checked again so that no item can fail halfway.
+        for item in &req.items {
+            item.outcome.map(Outcome::quality).transpose().map_err(worker::Error::RustError)?;
+        }
+        let mut summary = self.shadow_summary()?;
+        // key → (record as loaded, record as updated)
+        let mut records: BTreeMap<String, (Option<ShadowRecord>, Option<ShadowRecord>)> = BTreeMap::new();
+        for item in &req.items {
+            if !records.contains_key(&item.key) {
+                let r = self.shadow_record(&item.key, req.now_ms, &config)?;
+                records.insert(item.key.clone(), (r.clone(), r));
+            }
+        }
+        let mut out = ShadowResponse::default();
+        let mut outcome_nodes: BTreeSet<String> = BTreeSet::new();
+        let applied = self.with_colony(|c| -> std::result::Result<_, String> {
+            let counters_before = c.counters.clone();
+            for item in &req.items {
+                let Some((_, record)) = records.get_mut(&item.key) else {
+                    return Err(format!("no shadow record loaded for pod {:?}", item.key));
+                };
+                let effect = aco_core::shadow::report(c, &mut summary, record, &item.node, &item.score, item.outcome, req.now_ms)?;
+                let outcome = match effect {
+                    ShadowEffect::Scored { outcome } => {
+                        out.scored += 1;
+                        outcome
+                    }
+                    ShadowEffect::NotFeasible { outcome } => {
+                        out.not_feasible += 1;
+                        outcome
+                    }
+                    ShadowEffect::Outcome => {
+                        out.outcomes += 1;
+                        true
+                    }
+                    ShadowEffect::UnknownPod => {
+                        out.unknown_pod += 1;
+                        false
+                    }
+                    ShadowEffect::Duplicate => {
+                        out.duplicates += 1;
+                        false
+                    }
+                };
+                if outcome {
+                    outcome_nodes.insert(item.node.clone());
+                }
+            }
+            let stats: Vec<(String, OutcomeStats)> =
+                outcome_nodes.iter().map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default())).collect();
+            // Only outcomes and duplicates move the counters: a batch of new pods writes none.
+            let counters = (c.counters != counters_before).then(|| serde_json::to_string(&c.counters)).transpose().map_err(|e| e.to_string())?;
+            Ok((stats, counters))
+        })?;
+        let (stats, counters) = applied.map_err(|e| {
+            *self.colony.borrow_mut() = None;
+            worker::Error::RustError(e)
+        })?;
+
+        let mut writes = Writes::default();
+        if !self.tenant_stored.get() && self.meta("tenant")?.as_deref() != Some(req.tenant.as_str()) {
+            writes.meta("tenant", req.tenant.clone());
+        }
+        // Reliability moved: isolates scoring from a copy learn of it through the version.
+        let version = self.version()? + (!stats.is_empty()) as u64;
+        if !stats.is_empty() {
+            writes.meta("version", version.to_string());
+        }
+        for (node, s) in stats {
+            writes.push(
+                "INSERT OR REPLACE INTO outcomes(node, successes, failures) VALUES(?, ?, ?)",
+                vec![node.into(), s.successes.into(), s.failures.into()],
+            );
+        }
+        let mut remembered = false;
+        for (key, (before, after)) in records {
+            if let Some(r) = after.filter(|a| before.as_ref() != Some(a)) {
+                remembered = true;
+                writes.push(
+                    "INSERT OR REPLACE INTO shadow(key, node, seen_ms, outcome_recorded) VALUES(?, ?, ?, ?)",
+                    vec![key.into(), r.node.into(), int(r.seen_ms), int(r.outcome_recorded as u64)],
+                );
+            }
+        }
+        writes.meta("shadow", serde_json::to_string(&summary)?);
+        if let Some(counters) = counters {
+            writes.meta("counters", counters);
+            self.counters_dirty.set(false);
+        }
+        self.commit(writes)?;
+        self.tenant_stored.set(true);
+        self.version.set(Some(version));
+        out.version = version;
+        if remembered {
+            self.ensure_alarm(&config).await?;
+        }
+        Ok(json_response(200, &out))
     }
 }

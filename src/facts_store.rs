@@ -75,6 +75,16 @@ pub async fn load<'a>(
     }))
 }
 
+/// Facts of every node of `cluster` (shadow mode scores a pod against the whole cluster, not a
+/// candidate list): the same copy and the same single refresh request as [`load`].
+pub async fn load_all(bindings: &Bindings, cluster: &str, now_ms: u64, cache_ms: u64) -> Result<HashMap<String, NodeFacts>, ApiError> {
+    let fresh = with_snapshot(cluster, |s| s.fetched_at_ms.is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms));
+    if !fresh {
+        refresh(bindings, cluster, now_ms).await?;
+    }
+    Ok(with_snapshot(cluster, |s| s.shards.iter().flat_map(|shard| shard.iter().map(|(n, f)| (n.clone(), f.clone()))).collect()))
+}
+
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
 async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), ApiError> {
     let (version, generation) = with_snapshot(cluster, |s| (s.version, s.generation));

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use aco_core::colony::ColonyCounters;
+use aco_core::shadow::ShadowSummary;
 use serde::{Deserialize, Serialize};
 
 use crate::telemetry::{Event, BUCKETS};
@@ -156,6 +157,9 @@ pub struct ColonyMetrics {
     pub epoch: u64,
     /// (node, τ with evaporation applied).
     pub pheromones: Vec<(String, f64)>,
+    /// Shadow mode's summary (zero when the tenant has none).
+    #[serde(default)]
+    pub shadow: ShadowSummary,
 }
 
 /// The per-tenant counter families: (name, help, value).
@@ -203,7 +207,46 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
             }
         }
     }
+    render_shadow(&mut out, &sorted);
     out
+}
+
+/// Shadow mode's families (only colonies that have seen a shadow report; none at all without).
+/// The two cost sums are counters of $/h added per pod: `rate()` of their difference is the
+/// saving per hour of pods reported.
+fn render_shadow(out: &mut String, colonies: &[&ColonyMetrics]) {
+    let shadowed: Vec<&&ColonyMetrics> = colonies.iter().filter(|c| c.shadow != ShadowSummary::default()).collect();
+    if shadowed.is_empty() {
+        return;
+    }
+    type ShadowFamily = (&'static str, &'static str, fn(&ShadowSummary) -> f64);
+    const FAMILIES: [ShadowFamily; 4] = [
+        ("aco_shadow_pods_total", "Pods placed by another scheduler that shadow mode scored (once each).", |s| s.pods as f64),
+        ("aco_shadow_agreements_total", "Shadow-scored pods the colony would have placed on the same node.", |s| s.agreements as f64),
+        (
+            "aco_shadow_chosen_cost_dollars_per_hour_sum",
+            "Sum over shadow-scored pods of their marginal cost ($/h) on the node they were placed on.",
+            |s| s.chosen_cost_per_hour,
+        ),
+        (
+            "aco_shadow_colony_cost_dollars_per_hour_sum",
+            "Sum over shadow-scored pods of their marginal cost ($/h) on the colony's choice.",
+            |s| s.colony_cost_per_hour,
+        ),
+    ];
+    for (name, help, value) in FAMILIES {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for c in &shadowed {
+            let _ = writeln!(out, "{name}{{{}}} {}", colony_labels(c), value(&c.shadow));
+        }
+    }
+    let name = "aco_shadow_latency_critical_on_hot_nodes_total";
+    let _ = writeln!(out, "# HELP {name} Shadow-scored latency-critical pods on a node without LATENCY_CRITICAL_MIN_HEADROOM, where they went (chosen) and where the colony would have put them (colony).\n# TYPE {name} counter");
+    for c in &shadowed {
+        for (choice, n) in [("chosen", c.shadow.latency_critical_on_hot_chosen), ("colony", c.shadow.latency_critical_on_hot_colony)] {
+            let _ = writeln!(out, "{name}{{{},choice=\"{choice}\"}} {n}", colony_labels(c));
+        }
+    }
 }
 
 /// `tenant="…"`, after `cluster="…",` for a named cluster.
@@ -294,6 +337,7 @@ mod tests {
             counters: ColonyCounters { deposits, ..Default::default() },
             epoch: deposits,
             pheromones: vec![("n1".into(), 1.5)],
+            shadow: ShadowSummary::default(),
         };
         let text = render_colonies(&[colony("b", 2), colony("a", 1)], 1);
         for name in ["aco_colony_deposits_total", "aco_pheromone", "aco_colony_epoch"] {
@@ -305,6 +349,27 @@ mod tests {
         let next_family = text.find("# HELP aco_colony_failed_outcomes_total").unwrap();
         assert!(a < b && b < next_family, "{text}");
         assert!(text.contains("aco_metrics_colonies{result=\"failed\"} 1"));
+    }
+
+    #[test]
+    fn shadow_families_appear_once_for_shadowed_colonies_only() {
+        let shadow = ShadowSummary { pods: 3, agreements: 1, chosen_cost_per_hour: 1.5, colony_cost_per_hour: 0.25, latency_critical: 2, latency_critical_on_hot_chosen: 2, ..Default::default() };
+        let quiet = ColonyMetrics { tenant: "quiet".into(), ..Default::default() };
+        assert!(!render_colonies(&[quiet.clone()], 0).contains("aco_shadow"));
+        let ml = ColonyMetrics { cluster: "prod".into(), tenant: "ml".into(), shadow, ..Default::default() };
+        let text = render_colonies(&[ml, quiet], 0);
+        for line in [
+            "aco_shadow_pods_total{cluster=\"prod\",tenant=\"ml\"} 3",
+            "aco_shadow_agreements_total{cluster=\"prod\",tenant=\"ml\"} 1",
+            "aco_shadow_chosen_cost_dollars_per_hour_sum{cluster=\"prod\",tenant=\"ml\"} 1.5",
+            "aco_shadow_colony_cost_dollars_per_hour_sum{cluster=\"prod\",tenant=\"ml\"} 0.25",
+            "aco_shadow_latency_critical_on_hot_nodes_total{cluster=\"prod\",tenant=\"ml\",choice=\"chosen\"} 2",
+            "aco_shadow_latency_critical_on_hot_nodes_total{cluster=\"prod\",tenant=\"ml\",choice=\"colony\"} 0",
+        ] {
+            assert!(text.contains(&format!("{line}\n")), "{line} in\n{text}");
+        }
+        assert_eq!(text.matches("# TYPE aco_shadow_pods_total counter").count(), 1);
+        assert!(!text.contains("tenant=\"quiet\",choice"));
     }
 
     #[test]

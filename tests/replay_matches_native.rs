@@ -4,21 +4,15 @@
 
 mod support;
 
-use aco_sim::cluster::{worker_vars, World, WorldParams};
+use aco_sim::cluster::{worker_vars, World};
 use aco_sim::engine::{run, NativeScheduler, PredictorKind, SimParams};
 use aco_sim::load::LoadModel;
 use aco_sim::policy;
-use aco_sim::prices::PriceTable;
 use aco_sim::replay::HttpScheduler;
-use aco_sim::trace;
 use support::{repo_root, StartOptions, WorkerProcess};
 
 fn sample_world(seed: u64) -> World {
-    let root = repo_root();
-    let nodes = trace::read_nodes(&root.join("data/openb-sample/nodes.csv")).unwrap();
-    let pods = trace::read_pods(&root.join("data/openb-sample/pods.csv"), 60).unwrap();
-    let prices = PriceTable::load(&root.join("data/prices")).unwrap();
-    World::build(&nodes, &pods, &prices, WorldParams { seed, ..WorldParams::default() })
+    aco_sim::cluster::sample_world(&repo_root(), seed).unwrap()
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod extender_verbs;
 mod nodes;
 mod ops;
 mod placements;
+mod shadow;
 mod tenants;
 
 use std::rc::Rc;
@@ -66,6 +67,9 @@ pub enum Route<'a> {
     Node(&'a str),
     Echo,
     Pheromones(&'a str),
+    // Shadow mode (routes/shadow.rs).
+    Shadow,
+    ShadowSummary(&'a str),
 }
 
 impl<'a> Route<'a> {
@@ -84,6 +88,8 @@ impl<'a> Route<'a> {
             ["v1", "nodes", name] => Route::Node(name),
             ["v1", "echo"] => Route::Echo,
             ["v1", "tenants", tenant, "pheromones"] => Route::Pheromones(tenant),
+            ["v1", "shadow"] => Route::Shadow,
+            ["v1", "tenants", tenant, "shadow"] => Route::ShadowSummary(tenant),
             _ => return None,
         })
     }
@@ -102,6 +108,8 @@ impl<'a> Route<'a> {
             Route::Node(_) => "node",
             Route::Echo => "echo",
             Route::Pheromones(_) => "pheromones",
+            Route::Shadow => "shadow",
+            Route::ShadowSummary(_) => "shadow_summary",
         })
     }
 
@@ -112,10 +120,10 @@ impl<'a> Route<'a> {
 
     pub fn methods(self) -> &'static [Method] {
         match self {
-            Route::Probe(_) | Route::Metrics | Route::Node(_) => &[Method::Get],
+            Route::Probe(_) | Route::Metrics | Route::Node(_) | Route::ShadowSummary(_) => &[Method::Get],
             Route::Nodes => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
-            Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo => &[Method::Post],
+            Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo | Route::Shadow => &[Method::Post],
         }
     }
 }
@@ -230,6 +238,8 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             Route::Echo => ops::echo(&mut call).await,
             Route::Metrics => ops::metrics(&mut call).await,
             Route::Pheromones(tenant) => tenants::pheromones(&mut call, tenant, method).await,
+            Route::Shadow => shadow::report(&mut call).await,
+            Route::ShadowSummary(tenant) => shadow::summary(&mut call, tenant).await,
         }
     };
     drain(&mut call.req).await;

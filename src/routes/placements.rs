@@ -55,24 +55,48 @@ pub struct Summary {
     pub not_a_candidate: u64,
 }
 
+/// A report's pod key: its UID, else `namespace/name` (the colony's key for the pod).
+pub(super) fn pod_key(uid: Option<&str>, namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+    match (uid, namespace, name) {
+        (Some(uid), _, _) if !uid.is_empty() => Some(uid.to_string()),
+        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => Some(format!("{ns}/{name}")),
+        _ => None,
+    }
+}
+
+/// A reported tenant is a valid name and allowed by `TENANTS` / `TENANT_PATTERN`.
+pub(super) fn check_tenant(tenant: &str, config: &Config) -> Result<(), String> {
+    validate_tenant(tenant)?;
+    if !config.tenant_allowed(tenant) {
+        return Err(format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"));
+    }
+    Ok(())
+}
+
+/// A batch some of whose tenants' colonies failed: 503 (the first failure's) naming what each
+/// tenant did (`tenants.<t>.committed`), so that the reporter retries the whole batch.
+pub(super) fn partial_failure(per_tenant: serde_json::Map<String, serde_json::Value>, e: ApiError) -> ApiError {
+    let failed = per_tenant.values().filter(|v| v["committed"] == false).count();
+    let message = format!(
+        "{failed} of {} tenants' colonies failed ({}); the others committed. Retry the whole batch: pods already counted are duplicates",
+        per_tenant.len(),
+        e.message
+    );
+    ApiError { message, detail: Some(serde_json::json!({"tenants": per_tenant})), ..e }
+}
+
 /// A report made ready for its colony: (tenant, item).
 fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
-    let key = match (&r.pod_uid, &r.namespace, &r.name) {
-        (Some(uid), _, _) if !uid.is_empty() => uid.clone(),
-        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => format!("{ns}/{name}"),
-        _ => return Err(ApiError::field(400, field("podUid"), "need podUid, or namespace and name")),
-    };
+    let key = pod_key(r.pod_uid.as_deref(), r.namespace.as_deref(), r.name.as_deref())
+        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
     let tenant = r
         .tenant
         .clone()
         .or_else(|| r.namespace.clone())
         .ok_or_else(|| ApiError::field(400, field("tenant"), "need tenant (or namespace, the default tenant)"))?;
-    validate_tenant(&tenant).map_err(|m| ApiError::field(400, field("tenant"), m))?;
-    if !config.tenant_allowed(&tenant) {
-        return Err(ApiError::field(400, field("tenant"), format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
-    }
+    check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
     if let Some(o) = r.outcome {
         o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
     }
@@ -127,15 +151,7 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
     call.event.count("aco_placements_received_total", format!("source=\"{source}\""), received as f64);
     match first_failure {
         None => Ok(summary),
-        Some(e) => {
-            let failed = per_tenant.values().filter(|v| v["committed"] == false).count();
-            let message = format!(
-                "{failed} of {} tenants' colonies failed ({}); the others committed. Retry the whole batch: pods already counted are duplicates",
-                per_tenant.len(),
-                e.message
-            );
-            Err(ApiError { message, detail: Some(serde_json::json!({"tenants": per_tenant})), ..e })
-        }
+        Some(e) => Err(partial_failure(per_tenant, e)),
     }
 }
 

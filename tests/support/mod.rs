@@ -25,6 +25,7 @@
 //! the control plane's (`tests/support_kube`) share.
 #![allow(dead_code)]
 
+pub mod api;
 pub mod process;
 pub mod prometheus;
 

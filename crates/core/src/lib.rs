@@ -18,4 +18,5 @@ pub mod k8s;
 pub mod node_state;
 pub mod predict;
 pub mod quantity;
+pub mod shadow;
 pub mod wire;

@@ -114,6 +114,15 @@ pub struct World {
 
 const ZONES: [(&str, f64); 3] = [("zone-a", 100.0), ("zone-b", 250.0), ("zone-c", 600.0)];
 
+/// The shipped OpenB sample (`data/openb-sample` under the repository `root`, prices from
+/// `data/prices`) as a world of `seed`: what the replay tests run against the Worker.
+pub fn sample_world(root: &std::path::Path, seed: u64) -> Result<World, crate::trace::Error> {
+    let nodes = crate::trace::read_nodes(&root.join("data/openb-sample/nodes.csv"))?;
+    let pods = crate::trace::read_pods(&root.join("data/openb-sample/pods.csv"), 60)?;
+    let prices = PriceTable::load(&root.join("data/prices"))?;
+    Ok(World::build(&nodes, &pods, &prices, WorldParams { seed, ..WorldParams::default() }))
+}
+
 pub fn tenant_name(i: usize) -> String {
     format!("team-{}", (b'a' + (i % 26) as u8) as char)
 }

@@ -5,7 +5,7 @@
 //! Layout: [`trace`] reads the CSVs, [`prices`] the price table, [`cluster`] turns trace rows into
 //! real-shaped `v1.Node`/`v1.Pod` JSON, [`load`] is the seeded utilisation model, [`policy`] the
 //! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
-//! scheduler, [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
+//! scheduler ([`shadow`] its shadow mode), [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
 //! [`replay_record::ReplayRecord`] that [`html_report`] draws as the demo's HTML report.
 
 pub mod alloc;
@@ -25,4 +25,5 @@ pub mod report;
 pub mod rng;
 pub mod saturate;
 pub mod scheduler;
+pub mod shadow;
 pub mod trace;

@@ -9,6 +9,7 @@ use aco_sim::prices::PriceTable;
 use aco_sim::recording::Recording;
 use aco_sim::replay::HttpScheduler;
 use aco_sim::report;
+use aco_sim::shadow::ShadowReplay;
 use aco_sim::trace::{self, Error};
 use clap::{Args, Parser, Subcommand};
 
@@ -99,6 +100,11 @@ enum Cmd {
         /// about 60 samples over the run).
         #[arg(long, requires = "report")]
         report_every: Option<usize>,
+        /// Shadow mode: this baseline policy (e.g. first-fit, best-fit) places the pods; each
+        /// placement goes to `POST /v1/shadow`, and the Worker's counterfactual summary is
+        /// printed next to the simulator's own (they must agree).
+        #[arg(long, conflicts_with_all = ["compare", "report"])]
+        shadow: Option<String>,
     },
 }
 
@@ -132,6 +138,54 @@ struct Input {
     sla_threshold: f64,
     #[arg(long, default_value_t = 600)]
     safe_horizon_s: u64,
+}
+
+/// `replay --shadow`: the baseline places, the Worker shadows, both summaries printed.
+fn shadow_replay(world: &World, load: &LoadModel, params: &SimParams, url: &str, token: &str, baseline: &str, seed: u64) -> Result<(), Error> {
+    let policy = policy::by_name(baseline, seed).ok_or_else(|| format!("unknown policy {baseline:?} (one of {})", policy::ALL.join(", ")))?;
+    let native = NativeScheduler::new(policy, world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+    let http = HttpScheduler::new(url, token, world)?;
+    let mut replay = ShadowReplay::new(native, http, world.config.clone());
+    let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
+    println!("shadow mode: {baseline} places {pods} pods on {} nodes, the Worker at {url} shadows (tenants: {})", world.nodes.len(), world.tenants().join(", "));
+    let r = run(world, load, params, &mut replay)?;
+    println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
+    let remote = replay.worker_summaries(world)?;
+    println!("| tenant | source | pods | agree | Σ chosen $/h | Σ colony $/h | saving $/h | saving | LC on hot (chosen/colony) |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let mut worker_total = aco_core::shadow::ShadowSummary::default();
+    for (tenant, w) in &remote {
+        let n = replay.native.get(tenant).cloned().unwrap_or_default();
+        let f = |k: &str| w[k].as_f64().unwrap_or(f64::NAN);
+        let u = |k: &str| w[k].as_u64().unwrap_or(0);
+        let hot = &w["latencyCriticalOnHotNodes"];
+        println!("| {tenant} | Worker | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |", u("pods"), u("agreements"), f("chosenCostPerHour"), f("colonyCostPerHour"), f("savingPerHour"), 100.0 * f("savingFraction"), hot["chosen"], hot["colony"]);
+        println!("| {tenant} | simulator | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |", n.pods, n.agreements, n.chosen_cost_per_hour, n.colony_cost_per_hour, n.saving_per_hour(), 100.0 * n.saving_fraction(), n.latency_critical_on_hot_chosen, n.latency_critical_on_hot_colony);
+        worker_total.pods += u("pods");
+        worker_total.agreements += u("agreements");
+        worker_total.chosen_cost_per_hour += f("chosenCostPerHour");
+        worker_total.colony_cost_per_hour += f("colonyCostPerHour");
+    }
+    let native = replay.native_total();
+    println!(
+        "total: Worker saving ${:.4}/h of ${:.4}/h ({:.1}%), simulator ${:.4}/h of ${:.4}/h ({:.1}%); agreement {:.1}% / {:.1}%",
+        worker_total.saving_per_hour(), worker_total.chosen_cost_per_hour, 100.0 * worker_total.saving_fraction(),
+        native.saving_per_hour(), native.chosen_cost_per_hour, 100.0 * native.saving_fraction(),
+        100.0 * worker_total.agreement_rate(), 100.0 * native.agreement_rate(),
+    );
+    let c = &replay.cost;
+    println!(
+        "shadow requests: {} (1 pod each), binding ops mean {:.2} max {}, round trip mean {:.1} ms",
+        c.requests, c.binding_ops as f64 / c.requests.max(1) as f64, c.max_binding_ops, 1000.0 * c.wall_s / c.requests.max(1) as f64
+    );
+    let agree = (worker_total.pods, worker_total.agreements) == (native.pods, native.agreements)
+        && (worker_total.chosen_cost_per_hour - native.chosen_cost_per_hour).abs() < 1e-6
+        && (worker_total.colony_cost_per_hour - native.colony_cost_per_hour).abs() < 1e-6;
+    if !agree {
+        return Err("the Worker's shadow summary and the simulator's differ".into());
+    }
+    println!("the Worker's shadow summary equals the simulator's");
+    Ok(())
 }
 
 fn repo_path(p: &Path) -> PathBuf {
@@ -346,12 +400,15 @@ fn real_main() -> Result<(), Error> {
             sr::write_svg(&out.join(format!("{name}.svg")), &format!("GPU allocation vs arrived workload — OpenB {openb}, {} seeds", seeds.len()), &curves)?;
             eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
         }
-        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every } => {
+        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every, shadow } => {
             let world = input.world(input.seed)?;
             let load = input.load(input.seed);
             let mut params = input.sim(input.seed);
             params.progress = false;
             params.pheromone_samples = 1;
+            if let Some(baseline) = shadow {
+                return shadow_replay(&world, &load, &params, &url, &token, &baseline, input.seed);
+            }
             let mut http = HttpScheduler::new(&url, &token, &world)?;
             let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
             println!("replaying {pods} pods on {} nodes against {url} (tenants: {})", world.nodes.len(), world.tenants().join(", "));

@@ -105,20 +105,9 @@ impl HttpScheduler {
 }
 
 impl HttpScheduler {
-    /// `GET /v1/tenants/{t}/pheromones` for every tenant of the world.
-    pub fn pheromone_tables(&mut self, world: &World) -> Result<TenantTrails, Error> {
-        Scheduler::pheromones(self, world)
-    }
-}
-
-impl Scheduler for HttpScheduler {
-    fn name(&self) -> String {
-        "colony (HTTP replay)".into()
-    }
-
-    fn report(&mut self, _world: &World, reports: &[FactReport], _now_ms: u64) -> Result<(), Error> {
-        // Sim timestamps become wall-clock ones (the Worker judges freshness by its clock);
-        // their order — all the EMA depends on — is kept.
+    /// The reports with sim timestamps made wall-clock ones (the Worker judges freshness by its
+    /// clock); their order — all the EMA depends on — is kept.
+    pub fn wall_clock(&mut self, reports: &[FactReport]) -> Vec<FactReport> {
         let samples = reports.first().map_or(0, |r| r.utilisation.len()) as u64;
         let base = wall_ms().max(self.last_at_ms + samples + 1);
         self.last_at_ms = base;
@@ -130,7 +119,12 @@ impl Scheduler for HttpScheduler {
             }
             r.observed_at_ms = base;
         }
-        for chunk in mapped.chunks(200) {
+        mapped
+    }
+
+    /// `PUT /v1/nodes`, 200 nodes per request.
+    pub fn put_facts<T: serde::Serialize>(&mut self, reports: &[T]) -> Result<(), Error> {
+        for chunk in reports.chunks(200) {
             self.requests += 1;
             let res = self
                 .client
@@ -144,6 +138,47 @@ impl Scheduler for HttpScheduler {
             }
         }
         Ok(())
+    }
+
+    /// An admin `POST`: (body, `x-aco-binding-ops` of the reply).
+    pub fn post_admin(&mut self, path: &str, body: String) -> Result<(String, u64), Error> {
+        self.requests += 1;
+        let res = self.client.post(format!("{}{path}", self.base_url)).header("content-type", "application/json").bearer_auth(&self.token).body(body).send()?;
+        let ops = res.headers().get("x-aco-binding-ops").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let status = res.status();
+        let text = res.text()?;
+        if !status.is_success() {
+            return Err(format!("POST {path}: HTTP {status}: {text}").into());
+        }
+        Ok((text, ops))
+    }
+
+    /// An admin `GET` of a JSON document.
+    pub fn get_admin(&mut self, path: &str) -> Result<Value, Error> {
+        self.requests += 1;
+        let res = self.client.get(format!("{}{path}", self.base_url)).bearer_auth(&self.token).send()?;
+        let status = res.status();
+        let text = res.text()?;
+        if !status.is_success() {
+            return Err(format!("GET {path}: HTTP {status}: {text}").into());
+        }
+        Ok(serde_json::from_str(&text).map_err(|e| format!("GET {path}: {e}: {text}"))?)
+    }
+
+    /// `GET /v1/tenants/{t}/pheromones` for every tenant of the world.
+    pub fn pheromone_tables(&mut self, world: &World) -> Result<TenantTrails, Error> {
+        Scheduler::pheromones(self, world)
+    }
+}
+
+impl Scheduler for HttpScheduler {
+    fn name(&self) -> String {
+        "colony (HTTP replay)".into()
+    }
+
+    fn report(&mut self, _world: &World, reports: &[FactReport], _now_ms: u64) -> Result<(), Error> {
+        let mapped = self.wall_clock(reports);
+        self.put_facts(&mapped)
     }
 
     fn schedule(&mut self, world: &World, _alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], _now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {

@@ -121,7 +121,7 @@ impl TenantColony {
 
     /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
     /// node's reliability posterior.
-    pub(super) fn record_outcome(&mut self, node: &str, q: f64) {
+    pub(crate) fn record_outcome(&mut self, node: &str, q: f64) {
         let stats = self.outcomes.entry(node.to_string()).or_default();
         stats.successes += q;
         stats.failures += 1.0 - q;

@@ -8,12 +8,17 @@ use crate::config::Config;
 /// priced in full; unlabelled nodes at `default_cost_per_hour`, so a missing label never makes
 /// a node look free.
 pub fn cost_efficiency(features: &NodeFeatures, config: &Config) -> f64 {
+    1.0 / (1.0 + marginal_cost_per_hour(features, config) / config.cost_reference)
+}
+
+/// The pod's marginal cost in $/h on this node, as [`cost_efficiency`] prices it (shadow mode
+/// reports the same figure, `crate::shadow`).
+pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
     let price = features.cost_per_hour.unwrap_or(config.default_cost_per_hour).max(0.0);
-    let marginal = match (features.committed_share, features.pod_share) {
+    match (features.committed_share, features.pod_share) {
         (Some(committed), Some(pod)) if committed > 0.0 => price * pod,
         _ => price,
-    };
-    1.0 / (1.0 + marginal / config.cost_reference)
+    }
 }
 
 #[cfg(test)]

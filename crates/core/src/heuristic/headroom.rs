@@ -16,14 +16,7 @@ use crate::demand::WorkloadClass;
 ///   trace this rule lowered the colony's cost from $147.1k to $140.9k at 99.2% → 99.1% LS QoS
 ///   compliance (measured with `aco-sim run --openb default`).
 pub fn sla_headroom(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
-    let base = match (features.predicted_utilisation, features.committed_share) {
-        (Some(u), Some(c)) => u.max(c),
-        (Some(u), None) => u,
-        (None, Some(c)) => c,
-        (None, None) => 0.0,
-    };
-    let after = base + features.pod_share.unwrap_or(0.0);
-    let headroom = (1.0 - after).clamp(0.0, 1.0);
+    let headroom = headroom_after(features);
     let floor = config.latency_critical_min_headroom;
     if workload.is_latency_critical() {
         if headroom < floor {
@@ -36,6 +29,25 @@ pub fn sla_headroom(features: &NodeFeatures, workload: WorkloadClass, config: &C
     } else {
         headroom / floor
     }
+}
+
+/// The node's headroom after placing the pod, `1 − max(predicted, committed) − pod share`
+/// clamped to 0–1 (see [`sla_headroom`]).
+pub fn headroom_after(features: &NodeFeatures) -> f64 {
+    let base = match (features.predicted_utilisation, features.committed_share) {
+        (Some(u), Some(c)) => u.max(c),
+        (Some(u), None) => u,
+        (None, Some(c)) => c,
+        (None, None) => 0.0,
+    };
+    let after = base + features.pod_share.unwrap_or(0.0);
+    (1.0 - after).clamp(0.0, 1.0)
+}
+
+/// A node too hot for a latency-critical pod: headroom after placement below
+/// `LATENCY_CRITICAL_MIN_HEADROOM`, exactly where [`sla_headroom`] applies its penalty.
+pub fn is_hot(features: &NodeFeatures, config: &Config) -> bool {
+    headroom_after(features) < config.latency_critical_min_headroom
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ mod headroom;
 mod reliability;
 mod spike;
 
-pub use cost::cost_efficiency;
+pub use cost::{cost_efficiency, marginal_cost_per_hour};
 pub use fragmentation::{fragmentation, fragmentation_delta, fragmentation_factor, sigmoid_score, typical_shapes, PodGpus, PodShape, OPENB_DEFAULT_SHAPES};
-pub use headroom::sla_headroom;
+pub use headroom::{headroom_after, is_hot, sla_headroom};
 pub use reliability::{reliability, OutcomeStats};
 pub use spike::spike_safety;
 

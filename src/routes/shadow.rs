@@ -1,0 +1,220 @@
+//! Shadow mode: `POST /v1/shadow` (pods another scheduler placed, as the reporter saw them bound)
+//! and `GET /v1/tenants/{tenant}/shadow` (what the tenant's colony would have done instead).
+//!
+//! A batch costs one facts read (every node of the cluster, from this isolate's copy) and per
+//! tenant at most two colony requests: the colony itself when this isolate holds no copy
+//! fresher than `COLONY_SNAPSHOT_MS` (as prioritize scores from one), then the batch. Each pod
+//! is scored by `aco_core::shadow` — the filter over the whole cluster, the colony's argmax, the
+//! marginal cost of both nodes with the pod's own request taken off its node — and the colony
+//! keeps the summary and a record per pod (replays are duplicates, a later outcome updates the
+//! node's reliability once, τ is never touched). Validated whole first: a bad batch changes
+//! nothing.
+
+use std::collections::BTreeMap;
+
+use aco_core::cluster::colony_name;
+use aco_core::colony::{Outcome, TenantColony};
+use aco_core::config::Config;
+use aco_core::demand::{tenant_of, validate_tenant, DemandError, PodDemand};
+use aco_core::facts::validate_node_name;
+use aco_core::k8s::PodView;
+use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
+use serde::{Deserialize, Serialize};
+use worker::Method;
+
+use super::extender_verbs::colony_call;
+use super::placements::{check_tenant, partial_failure, pod_key};
+use super::{Call, Handled};
+use crate::auth::require_admin;
+use crate::colony_cache;
+use crate::colony_do::{ColonySnapshot, ShadowItem, ShadowRequest, ShadowResponse};
+use crate::facts_store;
+use crate::http::{json_response, parse_json, read_body, ApiError};
+
+/// At most this many pods per request: each is scored against every node of the cluster, so a
+/// batch of 1,000 over 5,000 nodes is 5 M node evaluations, a few seconds of CPU.
+pub const MAX_BATCH: usize = 1_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Report {
+    pod_uid: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    tenant: Option<String>,
+    node: String,
+    pod: Option<serde_json::Value>,
+    outcome: Option<Outcome>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    placements: Vec<Report>,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub received: u64,
+    pub scored: u64,
+    pub outcomes: u64,
+    pub duplicates: u64,
+    pub unknown_pod: u64,
+    pub not_feasible: u64,
+}
+
+/// A report made ready for scoring.
+struct Valid {
+    tenant: String,
+    key: String,
+    node: String,
+    /// `None`: a pod the extender itself could not evaluate (an unusable annotation; its filter
+    /// would reject every node) — counted as not feasible, never an error of the reporter's.
+    demand: Option<PodDemand>,
+    outcome: Option<Outcome>,
+}
+
+fn validate(i: usize, r: Report, config: &Config) -> Result<Valid, ApiError> {
+    let field = |f: &str| format!("placements[{i}].{f}");
+    validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
+    let raw = r.pod.ok_or_else(|| ApiError::field(400, field("pod"), "need the v1.Pod as bound"))?;
+    let mut pod: PodView = serde_json::from_value(raw).map_err(|e| ApiError::field(400, field("pod"), format!("invalid Pod: {e}")))?;
+    // The report's key, else the pod's own (its UID, else namespace/name).
+    let key = pod_key(r.pod_uid.as_deref(), r.namespace.as_deref(), r.name.as_deref())
+        .or_else(|| (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty()).then(|| pod.decision_key()))
+        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    let tenant = match r.tenant {
+        Some(t) => t,
+        None => tenant_of(&pod, config).map_err(|e| ApiError::field(400, field("tenant"), format!("no tenant given and the pod's is unusable: {e}")))?,
+    };
+    check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
+    if let Some(o) = r.outcome {
+        o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
+    }
+    // The report's tenant wins over the pod's (TENANT_SOURCE=label without the label, say).
+    pod.metadata.labels.insert(config.tenant_label.clone(), tenant.clone());
+    let demand = match PodDemand::from_pod(&pod, config) {
+        Ok(d) => Some(d),
+        Err(DemandError::Resource(e)) => {
+            let path = e.field.strip_prefix("Pod").map_or_else(|| field("pod"), |rest| format!("{}{rest}", field("pod")));
+            return Err(ApiError::field(400, path, e.to_string()));
+        }
+        Err(_) => None,
+    };
+    Ok(Valid { tenant, key, node: r.node, demand, outcome: r.outcome })
+}
+
+pub async fn report(call: &mut Call) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let batch: Batch = parse_json(&body, "shadow batch")?;
+    if batch.placements.len() > MAX_BATCH {
+        return Err(ApiError::field(413, "placements", format!("at most {MAX_BATCH} pods per request")));
+    }
+    let reports = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r, &call.config)).collect::<Result<Vec<_>, _>>()?;
+    let mut summary = Summary { received: reports.len() as u64, ..Default::default() };
+    if reports.is_empty() {
+        return Ok(json_response(200, &summary));
+    }
+    let config = call.config.clone();
+    let facts = facts_store::load_all(&call.bindings, &call.cluster, call.now_ms, config.facts_cache_ms).await?;
+    let cluster = ShadowCluster::new(&facts, call.now_ms, &config);
+    let mut by_tenant: BTreeMap<String, Vec<Valid>> = BTreeMap::new();
+    for r in reports {
+        by_tenant.entry(r.tenant.clone()).or_default().push(r);
+    }
+    let mut per_tenant = serde_json::Map::new();
+    let mut first_failure: Option<ApiError> = None;
+    for (tenant, reports) in by_tenant {
+        let colony = colony_name(&call.cluster, &tenant);
+        let result = deliver(call, &cluster, &colony, &tenant, reports, &config).await;
+        match result {
+            Ok(r) => {
+                summary.scored += r.scored;
+                summary.outcomes += r.outcomes;
+                summary.duplicates += r.duplicates;
+                summary.unknown_pod += r.unknown_pod;
+                summary.not_feasible += r.not_feasible;
+                per_tenant.insert(tenant, serde_json::json!({"committed": true}));
+                call.event.tenants.push(colony);
+            }
+            Err(e) => {
+                per_tenant.insert(tenant, serde_json::json!({"committed": false, "error": e.message}));
+                first_failure.get_or_insert(e);
+            }
+        }
+    }
+    call.event.count("aco_placements_received_total", "source=\"shadow\"".into(), summary.received as f64);
+    match first_failure {
+        None => Ok(json_response(200, &summary)),
+        // As for placements: tenants are separate objects, so a failure names what committed,
+        // and a retry of the whole batch is exact (committed pods are duplicates).
+        Some(e) => Err(partial_failure(per_tenant, e)),
+    }
+}
+
+/// Scores one tenant's pods with its colony and has the colony apply them (one transaction).
+async fn deliver(call: &Call, cluster: &ShadowCluster<'_>, colony: &str, tenant: &str, reports: Vec<Valid>, config: &Config) -> Result<ShadowResponse, ApiError> {
+    let score_all = |c: &mut TenantColony| -> Vec<ShadowItem> {
+        reports
+            .iter()
+            .map(|r| ShadowItem {
+                key: r.key.clone(),
+                node: r.node.clone(),
+                outcome: r.outcome,
+                score: match &r.demand {
+                    Some(d) => ShadowScore::from(cluster.score(d, &r.node, c, config)),
+                    None if !cluster.has_node(&r.node) => ShadowScore::UnknownNode,
+                    None => ShadowScore::NotFeasible,
+                },
+            })
+            .collect()
+    };
+    // The colony as prioritize would score with it: this isolate's copy when fresh, else fetched.
+    let items = match colony_cache::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
+        Some((_, items)) => items,
+        None => {
+            let snapshot: ColonySnapshot = colony_call::<(), _>(&call.bindings, colony, Method::Get, "/shadow/snapshot", None).await?;
+            let mut c = TenantColony { pheromones: snapshot.pheromones.clone(), outcomes: snapshot.outcomes.clone(), ..Default::default() };
+            let version = snapshot.version;
+            colony_cache::refresh(colony, version, Some(snapshot), call.now_ms);
+            score_all(&mut c)
+        }
+    };
+    let req = ShadowRequest { tenant: tenant.to_string(), items, now_ms: call.now_ms };
+    let reply: ShadowResponse = colony_call(&call.bindings, colony, Method::Post, "/shadow", Some(&req)).await?;
+    // Outcomes move reliability: a copy of an older version is dropped (or confirmed if current).
+    colony_cache::refresh(colony, reply.version, None, call.now_ms);
+    Ok(reply)
+}
+
+/// `GET /v1/tenants/{tenant}/shadow`: the summary with the figures derived from it.
+pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
+    if !call.config.tenant_allowed(tenant) {
+        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+    }
+    let colony = colony_name(&call.cluster, tenant);
+    let s: ShadowSummary = colony_call::<(), _>(&call.bindings, &colony, Method::Get, "/shadow", None).await?;
+    Ok(json_response(200, &view(tenant, &call.cluster, &s)))
+}
+
+/// The JSON of the summary route (also what tests and `aco-sim replay --shadow` read).
+pub fn view(tenant: &str, cluster: &str, s: &ShadowSummary) -> serde_json::Value {
+    serde_json::json!({
+        "tenant": tenant,
+        "cluster": cluster,
+        "pods": s.pods,
+        "agreements": s.agreements,
+        "agreementRate": s.agreement_rate(),
+        "chosenCostPerHour": s.chosen_cost_per_hour,
+        "colonyCostPerHour": s.colony_cost_per_hour,
+        "savingPerHour": s.saving_per_hour(),
+        "savingFraction": s.saving_fraction(),
+        "latencyCritical": s.latency_critical,
+        "latencyCriticalOnHotNodes": {"chosen": s.latency_critical_on_hot_chosen, "colony": s.latency_critical_on_hot_colony},
+        "notFeasible": s.not_feasible,
+    })
+}
