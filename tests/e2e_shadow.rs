@@ -23,7 +23,9 @@
 //! Σ price(cheapest) × share, and agreements = pods that kube-scheduler put on the cheapest node.
 //!
 //! Then the reporter is killed and a new one started: it re-derives the shadow pods from the API
-//! server and reports them again, and the summary still counts each pod once.
+//! server and reports them again, and the summary still counts each pod once. Last, one pod
+//! fails (its status set to `Failed` through the API, as a kubelet would): the reporter sends
+//! its outcome to `/v1/shadow` once, and the summary still counts eight pods.
 //!
 //! Run with `scripts/e2e` (one test at a time; each starts its own cluster).
 
@@ -175,6 +177,16 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
         (again_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await >= n as f64).then_some(())
     })
     .await;
+    check(&api.shadow_summary(NS).await.expect("shadow summary"));
+
+    // A shadow pod's outcome: sent once, by the same rules as our pods' outcomes.
+    kube.merge_patch(&format!("/api/v1/namespaces/{NS}/pods/{}/status", names[0]), &serde_json::json!({"status": {"phase": "Failed"}})).await;
+    wait_for("the shadow pod's outcome to be delivered", TIMEOUT, || async {
+        (again_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}").await >= 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(again.metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}").await, 1.0);
+    assert_eq!(again.metric("aco_reporter_reports_rejected_total{kind=\"shadow_outcomes\"}").await, 0.0);
     check(&api.shadow_summary(NS).await.expect("shadow summary"));
     again.server.assert_running();
 }
