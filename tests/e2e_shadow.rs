@@ -163,6 +163,12 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     // Shadow mode observes: nothing was deposited, the tenant's trail did not move.
     assert_eq!(api.deposits(NS).await, 0);
     let reporter = env.reporter.as_mut().unwrap();
+    // The summary may show the pods a moment before the reporter has read the Worker's answer.
+    let reporter_ref = &*reporter;
+    wait_for("the reporter to count its shadow reports acknowledged", TIMEOUT, || async {
+        (reporter_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await >= n as f64).then_some(())
+    })
+    .await;
     assert_eq!(reporter.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await, n as f64);
     assert_eq!(reporter.metric("aco_reporter_reports_sent_total{kind=\"placements\"}").await, 0.0);
     reporter.server.assert_running();
