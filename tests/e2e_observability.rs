@@ -14,7 +14,9 @@
 //!   placed, a GPU pod that some nodes reject (wrong model, no GPU), facts going stale
 //!   (`FACTS_TTL_MS` of a second), a node deleted (its facts forgotten), a tenant whose first
 //!   placement commits fail (`TEST_FAULT_PLACEMENTS`: colony errors, 503s, reporter retries,
-//!   duplicates) and one outside `TENANTS` (its placement refused for good). Then every
+//!   duplicates), one outside `TENANTS` (its placement refused for good), and a latency-critical
+//!   pod bound by no extender (the reporter in shadow mode reports it to `POST /v1/shadow`:
+//!   the shadow panels' series). Then every
 //!   panel's every query (`$cluster`/`$tenant` → `.*`, `$__rate_interval` → `1m`) must parse
 //!   and return at least one series, and so must each variable's metric; the test fails
 //!   naming the panel otherwise. Every alert rule must evaluate without error.
@@ -223,9 +225,18 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
             assert!(expr.contains("cluster=~\"$cluster\""), "{title}: {expr} does not filter by $cluster");
         }
     }
-    for (title, _, expr) in panel_queries(&d) {
-        assert!(!expr.contains("shadow"), "{title}: shadow mode does not exist yet");
+    // Shadow mode: savings, agreement and latency-critical pods on hot nodes, per tenant.
+    let shadow: Vec<String> = panel_queries(&d).into_iter().filter(|(_, _, e)| e.contains("aco_shadow_")).map(|(_, _, e)| e).collect();
+    for metric in [
+        "aco_shadow_chosen_cost_dollars_per_hour_sum",
+        "aco_shadow_colony_cost_dollars_per_hour_sum",
+        "aco_shadow_agreements_total",
+        "aco_shadow_pods_total",
+        "aco_shadow_latency_critical_on_hot_nodes_total",
+    ] {
+        assert!(shadow.iter().any(|e| e.contains(metric) && e.contains("tenant=~\"$tenant\"")), "no panel reads {metric} per $tenant");
     }
+    assert!(query_panels(&d).iter().any(|p| p["title"] == "Shadow savings"), "no \"Shadow savings\" panel");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -296,8 +307,13 @@ mod e2e {
                 .var("TENANTS", format!("team-a,{FAULTY}")),
         );
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
-        let mut reporter =
-            Reporter::start(&cp, &api.base, "reporter", &["--no-node-metrics", "--full-refresh", "60s"], false);
+        let mut reporter = Reporter::start(
+            &cp,
+            &api.base,
+            "reporter",
+            &["--no-node-metrics", "--full-refresh", "60s", "--shadow-scheduler-names", "default-scheduler"],
+            false,
+        );
         let rules_dir = tempfile::tempdir().unwrap();
         let rules = write_rules_file(rules_dir.path());
         let prometheus = Prometheus::start_with_rules(
@@ -358,6 +374,19 @@ mod e2e {
         // Every pod bound through the extender deposits once, the faulty tenant's after retries.
         api.wait_deposits("team-a", 5, Duration::from_secs(60)).await;
         api.wait_deposits(FAULTY, 2, Duration::from_secs(60)).await;
+
+        // Shadow mode: a latency-critical pod bound without the extender (directly, so it keeps
+        // the default schedulerName); the reporter reports it to /v1/shadow, where it is scored.
+        let mut shadow = tenant_pod("s-0", "team-a", PodOpts { labels: vec![("aco/workload-type", "latency-critical".into())], ..Default::default() });
+        shadow["spec"].as_object_mut().unwrap().remove("schedulerName");
+        shadow["spec"]["nodeName"] = name_of(&nodes[4]).into();
+        cp.kube.create_pod(&shadow).await;
+        wait_for("the shadow summary to count the pod", Duration::from_secs(60), || async {
+            let s = api.shadow_summary("team-a").await?;
+            (s["pods"].as_u64()? + s["notFeasible"].as_u64()? >= 1).then_some(())
+        })
+        .await;
+        assert_eq!(api.deposits("team-a").await, 5, "a shadow pod deposits nothing");
         reporter.server.assert_running();
 
         // Every panel's every query, and every variable's metric, return series.

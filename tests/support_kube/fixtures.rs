@@ -72,6 +72,16 @@ impl WorkerApi {
         self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await
     }
 
+    /// The tenant's shadow summary (`GET /v1/tenants/{t}/shadow`), `None` while the Worker
+    /// answers anything but 2xx.
+    pub async fn shadow_summary(&self, tenant: &str) -> Option<Value> {
+        let r = self.http.get(format!("{}/v1/tenants/{tenant}/shadow", self.base)).bearer_auth(ADMIN_TOKEN).send().await.ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    }
+
     pub async fn deposits(&self, tenant: &str) -> u64 {
         self.table(tenant).await["counters"]["deposits"].as_u64().unwrap_or(0)
     }
@@ -132,9 +142,15 @@ impl Env {
     /// [`Env::start`] plus the real `aco-reporter` binary feeding the Worker (no NodeMetrics:
     /// these nodes have no kubelet): node facts and placements come from it, not from the test.
     pub async fn start_with_reporter() -> Env {
+        Env::start_with_reporter_flags(&[]).await
+    }
+
+    /// [`Env::start_with_reporter`] with extra reporter flags (e.g. `--shadow-scheduler-names`).
+    pub async fn start_with_reporter_flags(extra: &[&str]) -> Env {
         let mut env = Env::start().await;
         let url = env.api.base.clone();
-        env.reporter = Some(Reporter::start(&env.cp, &url, "reporter", &["--no-node-metrics"], false));
+        let flags = [&["--no-node-metrics"], extra].concat();
+        env.reporter = Some(Reporter::start(&env.cp, &url, "reporter", &flags, false));
         env
     }
 
@@ -217,6 +233,16 @@ pub fn openb_cpu_nodes() -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// A CPU-only node named `name` with this allocatable (and capacity) and 110 pods.
+pub fn cpu_node(name: &str, cpu: &str, memory: &str) -> Value {
+    let res = json!({"cpu": cpu, "memory": memory, "pods": "110"});
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+        "status": {"allocatable": res, "capacity": res},
+    })
 }
 
 /// First OpenB GPU node of each model in `models` (in that order, repeats pick the next one).

@@ -464,6 +464,9 @@ pub struct SchedulerConfig {
     /// Overrides `clientConnection.qps` (burst = 2 x qps). kube-scheduler's default of 50 caps
     /// bindings at ~50 pods/s, which hides everything else in a throughput benchmark.
     pub client_qps: Option<u32>,
+    /// Overrides the profile's `schedulerName` (None: the shipped `aco-scheduler`), e.g.
+    /// `default-scheduler` with [`Extender::Off`]: the cluster's default scheduler, alone.
+    pub scheduler_name: Option<String>,
 }
 
 impl SchedulerConfig {
@@ -472,10 +475,17 @@ impl SchedulerConfig {
             extender: Extender::Worker { url_prefix, ca_pem, node_cache_capable },
             http_timeout: None,
             client_qps: None,
+            scheduler_name: None,
         }
     }
     pub fn off() -> Self {
-        SchedulerConfig { extender: Extender::Off, http_timeout: None, client_qps: None }
+        SchedulerConfig { extender: Extender::Off, http_timeout: None, client_qps: None, scheduler_name: None }
+    }
+
+    /// Kube-scheduler alone as the cluster's `default-scheduler` (no extender): what binds pods
+    /// that name no scheduler.
+    pub fn default_scheduler() -> Self {
+        SchedulerConfig { scheduler_name: Some("default-scheduler".into()), ..SchedulerConfig::off() }
     }
 
     /// The shipped `k8s/scheduler-config.yaml`, unchanged but for: kubeconfig (a file instead of
@@ -491,6 +501,9 @@ impl SchedulerConfig {
         }
         let profiles = doc["profiles"].as_sequence().expect("profiles");
         assert_eq!(profiles[0]["schedulerName"].as_str(), Some(SCHEDULER_NAME));
+        if let Some(name) = &self.scheduler_name {
+            doc["profiles"][0]["schedulerName"] = name.clone().into();
+        }
         match &self.extender {
             Extender::Off => {
                 doc.as_mapping_mut().unwrap().remove("extenders");

@@ -31,6 +31,12 @@ pub struct Args {
     /// Schedulers whose pods are reported (`spec.schedulerName`), comma-separated.
     #[arg(long, env = "ACO_SCHEDULER_NAMES", value_delimiter = ',', default_value = "aco-scheduler")]
     pub scheduler_names: Vec<String>,
+    /// Shadow mode: schedulers whose bound pods are reported to `POST /v1/shadow` (with the pod)
+    /// to be scored as the tenant's colony would have, without steering them, e.g.
+    /// `default-scheduler`. Comma-separated; empty (the default) is off. May not name one of
+    /// `--scheduler-names`.
+    #[arg(long, env = "ACO_SHADOW_SCHEDULER_NAMES", value_delimiter = ',', default_value = "")]
+    pub shadow_scheduler_names: Vec<String>,
     /// How often node facts are pushed (each push is jittered by ±10%).
     #[arg(long, env = "ACO_PUSH_INTERVAL", value_parser = duration, default_value = "15s")]
     pub push_interval: Duration,
@@ -111,8 +117,16 @@ impl Args {
         self.token.clone().filter(|t| !t.is_empty()).ok_or_else(|| anyhow::anyhow!("need --token-file or ACO_ADMIN_TOKEN"))
     }
 
+    /// `--shadow-scheduler-names` without empty entries (`""` and `a,,b` mean nothing more).
+    pub fn shadow_schedulers(&self) -> Vec<String> {
+        self.shadow_scheduler_names.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    }
+
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.scheduler_names.is_empty(), "--scheduler-names: at least one scheduler");
+        if let Some(both) = self.shadow_schedulers().into_iter().find(|s| self.scheduler_names.contains(s)) {
+            anyhow::bail!("--shadow-scheduler-names: {both:?} is also in --scheduler-names (a scheduler's pods are either steered or shadowed)");
+        }
         anyhow::ensure!(self.batch_size > 0 && self.node_batch_size > 0, "batch sizes must be positive");
         anyhow::ensure!(self.lease_grace < self.lease_duration, "--lease-grace must be shorter than --lease-duration");
         anyhow::ensure!(!self.push_interval.is_zero(), "--push-interval must be positive");
@@ -138,5 +152,19 @@ mod tests {
         let two = Args::try_parse_from(["aco-reporter", "--worker-url", "w", "--scheduler-names", "a,b", "--leader-elect", "false"]).unwrap();
         assert_eq!(two.scheduler_names, ["a", "b"]);
         assert!(!two.leader_elect);
+        assert!(a.shadow_schedulers().is_empty(), "shadow mode is off by default");
+    }
+
+    #[test]
+    fn shadow_schedulers_are_a_comma_list_disjoint_from_ours() {
+        let parse = |v: &[&str]| Args::try_parse_from([&["aco-reporter", "--worker-url", "w"], v].concat()).unwrap();
+        let a = parse(&["--shadow-scheduler-names", "default-scheduler,batch-sched"]);
+        assert_eq!(a.shadow_schedulers(), ["default-scheduler", "batch-sched"]);
+        a.validate().unwrap();
+        assert!(parse(&["--shadow-scheduler-names", ""]).shadow_schedulers().is_empty());
+        assert_eq!(parse(&["--shadow-scheduler-names", "x,,y"]).shadow_schedulers(), ["x", "y"]);
+        let both = parse(&["--shadow-scheduler-names", "default-scheduler,aco-scheduler"]);
+        let e = both.validate().unwrap_err().to_string();
+        assert!(e.contains("aco-scheduler") && e.contains("--scheduler-names"), "{e}");
     }
 }

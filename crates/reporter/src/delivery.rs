@@ -1,5 +1,7 @@
-//! At-least-once delivery of placement and outcome reports: a bounded FIFO queue, jittered
-//! exponential backoff, and what each Worker answer means for the batch in flight.
+//! At-least-once delivery of placement, outcome and shadow reports: a bounded FIFO queue,
+//! jittered exponential backoff, and what each Worker answer means for the batch in flight.
+//! A batch goes to one endpoint (`/v1/placements` or `/v1/shadow`): [`Queue::take`] takes the
+//! front run of reports for the front report's endpoint, so order is kept per queue.
 //!
 //! Nothing is lost by a full queue: an item that does not fit stays owed in the
 //! [`crate::placements::Ledger`] and is planned again on the next scan. Items leave the queue
@@ -33,9 +35,11 @@ impl Queue {
         Ok(())
     }
 
-    /// Up to `max` items from the front, removed until [`Queue::put_back`] or acknowledgement.
+    /// Up to `max` items from the front, all for the front item's endpoint (the run stops at the
+    /// first item for another endpoint), removed until [`Queue::put_back`] or acknowledgement.
     pub fn take(&mut self, max: usize) -> Vec<Item> {
-        let n = max.min(self.items.len());
+        let Some(endpoint) = self.items.front().map(|i| i.kind.endpoint()) else { return Vec::new() };
+        let n = self.items.iter().take(max).take_while(|i| i.kind.endpoint() == endpoint).count();
         self.items.drain(..n).collect()
     }
 
@@ -126,8 +130,12 @@ mod tests {
     use rand::{rngs::SmallRng, SeedableRng};
 
     fn item(uid: &str) -> Item {
+        item_of(Kind::Placement, uid)
+    }
+
+    fn item_of(kind: Kind, uid: &str) -> Item {
         Item {
-            kind: Kind::Placement,
+            kind,
             report: PlacementReport {
                 pod_uid: uid.into(),
                 namespace: "ns".into(),
@@ -137,6 +145,7 @@ mod tests {
                 outcome: None,
             },
             bound_at_ms: 0,
+            pod: None,
         }
     }
 
@@ -152,6 +161,24 @@ mod tests {
         q.put_back(batch);
         let uids: Vec<String> = q.take(10).into_iter().map(|i| i.report.pod_uid).collect();
         assert_eq!(uids, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_batch_goes_to_one_endpoint_in_queue_order() {
+        use crate::placements::Endpoint;
+        let mut q = Queue::new(10);
+        let kinds = [Kind::Placement, Kind::Outcome, Kind::Shadow, Kind::ShadowOutcome, Kind::Placement];
+        for (i, k) in kinds.iter().enumerate() {
+            q.push(item_of(*k, &i.to_string())).unwrap();
+        }
+        let endpoints_and_uids = |b: &[Item]| (b[0].kind.endpoint(), b.iter().map(|i| i.report.pod_uid.clone()).collect::<Vec<_>>());
+        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Placements, vec!["0".into(), "1".into()]));
+        let shadow = q.take(1);
+        assert_eq!(endpoints_and_uids(&shadow), (Endpoint::Shadow, vec!["2".into()]));
+        q.put_back(shadow);
+        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Shadow, vec!["2".into(), "3".into()]));
+        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Placements, vec!["4".into()]));
+        assert!(q.take(10).is_empty());
     }
 
     #[test]

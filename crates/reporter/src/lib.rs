@@ -1,6 +1,7 @@
 //! `aco-reporter`: the in-cluster half of aco-edge-extender. It watches Nodes and Pods (kube-rs
 //! reflectors), reads NodeMetrics, and tells the Worker three things: node facts
-//! (`PUT /v1/nodes`), confirmed placements and, later, their outcomes (`POST /v1/placements`).
+//! (`PUT /v1/nodes`), confirmed placements and, later, their outcomes (`POST /v1/placements`);
+//! in shadow mode also pods bound by other schedulers, with the pod (`POST /v1/shadow`).
 //!
 //! The pure parts — what a node's facts are, what changed, what a pod's fate is, which pods to
 //! report, the delivery queue and its backoff — take their inputs (objects, the time, random

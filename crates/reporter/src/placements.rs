@@ -6,8 +6,14 @@
 //! acknowledged. It lives in memory only: after a restart every recent pod is owed again, and
 //! the Worker's idempotence per pod UID turns the repeats into counted duplicates — that is the
 //! "re-derive what may be unreported from the API server's state" rule, and why nothing is lost.
+//!
+//! Shadow mode: a pod bound by one of `--shadow-scheduler-names` (and not by ours) is a shadow
+//! pod. It goes through the same ledger and the same outcome rules, but to `POST /v1/shadow`
+//! and carrying the pod as bound ([`crate::slim::wire_pod`]): the Worker scores it as the
+//! tenant's colony would have and counts where it really went; nothing is deposited.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use aco_core::config::Config;
 use aco_core::demand::tenant_of;
@@ -18,9 +24,39 @@ use crate::outcome::{classify, Fate, OutcomeRules};
 use crate::time::ms;
 use crate::wire::{outcome_label, PlacementReport};
 
-/// A pod bound by one of our schedulers.
+/// Whose pod it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Bound by one of the extender's schedulers: placements and outcomes teach the colony.
+    Ours,
+    /// Bound by a scheduler the extender does not steer: scored in shadow, never deposited.
+    Shadow,
+}
+
+/// The schedulers whose pods are reported, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedulers<'a> {
+    pub ours: &'a [String],
+    pub shadow: &'a [String],
+}
+
+impl Schedulers<'_> {
+    /// The role of a pod scheduled by `scheduler` (a name in both lists is ours).
+    pub fn role(&self, scheduler: &str) -> Option<Role> {
+        if self.ours.iter().any(|s| s == scheduler) {
+            Some(Role::Ours)
+        } else if self.shadow.iter().any(|s| s == scheduler) {
+            Some(Role::Shadow)
+        } else {
+            None
+        }
+    }
+}
+
+/// A bound pod of one of our schedulers, or a shadow pod.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundPod {
+    pub role: Role,
     pub uid: String,
     pub namespace: String,
     pub name: String,
@@ -34,13 +70,74 @@ pub struct BoundPod {
 pub enum Kind {
     Placement,
     Outcome,
+    /// A shadow pod's placement (where it really went).
+    Shadow,
+    /// A shadow pod's later outcome.
+    ShadowOutcome,
+}
+
+/// Where a report goes: one request carries one endpoint's reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// `POST /v1/placements`
+    Placements,
+    /// `POST /v1/shadow`
+    Shadow,
+}
+
+impl Endpoint {
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::Placements => "/v1/placements",
+            Endpoint::Shadow => "/v1/shadow",
+        }
+    }
+
+    /// The `kind` label of `aco_reporter_requests_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Placements => "placements",
+            Endpoint::Shadow => "shadow",
+        }
+    }
 }
 
 impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Placement, Kind::Outcome, Kind::Shadow, Kind::ShadowOutcome];
+
+    /// The `kind` label of the reporter's counters.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Placement => "placements",
             Kind::Outcome => "outcomes",
+            Kind::Shadow => "shadow",
+            Kind::ShadowOutcome => "shadow_outcomes",
+        }
+    }
+
+    fn placement(role: Role) -> Kind {
+        match role {
+            Role::Ours => Kind::Placement,
+            Role::Shadow => Kind::Shadow,
+        }
+    }
+
+    fn outcome(role: Role) -> Kind {
+        match role {
+            Role::Ours => Kind::Outcome,
+            Role::Shadow => Kind::ShadowOutcome,
+        }
+    }
+
+    /// A placement (which may carry its outcome), not an outcome of an acknowledged placement.
+    pub fn is_placement(self) -> bool {
+        matches!(self, Kind::Placement | Kind::Shadow)
+    }
+
+    pub fn endpoint(self) -> Endpoint {
+        match self {
+            Kind::Placement | Kind::Outcome => Endpoint::Placements,
+            Kind::Shadow | Kind::ShadowOutcome => Endpoint::Shadow,
         }
     }
 }
@@ -51,11 +148,14 @@ pub struct Item {
     pub kind: Kind,
     pub report: PlacementReport,
     pub bound_at_ms: u64,
+    /// Shadow reports: the pod as bound ([`crate::slim::wire_pod`]).
+    pub pod: Option<Arc<Pod>>,
 }
 
 /// Why a pod of ours is not reported (counted by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
+    /// Neither our scheduler's nor a shadow scheduler's.
     NotOurs,
     NotBound,
     NoUid,
@@ -63,12 +163,11 @@ pub enum Skip {
     Tenant(String),
 }
 
-pub fn bound_pod(pod: &Pod, schedulers: &[String], config: &Config) -> Result<BoundPod, Skip> {
+pub fn bound_pod(pod: &Pod, schedulers: &Schedulers<'_>, config: &Config) -> Result<BoundPod, Skip> {
     let spec = pod.spec.as_ref().ok_or(Skip::NotOurs)?;
-    let scheduler = spec.scheduler_name.as_deref().unwrap_or("default-scheduler");
-    if !schedulers.iter().any(|s| s == scheduler) {
-        return Err(Skip::NotOurs);
-    }
+    // The API server defaults an empty schedulerName to the default scheduler.
+    let scheduler = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()).unwrap_or("default-scheduler");
+    let role = schedulers.role(scheduler).ok_or(Skip::NotOurs)?;
     let node = spec.node_name.clone().filter(|n| !n.is_empty()).ok_or(Skip::NotBound)?;
     let uid = pod.metadata.uid.clone().filter(|u| !u.is_empty()).ok_or(Skip::NoUid)?;
     let view = PodView {
@@ -91,6 +190,7 @@ pub fn bound_pod(pod: &Pod, schedulers: &[String], config: &Config) -> Result<Bo
         .map(ms);
     let created = pod.metadata.creation_timestamp.as_ref().map(ms);
     Ok(BoundPod {
+        role,
         uid,
         namespace: view.metadata.namespace,
         name: view.metadata.name,
@@ -126,7 +226,8 @@ pub struct Ledger {
 impl Ledger {
     /// What to queue now for `pod`, given what was queued or acknowledged before. `None` when the
     /// pod owes nothing new. A placement whose fate is already known carries its outcome.
-    pub fn plan(&mut self, pod: &BoundPod, fate: Option<&Fate>, now_ms: u64, windows: &Windows) -> Option<Item> {
+    /// `object` is the pod itself: a shadow report carries it (slimmed for the wire).
+    pub fn plan(&mut self, pod: &BoundPod, object: &Pod, fate: Option<&Fate>, now_ms: u64, windows: &Windows) -> Option<Item> {
         let age = now_ms.saturating_sub(pod.bound_at_ms);
         let owed = self.owed.entry(pod.uid.clone()).or_default();
         let report = |outcome: Option<&Fate>| PlacementReport {
@@ -137,16 +238,22 @@ impl Ledger {
             node: pod.node.clone(),
             outcome: outcome.map(|f| outcome_label(f.is_success())),
         };
+        let item = |kind: Kind, outcome: Option<&Fate>| Item {
+            kind,
+            report: report(outcome),
+            bound_at_ms: pod.bound_at_ms,
+            pod: (pod.role == Role::Shadow).then(|| Arc::new(crate::slim::wire_pod(object))),
+        };
         if !owed.placement_queued && !owed.placement_done && age <= windows.placement_ms {
             owed.placement_queued = true;
             owed.outcome_queued = fate.is_some();
-            return Some(Item { kind: Kind::Placement, report: report(fate), bound_at_ms: pod.bound_at_ms });
+            return Some(item(Kind::placement(pod.role), fate));
         }
         let placement_settled = owed.placement_done || age > windows.placement_ms;
         if let Some(f) = fate {
             if placement_settled && !owed.outcome_queued && !owed.outcome_done && age <= windows.outcome_ms {
                 owed.outcome_queued = true;
-                return Some(Item { kind: Kind::Outcome, report: report(Some(f)), bound_at_ms: pod.bound_at_ms });
+                return Some(item(Kind::outcome(pod.role), Some(f)));
             }
         }
         None
@@ -155,33 +262,29 @@ impl Ledger {
     /// The Worker took the item (or refused it for good: retrying could never succeed).
     pub fn settle(&mut self, item: &Item) {
         let owed = self.owed.entry(item.report.pod_uid.clone()).or_default();
-        match item.kind {
-            Kind::Placement => {
-                owed.placement_queued = false;
-                owed.placement_done = true;
-                if item.report.outcome.is_some() {
-                    owed.outcome_queued = false;
-                    owed.outcome_done = true;
-                }
-            }
-            Kind::Outcome => {
+        if item.kind.is_placement() {
+            owed.placement_queued = false;
+            owed.placement_done = true;
+            if item.report.outcome.is_some() {
                 owed.outcome_queued = false;
                 owed.outcome_done = true;
             }
+        } else {
+            owed.outcome_queued = false;
+            owed.outcome_done = true;
         }
     }
 
     /// The item could not be queued (queue full): it will be planned again on the next scan.
     pub fn unqueue(&mut self, item: &Item) {
         if let Some(owed) = self.owed.get_mut(&item.report.pod_uid) {
-            match item.kind {
-                Kind::Placement => {
-                    owed.placement_queued = false;
-                    if item.report.outcome.is_some() {
-                        owed.outcome_queued = false;
-                    }
+            if item.kind.is_placement() {
+                owed.placement_queued = false;
+                if item.report.outcome.is_some() {
+                    owed.outcome_queued = false;
                 }
-                Kind::Outcome => owed.outcome_queued = false,
+            } else {
+                owed.outcome_queued = false;
             }
         }
     }
@@ -202,7 +305,7 @@ impl Ledger {
 
 /// Everything a scan needs besides the pods.
 pub struct ScanRules<'a> {
-    pub schedulers: &'a [String],
+    pub schedulers: Schedulers<'a>,
     pub config: &'a Config,
     pub outcome_rules: OutcomeRules,
     pub windows: Windows,
@@ -216,9 +319,9 @@ pub fn scan<'a>(ledger: &mut Ledger, pods: impl IntoIterator<Item = &'a Pod>, ru
         if let Some(uid) = &pod.metadata.uid {
             alive.insert(uid.clone());
         }
-        let Ok(bound) = bound_pod(pod, rules.schedulers, rules.config) else { continue };
+        let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else { continue };
         let fate = classify(pod, now_ms, &rules.outcome_rules);
-        if let Some(item) = ledger.plan(&bound, fate.as_ref(), now_ms, &rules.windows) {
+        if let Some(item) = ledger.plan(&bound, pod, fate.as_ref(), now_ms, &rules.windows) {
             items.push(item);
         }
     }
@@ -238,6 +341,10 @@ mod tests {
         vec!["aco-scheduler".into()]
     }
 
+    fn ours(s: &[String]) -> Schedulers<'_> {
+        Schedulers { ours: s, shadow: &[] }
+    }
+
     fn pod(uid: &str, scheduler: &str, node: Option<&str>, labels: serde_json::Value, phase: &str) -> Pod {
         serde_json::from_value(json!({
             "metadata": {"name": format!("p-{uid}"), "namespace": "team-a", "uid": uid, "labels": labels,
@@ -253,6 +360,7 @@ mod tests {
     fn only_bound_pods_of_our_schedulers_with_the_workers_tenant() {
         let c = Config::default();
         let s = schedulers();
+        let s = ours(&s);
         let p = pod("u1", "aco-scheduler", Some("n1"), json!({"scheduling.aco/tenant-id": "ml"}), "Running");
         let b = bound_pod(&p, &s, &c).unwrap();
         assert_eq!((b.tenant.as_str(), b.node.as_str(), b.bound_at_ms), ("ml", "n1", 2_000));
@@ -265,7 +373,7 @@ mod tests {
     }
 
     fn rules<'a>(config: &'a Config, schedulers: &'a [String]) -> ScanRules<'a> {
-        ScanRules { schedulers, config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
+        ScanRules { schedulers: ours(schedulers), config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
     }
 
     #[test]
@@ -343,5 +451,79 @@ mod tests {
         ledger.settle(&items[0]);
         ledger.retain(&HashSet::new());
         assert_eq!(ledger.len(), 1, "b is still queued");
+    }
+
+    fn shadow_rules<'a>(config: &'a Config, ours: &'a [String], shadow: &'a [String]) -> ScanRules<'a> {
+        ScanRules { schedulers: Schedulers { ours, shadow }, config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
+    }
+
+    #[test]
+    fn shadow_pods_are_bound_pods_of_the_shadow_schedulers_and_not_of_ours() {
+        let c = Config::default();
+        let (o, sh) = (schedulers(), vec!["default-scheduler".to_string(), "aco-scheduler".to_string()]);
+        let s = Schedulers { ours: &o, shadow: &sh };
+        let default = pod("u1", "default-scheduler", Some("n1"), json!({"scheduling.aco/tenant-id": "ml"}), "Running");
+        let b = bound_pod(&default, &s, &c).unwrap();
+        assert_eq!((b.role, b.tenant.as_str(), b.node.as_str()), (Role::Shadow, "ml", "n1"));
+        // A name in both lists is ours: its placements teach the colony.
+        assert_eq!(bound_pod(&pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running"), &s, &c).unwrap().role, Role::Ours);
+        assert_eq!(bound_pod(&pod("u3", "other", Some("n1"), json!({}), "Running"), &s, &c), Err(Skip::NotOurs));
+        assert_eq!(bound_pod(&pod("u4", "default-scheduler", None, json!({}), "Pending"), &s, &c), Err(Skip::NotBound));
+        // No schedulerName (or an empty one) is the default scheduler, as the API server has it.
+        let mut unnamed = default.clone();
+        unnamed.spec.as_mut().unwrap().scheduler_name = None;
+        assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
+        unnamed.spec.as_mut().unwrap().scheduler_name = Some(String::new());
+        assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
+        // Shadow mode off (the default): nothing of another scheduler is reported.
+        assert_eq!(bound_pod(&default, &ours(&o), &c), Err(Skip::NotOurs));
+        let strict = Config { tenant_source: aco_core::config::TenantSource::Label, ..Config::default() };
+        let unlabelled = pod("u5", "default-scheduler", Some("n1"), json!({}), "Running");
+        assert!(matches!(bound_pod(&unlabelled, &s, &strict), Err(Skip::Tenant(_))));
+    }
+
+    #[test]
+    fn a_shadow_pod_is_owed_once_with_itself_then_its_outcome_once() {
+        let config = Config::default();
+        let (o, sh) = (schedulers(), vec!["default-scheduler".to_string()]);
+        let r = shadow_rules(&config, &o, &sh);
+        let mut ledger = Ledger::default();
+        let running = pod("s1", "default-scheduler", Some("n2"), json!({}), "Running");
+        let mine = pod("m1", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let (items, _) = scan(&mut ledger, [&running, &mine], &r, 10_000);
+        assert_eq!(items.len(), 2);
+        let shadow = items.iter().find(|i| i.kind == Kind::Shadow).unwrap();
+        let placement = items.iter().find(|i| i.kind == Kind::Placement).unwrap();
+        assert_eq!((shadow.kind.endpoint(), placement.kind.endpoint()), (Endpoint::Shadow, Endpoint::Placements));
+        assert!(placement.pod.is_none(), "a placement of ours does not carry the pod");
+        let carried = shadow.pod.as_deref().unwrap();
+        assert_eq!(carried, &crate::slim::wire_pod(&running));
+        assert_eq!((shadow.report.node.as_str(), shadow.report.outcome), ("n2", None));
+        assert!(scan(&mut ledger, [&running, &mine], &r, 11_000).0.is_empty(), "queued: nothing new");
+        for i in &items {
+            ledger.settle(i);
+        }
+        assert!(scan(&mut ledger, [&running], &r, 12_000).0.is_empty());
+
+        // Its outcome, by the same rules, to the shadow endpoint.
+        let failed = pod("s1", "default-scheduler", Some("n2"), json!({}), "Failed");
+        let (items, _) = scan(&mut ledger, [&failed], &r, 13_000);
+        assert_eq!(items.len(), 1);
+        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::ShadowOutcome, Some(outcome_label(false))));
+        assert_eq!(items[0].kind.endpoint(), Endpoint::Shadow);
+        assert!(items[0].pod.is_some());
+        ledger.unqueue(&items[0]);
+        let again = scan(&mut ledger, [&failed], &r, 14_000).0;
+        assert_eq!(again, items, "a full queue loses nothing");
+        ledger.settle(&again[0]);
+        assert!(scan(&mut ledger, [&failed], &r, 15_000).0.is_empty());
+
+        // A restarted reporter owes the recent shadow pod again (the Worker counts a duplicate).
+        let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 16_000);
+        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Shadow, Some(outcome_label(false))));
+        // Two hours later only its outcome; past the outcome window nothing.
+        let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 2 * HOUR);
+        assert_eq!(items[0].kind, Kind::ShadowOutcome);
+        assert!(scan(&mut Ledger::default(), [&failed], &r, 7 * HOUR).0.is_empty());
     }
 }

@@ -25,9 +25,9 @@ use crate::leader::Leadership;
 use crate::node_facts::{self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache};
 use crate::ops_server::{self, OpsState};
 use crate::outcome::OutcomeRules;
-use crate::placements::{scan, Item, Kind, Ledger, ScanRules, Windows};
+use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
 use crate::telemetry::Telemetry;
-use crate::wire::{NodesBatch, PlacementsBatch};
+use crate::wire::{NodesBatch, PlacementsBatch, ShadowBatch, ShadowReport};
 use crate::worker_client::WorkerClient;
 
 pub fn now_ms() -> u64 {
@@ -120,9 +120,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .default_backoff()
         .modify(crate::slim::node)
         .reflect(node_writer);
+    let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
     let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default().fields("spec.nodeName!="))
         .default_backoff()
-        .modify(crate::slim::pod)
+        .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
         .reflect(pod_writer);
 
     let identity = args.identity.clone().unwrap_or_else(|| {
@@ -364,8 +365,12 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
 /// On every pod change (only the changed pods) and every scan interval (all pods, for "healthy
 /// for N minutes" and to forget gone pods): queue what is owed.
 async fn scan_pods(s: Arc<Shared>) {
+    let shadow = s.args.shadow_schedulers();
+    if !shadow.is_empty() {
+        tracing::info!(?shadow, "shadow mode: pods of these schedulers are reported to /v1/shadow");
+    }
     let rules = ScanRules {
-        schedulers: &s.args.scheduler_names,
+        schedulers: Schedulers { ours: &s.args.scheduler_names, shadow: &shadow },
         config: &s.config,
         outcome_rules: OutcomeRules { max_restarts: s.args.max_restarts, healthy_after_ms: s.args.healthy_after.as_millis() as u64 },
         windows: Windows { placement_ms: s.config.decision_ttl_ms, outcome_ms: s.args.outcome_window.as_millis() as u64 },
@@ -442,10 +447,23 @@ async fn deliver(s: Arc<Shared>) {
             s.pause(Duration::from_millis(500)).await;
             continue;
         }
-        let body = PlacementsBatch { placements: batch.iter().map(|i| i.report.clone()).collect() };
-        let answer = s.worker.send(reqwest::Method::POST, "/v1/placements", &body).await;
-        s.telemetry.requests.get_or_create(&Telemetry::kind("placements")).inc();
-        for kind in [Kind::Placement, Kind::Outcome] {
+        // One endpoint per batch (Queue::take).
+        let endpoint = batch[0].kind.endpoint();
+        let answer = match endpoint {
+            Endpoint::Placements => {
+                let body = PlacementsBatch { placements: batch.iter().map(|i| i.report.clone()).collect() };
+                s.worker.send(reqwest::Method::POST, endpoint.path(), &body).await
+            }
+            Endpoint::Shadow => {
+                // Every shadow item carries its pod (Ledger::plan); an empty one would be refused
+                // by name and dropped, keeping the indexes of the Worker's answer aligned.
+                let none = Pod::default();
+                let placements = batch.iter().map(|i| ShadowReport { placement: &i.report, pod: i.pod.as_deref().unwrap_or(&none) }).collect();
+                s.worker.send(reqwest::Method::POST, endpoint.path(), &ShadowBatch { placements }).await
+            }
+        };
+        s.telemetry.requests.get_or_create(&Telemetry::kind(endpoint.as_str())).inc();
+        for kind in Kind::ALL {
             let n = batch.iter().filter(|i| i.kind == kind).count();
             if n > 0 {
                 let share = answer.bytes_sent * n / batch.len();
@@ -472,12 +490,12 @@ async fn deliver(s: Arc<Shared>) {
                         s.telemetry.bind_to_report_seconds.observe(now.saturating_sub(item.bound_at_ms) as f64 / 1000.0);
                     }
                 }
-                tracing::debug!(items = batch.len(), answer = %answer.body, "placements delivered");
+                tracing::debug!(items = batch.len(), endpoint = endpoint.path(), answer = %answer.body, "reports delivered");
             }
             Disposition::Retry(after) => {
                 count_failed(&s, &batch);
                 let wait = after.unwrap_or_else(|| backoff.failed(&mut rng));
-                tracing::warn!(status = ?answer.status, body = %answer.body, ?wait, queued = batch.len(), "placement delivery failed; retrying");
+                tracing::warn!(endpoint = endpoint.path(), status = ?answer.status, body = %answer.body, ?wait, queued = batch.len(), "report delivery failed; retrying");
                 put_back(&s, batch);
                 if s.stopping() {
                     break; // the next leader re-derives what is left
@@ -508,7 +526,7 @@ fn put_back(s: &Shared, batch: Vec<Item>) {
 }
 
 fn count_failed(s: &Shared, batch: &[Item]) {
-    for kind in [Kind::Placement, Kind::Outcome] {
+    for kind in Kind::ALL {
         if batch.iter().any(|i| i.kind == kind) {
             s.telemetry.failed.get_or_create(&Telemetry::kind(kind.as_str())).inc();
         }

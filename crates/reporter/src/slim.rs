@@ -1,9 +1,13 @@
 //! What the caches keep of each object. A reflector holds every bound pod of the cluster
 //! (100,000 at 5,000 nodes × 20): everything the reporter never reads — managed fields,
 //! annotations other than the GPU-share ones, volumes, env, probes, affinity — is dropped as the
-//! object arrives, before it is stored.
+//! object arrives, before it is stored. The annotations the Worker reads from a pod (GPU models,
+//! latency target: [`annotations_the_worker_reads`]) are kept too, for shadow reports, which
+//! carry the pod itself ([`wire_pod`]).
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod};
+use aco_core::config::Config;
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 
 use crate::gpu_share::{ALIYUN_POD_IDX, ALIYUN_POD_MEM, HAMI_NODE_REGISTER, HAMI_POD_ALLOCATED};
@@ -11,12 +15,19 @@ use crate::gpu_share::{ALIYUN_POD_IDX, ALIYUN_POD_MEM, HAMI_NODE_REGISTER, HAMI_
 const POD_ANNOTATIONS: [&str; 3] = [HAMI_POD_ALLOCATED, ALIYUN_POD_IDX, ALIYUN_POD_MEM];
 const NODE_ANNOTATIONS: [&str; 1] = [HAMI_NODE_REGISTER];
 
-fn keep_annotations<K: Resource>(object: &mut K, keep: &[&str]) {
+fn keep_annotations<K: Resource>(object: &mut K, keep: &[&str], extra: &[String]) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
     if let Some(a) = meta.annotations.as_mut() {
-        a.retain(|k, _| keep.contains(&k.as_str()));
+        a.retain(|k, _| keep.contains(&k.as_str()) || extra.iter().any(|e| e == k));
     }
+}
+
+/// The pod annotations `aco_core::demand::PodDemand` reads, by the Worker's own settings.
+pub fn annotations_the_worker_reads(config: &Config) -> Vec<String> {
+    let mut keys = config.latency_target_annotations.clone();
+    keys.push(config.gpu_models_annotation.clone());
+    keys
 }
 
 /// A container as `pod_request` and nothing else reads it: name, resources, restartPolicy.
@@ -29,8 +40,10 @@ fn slim_container(c: &mut Container) {
     };
 }
 
-pub fn pod(pod: &mut Pod) {
-    keep_annotations(pod, &POD_ANNOTATIONS);
+/// Slims a pod for the cache, keeping also the annotations in `extra`
+/// ([`annotations_the_worker_reads`]).
+pub fn pod(pod: &mut Pod, extra: &[String]) {
+    keep_annotations(pod, &POD_ANNOTATIONS, extra);
     pod.metadata.owner_references = None;
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers.iter_mut().for_each(slim_container);
@@ -64,8 +77,42 @@ pub fn pod(pod: &mut Pod) {
     }
 }
 
+/// The pod as a shadow report carries it: what the Worker reads of a pod and nothing else —
+/// metadata name, namespace, uid, labels, annotations; spec containers and init containers
+/// (name, resources, restartPolicy), overhead, nodeName, schedulerName; no status.
+pub fn wire_pod(pod: &Pod) -> Pod {
+    let m = &pod.metadata;
+    let spec = pod.spec.as_ref().map(|s| {
+        let slim = |c: &Container| {
+            let mut c = c.clone();
+            slim_container(&mut c);
+            c
+        };
+        PodSpec {
+            containers: s.containers.iter().map(slim).collect(),
+            init_containers: s.init_containers.as_ref().map(|cs| cs.iter().map(slim).collect()),
+            overhead: s.overhead.clone(),
+            node_name: s.node_name.clone(),
+            scheduler_name: s.scheduler_name.clone(),
+            ..Default::default()
+        }
+    });
+    Pod {
+        metadata: ObjectMeta {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            labels: m.labels.clone(),
+            annotations: m.annotations.clone(),
+            ..Default::default()
+        },
+        spec,
+        status: None,
+    }
+}
+
 pub fn node(node: &mut Node) {
-    keep_annotations(node, &NODE_ANNOTATIONS);
+    keep_annotations(node, &NODE_ANNOTATIONS, &[]);
     if let Some(status) = node.status.as_mut() {
         status.images = None;
         status.volumes_attached = None;
@@ -77,7 +124,7 @@ pub fn node(node: &mut Node) {
 mod tests {
     use super::*;
     use crate::outcome::{classify, Fate, OutcomeRules};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn fat_pod() -> Pod {
         serde_json::from_value(json!({
@@ -103,12 +150,13 @@ mod tests {
     fn a_slim_pod_reads_the_same_to_every_pure_module() {
         let fat = fat_pod();
         let mut slim = fat.clone();
-        pod(&mut slim);
+        pod(&mut slim, &[]);
         assert_eq!(crate::node_facts::pod_requests(&slim).unwrap(), crate::node_facts::pod_requests(&fat).unwrap());
         let rules = OutcomeRules::default();
         assert_eq!(classify(&slim, 0, &rules), Some(Fate::Failed("OOMKilled".into())));
         let config = aco_core::config::Config::default();
-        let schedulers = vec!["aco-scheduler".to_string()];
+        let ours = vec!["aco-scheduler".to_string()];
+        let schedulers = crate::placements::Schedulers { ours: &ours, shadow: &[] };
         assert_eq!(
             crate::placements::bound_pod(&slim, &schedulers, &config),
             crate::placements::bound_pod(&fat, &schedulers, &config)
@@ -122,5 +170,35 @@ mod tests {
         let spec = slim.spec.as_ref().unwrap();
         assert!(spec.volumes.is_none() && spec.containers[0].env.is_none() && spec.containers[0].command.is_none());
         assert!(slim.metadata.annotations.as_ref().unwrap().len() == 1 && slim.metadata.managed_fields.is_none());
+    }
+
+    #[test]
+    fn a_shadow_pod_on_the_wire_reads_the_same_to_the_worker() {
+        let config = aco_core::config::Config::default();
+        let mut fat = fat_pod();
+        let annotations = fat.metadata.annotations.as_mut().unwrap();
+        annotations.insert("scheduling.aco/gpu-models".into(), "V100M16|V100M32".into());
+        annotations.insert("scheduling.aco/latency-target-us".into(), "500".into());
+        fat.spec.as_mut().unwrap().overhead = Some([("cpu".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("100m".into()))].into());
+        // Through the cache (keeping what the Worker reads), then onto the wire.
+        let mut cached = fat.clone();
+        pod(&mut cached, &annotations_the_worker_reads(&config));
+        let wire = serde_json::to_value(wire_pod(&cached)).unwrap();
+        let view: aco_core::k8s::PodView = serde_json::from_value(wire.clone()).unwrap();
+        let fat_view: aco_core::k8s::PodView = serde_json::from_value(serde_json::to_value(&fat).unwrap()).unwrap();
+        let demand = aco_core::demand::PodDemand::from_pod(&view, &config).unwrap();
+        let fat_demand = aco_core::demand::PodDemand::from_pod(&fat_view, &config).unwrap();
+        assert_eq!(demand, fat_demand);
+        assert_eq!(demand.allowed_gpu_models, Some(vec!["V100M16".to_string(), "V100M32".to_string()]));
+        assert_eq!(demand.latency_target_us, Some(500.0));
+        assert_eq!(demand.tenant, "ml");
+        // Exactly the fields the Worker reads.
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&wire["metadata"]), ["annotations", "labels", "name", "namespace", "uid"]);
+        assert_eq!(keys(&wire["spec"]), ["containers", "initContainers", "nodeName", "overhead", "schedulerName"]);
+        assert!(wire.get("status").is_none());
+        assert_eq!(keys(&wire["spec"]["containers"][0]), ["name", "resources"]);
+        assert_eq!(keys(&wire["spec"]["initContainers"][0]), ["name", "resources", "restartPolicy"]);
+        assert_eq!(wire["metadata"]["annotations"].as_object().unwrap().len(), 3, "GPU share, GPU models, latency target");
     }
 }

@@ -11,7 +11,8 @@ use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
-    /// `nodes`, `placements` or `outcomes`.
+    /// `nodes`, `placements`, `outcomes`, `shadow` (shadow pods' placements) or
+    /// `shadow_outcomes`; for `requests`, the endpoint: `nodes`, `placements` or `shadow`.
     pub kind: String,
 }
 
@@ -38,7 +39,7 @@ pub struct Telemetry {
     pub watch_errors: Family<KindLabel, Counter>,
     pub leader: Gauge,
     pub bytes_sent: Family<KindLabel, Counter>,
-    /// Requests made to the Worker (answered or not), by kind (`nodes`, `placements`).
+    /// Requests made to the Worker (answered or not), by endpoint (`nodes`, `placements`, `shadow`).
     pub requests: Family<KindLabel, Counter>,
 }
 

@@ -1,10 +1,13 @@
-//! What the reporter sends the Worker: the JSON of `PUT /v1/nodes` and `POST /v1/placements`.
-//! The Worker parses these with `aco_core::facts::NodeReport` and its placement `Report`
-//! (both `deny_unknown_fields`); the tests below check every shape against the core's parser.
+//! What the reporter sends the Worker: the JSON of `PUT /v1/nodes`, `POST /v1/placements` and
+//! `POST /v1/shadow`. The Worker parses these with `aco_core::facts::NodeReport` and its
+//! placement `Report` (both `deny_unknown_fields`); the tests below check every shape against
+//! the core's parser (a shadow report's `pod` against the core's `PodView`, what the Worker
+//! reads a pod with).
 
 use std::collections::BTreeMap;
 
 use aco_core::colony::{Outcome, OutcomeLabel};
+use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
 /// One node's facts. Quantities stay Kubernetes text (`"1500m"`, `"32Gi"`); the Worker parses them.
@@ -60,6 +63,22 @@ pub struct PlacementsBatch {
     pub placements: Vec<PlacementReport>,
 }
 
+/// A pod bound by a scheduler the extender does not steer (shadow mode), or its later outcome:
+/// the placement fields plus the pod as it was bound (slimmed by [`crate::slim::wire_pod`]), so
+/// that the Worker can score it as the tenant's colony would have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShadowReport<'a> {
+    #[serde(flatten)]
+    pub placement: &'a PlacementReport,
+    pub pod: &'a Pod,
+}
+
+/// `POST /v1/shadow`: same envelope as the placements.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ShadowBatch<'a> {
+    pub placements: Vec<ShadowReport<'a>>,
+}
+
 /// `succeeded` / `failed` as the Worker's placement API spells them.
 pub fn outcome_label(success: bool) -> Outcome {
     Outcome::Label(if success { OutcomeLabel::Succeeded } else { OutcomeLabel::Failed })
@@ -107,5 +126,48 @@ mod tests {
             v,
             serde_json::json!({"placements":[{"podUid":"u1","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":"failed"}]})
         );
+    }
+
+    #[test]
+    fn shadow_reports_are_placements_with_the_pod_as_the_worker_reads_it() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "team-a", "uid": "u1", "labels": {"aco/workload-type": "latency-critical"},
+                         "annotations": {"scheduling.aco/latency-target-us": "800"}},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": "n1",
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]}
+        }))
+        .unwrap();
+        let pod = crate::slim::wire_pod(&pod);
+        let placement = PlacementReport {
+            pod_uid: "u1".into(),
+            namespace: "team-a".into(),
+            name: "p".into(),
+            tenant: "team-a".into(),
+            node: "n1".into(),
+            outcome: None,
+        };
+        let with_outcome = PlacementReport { outcome: Some(outcome_label(true)), ..placement.clone() };
+        let batch = ShadowBatch {
+            placements: vec![ShadowReport { placement: &placement, pod: &pod }, ShadowReport { placement: &with_outcome, pod: &pod }],
+        };
+        let v = serde_json::to_value(&batch).unwrap();
+        let items = v["placements"].as_array().unwrap();
+        let keys = |i: &serde_json::Value| i.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&items[0]), ["name", "namespace", "node", "pod", "podUid", "tenant"]);
+        assert_eq!(keys(&items[1]), ["name", "namespace", "node", "outcome", "pod", "podUid", "tenant"]);
+        assert_eq!(items[1]["outcome"], "succeeded");
+        // The placement fields are those of /v1/placements …
+        let mut as_placement = items[1].clone();
+        as_placement.as_object_mut().unwrap().remove("pod");
+        assert_eq!(as_placement, serde_json::to_value(&with_outcome).unwrap());
+        // … and the pod reads as the Worker reads pods (the core's PodView and PodDemand).
+        let view: aco_core::k8s::PodView = serde_json::from_value(items[0]["pod"].clone()).unwrap();
+        let config = aco_core::config::Config::default();
+        let demand = aco_core::demand::PodDemand::from_pod(&view, &config).unwrap();
+        assert_eq!((demand.key.as_str(), demand.tenant.as_str(), demand.latency_target_us), ("u1", "team-a", Some(800.0)));
+        assert!(demand.workload.is_latency_critical());
+        assert_eq!(demand.request.get("cpu"), 500);
+        assert_eq!(items[0]["pod"]["spec"]["nodeName"], "n1");
+        assert_eq!(items[0]["pod"]["spec"]["schedulerName"], "default-scheduler");
     }
 }
