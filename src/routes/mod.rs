@@ -6,6 +6,7 @@
 //! be added without its verb label, its methods and its handler.
 
 mod bind;
+mod decisions;
 mod extender_verbs;
 mod nodes;
 mod ops;
@@ -66,6 +67,8 @@ pub enum Route<'a> {
     Node(&'a str),
     Echo,
     Pheromones(&'a str),
+    /// (tenant, pod key): a UID, or `namespace/name` as two segments.
+    Decision(&'a str, &'a str, Option<&'a str>),
 }
 
 impl<'a> Route<'a> {
@@ -84,6 +87,8 @@ impl<'a> Route<'a> {
             ["v1", "nodes", name] => Route::Node(name),
             ["v1", "echo"] => Route::Echo,
             ["v1", "tenants", tenant, "pheromones"] => Route::Pheromones(tenant),
+            ["v1", "tenants", tenant, "decisions", uid] => Route::Decision(tenant, uid, None),
+            ["v1", "tenants", tenant, "decisions", namespace, name] => Route::Decision(tenant, namespace, Some(name)),
             _ => return None,
         })
     }
@@ -102,6 +107,7 @@ impl<'a> Route<'a> {
             Route::Node(_) => "node",
             Route::Echo => "echo",
             Route::Pheromones(_) => "pheromones",
+            Route::Decision(..) => "decision",
         })
     }
 
@@ -112,7 +118,7 @@ impl<'a> Route<'a> {
 
     pub fn methods(self) -> &'static [Method] {
         match self {
-            Route::Probe(_) | Route::Metrics | Route::Node(_) => &[Method::Get],
+            Route::Probe(_) | Route::Metrics | Route::Node(_) | Route::Decision(..) => &[Method::Get],
             Route::Nodes => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
             Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo => &[Method::Post],
@@ -230,6 +236,8 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             Route::Echo => ops::echo(&mut call).await,
             Route::Metrics => ops::metrics(&mut call).await,
             Route::Pheromones(tenant) => tenants::pheromones(&mut call, tenant, method).await,
+            Route::Decision(tenant, uid, None) => decisions::decision(&mut call, tenant, uid).await,
+            Route::Decision(tenant, namespace, Some(name)) => decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await,
         }
     };
     drain(&mut call.req).await;
