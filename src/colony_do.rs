@@ -13,18 +13,19 @@
 //! Internal API (JSON over the stub's fetch), used only by the Worker:
 //! `POST /prioritize` (score and remember, the synchronous path), `POST /decisions` (remember a
 //! decision an isolate scored from its copy), `POST /placements`, `GET|DELETE /pheromones`,
-//! `GET /metrics`, and shadow mode's `POST /shadow`, `GET /shadow`, `GET /shadow/snapshot` (see
+//! `GET /metrics`, `GET /decisions/<key>` (a pod's decision with its explanation, or its
+//! confirmation), and shadow mode's `POST /shadow`, `GET /shadow`, `GET /shadow/snapshot` (see
 //! the shadow section at the end). Replies to the first two carry the colony ([`ColonySnapshot`]) when the
 //! caller's copy is not the current `version`; see `colony_cache.rs`.
 //!
-//! Rows written per decision: one (the decision). The tenant name is written once, and the
+//! Rows written per decision: one (the decision, its explanation inside the same row). The tenant name is written once, and the
 //! counters a decision moves are persisted with the next placement commit, reset or alarm — a
 //! restart before that loses those increments (a counter reset, as Prometheus sees it).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
-use aco_core::colony::{Confirmed, Decision, Outcome, PheromoneTable, PodRecord, ReportEffect, TenantColony, Trail};
+use aco_core::colony::{Confirmed, Decision, FilterRejections, Outcome, PheromoneTable, PodRecord, ReportEffect, TenantColony, Trail};
 use aco_core::config::Config;
 use aco_core::demand::WorkloadClass;
 use aco_core::heuristic::{NodeFeatures, OutcomeStats};
@@ -52,6 +53,9 @@ pub struct PrioritizeRequest {
     pub workload: WorkloadClass,
     pub features: Vec<NodeFeatures>,
     pub now_ms: u64,
+    /// What this isolate's filter call rejected for the pod, for the decision's explanation.
+    #[serde(default)]
+    pub filter_reasons: Option<FilterRejections>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -98,6 +102,26 @@ pub struct DecisionReply {
     /// Present when `known_version` is not the colony's version.
     pub snapshot: Option<ColonySnapshot>,
 }
+
+// ---- explain: begin ----
+
+/// `GET /decisions/<key>`: what the colony remembers of a pod.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionLookup {
+    pub decision: Option<Decision>,
+    /// Present when the pod's placement was confirmed (its decision was deleted then).
+    pub confirmed: Option<ConfirmedView>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmedView {
+    pub node: String,
+    pub confirmed_ms: u64,
+}
+
+// ---- explain: end ----
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -467,13 +491,16 @@ impl Colony {
         let config = self.config()?;
         let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(req.now_ms));
         // Scored on a scratch copy (same τ and outcomes): `remember` counts the decision, once.
-        let prioritized = self.with_colony(|c| {
+        let mut prioritized = self.with_colony(|c| {
             let mut scratch = TenantColony { pheromones: std::mem::take(&mut c.pheromones), outcomes: std::mem::take(&mut c.outcomes), ..Default::default() };
             let p = scratch.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
             c.pheromones = scratch.pheromones;
             c.outcomes = scratch.outcomes;
             p
         })?;
+        if let Some(e) = prioritized.decision.explanation.as_mut() {
+            e.filter = req.filter_reasons;
+        }
         let record = DecisionRecord { key: req.key, explored: prioritized.explored.is_some(), decision: prioritized.decision };
         self.remember(&req.tenant, std::slice::from_ref(&record), false, &config).await?;
         let snapshot = self.snapshot()?;
@@ -741,9 +768,29 @@ impl Colony {
             (Method::Post, "/shadow") => self.shadow(req.json().await?).await,
             (Method::Get, "/shadow") => Ok(json_response(200, &self.shadow_summary()?)),
             (Method::Get, "/shadow/snapshot") => Ok(json_response(200, &self.snapshot()?)),
+            // explain: begin
+            (Method::Get, path) if path.starts_with("/decisions/") => self.decision_of(&path["/decisions/".len()..]),
+            // explain: end
             _ => Ok(text_response(404, "unknown colony route".into(), "text/plain")),
         }
     }
+
+    // ---- explain: begin (GET /decisions/<key>; see docs/explanations.md) ----
+
+    /// The pod's remembered decision (explanation included) and, if the decision is gone because
+    /// the placement was confirmed, the confirmation. Reads only; always 200 (the Worker turns
+    /// "no decision" into its 404, and a non-200 here would count as a colony failure).
+    fn decision_of(&self, key: &str) -> Result<Response> {
+        let config = self.config()?;
+        let record = self.load_record(key, worker::Date::now().as_millis(), &config)?;
+        let reply = DecisionLookup {
+            decision: record.decision,
+            confirmed: record.confirmed.map(|c| ConfirmedView { node: c.node, confirmed_ms: c.confirmed_ms }),
+        };
+        Ok(json_response(200, &reply))
+    }
+
+    // ---- explain: end ----
 
     /// The oldest timestamp in a table's time column, if any rows remain.
     fn oldest(&self, query: &str) -> Result<Option<u64>> {

@@ -18,6 +18,7 @@ mod decision_queue;
 mod env_config;
 mod facts_do;
 mod facts_store;
+mod filter_memory;
 mod http;
 mod metrics_text;
 mod pod_index;

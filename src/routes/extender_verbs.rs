@@ -16,6 +16,7 @@ use crate::colony_do::{self, DecisionBatch, DecisionRecord, DecisionReply, Prior
 use crate::decision_queue;
 use crate::telemetry;
 use crate::facts_store;
+use crate::filter_memory;
 use crate::pod_index;
 use crate::http::{json_response, json_response_sized, read_body, ApiError};
 
@@ -28,7 +29,9 @@ pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
     let facts = candidate_facts(call, &args).await?;
-    let outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
+    let mut outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
+    // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
+    filter_memory::remember(&call.cluster, &args.pod.decision_key(), call.now_ms, std::mem::take(&mut outcome.rejections));
     let ev = &mut call.event;
     ev.count("aco_filter_nodes_passed_total", String::new(), outcome.passed as f64);
     for (code, n) in &outcome.rejected {
@@ -44,6 +47,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let args = parse_args(&body, &call.config)?;
     let facts = candidate_facts(call, &args).await?;
     let input = scoring_input(&args, &facts, call.now_ms, &call.config)?;
+    // Taken whatever happens next, so that a filter is attached to one decision at most.
+    let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count("aco_stale_node_facts_total", "verb=\"prioritize\"".into(), input.stale as f64);
     if input.features.is_empty() {
         return Ok(json_response(200, &Vec::<aco_core::wire::HostPriority>::new()));
@@ -71,7 +76,10 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let local = colony_cache::with_fresh(&colony, now_ms, config.colony_snapshot_ms, |c| {
         c.prioritize(&input.features, workload, now_ms, &config, &mut rng)
     });
-    if let Some((version, prioritized)) = local {
+    if let Some((version, mut prioritized)) = local {
+        if let Some(e) = prioritized.decision.explanation.as_mut() {
+            e.filter = filter_reasons;
+        }
         let record = DecisionRecord { key: input.demand.key.clone(), explored: prioritized.explored.is_some(), decision: prioritized.decision };
         let dropped = decision_queue::push(&colony, record);
         call.event.count("aco_colony_decisions_dropped_total", String::new(), dropped as f64);
@@ -79,7 +87,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         call.event.tenants.push(colony);
         return Ok(json_response(200, &prioritized.priorities));
     }
-    let request = PrioritizeRequest { tenant: tenant.clone(), key: input.demand.key.clone(), workload, features: input.features, now_ms };
+    let request = PrioritizeRequest { tenant: tenant.clone(), key: input.demand.key.clone(), workload, features: input.features, now_ms, filter_reasons };
     match colony_call::<_, PrioritizeResponse>(&call.bindings, &colony, Method::Post, "/prioritize", Some(&request)).await {
         Ok(reply) => {
             colony_cache::refresh(&colony, reply.snapshot.version, Some(reply.snapshot), now_ms);

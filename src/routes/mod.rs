@@ -6,6 +6,7 @@
 //! be added without its verb label, its methods and its handler.
 
 mod bind;
+mod decisions;
 mod extender_verbs;
 mod nodes;
 mod ops;
@@ -70,6 +71,8 @@ pub enum Route<'a> {
     // Shadow mode (routes/shadow.rs).
     Shadow,
     ShadowSummary(&'a str),
+    /// (tenant, pod key): a UID, or `namespace/name` as two segments.
+    Decision(&'a str, &'a str, Option<&'a str>),
 }
 
 impl<'a> Route<'a> {
@@ -90,6 +93,8 @@ impl<'a> Route<'a> {
             ["v1", "tenants", tenant, "pheromones"] => Route::Pheromones(tenant),
             ["v1", "shadow"] => Route::Shadow,
             ["v1", "tenants", tenant, "shadow"] => Route::ShadowSummary(tenant),
+            ["v1", "tenants", tenant, "decisions", uid] => Route::Decision(tenant, uid, None),
+            ["v1", "tenants", tenant, "decisions", namespace, name] => Route::Decision(tenant, namespace, Some(name)),
             _ => return None,
         })
     }
@@ -110,6 +115,7 @@ impl<'a> Route<'a> {
             Route::Pheromones(_) => "pheromones",
             Route::Shadow => "shadow",
             Route::ShadowSummary(_) => "shadow_summary",
+            Route::Decision(..) => "decision",
         })
     }
 
@@ -120,7 +126,7 @@ impl<'a> Route<'a> {
 
     pub fn methods(self) -> &'static [Method] {
         match self {
-            Route::Probe(_) | Route::Metrics | Route::Node(_) | Route::ShadowSummary(_) => &[Method::Get],
+            Route::Probe(_) | Route::Metrics | Route::Node(_) | Route::ShadowSummary(_) | Route::Decision(..) => &[Method::Get],
             Route::Nodes => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
             Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo | Route::Shadow => &[Method::Post],
@@ -240,6 +246,8 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             Route::Pheromones(tenant) => tenants::pheromones(&mut call, tenant, method).await,
             Route::Shadow => shadow::report(&mut call).await,
             Route::ShadowSummary(tenant) => shadow::summary(&mut call, tenant).await,
+            Route::Decision(tenant, uid, None) => decisions::decision(&mut call, tenant, uid).await,
+            Route::Decision(tenant, namespace, Some(name)) => decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await,
         }
     };
     drain(&mut call.req).await;

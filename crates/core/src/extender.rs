@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::value::RawValue;
 
+use crate::colony::FilterRejections;
 use crate::config::Config;
 use crate::demand::{DemandError, PodDemand};
 use crate::facts::NodeFacts;
@@ -129,6 +130,8 @@ pub struct FilterOutcome<'a> {
     pub rejected: BTreeMap<RejectCode, u64>,
     /// Candidates whose facts were present but too old to use.
     pub stale: u64,
+    /// The rejections, bounded, for the explanation of the pod's decision.
+    pub rejections: FilterRejections,
 }
 
 /// The `filter` verb.
@@ -144,13 +147,16 @@ pub fn filter<'a>(
     let mut names = Vec::new();
     let mut items = Vec::new();
     let mut stale = 0;
+    let mut rejections = FilterRejections::default();
     // An unusable annotation fails every node with the same message: the pod stays Pending
     // and its events explain why, instead of an error an ignorable extender would swallow.
     let demand = match &args.demand {
         Ok(d) => Some(d),
         Err(e) => {
+            let message = e.to_string();
             for c in &args.candidates {
-                unresolvable.insert(c.name.clone(), e.to_string());
+                rejections.note(&c.name, RejectCode::PodInvalid, &message, true);
+                unresolvable.insert(c.name.clone(), message.clone());
             }
             rejected.insert(RejectCode::PodInvalid, args.candidates.len() as u64);
             None
@@ -167,6 +173,7 @@ pub fn filter<'a>(
                 }
                 Err(r) => {
                     *rejected.entry(r.code).or_default() += 1;
+                    rejections.note(&candidate.name, r.code, &r.reason, r.unresolvable);
                     let map = if r.unresolvable { &mut unresolvable } else { &mut failed };
                     map.insert(candidate.name.clone(), r.reason);
                 }
@@ -174,6 +181,7 @@ pub fn filter<'a>(
         }
     }
     let passed = names.len();
+    rejections.passed = passed as u64;
     Ok(FilterOutcome {
         result: ExtenderFilterResult {
             nodes: args.full_nodes.then_some(NodeListOut { metadata: EmptyObject {}, items }),
@@ -185,6 +193,7 @@ pub fn filter<'a>(
         passed,
         rejected,
         stale,
+        rejections,
     })
 }
 
@@ -243,6 +252,11 @@ mod tests {
         assert_eq!(out.result.failed_and_unresolvable_nodes.len(), 2);
         assert_eq!(out.rejected[&RejectCode::GpuModel], 1);
         assert_eq!(out.rejected[&RejectCode::NoGpu], 1);
+        // The explanation's copy: counted by reason, named in request order, unresolvable.
+        let r = &out.rejections;
+        assert_eq!((r.passed, r.rejected), (1, 2));
+        assert_eq!(r.nodes.iter().map(|n| (n.node.as_str(), n.code.as_str(), n.unresolvable)).collect::<Vec<_>>(), vec![("gpu-t4", "gpu_model", true), ("cpu", "no_gpu", true)]);
+        assert_eq!(r.nodes[0].reason, out.result.failed_and_unresolvable_nodes["gpu-t4"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 pub mod alloc;
 pub mod cluster;
 pub mod engine;
+pub mod explain;
 pub mod facts_report;
 pub mod html_report;
 pub mod load;

@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use aco_sim::cluster::{World, WorldParams};
+use aco_sim::explain;
 use aco_sim::engine::{run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams, TenantTrails};
 use aco_sim::html_report;
 use aco_sim::load::LoadModel;
@@ -105,6 +106,28 @@ enum Cmd {
         /// printed next to the simulator's own (they must agree).
         #[arg(long, conflicts_with_all = ["compare", "report"])]
         shadow: Option<String>,
+        /// Print the explanation (η factors, τ, score, filter rejections) of the first N
+        /// scored pods, fetched before their placement is confirmed.
+        #[arg(long, default_value_t = 0)]
+        explain: usize,
+    },
+    /// Print a remembered decision's explanation from a running Worker
+    /// (`GET [/c/<cluster>]/v1/tenants/{tenant}/decisions/{pod}`).
+    Explain {
+        #[arg(long, default_value = "http://127.0.0.1:8787")]
+        url: String,
+        #[arg(long, default_value = "dev-admin-token")]
+        token: String,
+        #[arg(long)]
+        cluster: Option<String>,
+        #[arg(long)]
+        tenant: String,
+        /// The pod's UID (or namespace/name for a pod without one).
+        #[arg(long)]
+        pod: String,
+        /// Print the JSON reply instead of the table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -400,7 +423,16 @@ fn real_main() -> Result<(), Error> {
             sr::write_svg(&out.join(format!("{name}.svg")), &format!("GPU allocation vs arrived workload — OpenB {openb}, {} seeds", seeds.len()), &curves)?;
             eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
         }
-        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every, shadow } => {
+        Cmd::Explain { url, token, cluster, tenant, pod, json } => {
+            let client = reqwest::blocking::Client::builder().timeout(std::time::Duration::from_secs(30)).build()?;
+            let e = explain::fetch(&client, &url, &token, cluster.as_deref(), &tenant, &pod)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&e)?);
+            } else {
+                print!("{}", explain::render(&e));
+            }
+        }
+        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every, shadow, explain: explain_first } => {
             let world = input.world(input.seed)?;
             let load = input.load(input.seed);
             let mut params = input.sim(input.seed);
@@ -410,6 +442,7 @@ fn real_main() -> Result<(), Error> {
                 return shadow_replay(&world, &load, &params, &url, &token, &baseline, input.seed);
             }
             let mut http = HttpScheduler::new(&url, &token, &world)?;
+            http.explain_first = explain_first;
             let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
             println!("replaying {pods} pods on {} nodes against {url} (tenants: {})", world.nodes.len(), world.tenants().join(", "));
             let mut print = |w: &World, m: &Metrics, ph: &TenantTrails| {
@@ -438,6 +471,10 @@ fn real_main() -> Result<(), Error> {
             };
             println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
             println!("{} HTTP requests, {:.1} decisions/s over HTTP", http.requests, r.metrics.decisions_per_s);
+            for e in &http.explanations {
+                println!();
+                print!("{}", explain::render(e));
+            }
             if compare {
                 let mut native = NativeScheduler::new(policy::by_name("colony", input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
                 let n = run(&world, &load, &params, &mut native)?;

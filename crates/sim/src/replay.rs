@@ -27,6 +27,9 @@ pub struct HttpScheduler {
     last_at_ms: u64,
     pub requests: u64,
     ties: (usize, usize),
+    /// Fetch the explanation of the first this many scored pods (`--explain N`).
+    pub explain_first: usize,
+    pub explanations: Vec<aco_core::colony::DecisionExplanation>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +83,8 @@ impl HttpScheduler {
             last_at_ms: 0,
             requests: 0,
             ties: (0, 0),
+            explain_first: 0,
+            explanations: Vec::new(),
         })
     }
 
@@ -201,6 +206,11 @@ impl Scheduler for HttpScheduler {
             _ => {
                 let text = self.post("/v1/prioritize", self.args(pod, &passed), false)?;
                 let reply: Vec<Priority> = serde_json::from_str(&text).map_err(|e| format!("prioritize reply: {e}: {text}"))?;
+                // Before the placement is reported: confirming it deletes the decision.
+                if self.explanations.len() < self.explain_first {
+                    self.requests += 1;
+                    self.explanations.push(crate::explain::fetch(&self.client, &self.base_url, &self.token, None, &pod.tenant, &pod.uid)?);
+                }
                 let by_host: HashMap<&str, i64> = reply.iter().map(|p| (p.host.as_str(), p.score)).collect();
                 let scores: Vec<f64> = passed.iter().map(|c| by_host.get(world.nodes[*c].name.as_str()).copied().unwrap_or(0) as f64).collect();
                 crate::scheduler::count_top_ties(&scores, &mut self.ties);

@@ -11,7 +11,10 @@ mod pheromone;
 mod report;
 mod score;
 
-pub use decision::Decision;
+pub use decision::{
+    CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation, FilterRejections, RejectedNode,
+    FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
+};
 pub use outcome::{Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
@@ -24,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::WorkloadClass;
-use crate::heuristic::{eta, NodeFeatures, OutcomeStats};
+use crate::heuristic::{eta, eta_factors, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
 
 /// Persisted as JSON; fields added later read as 0 from older records.
@@ -99,12 +102,11 @@ impl TenantColony {
         config: &Config,
         rng: &mut impl Rng,
     ) -> Prioritized {
-        let etas = self.etas(candidates, workload, config);
-        let desirabilities: Vec<f64> = candidates
-            .iter()
-            .zip(&etas)
-            .map(|(f, e)| desirability(self.pheromones.tau(&f.node, config), *e, config))
-            .collect();
+        // η through its factors (bit-identical to `eta`), so the explanation costs no second pass.
+        let factors: Vec<_> = candidates.iter().map(|f| eta_factors(f, workload, self.outcomes.get(&f.node), config)).collect();
+        let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
+        let taus: Vec<f64> = candidates.iter().map(|f| self.pheromones.tau(&f.node, config)).collect();
+        let desirabilities: Vec<f64> = taus.iter().zip(&etas).map(|(t, e)| desirability(*t, *e, config)).collect();
         let mut scores = to_scores(&desirabilities);
         let explored = explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
         self.counters.decisions += 1;
@@ -114,14 +116,26 @@ impl TenantColony {
         ranked.sort_by(|&a, &b| {
             desirabilities[b].total_cmp(&desirabilities[a]).then_with(|| candidates[a].node.cmp(&candidates[b].node))
         });
-        let etas_kept = ranked.iter().take(config.decision_keep_top).map(|&i| (candidates[i].node.clone(), etas[i])).collect();
+        let kept = &ranked[..ranked.len().min(config.decision_keep_top)];
+        let etas_kept = kept.iter().map(|&i| (candidates[i].node.clone(), etas[i])).collect();
+        let explanation = Explanation {
+            candidates: kept.iter().map(|&i| CandidateWhy::new(&factors[i], taus[i], scores[i])).collect(),
+            explored: explored.clone(),
+            filter: None,
+        };
         Prioritized {
             priorities: candidates
                 .iter()
                 .zip(scores)
                 .map(|(f, score)| HostPriority { host: f.node.clone(), score })
                 .collect(),
-            decision: Decision { created_ms: now_ms, workload, candidate_count: candidates.len(), etas: etas_kept },
+            decision: Decision {
+                created_ms: now_ms,
+                workload,
+                candidate_count: candidates.len(),
+                etas: etas_kept,
+                explanation: Some(explanation),
+            },
             explored,
         }
     }
@@ -263,6 +277,82 @@ mod tests {
         assert_eq!(p.decision.etas.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["b", "c"]);
         let (q, exact) = p.decision.quality_of("a").unwrap();
         assert!(!exact && (q - p.decision.etas[1].1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_explanation_matches_the_scores_and_etas_it_explains() {
+        let config = Config { decision_keep_top: 3, q0: 0.0, ..Config::default() };
+        let mut c = TenantColony::default();
+        c.outcomes.insert("b".into(), OutcomeStats { successes: 1.0, failures: 3.0 });
+        let mut nodes = vec![node("a", 3.0), node("b", 0.1), node("c", 1.0), node("d", 2.0)];
+        nodes[2].fragmentation_delta = Some(-200.0);
+        let mut rng = SmallRng::seed_from_u64(3);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, 7, &config, &mut rng);
+        let e = p.decision.explanation.as_ref().unwrap();
+        assert_eq!(e.candidates.len(), p.decision.etas.len());
+        assert_eq!(e.explored, p.explored);
+        assert!(e.explored.is_some(), "q0 = 0 always explores");
+        let view = p.decision.explain("uid", "t");
+        for cand in &view.candidates {
+            let f = cand.factors.unwrap();
+            // f32 storage: 5 factors, each within 2^-24 relative.
+            assert!((f.product() - cand.eta).abs() <= 1e-6 * cand.eta, "{cand:?}");
+            let replied = p.priorities.iter().find(|h| h.host == cand.node).unwrap().score;
+            assert_eq!(cand.score, Some(replied as u8));
+            assert_eq!(cand.tau, Some(config.tau_initial as f32 as f64));
+            assert_eq!(f.fragmentation.is_some(), cand.node == "c");
+        }
+        assert!(view.notes.iter().any(|n| n.contains("best 3 of 4")), "{:?}", view.notes);
+        assert!(view.notes.iter().any(|n| n.contains("filterReasons is null")));
+    }
+
+    #[test]
+    fn decisions_stored_before_explanations_still_parse_and_explain_eta_alone() {
+        let old = r#"{"createdMs":5,"workload":"batch","candidateCount":2,"etas":[["a",0.45],["b",0.3]]}"#;
+        let d: Decision = serde_json::from_str(old).unwrap();
+        assert_eq!(d.explanation, None);
+        let view = d.explain("uid", "t");
+        assert_eq!((view.candidates[0].eta, view.candidates[0].factors), (0.45, None));
+        assert!(view.notes.iter().any(|n| n.contains("stored before explanations")));
+        assert_eq!(serde_json::to_string(&d).unwrap(), old, "an unexplained decision is stored as before");
+    }
+
+    /// The decision row's size at DECISION_KEEP_TOP = 64 candidates, before explanations and
+    /// with them (incl. 64 filter rejections): still one row, far below the 2 MB row limit.
+    /// `cargo test -p aco-core decision_row_size -- --nocapture` prints the figures.
+    #[test]
+    fn decision_row_size_at_64_candidates() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        // EKS-style names, the longest common shape; prices and loads all differ.
+        let nodes: Vec<NodeFeatures> = (0..200)
+            .map(|i| {
+                let mut n = node(&format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 200, i % 200), 0.4 + i as f64 * 0.037);
+                n.predicted_utilisation = Some((i % 17) as f64 / 20.0);
+                n.spike_probability = Some((i % 7) as f64 / 10.0);
+                n.committed_share = Some((i % 5) as f64 / 6.0);
+                n.pod_share = Some(0.0625);
+                n.fragmentation_delta = (i % 2 == 0).then_some(-(i as f64) * 3.1);
+                n
+            })
+            .collect();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut d = c.prioritize(&nodes, WorkloadClass::Batch, 1_760_000_000_000, &config, &mut rng).decision;
+        assert_eq!(d.etas.len(), 64);
+        let mut rejections = FilterRejections::default();
+        for i in 0..500 {
+            let reason = "GPU model T4 is not among the allowed models V100M16|V100M32|A100-SXM4-40GB";
+            rejections.note(&format!("ip-10-0-9-{i}.eu-west-1.compute.internal"), crate::filter::RejectCode::GpuModel, reason, true);
+        }
+        d.explanation.as_mut().unwrap().filter = Some(rejections);
+        let with_all = serde_json::to_string(&d).unwrap().len();
+        d.explanation.as_mut().unwrap().filter = None;
+        let with_factors = serde_json::to_string(&d).unwrap().len();
+        d.explanation = None;
+        let before = serde_json::to_string(&d).unwrap().len();
+        eprintln!("decision row body at 64 candidates: {before} B before, {with_factors} B with factors, {with_all} B with 64 filter rejections");
+        assert!(with_factors < 3 * before, "{before} → {with_factors}");
+        assert!(with_all < 24 * 1024, "{with_all}");
     }
 
     #[test]

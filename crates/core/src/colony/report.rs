@@ -142,6 +142,7 @@ mod tests {
             workload: WorkloadClass::Batch,
             candidate_count: nodes.len(),
             etas: nodes.iter().map(|(n, e)| (n.to_string(), *e)).collect(),
+            explanation: None,
         }
     }
 

@@ -147,19 +147,52 @@ fn committed_share(node: &NodeState, config: &Config) -> Option<f64> {
     )
 }
 
-/// η for one node: the product of the four factors, floored at `eta_floor` so that every
-/// feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
-pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
-    let product = reliability(stats, features.spot, workload, config)
-        * cost_efficiency(features, config)
-        * sla_headroom(features, workload, config)
-        * spike_safety(features.spike_probability, config)
-        * fragmentation_factor(features);
-    if product.is_finite() {
-        product.clamp(config.eta_floor, 1.0)
-    } else {
-        config.eta_floor
+/// η's factors for one node, as [`eta`] multiplies them: what an explanation shows. The
+/// fragmentation factor is `None` without per-GPU facts (it is then neutral, 1.0). Also the
+/// `factors` of an explanation's reply.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EtaFactors {
+    pub reliability: f64,
+    pub cost_efficiency: f64,
+    pub sla_headroom: f64,
+    pub spike_safety: f64,
+    pub fragmentation: Option<f64>,
+}
+
+impl EtaFactors {
+    /// The product in [`eta`]'s order; an absent fragmentation factor multiplies by 1.0, which
+    /// changes no bit of the result.
+    pub fn product(&self) -> f64 {
+        self.reliability * self.cost_efficiency * self.sla_headroom * self.spike_safety * self.fragmentation.unwrap_or(1.0)
     }
+
+    /// η: the product floored at `eta_floor` (every feasible node keeps a chance) and capped at 1.
+    pub fn eta(&self, config: &Config) -> f64 {
+        let product = self.product();
+        if product.is_finite() {
+            product.clamp(config.eta_floor, 1.0)
+        } else {
+            config.eta_floor
+        }
+    }
+}
+
+/// Every factor of η for one node (see [`EtaFactors`]); [`eta`] is exactly `.eta(config)` of it.
+pub fn eta_factors(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> EtaFactors {
+    EtaFactors {
+        reliability: reliability(stats, features.spot, workload, config),
+        cost_efficiency: cost_efficiency(features, config),
+        sla_headroom: sla_headroom(features, workload, config),
+        spike_safety: spike_safety(features.spike_probability, config),
+        fragmentation: features.fragmentation_delta.map(|_| fragmentation_factor(features)),
+    }
+}
+
+/// η for one node: the product of the factors, floored at `eta_floor` so that every feasible
+/// node keeps a non-zero chance (exploration never dies) and capped at 1.
+pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+    eta_factors(features, workload, stats, config).eta(config)
 }
 
 #[cfg(test)]
@@ -187,6 +220,61 @@ mod tests {
         assert!(eta(&features(Some(1.0), true, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
         assert!(eta(&features(Some(1.0), false, Some(0.7), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
         assert!(eta(&features(Some(1.0), false, Some(0.3), Some(0.9)), WorkloadClass::LatencyCritical, None, &c) < base);
+    }
+
+    /// The pre-breakdown η, kept here to prove the breakdown changed no score.
+    fn eta_as_before(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+        let product = reliability(stats, features.spot, workload, config)
+            * cost_efficiency(features, config)
+            * sla_headroom(features, workload, config)
+            * spike_safety(features.spike_probability, config)
+            * fragmentation_factor(features);
+        if product.is_finite() {
+            product.clamp(config.eta_floor, 1.0)
+        } else {
+            config.eta_floor
+        }
+    }
+
+    #[test]
+    fn the_factors_multiply_to_exactly_eta_with_and_without_fragmentation() {
+        let c = Config::default();
+        let bad = OutcomeStats { successes: 1.0, failures: 4.0 };
+        let mut cases = Vec::new();
+        for (cost, spot, util, spike) in [
+            (Some(0.45), false, Some(0.3), Some(0.1)),
+            (Some(3.2), true, Some(0.9), Some(0.9)),
+            (None, false, None, None),
+            (Some(0.0), true, Some(0.0), Some(1.0)),
+        ] {
+            for frag in [None, Some(-350.0), Some(0.0), Some(120.0)] {
+                for pod in [None, Some(0.05), Some(0.95)] {
+                    let mut f = features(cost, spot, util, spike);
+                    f.fragmentation_delta = frag;
+                    f.committed_share = util.map(|u| u / 2.0);
+                    f.pod_share = pod;
+                    cases.push(f);
+                }
+            }
+        }
+        for f in &cases {
+            for w in [WorkloadClass::LatencyCritical, WorkloadClass::Batch] {
+                for stats in [None, Some(&bad)] {
+                    let factors = eta_factors(f, w, stats, &c);
+                    assert_eq!(factors.fragmentation.is_some(), f.fragmentation_delta.is_some(), "{f:?}");
+                    let e = eta(f, w, stats, &c);
+                    assert_eq!(e.to_bits(), eta_as_before(f, w, stats, &c).to_bits(), "{f:?}");
+                    assert_eq!(e.to_bits(), factors.eta(&c).to_bits());
+                    // Unclamped, η is the product itself, bit for bit; clamped, it is the bound.
+                    let p = factors.product();
+                    if (c.eta_floor..=1.0).contains(&p) {
+                        assert_eq!(e.to_bits(), p.to_bits(), "{f:?}");
+                    } else {
+                        assert!(e == c.eta_floor || e == 1.0, "{f:?}: {p} → {e}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

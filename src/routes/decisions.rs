@@ -1,0 +1,69 @@
+//! `GET /v1/tenants/{tenant}/decisions/{podUid}` (admin): why prioritize scored a pod's
+//! candidates as it did — each remembered candidate's η factors, τ and 0–10 score, and the
+//! filter's rejections when the scoring isolate served the pod's filter call. Exists while the
+//! decision is remembered: until the placement is confirmed (then the decision row is deleted,
+//! and the 404 says so) or `DECISION_TTL_MS`. Bounded: `DECISION_KEEP_TOP` candidates and
+//! `FILTER_REJECTIONS_KEPT` rejected nodes.
+
+use aco_core::cluster::colony_name;
+use aco_core::demand::validate_tenant;
+use worker::Method;
+
+use super::extender_verbs::{colony_call, send_unacknowledged};
+use super::{Call, Handled};
+use crate::auth::require_admin;
+use crate::colony_do::DecisionLookup;
+use crate::http::{json_response, ApiError};
+
+/// Longest pod key accepted: a UID is 36 characters; `namespace/name` at most 63 + 1 + 253.
+const MAX_KEY_LEN: usize = 320;
+
+/// A pod key as prioritize stores it: the pod's UID, or `namespace/name` for pods without one.
+fn validate_key(key: &str) -> Result<(), ApiError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
+    if key.is_empty() || key.len() > MAX_KEY_LEN || !key.chars().all(ok_char) || key.split('/').any(str::is_empty) {
+        return Err(ApiError::field(
+            400,
+            "podUid",
+            format!("podUid must be a pod UID (or namespace/name), 1–{MAX_KEY_LEN} characters of [A-Za-z0-9-._]"),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
+    require_admin(&call.req, &call.env)?;
+    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
+    validate_key(key)?;
+    if !call.config.tenant_allowed(tenant) {
+        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+    }
+    let colony = colony_name(&call.cluster, tenant);
+    // Read your writes: a decision this isolate scored from its copy may not have reached the
+    // colony yet (it is sent after the prioritize response).
+    send_unacknowledged(&call.bindings, &colony, tenant).await?;
+    let lookup: DecisionLookup = colony_call::<(), _>(&call.bindings, &colony, Method::Get, &format!("/decisions/{key}"), None).await?;
+    match (lookup.decision, lookup.confirmed) {
+        (Some(decision), _) => Ok(json_response(200, &decision.explain(key, tenant))),
+        (None, Some(c)) => Err(ApiError {
+            detail: Some(serde_json::json!({"confirmed": {"node": c.node, "confirmedMs": c.confirmed_ms}})),
+            ..ApiError::field(
+                404,
+                "podUid",
+                format!(
+                    "no decision remembered for podUid {key:?} of tenant {tenant:?}: its placement on {:?} was confirmed at {} ms, \
+                     and a decision (with its explanation) is deleted when its placement is confirmed",
+                    c.node, c.confirmed_ms
+                ),
+            )
+        }),
+        (None, None) => Err(ApiError::field(
+            404,
+            "podUid",
+            format!(
+                "no decision remembered for podUid {key:?} of tenant {tenant:?} (never scored by this tenant's colony, \
+                 expired after DECISION_TTL_MS, evicted beyond MAX_DECISIONS_PER_TENANT, or confirmed longer ago than CONFIRMED_TTL_MS)"
+            ),
+        )),
+    }
+}
