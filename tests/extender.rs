@@ -781,6 +781,7 @@ async fn flood(api: &Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]
 
 /// [`flood`], then the on-disk size of the colonies' databases (stopping and restarting the
 /// Worker: counter increments of the last second may be lost, see colony_do.rs).
+#[cfg_attr(not(feature = "measure"), allow(dead_code))]
 async fn flood_prioritize(api: &mut Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]) -> u64 {
     flood(api, tenant, tag, count, nodes).await;
     api.worker.while_stopped(|dir| colony_sqlite_files(dir).iter().map(|f| std::fs::metadata(f).unwrap().len()).sum())
@@ -1113,7 +1114,7 @@ async fn filter_then_prioritize(api: &Api, pod: &Value, nodes: &[Value]) -> (Val
     (filtered, api.scores(pod, &passing).await)
 }
 
-async fn explanation(api: &Api, tenant: &str, pod_uid: &str) -> (StatusCode, Value) {
+async fn explanation(api: &Api, tenant: &str, pod_uid: &str) -> (reqwest::StatusCode, Value) {
     api.admin(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/decisions/{pod_uid}"), None).await
 }
 
