@@ -24,7 +24,7 @@ use crate::trace::Error;
 
 // The engine's collaborators, re-exported where callers have always found them.
 pub use crate::alloc::NodeAlloc;
-pub use crate::facts_report::{FactReport, Sample};
+pub use crate::facts_report::{FactReport, ReportBatch, Sample};
 pub use crate::native::NativeScheduler;
 pub use crate::predictor::PredictorKind;
 pub use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
@@ -238,7 +238,9 @@ impl Sim<'_> {
         }
     }
 
-    fn reports(&self, t: u64, last: Option<u64>, first: bool) -> Vec<FactReport> {
+    /// The reporter's round at `t`: `samples_per_report` utilisation samples per node, spread
+    /// over the report interval, newer than the last round.
+    fn batch(&self, t: u64, last: Option<u64>, first: bool) -> ReportBatch<'_> {
         let k = self.params.samples_per_report.max(1);
         let step = (self.params.report_interval_s / k).max(1);
         let times: Vec<u64> = (0..k)
@@ -246,22 +248,13 @@ impl Sim<'_> {
             .filter_map(|i| t.checked_sub(i * step))
             .filter(|s| last.is_none_or(|l| *s > l))
             .collect();
-        self.world
-            .nodes
-            .iter()
-            .map(|n| FactReport {
-                name: n.name.clone(),
-                labels: first.then(|| n.labels.clone()),
-                allocatable: first.then(|| n.allocatable.clone()),
-                requested: self.alloc[n.idx].requested(),
-                latency_us: n.latency_us,
-                observed_at_ms: t * 1000,
-                utilisation: times
-                    .iter()
-                    .map(|s| Sample { at_ms: s * 1000, value: if self.shares[n.idx].is_empty() { 0.0 } else { self.util(n.idx, *s) } })
-                    .collect(),
-            })
-            .collect()
+        let mut util = Vec::with_capacity(times.len() * self.world.nodes.len());
+        for n in &self.world.nodes {
+            for s in &times {
+                util.push(if self.shares[n.idx].is_empty() { 0.0 } else { self.util(n.idx, *s) });
+            }
+        }
+        ReportBatch { first, observed_at_ms: t * 1000, sample_ms: times.iter().map(|s| s * 1000).collect(), util, alloc: &self.alloc }
     }
 }
 
@@ -325,8 +318,8 @@ pub fn run_observed(
         }
         sim.advance(t);
         if last_report.is_none_or(|l| t >= l + params.report_interval_s) {
-            let reports = sim.reports(t, last_report, last_report.is_none());
-            scheduler.report(world, &reports, t * 1000)?;
+            let batch = sim.batch(t, last_report, last_report.is_none());
+            scheduler.report_batch(world, &batch, t * 1000)?;
             last_report = Some(t);
         }
         let candidates: Vec<usize> = (0..world.nodes.len()).filter(|n| sim.alloc[*n].fits(&world.nodes[*n], pod)).collect();

@@ -47,3 +47,42 @@ impl FactReport {
         }
     }
 }
+
+/// One round of the simulated reporter in the simulator's own terms: the allocation of every
+/// node and its utilisation samples. [`ReportBatch::to_wire`] turns it into the `PUT /v1/nodes`
+/// body; the native pipeline folds it directly (`NativeScheduler::report_batch`), skipping the
+/// quantity strings it would only parse back — the same facts either way (tested in `native`).
+pub struct ReportBatch<'a> {
+    /// The first round also carries identity (labels, allocatable).
+    pub first: bool,
+    pub observed_at_ms: u64,
+    /// Sample times, oldest first, the same for every node.
+    pub sample_ms: Vec<u64>,
+    /// `util[node * sample_ms.len() + i]`: node utilisation at `sample_ms[i]`.
+    pub util: Vec<f64>,
+    pub alloc: &'a [crate::alloc::NodeAlloc],
+}
+
+impl ReportBatch<'_> {
+    pub fn samples(&self, node: usize) -> impl Iterator<Item = Sample> + '_ {
+        let k = self.sample_ms.len();
+        self.sample_ms.iter().zip(&self.util[node * k..(node + 1) * k]).map(|(at_ms, value)| Sample { at_ms: *at_ms, value: *value })
+    }
+
+    /// The wire reports of this round, one per node in cluster order.
+    pub fn to_wire(&self, world: &crate::cluster::World) -> Vec<FactReport> {
+        world.nodes.iter().map(|n| self.wire(n)).collect()
+    }
+
+    pub fn wire(&self, n: &crate::cluster::SimNode) -> FactReport {
+        FactReport {
+            name: n.name.clone(),
+            labels: self.first.then(|| n.labels.clone()),
+            allocatable: self.first.then(|| n.allocatable.clone()),
+            requested: self.alloc[n.idx].requested(),
+            latency_us: n.latency_us,
+            observed_at_ms: self.observed_at_ms,
+            utilisation: self.samples(n.idx).collect(),
+        }
+    }
+}

@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::facts_report::FactReport;
+use crate::facts_report::{FactReport, ReportBatch};
 use crate::trace::Error;
 
 pub use crate::policy::TenantTrails;
@@ -15,6 +15,11 @@ pub trait Scheduler {
     fn name(&self) -> String;
     /// Delivers fact reports (the in-cluster reporter's `PUT /v1/nodes`).
     fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error>;
+    /// One reporter round in the simulator's terms; by default its wire reports go to
+    /// [`Scheduler::report`]. The native pipeline folds it directly (same facts, no strings).
+    fn report_batch(&mut self, world: &World, batch: &ReportBatch, now_ms: u64) -> Result<(), Error> {
+        self.report(world, &batch.to_wire(world), now_ms)
+    }
     /// Filters and scores the candidates (kube-scheduler's feasible nodes, cluster order) and
     /// returns the node to bind, picking the best score with `tie` for ties.
     fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error>;
