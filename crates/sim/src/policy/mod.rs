@@ -16,6 +16,7 @@ use crate::cluster::{SimPod, World};
 
 mod best_fit;
 mod cheapest_fit;
+mod fgd;
 mod colony;
 mod first_fit;
 mod heuristic;
@@ -27,6 +28,7 @@ mod tetris;
 pub use best_fit::BestFit;
 pub use cheapest_fit::CheapestFit;
 pub use colony::Colony;
+pub use fgd::{BestFitAtc, Fgd};
 pub use first_fit::FirstFit;
 pub use heuristic::Heuristic;
 pub use k8s_default::KubeDefault;
@@ -88,12 +90,14 @@ pub fn select_host(candidates: &[usize], scores: &[f64], rng: &mut StdRng) -> Op
 }
 
 /// The policies of the benchmark, by CLI name.
-pub const ALL: [&str; 9] = ["first-fit", "best-fit", "k8s-default", "k8s-mostallocated", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
+pub const ALL: [&str; 11] = ["first-fit", "best-fit", "best-fit-atc", "fgd", "k8s-default", "k8s-mostallocated", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
     Some(match name {
         "first-fit" => Box::new(FirstFit),
         "best-fit" => Box::new(BestFit),
+        "best-fit-atc" => Box::new(BestFitAtc),
+        "fgd" => Box::new(Fgd::default()),
         "k8s-default" => Box::new(KubeDefault),
         "k8s-mostallocated" => Box::new(MostAllocated),
         "random" => Box::new(RandomPolicy),
