@@ -144,6 +144,20 @@ impl Sim<'_> {
         node_utilisation(self.load, &self.shares[node], n.cpu_milli as f64, n.gpus as f64 * 1000.0, t)
     }
 
+    /// An upper bound of [`Sim::util`] at any time (with a margin for rounding).
+    fn util_bound(&self, node: usize) -> f64 {
+        let n = &self.world.nodes[node];
+        let (mut cpu, mut gpu) = (0.0, 0.0);
+        for p in &self.shares[node] {
+            let u = self.load.utilisation_bound(&p.load);
+            cpu += p.cpu_milli * u;
+            gpu += p.gpu_milli * u;
+        }
+        let c = if n.cpu_milli > 0 { cpu / n.cpu_milli as f64 } else { 0.0 };
+        let g = if n.gpus > 0 { gpu / (n.gpus as f64 * 1000.0) } else { 0.0 };
+        c.max(g) * (1.0 + 1e-9) + 1e-12
+    }
+
     fn cost_at(&self, t: u64) -> f64 {
         self.closed_cost + (self.open_rate * t as f64 - self.open_offset) / 3600.0
     }
@@ -154,7 +168,15 @@ impl Sim<'_> {
 
     fn tick(&mut self, t: u64) {
         let nodes: Vec<usize> = self.ls_nodes.keys().copied().collect();
+        let (safe_h, floor) = (self.params.safe_horizon_s, self.params.sla_threshold.min(self.params.spike_threshold));
         for node in nodes {
+            // Exact shortcuts (speed, issue 9): a node whose LS pods can no longer change (all
+            // violated and past their safe horizon or already unsafe) or whose utilisation cannot
+            // reach either threshold (upper bound of the load model) would be skipped below anyway.
+            let live = self.alloc[node].pods.iter().any(|p| self.ls.get(p).is_some_and(|w| !w.violated || (!w.unsafe_ && t <= w.landed_s + safe_h)));
+            if !live || self.util_bound(node) < floor {
+                continue;
+            }
             let u = self.util(node, t);
             if u < self.params.sla_threshold && u < self.params.spike_threshold {
                 continue;

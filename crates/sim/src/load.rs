@@ -91,6 +91,14 @@ impl LoadModel {
         u.clamp(0.0, self.cap)
     }
 
+    /// The largest [`LoadModel::utilisation`] of the pod at any time: diurnal and noise at their
+    /// peaks plus the largest spike, capped (lets the monitor skip nodes that cannot cross a
+    /// threshold without evaluating them).
+    pub fn utilisation_bound(&self, p: &PodLoad) -> f64 {
+        let spike = self.spike_magnitude.0.max(self.spike_magnitude.1).max(0.0);
+        (p.base * (1.0 + self.diurnal_amplitude.abs()) * (1.0 + self.noise.abs()) + spike).clamp(0.0, self.cap)
+    }
+
     /// The spike term in `bucket` (0 outside spikes) for the pod's hashed key.
     pub fn spike_of(&self, key: u64, bucket: u64) -> f64 {
         let p_start = (self.spike_rate_per_h * self.bucket_s as f64 / 3600.0).min(1.0);
@@ -152,6 +160,8 @@ mod tests {
         let other = LoadModel { seed: 2, ..LoadModel::default() };
         assert_ne!(a[0..50], (0..50).map(|t| other.pod_utilisation(42, true, t * 15)).collect::<Vec<_>>()[..]);
         assert!(a.iter().all(|u| (0.0..=m.cap).contains(u)));
+        let bound = m.utilisation_bound(&m.pod(42, true));
+        assert!(a.iter().all(|u| *u <= bound), "the bound the monitor skips nodes by holds");
     }
 
     #[test]
