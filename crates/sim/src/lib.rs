@@ -28,3 +28,4 @@ pub mod saturate;
 pub mod scheduler;
 pub mod shadow;
 pub mod trace;
+pub mod usage;

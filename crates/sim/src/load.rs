@@ -20,8 +20,30 @@
 //! A **node's utilisation** is the larger of its CPU and GPU utilisation, each
 //! `Σ_pods request_r · u_pod(t) / allocatable_r`, clamped to 1. Memory is not modelled as load
 //! (it is not bursty in the same way and does not drive latency here).
+//!
+//! **Real-shape variant** (`usage`, [`crate::usage`]): instead of the sine, noise and spikes, a
+//! pod follows a real cluster-average CPU series `r` (relative to its mean, so mean(r) = 1):
+//!
+//! ```text
+//! u(t) = clamp( base · (1 + k · (r(t + o) − 1)),  0, cap )
+//! ```
+//!
+//! * `base` — as above (the pod's mean level: the real series only gives the shape);
+//! * `o` — per pod, uniform over the series' cycle (whole seconds): pods do not move in
+//!   lockstep, each one sees the real dynamics from a different point of the trace (the files
+//!   are cluster averages and have no per-machine variation to draw on);
+//! * `k` — per pod, uniform in `usage_share`: the pod's share of the real series' own
+//!   variability (k = 1 keeps its coefficient of variation; the default range has mean 1).
+//!
+//! The derivation is per pod, the load model's unit, so the engine is unchanged: a node hosting
+//! one pod shows the real series' shape (scaled, and clamped to 1); a node with several pods the
+//! request-weighted sum of several offsets of it, which is smoother. Still a pure function of
+//! `(seed, pod, t)`.
+
+use std::sync::Arc;
 
 use crate::rng;
+use crate::usage::UsageSeries;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadModel {
@@ -35,6 +57,10 @@ pub struct LoadModel {
     pub spike_max_buckets: u64,
     pub spike_magnitude: (f64, f64),
     pub cap: f64,
+    /// The real series pods follow instead of the synthetic shape (`None`: synthetic).
+    pub usage: Option<Arc<UsageSeries>>,
+    /// Range of a pod's share of the real series' variability (`k` above).
+    pub usage_share: (f64, f64),
 }
 
 impl Default for LoadModel {
@@ -50,6 +76,8 @@ impl Default for LoadModel {
             spike_max_buckets: 8,
             spike_magnitude: (0.3, 0.8),
             cap: 1.3,
+            usage: None,
+            usage_share: (0.5, 1.5),
         }
     }
 }
@@ -62,6 +90,10 @@ pub struct PodLoad {
     pub key: u64,
     pub base: f64,
     pub phase: f64,
+    /// Offset into the real series, seconds (0 without one).
+    pub offset_s: f64,
+    /// Share of the real series' variability.
+    pub share: f64,
 }
 
 fn unit_of(h: u64) -> f64 {
@@ -75,6 +107,8 @@ impl LoadModel {
             key: rng::hash(&[self.seed, pod_key, 100]),
             base: rng::range(&[self.seed, pod_key, 101], lo, hi),
             phase: rng::range(&[self.seed, pod_key, 102], 0.0, std::f64::consts::TAU),
+            offset_s: self.usage.as_ref().map_or(0.0, |u| rng::range(&[self.seed, pod_key, 103], 0.0, u.span_s()).floor()),
+            share: rng::range(&[self.seed, pod_key, 104], self.usage_share.0, self.usage_share.1),
         }
     }
 
@@ -84,6 +118,10 @@ impl LoadModel {
     }
 
     pub fn utilisation(&self, p: &PodLoad, t_s: u64) -> f64 {
+        if let Some(series) = &self.usage {
+            let r = series.relative_at(t_s as f64 + p.offset_s);
+            return (p.base * (1.0 + p.share * (r - 1.0))).clamp(0.0, self.cap);
+        }
         let bucket = t_s / self.bucket_s.max(1);
         let diurnal = 1.0 + self.diurnal_amplitude * ((t_s as f64 / DAY_S) * std::f64::consts::TAU + p.phase).sin();
         let noise = 1.0 + self.noise * (2.0 * unit_of(rng::splitmix(p.key ^ bucket.wrapping_mul(0xA24B_AED4_963E_E407))) - 1.0);
@@ -150,6 +188,60 @@ pub fn node_utilisation(model: &LoadModel, pods: &[LoadShare], cpu_alloc_milli: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A day-long 10 s series with a diurnal swing, autocorrelated wander and a burst every
+    /// ~17 minutes — small enough to build inline, shaped like the real files.
+    fn day_series() -> Arc<UsageSeries> {
+        let mut text = String::from("cpu_util_percent,mem\n");
+        let mut wander = 0.0f64;
+        for i in 0..8640u64 {
+            wander = 0.95 * wander + 2.0 * (rng::unit(&[9, i]) - 0.5);
+            let burst = if i % 100 < 3 { 15.0 } else { 0.0 };
+            let x = 40.0 + 10.0 * (i as f64 / 8640.0 * std::f64::consts::TAU).sin() + wander + burst;
+            text += &format!("{x},50\n");
+        }
+        Arc::new(UsageSeries::parse("day", "day.csv", &text, "cpu_util_percent", 10).unwrap())
+    }
+
+    fn mean_sd(v: &[f64]) -> (f64, f64) {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
+    }
+
+    #[test]
+    fn usage_shape_is_seeded_per_pod() {
+        let m = LoadModel { usage: Some(day_series()), ..LoadModel::default() };
+        let a: Vec<f64> = (0..400).map(|t| m.pod_utilisation(3, true, t * 15)).collect();
+        let b: Vec<f64> = (0..400).rev().map(|t| m.pod_utilisation(3, true, t * 15)).rev().collect();
+        assert_eq!(a, b, "order-free");
+        let again = LoadModel { usage: Some(day_series()), ..LoadModel::default() };
+        assert_eq!(a, (0..400).map(|t| again.pod_utilisation(3, true, t * 15)).collect::<Vec<_>>());
+        let other_seed = LoadModel { seed: 2, ..m.clone() };
+        assert_ne!(m.pod(3, true).offset_s, other_seed.pod(3, true).offset_s);
+        assert_ne!(a, (0..400).map(|t| other_seed.pod_utilisation(3, true, t * 15)).collect::<Vec<_>>());
+        assert_ne!(m.pod(3, true).offset_s, m.pod(4, true).offset_s, "pods see different stretches");
+    }
+
+    #[test]
+    fn usage_shape_keeps_the_series_mean_and_variability() {
+        let series = day_series();
+        // No clamping in range: base 0.4, share 1 → u = 0.4 · r stays well inside [0, cap].
+        let m = LoadModel { usage: Some(series.clone()), ls_base: (0.4, 0.4), usage_share: (1.0, 1.0), ..LoadModel::default() };
+        // One full cycle on the simulator's 15 s grid (a day = 5,760 buckets).
+        let u: Vec<f64> = (0..5760).map(|b| m.pod_utilisation(11, true, b * 15)).collect();
+        let (mean, sd) = mean_sd(&u);
+        assert!((mean - 0.4).abs() < 0.4 * 0.01, "mean {mean}");
+        let want_sd = 0.4 * series.cv();
+        // Resampling 10 s → 15 s with interpolation smooths the bursts a little, never much.
+        assert!((sd - want_sd).abs() < 0.05 * want_sd, "sd {sd} vs {want_sd}");
+        // Lag-1 autocorrelation is the real series' structure, not white noise.
+        let lag1 = u.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum::<f64>() / (u.len() as f64 * sd * sd);
+        assert!(lag1 > 0.8, "lag-1 autocorrelation {lag1}");
+        // Half the share → half the variability, same mean.
+        let half = LoadModel { usage_share: (0.5, 0.5), ..m.clone() };
+        let (hm, hsd) = mean_sd(&(0..5760).map(|b| half.pod_utilisation(11, true, b * 15)).collect::<Vec<_>>());
+        assert!((hm - 0.4).abs() < 0.004 && (hsd - want_sd / 2.0).abs() < 0.05 * want_sd, "{hm} {hsd}");
+    }
 
     #[test]
     fn seeded_and_order_free() {
