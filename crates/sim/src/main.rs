@@ -54,6 +54,31 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// Predictor ablation on real dynamics: per predictor, forecast error at the reporting
+    /// horizon and the colony's safe-node routing, on the synthetic load model and on load shaped
+    /// by the real series of ../shared/data/usage (see `aco_sim::usage`), in one run.
+    Predictors {
+        #[command(flatten)]
+        input: Input,
+        /// `synthetic` and/or `usage:<alibaba|alibaba-300s|google|azure>`.
+        #[arg(long, value_delimiter = ',', default_value = "synthetic,usage:alibaba,usage:alibaba-300s,usage:google,usage:azure")]
+        load_models: Vec<String>,
+        #[arg(long, default_value = "../shared/data/usage")]
+        usage_dir: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        seeds: u64,
+        /// Single-pod probe nodes per seed for the forecast error, and their span in hours.
+        #[arg(long, default_value_t = 64)]
+        probes: u64,
+        #[arg(long, default_value_t = 48)]
+        probe_hours: u64,
+        #[arg(long, default_value = "docs/sim")]
+        out: PathBuf,
+        #[arg(long, default_value = "predictors-real")]
+        name: String,
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
     /// The ATC '23 saturation protocol: GPU nodes only, no departures, shuffled + resampled pods
     /// up to 130% of GPU capacity; GPU allocation ratio vs arrived workload per policy.
     Saturate {
@@ -365,6 +390,24 @@ fn real_main() -> Result<(), Error> {
                 rows.push(row);
             }
             let table = report::ablation_table(&rows);
+            println!("{table}");
+            std::fs::create_dir_all(&out)?;
+            std::fs::write(out.join(format!("{name}.md")), &table)?;
+            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+        }
+        Cmd::Predictors { input, load_models, usage_dir, seeds, probes, probe_hours, out, name, jobs } => {
+            let models = aco_sim::usage::load_models(&load_models, &repo_path(&usage_dir))?;
+            let plan = aco_sim::predictor::DynamicsPlan {
+                models,
+                seeds,
+                jobs,
+                probes,
+                probe_span_s: probe_hours * 3600,
+                world_of: &|seed| input.world(seed),
+                sim_of: &|seed| input.sim(seed),
+            };
+            let rows = aco_sim::predictor::ablation_on_dynamics(&plan)?;
+            let table = aco_sim::predictor::dynamics_table(&rows);
             println!("{table}");
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
