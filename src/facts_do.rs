@@ -23,12 +23,10 @@ use std::collections::BTreeSet;
 use aco_core::facts::NodeFacts;
 use aco_core::facts_shards::{decode_shard, stamp_lag_ms, FactsBatch, FactsTable};
 use serde::{Deserialize, Serialize};
-use worker::js_sys::{Function, Reflect};
-use worker::wasm_bindgen::closure::ScopedClosure;
-use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
 
 use crate::bindings::ROWS_WRITTEN_HEADER;
+use crate::sql_transaction::run_in_transaction;
 use crate::env_config;
 use crate::http::text_response;
 
@@ -200,31 +198,9 @@ impl Facts {
         if rows.is_empty() {
             return Ok(0);
         }
-        let written = Cell::new(0u64);
-        let mut body = || -> std::result::Result<JsValue, JsValue> {
-            for (id, text) in rows {
-                let values: Vec<SqlStorageValue> = vec![SqlStorageValue::Integer(*id as i64), text.as_str().into()];
-                let cursor = self.sql.exec(UPSERT, values).map_err(JsValue::from)?;
-                written.set(written.get() + cursor.rows_written() as u64);
-            }
-            Ok(JsValue::UNDEFINED)
-        };
-        let storage = self.state.storage();
-        let raw: &JsValue = storage.as_raw();
-        let transaction_sync = Reflect::get(raw, &JsValue::from_str("transactionSync"))?;
-        match transaction_sync.dyn_ref::<Function>() {
-            Some(f) => {
-                // Called synchronously and not retained by the runtime, so a borrowed closure is
-                // enough. Our `Err` is thrown, which rolls the transaction back and is rethrown.
-                let closure = ScopedClosure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
-                f.call1(raw, closure.as_ref()).map_err(worker::Error::from)?;
-            }
-            // A runtime without transactionSync: still one synchronous block, but no rollback.
-            None => {
-                body().map_err(worker::Error::from)?;
-            }
-        }
-        Ok(written.get())
+        let statements: Vec<(&'static str, Vec<SqlStorageValue>)> =
+            rows.iter().map(|(id, text)| (UPSERT, vec![SqlStorageValue::Integer(*id as i64), text.as_str().into()])).collect();
+        Ok(run_in_transaction(&self.state.storage(), &self.sql, &statements)? as u64)
     }
 
     fn get(&self, name: &str) -> Result<Reply> {

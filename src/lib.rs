@@ -23,6 +23,7 @@ mod http;
 mod metrics_text;
 mod pod_index;
 mod routes;
+mod sql_transaction;
 mod telemetry;
 mod telemetry_do;
 mod telemetry_ledger;
