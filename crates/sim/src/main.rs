@@ -375,18 +375,8 @@ fn real_main() -> Result<(), Error> {
                     qos.push(m.ls_compliance);
                     cost.push(m.cost_busy_usd);
                 }
-                let (m, sd) = report::mean_sd(&safe);
-                let row = report::AblationRow {
-                    predictor: kind.label(),
-                    seeds: safe.len(),
-                    safe_routing_mean: m,
-                    safe_routing_sd: sd,
-                    safe_routing_min: safe.iter().copied().fold(1.0, f64::min),
-                    safe_routing_max: safe.iter().copied().fold(0.0, f64::max),
-                    ls_compliance_mean: report::mean_sd(&qos).0,
-                    cost_mean: report::mean_sd(&cost).0,
-                };
-                eprintln!("{:>24}: safe {:.2}% ± {:.2}", row.predictor, 100.0 * m, 100.0 * sd);
+                let row = report::AblationRow::from_seeds(kind.label(), &safe, &qos, &cost);
+                eprintln!("{:>24}: safe {:.2}% ± {:.2}", row.predictor, 100.0 * row.safe_routing_mean, 100.0 * row.safe_routing_sd);
                 rows.push(row);
             }
             let table = report::ablation_table(&rows);

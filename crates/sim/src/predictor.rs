@@ -213,24 +213,14 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 cost.push(c);
             }
             let stats = mae_p95(&errors);
-            let (m, sd) = report::mean_sd(&safe);
             let row = DynamicsRow {
                 load_model: label.clone(),
                 mae: stats.map(|s| s.0),
                 p95_abs_error: stats.map(|s| s.1),
                 probe_time_hot: hot as f64 / total.max(1) as f64,
-                routing: report::AblationRow {
-                    predictor: kind.label(),
-                    seeds: safe.len(),
-                    safe_routing_mean: m,
-                    safe_routing_sd: sd,
-                    safe_routing_min: safe.iter().copied().fold(1.0, f64::min),
-                    safe_routing_max: safe.iter().copied().fold(0.0, f64::max),
-                    ls_compliance_mean: report::mean_sd(&qos).0,
-                    cost_mean: report::mean_sd(&cost).0,
-                },
+                routing: report::AblationRow::from_seeds(kind.label(), &safe, &qos, &cost),
             };
-            eprintln!("{:>14} {:>24}: MAE {:?}, safe {:.2}%", row.load_model, row.routing.predictor, row.mae.map(|v| 100.0 * v), 100.0 * m);
+            eprintln!("{:>14} {:>24}: MAE {:?}, safe {:.2}%", row.load_model, row.routing.predictor, row.mae.map(|v| 100.0 * v), 100.0 * row.routing.safe_routing_mean);
             rows.push(row);
         }
     }

@@ -117,6 +117,23 @@ pub struct AblationRow {
     pub cost_mean: f64,
 }
 
+impl AblationRow {
+    /// One predictor's row from its per-seed safe-routing rates, LS QoS compliances and costs.
+    pub fn from_seeds(predictor: String, safe: &[f64], qos: &[f64], cost: &[f64]) -> Self {
+        let (safe_routing_mean, safe_routing_sd) = mean_sd(safe);
+        AblationRow {
+            predictor,
+            seeds: safe.len(),
+            safe_routing_mean,
+            safe_routing_sd,
+            safe_routing_min: safe.iter().copied().fold(1.0, f64::min),
+            safe_routing_max: safe.iter().copied().fold(0.0, f64::max),
+            ls_compliance_mean: mean_sd(qos).0,
+            cost_mean: mean_sd(cost).0,
+        }
+    }
+}
+
 pub fn mean_sd(v: &[f64]) -> (f64, f64) {
     let n = v.len().max(1) as f64;
     let mean = v.iter().sum::<f64>() / n;
