@@ -45,6 +45,9 @@ pub struct Config {
     /// ACS rule: probability of exploiting; 1.0 turns exploration off (default).
     pub q0: f64,
     // --- heuristic η ---
+    /// Which factors of η count (`ETA_FACTORS`, default all); a factor left out is 1.0. For
+    /// ablations and for clusters where a factor's facts mislead.
+    pub eta_factors: EtaFactorSet,
     pub cost_reference: f64,
     /// Cost assumed for nodes without a cost label.
     pub default_cost_per_hour: f64,
@@ -137,6 +140,7 @@ impl Default for Config {
             tau_min: 0.1,
             tau_max: 10.0,
             q0: 1.0,
+            eta_factors: EtaFactorSet::ALL,
             cost_reference: 1.0,
             default_cost_per_hour: 1.0,
             reliability_prior_successes: 9.0,
@@ -165,6 +169,52 @@ impl Default for Config {
             max_decisions_per_tenant: 10_000,
             tenant_policy: None,
         }
+    }
+}
+
+/// The factors of η that count (`ETA_FACTORS`): a comma-separated subset of `reliability`,
+/// `cost`, `headroom`, `spike`, `fragmentation`, or `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EtaFactorSet {
+    pub reliability: bool,
+    pub cost: bool,
+    pub headroom: bool,
+    pub spike: bool,
+    pub fragmentation: bool,
+}
+
+impl EtaFactorSet {
+    pub const ALL: EtaFactorSet = EtaFactorSet { reliability: true, cost: true, headroom: true, spike: true, fragmentation: true };
+    pub const NAMES: [&'static str; 5] = ["reliability", "cost", "headroom", "spike", "fragmentation"];
+
+    pub fn parse(v: &str) -> Result<Self, String> {
+        let mut set = EtaFactorSet { reliability: false, cost: false, headroom: false, spike: false, fragmentation: false };
+        for name in list(v) {
+            match name.as_str() {
+                "all" => set = Self::ALL,
+                "reliability" => set.reliability = true,
+                "cost" => set.cost = true,
+                "headroom" => set.headroom = true,
+                "spike" => set.spike = true,
+                "fragmentation" => set.fragmentation = true,
+                other => return Err(format!("unknown factor {other:?}; expected a comma-separated subset of {} or all", Self::NAMES.join(", "))),
+            }
+        }
+        Ok(set)
+    }
+
+    /// All factors but `name` (for ablations); `None` for an unknown name.
+    pub fn without(name: &str) -> Option<Self> {
+        let mut set = Self::ALL;
+        match name {
+            "reliability" => set.reliability = false,
+            "cost" => set.cost = false,
+            "headroom" => set.headroom = false,
+            "spike" => set.spike = false,
+            "fragmentation" => set.fragmentation = false,
+            _ => return None,
+        }
+        Some(set)
     }
 }
 
@@ -259,6 +309,9 @@ impl Config {
         num!("TAU_MAX", tau_max);
         num!("Q0", q0);
         num!("COST_REFERENCE", cost_reference);
+        if let Some(v) = lookup("ETA_FACTORS") {
+            c.eta_factors = EtaFactorSet::parse(&v).map_err(|reason| err("ETA_FACTORS", &v, &reason))?;
+        }
         num!("DEFAULT_COST_PER_HOUR", default_cost_per_hour);
         num!("RELIABILITY_PRIOR_SUCCESSES", reliability_prior_successes);
         num!("RELIABILITY_PRIOR_FAILURES", reliability_prior_failures);
@@ -330,8 +383,10 @@ impl Config {
                 return bad(key, v, "must be within 0..=1");
             }
         }
+        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
+            return bad("ALPHA", self.alpha, "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)");
+        }
         let positive = [
-            ("ALPHA", self.alpha),
             ("BETA", self.beta),
             ("DEPOSIT_Q", self.deposit_q),
             ("TAU_MIN", self.tau_min),
@@ -411,6 +466,19 @@ mod tests {
     fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn eta_factors_parse_a_subset_and_name_the_var_on_a_typo_and_alpha_may_be_zero() {
+        let c = from(&[("ETA_FACTORS", "cost, headroom"), ("ALPHA", "0")]).unwrap();
+        assert_eq!(c.eta_factors, EtaFactorSet { reliability: false, cost: true, headroom: true, spike: false, fragmentation: false });
+        assert_eq!(c.alpha, 0.0);
+        assert_eq!(from(&[("ETA_FACTORS", "all")]).unwrap().eta_factors, EtaFactorSet::ALL);
+        assert_eq!(Config::default().eta_factors, EtaFactorSet::ALL);
+        let e = from(&[("ETA_FACTORS", "cost,prize")]).unwrap_err();
+        assert_eq!(e.key, "ETA_FACTORS");
+        assert!(e.reason.contains("\"prize\""), "{e}");
+        assert_eq!(from(&[("ALPHA", "-1")]).unwrap_err().key, "ALPHA");
     }
 
     #[test]

@@ -61,6 +61,17 @@ pub fn sim_config() -> Config {
     c
 }
 
+/// [`sim_config`] with Worker `[vars]` given as `KEY=VALUE` on top (`aco-sim --var`), parsed
+/// by the Worker's own `Config::from_vars`; a bad var is an error naming it.
+pub fn sim_config_with(vars: &[String]) -> Result<Config, String> {
+    let mut map: std::collections::BTreeMap<String, String> = worker_vars().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    for var in vars {
+        let (key, value) = var.split_once('=').ok_or_else(|| format!("--var {var:?}: expected KEY=VALUE"))?;
+        map.insert(key.trim().to_string(), value.to_string());
+    }
+    Config::from_vars(|k| map.get(k).cloned()).map_err(|e| e.to_string())
+}
+
 /// The Worker `[vars]` that make it run [`sim_config`].
 pub fn worker_vars() -> Vec<(&'static str, String)> {
     vec![("GPU_RESOURCES", sim_config().gpu_resources.join(","))]

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::cluster::{SimPod, World};
 use crate::load::{node_utilisation, LoadModel, LoadShare};
 use crate::rng;
+use aco_core::colony::{ObservedOutcome, Outcome};
 use crate::trace::Error;
 
 // The engine's collaborators, re-exported where callers have always found them.
@@ -45,6 +46,40 @@ pub struct SimParams {
     pub progress: bool,
     /// Pheromone snapshots per run (colony only).
     pub pheromone_samples: usize,
+    /// What the simulated reporter says about a pod's fate (`Scheduler::outcome`).
+    pub outcomes: OutcomeReports,
+    /// Spot nodes are reclaimed (`crate::spot`), evicting their pods.
+    pub spot_reclamation: bool,
+    /// Reclamations `(time s, node index)` to use instead of the seeded model's (what-if runs
+    /// and tests); any node can be named. Sorted by the engine.
+    pub reclamations_override: Option<Vec<(u64, usize)>>,
+}
+
+/// Which outcomes the simulated reporter sends, once per pod: an LS pod's QoS violation as soon
+/// as it happens (quality 0), else the pod's departure (quality 1; 0 for an LS pod whose node
+/// missed its latency target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutcomeReports {
+    /// Placements only: the trail deposits η at decision time (learning before issue 9).
+    None,
+    /// The quality alone (as the in-cluster reporter's succeeded/failed labels).
+    Qos,
+    /// The quality and the placement's observed cost (its share of the node's bill, $/h), so
+    /// the deposit is `quality × 1/(1 + cost/COST_REFERENCE)`.
+    #[default]
+    QosCost,
+}
+
+impl std::str::FromStr for OutcomeReports {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Self::None),
+            "qos" => Ok(Self::Qos),
+            "qos-cost" => Ok(Self::QosCost),
+            _ => Err(format!("unknown outcome reports {s:?}: expected none, qos or qos-cost")),
+        }
+    }
 }
 
 impl Default for SimParams {
@@ -59,6 +94,9 @@ impl Default for SimParams {
             max_pods: None,
             progress: false,
             pheromone_samples: 60,
+            outcomes: OutcomeReports::default(),
+            spot_reclamation: true,
+            reclamations_override: None,
         }
     }
 }
@@ -86,6 +124,19 @@ pub struct Metrics {
     pub ls_safe: usize,
     pub safe_routing_rate: f64,
     pub decisions: usize,
+    /// Outcomes the simulated reporter sent (`SimParams::outcomes`).
+    #[serde(default)]
+    pub outcomes_reported: usize,
+    /// Spot reclamations that hit a busy node, the pods they evicted, the evicted pods placed
+    /// again and those that found no node (or came after the last arrival).
+    #[serde(default)]
+    pub spot_reclamations_hit: usize,
+    #[serde(default)]
+    pub evicted_pods: usize,
+    #[serde(default)]
+    pub rescheduled: usize,
+    #[serde(default)]
+    pub evicted_unplaced: usize,
     /// Decisions whose best score was shared by ≥ 2 nodes (resolved by the random tie-break).
     pub decisions_with_top_ties: usize,
     /// Mean number of nodes sharing the best score in those decisions.
@@ -136,9 +187,52 @@ struct Sim<'a> {
     violated_alone: usize,
     violation_timeline: Vec<(f64, usize)>,
     start_s: u64,
+    /// Per node: (∫ price / pods on it, in $, up to the time) — each pod's share of the bill.
+    bill: Vec<(f64, u64)>,
+    /// Per bound pod: (its node's `bill` when it landed, landing time).
+    pod_bill: HashMap<usize, (f64, u64)>,
+    /// Outcomes found by the monitor or a departure, sent before the next decision.
+    outcomes_due: Vec<DueOutcome>,
+    /// Pods whose outcome was already sent (once per pod).
+    reported: BTreeSet<usize>,
+}
+
+/// One pod's outcome, owed to the scheduler.
+struct DueOutcome {
+    pod: usize,
+    node: usize,
+    quality: f64,
+    cost_per_hour: f64,
+    at_s: u64,
 }
 
 impl Sim<'_> {
+    /// Brings the node's per-pod bill share up to `t` (call before its pod count changes).
+    fn settle_bill(&mut self, node: usize, t: u64) {
+        let pods = self.alloc[node].pods.len();
+        let (acc, since) = &mut self.bill[node];
+        if pods > 0 && t > *since {
+            *acc += self.world.nodes[node].price / pods as f64 * (t - *since) as f64 / 3600.0;
+        }
+        *since = t;
+    }
+
+    /// Queues `pod`'s outcome on `node` at `t` (once per pod; nothing when outcomes are off).
+    fn owe_outcome(&mut self, pod: usize, node: usize, quality: f64, t: u64) {
+        if self.params.outcomes == OutcomeReports::None || !self.reported.insert(pod) {
+            return;
+        }
+        self.settle_bill(node, t);
+        let (acc0, landed) = self.pod_bill.get(&pod).copied().unwrap_or((self.bill[node].0, t));
+        let hours = (t - landed) as f64 / 3600.0;
+        let cost_per_hour = if hours > 0.0 {
+            (self.bill[node].0 - acc0) / hours
+        } else {
+            self.world.nodes[node].price / self.alloc[node].pods.len().max(1) as f64
+        };
+        self.outcomes_due.push(DueOutcome { pod, node, quality, cost_per_hour, at_s: t });
+    }
+
     fn util(&self, node: usize, t: u64) -> f64 {
         let n = &self.world.nodes[node];
         node_utilisation(self.load, &self.shares[node], n.cpu_milli as f64, n.gpus as f64 * 1000.0, t)
@@ -169,6 +263,7 @@ impl Sim<'_> {
     fn tick(&mut self, t: u64) {
         let nodes: Vec<usize> = self.ls_nodes.keys().copied().collect();
         let (safe_h, floor) = (self.params.safe_horizon_s, self.params.sla_threshold.min(self.params.spike_threshold));
+        let mut failed = Vec::new();
         for node in nodes {
             // Exact shortcuts (speed, issue 9): a node whose LS pods can no longer change (all
             // violated and past their safe horizon or already unsafe) or whose utilisation cannot
@@ -185,6 +280,7 @@ impl Sim<'_> {
             for &p in &self.alloc[node].pods {
                 if let Some(w) = self.ls.get_mut(&p) {
                     if u >= self.params.sla_threshold && !w.violated {
+                        failed.push((p, node));
                         w.violated = true;
                         w.alone = alone;
                         self.violations += 1;
@@ -196,6 +292,9 @@ impl Sim<'_> {
                     }
                 }
             }
+        }
+        for (pod, node) in failed {
+            self.owe_outcome(pod, node, 0.0, t);
         }
     }
 
@@ -213,6 +312,8 @@ impl Sim<'_> {
     }
 
     fn bind(&mut self, pod: &SimPod, node: usize, t: u64) {
+        self.settle_bill(node, t);
+        self.pod_bill.insert(pod.idx, (self.bill[node].0, t));
         let slots = self.alloc[node].place(pod);
         let gpu_milli = slots.iter().map(|(_, m)| *m as f64).sum();
         let pod_key = rng::key(&pod.trace.name);
@@ -226,14 +327,46 @@ impl Sim<'_> {
         }
         self.used.insert(node);
         if pod.ls {
-            self.ls.insert(pod.idx, LsWatch { node, landed_s: t, violated: false, alone: false, unsafe_: false });
+            // An evicted LS pod landing again keeps its record (a violation stays a violation).
+            let w = self.ls.entry(pod.idx).or_insert(LsWatch { node, landed_s: t, violated: false, alone: false, unsafe_: false });
+            w.node = node;
+            w.landed_s = t;
             *self.ls_nodes.entry(node).or_default() += 1;
             let b = self.load.bucket_s.max(1);
             self.next_tick = self.next_tick.min(t.div_ceil(b) * b);
         }
     }
 
+    /// A spot reclamation of `node` at `t`: every pod on it is evicted — an LS pod has broken its
+    /// QoS (counted as a violation), and every evicted pod's outcome is a failure. Returns the
+    /// evicted pods (the engine lets them arrive again).
+    fn reclaim(&mut self, node: usize, t: u64, by_idx: &HashMap<usize, &SimPod>, m: &mut Metrics) -> Vec<usize> {
+        let evicted = self.alloc[node].pods.clone();
+        m.spot_reclamations_hit += (!evicted.is_empty()) as usize;
+        m.evicted_pods += evicted.len();
+        let alone = evicted.len() == 1;
+        for &p in &evicted {
+            if let Some(w) = self.ls.get_mut(&p) {
+                if !w.violated {
+                    w.violated = true;
+                    w.alone = alone;
+                    self.violations += 1;
+                    self.violated_alone += alone as usize;
+                    self.violation_timeline.push(((t - self.start_s) as f64 / 3600.0, self.violations));
+                }
+            }
+            self.owe_outcome(p, node, 0.0, t);
+            self.unbind(by_idx[&p], t);
+        }
+        evicted
+    }
+
     fn unbind(&mut self, pod: &SimPod, t: u64) {
+        let Some(&(node, _)) = self.slots.get(&pod.idx) else { return };
+        let target_met = !pod.ls || pod.latency_target_us.is_none_or(|target| self.world.nodes[node].latency_us <= target);
+        self.owe_outcome(pod.idx, node, if target_met { 1.0 } else { 0.0 }, t);
+        self.settle_bill(node, t);
+        self.pod_bill.remove(&pod.idx);
         let Some((node, slots)) = self.slots.remove(&pod.idx) else { return };
         self.alloc[node].remove(pod, &slots);
         let key = rng::key(&pod.trace.name);
@@ -318,6 +451,10 @@ pub fn run_observed(
         violated_alone: 0,
         violation_timeline: Vec::new(),
         start_s,
+        bill: vec![(0.0, start_s); world.nodes.len()],
+        pod_bill: HashMap::new(),
+        outcomes_due: Vec::new(),
+        reported: BTreeSet::new(),
     };
     let mut tie = StdRng::seed_from_u64(params.seed ^ 0x7E_B4EA);
     let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
@@ -328,17 +465,62 @@ pub fn run_observed(
     let snapshot_every = (pods.len() / params.pheromone_samples.max(1)).max(1);
     let by_idx: HashMap<usize, &SimPod> = pods.iter().map(|p| (p.idx, *p)).collect();
 
-    for (i, pod) in pods.iter().enumerate() {
-        let t = pod.arrival_s();
-        while let Some(Reverse((dt, p))) = departures.peek().copied() {
-            if dt > t {
-                break;
-            }
-            departures.pop();
+    // Reclamations up to the last departure of any pod (or an hour after the last arrival).
+    let horizon = pods.iter().filter_map(|p| p.trace.deletion_s).max().unwrap_or(0).max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
+    let reclamations = match &params.reclamations_override {
+        Some(given) => {
+            let mut v = given.clone();
+            v.sort_unstable();
+            v
+        }
+        None if params.spot_reclamation => crate::spot::reclamations(world, params.seed, start_s, horizon),
+        None => Vec::new(),
+    };
+    let mut next_reclamation = 0;
+    // Pods evicted by a reclamation, arriving again: (time, pod index).
+    let mut rearrivals: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut next_pod = 0;
+    loop {
+        // Events in time order: departures, then reclamations, then re-arrivals, then the trace's next arrival.
+        let departure = departures.peek().map(|Reverse((t, _))| *t);
+        let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t);
+        let rearrival = rearrivals.peek().map(|Reverse((t, _))| *t);
+        let arrival = pods.get(next_pod).map(|p| p.arrival_s());
+        let Some(next_arrival) = rearrival.into_iter().chain(arrival).min() else { break };
+        if departure.is_some_and(|d| d <= next_arrival && reclamation.is_none_or(|r| d <= r)) {
+            let Some(Reverse((dt, p))) = departures.pop() else { unreachable!() };
             sim.advance(dt);
             sim.unbind(by_idx[&p], dt);
+            continue;
         }
+        if let Some(rt) = reclamation.filter(|r| *r <= next_arrival) {
+            let node = reclamations[next_reclamation].1;
+            next_reclamation += 1;
+            sim.advance(rt);
+            for p in sim.reclaim(node, rt, &by_idx, &mut m) {
+                if by_idx[&p].trace.deletion_s.is_none_or(|d| d > rt) {
+                    rearrivals.push(Reverse((rt, p)));
+                }
+            }
+            continue;
+        }
+        let (pod, first) = if rearrival.is_some_and(|r| arrival.is_none_or(|a| r <= a)) {
+            let Some(Reverse((_, p))) = rearrivals.pop() else { unreachable!() };
+            (by_idx[&p], false)
+        } else {
+            next_pod += 1;
+            (pods[next_pod - 1], true)
+        };
+        let t = next_arrival;
         sim.advance(t);
+        for due in std::mem::take(&mut sim.outcomes_due) {
+            let outcome = match params.outcomes {
+                OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome { quality: due.quality, cost_per_hour: Some(due.cost_per_hour) }),
+                _ => Outcome::Quality(due.quality),
+            };
+            m.outcomes_reported += 1;
+            scheduler.outcome(world, by_idx[&due.pod], due.node, outcome, due.at_s * 1000)?;
+        }
         if last_report.is_none_or(|l| t >= l + params.report_interval_s) {
             let batch = sim.batch(t, last_report, last_report.is_none());
             scheduler.report_batch(world, &batch, t * 1000)?;
@@ -346,13 +528,16 @@ pub fn run_observed(
         }
         let candidates: Vec<usize> = (0..world.nodes.len()).filter(|n| sim.alloc[*n].fits(&world.nodes[*n], pod)).collect();
         m.decisions += 1;
-        m.gpu_requested += pod.trace.gpu_units();
         let chosen = if candidates.is_empty() { None } else { scheduler.schedule(world, &sim.alloc, pod, &candidates, t * 1000, &mut tie)? };
-        match chosen {
-            Some(node) => {
-                sim.bind(pod, node, t);
-                scheduler.placed(world, &sim.alloc, pod, node, t * 1000)?;
+        if let Some(node) = chosen {
+            sim.bind(pod, node, t);
+            scheduler.placed(world, &sim.alloc, pod, node, t * 1000)?;
+        }
+        match (chosen, first) {
+            (Some(_), true) => {
                 m.placed += 1;
+                m.gpu_requested += pod.trace.gpu_units();
+                // Pushed once: an evicted pod that lands again leaves at the same time, from its new node.
                 if let Some(d) = pod.trace.deletion_s {
                     departures.push(Reverse((d, pod.idx)));
                 }
@@ -360,11 +545,19 @@ pub fn run_observed(
                     m.ls_placed += 1;
                 }
             }
-            None => {
+            (None, true) => {
                 m.unplaced += 1;
+                m.gpu_requested += pod.trace.gpu_units();
                 m.gpu_unallocated += pod.trace.gpu_units();
             }
+            (Some(_), false) => m.rescheduled += 1,
+            (None, false) => m.evicted_unplaced += 1,
         }
+        if !first {
+            result.placements.push((pod.trace.name.clone(), chosen.map(|n| world.nodes[n].name.clone())));
+            continue;
+        }
+        let i = next_pod - 1;
         result.placements.push((pod.trace.name.clone(), chosen.map(|n| world.nodes[n].name.clone())));
         result.cost_timeline.push((sim.hours(t), sim.cost_at(t)));
         if (i + 1) % snapshot_every == 0 || i + 1 == pods.len() {
@@ -381,10 +574,24 @@ pub fn run_observed(
         }
         bar.inc(1);
     }
+    // After the last arrival: departures and reclamations (whose pods have nowhere to go now
+    // that nothing is scheduled; they count as evicted and unplaced).
     let end = departures.iter().map(|Reverse((t, _))| *t).max().unwrap_or(0).max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
-    while let Some(Reverse((dt, p))) = departures.pop() {
-        sim.advance(dt);
-        sim.unbind(by_idx[&p], dt);
+    loop {
+        let departure = departures.peek().map(|Reverse((t, _))| *t);
+        let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t).filter(|r| *r < end);
+        if let Some(dt) = departure.filter(|d| reclamation.is_none_or(|r| *d <= r)) {
+            let Some(Reverse((_, p))) = departures.pop() else { unreachable!() };
+            sim.advance(dt);
+            sim.unbind(by_idx[&p], dt);
+        } else if let Some(r) = reclamation {
+            let node = reclamations[next_reclamation].1;
+            next_reclamation += 1;
+            sim.advance(r);
+            m.evicted_unplaced += sim.reclaim(node, r, &by_idx, &mut m).len();
+        } else {
+            break;
+        }
     }
     sim.advance(end);
     // Pods that never leave are billed until `end`.
@@ -476,6 +683,58 @@ mod tests {
     /// small: 4 CPU / 16 GiB (cheap), big: 16 CPU / 64 GiB, gpu: 8 CPU / 32 GiB with 2 T4.
     fn three_nodes() -> Vec<TraceNode> {
         vec![node("big", 16000, 64, 0, None), node("small", 4000, 16, 0, None), node("gpu", 8000, 32, 2, Some("T4"))]
+    }
+
+    #[test]
+    fn a_reclamation_evicts_every_pod_on_the_node_fails_the_ls_ones_and_they_land_again() {
+        let mut ls = pod("ls", 2000, 4, 0, 0, 0, 1000);
+        ls.qos = "LS".into();
+        let pods = [ls, pod("be", 1000, 2, 0, 0, 10, 1000), pod("late", 1000, 2, 0, 0, 600, 700)];
+        let w = world(&three_nodes(), &pods);
+        let run_with = |reclaim: Option<Vec<(u64, usize)>>| {
+            let mut s = NativeScheduler::new(policy::by_name("first-fit", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
+            let params = SimParams { reclamations_override: reclaim, ..SimParams::default() };
+            run(&w, &LoadModel::default(), &params, &mut s).unwrap()
+        };
+        let calm = run_with(Some(Vec::new()));
+        let first = calm.placements[0].1.clone().unwrap();
+        let node = w.nodes.iter().position(|n| n.name == first).unwrap();
+        assert_eq!(calm.placements[1].1.as_deref(), Some(first.as_str()), "first-fit packs both");
+        assert_eq!((calm.metrics.ls_compliant, calm.metrics.evicted_pods), (1, 0));
+
+        let hit = run_with(Some(vec![(300, node)]));
+        let m = &hit.metrics;
+        assert_eq!((m.spot_reclamations_hit, m.evicted_pods, m.rescheduled, m.evicted_unplaced), (1, 2, 2, 0));
+        assert_eq!((m.placed, m.ls_placed, m.ls_compliant), (3, 1, 0), "counted once each; the evicted LS pod broke its QoS");
+        assert_eq!(m.decisions, 5, "3 arrivals + 2 re-arrivals");
+        // Both evicted pods land again (first-fit: the same node, back at once), before `late`.
+        let names: Vec<&str> = hit.placements.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(names, ["ls", "be", "ls", "be", "late"]);
+        // Outcomes are sent before the next decision: the two evictions' failures went out before
+        // the re-arrivals; the departures all come after the last arrival, when nothing learns.
+        assert_eq!((m.outcomes_reported, calm.metrics.outcomes_reported), (2, 0));
+        // A reclamation of an idle node, or after every pod left, evicts nothing.
+        let idle = w.nodes.iter().position(|n| n.name != first).unwrap();
+        assert_eq!(run_with(Some(vec![(300, idle), (5000, node)])).metrics.evicted_pods, 0);
+    }
+
+    #[test]
+    fn outcomes_reach_the_colony_once_per_pod_and_change_its_trail() {
+        let w = crate::cluster::sample_world(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")), 1).unwrap();
+        let trails = |outcomes: OutcomeReports| {
+            let mut s = NativeScheduler::new(policy::by_name("colony", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
+            let params = SimParams { outcomes, max_pods: Some(150), spot_reclamation: false, ..SimParams::default() };
+            let r = run(&w, &LoadModel::default(), &params, &mut s).unwrap();
+            (r.metrics.outcomes_reported, s.pheromones_snapshot())
+        };
+        let (none_n, none_t) = trails(OutcomeReports::None);
+        let (qos_n, qos_t) = trails(OutcomeReports::Qos);
+        let (cost_n, cost_t) = trails(OutcomeReports::QosCost);
+        assert_eq!(none_n, 0);
+        assert!(qos_n > 0 && qos_n <= 150, "{qos_n}");
+        assert_eq!(qos_n, cost_n);
+        assert_ne!(none_t, cost_t, "the outcomes revised deposits");
+        assert_ne!(qos_t, cost_t, "the observed cost priced them");
     }
 
     #[test]

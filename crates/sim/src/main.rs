@@ -40,6 +40,22 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
+    /// Where the colony's cost and QoS come from: each factor of η left out, the trail off, each
+    /// kind of outcome report, beside η alone and the baselines, over several seeds.
+    Ablate {
+        #[command(flatten)]
+        input: Input,
+        /// Seeds as a range `1-3` or a list `1,2`.
+        #[arg(long, default_value = "1-3")]
+        seeds: String,
+        #[arg(long, default_value = "docs/sim")]
+        out: PathBuf,
+        #[arg(long, default_value = "ablate")]
+        name: String,
+        /// Runs in parallel threads.
+        #[arg(long, default_value_t = 2)]
+        jobs: usize,
+    },
     /// Predictor ablation for the colony: safe-node routing over several seeds.
     Ablation {
         #[command(flatten)]
@@ -104,6 +120,9 @@ enum Cmd {
         name: Option<String>,
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// The colony's config, as the Worker's `[vars]` (repeatable), e.g. `--var ETA_FACTORS=fragmentation`.
+        #[arg(long = "var", value_name = "KEY=VALUE")]
+        vars: Vec<String>,
     },
     /// Drive a running Worker with the trace (the demo): facts, filter, prioritize, placements.
     Replay {
@@ -186,6 +205,23 @@ struct Input {
     sla_threshold: f64,
     #[arg(long, default_value_t = 600)]
     safe_horizon_s: u64,
+    /// The extender's config, as the Worker's `[vars]` (repeatable): `--var ALPHA=0` ignores the
+    /// trail (η alone), `--var ETA_FACTORS=cost,headroom` keeps only those factors of η.
+    #[arg(long = "var", value_name = "KEY=VALUE")]
+    vars: Vec<String>,
+    /// `synthetic` (default) or `usage:<alibaba|alibaba-300s|google|azure>`: the load's shape
+    /// from a real utilisation series in `--usage-dir` (see `aco_sim::usage`).
+    #[arg(long, default_value = "synthetic")]
+    load_model: String,
+    #[arg(long, default_value = "../shared/data/usage")]
+    usage_dir: PathBuf,
+    /// What the simulated reporter says after a placement: `none` (placements only: the trail
+    /// deposits η), `qos` (each pod's QoS outcome) or `qos-cost` (with its observed cost).
+    #[arg(long, default_value = "qos-cost")]
+    outcomes: aco_sim::engine::OutcomeReports,
+    /// Spot nodes are never reclaimed (see `aco_sim::spot` for the default model).
+    #[arg(long)]
+    no_spot_reclamation: bool,
 }
 
 /// `replay --shadow`: the baseline places, the Worker shadows, both summaries printed.
@@ -264,7 +300,9 @@ impl Input {
         let pods = trace::read_pods(&pods, 60)?;
         let prices = PriceTable::load(&repo_path(&self.prices))?;
         let params = WorldParams { seed, tenants: self.tenants, spot_share: self.spot_share, ..WorldParams::default() };
-        Ok(World::build(&nodes, &pods, &prices, params))
+        let mut world = World::build(&nodes, &pods, &prices, params);
+        world.config = aco_sim::cluster::sim_config_with(&self.vars)?;
+        Ok(world)
     }
 
     fn sim(&self, seed: u64) -> SimParams {
@@ -274,14 +312,26 @@ impl Input {
             sla_threshold: self.sla_threshold,
             safe_horizon_s: self.safe_horizon_s,
             max_pods: self.max_pods,
+            outcomes: self.outcomes,
+            spot_reclamation: !self.no_spot_reclamation,
             progress: true,
             ..SimParams::default()
         }
     }
 
-    fn load(&self, seed: u64) -> LoadModel {
-        LoadModel { seed, ..LoadModel::default() }
+    fn load(&self, seed: u64) -> Result<LoadModel, Error> {
+        let (_, model) = aco_sim::usage::load_models(std::slice::from_ref(&self.load_model), &repo_path(&self.usage_dir))?.remove(0);
+        Ok(LoadModel { seed, ..model })
     }
+}
+
+/// Seeds as a range `42-51` or a list `42,43`.
+fn parse_seeds(seeds: &str) -> Result<Vec<u64>, Error> {
+    let number = |s: &str| s.trim().parse::<u64>().map_err(|e| format!("--seeds {seeds:?}: {e}"));
+    Ok(match seeds.split_once('-') {
+        Some((a, b)) => (number(a)?..=number(b)?).collect(),
+        None => seeds.split(',').map(number).collect::<Result<_, _>>()?,
+    })
 }
 
 fn main() {
@@ -295,7 +345,7 @@ fn real_main() -> Result<(), Error> {
     match Cli::parse().cmd {
         Cmd::Run { input, policies, out, name, jobs } => {
             let world = input.world(input.seed)?;
-            let load = input.load(input.seed);
+            let load = input.load(input.seed)?;
             let params = input.sim(input.seed);
             let names = policies.unwrap_or_else(|| policy::ALL.iter().map(|s| s.to_string()).collect());
             eprintln!("{} nodes, {} pods, seed {}", world.nodes.len(), world.pods.len(), input.seed);
@@ -341,6 +391,24 @@ fn real_main() -> Result<(), Error> {
             let written = report::plots(&out, &name, &runs)?;
             eprintln!("wrote {}/{name}.md, {name}.json, {}", out.display(), written.join(", "));
         }
+        Cmd::Ablate { input, seeds, out, name, jobs } => {
+            use aco_sim::eta_ablation::{ablation_table, run_ablation, standard_variants, AblationPlan};
+            let plan = AblationPlan {
+                variants: standard_variants(),
+                seeds: parse_seeds(&seeds)?,
+                jobs,
+                base_vars: input.vars.clone(),
+                world_of: &|seed| input.world(seed),
+                sim_of: &|seed| input.sim(seed),
+                load_of: &|seed| input.load(seed),
+            };
+            let rows = run_ablation(&plan)?;
+            let table = ablation_table(&rows);
+            println!("{table}");
+            std::fs::create_dir_all(&out)?;
+            std::fs::write(out.join(format!("{name}.md")), &table)?;
+            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+        }
         Cmd::Ablation { input, seeds, out, name, jobs } => {
             let mut rows = Vec::new();
             for kind in PredictorKind::ablation_set() {
@@ -359,7 +427,7 @@ fn real_main() -> Result<(), Error> {
                                 params.progress = false;
                                 params.pheromone_samples = 1;
                                 let mut s = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), kind);
-                                Ok(run(&world, &input.load(seed), &params, &mut s)?.metrics)
+                                Ok(run(&world, &input.load(seed)?, &params, &mut s)?.metrics)
                             })()
                             .map_err(|e| e.to_string());
                             results.lock().unwrap().push((seed, r));
@@ -403,21 +471,19 @@ fn real_main() -> Result<(), Error> {
             std::fs::write(out.join(format!("{name}.md")), &table)?;
             std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
         }
-        Cmd::Saturate { openb, openb_dir, prices, seeds, policies, published, out, name, jobs } => {
+        Cmd::Saturate { openb, openb_dir, prices, seeds, policies, published, out, name, jobs, vars } => {
             use aco_sim::saturate::{self, policy as sp, report as sr};
             let dir = repo_path(&openb_dir);
             let nodes = trace::read_nodes(&dir.join("openb_node_list_gpu_node.csv"))?;
             let pods = trace::read_pods(&dir.join(format!("openb_pod_list_{openb}.csv")), 60)?;
             let price_table = PriceTable::load(&repo_path(&prices))?;
-            let world = World::build(&nodes, &pods, &price_table, WorldParams { seed: 1, ..WorldParams::default() });
+            let mut world = World::build(&nodes, &pods, &price_table, WorldParams { seed: 1, ..WorldParams::default() });
+            world.config = aco_sim::cluster::sim_config_with(&vars)?;
             let shapes = saturate::shapes_of(&world);
-            let seeds: Vec<u64> = match seeds.split_once('-') {
-                Some((a, b)) => (a.trim().parse::<u64>().map_err(|e| e.to_string())?..=b.trim().parse::<u64>().map_err(|e| e.to_string())?).collect(),
-                None => seeds.split(',').map(|s| s.trim().parse::<u64>().map_err(|e| e.to_string())).collect::<Result<_, _>>()?,
-            };
+            let seeds = parse_seeds(&seeds)?;
             let names = policies.unwrap_or_else(|| sp::ALL.iter().map(|s| s.to_string()).collect());
             for n in &names {
-                sp::by_name(n, 0).ok_or_else(|| format!("unknown policy {n}; known: {}, colony-nofrag", sp::ALL.join(", ")))?;
+                sp::by_name(n, 0).ok_or_else(|| format!("unknown policy {n}; known: {}, colony-nofrag, colony-raw", sp::ALL.join(", ")))?;
             }
             let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
             eprintln!("{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}", world.nodes.len(), world.pods.len(), shapes.len(), seeds);
@@ -467,7 +533,7 @@ fn real_main() -> Result<(), Error> {
         }
         Cmd::Replay { input, url, token, every, compare, report: report_path, report_every, shadow, explain: explain_first } => {
             let world = input.world(input.seed)?;
-            let load = input.load(input.seed);
+            let load = input.load(input.seed)?;
             let mut params = input.sim(input.seed);
             params.progress = false;
             params.pheromone_samples = 1;

@@ -321,6 +321,12 @@ impl Scheduler for NativeScheduler {
         Ok(())
     }
 
+    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
+        let ctx = ScoreCtx { world, config: &self.config, pod, alloc: &[], now_ms };
+        self.policy.outcome(&ctx, node, outcome);
+        Ok(())
+    }
+
     fn pheromones(&mut self, _world: &World) -> Result<TenantTrails, Error> {
         Ok(self.policy.pheromones(&self.config))
     }

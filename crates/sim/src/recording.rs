@@ -108,6 +108,10 @@ impl Scheduler for Recording<'_> {
         Ok(())
     }
 
+    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
+        self.inner.outcome(world, pod, node, outcome, now_ms)
+    }
+
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {
         self.inner.pheromones(world)
     }

@@ -228,6 +228,15 @@ impl Scheduler for HttpScheduler {
         Ok(())
     }
 
+    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, _now_ms: u64) -> Result<(), Error> {
+        let body = json!({"placements": [{
+            "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
+            "tenant": pod.tenant, "node": world.nodes[node].name, "outcome": outcome,
+        }]});
+        self.post("/v1/placements", body.to_string(), true)?;
+        Ok(())
+    }
+
     fn tie_stats(&self) -> (usize, usize) {
         self.ties
     }

@@ -1,6 +1,7 @@
 //! Who decides: the [`Scheduler`] trait, implemented by the native extender pipeline
 //! (`crate::native`) and by the live Worker over HTTP (`crate::replay`).
 
+use aco_core::colony::Outcome;
 use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
@@ -25,6 +26,11 @@ pub trait Scheduler {
     fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error>;
     /// The binding happened (the reporter's `POST /v1/placements`).
     fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error>;
+    /// The pod's observed outcome on `node` (the reporter's later `POST /v1/placements` with an
+    /// `outcome`): whether it ran within its QoS, and what the placement cost. Default: ignored.
+    fn outcome(&mut self, _world: &World, _pod: &SimPod, _node: usize, _outcome: Outcome, _now_ms: u64) -> Result<(), Error> {
+        Ok(())
+    }
     /// Per-tenant (node, τ) best first, for the report and the demo.
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error>;
     /// (decisions whose best score was shared by ≥ 2 nodes, total size of those top sets).

@@ -160,6 +160,10 @@ impl Scheduler for ShadowReplay {
         Ok(())
     }
 
+    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
+        self.baseline.outcome(world, pod, node, outcome, now_ms)
+    }
+
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {
         self.baseline.pheromones(world)
     }

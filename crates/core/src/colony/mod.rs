@@ -15,7 +15,7 @@ pub use decision::{
     CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation, FilterRejections, RejectedNode,
     FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
 };
-pub use outcome::{Outcome, OutcomeLabel};
+pub use outcome::{ObservedOutcome, Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
 pub use score::{desirability, explore, to_scores};
@@ -174,6 +174,7 @@ impl TenantColony {
         config: &Config,
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
+        let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         let Some((eta_then, exact)) = decision.quality_of(node) else {
             self.counters.non_candidate_placements += 1;
             return Ok(Confirmation::NotACandidate);
@@ -181,7 +182,7 @@ impl TenantColony {
         if let Some(q) = reported {
             self.record_outcome(node, q);
         }
-        let quality = reported.unwrap_or(eta_then);
+        let quality = deposit.unwrap_or(eta_then);
         let amount = config.deposit_q * quality;
         let trail = self.pheromones.deposit(node, amount, config);
         self.counters.deposits += 1;

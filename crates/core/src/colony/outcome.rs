@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
+
 /// What a reporter may say about a placement beyond "the pod was bound there".
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -7,6 +9,8 @@ pub enum Outcome {
     /// Observed quality in [0, 1] (e.g. the fraction of the run the pod met its SLO).
     Quality(f64),
     Label(OutcomeLabel),
+    /// Quality and what the placement was observed to cost (`{"quality": 1, "costPerHour": 0.3}`).
+    Observed(ObservedOutcome),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,14 +20,73 @@ pub enum OutcomeLabel {
     Failed,
 }
 
+/// An outcome with the placement's observed cost: the pod's share of its node's bill over its
+/// run, in $/h (the simulator computes it from the nodes it keeps busy; a reporter could from
+/// billing data).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObservedOutcome {
+    /// As [`Outcome::Quality`]: whether the pod ran well (its SLO met), in [0, 1].
+    pub quality: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
+}
+
 impl Outcome {
-    /// Quality in [0, 1], or an error naming the problem.
+    /// Quality in [0, 1], or an error naming the problem: what the node's reliability learns.
     pub fn quality(self) -> Result<f64, String> {
         match self {
-            Outcome::Quality(q) if q.is_finite() && (0.0..=1.0).contains(&q) => Ok(q),
-            Outcome::Quality(q) => Err(format!("outcome {q} is outside 0.0–1.0")),
+            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) if q.is_finite() && (0.0..=1.0).contains(&q) => {
+                self.cost_per_hour()?;
+                Ok(q)
+            }
+            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) => Err(format!("outcome quality {q} is outside 0.0–1.0")),
             Outcome::Label(OutcomeLabel::Succeeded) => Ok(1.0),
             Outcome::Label(OutcomeLabel::Failed) => Ok(0.0),
         }
+    }
+
+    fn cost_per_hour(self) -> Result<Option<f64>, String> {
+        match self {
+            Outcome::Observed(ObservedOutcome { cost_per_hour: Some(c), .. }) if !(c.is_finite() && c >= 0.0) => {
+                Err(format!("outcome costPerHour {c} must be a finite number ≥ 0"))
+            }
+            Outcome::Observed(o) => Ok(o.cost_per_hour),
+            _ => Ok(None),
+        }
+    }
+
+    /// What the trail deposits for this outcome: the quality, times the cost factor of η applied
+    /// to the observed cost when there is one (and the cost factor is on). Reliability learns the
+    /// quality alone — a cheap node is not a more reliable one.
+    pub fn deposit_quality(self, config: &Config) -> Result<f64, String> {
+        let q = self.quality()?;
+        Ok(match self.cost_per_hour()? {
+            Some(c) if config.eta_factors.cost => q / (1.0 + c / config.cost_reference),
+            _ => q,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observed_outcomes_parse_validate_and_price_the_deposit_not_the_reliability() {
+        let c = Config::default();
+        let o: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":1.0}"#).unwrap();
+        assert_eq!((o.quality().unwrap(), o.deposit_quality(&c).unwrap()), (1.0, 0.5));
+        let free: Outcome = serde_json::from_str(r#"{"quality":0.8}"#).unwrap();
+        assert_eq!(free.deposit_quality(&c).unwrap(), 0.8);
+        assert_eq!(serde_json::from_str::<Outcome>("0.25").unwrap(), Outcome::Quality(0.25));
+        assert_eq!(serde_json::from_str::<Outcome>(r#""failed""#).unwrap().deposit_quality(&c).unwrap(), 0.0);
+        let negative: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":-2}"#).unwrap();
+        assert!(negative.quality().unwrap_err().contains("costPerHour"));
+        let high: Outcome = serde_json::from_str(r#"{"quality":1.5}"#).unwrap();
+        assert!(high.quality().unwrap_err().contains("1.5"));
+        assert!(serde_json::from_str::<Outcome>(r#"{"quality":1,"cost":2}"#).is_err(), "a misspelt field is refused, not ignored");
+        let no_cost = Config { eta_factors: crate::config::EtaFactorSet::without("cost").unwrap(), ..Config::default() };
+        assert_eq!(o.deposit_quality(&no_cost).unwrap(), 1.0);
     }
 }

@@ -56,7 +56,8 @@ pub enum ReportEffect {
     /// if any (it updated the node's reliability too).
     Deposited { node: String, amount: f64, trail: Trail, exact: bool, outcome: Option<f64> },
     /// The later outcome of a confirmed placement: the node's reliability updated and its
-    /// deposit revised to `quality` (`trail` is the node's new trail).
+    /// deposit revised to `quality` (the outcome's deposit quality, priced when it carries an
+    /// observed cost; `trail` is the node's new trail).
     OutcomeRecorded { node: String, quality: f64, trail: Trail },
     /// Already counted: nothing changed.
     Duplicate,
@@ -78,6 +79,7 @@ impl TenantColony {
         config: &Config,
     ) -> Result<ReportEffect, String> {
         let quality = outcome.map(Outcome::quality).transpose()?;
+        let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         if let Some(decision) = &record.decision {
             return Ok(match self.confirm_decision(decision, node, outcome, config)? {
                 Confirmation::Deposited { node, amount, quality: deposit_quality, trail, exact } => {
@@ -98,19 +100,19 @@ impl TenantColony {
             self.counters.unknown_placements += 1;
             return Ok(ReportEffect::UnknownPod);
         };
-        match quality {
-            Some(q) if !confirmed.outcome_recorded => {
+        match quality.zip(deposit) {
+            Some((q, dq)) if !confirmed.outcome_recorded => {
                 if confirmed.node != node {
                     self.counters.non_candidate_placements += 1;
                     return Ok(ReportEffect::NotACandidate);
                 }
                 self.record_outcome(&confirmed.node, q);
-                let delta = config.deposit_q * (q - confirmed.deposit_quality);
+                let delta = config.deposit_q * (dq - confirmed.deposit_quality);
                 let trail = self.pheromones.revise(&confirmed.node, delta, confirmed.deposit_epoch, config);
                 self.counters.late_outcomes += 1;
                 confirmed.outcome_recorded = true;
-                confirmed.deposit_quality = q;
-                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: q, trail })
+                confirmed.deposit_quality = dq;
+                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: dq, trail })
             }
             _ => {
                 self.counters.duplicate_reports += 1;
@@ -251,6 +253,27 @@ mod tests {
         assert_eq!(r, PodRecord { decision: Some(d), confirmed: None });
         assert_eq!(c.pheromones, PheromoneTable::default());
         assert!(matches!(c.report(&mut r, "a", None, 100, &config).unwrap(), ReportEffect::Deposited { .. }));
+    }
+
+    #[test]
+    fn a_priced_outcome_revises_the_deposit_to_its_priced_quality_and_reliability_to_its_quality() {
+        let config = Config::default();
+        let (mut priced, mut plain) = (TenantColony::default(), TenantColony::default());
+        let observed: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":3.0}"#).unwrap();
+        let mut trails = Vec::new();
+        for (c, outcome) in [(&mut priced, observed), (&mut plain, Outcome::Quality(1.0))] {
+            let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+            c.report(&mut r, "a", None, 100, &config).unwrap();
+            let effect = c.report(&mut r, "a", Some(outcome), 200, &config).unwrap();
+            let ReportEffect::OutcomeRecorded { quality, trail, .. } = effect else { panic!("{effect:?}") };
+            assert_eq!(r.confirmed.as_ref().unwrap().deposit_quality, quality);
+            assert_eq!(c.report(&mut r, "a", Some(outcome), 300, &config).unwrap(), ReportEffect::Duplicate);
+            trails.push((quality, trail.tau));
+        }
+        assert_eq!(trails[0].0, 0.25, "quality 1 at $3/h with COST_REFERENCE=1: 1/(1+3)");
+        assert_eq!(trails[1].0, 1.0);
+        assert!(trails[0].1 < trails[1].1, "{trails:?}");
+        assert_eq!(priced.outcomes["a"], plain.outcomes["a"], "reliability learns the quality, not the price");
     }
 
     #[test]

@@ -180,12 +180,16 @@ impl EtaFactors {
 
 /// Every factor of η for one node (see [`EtaFactors`]); [`eta`] is exactly `.eta(config)` of it.
 pub fn eta_factors(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> EtaFactors {
+    // A factor left out of `ETA_FACTORS` is exactly 1.0 (fragmentation: absent), so the
+    // product and every explanation read as if that factor did not exist.
+    let on = config.eta_factors;
+    let pick = |enabled: bool, factor: &dyn Fn() -> f64| if enabled { factor() } else { 1.0 };
     EtaFactors {
-        reliability: reliability(stats, features.spot, workload, config),
-        cost_efficiency: cost_efficiency(features, config),
-        sla_headroom: sla_headroom(features, workload, config),
-        spike_safety: spike_safety(features.spike_probability, config),
-        fragmentation: features.fragmentation_delta.map(|_| fragmentation_factor(features)),
+        reliability: pick(on.reliability, &|| reliability(stats, features.spot, workload, config)),
+        cost_efficiency: pick(on.cost, &|| cost_efficiency(features, config)),
+        sla_headroom: pick(on.headroom, &|| sla_headroom(features, workload, config)),
+        spike_safety: pick(on.spike, &|| spike_safety(features.spike_probability, config)),
+        fragmentation: features.fragmentation_delta.filter(|_| on.fragmentation).map(|_| fragmentation_factor(features)),
     }
 }
 
@@ -274,6 +278,28 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_factor_left_out_of_eta_factors_is_exactly_one_and_the_others_unchanged() {
+        let all = Config::default();
+        let mut f = features(Some(3.2), true, Some(0.7), Some(0.6));
+        f.fragmentation_delta = Some(-400.0);
+        f.committed_share = Some(0.5);
+        f.pod_share = Some(0.1);
+        let w = WorkloadClass::LatencyCritical;
+        let full = eta_factors(&f, w, None, &all);
+        for name in crate::config::EtaFactorSet::NAMES {
+            let c = Config { eta_factors: crate::config::EtaFactorSet::without(name).unwrap(), ..Config::default() };
+            let g = eta_factors(&f, w, None, &c);
+            let expect = |on: &str, v: f64| if on == name { 1.0 } else { v };
+            assert_eq!(g.reliability, expect("reliability", full.reliability), "{name}");
+            assert_eq!(g.cost_efficiency, expect("cost", full.cost_efficiency), "{name}");
+            assert_eq!(g.sla_headroom, expect("headroom", full.sla_headroom), "{name}");
+            assert_eq!(g.spike_safety, expect("spike", full.spike_safety), "{name}");
+            assert_eq!(g.fragmentation, if name == "fragmentation" { None } else { full.fragmentation }, "{name}");
+            assert!(g.eta(&c) > full.eta(&all), "{name}: every factor of this node is below 1, so leaving one out raises η");
         }
     }
 

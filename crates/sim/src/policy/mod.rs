@@ -56,6 +56,8 @@ pub trait Policy {
     /// The pod was bound to `node`. `scored` is false when there was a single feasible node and
     /// kube-scheduler would not have called prioritize at all.
     fn placed(&mut self, _ctx: &ScoreCtx, _node: usize, _scored: bool) {}
+    /// The pod's observed outcome on `node` (see `Scheduler::outcome`); only the colony learns.
+    fn outcome(&mut self, _ctx: &ScoreCtx, _node: usize, _outcome: aco_core::colony::Outcome) {}
     /// Per-tenant pheromone snapshot (node, τ), best first; empty for policies without trails.
     fn pheromones(&self, _config: &Config) -> TenantTrails {
         Vec::new()

@@ -5,10 +5,13 @@
 //! share, the pod's share, and — with `fragmentation` on — FGD's gradient from the per-GPU free
 //! shares (`gpuFreeMilli`) against the trace's typical shapes. A share takes the GPU with the
 //! best gradient (what an FGD-aware device plugin would do), else the best-fit GPU.
+//!
+//! `colony-raw` is an ablation, not something the extender can do: it binds the argmax of the
+//! unrounded `τ^α·η^β`, measuring what kube-scheduler's 0–10 extender scores cost.
 
 use std::collections::BTreeMap;
 
-use aco_core::colony::{Decision, TenantColony};
+use aco_core::colony::{desirability, Decision, TenantColony};
 use aco_core::heuristic::NodeFeatures;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -21,12 +24,18 @@ pub struct SatColony {
     pending: Option<(String, Decision)>,
     rng: StdRng,
     fragmentation: bool,
+    /// Score with the unrounded desirabilities (ablation of the 0–10 mapping).
+    raw: bool,
     memo: FgdMemo,
 }
 
 impl SatColony {
     pub fn new(seed: u64, fragmentation: bool) -> Self {
-        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11), fragmentation, memo: FgdMemo::new() }
+        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11), fragmentation, raw: false, memo: FgdMemo::new() }
+    }
+
+    pub fn raw(seed: u64) -> Self {
+        Self { raw: true, ..Self::new(seed, true) }
     }
 }
 
@@ -40,7 +49,9 @@ fn share(used: f64, cap: f64) -> f64 {
 
 impl SatPolicy for SatColony {
     fn name(&self) -> &'static str {
-        if self.fragmentation {
+        if self.raw {
+            "colony-raw"
+        } else if self.fragmentation {
             "colony"
         } else {
             "colony-nofrag"
@@ -79,6 +90,15 @@ impl SatPolicy for SatColony {
         let colony = self.colonies.entry(tenant.clone()).or_default();
         let pr = colony.prioritize(&features, ctx.sim_pod.demand.workload, ctx.step * 1000, ctx.config, &mut self.rng);
         self.pending = Some((tenant, pr.decision));
+        if self.raw {
+            let etas = colony.etas(&features, ctx.sim_pod.demand.workload, ctx.config);
+            return features
+                .iter()
+                .zip(etas)
+                .zip(gpus)
+                .map(|((f, eta), gpu)| Verdict { score: desirability(colony.pheromones.tau(&f.node, ctx.config), eta, ctx.config), gpu })
+                .collect();
+        }
         pr.priorities.iter().zip(gpus).map(|(h, gpu)| Verdict { score: h.score as f64, gpu }).collect()
     }
     fn placed(&mut self, ctx: &Ctx, node: usize) {

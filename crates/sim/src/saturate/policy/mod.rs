@@ -92,6 +92,7 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn SatPolicy>> {
         "first-fit" => Box::new(FirstFit),
         "colony" => Box::new(SatColony::new(seed, true)),
         "colony-nofrag" => Box::new(SatColony::new(seed, false)),
+        "colony-raw" => Box::new(SatColony::raw(seed)),
         _ => return None,
     })
 }
