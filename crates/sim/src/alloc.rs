@@ -21,6 +21,11 @@ impl NodeAlloc {
         Self { gpu_used: vec![0; node.gpus as usize], ..Self::default() }
     }
 
+    /// Free milli-GPU per physical GPU, as the reporter's `gpuFreeMilli` (None without GPUs).
+    pub fn gpu_free_milli(&self) -> Option<Vec<u32>> {
+        (!self.gpu_used.is_empty()).then(|| self.gpu_used.iter().map(|u| 1000u32.saturating_sub(*u)).collect())
+    }
+
     pub fn gpu_used_milli(&self) -> u32 {
         self.gpu_used.iter().sum()
     }

@@ -798,6 +798,7 @@ mod tests {
             latency_us: 120.0,
             observed_at_ms: 60_000,
             utilisation: vec![Sample { at_ms: 45_000, value: 0.25 }, Sample { at_ms: 60_000, value: 0.75 }],
+            gpu_free_milli: Some(vec![540, 1000]),
         };
         let config = crate::cluster::sim_config();
         let wire: NodeReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();

@@ -20,6 +20,10 @@ pub struct FactReport {
     pub latency_us: f64,
     pub observed_at_ms: u64,
     pub utilisation: Vec<Sample>,
+    /// Free milli-GPU per physical GPU (GPU nodes; what the reporter sends from the GPU-share
+    /// device plugin's annotations), read by η's fragmentation factor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_free_milli: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -43,7 +47,7 @@ impl FactReport {
             latency_us: Some(self.latency_us),
             observed_at_ms: Some(self.observed_at_ms),
             utilisation: self.utilisation.iter().map(|s| UtilisationSample { at_ms: s.at_ms, value: s.value }).collect(),
-            gpu_free_milli: None,
+            gpu_free_milli: self.gpu_free_milli.clone(),
         }
     }
 }
@@ -83,6 +87,7 @@ impl ReportBatch<'_> {
             latency_us: n.latency_us,
             observed_at_ms: self.observed_at_ms,
             utilisation: self.samples(n.idx).collect(),
+            gpu_free_milli: self.alloc[n.idx].gpu_free_milli(),
         }
     }
 }

@@ -275,6 +275,7 @@ impl Scheduler for NativeScheduler {
                 let at = batch.observed_at_ms;
                 f.requested.as_mut().unwrap().at_ms = at;
                 f.latency_us = Some(Observed { value: n.latency_us, at_ms: at });
+                f.gpu_free_milli = batch.alloc[node].gpu_free_milli().map(|value| Observed { value, at_ms: at });
                 let mut load = f.load.take().unwrap_or(Observed { value: Ema::new(self.config.ema_alpha), at_ms: 0 });
                 for s in batch.samples(node) {
                     if load.value.samples == 0 || s.at_ms > load.at_ms {
