@@ -51,6 +51,9 @@ pub struct ShadowReplay {
     pub cost: ShadowCost,
     /// Pods with no verdict natively (node without facts, or nothing feasible).
     pub not_scored: u64,
+    /// Pods already shadow-reported: a pod evicted and bound again (same UID) is a duplicate
+    /// for the Worker, so the native counterfactual counts it once too.
+    reported: std::collections::HashSet<String>,
 }
 
 fn wall_ms() -> u64 {
@@ -60,7 +63,7 @@ fn wall_ms() -> u64 {
 impl ShadowReplay {
     /// `config` must be the Worker's (`cluster::worker_vars`, and the same `EMA_ALPHA`).
     pub fn new(baseline: NativeScheduler, http: HttpScheduler, config: Config) -> Self {
-        Self { baseline, http, config, facts: HashMap::new(), native: BTreeMap::new(), cost: ShadowCost::default(), not_scored: 0 }
+        Self { baseline, http, config, facts: HashMap::new(), native: BTreeMap::new(), cost: ShadowCost::default(), not_scored: 0, reported: Default::default() }
     }
 
     fn fold(&mut self, reports: &[NodeReport], now_ms: u64) {
@@ -150,6 +153,9 @@ impl Scheduler for ShadowReplay {
         self.cost.max_binding_ops = self.cost.max_binding_ops.max(ops);
 
         // The same counterfactual, natively, on the same facts.
+        if !self.reported.insert(pod.uid.clone()) {
+            return Ok(());
+        }
         let cluster = ShadowCluster::new(&self.facts, wall_ms(), &self.config);
         let colony = TenantColony::default();
         match cluster.score(&pod.demand, name, &colony, &self.config) {
