@@ -55,6 +55,10 @@ enum Cmd {
         /// Runs in parallel threads.
         #[arg(long, default_value_t = 2)]
         jobs: usize,
+        /// Only the variants whose label contains one of these (comma-separated); first-fit is
+        /// always kept (the comparison's baseline).
+        #[arg(long, value_delimiter = ',')]
+        only: Option<Vec<String>>,
     },
     /// Predictor ablation for the colony: safe-node routing over several seeds.
     Ablation {
@@ -391,10 +395,14 @@ fn real_main() -> Result<(), Error> {
             let written = report::plots(&out, &name, &runs)?;
             eprintln!("wrote {}/{name}.md, {name}.json, {}", out.display(), written.join(", "));
         }
-        Cmd::Ablate { input, seeds, out, name, jobs } => {
+        Cmd::Ablate { input, seeds, out, name, jobs, only } => {
             use aco_sim::eta_ablation::{ablation_table, run_ablation, standard_variants, AblationPlan};
+            let mut variants = standard_variants();
+            if let Some(only) = &only {
+                variants.retain(|v| v.label == "first-fit" || only.iter().any(|o| v.label.contains(o.as_str())));
+            }
             let plan = AblationPlan {
-                variants: standard_variants(),
+                variants,
                 seeds: parse_seeds(&seeds)?,
                 jobs,
                 base_vars: input.vars.clone(),
