@@ -218,10 +218,11 @@ pub fn scoring_input(
     };
     let mut features = Vec::with_capacity(args.candidates.len());
     let mut stale = 0;
+    let mut memo = crate::heuristic::FragmentationMemo::default();
     for state in args.states(facts, now_ms, config) {
         let state = state?;
         stale += state.stale_facts as u64;
-        features.push(NodeFeatures::for_pod(&state, &demand, config));
+        features.push(NodeFeatures::for_pod_memo(&state, &demand, config, &crate::heuristic::OPENB_DEFAULT_SHAPES, &mut memo));
     }
     Ok(ScoringInput { demand, features, stale })
 }

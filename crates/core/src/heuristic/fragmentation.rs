@@ -73,6 +73,28 @@ pub struct PodGpus {
 /// `ΔF = F(before) − F(after)` for placing `pod` on the node, with the GPU(s) FGD would take:
 /// a share goes to the GPU with the largest ΔF (lowest index on ties), whole GPUs to the first
 /// fully free ones. `None` when the pod does not fit.
+/// [`fragmentation_delta`]'s value per node state for one pod: within one decision many
+/// candidates share a state (idle nodes of one shape, equally filled ones), and the gradient over
+/// the typical shapes is the expensive part of scoring a GPU node. Keyed by the exact inputs, so
+/// a hit returns the value the computation would.
+#[derive(Debug, Default)]
+pub struct FragmentationMemo {
+    values: std::collections::HashMap<(i64, Vec<u32>), Option<f64>>,
+}
+
+impl FragmentationMemo {
+    /// The gradient of placing `pod` on a node with `cpu_free` and `gpu_free`, computed once per
+    /// distinct state. Only valid for one pod and one shape list: make one memo per decision.
+    pub fn delta(&mut self, cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes: &[PodShape]) -> Option<f64> {
+        if let Some(v) = self.values.get(&(cpu_free, gpu_free.to_vec())) {
+            return *v;
+        }
+        let v = fragmentation_delta(cpu_free, gpu_free, pod, shapes).map(|(d, _)| d);
+        self.values.insert((cpu_free, gpu_free.to_vec()), v);
+        v
+    }
+}
+
 pub fn fragmentation_delta(cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes: &[PodShape]) -> Option<(f64, Vec<usize>)> {
     if cpu_free < pod.cpu_milli {
         return None;
@@ -251,5 +273,20 @@ mod tests {
         assert_eq!(fragmentation_factor(&f), 0.5);
         f.fragmentation_delta = Some(2000.0);
         assert!(fragmentation_factor(&f) > 0.85);
+    }
+
+    #[test]
+    fn the_memo_returns_what_the_computation_returns_for_every_state() {
+        let pod = PodGpus { cpu_milli: 4000, num_gpu: 1, gpu_milli: 500 };
+        let mut memo = FragmentationMemo::default();
+        let states: [(i64, Vec<u32>); 5] =
+            [(64_000, vec![1000; 8]), (8_000, vec![500, 1000]), (64_000, vec![1000; 8]), (2_000, vec![1000]), (16_000, vec![0, 250, 1000, 1000])];
+        for _ in 0..2 {
+            for (cpu, gpus) in &states {
+                let expected = fragmentation_delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES).map(|(d, _)| d);
+                assert_eq!(memo.delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES), expected, "{cpu} {gpus:?}");
+            }
+        }
+        assert_eq!(memo.values.len(), 4, "one entry per distinct state");
     }
 }

@@ -13,7 +13,7 @@ mod reliability;
 mod spike;
 
 pub use cost::{cost_efficiency, marginal_cost_per_hour};
-pub use fragmentation::{fragmentation, fragmentation_delta, fragmentation_factor, sigmoid_score, typical_shapes, PodGpus, PodShape, OPENB_DEFAULT_SHAPES};
+pub use fragmentation::{fragmentation, fragmentation_delta, fragmentation_factor, FragmentationMemo, sigmoid_score, typical_shapes, PodGpus, PodShape, OPENB_DEFAULT_SHAPES};
 pub use headroom::{headroom_after, is_hot, sla_headroom};
 pub use reliability::{reliability, OutcomeStats};
 pub use spike::spike_safety;
@@ -86,6 +86,12 @@ impl NodeFeatures {
     /// [`NodeFeatures::for_pod`] against a given list of typical pod shapes (the simulator
     /// passes its trace's; the Worker uses [`OPENB_DEFAULT_SHAPES`]).
     pub fn for_pod_with_shapes(node: &NodeState, pod: &PodDemand, config: &Config, shapes: &[PodShape]) -> Self {
+        Self::for_pod_memo(node, pod, config, shapes, &mut FragmentationMemo::default())
+    }
+
+    /// [`NodeFeatures::for_pod_with_shapes`] for one of a decision's candidates, sharing `memo`
+    /// (one per decision: the pod and the shapes must not change) across them.
+    pub fn for_pod_memo(node: &NodeState, pod: &PodDemand, config: &Config, shapes: &[PodShape], memo: &mut FragmentationMemo) -> Self {
         let mut features = Self::from_state(node, config);
         features.pod_share = node.allocatable.as_ref().map(|alloc| {
             pod.request
@@ -98,7 +104,7 @@ impl NodeFeatures {
         features.fragmentation_delta = node.gpu_free_milli.as_ref().and_then(|free| {
             let alloc_cpu = node.allocatable.as_ref().map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
-            fragmentation_delta(alloc_cpu - used_cpu, free, pod_gpus(pod), shapes).map(|(d, _)| d)
+            memo.delta(alloc_cpu - used_cpu, free, pod_gpus(pod), shapes)
         });
         features
     }

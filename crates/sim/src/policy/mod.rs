@@ -126,7 +126,8 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
 
 /// Per-pod features, exactly as the Worker's `scoring_input` computes them.
 pub(crate) fn features(states: &[&NodeState], pod: &PodDemand, config: &Config) -> Vec<NodeFeatures> {
-    states.iter().map(|s| NodeFeatures::for_pod(s, pod, config)).collect()
+    let mut memo = aco_core::heuristic::FragmentationMemo::default();
+    states.iter().map(|s| NodeFeatures::for_pod_memo(s, pod, config, &aco_core::heuristic::OPENB_DEFAULT_SHAPES, &mut memo)).collect()
 }
 
 #[cfg(test)]
