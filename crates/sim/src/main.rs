@@ -356,26 +356,16 @@ fn real_main() -> Result<(), Error> {
             for n in &names {
                 policy::by_name(n, input.seed).ok_or_else(|| format!("unknown policy {n}; known: {}", policy::ALL.join(", ")))?;
             }
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let results = std::sync::Mutex::new(Vec::new());
-            std::thread::scope(|scope| {
-                for _ in 0..jobs.max(1) {
-                    scope.spawn(|| loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some(n) = names.get(i) else { break };
-                        let mut s = NativeScheduler::new(policy::by_name(n, input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
-                        let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
-                        if let Ok(r) = &r {
-                            eprintln!("{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s", n, r.metrics.cost_busy_usd, r.metrics.unplaced, 100.0 * r.metrics.ls_compliance, 100.0 * r.metrics.safe_routing_rate, r.metrics.decisions_per_s);
-                        }
-                        results.lock().unwrap().push((i, r));
-                    });
+            let results = aco_sim::parallel::map(&names, jobs, |n| {
+                let mut s = NativeScheduler::new(policy::by_name(n, input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+                let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
+                if let Ok(r) = &r {
+                    eprintln!("{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s", n, r.metrics.cost_busy_usd, r.metrics.unplaced, 100.0 * r.metrics.ls_compliance, 100.0 * r.metrics.safe_routing_rate, r.metrics.decisions_per_s);
                 }
+                r
             });
-            let mut results = results.into_inner().unwrap();
-            results.sort_by_key(|(i, _)| *i);
             let mut runs: Vec<RunResult> = Vec::new();
-            for (_, r) in results {
+            for r in results {
                 runs.push(r?);
             }
             let metrics: Vec<Metrics> = runs.iter().map(|r| r.metrics.clone()).collect();
@@ -420,32 +410,20 @@ fn real_main() -> Result<(), Error> {
         Cmd::Ablation { input, seeds, out, name, jobs } => {
             let mut rows = Vec::new();
             for kind in PredictorKind::ablation_set() {
-                let next = std::sync::atomic::AtomicU64::new(1);
-                let results = std::sync::Mutex::new(Vec::new());
-                std::thread::scope(|scope| {
-                    for _ in 0..jobs.max(1) {
-                        scope.spawn(|| loop {
-                            let seed = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                            if seed > seeds {
-                                break;
-                            }
-                            let r = (|| -> Result<Metrics, Error> {
-                                let world = input.world(seed)?;
-                                let mut params = input.sim(seed);
-                                params.progress = false;
-                                params.pheromone_samples = 1;
-                                let mut s = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), kind);
-                                Ok(run(&world, &input.load(seed)?, &params, &mut s)?.metrics)
-                            })()
-                            .map_err(|e| e.to_string());
-                            results.lock().unwrap().push((seed, r));
-                        });
-                    }
+                let seed_list: Vec<u64> = (1..=seeds).collect();
+                let results = aco_sim::parallel::map(&seed_list, jobs, |&seed| {
+                    (|| -> Result<Metrics, Error> {
+                        let world = input.world(seed)?;
+                        let mut params = input.sim(seed);
+                        params.progress = false;
+                        params.pheromone_samples = 1;
+                        let mut s = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), kind);
+                        Ok(run(&world, &input.load(seed)?, &params, &mut s)?.metrics)
+                    })()
+                    .map_err(|e| e.to_string())
                 });
-                let mut results = results.into_inner().unwrap();
-                results.sort_by_key(|(s, _)| *s);
                 let (mut safe, mut qos, mut cost) = (Vec::new(), Vec::new(), Vec::new());
-                for (_, r) in results {
+                for r in results {
                     let m = r?;
                     safe.push(m.safe_routing_rate);
                     qos.push(m.ls_compliance);
@@ -496,23 +474,12 @@ fn real_main() -> Result<(), Error> {
             let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
             eprintln!("{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}", world.nodes.len(), world.pods.len(), shapes.len(), seeds);
             let jobs_list: Vec<(String, u64)> = names.iter().flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s))).collect();
-            let next = std::sync::atomic::AtomicUsize::new(0);
-            let results = std::sync::Mutex::new(Vec::new());
-            std::thread::scope(|scope| {
-                for _ in 0..jobs.max(1) {
-                    scope.spawn(|| loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let Some((n, seed)) = jobs_list.get(i) else { break };
-                        let mut p = sp::by_name(n, *seed).unwrap();
-                        let r = saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
-                        eprintln!("{:>15} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s", n, r.at100, r.at130, r.failed, r.decisions_per_s);
-                        results.lock().unwrap().push((i, r));
-                    });
-                }
+            let runs = aco_sim::parallel::map(&jobs_list, jobs, |(n, seed)| {
+                let mut p = sp::by_name(n, *seed).unwrap();
+                let r = saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
+                eprintln!("{:>15} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s", n, r.at100, r.at130, r.failed, r.decisions_per_s);
+                r
             });
-            let mut results = results.into_inner().unwrap();
-            results.sort_by_key(|(i, _)| *i);
-            let runs: Vec<_> = results.into_iter().map(|(_, r)| r).collect();
             let published = std::fs::read_to_string(repo_path(&published)).map(|c| sr::published(&c, &openb)).unwrap_or_default();
             let rows = sr::rows(&runs, &names, &published);
             let mut table = sr::table(&rows);

@@ -168,36 +168,27 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
             }
         }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..plan.jobs.max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(&(mi, ki, seed)) = jobs_list.get(i) else { break };
-                let r = (|| -> Result<(Vec<f64>, usize, usize, f64, f64, f64), Error> {
-                    let model = LoadModel { seed, ..plan.models[mi].1.clone() };
-                    let params = SimParams { progress: false, pheromone_samples: 1, ..(plan.sim_of)(seed) };
-                    let per_report = (params.report_interval_s / model.bucket_s.max(1)).max(1) as usize;
-                    let mut errors = Vec::new();
-                    let (mut hot, mut total) = (0, 0);
-                    for s in probe_series(&model, plan.probes, plan.probe_span_s) {
-                        hot += s.iter().filter(|u| **u >= params.spike_threshold).count();
-                        total += s.len();
-                        errors.extend(forecast_abs_errors(kinds[ki].standalone().as_mut(), &s, per_report, per_report));
-                    }
-                    let world = (plan.world_of)(seed)?;
-                    let mut sched = NativeScheduler::new(policy::by_name("colony", seed).ok_or("no colony policy")?, world.config.clone(), kinds[ki]);
-                    let m = run(&world, &model, &params, &mut sched)?.metrics;
-                    Ok((errors, hot, total, m.safe_routing_rate, m.ls_compliance, m.cost_busy_usd))
-                })()
-                .map_err(|e| e.to_string());
-                results.lock().unwrap().push(((mi, ki, seed), r));
-            });
-        }
+    // In task order, so each (model, predictor) row collects its seeds in order.
+    let outputs = crate::parallel::map(&jobs_list, plan.jobs, |&(mi, ki, seed)| {
+        (|| -> Result<(Vec<f64>, usize, usize, f64, f64, f64), Error> {
+            let model = LoadModel { seed, ..plan.models[mi].1.clone() };
+            let params = SimParams { progress: false, pheromone_samples: 1, ..(plan.sim_of)(seed) };
+            let per_report = (params.report_interval_s / model.bucket_s.max(1)).max(1) as usize;
+            let mut errors = Vec::new();
+            let (mut hot, mut total) = (0, 0);
+            for s in probe_series(&model, plan.probes, plan.probe_span_s) {
+                hot += s.iter().filter(|u| **u >= params.spike_threshold).count();
+                total += s.len();
+                errors.extend(forecast_abs_errors(kinds[ki].standalone().as_mut(), &s, per_report, per_report));
+            }
+            let world = (plan.world_of)(seed)?;
+            let mut sched = NativeScheduler::new(policy::by_name("colony", seed).ok_or("no colony policy")?, world.config.clone(), kinds[ki]);
+            let m = run(&world, &model, &params, &mut sched)?.metrics;
+            Ok((errors, hot, total, m.safe_routing_rate, m.ls_compliance, m.cost_busy_usd))
+        })()
+        .map_err(|e| e.to_string())
     });
-    let mut results = results.into_inner().unwrap();
-    results.sort_by_key(|(k, _)| *k);
+    let results: Vec<_> = jobs_list.iter().copied().zip(outputs).collect();
     let mut rows = Vec::new();
     for (mi, (label, _)) in plan.models.iter().enumerate() {
         for (ki, kind) in kinds.iter().enumerate() {

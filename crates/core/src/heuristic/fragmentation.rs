@@ -79,18 +79,21 @@ pub struct PodGpus {
 /// a hit returns the value the computation would.
 #[derive(Debug, Default)]
 pub struct FragmentationMemo {
-    values: std::collections::HashMap<(i64, Vec<u32>), Option<f64>>,
+    /// Free CPU → per-GPU free shares → gradient (nested so that a hit borrows the slice and
+    /// allocates nothing).
+    values: std::collections::HashMap<i64, std::collections::HashMap<Vec<u32>, Option<f64>>>,
 }
 
 impl FragmentationMemo {
     /// The gradient of placing `pod` on a node with `cpu_free` and `gpu_free`, computed once per
     /// distinct state. Only valid for one pod and one shape list: make one memo per decision.
     pub fn delta(&mut self, cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes: &[PodShape]) -> Option<f64> {
-        if let Some(v) = self.values.get(&(cpu_free, gpu_free.to_vec())) {
+        let by_gpus = self.values.entry(cpu_free).or_default();
+        if let Some(v) = by_gpus.get(gpu_free) {
             return *v;
         }
         let v = fragmentation_delta(cpu_free, gpu_free, pod, shapes).map(|(d, _)| d);
-        self.values.insert((cpu_free, gpu_free.to_vec()), v);
+        by_gpus.insert(gpu_free.to_vec(), v);
         v
     }
 }
@@ -287,6 +290,6 @@ mod tests {
                 assert_eq!(memo.delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES), expected, "{cpu} {gpus:?}");
             }
         }
-        assert_eq!(memo.values.len(), 4, "one entry per distinct state");
+        assert_eq!(memo.values.values().map(|m| m.len()).sum::<usize>(), 4, "one entry per distinct state");
     }
 }
