@@ -29,7 +29,10 @@ use support_kube::kwok::{quantity, USAGE_CPU};
 use support_kube::reporter::Reporter;
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 struct Outcome {
@@ -42,7 +45,13 @@ struct Outcome {
     deposits: u64,
 }
 
-async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes: usize, n_pods: usize) -> Outcome {
+async fn run(
+    name: &'static str,
+    names_mode: bool,
+    with_reporter: bool,
+    n_nodes: usize,
+    n_pods: usize,
+) -> Outcome {
     let env = Env::start().await;
     let _kwok = env.cp.start_kwok().await;
     let _ms = env.cp.start_metrics_server().await;
@@ -52,10 +61,19 @@ async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes:
         .into_iter()
         .take(n_nodes)
         .enumerate()
-        .map(|(i, n)| kwok_node(label_node(n, 0.4 + 3.6 * i as f64 / (n_nodes - 1) as f64, 300, false)))
+        .map(|(i, n)| {
+            kwok_node(label_node(
+                n,
+                0.4 + 3.6 * i as f64 / (n_nodes - 1) as f64,
+                300,
+                false,
+            ))
+        })
         .collect();
-    let cost: BTreeMap<String, f64> =
-        nodes.iter().map(|n| (name_of(n), label(n, "aco/cost-per-hour").parse().unwrap())).collect();
+    let cost: BTreeMap<String, f64> = nodes
+        .iter()
+        .map(|n| (name_of(n), label(n, "aco/cost-per-hour").parse().unwrap()))
+        .collect();
     let hot: BTreeSet<String> = nodes.iter().take(hot_count).map(name_of).collect();
     create_kwok_nodes(kube, &nodes).await;
     kube.create_namespace("hogs").await;
@@ -64,7 +82,15 @@ async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes:
         let node = name_of(n);
         let milli = quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap() * 1000.0;
         for j in 0..3 {
-            let mut p = pod("hogs", &format!("hog-{node}-{j}"), PodOpts { cpu: "10m", memory: "16Mi", ..Default::default() });
+            let mut p = pod(
+                "hogs",
+                &format!("hog-{node}-{j}"),
+                PodOpts {
+                    cpu: "10m",
+                    memory: "16Mi",
+                    ..Default::default()
+                },
+            );
             p["spec"]["schedulerName"] = "default-scheduler".into();
             p["spec"]["nodeName"] = node.clone().into();
             p["metadata"]["annotations"][USAGE_CPU] = format!("{}m", (milli * 0.3) as u64).into();
@@ -72,27 +98,43 @@ async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes:
         }
     }
     // metrics-server needs two scrapes to report a rate.
-    support_kube::wait_for("NodeMetrics of the hot nodes", Duration::from_secs(120), || async {
-        let first = hot.iter().next()?;
-        let m = kube.get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{first}")).await.ok()?;
-        let cpu = quantity(m["usage"]["cpu"].as_str()?)?;
-        (cpu > 1.0).then_some(())
-    })
+    support_kube::wait_for(
+        "NodeMetrics of the hot nodes",
+        Duration::from_secs(120),
+        || async {
+            let first = hot.iter().next()?;
+            let m = kube
+                .get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{first}"))
+                .await
+                .ok()?;
+            let cpu = quantity(m["usage"]["cpu"].as_str()?)?;
+            (cpu > 1.0).then_some(())
+        },
+    )
     .await;
 
     let url = env.api.base.clone();
-    let mut reporter = with_reporter.then(|| Reporter::start(&env.cp, &url, "reporter", &["--push-interval", "5s"], true));
+    let mut reporter = with_reporter
+        .then(|| Reporter::start(&env.cp, &url, "reporter", &["--push-interval", "5s"], true));
     if let Some(r) = reporter.as_mut() {
-        r.wait_nodes_reported(nodes.len(), Duration::from_secs(120)).await;
+        r.wait_nodes_reported(nodes.len(), Duration::from_secs(120))
+            .await;
         // Until the hot nodes' utilisation reached the Worker.
-        support_kube::wait_for("utilisation of the hot nodes at the Worker", Duration::from_secs(120), || async {
-            let first = hot.iter().next()?;
-            let f = env.api.node_facts(first).await?;
-            (f["load"].is_object()).then_some(())
-        })
+        support_kube::wait_for(
+            "utilisation of the hot nodes at the Worker",
+            Duration::from_secs(120),
+            || async {
+                let first = hot.iter().next()?;
+                let f = env.api.node_facts(first).await?;
+                (f["load"].is_object()).then_some(())
+            },
+        )
         .await;
     }
-    let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(names_mode)).await;
+    let _sched = env
+        .cp
+        .start_scheduler("scheduler", &env.worker_config(names_mode))
+        .await;
 
     let mut placed: Vec<(bool, String)> = Vec::new();
     for wave in 0..n_pods.div_ceil(20) {
@@ -104,12 +146,26 @@ async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes:
                 if lc {
                     labels.push(("aco/workload-type", "latency-critical".into()));
                 }
-                (lc, pod("work", &format!("w-{k:04}"), PodOpts { cpu: "500m", memory: "512Mi", labels, ..Default::default() }))
+                (
+                    lc,
+                    pod(
+                        "work",
+                        &format!("w-{k:04}"),
+                        PodOpts {
+                            cpu: "500m",
+                            memory: "512Mi",
+                            labels,
+                            ..Default::default()
+                        },
+                    ),
+                )
             })
             .collect();
         let pods: Vec<Value> = batch.iter().map(|(_, p)| p.clone()).collect();
         let names = create_pods(kube, &pods).await;
-        let nodes_of = kube.wait_all_bound("work", &names, Duration::from_secs(180)).await;
+        let nodes_of = kube
+            .wait_all_bound("work", &names, Duration::from_secs(180))
+            .await;
         placed.extend(batch.iter().map(|(lc, _)| *lc).zip(nodes_of));
     }
     let deposits = if with_reporter {
@@ -133,7 +189,10 @@ async fn run(name: &'static str, names_mode: bool, with_reporter: bool, n_nodes:
         nodes_used: used.len(),
         cost_of_used: used.iter().map(|n| cost[*n]).sum(),
         lc_total: placed.iter().filter(|(lc, _)| *lc).count(),
-        lc_on_hot: placed.iter().filter(|(lc, n)| *lc && hot.contains(n)).count(),
+        lc_on_hot: placed
+            .iter()
+            .filter(|(lc, n)| *lc && hot.contains(n))
+            .count(),
         deposits,
     }
 }
@@ -149,7 +208,10 @@ async fn main() {
         ("node names, reporter running", true, true),
     ] {
         let o = run(name, names_mode, reporter, n_nodes, n_pods).await;
-        eprintln!("{}: mean {:.3} $/h, {} nodes ({:.2} $/h), LC on hot {}/{}", o.name, o.mean_cost, o.nodes_used, o.cost_of_used, o.lc_on_hot, o.lc_total);
+        eprintln!(
+            "{}: mean {:.3} $/h, {} nodes ({:.2} $/h), LC on hot {}/{}",
+            o.name, o.mean_cost, o.nodes_used, o.cost_of_used, o.lc_on_hot, o.lc_total
+        );
         rows.push(o);
     }
     let mut md = format!(
@@ -163,5 +225,8 @@ async fn main() {
         ));
     }
     println!("{md}");
-    let _ = std::fs::write(support_kube::repo_root().join("target/bench-closed-loop.md"), &md);
+    let _ = std::fs::write(
+        support_kube::repo_root().join("target/bench-closed-loop.md"),
+        &md,
+    );
 }

@@ -7,10 +7,10 @@
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
 //! the sample count, BENCH_VARS='{"K":"v"}' to override [vars]). Prints a Markdown table.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
 #[path = "../crates/core/benches/fixtures.rs"]
 mod fixtures;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 
@@ -27,12 +27,16 @@ fn ms(d: Duration) -> String {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     // `cargo bench` passes --bench; any other argument is a filter we do not support.
-    let iterations: usize = std::env::var("ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let iterations: usize = std::env::var("ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     // BENCH_VARS='{"COLONY_SNAPSHOT_MS":"0"}': the same run with other [vars] (e.g. the
     // synchronous prioritize path, for comparison).
     let mut options = StartOptions::default();
     if let Ok(vars) = std::env::var("BENCH_VARS") {
-        let vars: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&vars).expect("BENCH_VARS is a JSON object");
+        let vars: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&vars).expect("BENCH_VARS is a JSON object");
         options.vars.extend(vars);
     }
     let worker = WorkerProcess::start(options);
@@ -40,7 +44,13 @@ async fn main() {
     println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) |");
     println!("|---|---:|---|---:|---:|---:|---:|");
     let mut pod_serial = 0u64;
-    for (mode, n) in [("full", 6usize), ("full", 100), ("full", 1_000), ("names", 100), ("names", 1_000)] {
+    for (mode, n) in [
+        ("full", 6usize),
+        ("full", 100),
+        ("full", 1_000),
+        ("names", 100),
+        ("names", 1_000),
+    ] {
         let body = if mode == "names" {
             let put = client
                 .put(worker.url("/v1/nodes"))
@@ -49,7 +59,12 @@ async fn main() {
                 .send()
                 .await
                 .expect("PUT /v1/nodes");
-            assert_eq!(put.status(), 200, "{}", put.text().await.unwrap_or_default());
+            assert_eq!(
+                put.status(),
+                200,
+                "{}",
+                put.text().await.unwrap_or_default()
+            );
             fixtures::extender_args_names(n)
         } else {
             fixtures::extender_args(n)
@@ -61,7 +76,11 @@ async fn main() {
             let mut send = || {
                 pod_serial += 1;
                 let b = body.replacen("\"bench-uid\"", &format!("\"bench-uid-{pod_serial}\""), 1);
-                client.post(&url).header("content-type", "application/json").body(b).send()
+                client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(b)
+                    .send()
             };
             for _ in 0..10 {
                 let r = send().await.expect("warm-up request");
@@ -85,8 +104,16 @@ async fn main() {
                 _ => {}
             }
             let ratio = median.as_secs_f64() / echo_median.as_secs_f64();
-            let to_filter = if route == "/v1/prioritize" { format!("{:.2}", median.as_secs_f64() / filter_median.as_secs_f64()) } else { "".into() };
-            println!("| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} |", ms(median), ms(percentile(&samples, 0.99)));
+            let to_filter = if route == "/v1/prioritize" {
+                format!("{:.2}", median.as_secs_f64() / filter_median.as_secs_f64())
+            } else {
+                "".into()
+            };
+            println!(
+                "| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} |",
+                ms(median),
+                ms(percentile(&samples, 0.99))
+            );
         }
     }
 }

@@ -21,7 +21,10 @@ use support_kube::fixtures::*;
 use support_kube::{host_port, Extender, Kube, SchedulerConfig};
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Waits until every pod of `ns` is bound; returns (seconds from first to last binding, pods).
@@ -44,7 +47,12 @@ async fn time_scheduling(kube: &Kube, ns: &str, pods: usize, timeout: Duration) 
             break;
         }
         if Instant::now() > deadline {
-            let left = kube.pods(ns).await.iter().filter(|p| p["spec"]["nodeName"].is_null()).count();
+            let left = kube
+                .pods(ns)
+                .await
+                .iter()
+                .filter(|p| p["spec"]["nodeName"].is_null())
+                .count();
             eprintln!("timeout: {left} of {pods} pods unbound");
             return (t0.elapsed().as_secs_f64(), pods - left);
         }
@@ -78,9 +86,15 @@ async fn main() {
         .collect();
     let t = Instant::now();
     env.add_nodes(&nodes).await;
-    eprintln!("{} nodes created and pushed in {:.1}s", nodes.len(), t.elapsed().as_secs_f64());
+    eprintln!(
+        "{} nodes created and pushed in {:.1}s",
+        nodes.len(),
+        t.elapsed().as_secs_f64()
+    );
 
-    let proxy = env.cp.start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
+    let proxy = env
+        .cp
+        .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
     let via_proxy = |node_cache_capable: bool| {
         let mut c = env.worker_config(node_cache_capable);
         if let Extender::Worker { url_prefix, .. } = &mut c.extender {
@@ -90,12 +104,28 @@ async fn main() {
     };
     let mut runs: Vec<(String, SchedulerConfig, Option<u64>)> = vec![
         ("kube-scheduler alone".into(), SchedulerConfig::off(), None),
-        ("extender, node objects (nodeCacheCapable: false)".into(), env.worker_config(false), None),
-        ("extender, node names (nodeCacheCapable: true)".into(), env.worker_config(true), None),
+        (
+            "extender, node objects (nodeCacheCapable: false)".into(),
+            env.worker_config(false),
+            None,
+        ),
+        (
+            "extender, node names (nodeCacheCapable: true)".into(),
+            env.worker_config(true),
+            None,
+        ),
     ];
     for rtt in &rtts {
-        runs.push((format!("extender, node objects, +{rtt} ms RTT"), via_proxy(false), Some(*rtt)));
-        runs.push((format!("extender, node names, +{rtt} ms RTT"), via_proxy(true), Some(*rtt)));
+        runs.push((
+            format!("extender, node objects, +{rtt} ms RTT"),
+            via_proxy(false),
+            Some(*rtt),
+        ));
+        runs.push((
+            format!("extender, node names, +{rtt} ms RTT"),
+            via_proxy(true),
+            Some(*rtt),
+        ));
     }
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         runs.retain(|(name, _, _)| name.contains(&only));
@@ -103,7 +133,9 @@ async fn main() {
 
     // BENCH_QPS: kube-scheduler's API client rate (default 50 = the shipped config, which caps
     // bindings near 50 pods/s); e.g. BENCH_QPS=1000 measures the scheduling path itself.
-    let qps = std::env::var("BENCH_QPS").ok().and_then(|v| v.parse::<u32>().ok());
+    let qps = std::env::var("BENCH_QPS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
     let mut rows = Vec::new();
     for (i, (name, mut config, rtt)) in runs.into_iter().enumerate() {
         config.client_qps = qps;
@@ -114,20 +146,34 @@ async fn main() {
         }
         let pods: Vec<Value> = (0..n_pods)
             .map(|j| {
-                pod(&ns, &format!("p-{j}"), PodOpts {
-                    cpu: "100m",
-                    memory: "128Mi",
-                    labels: vec![("aco/workload-type", "batch".into()), ("scheduling.aco/tenant-id", "bench".into())],
-                    ..Default::default()
-                })
+                pod(
+                    &ns,
+                    &format!("p-{j}"),
+                    PodOpts {
+                        cpu: "100m",
+                        memory: "128Mi",
+                        labels: vec![
+                            ("aco/workload-type", "batch".into()),
+                            ("scheduling.aco/tenant-id", "bench".into()),
+                        ],
+                        ..Default::default()
+                    },
+                )
             })
             .collect();
         create_pods(kube, &pods).await;
-        let sched = env.cp.start_scheduler(&format!("scheduler-{i}"), &config).await;
+        let sched = env
+            .cp
+            .start_scheduler(&format!("scheduler-{i}"), &config)
+            .await;
         // Generous: 50 ms RTT x 2 calls per pod is ~10 pods/s at best.
         let timeout = Duration::from_secs(60 + n_pods as u64 * (rtt.unwrap_or(10) * 4 + 40) / 1000);
         let (secs, done) = time_scheduling(kube, &ns, n_pods, timeout).await;
-        let rate = if secs > 0.0 { (done.saturating_sub(1)) as f64 / secs } else { f64::NAN };
+        let rate = if secs > 0.0 {
+            (done.saturating_sub(1)) as f64 / secs
+        } else {
+            f64::NAN
+        };
         eprintln!("{name}: {done}/{n_pods} pods in {secs:.2}s = {rate:.1} pods/s");
         rows.push((name, done, secs, rate));
         drop(sched);
@@ -153,8 +199,14 @@ async fn main() {
 }
 
 fn kube_version() -> String {
-    let out = std::process::Command::new(support_kube::kube_bin().join("kube-scheduler")).arg("--version").output();
+    let out = std::process::Command::new(support_kube::kube_bin().join("kube-scheduler"))
+        .arg("--version")
+        .output();
     out.ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().replace("Kubernetes ", ""))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .replace("Kubernetes ", "")
+        })
         .unwrap_or_else(|| "?".into())
 }

@@ -27,16 +27,24 @@ use support_kube::fixtures::*;
 use support_kube::reporter::{sample, Reporter};
 
 fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// The reporter's own pid: the child of the `run-bound` wrapper that leads the group.
 fn reporter_pid(r: &Reporter) -> Option<u32> {
     let leader = r.server.pid()?;
-    let children = std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
-    children.split_whitespace().filter_map(|p| p.parse().ok()).find(|p: &u32| {
-        std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim().starts_with("aco-reporter"))
-    })
+    let children =
+        std::fs::read_to_string(format!("/proc/{leader}/task/{leader}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .find(|p: &u32| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim().starts_with("aco-reporter"))
+        })
 }
 
 /// (utime + stime in seconds, VmRSS MiB, VmHWM MiB) of a process.
@@ -67,7 +75,11 @@ fn histogram_quantile(text: &str, name: &str, q: f64) -> Option<f64> {
         .filter_map(|l| {
             let rest = l.strip_prefix(&format!("{name}_bucket{{le=\""))?;
             let (le, value) = rest.split_once("\"} ")?;
-            let le = if le == "+Inf" { f64::INFINITY } else { le.parse().ok()? };
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().ok()?
+            };
             Some((le, value.split_whitespace().next()?.parse().ok()?))
         })
         .collect();
@@ -83,7 +95,11 @@ fn histogram_quantile(text: &str, name: &str, q: f64) -> Option<f64> {
             if le.is_infinite() {
                 return Some(prev.0);
             }
-            let within = if count > prev.1 { (rank - prev.1) / (count - prev.1) } else { 1.0 };
+            let within = if count > prev.1 {
+                (rank - prev.1) / (count - prev.1)
+            } else {
+                1.0
+            };
             return Some(prev.0 + (le - prev.0) * within);
         }
         prev = (le, count);
@@ -92,20 +108,36 @@ fn histogram_quantile(text: &str, name: &str, q: f64) -> Option<f64> {
 }
 
 fn kwok_nodes(n: usize) -> Vec<Value> {
-    let shapes: Vec<Value> = openb_gpu_nodes().into_iter().chain(openb_cpu_nodes()).collect();
+    let shapes: Vec<Value> = openb_gpu_nodes()
+        .into_iter()
+        .chain(openb_cpu_nodes())
+        .collect();
     (0..n)
         .map(|i| {
             let mut node = shapes[i % shapes.len()].clone();
             let name = format!("bench-{i:05}");
             node["metadata"]["name"] = name.clone().into();
             node["metadata"]["labels"]["kubernetes.io/hostname"] = name.into();
-            kwok_node(label_node(node, 0.5 + (i % 20) as f64 / 10.0, 100 + (i % 40) as u32 * 50, i % 4 == 0))
+            kwok_node(label_node(
+                node,
+                0.5 + (i % 20) as f64 / 10.0,
+                100 + (i % 40) as u32 * 50,
+                i % 4 == 0,
+            ))
         })
         .collect()
 }
 
 fn bound_pod(ns: &str, name: &str, node: &str) -> Value {
-    let mut p = pod(ns, name, PodOpts { cpu: "100m", memory: "128Mi", ..Default::default() });
+    let mut p = pod(
+        ns,
+        name,
+        PodOpts {
+            cpu: "100m",
+            memory: "128Mi",
+            ..Default::default()
+        },
+    );
     p["spec"]["nodeName"] = node.into();
     p["metadata"]["annotations"]["kwok.x-k8s.io/usage-cpu"] = "50m".into();
     p
@@ -132,7 +164,13 @@ struct Row {
     lag_p99: Option<f64>,
 }
 
-async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize, lag_rate: usize) -> Row {
+async fn run(
+    n_nodes: usize,
+    per_node: usize,
+    window: Duration,
+    lag_pods: usize,
+    lag_rate: usize,
+) -> Row {
     let env = Env::start().await;
     let _kwok = env.cp.start_kwok().await;
     let _ms = env.cp.start_metrics_server().await;
@@ -140,7 +178,10 @@ async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize,
     let nodes = kwok_nodes(n_nodes);
     let t = Instant::now();
     create_all(kube, &nodes, |_| "/api/v1/nodes".into()).await;
-    eprintln!("{n_nodes} nodes created in {:.1}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "{n_nodes} nodes created in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
     let ns = "bench";
     kube.create_namespace(ns).await;
     let pods: Vec<Value> = (0..n_nodes * per_node)
@@ -148,7 +189,11 @@ async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize,
         .collect();
     let t = Instant::now();
     create_all(kube, &pods, |_| format!("/api/v1/namespaces/{ns}/pods")).await;
-    eprintln!("{} pods created in {:.1}s", pods.len(), t.elapsed().as_secs_f64());
+    eprintln!(
+        "{} pods created in {:.1}s",
+        pods.len(),
+        t.elapsed().as_secs_f64()
+    );
 
     support_kube::reporter::reporter_bin(true); // built before the clock starts
     let started = Instant::now();
@@ -157,7 +202,18 @@ async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize,
         &env.cp,
         &url,
         "reporter",
-        &["--push-interval", "15s", "--full-refresh", "2m", "--scan-interval", "5s", "--log-format", "json", "--batch-size", "500"],
+        &[
+            "--push-interval",
+            "15s",
+            "--full-refresh",
+            "2m",
+            "--scan-interval",
+            "5s",
+            "--log-format",
+            "json",
+            "--batch-size",
+            "500",
+        ],
         true,
     );
     let mut ready = None;
@@ -165,22 +221,36 @@ async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize,
     let deadline = Instant::now() + Duration::from_secs(600);
     while first_push.is_none() {
         let text = reporter.metrics().await;
-        if ready.is_none() && reqwest::get(format!("http://127.0.0.1:{}/readyz", reporter.ops)).await.is_ok_and(|r| r.status().is_success()) {
+        if ready.is_none()
+            && reqwest::get(format!("http://127.0.0.1:{}/readyz", reporter.ops))
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        {
             ready = Some(started.elapsed());
         }
         if sample(&text, "aco_reporter_reports_sent_total{kind=\"nodes\"}") >= n_nodes as f64 {
             first_push = Some(started.elapsed());
         }
-        assert!(Instant::now() < deadline, "no full push within 10 min; log:\n{}", reporter.server.log_tail(30));
+        assert!(
+            Instant::now() < deadline,
+            "no full push within 10 min; log:\n{}",
+            reporter.server.log_tail(30)
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     // Let the initial placement backlog drain before the steady window.
     let backlog_deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let text = reporter.metrics().await;
-        let sent = sample(&text, "aco_reporter_reports_sent_total{kind=\"placements\"}");
+        let sent = sample(
+            &text,
+            "aco_reporter_reports_sent_total{kind=\"placements\"}",
+        );
         if sent >= pods.len() as f64 || Instant::now() > backlog_deadline {
-            eprintln!("initial placements reported: {sent} after {:.1}s", started.elapsed().as_secs_f64());
+            eprintln!(
+                "initial placements reported: {sent} after {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -209,7 +279,10 @@ async fn run(n_nodes: usize, per_node: usize, window: Duration, lag_pods: usize,
     let after_text = reporter.metrics().await;
     let delta = |series: &str| sample(&after_text, series) - sample(&before_text, series);
     let requests = request_count(&before_text, &after_text);
-    let bytes: f64 = ["nodes", "placements", "outcomes"].iter().map(|k| delta(&format!("aco_reporter_request_bytes_total{{kind=\"{k}\"}}"))).sum();
+    let bytes: f64 = ["nodes", "placements", "outcomes"]
+        .iter()
+        .map(|k| delta(&format!("aco_reporter_request_bytes_total{{kind=\"{k}\"}}")))
+        .sum();
     let lag_text = histogram_delta(&after_text, &lag_before);
     Row {
         nodes: n_nodes,
@@ -242,7 +315,11 @@ fn histogram_delta(after: &str, before: &[(String, f64)]) -> String {
     histogram_counts(after)
         .into_iter()
         .map(|(k, v)| {
-            let b = before.iter().find(|(bk, _)| *bk == k).map(|(_, v)| *v).unwrap_or(0.0);
+            let b = before
+                .iter()
+                .find(|(bk, _)| *bk == k)
+                .map(|(_, v)| *v)
+                .unwrap_or(0.0);
             format!("{k} {}", v - b)
         })
         .collect::<Vec<_>>()

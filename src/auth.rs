@@ -13,11 +13,24 @@ pub fn require_admin(req: &Request, env: &Env) -> Result<(), ApiError> {
         .secret("ADMIN_TOKEN")
         .map(|s| s.to_string())
         .or_else(|_| env.var("ADMIN_TOKEN").map(|v| v.to_string()))
-        .map_err(|_| ApiError::new(503, "ADMIN_TOKEN is not configured; admin endpoints are disabled"))?;
+        .map_err(|_| {
+            ApiError::new(
+                503,
+                "ADMIN_TOKEN is not configured; admin endpoints are disabled",
+            )
+        })?;
     if expected.is_empty() {
-        return Err(ApiError::new(503, "ADMIN_TOKEN is empty; admin endpoints are disabled"));
+        return Err(ApiError::new(
+            503,
+            "ADMIN_TOKEN is empty; admin endpoints are disabled",
+        ));
     }
-    let header = req.headers().get("authorization").ok().flatten().unwrap_or_default();
+    let header = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let Some(given) = header.strip_prefix("Bearer ").map(str::trim) else {
         return Err(ApiError::new(401, "missing Authorization: Bearer <token>"));
     };

@@ -62,10 +62,18 @@ impl Drop for Tally {
     /// the count joins this isolate's telemetry, so work done after the response is priced too.
     fn drop(&mut self) {
         for (kind, n) in self.by_kind.get_mut().iter() {
-            crate::telemetry::count("aco_binding_operations_total", &format!("kind=\"{}\"", kind.as_str()), *n as f64);
+            crate::telemetry::count(
+                "aco_binding_operations_total",
+                &format!("kind=\"{}\"", kind.as_str()),
+                *n as f64,
+            );
         }
         for (class, rows) in self.rows_written.get_mut().iter() {
-            crate::telemetry::count("aco_do_rows_written_total", &format!("class=\"{class}\""), *rows as f64);
+            crate::telemetry::count(
+                "aco_do_rows_written_total",
+                &format!("class=\"{class}\""),
+                *rows as f64,
+            );
         }
     }
 }
@@ -80,7 +88,10 @@ impl Ops {
         let used = self.0.used.get();
         if used.saturating_add(n) > LIMIT {
             #[cfg(target_arch = "wasm32")]
-            worker::console_error!("{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {LIMIT})", kind.as_str());
+            worker::console_error!(
+                "{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {LIMIT})",
+                kind.as_str()
+            );
             return Err(ApiError::new(
                 503,
                 format!("{BUDGET_EXCEEDED}: this request needs more than {LIMIT} binding operations ({} refused)", kind.as_str()),
@@ -97,7 +108,12 @@ impl Ops {
 
     #[cfg(test)]
     pub fn by_kind(&self) -> Vec<(OpKind, u32)> {
-        self.0.by_kind.borrow().iter().map(|(k, n)| (*k, *n)).collect()
+        self.0
+            .by_kind
+            .borrow()
+            .iter()
+            .map(|(k, n)| (*k, *n))
+            .collect()
     }
 
     fn add_rows_written(&self, class: &'static str, rows: u64) {
@@ -118,21 +134,35 @@ fn kv_unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
 
 impl Bindings {
     pub fn new(env: Env) -> Self {
-        Self { env, ops: Ops::default() }
+        Self {
+            env,
+            ops: Ops::default(),
+        }
     }
 
     fn kv(&self, binding: &str) -> Result<KvStore, ApiError> {
-        self.env.kv(binding).map_err(|e| kv_unavailable("KV binding", e))
+        self.env
+            .kv(binding)
+            .map_err(|e| kv_unavailable("KV binding", e))
     }
 
     pub async fn kv_get_text(&self, binding: &str, key: &str) -> Result<Option<String>, ApiError> {
         let kv = self.kv(binding)?;
         self.ops.spend(OpKind::KvRead, 1)?;
-        kv.get(key).text().await.map_err(|e| kv_unavailable("KV", e))
+        kv.get(key)
+            .text()
+            .await
+            .map_err(|e| kv_unavailable("KV", e))
     }
 
     /// Writes a value; `ttl_s` (≥ 60, KV's minimum) makes it expire.
-    pub async fn kv_put(&self, binding: &str, key: &str, value: String, ttl_s: Option<u64>) -> Result<(), ApiError> {
+    pub async fn kv_put(
+        &self,
+        binding: &str,
+        key: &str,
+        value: String,
+        ttl_s: Option<u64>,
+    ) -> Result<(), ApiError> {
         let kv = self.kv(binding)?;
         self.ops.spend(OpKind::KvWrite, 1)?;
         let mut put = kv.put(key, value).map_err(|e| kv_unavailable("KV", e))?;
@@ -144,9 +174,22 @@ impl Bindings {
 
     /// Sends `req` to the Durable Object named `name` of namespace `binding`. The reply's
     /// [`ROWS_WRITTEN_HEADER`] is added to this invocation's row count under `class`.
-    pub async fn do_fetch(&self, binding: &str, class: &'static str, name: &str, req: Request) -> Result<Response, ApiError> {
-        let unreachable = |e: worker::Error| ApiError { colony_failure: Some("unreachable"), ..ApiError::unavailable(class, e) };
-        let stub = self.env.durable_object(binding).and_then(|ns| ns.get_by_name(name)).map_err(unreachable)?;
+    pub async fn do_fetch(
+        &self,
+        binding: &str,
+        class: &'static str,
+        name: &str,
+        req: Request,
+    ) -> Result<Response, ApiError> {
+        let unreachable = |e: worker::Error| ApiError {
+            colony_failure: Some("unreachable"),
+            ..ApiError::unavailable(class, e)
+        };
+        let stub = self
+            .env
+            .durable_object(binding)
+            .and_then(|ns| ns.get_by_name(name))
+            .map_err(unreachable)?;
         self.ops.spend(OpKind::DoRequest, 1)?;
         let resp = stub.fetch_with_request(req).await.map_err(unreachable)?;
         if let Ok(Some(rows)) = resp.headers().get(ROWS_WRITTEN_HEADER) {
@@ -171,8 +214,15 @@ mod tests {
         assert_eq!(ops.used(), LIMIT);
         let refused = ops.spend(OpKind::KvWrite, 1).unwrap_err();
         assert_eq!(refused.status, 503);
-        assert!(refused.message.contains(BUDGET_EXCEEDED), "{}", refused.message);
+        assert!(
+            refused.message.contains(BUDGET_EXCEEDED),
+            "{}",
+            refused.message
+        );
         assert_eq!(ops.used(), LIMIT);
-        assert_eq!(ops.by_kind(), vec![(OpKind::KvRead, 999), (OpKind::DoRequest, 1)]);
+        assert_eq!(
+            ops.by_kind(),
+            vec![(OpKind::KvRead, 999), (OpKind::DoRequest, 1)]
+        );
     }
 }

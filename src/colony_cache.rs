@@ -30,17 +30,28 @@ thread_local! {
 }
 
 /// Runs `f` on the tenant's copy if it was confirmed within `max_age_ms`; `None` otherwise.
-pub fn with_fresh<T>(tenant: &str, now_ms: u64, max_age_ms: u64, f: impl FnOnce(&mut TenantColony) -> T) -> Option<(u64, T)> {
+pub fn with_fresh<T>(
+    tenant: &str,
+    now_ms: u64,
+    max_age_ms: u64,
+    f: impl FnOnce(&mut TenantColony) -> T,
+) -> Option<(u64, T)> {
     COPIES.with(|c| {
         let mut copies = c.borrow_mut();
-        let copy = copies.get_mut(tenant).filter(|c| now_ms.saturating_sub(c.confirmed_ms) <= max_age_ms)?;
+        let copy = copies
+            .get_mut(tenant)
+            .filter(|c| now_ms.saturating_sub(c.confirmed_ms) <= max_age_ms)?;
         Some((copy.version, f(&mut copy.colony)))
     })
 }
 
 /// Runs `f` on the tenant's copy whatever its age (the colony cannot be reached).
 pub fn with_any<T>(tenant: &str, f: impl FnOnce(&mut TenantColony) -> T) -> Option<T> {
-    COPIES.with(|c| c.borrow_mut().get_mut(tenant).map(|copy| f(&mut copy.colony)))
+    COPIES.with(|c| {
+        c.borrow_mut()
+            .get_mut(tenant)
+            .map(|copy| f(&mut copy.colony))
+    })
 }
 
 /// Drops the tenant's copy (its colony was reset).
@@ -58,15 +69,32 @@ pub fn refresh(tenant: &str, version: u64, snapshot: Option<ColonySnapshot>, now
             Some(s) if copies.get(tenant).is_some_and(|c| c.version > s.version) => {}
             Some(s) => {
                 if !copies.contains_key(tenant) && copies.len() >= MAX_TENANTS {
-                    if let Some(oldest) = copies.iter().min_by_key(|(_, c)| c.confirmed_ms).map(|(t, _)| t.clone()) {
+                    if let Some(oldest) = copies
+                        .iter()
+                        .min_by_key(|(_, c)| c.confirmed_ms)
+                        .map(|(t, _)| t.clone())
+                    {
                         copies.remove(&oldest);
                     }
                 }
-                let colony = TenantColony { pheromones: s.pheromones, outcomes: s.outcomes, ..Default::default() };
-                copies.insert(tenant.to_string(), Copy { version: s.version, colony, confirmed_ms: now_ms });
+                let colony = TenantColony {
+                    pheromones: s.pheromones,
+                    outcomes: s.outcomes,
+                    ..Default::default()
+                };
+                copies.insert(
+                    tenant.to_string(),
+                    Copy {
+                        version: s.version,
+                        colony,
+                        confirmed_ms: now_ms,
+                    },
+                );
             }
             None => match copies.get_mut(tenant) {
-                Some(copy) if copy.version == version => copy.confirmed_ms = copy.confirmed_ms.max(now_ms),
+                Some(copy) if copy.version == version => {
+                    copy.confirmed_ms = copy.confirmed_ms.max(now_ms)
+                }
                 Some(copy) if copy.version > version => {}
                 Some(_) => {
                     copies.remove(tenant);

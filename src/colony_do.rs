@@ -25,7 +25,10 @@
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
-use aco_core::colony::{Confirmed, Decision, FilterRejections, Outcome, PheromoneTable, PodRecord, ReportEffect, TenantColony, Trail};
+use aco_core::colony::{
+    Confirmed, Decision, FilterRejections, Outcome, PheromoneTable, PodRecord, ReportEffect,
+    TenantColony, Trail,
+};
 use aco_core::config::Config;
 use aco_core::demand::WorkloadClass;
 use aco_core::heuristic::{NodeFeatures, OutcomeStats};
@@ -33,13 +36,16 @@ use aco_core::shadow::{ShadowEffect, ShadowRecord, ShadowScore, ShadowSummary};
 use aco_core::wire::HostPriority;
 use rand::{rngs::SmallRng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+use worker::{
+    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage,
+    SqlStorageValue, State,
+};
 
 use crate::bindings::ROWS_WRITTEN_HEADER;
-use crate::sql_transaction::run_in_transaction;
 use crate::env_config;
 use crate::http::{json_response, text_response};
 use crate::metrics_text::ColonyMetrics;
+use crate::sql_transaction::run_in_transaction;
 
 pub const BINDING: &str = "COLONY";
 
@@ -208,7 +214,10 @@ impl Writes {
     }
 
     fn meta(&mut self, name: &str, value: String) {
-        self.push("INSERT OR REPLACE INTO meta(name, value) VALUES(?, ?)", vec![name.into(), value.into()]);
+        self.push(
+            "INSERT OR REPLACE INTO meta(name, value) VALUES(?, ?)",
+            vec![name.into(), value.into()],
+        );
     }
 }
 
@@ -236,7 +245,6 @@ fn alarm_offset(delay_ms: u64) -> i64 {
 fn int(v: u64) -> SqlStorageValue {
     SqlStorageValue::Integer(v.min(i64::MAX as u64) as i64)
 }
-
 
 #[durable_object]
 pub struct Colony {
@@ -283,7 +291,14 @@ const SCHEMA: &str = "
 ";
 
 /// Empties every table (reset).
-const RESET: [&str; 6] = ["DELETE FROM trails", "DELETE FROM outcomes", "DELETE FROM decisions", "DELETE FROM confirmed", "DELETE FROM meta", "DELETE FROM shadow"];
+const RESET: [&str; 6] = [
+    "DELETE FROM trails",
+    "DELETE FROM outcomes",
+    "DELETE FROM decisions",
+    "DELETE FROM confirmed",
+    "DELETE FROM meta",
+    "DELETE FROM shadow",
+];
 
 /// The alarm never re-arms sooner than this.
 const MIN_ALARM_DELAY_MS: u64 = 1_000;
@@ -315,37 +330,81 @@ impl Colony {
 
     fn load_colony(&self) -> Result<TenantColony> {
         let mut colony = TenantColony::default();
-        for row in self.sql.exec("SELECT node, tau, epoch FROM trails", None)?.to_array::<TrailRow>()? {
+        for row in self
+            .sql
+            .exec("SELECT node, tau, epoch FROM trails", None)?
+            .to_array::<TrailRow>()?
+        {
             if !row.tau.is_finite() || row.tau < 0.0 {
-                return Err(corrupt(&format!("trails[{}].tau", row.node), &row.tau.to_string()));
+                return Err(corrupt(
+                    &format!("trails[{}].tau", row.node),
+                    &row.tau.to_string(),
+                ));
             }
-            let epoch = stored_u64(row.epoch).ok_or_else(|| corrupt(&format!("trails[{}].epoch", row.node), &row.epoch.to_string()))?;
-            colony.pheromones.trails.insert(row.node, Trail { tau: row.tau, epoch });
+            let epoch = stored_u64(row.epoch).ok_or_else(|| {
+                corrupt(
+                    &format!("trails[{}].epoch", row.node),
+                    &row.epoch.to_string(),
+                )
+            })?;
+            colony.pheromones.trails.insert(
+                row.node,
+                Trail {
+                    tau: row.tau,
+                    epoch,
+                },
+            );
         }
-        for row in self.sql.exec("SELECT node, successes, failures FROM outcomes", None)?.to_array::<OutcomeRow>()? {
+        for row in self
+            .sql
+            .exec("SELECT node, successes, failures FROM outcomes", None)?
+            .to_array::<OutcomeRow>()?
+        {
             for (what, v) in [("successes", row.successes), ("failures", row.failures)] {
                 if !v.is_finite() || v < 0.0 {
-                    return Err(corrupt(&format!("outcomes[{}].{what}", row.node), &v.to_string()));
+                    return Err(corrupt(
+                        &format!("outcomes[{}].{what}", row.node),
+                        &v.to_string(),
+                    ));
                 }
             }
-            colony.outcomes.insert(row.node, OutcomeStats { successes: row.successes, failures: row.failures });
+            colony.outcomes.insert(
+                row.node,
+                OutcomeStats {
+                    successes: row.successes,
+                    failures: row.failures,
+                },
+            );
         }
         if let Some(epoch) = self.meta("epoch")? {
-            colony.pheromones.epoch = epoch.trim().parse().map_err(|_| corrupt("meta.epoch", &epoch))?;
+            colony.pheromones.epoch = epoch
+                .trim()
+                .parse()
+                .map_err(|_| corrupt("meta.epoch", &epoch))?;
         }
         if let Some(counters) = self.meta("counters")? {
-            colony.counters = serde_json::from_str(&counters).map_err(|_| corrupt("meta.counters", &counters))?;
+            colony.counters =
+                serde_json::from_str(&counters).map_err(|_| corrupt("meta.counters", &counters))?;
         }
         Ok(colony)
     }
 
     fn meta(&self, name: &str) -> Result<Option<String>> {
-        let rows: Vec<ValueRow> = self.sql.exec("SELECT value FROM meta WHERE name = ?", Some(vec![name.into()]))?.to_array()?;
+        let rows: Vec<ValueRow> = self
+            .sql
+            .exec(
+                "SELECT value FROM meta WHERE name = ?",
+                Some(vec![name.into()]),
+            )?
+            .to_array()?;
         Ok(rows.into_iter().next().map(|r| r.value))
     }
 
     fn count(&self, table: &str) -> Result<u64> {
-        let rows: Vec<NumberRow> = self.sql.exec(&format!("SELECT COUNT(*) AS value FROM {table}"), None)?.to_array()?;
+        let rows: Vec<NumberRow> = self
+            .sql
+            .exec(&format!("SELECT COUNT(*) AS value FROM {table}"), None)?
+            .to_array()?;
         Ok(rows.first().and_then(|r| r.value).unwrap_or(0.0) as u64)
     }
 
@@ -371,7 +430,10 @@ impl Colony {
             return Ok(v);
         }
         let v = match self.meta("version")? {
-            Some(text) => text.trim().parse().map_err(|_| corrupt("meta.version", &text))?,
+            Some(text) => text
+                .trim()
+                .parse()
+                .map_err(|_| corrupt("meta.version", &text))?,
             None => 0,
         };
         self.version.set(Some(v));
@@ -381,7 +443,11 @@ impl Colony {
     /// The colony as the caller's copy needs it.
     fn snapshot(&self) -> Result<ColonySnapshot> {
         let version = self.version()?;
-        self.with_colony(|c| ColonySnapshot { version, pheromones: c.pheromones.clone(), outcomes: c.outcomes.clone() })
+        self.with_colony(|c| ColonySnapshot {
+            version,
+            pheromones: c.pheromones.clone(),
+            outcomes: c.outcomes.clone(),
+        })
     }
 
     /// Remembers decisions (at most MAX_DECISIONS_PER_TENANT, oldest evicted) in one
@@ -390,7 +456,13 @@ impl Colony {
     /// remembered decision or a confirmation — so a record delivered twice, or after its
     /// placement was confirmed, changes nothing (it would otherwise reopen the pod for a second
     /// deposit). Returns how many were applied.
-    async fn remember(&self, tenant: &str, records: &[DecisionRecord], from_copy: bool, config: &Config) -> Result<usize> {
+    async fn remember(
+        &self,
+        tenant: &str,
+        records: &[DecisionRecord],
+        from_copy: bool,
+        config: &Config,
+    ) -> Result<usize> {
         let mut count = match self.decision_count.get() {
             Some(n) => n,
             None => self.count("decisions")?,
@@ -399,13 +471,27 @@ impl Colony {
         let mut applied = 0;
         let (mut decisions, mut explorations, mut evicted) = (0, 0, 0);
         for r in records {
-            let stored: Vec<NumberRow> =
-                self.sql.exec("SELECT created_ms AS value FROM decisions WHERE key = ?", Some(vec![r.key.clone().into()]))?.to_array()?;
+            let stored: Vec<NumberRow> = self
+                .sql
+                .exec(
+                    "SELECT created_ms AS value FROM decisions WHERE key = ?",
+                    Some(vec![r.key.clone().into()]),
+                )?
+                .to_array()?;
             let known = !stored.is_empty();
             if from_copy {
-                let confirmed: Vec<NumberRow> =
-                    self.sql.exec("SELECT confirmed_ms AS value FROM confirmed WHERE key = ?", Some(vec![r.key.clone().into()]))?.to_array()?;
-                let latest = stored.iter().chain(&confirmed).filter_map(|n| n.value).fold(f64::NEG_INFINITY, f64::max);
+                let confirmed: Vec<NumberRow> = self
+                    .sql
+                    .exec(
+                        "SELECT confirmed_ms AS value FROM confirmed WHERE key = ?",
+                        Some(vec![r.key.clone().into()]),
+                    )?
+                    .to_array()?;
+                let latest = stored
+                    .iter()
+                    .chain(&confirmed)
+                    .filter_map(|n| n.value)
+                    .fold(f64::NEG_INFINITY, f64::max);
                 if latest >= r.decision.created_ms as f64 {
                     continue;
                 }
@@ -420,7 +506,11 @@ impl Colony {
             }
             writes.push(
                 "INSERT OR REPLACE INTO decisions(key, created_ms, body) VALUES(?, ?, ?)",
-                vec![r.key.clone().into(), int(r.decision.created_ms), serde_json::to_string(&r.decision)?.into()],
+                vec![
+                    r.key.clone().into(),
+                    int(r.decision.created_ms),
+                    serde_json::to_string(&r.decision)?.into(),
+                ],
             );
             count = after_insert - evict;
             applied += 1;
@@ -451,9 +541,14 @@ impl Colony {
 
     async fn record_decisions(&self, req: DecisionBatch) -> Result<Response> {
         let config = self.config()?;
-        self.remember(&req.tenant, &req.decisions, true, &config).await?;
+        self.remember(&req.tenant, &req.decisions, true, &config)
+            .await?;
         let version = self.version()?;
-        let snapshot = if req.known_version == version { None } else { Some(self.snapshot()?) };
+        let snapshot = if req.known_version == version {
+            None
+        } else {
+            Some(self.snapshot()?)
+        };
         Ok(json_response(200, &DecisionReply { version, snapshot }))
     }
 
@@ -462,7 +557,11 @@ impl Colony {
         let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(req.now_ms));
         // Scored on a scratch copy (same τ and outcomes): `remember` counts the decision, once.
         let mut prioritized = self.with_colony(|c| {
-            let mut scratch = TenantColony { pheromones: std::mem::take(&mut c.pheromones), outcomes: std::mem::take(&mut c.outcomes), ..Default::default() };
+            let mut scratch = TenantColony {
+                pheromones: std::mem::take(&mut c.pheromones),
+                outcomes: std::mem::take(&mut c.outcomes),
+                ..Default::default()
+            };
             let p = scratch.prioritize(&req.features, req.workload, req.now_ms, &config, &mut rng);
             c.pheromones = scratch.pheromones;
             c.outcomes = scratch.outcomes;
@@ -471,10 +570,22 @@ impl Colony {
         if let Some(e) = prioritized.decision.explanation.as_mut() {
             e.filter = req.filter_reasons;
         }
-        let record = DecisionRecord { key: req.key, explored: prioritized.explored.is_some(), decision: prioritized.decision };
-        self.remember(&req.tenant, std::slice::from_ref(&record), false, &config).await?;
+        let record = DecisionRecord {
+            key: req.key,
+            explored: prioritized.explored.is_some(),
+            decision: prioritized.decision,
+        };
+        self.remember(&req.tenant, std::slice::from_ref(&record), false, &config)
+            .await?;
         let snapshot = self.snapshot()?;
-        Ok(json_response(200, &PrioritizeResponse { priorities: prioritized.priorities, explored: prioritized.explored, snapshot }))
+        Ok(json_response(
+            200,
+            &PrioritizeResponse {
+                priorities: prioritized.priorities,
+                explored: prioritized.explored,
+                snapshot,
+            },
+        ))
     }
 
     /// The unexpired decision and confirmation remembered for a pod key.
@@ -483,7 +594,10 @@ impl Colony {
             .sql
             .exec(
                 "SELECT body AS value FROM decisions WHERE key = ? AND created_ms >= ?",
-                Some(vec![key.into(), int(now_ms.saturating_sub(config.decision_ttl_ms))]),
+                Some(vec![
+                    key.into(),
+                    int(now_ms.saturating_sub(config.decision_ttl_ms)),
+                ]),
             )?
             .to_array()?;
         let confirmed: Vec<ConfirmedRow> = self
@@ -494,26 +608,36 @@ impl Colony {
             )?
             .to_array()?;
         let decision = match decisions.into_iter().next() {
-            Some(r) => Some(serde_json::from_str(&r.value).map_err(|_| corrupt(&format!("decisions[{key}].body"), &r.value))?),
+            Some(r) => Some(
+                serde_json::from_str(&r.value)
+                    .map_err(|_| corrupt(&format!("decisions[{key}].body"), &r.value))?,
+            ),
             None => None,
         };
         let confirmed = match confirmed.into_iter().next() {
             Some(r) => {
-                let bad = |what: &str, v: f64| corrupt(&format!("confirmed[{key}].{what}"), &v.to_string());
+                let bad = |what: &str, v: f64| {
+                    corrupt(&format!("confirmed[{key}].{what}"), &v.to_string())
+                };
                 if !r.deposit_quality.is_finite() {
                     return Err(bad("deposit_quality", r.deposit_quality));
                 }
                 Some(Confirmed {
                     node: r.node,
-                    confirmed_ms: stored_u64(r.confirmed_ms).ok_or_else(|| bad("confirmed_ms", r.confirmed_ms))?,
+                    confirmed_ms: stored_u64(r.confirmed_ms)
+                        .ok_or_else(|| bad("confirmed_ms", r.confirmed_ms))?,
                     outcome_recorded: r.outcome_recorded != 0.0,
                     deposit_quality: r.deposit_quality,
-                    deposit_epoch: stored_u64(r.deposit_epoch).ok_or_else(|| bad("deposit_epoch", r.deposit_epoch))?,
+                    deposit_epoch: stored_u64(r.deposit_epoch)
+                        .ok_or_else(|| bad("deposit_epoch", r.deposit_epoch))?,
                 })
             }
             None => None,
         };
-        Ok(PodRecord { decision, confirmed })
+        Ok(PodRecord {
+            decision,
+            confirmed,
+        })
     }
 
     /// Applies a batch of reports (see `aco_core::colony::report` for what each does) and commits
@@ -521,11 +645,15 @@ impl Colony {
     async fn placements(&self, req: PlacementsRequest) -> Result<Response> {
         let config = self.config()?;
         if !req.decisions.is_empty() {
-            self.remember(&req.tenant, &req.decisions, true, &config).await?;
+            self.remember(&req.tenant, &req.decisions, true, &config)
+                .await?;
         }
         // The Worker validated the outcomes; checked again so that no item can fail halfway.
         for item in &req.items {
-            item.outcome.map(Outcome::quality).transpose().map_err(worker::Error::RustError)?;
+            item.outcome
+                .map(Outcome::quality)
+                .transpose()
+                .map_err(worker::Error::RustError)?;
         }
         // key → (record as loaded, record as updated)
         let mut records: BTreeMap<String, (PodRecord, PodRecord)> = BTreeMap::new();
@@ -544,7 +672,12 @@ impl Colony {
                     return Err(format!("no record loaded for pod {:?}", item.key));
                 };
                 match c.report(record, &item.node, item.outcome, req.now_ms, &config)? {
-                    ReportEffect::Deposited { node, trail, outcome, .. } => {
+                    ReportEffect::Deposited {
+                        node,
+                        trail,
+                        outcome,
+                        ..
+                    } => {
                         out.deposited += 1;
                         if outcome.is_some() {
                             outcome_nodes.insert(node.clone());
@@ -561,8 +694,10 @@ impl Colony {
                     ReportEffect::NotACandidate => out.not_a_candidate += 1,
                 }
             }
-            let stats: Vec<(String, OutcomeStats)> =
-                outcome_nodes.iter().map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default())).collect();
+            let stats: Vec<(String, OutcomeStats)> = outcome_nodes
+                .iter()
+                .map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default()))
+                .collect();
             let counters = serde_json::to_string(&c.counters).map_err(|e| e.to_string())?;
             Ok((stats, c.pheromones.epoch, counters))
         })?;
@@ -577,7 +712,10 @@ impl Colony {
         let version = self.version()? + (!trails.is_empty() || !stats.is_empty()) as u64;
         writes.meta("version", version.to_string());
         for (node, trail) in trails {
-            writes.push("INSERT OR REPLACE INTO trails(node, tau, epoch) VALUES(?, ?, ?)", vec![node.into(), trail.tau.into(), int(trail.epoch)]);
+            writes.push(
+                "INSERT OR REPLACE INTO trails(node, tau, epoch) VALUES(?, ?, ?)",
+                vec![node.into(), trail.tau.into(), int(trail.epoch)],
+            );
         }
         for (node, s) in stats {
             writes.push(
@@ -588,9 +726,15 @@ impl Colony {
         let mut confirmed_any = false;
         for (key, (before, after)) in records {
             if before.decision.is_some() && after.decision.is_none() {
-                writes.push("DELETE FROM decisions WHERE key = ?", vec![key.clone().into()]);
+                writes.push(
+                    "DELETE FROM decisions WHERE key = ?",
+                    vec![key.clone().into()],
+                );
             }
-            if let Some(c) = after.confirmed.filter(|c| before.confirmed.as_ref() != Some(c)) {
+            if let Some(c) = after
+                .confirmed
+                .filter(|c| before.confirmed.as_ref() != Some(c))
+            {
                 confirmed_any = true;
                 writes.push(
                     "INSERT OR REPLACE INTO confirmed(key, node, confirmed_ms, outcome_recorded, deposit_quality, deposit_epoch) VALUES(?, ?, ?, ?, ?, ?)",
@@ -634,7 +778,12 @@ impl Colony {
                 .into_iter()
                 .map(|(node, tau)| {
                     let o = c.outcomes.get(&node).copied().unwrap_or_default();
-                    TrailView { node, tau, successes: o.successes, failures: o.failures }
+                    TrailView {
+                        node,
+                        tau,
+                        successes: o.successes,
+                        failures: o.failures,
+                    }
                 })
                 .collect();
             serde_json::json!({
@@ -671,7 +820,10 @@ impl Colony {
         self.commit(writes)?;
         *self.colony.borrow_mut() = None;
         self.version.set(Some(version));
-        Ok(json_response(200, &serde_json::json!({"reset": true, "version": version})))
+        Ok(json_response(
+            200,
+            &serde_json::json!({"reset": true, "version": version}),
+        ))
     }
 
     fn metrics(&self) -> Result<Response> {
@@ -685,7 +837,10 @@ impl Colony {
             pheromones: c.pheromones.snapshot(&config),
             shadow: Default::default(),
         })?;
-        let body = ColonyMetrics { shadow: self.shadow_summary()?, ..body };
+        let body = ColonyMetrics {
+            shadow: self.shadow_summary()?,
+            ..body
+        };
         Ok(json_response(200, &body))
     }
 
@@ -707,7 +862,11 @@ impl Colony {
         }
         let storage = self.state.storage();
         if storage.get_alarm().await?.is_none() {
-            storage.set_alarm(alarm_offset(config.decision_ttl_ms.min(config.confirmed_ttl_ms))).await?;
+            storage
+                .set_alarm(alarm_offset(
+                    config.decision_ttl_ms.min(config.confirmed_ttl_ms),
+                ))
+                .await?;
         }
         self.alarm_armed.set(true);
         Ok(())
@@ -716,10 +875,18 @@ impl Colony {
     /// Tests only: `TEST_FAULT_PLACEMENTS = "tenant:n"` makes the first `n` placement requests of
     /// `tenant` (per instance) fail at commit, rolled back. Never set it in production.
     fn inject_fault(&self, tenant: &str) -> bool {
-        let Ok(spec) = self.env.var("TEST_FAULT_PLACEMENTS").map(|v| v.to_string()) else { return false };
-        let fails = spec.split(',').filter_map(|s| s.trim().split_once(':')).any(|(t, n)| {
-            t == tenant && n.trim().parse::<u64>().is_ok_and(|n| self.faults_injected.get() < n)
-        });
+        let Ok(spec) = self.env.var("TEST_FAULT_PLACEMENTS").map(|v| v.to_string()) else {
+            return false;
+        };
+        let fails = spec
+            .split(',')
+            .filter_map(|s| s.trim().split_once(':'))
+            .any(|(t, n)| {
+                t == tenant
+                    && n.trim()
+                        .parse::<u64>()
+                        .is_ok_and(|n| self.faults_injected.get() < n)
+            });
         if fails {
             self.faults_injected.set(self.faults_injected.get() + 1);
         }
@@ -739,9 +906,15 @@ impl Colony {
             (Method::Get, "/shadow") => Ok(json_response(200, &self.shadow_summary()?)),
             (Method::Get, "/shadow/snapshot") => Ok(json_response(200, &self.snapshot()?)),
             // explain: begin
-            (Method::Get, path) if path.starts_with("/decisions/") => self.decision_of(&path["/decisions/".len()..]),
+            (Method::Get, path) if path.starts_with("/decisions/") => {
+                self.decision_of(&path["/decisions/".len()..])
+            }
             // explain: end
-            _ => Ok(text_response(404, "unknown colony route".into(), "text/plain")),
+            _ => Ok(text_response(
+                404,
+                "unknown colony route".into(),
+                "text/plain",
+            )),
         }
     }
 
@@ -755,7 +928,10 @@ impl Colony {
         let record = self.load_record(key, worker::Date::now().as_millis(), &config)?;
         let reply = DecisionLookup {
             decision: record.decision,
-            confirmed: record.confirmed.map(|c| ConfirmedView { node: c.node, confirmed_ms: c.confirmed_ms }),
+            confirmed: record.confirmed.map(|c| ConfirmedView {
+                node: c.node,
+                confirmed_ms: c.confirmed_ms,
+            }),
         };
         Ok(json_response(200, &reply))
     }
@@ -796,18 +972,25 @@ impl DurableObject for Colony {
         self.rows_written.set(0);
         match self.route(req).await {
             Ok(r) => {
-                r.headers().set(ROWS_WRITTEN_HEADER, &self.rows_written.get().to_string())?;
+                r.headers()
+                    .set(ROWS_WRITTEN_HEADER, &self.rows_written.get().to_string())?;
                 Ok(r)
             }
             Err(e) => {
                 let message = e.to_string();
-                let reason = if message.starts_with(CORRUPT) { "corrupt_state" } else { "error" };
+                let reason = if message.starts_with(CORRUPT) {
+                    "corrupt_state"
+                } else {
+                    "error"
+                };
                 worker::console_error!("colony {}: {message}", self.tenant().unwrap_or_default());
-                Ok(json_response(503, &serde_json::json!({"error": message, "reason": reason})))
+                Ok(json_response(
+                    503,
+                    &serde_json::json!({"error": message, "reason": reason}),
+                ))
             }
         }
     }
-
 
     /// Drops decisions older than DECISION_TTL_MS (pods never confirmed) and confirmations older
     /// than CONFIRMED_TTL_MS, then re-arms for the moment the oldest remaining row expires.
@@ -818,9 +1001,18 @@ impl DurableObject for Colony {
         let config = self.config()?;
         let now = worker::Date::now().as_millis();
         let mut writes = Writes::default();
-        writes.push("DELETE FROM decisions WHERE created_ms < ?", vec![int(now.saturating_sub(config.decision_ttl_ms))]);
-        writes.push("DELETE FROM confirmed WHERE confirmed_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
-        writes.push("DELETE FROM shadow WHERE seen_ms < ?", vec![int(now.saturating_sub(config.confirmed_ttl_ms))]);
+        writes.push(
+            "DELETE FROM decisions WHERE created_ms < ?",
+            vec![int(now.saturating_sub(config.decision_ttl_ms))],
+        );
+        writes.push(
+            "DELETE FROM confirmed WHERE confirmed_ms < ?",
+            vec![int(now.saturating_sub(config.confirmed_ttl_ms))],
+        );
+        writes.push(
+            "DELETE FROM shadow WHERE seen_ms < ?",
+            vec![int(now.saturating_sub(config.confirmed_ttl_ms))],
+        );
         // Decisions' counter increments since the last placement commit.
         if self.counters_dirty.replace(false) {
             if let Some(colony) = self.colony.borrow().as_ref() {
@@ -830,9 +1022,18 @@ impl DurableObject for Colony {
         self.decision_count.set(None);
         self.commit(writes)?;
         let next = [
-            (self.oldest("SELECT MIN(created_ms) AS value FROM decisions")?, config.decision_ttl_ms),
-            (self.oldest("SELECT MIN(confirmed_ms) AS value FROM confirmed")?, config.confirmed_ttl_ms),
-            (self.oldest("SELECT MIN(seen_ms) AS value FROM shadow")?, config.confirmed_ttl_ms),
+            (
+                self.oldest("SELECT MIN(created_ms) AS value FROM decisions")?,
+                config.decision_ttl_ms,
+            ),
+            (
+                self.oldest("SELECT MIN(confirmed_ms) AS value FROM confirmed")?,
+                config.confirmed_ttl_ms,
+            ),
+            (
+                self.oldest("SELECT MIN(seen_ms) AS value FROM shadow")?,
+                config.confirmed_ttl_ms,
+            ),
         ]
         .into_iter()
         .filter_map(|(oldest, ttl)| oldest.map(|t| t.saturating_add(ttl)))
@@ -899,19 +1100,33 @@ impl Colony {
         }
     }
 
-    fn shadow_record(&self, key: &str, now_ms: u64, config: &Config) -> Result<Option<ShadowRecord>> {
+    fn shadow_record(
+        &self,
+        key: &str,
+        now_ms: u64,
+        config: &Config,
+    ) -> Result<Option<ShadowRecord>> {
         let rows: Vec<ShadowRow> = self
             .sql
             .exec(
                 "SELECT node, seen_ms, outcome_recorded FROM shadow WHERE key = ? AND seen_ms >= ?",
-                Some(vec![key.into(), int(now_ms.saturating_sub(config.confirmed_ttl_ms))]),
+                Some(vec![
+                    key.into(),
+                    int(now_ms.saturating_sub(config.confirmed_ttl_ms)),
+                ]),
             )?
             .to_array()?;
         rows.into_iter()
             .next()
             .map(|r| {
-                let seen_ms = stored_u64(r.seen_ms).ok_or_else(|| corrupt(&format!("shadow[{key}].seen_ms"), &r.seen_ms.to_string()))?;
-                Ok(ShadowRecord { node: r.node, seen_ms, outcome_recorded: r.outcome_recorded != 0.0 })
+                let seen_ms = stored_u64(r.seen_ms).ok_or_else(|| {
+                    corrupt(&format!("shadow[{key}].seen_ms"), &r.seen_ms.to_string())
+                })?;
+                Ok(ShadowRecord {
+                    node: r.node,
+                    seen_ms,
+                    outcome_recorded: r.outcome_recorded != 0.0,
+                })
             })
             .transpose()
     }
@@ -921,11 +1136,15 @@ impl Colony {
         let config = self.config()?;
         // The Worker validated the outcomes; checked again so that no item can fail halfway.
         for item in &req.items {
-            item.outcome.map(Outcome::quality).transpose().map_err(worker::Error::RustError)?;
+            item.outcome
+                .map(Outcome::quality)
+                .transpose()
+                .map_err(worker::Error::RustError)?;
         }
         let mut summary = self.shadow_summary()?;
         // key → (record as loaded, record as updated)
-        let mut records: BTreeMap<String, (Option<ShadowRecord>, Option<ShadowRecord>)> = BTreeMap::new();
+        let mut records: BTreeMap<String, (Option<ShadowRecord>, Option<ShadowRecord>)> =
+            BTreeMap::new();
         for item in &req.items {
             if !records.contains_key(&item.key) {
                 let r = self.shadow_record(&item.key, req.now_ms, &config)?;
@@ -940,7 +1159,15 @@ impl Colony {
                 let Some((_, record)) = records.get_mut(&item.key) else {
                     return Err(format!("no shadow record loaded for pod {:?}", item.key));
                 };
-                let effect = aco_core::shadow::report(c, &mut summary, record, &item.node, &item.score, item.outcome, req.now_ms)?;
+                let effect = aco_core::shadow::report(
+                    c,
+                    &mut summary,
+                    record,
+                    &item.node,
+                    &item.score,
+                    item.outcome,
+                    req.now_ms,
+                )?;
                 let outcome = match effect {
                     ShadowEffect::Scored { outcome } => {
                         out.scored += 1;
@@ -967,10 +1194,15 @@ impl Colony {
                     outcome_nodes.insert(item.node.clone());
                 }
             }
-            let stats: Vec<(String, OutcomeStats)> =
-                outcome_nodes.iter().map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default())).collect();
+            let stats: Vec<(String, OutcomeStats)> = outcome_nodes
+                .iter()
+                .map(|n| (n.clone(), c.outcomes.get(n).copied().unwrap_or_default()))
+                .collect();
             // Only outcomes and duplicates move the counters: a batch of new pods writes none.
-            let counters = (c.counters != counters_before).then(|| serde_json::to_string(&c.counters)).transpose().map_err(|e| e.to_string())?;
+            let counters = (c.counters != counters_before)
+                .then(|| serde_json::to_string(&c.counters))
+                .transpose()
+                .map_err(|e| e.to_string())?;
             Ok((stats, counters))
         })?;
         let (stats, counters) = applied.map_err(|e| {
@@ -979,7 +1211,8 @@ impl Colony {
         })?;
 
         let mut writes = Writes::default();
-        if !self.tenant_stored.get() && self.meta("tenant")?.as_deref() != Some(req.tenant.as_str()) {
+        if !self.tenant_stored.get() && self.meta("tenant")?.as_deref() != Some(req.tenant.as_str())
+        {
             writes.meta("tenant", req.tenant.clone());
         }
         // Reliability moved: isolates scoring from a copy learn of it through the version.

@@ -27,7 +27,10 @@ pub fn push(tenant: &str, record: DecisionRecord) -> usize {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
         let entries = q.entry(tenant.to_string()).or_default();
-        entries.push(Entry { record, in_flight: false });
+        entries.push(Entry {
+            record,
+            in_flight: false,
+        });
         let excess = entries.len().saturating_sub(MAX_PER_TENANT);
         entries.drain(..excess);
         excess
@@ -38,7 +41,9 @@ pub fn push(tenant: &str, record: DecisionRecord) -> usize {
 pub fn take_unsent(tenant: &str) -> Vec<DecisionRecord> {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
-        let Some(entries) = q.get_mut(tenant) else { return Vec::new() };
+        let Some(entries) = q.get_mut(tenant) else {
+            return Vec::new();
+        };
         entries
             .iter_mut()
             .filter(|e| !e.in_flight)
@@ -52,7 +57,12 @@ pub fn take_unsent(tenant: &str) -> Vec<DecisionRecord> {
 
 /// Every unacknowledged decision of the tenant (for a placement batch to carry).
 pub fn unacknowledged(tenant: &str) -> Vec<DecisionRecord> {
-    QUEUE.with(|q| q.borrow().get(tenant).map(|e| e.iter().map(|e| e.record.clone()).collect()).unwrap_or_default())
+    QUEUE.with(|q| {
+        q.borrow()
+            .get(tenant)
+            .map(|e| e.iter().map(|e| e.record.clone()).collect())
+            .unwrap_or_default()
+    })
 }
 
 fn same(a: &DecisionRecord, b: &DecisionRecord) -> bool {
@@ -76,7 +86,10 @@ pub fn acknowledged(tenant: &str, records: &[DecisionRecord]) {
 pub fn failed(tenant: &str, records: &[DecisionRecord]) {
     QUEUE.with(|q| {
         if let Some(entries) = q.borrow_mut().get_mut(tenant) {
-            for e in entries.iter_mut().filter(|e| records.iter().any(|r| same(r, &e.record))) {
+            for e in entries
+                .iter_mut()
+                .filter(|e| records.iter().any(|r| same(r, &e.record)))
+            {
                 e.in_flight = false;
             }
         }

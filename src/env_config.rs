@@ -18,7 +18,10 @@ pub fn extender_auth(env: &Env) -> Result<Rc<ExtenderAuth>, ConfigError> {
         return Ok(a);
     }
     let auth = Rc::new(ExtenderAuth::from_vars(|key| {
-        env.secret(key).ok().map(|s| s.to_string()).or_else(|| env.var(key).ok().map(|v| v.to_string()))
+        env.secret(key)
+            .ok()
+            .map(|s| s.to_string())
+            .or_else(|| env.var(key).ok().map(|v| v.to_string()))
     })?);
     AUTH.with(|a| *a.borrow_mut() = Some(auth.clone()));
     Ok(auth)
@@ -29,7 +32,9 @@ pub fn config(env: &Env) -> Result<Rc<Config>, ConfigError> {
     if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
         return Ok(c);
     }
-    let config = Rc::new(Config::from_vars(|key| env.var(key).ok().map(|v| v.to_string()))?);
+    let config = Rc::new(Config::from_vars(|key| {
+        env.var(key).ok().map(|v| v.to_string())
+    })?);
     CONFIG.with(|c| *c.borrow_mut() = Some(config.clone()));
     Ok(config)
 }

@@ -23,12 +23,15 @@ use std::collections::BTreeSet;
 use aco_core::facts::NodeFacts;
 use aco_core::facts_shards::{decode_shard, stamp_lag_ms, FactsBatch, FactsTable};
 use serde::{Deserialize, Serialize};
-use worker::{durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, SqlStorageValue, State};
+use worker::{
+    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage,
+    SqlStorageValue, State,
+};
 
 use crate::bindings::ROWS_WRITTEN_HEADER;
-use crate::sql_transaction::run_in_transaction;
 use crate::env_config;
 use crate::http::text_response;
+use crate::sql_transaction::run_in_transaction;
 
 pub const BINDING: &str = "FACTS";
 /// Class label of the binding counters (`aco_do_rows_written_total{class}`).
@@ -81,8 +84,10 @@ struct ShardRow {
     body: String,
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS shards(id INTEGER PRIMARY KEY, body TEXT NOT NULL)";
-const UPSERT: &str = "INSERT INTO shards(id, body) VALUES(?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body";
+const SCHEMA: &str =
+    "CREATE TABLE IF NOT EXISTS shards(id INTEGER PRIMARY KEY, body TEXT NOT NULL)";
+const UPSERT: &str =
+    "INSERT INTO shards(id, body) VALUES(?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body";
 
 /// Prefix of the error answered when a stored row does not parse.
 const CORRUPT: &str = "corrupt facts state";
@@ -95,12 +100,21 @@ struct Reply {
 }
 
 fn reply<T: Serialize>(status: u16, value: &T, rows_written: u64) -> Reply {
-    let body = serde_json::to_string(value).unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
-    Reply { status, body, rows_written }
+    let body = serde_json::to_string(value)
+        .unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
+    Reply {
+        status,
+        body,
+        rows_written,
+    }
 }
 
 fn refuse(status: u16, field: Option<&str>, message: String) -> Reply {
-    reply(status, &serde_json::json!({"error": message, "field": field}), 0)
+    reply(
+        status,
+        &serde_json::json!({"error": message, "field": field}),
+        0,
+    )
 }
 
 fn sql_error(e: impl std::fmt::Display) -> worker::Error {
@@ -142,8 +156,14 @@ impl Facts {
         let mut slot = self.table.borrow_mut();
         if slot.is_none() {
             let mut rows = Vec::new();
-            for row in self.sql.exec("SELECT id, body FROM shards", None)?.to_array::<ShardRow>()? {
-                let nodes = decode_shard(&row.body).map_err(|e| sql_error(format!("{CORRUPT}: shards[{}] does not parse: {e}", row.id)))?;
+            for row in self
+                .sql
+                .exec("SELECT id, body FROM shards", None)?
+                .to_array::<ShardRow>()?
+            {
+                let nodes = decode_shard(&row.body).map_err(|e| {
+                    sql_error(format!("{CORRUPT}: shards[{}] does not parse: {e}", row.id))
+                })?;
                 rows.push((row.id as i64, nodes));
             }
             let (table, misplaced) = FactsTable::from_rows(rows, self.stamp_lag()?);
@@ -159,7 +179,17 @@ impl Facts {
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
         let batch: FactsBatch = match serde_json::from_str(body) {
             Ok(b) => b,
-            Err(e) => return Ok(refuse(400, None, format!("invalid node facts batch: {e} (line {}, column {})", e.line(), e.column()))),
+            Err(e) => {
+                return Ok(refuse(
+                    400,
+                    None,
+                    format!(
+                        "invalid node facts batch: {e} (line {}, column {})",
+                        e.line(),
+                        e.column()
+                    ),
+                ))
+            }
         };
         if let Err(e) = batch.validate(now_ms) {
             return Ok(refuse(e.status, Some(&e.field), e.message));
@@ -189,7 +219,16 @@ impl Facts {
         if !rows.is_empty() {
             self.misplaced.borrow_mut().clear();
         }
-        Ok(reply(200, &PutReply { stored, forgotten, rows_written, nodes }, rows_written))
+        Ok(reply(
+            200,
+            &PutReply {
+                stored,
+                forgotten,
+                rows_written,
+                nodes,
+            },
+            rows_written,
+        ))
     }
 
     /// Writes the rows in one transaction: all of them or, on the first error, none (the table
@@ -198,26 +237,53 @@ impl Facts {
         if rows.is_empty() {
             return Ok(0);
         }
-        let statements: Vec<(&'static str, Vec<SqlStorageValue>)> =
-            rows.iter().map(|(id, text)| (UPSERT, vec![SqlStorageValue::Integer(*id as i64), text.as_str().into()])).collect();
+        let statements: Vec<(&'static str, Vec<SqlStorageValue>)> = rows
+            .iter()
+            .map(|(id, text)| {
+                (
+                    UPSERT,
+                    vec![SqlStorageValue::Integer(*id as i64), text.as_str().into()],
+                )
+            })
+            .collect();
         Ok(run_in_transaction(&self.state.storage(), &self.sql, &statements)? as u64)
     }
 
     fn get(&self, name: &str) -> Result<Reply> {
         self.with_table(|t| match t.get(name) {
             Some(facts) => reply(200, facts, 0),
-            None => refuse(404, Some("name"), format!("no facts stored for node {name:?}")),
+            None => refuse(
+                404,
+                Some("name"),
+                format!("no facts stored for node {name:?}"),
+            ),
         })
     }
 
     fn snapshot(&self, query: SnapshotQuery) -> Result<Reply> {
         let since = match query {
-            SnapshotQuery { instance: Some(i), seq: Some(seq) } if i == self.instance => Some(seq),
+            SnapshotQuery {
+                instance: Some(i),
+                seq: Some(seq),
+            } if i == self.instance => Some(seq),
             _ => None,
         };
         self.with_table(|t| {
-            let shards = t.changed_since(since).into_iter().map(|(id, nodes)| ShardView::<&NodeFacts> { id, nodes }).collect();
-            reply(200, &SnapshotReply { instance: self.instance, seq: t.seq(), full: since.is_none(), shards }, 0)
+            let shards = t
+                .changed_since(since)
+                .into_iter()
+                .map(|(id, nodes)| ShardView::<&NodeFacts> { id, nodes })
+                .collect();
+            reply(
+                200,
+                &SnapshotReply {
+                    instance: self.instance,
+                    seq: t.seq(),
+                    full: since.is_none(),
+                    shards,
+                },
+                0,
+            )
         })
     }
 
@@ -226,7 +292,10 @@ impl Facts {
         let path = req.path();
         match (req.method(), path.as_str()) {
             (Method::Put, "/nodes") => {
-                let now = req.query::<NowQuery>()?.now.unwrap_or_else(|| worker::Date::now().as_millis());
+                let now = req
+                    .query::<NowQuery>()?
+                    .now
+                    .unwrap_or_else(|| worker::Date::now().as_millis());
                 let body = req.text().await?;
                 self.put(&body, now)
             }
@@ -242,7 +311,15 @@ impl DurableObject for Facts {
         let sql = state.storage().sql();
         let schema_ready = sql.exec(SCHEMA, None).is_ok();
         let instance = getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis());
-        Self { state, env, sql, table: RefCell::new(None), misplaced: RefCell::new(BTreeSet::new()), instance, schema_ready: Cell::new(schema_ready) }
+        Self {
+            state,
+            env,
+            sql,
+            table: RefCell::new(None),
+            misplaced: RefCell::new(BTreeSet::new()),
+            instance,
+            schema_ready: Cell::new(schema_ready),
+        }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
@@ -255,7 +332,9 @@ impl DurableObject for Facts {
             }
         };
         let resp = text_response(r.status, r.body, "application/json");
-        let _ = resp.headers().set(ROWS_WRITTEN_HEADER, &r.rows_written.to_string());
+        let _ = resp
+            .headers()
+            .set(ROWS_WRITTEN_HEADER, &r.rows_written.to_string());
         Ok(resp)
     }
 }

@@ -46,7 +46,12 @@ struct Snapshot {
 
 impl Default for Snapshot {
     fn default() -> Self {
-        Self { version: None, fetched_at_ms: None, generation: 0, shards: vec![HashMap::new(); SHARDS] }
+        Self {
+            version: None,
+            fetched_at_ms: None,
+            generation: 0,
+            shards: vec![HashMap::new(); SHARDS],
+        }
     }
 }
 
@@ -66,23 +71,45 @@ pub async fn load<'a>(
     now_ms: u64,
     cache_ms: u64,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    let fresh = with_snapshot(cluster, |s| s.fetched_at_ms.is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms));
+    let fresh = with_snapshot(cluster, |s| {
+        s.fetched_at_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms)
+    });
     if !fresh {
         refresh(bindings, cluster, now_ms).await?;
     }
     Ok(with_snapshot(cluster, |s| {
-        names.filter_map(|name| s.shards[shard_of(name)].get(name).map(|f| (name.to_string(), f.clone()))).collect()
+        names
+            .filter_map(|name| {
+                s.shards[shard_of(name)]
+                    .get(name)
+                    .map(|f| (name.to_string(), f.clone()))
+            })
+            .collect()
     }))
 }
 
 /// Facts of every node of `cluster` (shadow mode scores a pod against the whole cluster, not a
 /// candidate list): the same copy and the same single refresh request as [`load`].
-pub async fn load_all(bindings: &Bindings, cluster: &str, now_ms: u64, cache_ms: u64) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    let fresh = with_snapshot(cluster, |s| s.fetched_at_ms.is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms));
+pub async fn load_all(
+    bindings: &Bindings,
+    cluster: &str,
+    now_ms: u64,
+    cache_ms: u64,
+) -> Result<HashMap<String, NodeFacts>, ApiError> {
+    let fresh = with_snapshot(cluster, |s| {
+        s.fetched_at_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms)
+    });
     if !fresh {
         refresh(bindings, cluster, now_ms).await?;
     }
-    Ok(with_snapshot(cluster, |s| s.shards.iter().flat_map(|shard| shard.iter().map(|(n, f)| (n.clone(), f.clone()))).collect()))
+    Ok(with_snapshot(cluster, |s| {
+        s.shards
+            .iter()
+            .flat_map(|shard| shard.iter().map(|(n, f)| (n.clone(), f.clone())))
+            .collect()
+    }))
 }
 
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
@@ -96,7 +123,8 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
     if status != 200 {
         return Err(refused(status, &text));
     }
-    let reply: SnapshotReply<NodeFacts> = serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts snapshot", e))?;
+    let reply: SnapshotReply<NodeFacts> =
+        serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts snapshot", e))?;
     with_snapshot(cluster, |s| {
         let newer = match s.version {
             Some((instance, seq)) => reply.instance != instance || reply.seq > seq,
@@ -109,7 +137,11 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
             }
             for shard in reply.shards {
                 if let Some(slot) = s.shards.get_mut(shard.id) {
-                    *slot = shard.nodes.into_iter().map(|f| (f.name.clone(), f)).collect();
+                    *slot = shard
+                        .nodes
+                        .into_iter()
+                        .map(|f| (f.name.clone(), f))
+                        .collect();
                 }
             }
             s.version = Some((reply.instance, reply.seq));
@@ -123,8 +155,20 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
 
 /// Stores a `PUT /v1/nodes` batch (the body as received; the Facts object validates it whole
 /// and answers 4xx naming the field) in one request, and marks this isolate's copy stale.
-pub async fn put(bindings: &Bindings, cluster: &str, batch: String, now_ms: u64) -> Result<PutReply, ApiError> {
-    let (status, text) = call(bindings, cluster, Method::Put, &format!("/nodes?now={now_ms}"), Some(batch)).await?;
+pub async fn put(
+    bindings: &Bindings,
+    cluster: &str,
+    batch: String,
+    now_ms: u64,
+) -> Result<PutReply, ApiError> {
+    let (status, text) = call(
+        bindings,
+        cluster,
+        Method::Put,
+        &format!("/nodes?now={now_ms}"),
+        Some(batch),
+    )
+    .await?;
     // Even a refused batch may have raced a write by another request: re-read either way.
     with_snapshot(cluster, |s| {
         s.fetched_at_ms = None;
@@ -137,10 +181,23 @@ pub async fn put(bindings: &Bindings, cluster: &str, batch: String, now_ms: u64)
 }
 
 /// The authoritative record of one node (from the Facts object, not this isolate's copy).
-pub async fn get(bindings: &Bindings, cluster: &str, name: &str) -> Result<Option<NodeFacts>, ApiError> {
-    let (status, text) = call(bindings, cluster, Method::Get, &format!("/nodes/{name}"), None).await?;
+pub async fn get(
+    bindings: &Bindings,
+    cluster: &str,
+    name: &str,
+) -> Result<Option<NodeFacts>, ApiError> {
+    let (status, text) = call(
+        bindings,
+        cluster,
+        Method::Get,
+        &format!("/nodes/{name}"),
+        None,
+    )
+    .await?;
     match status {
-        200 => serde_json::from_str(&text).map(Some).map_err(|e| ApiError::unavailable("facts reply", e)),
+        200 => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| ApiError::unavailable("facts reply", e)),
         404 => Ok(None),
         _ => Err(refused(status, &text)),
     }
@@ -154,12 +211,24 @@ fn refused(status: u16, text: &str) -> ApiError {
         field: Option<String>,
     }
     match serde_json::from_str::<Refusal>(text) {
-        Ok(r) if (400..500).contains(&status) => ApiError { field: r.field, ..ApiError::new(status, r.error) },
-        _ => ApiError::new(503, format!("facts Durable Object answered {status}: {text}")),
+        Ok(r) if (400..500).contains(&status) => ApiError {
+            field: r.field,
+            ..ApiError::new(status, r.error)
+        },
+        _ => ApiError::new(
+            503,
+            format!("facts Durable Object answered {status}: {text}"),
+        ),
     }
 }
 
-async fn call(bindings: &Bindings, cluster: &str, method: Method, path: &str, body: Option<String>) -> Result<(u16, String), ApiError> {
+async fn call(
+    bindings: &Bindings,
+    cluster: &str,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> Result<(u16, String), ApiError> {
     // `Bindings::do_fetch` labels failures as a colony's; facts are not a colony.
     let unavailable = |e: worker::Error| ApiError::unavailable("facts Durable Object", e);
     let mut init = RequestInit::new();
@@ -167,11 +236,15 @@ async fn call(bindings: &Bindings, cluster: &str, method: Method, path: &str, bo
     if let Some(b) = body {
         init.with_body(Some(b.into()));
     }
-    let req = Request::new_with_init(&format!("https://facts{path}"), &init).map_err(unavailable)?;
+    let req =
+        Request::new_with_init(&format!("https://facts{path}"), &init).map_err(unavailable)?;
     let mut resp = bindings
         .do_fetch(facts_do::BINDING, facts_do::CLASS, cluster, req)
         .await
-        .map_err(|e| ApiError { colony_failure: None, ..e })?;
+        .map_err(|e| ApiError {
+            colony_failure: None,
+            ..e
+        })?;
     let text = resp.text().await.map_err(unavailable)?;
     Ok((resp.status_code(), text))
 }

@@ -39,7 +39,12 @@ pub fn remember(cluster: &str, key: &str, now_ms: u64, rejections: FilterRejecti
         if m.len() >= MAX_PODS {
             m.pop_front();
         }
-        m.push_back(Entry { cluster: cluster.to_string(), key: key.to_string(), at_ms: now_ms, rejections });
+        m.push_back(Entry {
+            cluster: cluster.to_string(),
+            key: key.to_string(),
+            at_ms: now_ms,
+            rejections,
+        });
     })
 }
 
@@ -47,7 +52,9 @@ pub fn remember(cluster: &str, key: &str, now_ms: u64, rejections: FilterRejecti
 pub fn take(cluster: &str, key: &str, now_ms: u64) -> Option<FilterRejections> {
     MEMORY.with(|m| {
         let mut m = m.borrow_mut();
-        let i = m.iter().position(|e| e.cluster == cluster && e.key == key)?;
+        let i = m
+            .iter()
+            .position(|e| e.cluster == cluster && e.key == key)?;
         let e = m.remove(i)?;
         (now_ms.saturating_sub(e.at_ms) <= MAX_AGE_MS).then_some(e.rejections)
     })

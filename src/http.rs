@@ -20,11 +20,23 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> Self {
-        Self { status, field: None, message: message.into(), colony_failure: None, detail: None }
+        Self {
+            status,
+            field: None,
+            message: message.into(),
+            colony_failure: None,
+            detail: None,
+        }
     }
 
     pub fn field(status: u16, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { status, field: Some(field.into()), message: message.into(), colony_failure: None, detail: None }
+        Self {
+            status,
+            field: Some(field.into()),
+            message: message.into(),
+            colony_failure: None,
+            detail: None,
+        }
     }
 
     /// A dependency (KV, a Durable Object) failed: the request may be retried.
@@ -48,7 +60,13 @@ impl ApiError {
 
 impl From<BadRequest> for ApiError {
     fn from(b: BadRequest) -> Self {
-        Self { status: b.status, field: b.field, message: b.message, colony_failure: None, detail: None }
+        Self {
+            status: b.status,
+            field: b.field,
+            message: b.message,
+            colony_failure: None,
+            detail: None,
+        }
     }
 }
 
@@ -61,7 +79,11 @@ pub fn json_response<T: Serialize + ?Sized>(status: u16, value: &T) -> Response 
 /// [`json_response`] for a reply of about `size_hint` bytes (a filter reply echoing tens of MB
 /// of nodes): the buffer is allocated once, instead of doubling, whose last step holds the old
 /// and the new buffer at once — wasm memory never shrinks, so that peak is what the isolate keeps.
-pub fn json_response_sized<T: Serialize + ?Sized>(status: u16, value: &T, size_hint: usize) -> Response {
+pub fn json_response_sized<T: Serialize + ?Sized>(
+    status: u16,
+    value: &T,
+    size_hint: usize,
+) -> Response {
     let mut buf = Vec::with_capacity(size_hint);
     let body = match serde_json::to_writer(&mut buf, value) {
         Ok(()) => buf,
@@ -69,14 +91,20 @@ pub fn json_response_sized<T: Serialize + ?Sized>(status: u16, value: &T, size_h
     };
     let headers = worker::Headers::new();
     let _ = headers.set("content-type", "application/json");
-    worker::ResponseBuilder::new().with_status(status).with_headers(headers).fixed(body)
+    worker::ResponseBuilder::new()
+        .with_status(status)
+        .with_headers(headers)
+        .fixed(body)
 }
 
 pub fn text_response(status: u16, body: String, content_type: &str) -> Response {
     // `ResponseBuilder::fixed` cannot fail; a header that cannot be set leaves the body intact.
     let headers = worker::Headers::new();
     let _ = headers.set("content-type", content_type);
-    worker::ResponseBuilder::new().with_status(status).with_headers(headers).fixed(body.into_bytes())
+    worker::ResponseBuilder::new()
+        .with_status(status)
+        .with_headers(headers)
+        .fixed(body.into_bytes())
 }
 
 /// Reads the body as UTF-8, keeping at most `limit` bytes (413 above it). An oversized body is
@@ -84,10 +112,17 @@ pub fn text_response(status: u16, body: String, content_type: &str) -> Response 
 /// of a connection reset in the middle of its upload.
 pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiError> {
     use futures::StreamExt;
-    let unreadable = |e: worker::Error| ApiError::new(400, format!("cannot read request body: {e}"));
+    let unreadable =
+        |e: worker::Error| ApiError::new(400, format!("cannot read request body: {e}"));
     // Sized once from Content-Length (never above the limit): growing by doubling would briefly
     // hold twice the body, and wasm memory keeps its high-water mark.
-    let declared = req.headers().get("content-length").ok().flatten().and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+    let declared = req
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
     let mut body = Vec::with_capacity(declared.min(limit));
     let mut total = 0usize;
     let mut stream = req.stream().map_err(unreadable)?;
@@ -99,9 +134,15 @@ pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiErr
         }
     }
     if total > limit {
-        return Err(ApiError::new(413, format!("request body of {total} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)")));
+        return Err(ApiError::new(
+            413,
+            format!(
+                "request body of {total} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"
+            ),
+        ));
     }
-    String::from_utf8(body).map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
+    String::from_utf8(body)
+        .map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
 }
 
 /// Consumes whatever is left of the request body, so that answering early (401, 404, 405…)
@@ -116,5 +157,14 @@ pub async fn drain(req: &mut Request) {
 
 /// Parses a JSON body into `T`, naming the problem on failure.
 pub fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a str, what: &str) -> Result<T, ApiError> {
-    serde_json::from_str(body).map_err(|e| ApiError::new(400, format!("invalid {what}: {e} (line {}, column {})", e.line(), e.column())))
+    serde_json::from_str(body).map_err(|e| {
+        ApiError::new(
+            400,
+            format!(
+                "invalid {what}: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
 }

@@ -115,7 +115,12 @@ impl TelemetryState {
     }
 
     pub fn add(&mut self, name: &str, labels: &str, by: f64) {
-        *self.counters.entry(name.to_string()).or_default().entry(labels.to_string()).or_default() += by;
+        *self
+            .counters
+            .entry(name.to_string())
+            .or_default()
+            .entry(labels.to_string())
+            .or_default() += by;
     }
 
     pub fn render(&self) -> String {
@@ -165,16 +170,56 @@ pub struct ColonyMetrics {
 /// The per-tenant counter families: (name, help, value).
 type CounterFamily = (&'static str, &'static str, fn(&ColonyCounters) -> u64);
 const COLONY_COUNTERS: [CounterFamily; 10] = [
-    ("aco_colony_decisions_total", "Pods scored (prioritize) by the tenant's colony.", |c| c.decisions),
-    ("aco_colony_explorations_total", "Decisions where ACS exploration promoted a node (Q0 < 1).", |c| c.explorations),
-    ("aco_colony_deposits_total", "Confirmed placements that deposited pheromone (once per pod).", |c| c.deposits),
-    ("aco_colony_approximate_deposits_total", "Deposits on a node outside the remembered top candidates (floor quality).", |c| c.approximate_deposits),
-    ("aco_colony_unknown_placements_total", "Placement reports for pods the colony never scored or forgot.", |c| c.unknown_placements),
-    ("aco_colony_non_candidate_placements_total", "Placement reports naming a node that was not the pod's candidate.", |c| c.non_candidate_placements),
-    ("aco_colony_failed_outcomes_total", "Reported outcomes below quality 0.5.", |c| c.failed_outcomes),
-    ("aco_colony_late_outcomes_total", "Outcomes reported after their placement was confirmed (reliability updated once).", |c| c.late_outcomes),
-    ("aco_colony_duplicate_reports_total", "Replayed placement or outcome reports (nothing changed).", |c| c.duplicate_reports),
-    ("aco_colony_evicted_decisions_total", "Remembered decisions evicted, oldest first, at MAX_DECISIONS_PER_TENANT.", |c| c.evicted_decisions),
+    (
+        "aco_colony_decisions_total",
+        "Pods scored (prioritize) by the tenant's colony.",
+        |c| c.decisions,
+    ),
+    (
+        "aco_colony_explorations_total",
+        "Decisions where ACS exploration promoted a node (Q0 < 1).",
+        |c| c.explorations,
+    ),
+    (
+        "aco_colony_deposits_total",
+        "Confirmed placements that deposited pheromone (once per pod).",
+        |c| c.deposits,
+    ),
+    (
+        "aco_colony_approximate_deposits_total",
+        "Deposits on a node outside the remembered top candidates (floor quality).",
+        |c| c.approximate_deposits,
+    ),
+    (
+        "aco_colony_unknown_placements_total",
+        "Placement reports for pods the colony never scored or forgot.",
+        |c| c.unknown_placements,
+    ),
+    (
+        "aco_colony_non_candidate_placements_total",
+        "Placement reports naming a node that was not the pod's candidate.",
+        |c| c.non_candidate_placements,
+    ),
+    (
+        "aco_colony_failed_outcomes_total",
+        "Reported outcomes below quality 0.5.",
+        |c| c.failed_outcomes,
+    ),
+    (
+        "aco_colony_late_outcomes_total",
+        "Outcomes reported after their placement was confirmed (reliability updated once).",
+        |c| c.late_outcomes,
+    ),
+    (
+        "aco_colony_duplicate_reports_total",
+        "Replayed placement or outcome reports (nothing changed).",
+        |c| c.duplicate_reports,
+    ),
+    (
+        "aco_colony_evicted_decisions_total",
+        "Remembered decisions evicted, oldest first, at MAX_DECISIONS_PER_TENANT.",
+        |c| c.evicted_decisions,
+    ),
 ];
 
 /// Renders the colonies' families, each family once with HELP and TYPE and all its tenants'
@@ -182,7 +227,11 @@ const COLONY_COUNTERS: [CounterFamily; 10] = [
 pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# HELP aco_metrics_colonies Colonies asked by this scrape, by result.\n# TYPE aco_metrics_colonies gauge");
-    let _ = writeln!(out, "aco_metrics_colonies{{result=\"ok\"}} {}", colonies.len());
+    let _ = writeln!(
+        out,
+        "aco_metrics_colonies{{result=\"ok\"}} {}",
+        colonies.len()
+    );
     let _ = writeln!(out, "aco_metrics_colonies{{result=\"failed\"}} {failed}");
     if colonies.is_empty() {
         return out;
@@ -203,7 +252,12 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
     for c in &sorted {
         for (node, tau) in &c.pheromones {
             if tau.is_finite() {
-                let _ = writeln!(out, "aco_pheromone{{{},node=\"{}\"}} {tau}", colony_labels(c), label_value(node));
+                let _ = writeln!(
+                    out,
+                    "aco_pheromone{{{},node=\"{}\"}} {tau}",
+                    colony_labels(c),
+                    label_value(node)
+                );
             }
         }
     }
@@ -215,7 +269,10 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
 /// The two cost sums are counters of $/h added per pod: `rate()` of their difference is the
 /// saving per hour of pods reported.
 fn render_shadow(out: &mut String, colonies: &[&ColonyMetrics]) {
-    let shadowed: Vec<&&ColonyMetrics> = colonies.iter().filter(|c| c.shadow != ShadowSummary::default()).collect();
+    let shadowed: Vec<&&ColonyMetrics> = colonies
+        .iter()
+        .filter(|c| c.shadow != ShadowSummary::default())
+        .collect();
     if shadowed.is_empty() {
         return;
     }
@@ -243,8 +300,15 @@ fn render_shadow(out: &mut String, colonies: &[&ColonyMetrics]) {
     let name = "aco_shadow_latency_critical_on_hot_nodes_total";
     let _ = writeln!(out, "# HELP {name} Shadow-scored latency-critical pods on a node without LATENCY_CRITICAL_MIN_HEADROOM, where they went (chosen) and where the colony would have put them (colony).\n# TYPE {name} counter");
     for c in &shadowed {
-        for (choice, n) in [("chosen", c.shadow.latency_critical_on_hot_chosen), ("colony", c.shadow.latency_critical_on_hot_colony)] {
-            let _ = writeln!(out, "{name}{{{},choice=\"{choice}\"}} {n}", colony_labels(c));
+        for (choice, n) in [
+            ("chosen", c.shadow.latency_critical_on_hot_chosen),
+            ("colony", c.shadow.latency_critical_on_hot_colony),
+        ] {
+            let _ = writeln!(
+                out,
+                "{name}{{{},choice=\"{choice}\"}} {n}",
+                colony_labels(c)
+            );
         }
     }
 }
@@ -254,13 +318,19 @@ fn colony_labels(c: &ColonyMetrics) -> String {
     if c.cluster.is_empty() {
         format!("tenant=\"{}\"", label_value(&c.tenant))
     } else {
-        format!("cluster=\"{}\",tenant=\"{}\"", label_value(&c.cluster), label_value(&c.tenant))
+        format!(
+            "cluster=\"{}\",tenant=\"{}\"",
+            label_value(&c.cluster),
+            label_value(&c.tenant)
+        )
     }
 }
 
 /// Escapes a label value (`\`, `"` and newlines), as the exposition format requires.
 pub fn label_value(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -270,20 +340,42 @@ mod tests {
     #[test]
     fn counts_requests_errors_and_buckets() {
         let mut s = TelemetryState::default();
-        let mut e = Event { verb: "filter".into(), code: 200, seconds: 0.003, ..Default::default() };
-        e.count("aco_filter_nodes_rejected_total", "reason=\"gpu_model\"".into(), 2.0);
+        let mut e = Event {
+            verb: "filter".into(),
+            code: 200,
+            seconds: 0.003,
+            ..Default::default()
+        };
+        e.count(
+            "aco_filter_nodes_rejected_total",
+            "reason=\"gpu_model\"".into(),
+            2.0,
+        );
         s.apply(&e);
-        s.apply(&Event { verb: "filter".into(), code: 400, seconds: 0.0, ..Default::default() });
+        s.apply(&Event {
+            verb: "filter".into(),
+            code: 400,
+            seconds: 0.0,
+            ..Default::default()
+        });
         let text = s.render();
         assert!(text.contains("aco_requests_total{verb=\"filter\",code=\"200\"} 1"));
         assert!(text.contains("aco_request_errors_total{verb=\"filter\",code=\"400\"} 1"));
         assert!(text.contains("aco_filter_nodes_rejected_total{reason=\"gpu_model\"} 2"));
-        assert!(text.contains("aco_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0025\"} 1"));
-        assert!(text.contains("aco_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2"));
+        assert!(
+            text.contains("aco_request_duration_seconds_bucket{verb=\"filter\",le=\"0.0025\"} 1")
+        );
+        assert!(
+            text.contains("aco_request_duration_seconds_bucket{verb=\"filter\",le=\"0.005\"} 2")
+        );
         assert!(text.contains("aco_request_duration_seconds_count{verb=\"filter\"} 2"));
         assert!(text.contains("# TYPE aco_requests_total counter"));
         let mut s = TelemetryState::default();
-        let mut e = Event { verb: "filter".into(), code: 200, ..Default::default() };
+        let mut e = Event {
+            verb: "filter".into(),
+            code: 200,
+            ..Default::default()
+        };
         e.count("aco_filter_nodes_passed_total", String::new(), 3.0);
         s.apply(&e);
         assert!(s.render().contains("\naco_filter_nodes_passed_total 3\n"));
@@ -292,11 +384,26 @@ mod tests {
     #[test]
     fn a_named_clusters_series_carry_its_label_and_the_default_clusters_keep_theirs() {
         let mut s = TelemetryState::default();
-        let mut e = Event { verb: "filter".into(), code: 200, seconds: 0.001, cluster: "prod".into(), ..Default::default() };
-        e.count("aco_filter_nodes_rejected_total", "reason=\"gpu_model\"".into(), 1.0);
+        let mut e = Event {
+            verb: "filter".into(),
+            code: 200,
+            seconds: 0.001,
+            cluster: "prod".into(),
+            ..Default::default()
+        };
+        e.count(
+            "aco_filter_nodes_rejected_total",
+            "reason=\"gpu_model\"".into(),
+            1.0,
+        );
         e.count("aco_node_facts_stored_total", String::new(), 2.0);
         s.apply(&e);
-        s.apply(&Event { verb: "filter".into(), code: 200, seconds: 0.001, ..Default::default() });
+        s.apply(&Event {
+            verb: "filter".into(),
+            code: 200,
+            seconds: 0.001,
+            ..Default::default()
+        });
         let text = s.render();
         for line in [
             "aco_requests_total{cluster=\"prod\",verb=\"filter\",code=\"200\"} 1",
@@ -308,20 +415,35 @@ mod tests {
         ] {
             assert!(text.contains(&format!("{line}\n")), "{line} in\n{text}");
         }
-        let c = ColonyMetrics { cluster: "prod".into(), tenant: "ml".into(), ..Default::default() };
-        assert!(render_colonies(&[c], 0).contains("aco_colony_deposits_total{cluster=\"prod\",tenant=\"ml\"} 0\n"));
+        let c = ColonyMetrics {
+            cluster: "prod".into(),
+            tenant: "ml".into(),
+            ..Default::default()
+        };
+        assert!(render_colonies(&[c], 0)
+            .contains("aco_colony_deposits_total{cluster=\"prod\",tenant=\"ml\"} 0\n"));
     }
 
     #[test]
     fn merging_batches_adds_counters_histograms_and_tenants() {
-        let event = |verb: &str, seconds| Event { verb: verb.into(), code: 200, seconds, tenants: vec!["ml".into()], ..Default::default() };
+        let event = |verb: &str, seconds| Event {
+            verb: verb.into(),
+            code: 200,
+            seconds,
+            tenants: vec!["ml".into()],
+            ..Default::default()
+        };
         let mut one = TelemetryState::default();
         one.apply(&event("filter", 0.001));
         let mut two = TelemetryState::default();
         two.apply(&event("filter", 0.02));
         two.apply(&event("prioritize", 0.002));
         let mut both = TelemetryState::default();
-        for e in [event("filter", 0.001), event("filter", 0.02), event("prioritize", 0.002)] {
+        for e in [
+            event("filter", 0.001),
+            event("filter", 0.02),
+            event("prioritize", 0.002),
+        ] {
             both.apply(&e);
         }
         one.merge(&two);
@@ -334,29 +456,66 @@ mod tests {
         let colony = |t: &str, deposits| ColonyMetrics {
             cluster: String::new(),
             tenant: t.into(),
-            counters: ColonyCounters { deposits, ..Default::default() },
+            counters: ColonyCounters {
+                deposits,
+                ..Default::default()
+            },
             epoch: deposits,
             pheromones: vec![("n1".into(), 1.5)],
             shadow: ShadowSummary::default(),
         };
         let text = render_colonies(&[colony("b", 2), colony("a", 1)], 1);
-        for name in ["aco_colony_deposits_total", "aco_pheromone", "aco_colony_epoch"] {
-            assert_eq!(text.matches(&format!("# TYPE {name} ")).count(), 1, "{text}");
-            assert_eq!(text.matches(&format!("# HELP {name} ")).count(), 1, "{text}");
+        for name in [
+            "aco_colony_deposits_total",
+            "aco_pheromone",
+            "aco_colony_epoch",
+        ] {
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} ")).count(),
+                1,
+                "{text}"
+            );
+            assert_eq!(
+                text.matches(&format!("# HELP {name} ")).count(),
+                1,
+                "{text}"
+            );
         }
-        let a = text.find("aco_colony_deposits_total{tenant=\"a\"} 1").unwrap();
-        let b = text.find("aco_colony_deposits_total{tenant=\"b\"} 2").unwrap();
-        let next_family = text.find("# HELP aco_colony_failed_outcomes_total").unwrap();
+        let a = text
+            .find("aco_colony_deposits_total{tenant=\"a\"} 1")
+            .unwrap();
+        let b = text
+            .find("aco_colony_deposits_total{tenant=\"b\"} 2")
+            .unwrap();
+        let next_family = text
+            .find("# HELP aco_colony_failed_outcomes_total")
+            .unwrap();
         assert!(a < b && b < next_family, "{text}");
         assert!(text.contains("aco_metrics_colonies{result=\"failed\"} 1"));
     }
 
     #[test]
     fn shadow_families_appear_once_for_shadowed_colonies_only() {
-        let shadow = ShadowSummary { pods: 3, agreements: 1, chosen_cost_per_hour: 1.5, colony_cost_per_hour: 0.25, latency_critical: 2, latency_critical_on_hot_chosen: 2, ..Default::default() };
-        let quiet = ColonyMetrics { tenant: "quiet".into(), ..Default::default() };
+        let shadow = ShadowSummary {
+            pods: 3,
+            agreements: 1,
+            chosen_cost_per_hour: 1.5,
+            colony_cost_per_hour: 0.25,
+            latency_critical: 2,
+            latency_critical_on_hot_chosen: 2,
+            ..Default::default()
+        };
+        let quiet = ColonyMetrics {
+            tenant: "quiet".into(),
+            ..Default::default()
+        };
         assert!(!render_colonies(&[quiet.clone()], 0).contains("aco_shadow"));
-        let ml = ColonyMetrics { cluster: "prod".into(), tenant: "ml".into(), shadow, ..Default::default() };
+        let ml = ColonyMetrics {
+            cluster: "prod".into(),
+            tenant: "ml".into(),
+            shadow,
+            ..Default::default()
+        };
         let text = render_colonies(&[ml, quiet], 0);
         for line in [
             "aco_shadow_pods_total{cluster=\"prod\",tenant=\"ml\"} 3",
@@ -368,7 +527,10 @@ mod tests {
         ] {
             assert!(text.contains(&format!("{line}\n")), "{line} in\n{text}");
         }
-        assert_eq!(text.matches("# TYPE aco_shadow_pods_total counter").count(), 1);
+        assert_eq!(
+            text.matches("# TYPE aco_shadow_pods_total counter").count(),
+            1
+        );
         assert!(!text.contains("tenant=\"quiet\",choice"));
     }
 

@@ -10,11 +10,23 @@ fn key(decision_key: &str) -> String {
 
 pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &str, ttl_ms: u64) {
     // KV expirations must be at least 60 s (`kv_put` rounds up).
-    if let Err(e) = bindings.kv_put(facts_store::BINDING, &key(decision_key), tenant.to_string(), Some(ttl_ms / 1000)).await {
+    if let Err(e) = bindings
+        .kv_put(
+            facts_store::BINDING,
+            &key(decision_key),
+            tenant.to_string(),
+            Some(ttl_ms / 1000),
+        )
+        .await
+    {
         worker::console_error!("pod index: {}", e.message);
     }
 }
 
 pub async fn tenant_of(bindings: &Bindings, decision_key: &str) -> Option<String> {
-    bindings.kv_get_text(facts_store::BINDING, &key(decision_key)).await.ok().flatten()
+    bindings
+        .kv_get_text(facts_store::BINDING, &key(decision_key))
+        .await
+        .ok()
+        .flatten()
 }

@@ -11,7 +11,11 @@ use worker::{Result, SqlStorage, SqlStorageValue};
 
 /// Runs `statements` in one SQLite transaction: all of them, or (on the first error) none.
 /// Returns the rows written.
-pub fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statements: &[(&'static str, Vec<SqlStorageValue>)]) -> Result<usize> {
+pub fn run_in_transaction(
+    storage: &worker::Storage,
+    sql: &SqlStorage,
+    statements: &[(&'static str, Vec<SqlStorageValue>)],
+) -> Result<usize> {
     let rows = Cell::new(0usize);
     let mut body = || -> std::result::Result<JsValue, JsValue> {
         rows.set(0);
@@ -28,7 +32,8 @@ pub fn run_in_transaction(storage: &worker::Storage, sql: &SqlStorage, statement
             // Called synchronously and not retained by the runtime, so a borrowed closure is
             // enough. A thrown error (our `Err`) rolls the transaction back and is rethrown.
             let closure = ScopedClosure::<dyn FnMut() -> std::result::Result<JsValue, JsValue>>::borrow_mut_aborting(&mut body);
-            f.call1(raw, closure.as_ref()).map_err(worker::Error::from)?;
+            f.call1(raw, closure.as_ref())
+                .map_err(worker::Error::from)?;
         }
         // A runtime without transactionSync: still one synchronous block, but no rollback.
         None => {

@@ -28,7 +28,9 @@ pub const INSTANCE: &str = "global";
 const MAX_PENDING: usize = 32;
 
 /// Request-duration histogram buckets, in seconds.
-pub const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5];
+pub const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Event {
@@ -92,7 +94,10 @@ fn with_local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
         let mut l = l.borrow_mut();
         if l.isolate.is_empty() {
             // Unique per isolate so that the Durable Object can tell sequences apart.
-            l.isolate = format!("{:016x}", getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis()));
+            l.isolate = format!(
+                "{:016x}",
+                getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis())
+            );
             l.next_seq = 1;
         }
         f(&mut l)
@@ -116,34 +121,53 @@ fn seal(now_ms: u64) -> Option<Delivery> {
     with_local(|l| {
         if !l.current.is_empty() {
             let state = std::mem::take(&mut l.current);
-            l.pending.push(Batch { seq: l.next_seq, state });
+            l.pending.push(Batch {
+                seq: l.next_seq,
+                state,
+            });
             l.next_seq += 1;
             if l.pending.len() > MAX_PENDING {
                 let oldest = l.pending.remove(0);
                 l.pending[0].state.merge(&oldest.state);
             }
         }
-        (!l.pending.is_empty()).then(|| Delivery { isolate: l.isolate.clone(), batches: l.pending.clone(), now_ms })
+        (!l.pending.is_empty()).then(|| Delivery {
+            isolate: l.isolate.clone(),
+            batches: l.pending.clone(),
+            now_ms,
+        })
     })
 }
 
 /// Sends every unacknowledged batch; keeps them on failure (the next flush retries).
 pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
     FLUSH_SCHEDULED.with(|s| s.set(false));
-    let Some(delivery) = seal(now_ms) else { return Ok(()) };
+    let Some(delivery) = seal(now_ms) else {
+        return Ok(());
+    };
     let body = serde_json::to_string(&delivery).map_err(|e| e.to_string())?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(body.into()));
-    let req = Request::new_with_init("https://telemetry/batches", &init).map_err(|e| e.to_string())?;
-    let mut resp = bindings.do_fetch(BINDING, "Telemetry", INSTANCE, req).await.map_err(|e| e.message)?;
-    let ack: Ack = resp.json().await.map_err(|e| format!("telemetry reply: {e}"))?;
+    let req =
+        Request::new_with_init("https://telemetry/batches", &init).map_err(|e| e.to_string())?;
+    let mut resp = bindings
+        .do_fetch(BINDING, "Telemetry", INSTANCE, req)
+        .await
+        .map_err(|e| e.message)?;
+    let ack: Ack = resp
+        .json()
+        .await
+        .map_err(|e| format!("telemetry reply: {e}"))?;
     with_local(|l| l.pending.retain(|b| b.seq > ack.applied_through));
     Ok(())
 }
 
 /// After a request: if no flush is due yet in this isolate, this request's `waitUntil` sends the
 /// counters `flush_ms` from now (immediately with 0). Returns the work to hand to `waitUntil`.
-pub fn schedule_flush(bindings: Bindings, flush_ms: u64) -> Option<impl std::future::Future<Output = ()>> {
+pub fn schedule_flush(
+    bindings: Bindings,
+    flush_ms: u64,
+) -> Option<impl std::future::Future<Output = ()>> {
     if FLUSH_SCHEDULED.with(|s| s.replace(true)) {
         return None;
     }

@@ -44,16 +44,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// The FailedScheduling events of a pod (waits until at least one is there).
 async fn failed_scheduling_messages(kube: &Kube, ns: &str, name: &str) -> Vec<String> {
-    support_kube::wait_for(&format!("FailedScheduling event of {ns}/{name}"), BIND_TIMEOUT, || async move {
-        let msgs: Vec<String> = kube
-            .pod_events(ns, name)
-            .await
-            .iter()
-            .filter(|e| e["reason"] == "FailedScheduling")
-            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
-            .collect();
-        (!msgs.is_empty()).then_some(msgs)
-    })
+    support_kube::wait_for(
+        &format!("FailedScheduling event of {ns}/{name}"),
+        BIND_TIMEOUT,
+        || async move {
+            let msgs: Vec<String> = kube
+                .pod_events(ns, name)
+                .await
+                .iter()
+                .filter(|e| e["reason"] == "FailedScheduling")
+                .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            (!msgs.is_empty()).then_some(msgs)
+        },
+    )
     .await
 }
 
@@ -86,27 +90,64 @@ async fn constraints_hold_in_both_node_modes() {
     env.add_nodes(&nodes).await;
     let by_name: HashMap<String, Value> = nodes.iter().map(|n| (name_of(n), n.clone())).collect();
     let model = |node: &str| label(&by_name[node], "aco/gpu-type");
-    let latency = |node: &str| label(&by_name[node], "aco/latency-us").parse::<u32>().unwrap();
+    let latency = |node: &str| {
+        label(&by_name[node], "aco/latency-us")
+            .parse::<u32>()
+            .unwrap()
+    };
     let is_gpu = |node: &str| !model(node).is_empty();
 
     for node_cache_capable in [false, true] {
-        let ns = format!("constraints-{}", if node_cache_capable { "names" } else { "objects" });
+        let ns = format!(
+            "constraints-{}",
+            if node_cache_capable {
+                "names"
+            } else {
+                "objects"
+            }
+        );
         kube.create_namespace(&ns).await;
         let mut sched = env
             .cp
-            .start_scheduler(&format!("scheduler-{ns}"), &env.worker_config(node_cache_capable))
+            .start_scheduler(
+                &format!("scheduler-{ns}"),
+                &env.worker_config(node_cache_capable),
+            )
             .await;
 
         let v100 = || ("scheduling.aco/gpu-models", "V100M16|V100M32".to_owned());
         let mut pods = Vec::new();
         for i in 0..5 {
-            pods.push(pod(&ns, &format!("gpu-v100-{i}"), PodOpts { gpus: 1, annotations: vec![v100()], ..Default::default() }));
+            pods.push(pod(
+                &ns,
+                &format!("gpu-v100-{i}"),
+                PodOpts {
+                    gpus: 1,
+                    annotations: vec![v100()],
+                    ..Default::default()
+                },
+            ));
         }
         for i in 0..3 {
-            pods.push(pod(&ns, &format!("gpu-any-{i}"), PodOpts { gpus: 1, ..Default::default() }));
+            pods.push(pod(
+                &ns,
+                &format!("gpu-any-{i}"),
+                PodOpts {
+                    gpus: 1,
+                    ..Default::default()
+                },
+            ));
         }
         for i in 0..4 {
-            pods.push(pod(&ns, &format!("cpu-{i}"), PodOpts { cpu: "2", memory: "4Gi", ..Default::default() }));
+            pods.push(pod(
+                &ns,
+                &format!("cpu-{i}"),
+                PodOpts {
+                    cpu: "2",
+                    memory: "4Gi",
+                    ..Default::default()
+                },
+            ));
         }
         for i in 0..4 {
             pods.push(pod(
@@ -124,7 +165,11 @@ async fn constraints_hold_in_both_node_modes() {
         kube.create_pod(&pod(
             &ns,
             "gpu-a100",
-            PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "A100".into())], ..Default::default() },
+            PodOpts {
+                gpus: 1,
+                annotations: vec![("scheduling.aco/gpu-models", "A100".into())],
+                ..Default::default()
+            },
         ))
         .await;
         kube.create_pod(&pod(
@@ -139,15 +184,27 @@ async fn constraints_hold_in_both_node_modes() {
         .await;
 
         let placed = kube.wait_all_bound(&ns, &names, BIND_TIMEOUT).await;
-        let placement: BTreeMap<&str, &str> = names.iter().map(String::as_str).zip(placed.iter().map(String::as_str)).collect();
+        let placement: BTreeMap<&str, &str> = names
+            .iter()
+            .map(String::as_str)
+            .zip(placed.iter().map(String::as_str))
+            .collect();
         eprintln!("nodeCacheCapable={node_cache_capable}: {placement:#?}");
         for (pod, node) in &placement {
             if pod.starts_with("gpu-v100") {
-                assert!(model(node).starts_with("V100"), "{pod} (V100 only) bound to {node} ({})", model(node));
+                assert!(
+                    model(node).starts_with("V100"),
+                    "{pod} (V100 only) bound to {node} ({})",
+                    model(node)
+                );
             } else if pod.starts_with("gpu-any") {
                 assert!(is_gpu(node), "{pod} (GPU) bound to CPU-only node {node}");
             } else if pod.starts_with("latency") {
-                assert!(latency(node) <= 200, "{pod} (target 200 µs) bound to {node} at {} µs", latency(node));
+                assert!(
+                    latency(node) <= 200,
+                    "{pod} (target 200 µs) bound to {node} at {} µs",
+                    latency(node)
+                );
             }
         }
 
@@ -156,7 +213,10 @@ async fn constraints_hold_in_both_node_modes() {
             let message = kube.wait_unschedulable(&ns, pod, BIND_TIMEOUT).await;
             let events = failed_scheduling_messages(kube, &ns, pod).await;
             eprintln!("{pod}: condition: {message}\n  events: {events:?}");
-            assert!(message.to_lowercase().contains(needle), "{pod}: condition lacks {needle:?}: {message}");
+            assert!(
+                message.to_lowercase().contains(needle),
+                "{pod}: condition lacks {needle:?}: {message}"
+            );
             assert!(
                 events.iter().any(|m| m.to_lowercase().contains(needle)),
                 "{pod}: no FailedScheduling event mentions {needle:?}: {events:?}"
@@ -191,12 +251,12 @@ fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
 /// pulling the pod onto a third, busier node.
 fn prefer_node(node: &str, other: &str) -> Value {
     json!({"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node, other]}]}]},
-        "preferredDuringSchedulingIgnoredDuringExecution": [{
-            "weight": 100,
-            "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
-        }]}})
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node, other]}]}]},
+    "preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "preference": {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}
+    }]}})
 }
 
 fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Value {
@@ -204,7 +264,10 @@ fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Va
         ns,
         name,
         PodOpts {
-            labels: vec![("scheduling.aco/tenant-id", tenant.into()), ("aco/workload-type", "batch".into())],
+            labels: vec![
+                ("scheduling.aco/tenant-id", tenant.into()),
+                ("aco/workload-type", "batch".into()),
+            ],
             affinity,
             ..Default::default()
         },
@@ -214,11 +277,15 @@ fn tenant_pod(ns: &str, name: &str, tenant: &str, affinity: Option<Value>) -> Va
 /// The reporter reports every pod bound through the extender: the tenant's deposits grow by
 /// exactly the pods bound (never more).
 async fn wait_reported(env: &Env, tenant: &str, before: u64, names: &[String]) {
-    env.api.wait_deposits(tenant, before + names.len() as u64, Duration::from_secs(60)).await;
+    env.api
+        .wait_deposits(tenant, before + names.len() as u64, Duration::from_secs(60))
+        .await;
 }
 
 fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
-    taus.iter().max_by(|a, b| a.1.total_cmp(b.1)).map(|(k, _)| k.as_str())
+    taus.iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, _)| k.as_str())
 }
 
 #[tokio::test]
@@ -232,32 +299,70 @@ async fn tenants_learn_only_from_their_own_placements() {
     let (w, z) = (name_of(&nodes[0]), name_of(&nodes[4]));
     let ns = "tenants";
     kube.create_namespace(ns).await;
-    let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(false)).await;
+    let _sched = env
+        .cp
+        .start_scheduler("scheduler", &env.worker_config(false))
+        .await;
 
     let a0 = env.api.taus("team-a").await;
     let b0 = env.api.taus("team-b").await;
 
     // History of team-a: placed on X (a soft node affinity makes kube-scheduler choose X).
-    let a_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("a-hist-{i}"), "team-a", Some(prefer_node(&x, &w)))).collect();
+    let a_hist: Vec<Value> = (0..6)
+        .map(|i| {
+            tenant_pod(
+                ns,
+                &format!("a-hist-{i}"),
+                "team-a",
+                Some(prefer_node(&x, &w)),
+            )
+        })
+        .collect();
     let a_names = create_pods(kube, &a_hist).await;
     let placed = kube.wait_all_bound(ns, &a_names, BIND_TIMEOUT).await;
-    assert!(placed.iter().all(|n| *n == x), "team-a history should be on {x}: {placed:?}");
+    assert!(
+        placed.iter().all(|n| *n == x),
+        "team-a history should be on {x}: {placed:?}"
+    );
     // Scoring alone deposits nothing: the trail must not move before a confirmed placement.
-    assert!(a0.values().all(|t| *t <= TAU_INITIAL + 1e-9), "team-a's trail moved before any placement: {a0:?}");
+    assert!(
+        a0.values().all(|t| *t <= TAU_INITIAL + 1e-9),
+        "team-a's trail moved before any placement: {a0:?}"
+    );
     wait_reported(&env, "team-a", 0, &a_names).await;
     let a2 = env.api.taus("team-a").await;
-    assert_eq!(argmax(&a2), Some(x.as_str()), "team-a after its placements on {x}: {a2:?}");
+    assert_eq!(
+        argmax(&a2),
+        Some(x.as_str()),
+        "team-a after its placements on {x}: {a2:?}"
+    );
     let b1 = env.api.taus("team-b").await;
     assert_eq!(b1, b0, "team-a's placements moved team-b's trail");
 
     // History of team-b: placed on Y.
-    let b_hist: Vec<Value> = (0..6).map(|i| tenant_pod(ns, &format!("b-hist-{i}"), "team-b", Some(prefer_node(&y, &z)))).collect();
+    let b_hist: Vec<Value> = (0..6)
+        .map(|i| {
+            tenant_pod(
+                ns,
+                &format!("b-hist-{i}"),
+                "team-b",
+                Some(prefer_node(&y, &z)),
+            )
+        })
+        .collect();
     let b_names = create_pods(kube, &b_hist).await;
     let placed = kube.wait_all_bound(ns, &b_names, BIND_TIMEOUT).await;
-    assert!(placed.iter().all(|n| *n == y), "team-b history should be on {y}: {placed:?}");
+    assert!(
+        placed.iter().all(|n| *n == y),
+        "team-b history should be on {y}: {placed:?}"
+    );
     wait_reported(&env, "team-b", 0, &b_names).await;
     let b2 = env.api.taus("team-b").await;
-    assert_eq!(argmax(&b2), Some(y.as_str()), "team-b after its placements on {y}: {b2:?}");
+    assert_eq!(
+        argmax(&b2),
+        Some(y.as_str()),
+        "team-b after its placements on {y}: {b2:?}"
+    );
     let a3 = env.api.taus("team-a").await;
     assert!(
         a3.get(&y).copied().unwrap_or(0.0) <= a2.get(&y).copied().unwrap_or(0.0) + 1e-9,
@@ -276,11 +381,24 @@ async fn tenants_learn_only_from_their_own_placements() {
     let names = create_pods(kube, &fresh).await;
     let placed = kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
     let on = |prefix: &str, node: &str| {
-        names.iter().zip(&placed).filter(|(p, n)| p.starts_with(prefix) && *n == node).count()
+        names
+            .iter()
+            .zip(&placed)
+            .filter(|(p, n)| p.starts_with(prefix) && *n == node)
+            .count()
     };
-    eprintln!("fresh placements: {:?}", names.iter().zip(&placed).collect::<Vec<_>>());
-    assert!(on("a-new", &x) >= 3, "team-a's new pods should mostly go to {x}");
-    assert!(on("b-new", &y) >= 3, "team-b's new pods should mostly go to {y}");
+    eprintln!(
+        "fresh placements: {:?}",
+        names.iter().zip(&placed).collect::<Vec<_>>()
+    );
+    assert!(
+        on("a-new", &x) >= 3,
+        "team-a's new pods should mostly go to {x}"
+    );
+    assert!(
+        on("b-new", &y) >= 3,
+        "team-b's new pods should mostly go to {y}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,25 +419,38 @@ async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
         })
         .collect();
     env.add_nodes(&nodes).await;
-    let cost: HashMap<String, f64> = nodes.iter().map(|n| (name_of(n), label(n, "aco/cost-per-hour").parse().unwrap())).collect();
+    let cost: HashMap<String, f64> = nodes
+        .iter()
+        .map(|n| (name_of(n), label(n, "aco/cost-per-hour").parse().unwrap()))
+        .collect();
     let ns = "cost";
     kube.create_namespace(ns).await;
 
     let batch = |tag: &str| -> Vec<Value> {
         (0..12)
             .map(|i| {
-                pod(ns, &format!("{tag}-{i}"), PodOpts {
-                    cpu: "2",
-                    memory: "4Gi",
-                    labels: vec![("aco/workload-type", "batch".into())],
-                    ..Default::default()
-                })
+                pod(
+                    ns,
+                    &format!("{tag}-{i}"),
+                    PodOpts {
+                        cpu: "2",
+                        memory: "4Gi",
+                        labels: vec![("aco/workload-type", "batch".into())],
+                        ..Default::default()
+                    },
+                )
             })
             .collect()
     };
     let mut mean_cost = BTreeMap::new();
-    for (tag, config) in [("alone", SchedulerConfig::off()), ("aco", env.worker_config(false))] {
-        let sched = env.cp.start_scheduler(&format!("scheduler-{tag}"), &config).await;
+    for (tag, config) in [
+        ("alone", SchedulerConfig::off()),
+        ("aco", env.worker_config(false)),
+    ] {
+        let sched = env
+            .cp
+            .start_scheduler(&format!("scheduler-{tag}"), &config)
+            .await;
         let names = create_pods(kube, &batch(tag)).await;
         let placed = kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
         let mean = placed.iter().map(|n| cost[n]).sum::<f64>() / placed.len() as f64;
@@ -348,7 +479,9 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     env.kube().create_namespace(ns).await;
 
     // kube-scheduler → aco-netem-proxy → Worker; the proxy injects the failures.
-    let proxy = env.cp.start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
+    let proxy = env
+        .cp
+        .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
     let mut config = env.worker_config(false);
     if let support_kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
         *url_prefix = format!("https://{}/v1", proxy.addr);
@@ -356,17 +489,35 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     let mut sched = env.cp.start_scheduler("scheduler", &config).await;
     // A pod only the Worker would refuse: no node has an A100.
     let a100 = |name: &str| {
-        pod(ns, name, PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "A100".into())], ..Default::default() })
+        pod(
+            ns,
+            name,
+            PodOpts {
+                gpus: 1,
+                annotations: vec![("scheduling.aco/gpu-models", "A100".into())],
+                ..Default::default()
+            },
+        )
     };
 
     // Through the Worker: refused.
     env.kube().create_pod(&a100("via-worker")).await;
-    let msg = env.kube().wait_unschedulable(ns, "via-worker", BIND_TIMEOUT).await;
+    let msg = env
+        .kube()
+        .wait_unschedulable(ns, "via-worker", BIND_TIMEOUT)
+        .await;
     assert!(msg.to_lowercase().contains("a100"), "{msg}");
-    env.kube().delete(&format!("/api/v1/namespaces/{ns}/pods/via-worker")).await.unwrap();
+    env.kube()
+        .delete(&format!("/api/v1/namespaces/{ns}/pods/via-worker"))
+        .await
+        .unwrap();
 
     // Unreachable, HTTP 500, hanging (httpTimeout 1s): kube-scheduler goes on without it.
-    for (mode, name) in [(ProxyMode::Refuse, "refused"), (ProxyMode::Error, "http-500"), (ProxyMode::Blackhole, "hanging")] {
+    for (mode, name) in [
+        (ProxyMode::Refuse, "refused"),
+        (ProxyMode::Error, "http-500"),
+        (ProxyMode::Blackhole, "hanging"),
+    ] {
         proxy.set_mode(mode).await;
         env.kube().create_pod(&a100(name)).await;
         let node = env.kube().wait_bound(ns, name, BIND_TIMEOUT).await;
@@ -377,7 +528,10 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     proxy.set_mode(ProxyMode::Pass).await;
     drop(env.worker.take());
     env.kube().create_pod(&a100("worker-stopped")).await;
-    let node = env.kube().wait_bound(ns, "worker-stopped", BIND_TIMEOUT).await;
+    let node = env
+        .kube()
+        .wait_bound(ns, "worker-stopped", BIND_TIMEOUT)
+        .await;
     eprintln!("Worker stopped: bound to {node}");
 
     // Back (same state dir, new port): scheduling goes through it again.
@@ -386,17 +540,27 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     env.worker = Some(worker);
     proxy.set_upstream(&host_port(&env.api.base)).await;
     env.kube().create_pod(&a100("worker-back")).await;
-    let msg = env.kube().wait_unschedulable(ns, "worker-back", BIND_TIMEOUT).await;
+    let msg = env
+        .kube()
+        .wait_unschedulable(ns, "worker-back", BIND_TIMEOUT)
+        .await;
     assert!(msg.to_lowercase().contains("a100"), "{msg}");
     env.kube()
-        .create_pod(&pod(ns, "v100-back", PodOpts {
-            gpus: 1,
-            annotations: vec![("scheduling.aco/gpu-models", "V100M16|V100M32".into())],
-            ..Default::default()
-        }))
+        .create_pod(&pod(
+            ns,
+            "v100-back",
+            PodOpts {
+                gpus: 1,
+                annotations: vec![("scheduling.aco/gpu-models", "V100M16|V100M32".into())],
+                ..Default::default()
+            },
+        ))
         .await;
     let node = env.kube().wait_bound(ns, "v100-back", BIND_TIMEOUT).await;
-    assert!(label(&by_name[&node], "aco/gpu-type").starts_with("V100"), "v100-back on {node}");
+    assert!(
+        label(&by_name[&node], "aco/gpu-type").starts_with("V100"),
+        "v100-back on {node}"
+    );
     sched.assert_running();
 }
 
@@ -424,7 +588,10 @@ fn collection_path(obj: &Value) -> String {
 fn yaml_docs(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_json::to_value(<serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap()).unwrap())
+        .map(|d| {
+            serde_json::to_value(<serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap())
+                .unwrap()
+        })
         .filter(|v| !v.is_null())
         .collect()
 }
@@ -449,7 +616,10 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         let mut data = serde_json::Map::new();
         for f in gen["files"].as_array().unwrap() {
             let f = f.as_str().unwrap();
-            data.insert(f.to_owned(), std::fs::read_to_string(k8s.join(f)).unwrap().into());
+            data.insert(
+                f.to_owned(),
+                std::fs::read_to_string(k8s.join(f)).unwrap().into(),
+            );
         }
         objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": gen["name"], "labels": kustomization["generatorOptions"]["labels"]},
@@ -459,22 +629,61 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         obj["metadata"]["namespace"] = ns.into();
         kube.post(&collection_path(&obj), &obj).await;
     }
-    let cm = kube.get(&format!("/api/v1/namespaces/{ns}/configmaps/aco-scheduler-config")).await.unwrap();
-    let deploy = kube.get(&format!("/apis/apps/v1/namespaces/{ns}/deployments/aco-scheduler")).await.unwrap();
+    let cm = kube
+        .get(&format!(
+            "/api/v1/namespaces/{ns}/configmaps/aco-scheduler-config"
+        ))
+        .await
+        .unwrap();
+    let deploy = kube
+        .get(&format!(
+            "/apis/apps/v1/namespaces/{ns}/deployments/aco-scheduler"
+        ))
+        .await
+        .unwrap();
     let args = deploy["spec"]["template"]["spec"]["containers"][0]["command"].to_string();
-    let file = cm["data"].as_object().unwrap().keys().next().unwrap().clone();
-    assert!(args.contains(&file), "the Deployment must read the ConfigMap's {file}: {args}");
-    let image = deploy["spec"]["template"]["spec"]["containers"][0]["image"].as_str().unwrap().to_owned();
-    let version = std::process::Command::new(env.cp.bin.join("kube-scheduler")).arg("--version").output().unwrap();
-    let version = String::from_utf8_lossy(&version.stdout).trim().replace("Kubernetes ", "");
-    assert!(image.ends_with(&format!(":{version}")), "Deployment image {image} should be the tested {version}");
+    let file = cm["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    assert!(
+        args.contains(&file),
+        "the Deployment must read the ConfigMap's {file}: {args}"
+    );
+    let image = deploy["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let version = std::process::Command::new(env.cp.bin.join("kube-scheduler"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let version = String::from_utf8_lossy(&version.stdout)
+        .trim()
+        .replace("Kubernetes ", "");
+    assert!(
+        image.ends_with(&format!(":{version}")),
+        "Deployment image {image} should be the tested {version}"
+    );
 
     // Example pods, scheduled by kube-scheduler with the shipped config through the Worker.
     env.add_nodes(&constraint_nodes()).await;
-    let by_name: HashMap<String, Value> = constraint_nodes().iter().map(|n| (name_of(n), n.clone())).collect();
-    let _sched = env.cp.start_scheduler("scheduler", &env.worker_config(false)).await;
+    let by_name: HashMap<String, Value> = constraint_nodes()
+        .iter()
+        .map(|n| (name_of(n), n.clone()))
+        .collect();
+    let _sched = env
+        .cp
+        .start_scheduler("scheduler", &env.worker_config(false))
+        .await;
     let mut examples: Vec<Value> = Vec::new();
-    let mut dir: Vec<_> = std::fs::read_dir(k8s.join("examples")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut dir: Vec<_> = std::fs::read_dir(k8s.join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     dir.sort();
     for path in dir {
         examples.extend(yaml_docs(&path));
@@ -496,9 +705,13 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         let node = kube.wait_bound(ns, &name, BIND_TIMEOUT).await;
         let n = &by_name[&node];
         if let Some(models) = obj["metadata"]["annotations"]["scheduling.aco/gpu-models"].as_str() {
-            assert!(models.split('|').any(|m| m == label(n, "aco/gpu-type")), "{name} on {node}");
+            assert!(
+                models.split('|').any(|m| m == label(n, "aco/gpu-type")),
+                "{name} on {node}"
+            );
         }
-        if let Some(t) = obj["metadata"]["annotations"]["scheduling.aco/latency-target-us"].as_str() {
+        if let Some(t) = obj["metadata"]["annotations"]["scheduling.aco/latency-target-us"].as_str()
+        {
             let lat: u32 = label(n, "aco/latency-us").parse().unwrap();
             assert!(lat <= t.parse().unwrap(), "{name} on {node} at {lat} µs");
         }

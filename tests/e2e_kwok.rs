@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support_kube::fixtures::*;
-use support_kube::kwok::{quantity, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION, USAGE_CPU, USAGE_MEMORY};
+use support_kube::kwok::{
+    quantity, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION, USAGE_CPU, USAGE_MEMORY,
+};
 use support_kube::{wait_for, ControlPlane, Kube};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -28,8 +30,20 @@ const NS: &str = "kwok-e2e";
 const GI: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// A pod bound to `node` (no scheduler involved).
-fn bound_pod(name: &str, node: &str, restart_policy: &str, annotations: Vec<(&str, String)>) -> Value {
-    let mut p = pod(NS, name, PodOpts { annotations, ..Default::default() });
+fn bound_pod(
+    name: &str,
+    node: &str,
+    restart_policy: &str,
+    annotations: Vec<(&str, String)>,
+) -> Value {
+    let mut p = pod(
+        NS,
+        name,
+        PodOpts {
+            annotations,
+            ..Default::default()
+        },
+    );
     let spec = p["spec"].as_object_mut().unwrap();
     spec.remove("schedulerName");
     spec.insert("nodeName".into(), node.into());
@@ -38,15 +52,28 @@ fn bound_pod(name: &str, node: &str, restart_policy: &str, annotations: Vec<(&st
 }
 
 fn usage_pod(name: &str, node: &str, cpu: &str, memory: &str) -> Value {
-    bound_pod(name, node, "Always", vec![(USAGE_CPU, cpu.into()), (USAGE_MEMORY, memory.into())])
+    bound_pod(
+        name,
+        node,
+        "Always",
+        vec![(USAGE_CPU, cpu.into()), (USAGE_MEMORY, memory.into())],
+    )
 }
 
 fn fate_pod(name: &str, node: &str, fate: &str, restart_policy: &str) -> Value {
-    bound_pod(name, node, restart_policy, vec![(FATE, fate.into()), (FATE_AFTER, "2s".into())])
+    bound_pod(
+        name,
+        node,
+        restart_policy,
+        vec![(FATE, fate.into()), (FATE_AFTER, "2s".into())],
+    )
 }
 
 fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
-    obj["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
 }
 
 fn is_true(obj: &Value, kind: &str) -> bool {
@@ -64,7 +91,9 @@ async fn wait_pod(kube: &Kube, name: &str, what: &str, pred: impl Fn(&Value) -> 
 }
 
 async fn node_metrics(kube: &Kube, node: &str) -> Option<Value> {
-    kube.get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{node}")).await.ok()
+    kube.get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{node}"))
+        .await
+        .ok()
 }
 
 fn close(actual: f64, want: f64, tolerance: f64) -> bool {
@@ -76,7 +105,10 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
     let cp = ControlPlane::start().await;
     let kube = &cp.kube;
     let _kwok = cp.start_kwok().await;
-    let nodes: Vec<Value> = pick_gpu_nodes(&["T4", "V100M16"]).into_iter().map(kwok_node).collect();
+    let nodes: Vec<Value> = pick_gpu_nodes(&["T4", "V100M16"])
+        .into_iter()
+        .map(kwok_node)
+        .collect();
     create_kwok_nodes(kube, &nodes).await;
     let (hot, cold) = (name_of(&nodes[0]), name_of(&nodes[1]));
     let _metrics_server = cp.start_metrics_server().await;
@@ -91,17 +123,39 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
         .await;
         let addresses = node["status"]["addresses"].as_array().unwrap();
         assert!(
-            addresses.iter().any(|a| a["type"] == "InternalIP" && a["address"] == "127.0.0.1"),
+            addresses
+                .iter()
+                .any(|a| a["type"] == "InternalIP" && a["address"] == "127.0.0.1"),
             "{name}: {addresses:?}"
         );
-        assert!(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"].as_u64().unwrap_or(0) > 0);
+        assert!(
+            node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0
+        );
         // Kept, though in canonical form (kwok re-renders it: 96000m -> 96, 393216Mi -> 384Gi).
         let numbers = |v: &Value| -> Vec<(String, Option<f64>)> {
-            v.as_object().unwrap().iter().map(|(k, q)| (k.clone(), q.as_str().and_then(quantity))).collect()
+            v.as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, q)| (k.clone(), q.as_str().and_then(quantity)))
+                .collect()
         };
-        assert_eq!(numbers(&node["status"]["allocatable"]), numbers(&want["status"]["allocatable"]), "{name}");
-        assert_eq!(numbers(&node["status"]["capacity"]), numbers(&want["status"]["capacity"]), "{name}");
-        assert_eq!(node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"], want["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]);
+        assert_eq!(
+            numbers(&node["status"]["allocatable"]),
+            numbers(&want["status"]["allocatable"]),
+            "{name}"
+        );
+        assert_eq!(
+            numbers(&node["status"]["capacity"]),
+            numbers(&want["status"]["capacity"]),
+            "{name}"
+        );
+        assert_eq!(
+            node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"],
+            want["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+        );
     }
 
     kube.create_namespace(NS).await;
@@ -125,39 +179,91 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
     // (a) pods go Running, Ready, with an IP, on their node.
     for p in &usage_pods {
         let name = name_of(p);
-        let pod = wait_pod(kube, &name, "Running and Ready", |p| p["status"]["phase"] == "Running" && is_true(p, "Ready")).await;
+        let pod = wait_pod(kube, &name, "Running and Ready", |p| {
+            p["status"]["phase"] == "Running" && is_true(p, "Ready")
+        })
+        .await;
         assert_eq!(pod["status"]["hostIP"], "127.0.0.1");
-        assert!(pod["status"]["podIP"].as_str().is_some_and(|ip| !ip.is_empty()));
+        assert!(pod["status"]["podIP"]
+            .as_str()
+            .is_some_and(|ip| !ip.is_empty()));
         let cs = &pod["status"]["containerStatuses"][0];
-        assert!(cs["state"]["running"]["startedAt"].is_string(), "{name}: {cs}");
+        assert!(
+            cs["state"]["running"]["startedAt"].is_string(),
+            "{name}: {cs}"
+        );
         assert_eq!(cs["restartCount"], 0);
     }
 
     // (c) the fates, as a kubelet reports them.
     let cs = |p: &Value| p["status"]["containerStatuses"][0].clone();
-    let p = wait_pod(kube, "failed-never", "Failed", |p| p["status"]["phase"] == "Failed").await;
+    let p = wait_pod(kube, "failed-never", "Failed", |p| {
+        p["status"]["phase"] == "Failed"
+    })
+    .await;
     let c = cs(&p);
-    assert_eq!((c["state"]["terminated"]["reason"].as_str(), c["state"]["terminated"]["exitCode"].as_i64()), (Some("Error"), Some(1)), "{c}");
-    assert_eq!((c["ready"].as_bool(), c["restartCount"].as_i64()), (Some(false), Some(0)), "{c}");
+    assert_eq!(
+        (
+            c["state"]["terminated"]["reason"].as_str(),
+            c["state"]["terminated"]["exitCode"].as_i64()
+        ),
+        (Some("Error"), Some(1)),
+        "{c}"
+    );
+    assert_eq!(
+        (c["ready"].as_bool(), c["restartCount"].as_i64()),
+        (Some(false), Some(0)),
+        "{c}"
+    );
     assert_eq!(condition(&p, "Ready").unwrap()["reason"], "PodFailed");
 
-    let p = wait_pod(kube, "oom-never", "Failed", |p| p["status"]["phase"] == "Failed").await;
+    let p = wait_pod(kube, "oom-never", "Failed", |p| {
+        p["status"]["phase"] == "Failed"
+    })
+    .await;
     let c = cs(&p);
-    assert_eq!((c["state"]["terminated"]["reason"].as_str(), c["state"]["terminated"]["exitCode"].as_i64()), (Some("OOMKilled"), Some(137)), "{c}");
+    assert_eq!(
+        (
+            c["state"]["terminated"]["reason"].as_str(),
+            c["state"]["terminated"]["exitCode"].as_i64()
+        ),
+        (Some("OOMKilled"), Some(137)),
+        "{c}"
+    );
     assert_eq!(c["restartCount"], 0, "{c}");
 
-    let p = wait_pod(kube, "failed-always", "restarted", |p| cs(p)["restartCount"].as_i64() >= Some(1)).await;
+    let p = wait_pod(kube, "failed-always", "restarted", |p| {
+        cs(p)["restartCount"].as_i64() >= Some(1)
+    })
+    .await;
     let c = cs(&p);
     assert_eq!(p["status"]["phase"], "Running");
-    assert_eq!((c["lastState"]["terminated"]["reason"].as_str(), c["lastState"]["terminated"]["exitCode"].as_i64()), (Some("Error"), Some(1)), "{c}");
+    assert_eq!(
+        (
+            c["lastState"]["terminated"]["reason"].as_str(),
+            c["lastState"]["terminated"]["exitCode"].as_i64()
+        ),
+        (Some("Error"), Some(1)),
+        "{c}"
+    );
     assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff", "{c}");
     assert_eq!(c["ready"], false);
     assert!(!is_true(&p, "Ready"));
 
-    let p = wait_pod(kube, "oom-always", "restarted", |p| cs(p)["restartCount"].as_i64() >= Some(1)).await;
+    let p = wait_pod(kube, "oom-always", "restarted", |p| {
+        cs(p)["restartCount"].as_i64() >= Some(1)
+    })
+    .await;
     let c = cs(&p);
     assert_eq!(p["status"]["phase"], "Running");
-    assert_eq!((c["lastState"]["terminated"]["reason"].as_str(), c["lastState"]["terminated"]["exitCode"].as_i64()), (Some("OOMKilled"), Some(137)), "{c}");
+    assert_eq!(
+        (
+            c["lastState"]["terminated"]["reason"].as_str(),
+            c["lastState"]["terminated"]["exitCode"].as_i64()
+        ),
+        (Some("OOMKilled"), Some(137)),
+        "{c}"
+    );
     assert!(c["state"]["running"]["startedAt"].is_string(), "{c}");
     assert_eq!(c["ready"], true);
     assert!(is_true(&p, "Ready"));
@@ -165,36 +271,79 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
     // (b) NodeMetrics through the aggregation layer. The first windows may straddle the pods'
     // start, so wait for one that covers full usage (a few scrapes at most).
     let metrics_timeout = TIMEOUT + 4 * METRIC_RESOLUTION;
-    let (hot_metrics, hot_usage) = wait_for(&format!("NodeMetrics of {hot} near 3 cores"), metrics_timeout, || async {
-        let m = node_metrics(kube, &hot).await?;
-        let u = Usage::of(&m["usage"])?;
-        close(u.cpu_cores, 3.0, 0.05).then_some((m, u))
-    })
+    let (hot_metrics, hot_usage) = wait_for(
+        &format!("NodeMetrics of {hot} near 3 cores"),
+        metrics_timeout,
+        || async {
+            let m = node_metrics(kube, &hot).await?;
+            let u = Usage::of(&m["usage"])?;
+            close(u.cpu_cores, 3.0, 0.05).then_some((m, u))
+        },
+    )
     .await;
-    assert!(close(hot_usage.memory_bytes, 2.0 * GI, 0.01), "{hot}: {hot_metrics}");
-    assert!(hot_metrics["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{hot_metrics}");
-    assert!(hot_metrics["window"].as_str().is_some_and(|w| w.ends_with('s')), "window: {hot_metrics}");
+    assert!(
+        close(hot_usage.memory_bytes, 2.0 * GI, 0.01),
+        "{hot}: {hot_metrics}"
+    );
+    assert!(
+        hot_metrics["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{hot_metrics}"
+    );
+    assert!(
+        hot_metrics["window"]
+            .as_str()
+            .is_some_and(|w| w.ends_with('s')),
+        "window: {hot_metrics}"
+    );
     assert_eq!(hot_metrics["metadata"]["name"], hot);
 
-    let (cold_metrics, cold_usage) = wait_for(&format!("NodeMetrics of {cold}"), metrics_timeout, || async {
-        let m = node_metrics(kube, &cold).await?;
-        let u = Usage::of(&m["usage"])?;
-        close(u.cpu_cores, 0.2, 0.25).then_some((m, u))
-    })
+    let (cold_metrics, cold_usage) = wait_for(
+        &format!("NodeMetrics of {cold}"),
+        metrics_timeout,
+        || async {
+            let m = node_metrics(kube, &cold).await?;
+            let u = Usage::of(&m["usage"])?;
+            close(u.cpu_cores, 0.2, 0.25).then_some((m, u))
+        },
+    )
     .await;
     eprintln!("NodeMetrics {hot}: {hot_metrics}\nNodeMetrics {cold}: {cold_metrics}");
-    assert!(cold_usage.cpu_cores < hot_usage.cpu_cores / 5.0, "{cold_metrics} vs {hot_metrics}");
-    assert!(cold_usage.memory_bytes < hot_usage.memory_bytes, "{cold_metrics} vs {hot_metrics}");
+    assert!(
+        cold_usage.cpu_cores < hot_usage.cpu_cores / 5.0,
+        "{cold_metrics} vs {hot_metrics}"
+    );
+    assert!(
+        cold_usage.memory_bytes < hot_usage.memory_bytes,
+        "{cold_metrics} vs {hot_metrics}"
+    );
 
     // PodMetrics: per container, from the same scrape.
     let pm = wait_for("PodMetrics of hot-0", metrics_timeout, || async {
-        let m = kube.get(&format!("/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods/hot-0")).await.ok()?;
+        let m = kube
+            .get(&format!(
+                "/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods/hot-0"
+            ))
+            .await
+            .ok()?;
         let u = Usage::of(&m["containers"][0]["usage"])?;
         close(u.cpu_cores, 1.5, 0.05).then_some(m)
     })
     .await;
     assert_eq!(pm["containers"][0]["name"], "c");
-    let list = kube.get("/apis/metrics.k8s.io/v1beta1/nodes").await.unwrap();
-    let names: Vec<&str> = list["items"].as_array().unwrap().iter().filter_map(|m| m["metadata"]["name"].as_str()).collect();
-    assert!(names.contains(&hot.as_str()) && names.contains(&cold.as_str()), "{names:?}");
+    let list = kube
+        .get("/apis/metrics.k8s.io/v1beta1/nodes")
+        .await
+        .unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&hot.as_str()) && names.contains(&cold.as_str()),
+        "{names:?}"
+    );
 }

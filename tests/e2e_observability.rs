@@ -52,10 +52,17 @@ fn prometheus_rule() -> serde_yaml::Value {
 /// Writes the PrometheusRule's `spec.groups` as a plain rules file `dir/aco-rules.yml`.
 fn write_rules_file(dir: &Path) -> PathBuf {
     let rule = prometheus_rule();
-    assert_eq!(rule["apiVersion"].as_str(), Some("monitoring.coreos.com/v1"), "{RULES}");
+    assert_eq!(
+        rule["apiVersion"].as_str(),
+        Some("monitoring.coreos.com/v1"),
+        "{RULES}"
+    );
     assert_eq!(rule["kind"].as_str(), Some("PrometheusRule"), "{RULES}");
     let groups = rule["spec"]["groups"].clone();
-    assert!(groups.as_sequence().is_some_and(|g| !g.is_empty()), "{RULES}: no spec.groups");
+    assert!(
+        groups.as_sequence().is_some_and(|g| !g.is_empty()),
+        "{RULES}: no spec.groups"
+    );
     let mut file = serde_yaml::Mapping::new();
     file.insert("groups".into(), groups);
     let path = dir.join(RULES_FILE);
@@ -70,12 +77,22 @@ fn promtool(dir: &Path, args: &[&str]) -> (bool, String) {
         .current_dir(dir)
         .output()
         .expect("promtool (Debian package prometheus; scripts/setup installs it)");
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }
 
 fn alerts() -> Vec<serde_yaml::Value> {
     let rule = prometheus_rule();
-    let groups = rule["spec"]["groups"].as_sequence().cloned().unwrap_or_default();
+    let groups = rule["spec"]["groups"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
     groups
         .iter()
         .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
@@ -96,14 +113,23 @@ fn prometheus_rule_passes_promtool_check_rules() {
 fn alerts_pass_their_promtool_unit_tests() {
     let dir = tempfile::tempdir().unwrap();
     write_rules_file(dir.path());
-    std::fs::copy(repo_root().join(RULES_TEST), dir.path().join("rules-test.yaml")).unwrap();
+    std::fs::copy(
+        repo_root().join(RULES_TEST),
+        dir.path().join("rules-test.yaml"),
+    )
+    .unwrap();
     let (ok, out) = promtool(dir.path(), &["test", "rules", "rules-test.yaml"]);
     assert!(ok, "promtool test rules {RULES_TEST}:\n{out}");
     // Every alert is exercised by a firing case of the unit tests.
     let tests = std::fs::read_to_string(repo_root().join(RULES_TEST)).unwrap();
     for alert in alerts() {
         let name = alert["alert"].as_str().unwrap();
-        assert!(tests.contains(&format!("alertname: {name}\n        exp_alerts:\n          - ")), "{RULES_TEST} never expects {name} to fire");
+        assert!(
+            tests.contains(&format!(
+                "alertname: {name}\n        exp_alerts:\n          - "
+            )),
+            "{RULES_TEST} never expects {name} to fire"
+        );
     }
 }
 
@@ -112,19 +138,42 @@ fn every_alert_has_a_severity_a_summary_and_a_runbook_section() {
     let docs = std::fs::read_to_string(repo_root().join(DOCS)).unwrap();
     let all = alerts();
     assert!(all.len() >= 4, "{RULES}: {} alerts", all.len());
-    for want in ["AcoWorkerErrors", "AcoNodeFactsStale", "AcoReporterBehind", "AcoColonyUnreachable"] {
-        assert!(all.iter().any(|a| a["alert"].as_str() == Some(want)), "{RULES} has no {want}");
+    for want in [
+        "AcoWorkerErrors",
+        "AcoNodeFactsStale",
+        "AcoReporterBehind",
+        "AcoColonyUnreachable",
+    ] {
+        assert!(
+            all.iter().any(|a| a["alert"].as_str() == Some(want)),
+            "{RULES} has no {want}"
+        );
     }
     for alert in all {
         let name = alert["alert"].as_str().unwrap();
         let severity = alert["labels"]["severity"].as_str().unwrap_or_default();
-        assert!(["critical", "warning", "info"].contains(&severity), "{name}: severity {severity:?}");
+        assert!(
+            ["critical", "warning", "info"].contains(&severity),
+            "{name}: severity {severity:?}"
+        );
         for key in ["summary", "description", "runbook"] {
-            assert!(alert["annotations"][key].as_str().is_some_and(|s| !s.trim().is_empty()), "{name}: no {key} annotation");
+            assert!(
+                alert["annotations"][key]
+                    .as_str()
+                    .is_some_and(|s| !s.trim().is_empty()),
+                "{name}: no {key} annotation"
+            );
         }
         let anchor = format!("{DOCS}#{}", name.to_lowercase());
-        assert_eq!(alert["annotations"]["runbook"].as_str(), Some(anchor.as_str()), "{name}: runbook");
-        assert!(docs.contains(&format!("\n### {name}\n")), "{DOCS} has no section \"### {name}\"");
+        assert_eq!(
+            alert["annotations"]["runbook"].as_str(),
+            Some(anchor.as_str()),
+            "{name}: runbook"
+        );
+        assert!(
+            docs.contains(&format!("\n### {name}\n")),
+            "{DOCS} has no section \"### {name}\""
+        );
     }
 }
 
@@ -149,7 +198,13 @@ fn query_panels(dashboard: &Value) -> Vec<Value> {
         }
     }
     let mut out = Vec::new();
-    walk(dashboard["panels"].as_array().map(Vec::as_slice).unwrap_or_default(), &mut out);
+    walk(
+        dashboard["panels"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        &mut out,
+    );
     out
 }
 
@@ -160,7 +215,11 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
         .flat_map(|p| {
             let title = p["title"].as_str().unwrap_or("(untitled)").to_owned();
             p["targets"].as_array().unwrap().iter().map(move |t| {
-                (title.clone(), t["refId"].as_str().unwrap_or("?").to_owned(), t["expr"].as_str().unwrap_or_default().to_owned())
+                (
+                    title.clone(),
+                    t["refId"].as_str().unwrap_or("?").to_owned(),
+                    t["expr"].as_str().unwrap_or_default().to_owned(),
+                )
             })
         })
         .collect()
@@ -168,11 +227,16 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
 
 /// The query Grafana would send with every variable on "All" (`.*`): PromQL.
 fn substitute(expr: &str, dashboard: &Value) -> String {
-    let mut out = expr.replace("$__rate_interval", "1m").replace("$__interval", "1m").replace("$__range", "1h");
+    let mut out = expr
+        .replace("$__rate_interval", "1m")
+        .replace("$__interval", "1m")
+        .replace("$__range", "1h");
     for var in dashboard["templating"]["list"].as_array().unwrap() {
         if var["type"] == "query" {
             let name = var["name"].as_str().unwrap();
-            out = out.replace(&format!("${{{name}}}"), ".*").replace(&format!("${name}"), ".*");
+            out = out
+                .replace(&format!("${{{name}}}"), ".*")
+                .replace(&format!("${name}"), ".*");
         }
     }
     out
@@ -180,7 +244,10 @@ fn substitute(expr: &str, dashboard: &Value) -> String {
 
 /// The series selector of a `label_values(<selector>, <label>)` variable query.
 fn variable_selector(query: &str) -> Option<String> {
-    let inner = query.trim().strip_prefix("label_values(")?.strip_suffix(')')?;
+    let inner = query
+        .trim()
+        .strip_prefix("label_values(")?
+        .strip_suffix(')')?;
     let (selector, label) = inner.rsplit_once(',')?;
     (!label.trim().is_empty()).then(|| selector.trim().to_owned())
 }
@@ -188,28 +255,65 @@ fn variable_selector(query: &str) -> Option<String> {
 #[test]
 fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
     let d = dashboard();
-    assert!(d["uid"].as_str().is_some_and(|u| !u.is_empty() && u.len() <= 40), "uid: {}", d["uid"]);
-    assert!(d["schemaVersion"].as_u64().is_some_and(|v| v >= 30), "schemaVersion: {}", d["schemaVersion"]);
-    assert!(d["title"].is_string() && d["id"].is_null(), "an importable dashboard has a title and no id");
+    assert!(
+        d["uid"]
+            .as_str()
+            .is_some_and(|u| !u.is_empty() && u.len() <= 40),
+        "uid: {}",
+        d["uid"]
+    );
+    assert!(
+        d["schemaVersion"].as_u64().is_some_and(|v| v >= 30),
+        "schemaVersion: {}",
+        d["schemaVersion"]
+    );
+    assert!(
+        d["title"].is_string() && d["id"].is_null(),
+        "an importable dashboard has a title and no id"
+    );
     let inputs = d["__inputs"].as_array().expect("__inputs");
-    assert!(inputs.iter().any(|i| i["type"] == "datasource" && i["pluginId"] == "prometheus"), "{inputs:?}");
+    assert!(
+        inputs
+            .iter()
+            .any(|i| i["type"] == "datasource" && i["pluginId"] == "prometheus"),
+        "{inputs:?}"
+    );
     let vars = d["templating"]["list"].as_array().expect("templating.list");
-    let var = |name: &str| vars.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no variable {name}"));
+    let var = |name: &str| {
+        vars.iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))
+    };
     assert_eq!(var("datasource")["type"], "datasource");
     assert_eq!(var("datasource")["query"], "prometheus");
     for name in ["cluster", "tenant"] {
         let v = var(name);
         assert_eq!(v["type"], "query", "{name}");
-        assert_eq!(v["allValue"], ".*", "{name}: All must match series without the label");
+        assert_eq!(
+            v["allValue"], ".*",
+            "{name}: All must match series without the label"
+        );
         assert_eq!(v["datasource"]["uid"], "${datasource}", "{name}");
-        assert!(variable_selector(v["definition"].as_str().unwrap_or_default()).is_some(), "{name}: {}", v["definition"]);
+        assert!(
+            variable_selector(v["definition"].as_str().unwrap_or_default()).is_some(),
+            "{name}: {}",
+            v["definition"]
+        );
     }
     let panels = query_panels(&d);
     assert!(panels.len() >= 10, "{} panels", panels.len());
     let mut ids = std::collections::BTreeSet::new();
     for p in d["panels"].as_array().unwrap() {
-        assert!(ids.insert(p["id"].as_u64().expect("panel id")), "duplicate panel id {}", p["id"]);
-        assert!(p["gridPos"]["w"].as_u64().is_some(), "{}: no gridPos", p["title"]);
+        assert!(
+            ids.insert(p["id"].as_u64().expect("panel id")),
+            "duplicate panel id {}",
+            p["id"]
+        );
+        assert!(
+            p["gridPos"]["w"].as_u64().is_some(),
+            "{}: no gridPos",
+            p["title"]
+        );
     }
     for p in &panels {
         let title = p["title"].as_str().unwrap();
@@ -222,11 +326,18 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
             assert!(!expr.trim().is_empty(), "{title}: empty expr");
             let q = substitute(expr, &d);
             assert!(!q.contains('$'), "{title}: an unknown variable left in {q}");
-            assert!(expr.contains("cluster=~\"$cluster\""), "{title}: {expr} does not filter by $cluster");
+            assert!(
+                expr.contains("cluster=~\"$cluster\""),
+                "{title}: {expr} does not filter by $cluster"
+            );
         }
     }
     // Shadow mode: savings, agreement and latency-critical pods on hot nodes, per tenant.
-    let shadow: Vec<String> = panel_queries(&d).into_iter().filter(|(_, _, e)| e.contains("aco_shadow_")).map(|(_, _, e)| e).collect();
+    let shadow: Vec<String> = panel_queries(&d)
+        .into_iter()
+        .filter(|(_, _, e)| e.contains("aco_shadow_"))
+        .map(|(_, _, e)| e)
+        .collect();
     for metric in [
         "aco_shadow_chosen_cost_dollars_per_hour_sum",
         "aco_shadow_colony_cost_dollars_per_hour_sum",
@@ -234,9 +345,19 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
         "aco_shadow_pods_total",
         "aco_shadow_latency_critical_on_hot_nodes_total",
     ] {
-        assert!(shadow.iter().any(|e| e.contains(metric) && e.contains("tenant=~\"$tenant\"")), "no panel reads {metric} per $tenant");
+        assert!(
+            shadow
+                .iter()
+                .any(|e| e.contains(metric) && e.contains("tenant=~\"$tenant\"")),
+            "no panel reads {metric} per $tenant"
+        );
     }
-    assert!(query_panels(&d).iter().any(|p| p["title"] == "Shadow savings"), "no \"Shadow savings\" panel");
+    assert!(
+        query_panels(&d)
+            .iter()
+            .any(|p| p["title"] == "Shadow savings"),
+        "no \"Shadow savings\" panel"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,45 +394,71 @@ mod e2e {
 
     /// Polls every unsatisfied query until each returns a series; a query Prometheus refuses
     /// fails at once. Returns the queries still empty at the deadline.
-    async fn wait_all_have_series(prometheus: &Prometheus, queries: &[(String, String)], timeout: Duration) -> Vec<String> {
+    async fn wait_all_have_series(
+        prometheus: &Prometheus,
+        queries: &[(String, String)],
+        timeout: Duration,
+    ) -> Vec<String> {
         let deadline = Instant::now() + timeout;
-        let mut waiting: BTreeMap<&str, &str> = queries.iter().map(|(what, q)| (what.as_str(), q.as_str())).collect();
+        let mut waiting: BTreeMap<&str, &str> = queries
+            .iter()
+            .map(|(what, q)| (what.as_str(), q.as_str()))
+            .collect();
         loop {
             let mut done = Vec::new();
             for (what, q) in &waiting {
                 match prometheus.query(q).await {
                     Ok(series) if !series.is_empty() => done.push(*what),
                     Ok(_) | Err(ApiError::Unavailable(_)) => {}
-                    Err(e @ ApiError::Refused { .. }) => panic!("{what}: Prometheus refused the query {q}: {e}"),
+                    Err(e @ ApiError::Refused { .. }) => {
+                        panic!("{what}: Prometheus refused the query {q}: {e}")
+                    }
                 }
             }
             for what in done {
                 waiting.remove(what);
             }
             if waiting.is_empty() || Instant::now() > deadline {
-                return waiting.iter().map(|(what, q)| format!("{what}: {q}")).collect();
+                return waiting
+                    .iter()
+                    .map(|(what, q)| format!("{what}: {q}"))
+                    .collect();
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
 
     #[tokio::test]
-    async fn every_dashboard_panel_has_data_from_a_real_prometheus_scraping_the_worker_and_the_reporter() {
+    async fn every_dashboard_panel_has_data_from_a_real_prometheus_scraping_the_worker_and_the_reporter(
+    ) {
         let cp = ControlPlane::start().await;
-        let state = tempfile::Builder::new().prefix("aco-e2e-obs-").tempdir().unwrap();
+        let state = tempfile::Builder::new()
+            .prefix("aco-e2e-obs-")
+            .tempdir()
+            .unwrap();
         let worker = WorkerProcess::start(
-            StartOptions { persist_dir: Some(state.path().to_path_buf()), https: Some(cp.pki.worker_tls()), ..StartOptions::default() }
-                // Facts older than a second are stale: the reporter's full refresh is a minute.
-                .var("FACTS_TTL_MS", "1000")
-                .var("TEST_FAULT_PLACEMENTS", format!("{FAULTY}:2"))
-                .var("TENANTS", format!("team-a,{FAULTY}")),
+            StartOptions {
+                persist_dir: Some(state.path().to_path_buf()),
+                https: Some(cp.pki.worker_tls()),
+                ..StartOptions::default()
+            }
+            // Facts older than a second are stale: the reporter's full refresh is a minute.
+            .var("FACTS_TTL_MS", "1000")
+            .var("TEST_FAULT_PLACEMENTS", format!("{FAULTY}:2"))
+            .var("TENANTS", format!("team-a,{FAULTY}")),
         );
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
         let mut reporter = Reporter::start(
             &cp,
             &api.base,
             "reporter",
-            &["--no-node-metrics", "--full-refresh", "60s", "--shadow-scheduler-names", "default-scheduler"],
+            &[
+                "--no-node-metrics",
+                "--full-refresh",
+                "60s",
+                "--shadow-scheduler-names",
+                "default-scheduler",
+            ],
             false,
         );
         let rules_dir = tempfile::tempdir().unwrap();
@@ -319,7 +466,10 @@ mod e2e {
         let prometheus = Prometheus::start_with_rules(
             &[
                 ScrapeJob::new("aco-worker", &api.base).ca_file(&cp.pki.path("ca.crt")),
-                ScrapeJob::new("aco-reporter", &format!("http://127.0.0.1:{}", reporter.ops)),
+                ScrapeJob::new(
+                    "aco-reporter",
+                    &format!("http://127.0.0.1:{}", reporter.ops),
+                ),
             ],
             &[rules],
         );
@@ -339,89 +489,180 @@ mod e2e {
         for n in nodes.iter().chain([&doomed]) {
             let name = name_of(n);
             let api = &api;
-            wait_for(&format!("the reporter's facts for {name}"), Duration::from_secs(60), || {
-                let name = name.clone();
-                async move { api.node_facts(&name).await.filter(|f| f["requested"].is_object()) }
-            })
+            wait_for(
+                &format!("the reporter's facts for {name}"),
+                Duration::from_secs(60),
+                || {
+                    let name = name.clone();
+                    async move {
+                        api.node_facts(&name)
+                            .await
+                            .filter(|f| f["requested"].is_object())
+                    }
+                },
+            )
             .await;
         }
         let doomed = name_of(&doomed);
-        cp.kube.delete(&format!("/api/v1/nodes/{doomed}")).await.unwrap();
-        wait_for(&format!("the Worker to forget {doomed}"), Duration::from_secs(60), || {
-            let api = &api;
-            let doomed = doomed.clone();
-            async move { api.node_facts(&doomed).await.is_none().then_some(()) }
-        })
+        cp.kube
+            .delete(&format!("/api/v1/nodes/{doomed}"))
+            .await
+            .unwrap();
+        wait_for(
+            &format!("the Worker to forget {doomed}"),
+            Duration::from_secs(60),
+            || {
+                let api = &api;
+                let doomed = doomed.clone();
+                async move { api.node_facts(&doomed).await.is_none().then_some(()) }
+            },
+        )
         .await;
 
         // Pods through kube-scheduler and the Worker (node objects mode).
         let scheduler = cp
-            .start_scheduler("scheduler", &SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false))
+            .start_scheduler(
+                "scheduler",
+                &SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false),
+            )
             .await;
         cp.kube.create_namespace(NS).await;
-        let mut pods: Vec<Value> = (0..4).map(|i| tenant_pod(&format!("a-{i}"), "team-a", PodOpts::default())).collect();
+        let mut pods: Vec<Value> = (0..4)
+            .map(|i| tenant_pod(&format!("a-{i}"), "team-a", PodOpts::default()))
+            .collect();
         // T4 nodes are rejected for their model, the CPU node for having no GPU.
         pods.push(tenant_pod(
             "a-gpu",
             "team-a",
-            PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "V100M16".into())], ..Default::default() },
+            PodOpts {
+                gpus: 1,
+                annotations: vec![("scheduling.aco/gpu-models", "V100M16".into())],
+                ..Default::default()
+            },
         ));
         pods.extend((0..2).map(|i| tenant_pod(&format!("f-{i}"), FAULTY, PodOpts::default())));
         pods.push(tenant_pod("o-0", OUTSIDER, PodOpts::default()));
         let names = create_pods(&cp.kube, &pods).await;
         let placed = cp.kube.wait_all_bound(NS, &names, BIND_TIMEOUT).await;
-        eprintln!("placements: {:?}", names.iter().zip(&placed).collect::<Vec<_>>());
+        eprintln!(
+            "placements: {:?}",
+            names.iter().zip(&placed).collect::<Vec<_>>()
+        );
         // Every pod bound through the extender deposits once, the faulty tenant's after retries.
-        api.wait_deposits("team-a", 5, Duration::from_secs(60)).await;
+        api.wait_deposits("team-a", 5, Duration::from_secs(60))
+            .await;
         api.wait_deposits(FAULTY, 2, Duration::from_secs(60)).await;
 
         // Shadow mode: a latency-critical pod bound without the extender (directly, so it keeps
         // the default schedulerName); the reporter reports it to /v1/shadow, where it is scored.
-        let mut shadow = tenant_pod("s-0", "team-a", PodOpts { labels: vec![("aco/workload-type", "latency-critical".into())], ..Default::default() });
-        shadow["spec"].as_object_mut().unwrap().remove("schedulerName");
+        let mut shadow = tenant_pod(
+            "s-0",
+            "team-a",
+            PodOpts {
+                labels: vec![("aco/workload-type", "latency-critical".into())],
+                ..Default::default()
+            },
+        );
+        shadow["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("schedulerName");
         shadow["spec"]["nodeName"] = name_of(&nodes[4]).into();
         cp.kube.create_pod(&shadow).await;
-        wait_for("the shadow summary to count the pod", Duration::from_secs(60), || async {
-            let s = api.shadow_summary("team-a").await?;
-            (s["pods"].as_u64()? + s["notFeasible"].as_u64()? >= 1).then_some(())
-        })
+        wait_for(
+            "the shadow summary to count the pod",
+            Duration::from_secs(60),
+            || async {
+                let s = api.shadow_summary("team-a").await?;
+                (s["pods"].as_u64()? + s["notFeasible"].as_u64()? >= 1).then_some(())
+            },
+        )
         .await;
-        assert_eq!(api.deposits("team-a").await, 5, "a shadow pod deposits nothing");
+        assert_eq!(
+            api.deposits("team-a").await,
+            5,
+            "a shadow pod deposits nothing"
+        );
         reporter.server.assert_running();
 
         // Every panel's every query, and every variable's metric, return series.
         let d = dashboard();
         let mut queries: Vec<(String, String)> = panel_queries(&d)
             .into_iter()
-            .map(|(title, ref_id, expr)| (format!("panel {title:?} query {ref_id}"), substitute(&expr, &d)))
+            .map(|(title, ref_id, expr)| {
+                (
+                    format!("panel {title:?} query {ref_id}"),
+                    substitute(&expr, &d),
+                )
+            })
             .collect();
-        for var in d["templating"]["list"].as_array().unwrap().iter().filter(|v| v["type"] == "query") {
+        for var in d["templating"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["type"] == "query")
+        {
             let selector = variable_selector(var["definition"].as_str().unwrap()).unwrap();
-            queries.push((format!("variable {}", var["name"]), substitute(&selector, &d)));
+            queries.push((
+                format!("variable {}", var["name"]),
+                substitute(&selector, &d),
+            ));
         }
         let empty = wait_all_have_series(&prometheus, &queries, DATA_TIMEOUT).await;
-        let targets = prometheus.api("targets", &[]).await.map(|t| t["activeTargets"].clone()).unwrap_or(Value::Null);
+        let targets = prometheus
+            .api("targets", &[])
+            .await
+            .map(|t| t["activeTargets"].clone())
+            .unwrap_or(Value::Null);
         assert!(
             empty.is_empty(),
             "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets}\nPrometheus log:\n{}",
             empty.join("\n  "),
             prometheus.log()
         );
-        let health: Vec<(&str, &str)> =
-            targets.as_array().unwrap().iter().map(|t| (t["labels"]["job"].as_str().unwrap(), t["health"].as_str().unwrap())).collect();
+        let health: Vec<(&str, &str)> = targets
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["labels"]["job"].as_str().unwrap(),
+                    t["health"].as_str().unwrap(),
+                )
+            })
+            .collect();
         assert_eq!(health.len(), 2, "{targets}");
         assert!(health.iter().all(|(_, h)| *h == "up"), "{targets}");
 
         // Every alert rule evaluates against these metrics without an error.
-        let rules = wait_for("every alert rule evaluated", Duration::from_secs(60), || async {
-            let groups = prometheus.api("rules", &[]).await.ok()?["groups"].as_array()?.clone();
-            let rules: Vec<Value> = groups.iter().flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default()).collect();
-            (!rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown")).then_some(rules)
-        })
+        let rules = wait_for(
+            "every alert rule evaluated",
+            Duration::from_secs(60),
+            || async {
+                let groups = prometheus.api("rules", &[]).await.ok()?["groups"]
+                    .as_array()?
+                    .clone();
+                let rules: Vec<Value> = groups
+                    .iter()
+                    .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
+                    .collect();
+                (!rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown"))
+                    .then_some(rules)
+            },
+        )
         .await;
-        assert_eq!(rules.len(), alerts().len(), "rules loaded: {}", json!(rules));
+        assert_eq!(
+            rules.len(),
+            alerts().len(),
+            "rules loaded: {}",
+            json!(rules)
+        );
         for r in &rules {
-            assert_eq!(r["health"], "ok", "alert {} does not evaluate: {}", r["name"], r["lastError"]);
+            assert_eq!(
+                r["health"], "ok",
+                "alert {} does not evaluate: {}",
+                r["name"], r["lastError"]
+            );
         }
         drop(scheduler);
     }

@@ -58,24 +58,44 @@ impl Loop {
     async fn start(nodes: &[Value], with_metrics: bool) -> Loop {
         let env = Env::start().await;
         let kwok = env.cp.start_kwok().await;
-        let metrics_server = if with_metrics { Some(env.cp.start_metrics_server().await) } else { None };
+        let metrics_server = if with_metrics {
+            Some(env.cp.start_metrics_server().await)
+        } else {
+            None
+        };
         create_kwok_nodes(env.kube(), nodes).await;
         for n in nodes {
             let name = name_of(n);
             let kube = env.kube().clone();
-            wait_for(&format!("kwok node {name} Ready"), Duration::from_secs(60), || {
-                let (kube, name) = (kube.clone(), name.clone());
-                async move {
-                    let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-                    let ready = node["status"]["conditions"].as_array()?.iter().any(|c| c["type"] == "Ready" && c["status"] == "True");
-                    ready.then_some(())
-                }
-            })
+            wait_for(
+                &format!("kwok node {name} Ready"),
+                Duration::from_secs(60),
+                || {
+                    let (kube, name) = (kube.clone(), name.clone());
+                    async move {
+                        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
+                        let ready = node["status"]["conditions"]
+                            .as_array()?
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                        ready.then_some(())
+                    }
+                },
+            )
             .await;
         }
-        let scheduler = env.cp.start_scheduler("scheduler", &env.worker_config(true)).await;
+        let scheduler = env
+            .cp
+            .start_scheduler("scheduler", &env.worker_config(true))
+            .await;
         let reporter_worker_url = env.api.base.clone();
-        Loop { env, _kwok: kwok, _metrics_server: metrics_server, _scheduler: scheduler, reporter_worker_url }
+        Loop {
+            env,
+            _kwok: kwok,
+            _metrics_server: metrics_server,
+            _scheduler: scheduler,
+            reporter_worker_url,
+        }
     }
 
     fn start_reporter(&self, name: &str, extra: &[&str]) -> Reporter {
@@ -87,7 +107,9 @@ impl Loop {
     }
 
     async fn wait_nodes_reported(&self, reporter: &mut Reporter, n: usize) {
-        reporter.wait_nodes_reported(n, Duration::from_secs(60)).await;
+        reporter
+            .wait_nodes_reported(n, Duration::from_secs(60))
+            .await;
     }
 
     // Colony reads go through the shared fixtures (`WorkerApi`), as in the kube-scheduler suite.
@@ -106,18 +128,30 @@ impl Loop {
     /// The Worker's prioritize scores for a pod over node names (what kube-scheduler would get).
     async fn scores(&self, pod: &Value, nodes: &[String]) -> BTreeMap<String, i64> {
         let body = json!({"Pod": pod, "NodeNames": nodes});
-        let r = self.env.api.call(reqwest::Method::POST, "/v1/prioritize", Some(body)).await;
+        let r = self
+            .env
+            .api
+            .call(reqwest::Method::POST, "/v1/prioritize", Some(body))
+            .await;
         r.as_array()
             .unwrap()
             .iter()
-            .map(|h| (h["Host"].as_str().unwrap().to_owned(), h["Score"].as_i64().unwrap()))
+            .map(|h| {
+                (
+                    h["Host"].as_str().unwrap().to_owned(),
+                    h["Score"].as_i64().unwrap(),
+                )
+            })
             .collect()
     }
 
     /// The Worker's filter answer for a pod over node names.
     async fn filter(&self, pod: &Value, nodes: &[String]) -> Value {
         let body = json!({"Pod": pod, "NodeNames": nodes});
-        self.env.api.call(reqwest::Method::POST, "/v1/filter", Some(body)).await
+        self.env
+            .api
+            .call(reqwest::Method::POST, "/v1/filter", Some(body))
+            .await
     }
 }
 
@@ -128,7 +162,15 @@ fn with_uid(mut pod: Value, uid: &str) -> Value {
 
 /// A pod bound directly to `node` (no scheduler involved): load that is not ours to report.
 fn bound_elsewhere(ns: &str, name: &str, node: &str, cpu: &str, usage_cpu: &str) -> Value {
-    let mut p = pod(ns, name, PodOpts { cpu, memory: "64Mi", ..Default::default() });
+    let mut p = pod(
+        ns,
+        name,
+        PodOpts {
+            cpu,
+            memory: "64Mi",
+            ..Default::default()
+        },
+    );
     p["spec"]["schedulerName"] = "default-scheduler".into();
     p["spec"]["nodeName"] = node.into();
     p["metadata"]["annotations"][USAGE_CPU] = usage_cpu.into();
@@ -162,7 +204,14 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
     let nodes: Vec<Value> = pick_gpu_nodes(&["V100M16", "V100M16", "T4", "T4"])
         .into_iter()
         .enumerate()
-        .map(|(i, n)| kwok_node(label_node(n, 1.0 + i as f64 * 0.5, if i % 2 == 0 { 200 } else { 3_000 }, false)))
+        .map(|(i, n)| {
+            kwok_node(label_node(
+                n,
+                1.0 + i as f64 * 0.5,
+                if i % 2 == 0 { 200 } else { 3_000 },
+                false,
+            ))
+        })
         .collect();
     let names: Vec<String> = nodes.iter().map(name_of).collect();
     let lp = Loop::start(&nodes, false).await;
@@ -171,55 +220,115 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
 
     // Before the reporter runs the Worker knows no node: names mode rejects every one.
     let probe = pod("team-a", "probe", PodOpts::default());
-    let before = lp.filter(&with_uid(probe.clone(), "probe-uid"), &names).await;
-    assert_eq!(before["NodeNames"].as_array().map(Vec::len), Some(0), "{before}");
+    let before = lp
+        .filter(&with_uid(probe.clone(), "probe-uid"), &names)
+        .await;
+    assert_eq!(
+        before["NodeNames"].as_array().map(Vec::len),
+        Some(0),
+        "{before}"
+    );
 
     let mut reporter = lp.start_reporter("reporter", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut reporter, nodes.len()).await;
-    assert!(lp.table("team-a").await["nodes"].as_array().is_none_or(|n| n.is_empty()), "no trail before any binding");
+    assert!(
+        lp.table("team-a").await["nodes"]
+            .as_array()
+            .is_none_or(|n| n.is_empty()),
+        "no trail before any binding"
+    );
 
     // GPU model and latency, decided by kube-scheduler through the Worker on reported facts.
     let gpu = pod(
         "team-a",
         "gpu-v100",
-        PodOpts { gpus: 1, annotations: vec![("scheduling.aco/gpu-models", "V100M16".into())], ..Default::default() },
+        PodOpts {
+            gpus: 1,
+            annotations: vec![("scheduling.aco/gpu-models", "V100M16".into())],
+            ..Default::default()
+        },
     );
     let lc = latency_critical("team-a", "lc-near", Some(1_000));
-    let batch: Vec<Value> = (0..4).map(|i| pod("team-a", &format!("batch-{i}"), PodOpts::default())).collect();
+    let batch: Vec<Value> = (0..4)
+        .map(|i| pod("team-a", &format!("batch-{i}"), PodOpts::default()))
+        .collect();
     let mut all = vec![gpu, lc];
     all.extend(batch);
     let created = create_pods(kube, &all).await;
     let placed = kube.wait_all_bound("team-a", &created, BIND_TIMEOUT).await;
     let by_name: BTreeMap<String, &Value> = nodes.iter().map(|n| (name_of(n), n)).collect();
-    assert_eq!(label(by_name[&placed[0]], "aco/gpu-type"), "V100M16", "gpu pod on {}", placed[0]);
-    let lat: u32 = label(by_name[&placed[1]], "aco/latency-us").parse().unwrap();
-    assert!(lat <= 1_000, "latency-critical pod on {} at {lat} µs", placed[1]);
+    assert_eq!(
+        label(by_name[&placed[0]], "aco/gpu-type"),
+        "V100M16",
+        "gpu pod on {}",
+        placed[0]
+    );
+    let lat: u32 = label(by_name[&placed[1]], "aco/latency-us")
+        .parse()
+        .unwrap();
+    assert!(
+        lat <= 1_000,
+        "latency-critical pod on {} at {lat} µs",
+        placed[1]
+    );
 
     // Deposits: exactly the pods bound through the extender (6), none for a pod bound directly.
     let other = bound_elsewhere("team-a", "direct", &names[0], "100m", "10m");
     kube.create_pod(&other).await;
-    lp.wait_deposits("team-a", created.len() as u64, Duration::from_secs(60)).await;
+    lp.wait_deposits("team-a", created.len() as u64, Duration::from_secs(60))
+        .await;
     let table = lp.table("team-a").await;
-    assert!(table["nodes"].as_array().is_some_and(|n| !n.is_empty()), "the trail moved: {table}");
-    assert!(reporter.metric("aco_reporter_reports_sent_total{kind=\"placements\"}").await >= created.len() as f64);
+    assert!(
+        table["nodes"].as_array().is_some_and(|n| !n.is_empty()),
+        "the trail moved: {table}"
+    );
+    assert!(
+        reporter
+            .metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
+            .await
+            >= created.len() as f64
+    );
 
     // Headroom from the reporter's `requested`: fill one node with directly bound pods; the
     // Worker then refuses it for a pod that no longer fits — a reason only facts can give.
     let full = &names[2];
-    let alloc_cpu = by_name[full]["status"]["allocatable"]["cpu"].as_str().unwrap().to_owned();
+    let alloc_cpu = by_name[full]["status"]["allocatable"]["cpu"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let filler = bound_elsewhere("team-a", "filler", full, &alloc_cpu, "10m");
     kube.create_pod(&filler).await;
-    let big = with_uid(pod("team-a", "big", PodOpts { cpu: "2", ..Default::default() }), "big-uid");
-    let rejected = wait_for("the Worker to see the filled node", Duration::from_secs(30), || {
-        let (big, names) = (big.clone(), names.clone());
-        let lp = &lp;
-        async move {
-            let r = lp.filter(&big, &names).await;
-            r["FailedNodes"].get(full.as_str()).and_then(|m| m.as_str()).map(str::to_owned)
-        }
-    })
+    let big = with_uid(
+        pod(
+            "team-a",
+            "big",
+            PodOpts {
+                cpu: "2",
+                ..Default::default()
+            },
+        ),
+        "big-uid",
+    );
+    let rejected = wait_for(
+        "the Worker to see the filled node",
+        Duration::from_secs(30),
+        || {
+            let (big, names) = (big.clone(), names.clone());
+            let lp = &lp;
+            async move {
+                let r = lp.filter(&big, &names).await;
+                r["FailedNodes"]
+                    .get(full.as_str())
+                    .and_then(|m| m.as_str())
+                    .map(str::to_owned)
+            }
+        },
+    )
     .await;
-    assert!(rejected.to_lowercase().contains("cpu"), "reason for {full}: {rejected}");
+    assert!(
+        rejected.to_lowercase().contains("cpu"),
+        "reason for {full}: {rejected}"
+    );
     reporter.server.assert_running();
 }
 
@@ -230,7 +339,11 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
 async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node() {
     let _serial = serial();
     // Identical nodes: nothing but load tells them apart.
-    let nodes: Vec<Value> = openb_cpu_nodes().into_iter().take(3).map(|n| kwok_node(label_node(n, 1.0, 300, false))).collect();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(3)
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
     let names: Vec<String> = nodes.iter().map(name_of).collect();
     let lp = Loop::start(&nodes, true).await;
     let kube = lp.kube();
@@ -240,30 +353,55 @@ async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node()
 
     // Make names[0] hot: pods bound directly with tiny requests but high real usage.
     let hot = &names[0];
-    let alloc_milli = support_kube::kwok::quantity(nodes[0]["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap() * 1000.0;
+    let alloc_milli =
+        support_kube::kwok::quantity(nodes[0]["status"]["allocatable"]["cpu"].as_str().unwrap())
+            .unwrap()
+            * 1000.0;
     let per_pod = format!("{}m", (alloc_milli * 0.9 / 4.0) as u64);
     for i in 0..4 {
-        kube.create_pod(&bound_elsewhere("svc", &format!("hog-{i}"), hot, "10m", &per_pod)).await;
+        kube.create_pod(&bound_elsewhere(
+            "svc",
+            &format!("hog-{i}"),
+            hot,
+            "10m",
+            &per_pod,
+        ))
+        .await;
     }
     let seen_hot = Instant::now();
     let probe = with_uid(latency_critical("svc", "probe", None), "probe-uid");
-    let scores = wait_for("the hot node to score below the others", Duration::from_secs(120), || {
-        let (probe, names) = (probe.clone(), names.clone());
-        let lp = &lp;
-        async move {
-            let s = lp.scores(&probe, &names).await;
-            (s[&names[0]] < s[&names[1]] && s[&names[0]] < s[&names[2]]).then_some(s)
-        }
-    })
+    let scores = wait_for(
+        "the hot node to score below the others",
+        Duration::from_secs(120),
+        || {
+            let (probe, names) = (probe.clone(), names.clone());
+            let lp = &lp;
+            async move {
+                let s = lp.scores(&probe, &names).await;
+                (s[&names[0]] < s[&names[1]] && s[&names[0]] < s[&names[2]]).then_some(s)
+            }
+        },
+    )
     .await;
-    eprintln!("usage reached the Worker {:?} after the hogs were created: {scores:?}", seen_hot.elapsed());
-    let metrics = kube.get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{hot}")).await.unwrap();
+    eprintln!(
+        "usage reached the Worker {:?} after the hogs were created: {scores:?}",
+        seen_hot.elapsed()
+    );
+    let metrics = kube
+        .get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{hot}"))
+        .await
+        .unwrap();
     eprintln!("NodeMetrics of {hot}: {}", metrics["usage"]);
 
-    let lcs: Vec<Value> = (0..4).map(|i| latency_critical("svc", &format!("lc-{i}"), None)).collect();
+    let lcs: Vec<Value> = (0..4)
+        .map(|i| latency_critical("svc", &format!("lc-{i}"), None))
+        .collect();
     let created = create_pods(kube, &lcs).await;
     let placed = kube.wait_all_bound("svc", &created, BIND_TIMEOUT).await;
-    assert!(placed.iter().all(|n| n != hot), "latency-critical pods on the hot node: {placed:?}");
+    assert!(
+        placed.iter().all(|n| n != hot),
+        "latency-critical pods on the hot node: {placed:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,17 +426,30 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
 
     let probe = with_uid(latency_critical("jobs", "probe", None), "probe-uid");
     let before = lp.scores(&probe, &names).await;
-    assert!(before[&names[0]] > before[&names[1]], "the cheaper node should win at first: {before:?}");
+    assert!(
+        before[&names[0]] > before[&names[1]],
+        "the cheaper node should win at first: {before:?}"
+    );
 
     // Pods that fail (kwok: phase Failed, container Error exit 1) one at a time, so that each
     // is scored while the previous failures are known; they land on the cheap node.
     let mut failed_on_cheap = 0;
     for i in 0..12 {
-        let mut p = pod("jobs", &format!("crash-{i}"), PodOpts { cpu: "100m", memory: "64Mi", ..Default::default() });
+        let mut p = pod(
+            "jobs",
+            &format!("crash-{i}"),
+            PodOpts {
+                cpu: "100m",
+                memory: "64Mi",
+                ..Default::default()
+            },
+        );
         p["metadata"]["annotations"][FATE] = "failed".into();
         p["spec"]["restartPolicy"] = "Never".into();
         kube.create_pod(&p).await;
-        let node = kube.wait_bound("jobs", &format!("crash-{i}"), BIND_TIMEOUT).await;
+        let node = kube
+            .wait_bound("jobs", &format!("crash-{i}"), BIND_TIMEOUT)
+            .await;
         let name = format!("crash-{i}");
         wait_for(&format!("{name} Failed"), Duration::from_secs(60), || {
             let kube = kube.clone();
@@ -311,20 +462,35 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
         }
         let table = lp.table("jobs").await;
         let failures = |n: &str| {
-            table["nodes"].as_array().into_iter().flatten().find(|e| e["node"] == n).and_then(|e| e["failures"].as_f64()).unwrap_or(0.0)
+            table["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["node"] == n)
+                .and_then(|e| e["failures"].as_f64())
+                .unwrap_or(0.0)
         };
         // Wait for this pod's outcome to be recorded before the next one is scored.
         let want = failed_on_cheap as f64;
         if failures(&names[0]) < want {
-            wait_for(&format!("outcome of {name}"), Duration::from_secs(60), || {
-                let lp = &lp;
-                let n0 = names[0].clone();
-                async move {
-                    let t = lp.table("jobs").await;
-                    let f = t["nodes"].as_array().into_iter().flatten().find(|e| e["node"] == n0.as_str())?["failures"].as_f64()?;
-                    (f >= want).then_some(())
-                }
-            })
+            wait_for(
+                &format!("outcome of {name}"),
+                Duration::from_secs(60),
+                || {
+                    let lp = &lp;
+                    let n0 = names[0].clone();
+                    async move {
+                        let t = lp.table("jobs").await;
+                        let f = t["nodes"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .find(|e| e["node"] == n0.as_str())?["failures"]
+                            .as_f64()?;
+                        (f >= want).then_some(())
+                    }
+                },
+            )
             .await;
         }
         let s = lp.scores(&probe, &names).await;
@@ -332,17 +498,36 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
             break;
         }
     }
-    assert!(failed_on_cheap >= 3, "the failing pods should have landed on the cheap node first ({failed_on_cheap})");
+    assert!(
+        failed_on_cheap >= 3,
+        "the failing pods should have landed on the cheap node first ({failed_on_cheap})"
+    );
     let after = lp.scores(&probe, &names).await;
-    assert!(after[&names[0]] < after[&names[1]], "after {failed_on_cheap} failures the cheap node should lose: {after:?}");
+    assert!(
+        after[&names[0]] < after[&names[1]],
+        "after {failed_on_cheap} failures the cheap node should lose: {after:?}"
+    );
     let t = lp.table("jobs").await;
-    eprintln!("after {failed_on_cheap} failures: scores {after:?}, table {}", t["nodes"]);
+    eprintln!(
+        "after {failed_on_cheap} failures: scores {after:?}, table {}",
+        t["nodes"]
+    );
 
-    let lcs: Vec<Value> = (0..3).map(|i| latency_critical("jobs", &format!("lc-{i}"), None)).collect();
+    let lcs: Vec<Value> = (0..3)
+        .map(|i| latency_critical("jobs", &format!("lc-{i}"), None))
+        .collect();
     let created = create_pods(kube, &lcs).await;
     let placed = kube.wait_all_bound("jobs", &created, BIND_TIMEOUT).await;
-    assert!(placed.iter().all(|n| *n == names[1]), "latency-critical pods should avoid the failing node: {placed:?}");
-    assert!(reporter.metric("aco_reporter_reports_sent_total{kind=\"outcomes\"}").await >= 1.0);
+    assert!(
+        placed.iter().all(|n| *n == names[1]),
+        "latency-critical pods should avoid the failing node: {placed:?}"
+    );
+    assert!(
+        reporter
+            .metric("aco_reporter_reports_sent_total{kind=\"outcomes\"}")
+            .await
+            >= 1.0
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,34 +536,60 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
 #[tokio::test]
 async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes().into_iter().take(3).map(|n| kwok_node(label_node(n, 1.0, 300, false))).collect();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(3)
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
     let mut lp = Loop::start(&nodes, false).await;
     // The reporter reaches the Worker through a proxy we can cut; kube-scheduler does not, so
     // decisions are still made (and remembered) while the reporter cannot report.
     let upstream = support_kube::host_port(&lp.env.api.base);
-    let proxy = lp.env.cp.start_proxy("reporter-proxy", &upstream, Duration::ZERO);
+    let proxy = lp
+        .env
+        .cp
+        .start_proxy("reporter-proxy", &upstream, Duration::ZERO);
     lp.reporter_worker_url = format!("https://{}", proxy.addr);
     let kube = lp.kube();
     kube.create_namespace("t").await;
     let mut reporter = lp.start_reporter("reporter", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut reporter, nodes.len()).await;
 
-    let first: Vec<Value> = (0..5).map(|i| pod("t", &format!("a-{i}"), PodOpts::default())).collect();
+    let first: Vec<Value> = (0..5)
+        .map(|i| pod("t", &format!("a-{i}"), PodOpts::default()))
+        .collect();
     let first = create_pods(kube, &first).await;
     kube.wait_all_bound("t", &first, BIND_TIMEOUT).await;
     lp.wait_deposits("t", 5, Duration::from_secs(60)).await;
 
     // The Worker is unreachable for the reporter: pods keep binding, reports queue and retry.
     proxy.set_mode(ProxyMode::Refuse).await;
-    let during: Vec<Value> = (0..5).map(|i| pod("t", &format!("b-{i}"), PodOpts::default())).collect();
+    let during: Vec<Value> = (0..5)
+        .map(|i| pod("t", &format!("b-{i}"), PodOpts::default()))
+        .collect();
     let during = create_pods(kube, &during).await;
     kube.wait_all_bound("t", &during, BIND_TIMEOUT).await;
-    wait_for("failed deliveries while the Worker is unreachable", Duration::from_secs(60), || async {
-        (reporter.metric("aco_reporter_reports_failed_total{kind=\"placements\"}").await >= 2.0).then_some(())
-    })
+    wait_for(
+        "failed deliveries while the Worker is unreachable",
+        Duration::from_secs(60),
+        || async {
+            (reporter
+                .metric("aco_reporter_reports_failed_total{kind=\"placements\"}")
+                .await
+                >= 2.0)
+                .then_some(())
+        },
+    )
     .await;
-    assert!(reporter.metric("aco_reporter_queue_depth").await >= 1.0, "reports should wait in the queue");
-    assert_eq!(lp.deposits("t").await, 5, "nothing arrives while the Worker is unreachable");
+    assert!(
+        reporter.metric("aco_reporter_queue_depth").await >= 1.0,
+        "reports should wait in the queue"
+    );
+    assert_eq!(
+        lp.deposits("t").await,
+        5,
+        "nothing arrives while the Worker is unreachable"
+    );
     proxy.set_mode(ProxyMode::Pass).await;
     lp.wait_deposits("t", 10, Duration::from_secs(60)).await;
 
@@ -386,18 +597,28 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     // re-derives what may be unreported from the API server. The Worker counts the repeats as
     // duplicates and deposits each pod once.
     reporter.server.kill();
-    let gap: Vec<Value> = (0..5).map(|i| pod("t", &format!("c-{i}"), PodOpts::default())).collect();
+    let gap: Vec<Value> = (0..5)
+        .map(|i| pod("t", &format!("c-{i}"), PodOpts::default()))
+        .collect();
     let gap = create_pods(kube, &gap).await;
     kube.wait_all_bound("t", &gap, BIND_TIMEOUT).await;
-    let dup_before = lp.table("t").await["counters"]["duplicateReports"].as_u64().unwrap_or(0);
+    let dup_before = lp.table("t").await["counters"]["duplicateReports"]
+        .as_u64()
+        .unwrap_or(0);
     let mut restarted = lp.start_reporter("reporter-2", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut restarted, nodes.len()).await;
     lp.wait_deposits("t", 15, Duration::from_secs(60)).await;
     // The restarted reporter re-sent the ten placements the Worker already had.
-    wait_for("the re-sent placements counted as duplicates", Duration::from_secs(30), || async {
-        let d = lp.table("t").await["counters"]["duplicateReports"].as_u64().unwrap_or(0);
-        (d >= dup_before + 10).then_some(d)
-    })
+    wait_for(
+        "the re-sent placements counted as duplicates",
+        Duration::from_secs(30),
+        || async {
+            let d = lp.table("t").await["counters"]["duplicateReports"]
+                .as_u64()
+                .unwrap_or(0);
+            (d >= dup_before + 10).then_some(d)
+        },
+    )
     .await;
     assert_eq!(lp.deposits("t").await, 15);
 
@@ -405,12 +626,19 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     // afterwards are reported (once).
     lp.env.cp.restart_apiserver().await;
     let kube = lp.kube();
-    let after: Vec<Value> = (0..5).map(|i| pod("t", &format!("d-{i}"), PodOpts::default())).collect();
+    let after: Vec<Value> = (0..5)
+        .map(|i| pod("t", &format!("d-{i}"), PodOpts::default()))
+        .collect();
     let after = create_pods(kube, &after).await;
     kube.wait_all_bound("t", &after, BIND_TIMEOUT).await;
     lp.wait_deposits("t", 20, Duration::from_secs(90)).await;
     restarted.server.assert_running();
-    eprintln!("pod watch errors across the apiserver restart: {}", restarted.metric("aco_reporter_watch_errors_total{kind=\"pods\"}").await);
+    eprintln!(
+        "pod watch errors across the apiserver restart: {}",
+        restarted
+            .metric("aco_reporter_watch_errors_total{kind=\"pods\"}")
+            .await
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -419,13 +647,33 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
 #[tokio::test]
 async fn two_replicas_one_reports_and_the_standby_takes_over() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes().into_iter().take(2).map(|n| kwok_node(label_node(n, 1.0, 300, false))).collect();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(2)
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
     let lp = Loop::start(&nodes, false).await;
     let kube = lp.kube();
     kube.create_namespace("ha").await;
-    let lease = ["--leader-elect", "true", "--lease-namespace", "default", "--lease-duration", "6s", "--lease-grace", "2s", "--no-node-metrics"];
-    let mut a = lp.start_reporter("reporter-a", &[&lease[..], &["--identity", "reporter-a"]].concat());
-    let mut b = lp.start_reporter("reporter-b", &[&lease[..], &["--identity", "reporter-b"]].concat());
+    let lease = [
+        "--leader-elect",
+        "true",
+        "--lease-namespace",
+        "default",
+        "--lease-duration",
+        "6s",
+        "--lease-grace",
+        "2s",
+        "--no-node-metrics",
+    ];
+    let mut a = lp.start_reporter(
+        "reporter-a",
+        &[&lease[..], &["--identity", "reporter-a"]].concat(),
+    );
+    let mut b = lp.start_reporter(
+        "reporter-b",
+        &[&lease[..], &["--identity", "reporter-b"]].concat(),
+    );
 
     let holder = wait_for("one leader", Duration::from_secs(60), || async {
         let la = a.metric("aco_reporter_leader").await;
@@ -437,17 +685,38 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
         }
     })
     .await;
-    let lease_obj = kube.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/aco-reporter").await.unwrap();
+    let lease_obj = kube
+        .get("/apis/coordination.k8s.io/v1/namespaces/default/leases/aco-reporter")
+        .await
+        .unwrap();
     assert_eq!(lease_obj["spec"]["holderIdentity"], holder);
-    let (leader, standby) = if holder == "reporter-a" { (&mut a, &mut b) } else { (&mut b, &mut a) };
+    let (leader, standby) = if holder == "reporter-a" {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
     lp.wait_nodes_reported(leader, nodes.len()).await;
 
-    let first: Vec<Value> = (0..4).map(|i| pod("ha", &format!("a-{i}"), PodOpts::default())).collect();
+    let first: Vec<Value> = (0..4)
+        .map(|i| pod("ha", &format!("a-{i}"), PodOpts::default()))
+        .collect();
     let first = create_pods(kube, &first).await;
     kube.wait_all_bound("ha", &first, BIND_TIMEOUT).await;
     lp.wait_deposits("ha", 4, Duration::from_secs(60)).await;
-    assert_eq!(standby.metric("aco_reporter_reports_sent_total{kind=\"placements\"}").await, 0.0, "the standby must not report");
-    assert_eq!(standby.metric("aco_reporter_reports_sent_total{kind=\"nodes\"}").await, 0.0, "the standby must not report");
+    assert_eq!(
+        standby
+            .metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
+            .await,
+        0.0,
+        "the standby must not report"
+    );
+    assert_eq!(
+        standby
+            .metric("aco_reporter_reports_sent_total{kind=\"nodes\"}")
+            .await,
+        0.0,
+        "the standby must not report"
+    );
 
     // SIGKILL: the lease is not released; the standby takes over when it expires.
     leader.server.kill();
@@ -461,7 +730,9 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
     let takeover = killed.elapsed();
     eprintln!("standby took over {takeover:?} after the leader was killed (lease 6 s)");
 
-    let second: Vec<Value> = (0..4).map(|i| pod("ha", &format!("b-{i}"), PodOpts::default())).collect();
+    let second: Vec<Value> = (0..4)
+        .map(|i| pod("ha", &format!("b-{i}"), PodOpts::default()))
+        .collect();
     let second = create_pods(kube, &second).await;
     kube.wait_all_bound("ha", &second, BIND_TIMEOUT).await;
     lp.wait_deposits("ha", 8, Duration::from_secs(60)).await;

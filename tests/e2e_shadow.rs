@@ -66,7 +66,9 @@ const PODS: [(&str, &str); 8] = [
 const TIMEOUT: Duration = Duration::from_secs(90);
 
 fn num(v: &Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or_else(|| panic!("shadow summary has no number {key:?}: {v}"))
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("shadow summary has no number {key:?}: {v}"))
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -74,12 +76,21 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[tokio::test]
-async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summary_matches_the_tests_computation() {
-    let mut env = Env::start_with_reporter_flags(&["--shadow-scheduler-names", "default-scheduler"]).await;
+async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summary_matches_the_tests_computation(
+) {
+    let mut env =
+        Env::start_with_reporter_flags(&["--shadow-scheduler-names", "default-scheduler"]).await;
     let nodes: Vec<Value> = PRICES
         .iter()
         .enumerate()
-        .map(|(i, price)| label_node(cpu_node(&format!("shadow-{i}"), ALLOC_CPU, ALLOC_MEMORY), *price, 300, false))
+        .map(|(i, price)| {
+            label_node(
+                cpu_node(&format!("shadow-{i}"), ALLOC_CPU, ALLOC_MEMORY),
+                *price,
+                300,
+                false,
+            )
+        })
         .collect();
     env.add_nodes(&nodes).await;
     let kube = env.kube().clone();
@@ -87,7 +98,15 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
 
     // Every node busy first: pods bound directly, by a scheduler nobody watches.
     for (i, n) in nodes.iter().enumerate() {
-        let mut p = pod(NS, &format!("base-{i}"), PodOpts { cpu: BASE_CPU[i], memory: BASE_MEMORY, ..Default::default() });
+        let mut p = pod(
+            NS,
+            &format!("base-{i}"),
+            PodOpts {
+                cpu: BASE_CPU[i],
+                memory: BASE_MEMORY,
+                ..Default::default()
+            },
+        );
         p["spec"]["schedulerName"] = "preplaced".into();
         p["spec"]["nodeName"] = name_of(n).into();
         kube.create_pod(&p).await;
@@ -96,23 +115,38 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
         let name = name_of(n);
         let want = quantity(BASE_CPU[i]).unwrap() * 1000.0;
         let api = &env.api;
-        wait_for(&format!("the reporter's facts for {name} to count its base pod"), TIMEOUT, || {
-            let name = name.clone();
-            async move {
-                let f = api.node_facts(&name).await?;
-                (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
-            }
-        })
+        wait_for(
+            &format!("the reporter's facts for {name} to count its base pod"),
+            TIMEOUT,
+            || {
+                let name = name.clone();
+                async move {
+                    let f = api.node_facts(&name).await?;
+                    (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
+                }
+            },
+        )
         .await;
     }
 
     // kube-scheduler alone, as the default scheduler; pods that name no scheduler.
-    let _scheduler = env.cp.start_scheduler("default-scheduler", &SchedulerConfig::default_scheduler()).await;
+    let _scheduler = env
+        .cp
+        .start_scheduler("default-scheduler", &SchedulerConfig::default_scheduler())
+        .await;
     let pods: Vec<Value> = PODS
         .iter()
         .enumerate()
         .map(|(i, (cpu, memory))| {
-            let mut p = pod(NS, &format!("web-{i}"), PodOpts { cpu, memory, ..Default::default() });
+            let mut p = pod(
+                NS,
+                &format!("web-{i}"),
+                PodOpts {
+                    cpu,
+                    memory,
+                    ..Default::default()
+                },
+            );
             p["spec"].as_object_mut().unwrap().remove("schedulerName");
             p
         })
@@ -120,17 +154,30 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     let names = create_pods(&kube, &pods).await;
     let placed = kube.wait_all_bound(NS, &names, TIMEOUT).await;
     for n in &names {
-        assert_eq!(kube.pod(NS, n).await["spec"]["schedulerName"], "default-scheduler", "{n}");
+        assert_eq!(
+            kube.pod(NS, n).await["spec"]["schedulerName"],
+            "default-scheduler",
+            "{n}"
+        );
     }
-    eprintln!("kube-scheduler placed: {:?}", names.iter().zip(&placed).collect::<Vec<_>>());
+    eprintln!(
+        "kube-scheduler placed: {:?}",
+        names.iter().zip(&placed).collect::<Vec<_>>()
+    );
 
     // The test's own computation.
     let price_of = |node: &str| -> f64 {
-        let n = nodes.iter().find(|n| name_of(n) == node).unwrap_or_else(|| panic!("unknown node {node}"));
+        let n = nodes
+            .iter()
+            .find(|n| name_of(n) == node)
+            .unwrap_or_else(|| panic!("unknown node {node}"));
         label(n, "aco/cost-per-hour").parse().unwrap()
     };
     let cheapest = name_of(&nodes[0]);
-    let (alloc_cpu, alloc_mem) = (quantity(ALLOC_CPU).unwrap(), quantity(ALLOC_MEMORY).unwrap());
+    let (alloc_cpu, alloc_mem) = (
+        quantity(ALLOC_CPU).unwrap(),
+        quantity(ALLOC_MEMORY).unwrap(),
+    );
     let (mut chosen, mut colony, mut agreements) = (0.0, 0.0, 0u64);
     for ((cpu, memory), node) in PODS.iter().zip(&placed) {
         let share = (quantity(cpu).unwrap() / alloc_cpu).max(quantity(memory).unwrap() / alloc_mem);
@@ -139,8 +186,13 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
         agreements += (*node == cheapest) as u64;
     }
     let n = PODS.len() as u64;
-    assert!(agreements < n, "kube-scheduler spreads: not every pod on the cheapest node ({placed:?})");
-    eprintln!("expected: {n} pods, {agreements} agreements, chosen {chosen} $/h, colony {colony} $/h");
+    assert!(
+        agreements < n,
+        "kube-scheduler spreads: not every pod on the cheapest node ({placed:?})"
+    );
+    eprintln!(
+        "expected: {n} pods, {agreements} agreements, chosen {chosen} $/h, colony {colony} $/h"
+    );
 
     let api = &env.api;
     let summary = wait_for("the shadow summary to count every pod", TIMEOUT, || async {
@@ -152,11 +204,24 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     let check = |s: &Value| {
         assert_eq!(s["pods"].as_u64(), Some(n), "{s}");
         assert_eq!(s["agreements"].as_u64(), Some(agreements), "{s}");
-        assert!(close(num(s, "chosenCostPerHour"), chosen), "chosen $/h: {s} vs {chosen}");
-        assert!(close(num(s, "colonyCostPerHour"), colony), "colony $/h: {s} vs {colony}");
-        assert!(close(num(s, "savingPerHour"), chosen - colony), "saving $/h: {s} vs {}", chosen - colony);
+        assert!(
+            close(num(s, "chosenCostPerHour"), chosen),
+            "chosen $/h: {s} vs {chosen}"
+        );
+        assert!(
+            close(num(s, "colonyCostPerHour"), colony),
+            "colony $/h: {s} vs {colony}"
+        );
+        assert!(
+            close(num(s, "savingPerHour"), chosen - colony),
+            "saving $/h: {s} vs {}",
+            chosen - colony
+        );
         assert!(num(s, "savingPerHour") > 0.0, "{s}");
-        assert!(close(num(s, "agreementRate"), agreements as f64 / n as f64), "{s}");
+        assert!(
+            close(num(s, "agreementRate"), agreements as f64 / n as f64),
+            "{s}"
+        );
         assert_eq!(s["latencyCritical"].as_u64(), Some(0), "{s}");
     };
     check(&summary);
@@ -165,34 +230,92 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     let reporter = env.reporter.as_mut().unwrap();
     // The summary may show the pods a moment before the reporter has read the Worker's answer.
     let reporter_ref = &*reporter;
-    wait_for("the reporter to count its shadow reports acknowledged", TIMEOUT, || async {
-        (reporter_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await >= n as f64).then_some(())
-    })
+    wait_for(
+        "the reporter to count its shadow reports acknowledged",
+        TIMEOUT,
+        || async {
+            (reporter_ref
+                .metric("aco_reporter_reports_sent_total{kind=\"shadow\"}")
+                .await
+                >= n as f64)
+                .then_some(())
+        },
+    )
     .await;
-    assert_eq!(reporter.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await, n as f64);
-    assert_eq!(reporter.metric("aco_reporter_reports_sent_total{kind=\"placements\"}").await, 0.0);
+    assert_eq!(
+        reporter
+            .metric("aco_reporter_reports_sent_total{kind=\"shadow\"}")
+            .await,
+        n as f64
+    );
+    assert_eq!(
+        reporter
+            .metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
+            .await,
+        0.0
+    );
     reporter.server.assert_running();
 
     // A new reporter re-derives the shadow pods from the API server and reports them again;
     // the Worker counts each pod once.
     reporter.server.kill();
     let url = env.api.base.clone();
-    let mut again = Reporter::start(&env.cp, &url, "reporter-2", &["--no-node-metrics", "--shadow-scheduler-names", "default-scheduler"], false);
+    let mut again = Reporter::start(
+        &env.cp,
+        &url,
+        "reporter-2",
+        &[
+            "--no-node-metrics",
+            "--shadow-scheduler-names",
+            "default-scheduler",
+        ],
+        false,
+    );
     let again_ref = &again;
-    wait_for("the restarted reporter to report the shadow pods again", TIMEOUT, || async {
-        (again_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow\"}").await >= n as f64).then_some(())
-    })
+    wait_for(
+        "the restarted reporter to report the shadow pods again",
+        TIMEOUT,
+        || async {
+            (again_ref
+                .metric("aco_reporter_reports_sent_total{kind=\"shadow\"}")
+                .await
+                >= n as f64)
+                .then_some(())
+        },
+    )
     .await;
     check(&api.shadow_summary(NS).await.expect("shadow summary"));
 
     // A shadow pod's outcome: sent once, by the same rules as our pods' outcomes.
-    kube.merge_patch(&format!("/api/v1/namespaces/{NS}/pods/{}/status", names[0]), &serde_json::json!({"status": {"phase": "Failed"}})).await;
-    wait_for("the shadow pod's outcome to be delivered", TIMEOUT, || async {
-        (again_ref.metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}").await >= 1.0).then_some(())
-    })
+    kube.merge_patch(
+        &format!("/api/v1/namespaces/{NS}/pods/{}/status", names[0]),
+        &serde_json::json!({"status": {"phase": "Failed"}}),
+    )
     .await;
-    assert_eq!(again.metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}").await, 1.0);
-    assert_eq!(again.metric("aco_reporter_reports_rejected_total{kind=\"shadow_outcomes\"}").await, 0.0);
+    wait_for(
+        "the shadow pod's outcome to be delivered",
+        TIMEOUT,
+        || async {
+            (again_ref
+                .metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}")
+                .await
+                >= 1.0)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        again
+            .metric("aco_reporter_reports_sent_total{kind=\"shadow_outcomes\"}")
+            .await,
+        1.0
+    );
+    assert_eq!(
+        again
+            .metric("aco_reporter_reports_rejected_total{kind=\"shadow_outcomes\"}")
+            .await,
+        0.0
+    );
     check(&api.shadow_summary(NS).await.expect("shadow summary"));
     again.server.assert_running();
 }

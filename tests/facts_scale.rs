@@ -5,9 +5,9 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
-mod support;
 #[path = "../crates/core/benches/fixtures.rs"]
 mod fixtures;
+mod support;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -18,7 +18,10 @@ const TOKEN: &str = "dev-admin-token";
 const SHARDS: u64 = 16;
 
 fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 fn node_name(i: usize) -> String {
@@ -64,22 +67,42 @@ struct Reply {
 
 impl Api {
     fn start(options: StartOptions) -> Self {
-        Self { worker: WorkerProcess::start(options), http: reqwest::Client::new() }
+        Self {
+            worker: WorkerProcess::start(options),
+            http: reqwest::Client::new(),
+        }
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
         let r = req.send().await.unwrap();
-        let header = |name: &str| r.headers().get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-        let ops = header("x-aco-binding-ops").unwrap_or_else(|| panic!("no x-aco-binding-ops header")) as u32;
+        let header = |name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        let ops = header("x-aco-binding-ops")
+            .unwrap_or_else(|| panic!("no x-aco-binding-ops header")) as u32;
         let wasm_memory = header("x-aco-wasm-memory-bytes");
         let status = r.status();
         let text = r.text().await.unwrap();
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Reply { status, body, ops, wasm_memory }
+        Reply {
+            status,
+            body,
+            ops,
+            wasm_memory,
+        }
     }
 
     async fn put(&self, batch: &Value) -> Reply {
-        self.send(self.http.put(self.worker.url("/v1/nodes")).bearer_auth(TOKEN).json(batch)).await
+        self.send(
+            self.http
+                .put(self.worker.url("/v1/nodes"))
+                .bearer_auth(TOKEN)
+                .json(batch),
+        )
+        .await
     }
 
     async fn put_ok(&self, batch: &Value) -> Value {
@@ -90,19 +113,37 @@ impl Api {
     }
 
     async fn verb(&self, path: &str, body: String) -> Reply {
-        self.send(self.http.post(self.worker.url(path)).header("content-type", "application/json").body(body)).await
+        self.send(
+            self.http
+                .post(self.worker.url(path))
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await
     }
 
     /// This isolate's wasm memory, from a facts route's `x-aco-wasm-memory-bytes`.
     #[cfg(feature = "measure")]
     async fn memory(&self) -> u64 {
-        let r = self.send(self.http.get(self.worker.url("/v1/nodes/probe-node")).bearer_auth(TOKEN)).await;
+        let r = self
+            .send(
+                self.http
+                    .get(self.worker.url("/v1/nodes/probe-node"))
+                    .bearer_auth(TOKEN),
+            )
+            .await;
         assert_eq!(r.status, 200, "{}", r.body);
         r.wasm_memory.expect("x-aco-wasm-memory-bytes")
     }
 
     async fn node(&self, name: &str) -> Option<Value> {
-        let r = self.send(self.http.get(self.worker.url(&format!("/v1/nodes/{name}"))).bearer_auth(TOKEN)).await;
+        let r = self
+            .send(
+                self.http
+                    .get(self.worker.url(&format!("/v1/nodes/{name}")))
+                    .bearer_auth(TOKEN),
+            )
+            .await;
         match r.status.as_u16() {
             200 => Some(r.body),
             404 => None,
@@ -112,9 +153,19 @@ impl Api {
 
     /// Names-mode filter of a small pod: the names that passed, and the reply.
     async fn filter(&self, names: &[String]) -> (Vec<String>, Reply) {
-        let r = self.verb("/v1/filter", json!({"Pod": pod("probe"), "NodeNames": names}).to_string()).await;
+        let r = self
+            .verb(
+                "/v1/filter",
+                json!({"Pod": pod("probe"), "NodeNames": names}).to_string(),
+            )
+            .await;
         assert_eq!(r.status, 200, "{}", r.body);
-        let passed = r.body["NodeNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        let passed = r.body["NodeNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
         (passed, r)
     }
 }
@@ -125,8 +176,15 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
     let t = now_ms();
     let batch = json!({"nodes": (0..10_000).map(|i| report(i, t, 0.3 + (i % 50) as f64 / 100.0)).collect::<Vec<_>>()});
     let first = api.put_ok(&batch).await;
-    assert_eq!((&first["stored"], &first["nodes"]), (&json!(10_000), &json!(10_000)), "{first}");
-    assert_eq!(first["rowsWritten"], SHARDS, "every shard row written once: {first}");
+    assert_eq!(
+        (&first["stored"], &first["nodes"]),
+        (&json!(10_000), &json!(10_000)),
+        "{first}"
+    );
+    assert_eq!(
+        first["rowsWritten"], SHARDS,
+        "every shard row written once: {first}"
+    );
 
     // The hot path over 5,000 of them: one request for the cluster's snapshot (this isolate's
     // copy was marked stale by the PUT), then the rules; prioritize adds the colony's request.
@@ -134,7 +192,12 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
     let (passed, filtered) = api.filter(&names).await;
     assert_eq!(passed.len(), 5_000, "{}", filtered.body["FailedNodes"]);
     assert_eq!(filtered.ops, 1);
-    let scored = api.verb("/v1/prioritize", json!({"Pod": pod("scored"), "NodeNames": names}).to_string()).await;
+    let scored = api
+        .verb(
+            "/v1/prioritize",
+            json!({"Pod": pod("scored"), "NodeNames": names}).to_string(),
+        )
+        .await;
     assert_eq!(scored.status, 200, "{}", scored.body);
     assert_eq!(scored.body.as_array().unwrap().len(), 5_000);
     // 1 (colony) if this isolate's copy is still fresh, 2 if FACTS_CACHE_MS passed meanwhile.
@@ -142,46 +205,85 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
 
     // Deadband: the same report again folds no sample twice and writes no row.
     let again = api.put_ok(&batch).await;
-    assert_eq!((&again["stored"], &again["rowsWritten"]), (&json!(10_000), &json!(0)), "{again}");
+    assert_eq!(
+        (&again["stored"], &again["rowsWritten"]),
+        (&json!(10_000), &json!(0)),
+        "{again}"
+    );
     // A material change of one node rewrites its shard only, and readers see it.
     let mut moved = report(7, t, 0.37);
     moved["labels"]["aco/gpu-type"] = json!("H100");
     let one = api.put_ok(&json!({"nodes": [moved]})).await;
     assert_eq!(one["rowsWritten"], 1, "{one}");
-    assert_eq!(api.node(&node_name(7)).await.unwrap()["labels"]["aco/gpu-type"], "H100");
+    assert_eq!(
+        api.node(&node_name(7)).await.unwrap()["labels"]["aco/gpu-type"],
+        "H100"
+    );
     let gpu = json!({"Pod": {"metadata": {"name": "g", "namespace": "scale", "annotations": {"scheduling.aco/gpu-models": "H100"}},
                              "spec": {"containers": [{"name": "m", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}},
                      "NodeNames": [node_name(6), node_name(7)]});
     let reply = api.verb("/v1/filter", gpu.to_string()).await;
-    assert_eq!((reply.body["NodeNames"].clone(), reply.ops), (json!([node_name(7)]), 1), "{}", reply.body);
+    assert_eq!(
+        (reply.body["NodeNames"].clone(), reply.ops),
+        (json!([node_name(7)]), 1),
+        "{}",
+        reply.body
+    );
 }
 
 #[tokio::test]
 async fn facts_survive_a_restart_a_bad_batch_changes_nothing_and_deleted_nodes_are_forgotten() {
     let state = tempfile::tempdir().unwrap();
-    let mut api = Api::start(StartOptions { persist_dir: Some(state.path().to_path_buf()), ..Default::default() });
+    let mut api = Api::start(StartOptions {
+        persist_dir: Some(state.path().to_path_buf()),
+        ..Default::default()
+    });
     let t = now_ms() - 60_000;
     let all: Vec<String> = (0..300).map(node_name).collect();
-    api.put_ok(&json!({"nodes": (0..300).map(|i| report(i, t, 0.5)).collect::<Vec<_>>()})).await;
+    api.put_ok(&json!({"nodes": (0..300).map(|i| report(i, t, 0.5)).collect::<Vec<_>>()}))
+        .await;
     let before = api.node(&node_name(150)).await.unwrap();
 
     // One bad report (index 150) or one bad deleted name: the whole batch is refused.
     let mut bad: Vec<Value> = (0..300).map(|i| report(i, t + 1_000, 0.9)).collect();
     bad[150]["utilisation"][0]["value"] = json!(1.5);
-    let r = api.put(&json!({"nodes": bad, "deleted": [node_name(1)]})).await;
-    assert_eq!((r.status.as_u16(), &r.body["field"]), (400, &json!("nodes[150].utilisation[0].value")), "{}", r.body);
-    let r = api.put(&json!({"nodes": [report(3, t + 1_000, 0.9)], "deleted": [node_name(1), "Bad_Name"]})).await;
-    assert_eq!((r.status.as_u16(), &r.body["field"]), (400, &json!("deleted[1]")), "{}", r.body);
+    let r = api
+        .put(&json!({"nodes": bad, "deleted": [node_name(1)]}))
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), &r.body["field"]),
+        (400, &json!("nodes[150].utilisation[0].value")),
+        "{}",
+        r.body
+    );
+    let r = api
+        .put(&json!({"nodes": [report(3, t + 1_000, 0.9)], "deleted": [node_name(1), "Bad_Name"]}))
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), &r.body["field"]),
+        (400, &json!("deleted[1]")),
+        "{}",
+        r.body
+    );
     assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
-    assert_eq!(api.node(&node_name(3)).await.unwrap()["load"]["value"]["samples"], 1);
+    assert_eq!(
+        api.node(&node_name(3)).await.unwrap()["load"]["value"]["samples"],
+        1
+    );
     assert!(api.node(&node_name(1)).await.is_some());
 
     // 100 nodes leave the cluster.
     let gone: Vec<String> = (0..100).map(node_name).collect();
     let r = api.put_ok(&json!({"deleted": gone})).await;
-    assert_eq!((&r["forgotten"], &r["nodes"]), (&json!(100), &json!(200)), "{r}");
+    assert_eq!(
+        (&r["forgotten"], &r["nodes"]),
+        (&json!(100), &json!(200)),
+        "{r}"
+    );
     // A change within the deadband (EMA 0.5 → 0.505) stays in memory only.
-    let nudged = api.put_ok(&json!({"nodes": [report(150, t + 2_000, 0.51)]})).await;
+    let nudged = api
+        .put_ok(&json!({"nodes": [report(150, t + 2_000, 0.51)]}))
+        .await;
     assert_eq!(nudged["rowsWritten"], 0, "{nudged}");
     let in_memory = api.node(&node_name(150)).await.unwrap();
     assert_eq!(in_memory["load"]["value"]["samples"], 2);
@@ -193,7 +295,13 @@ async fn facts_survive_a_restart_a_bad_batch_changes_nothing_and_deleted_nodes_a
     assert_eq!(passed, all[100..].to_vec());
     assert_eq!(reply.ops, 1);
     for gone in &all[..100] {
-        assert!(reply.body["FailedNodes"][gone].as_str().unwrap().contains("no node facts"), "{gone}");
+        assert!(
+            reply.body["FailedNodes"][gone]
+                .as_str()
+                .unwrap()
+                .contains("no node facts"),
+            "{gone}"
+        );
     }
     assert!(api.node(&node_name(0)).await.is_none());
     assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
@@ -268,30 +376,51 @@ async fn measure_worker_memory_of_full_object_requests() {
     };
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     eprintln!("| request | body MB | wasm memory at start MiB | after filter MiB | after prioritize MiB |");
-    let sizes: Vec<usize> = std::env::var("MEASURE_NODES").ok().map_or(vec![1_000, 2_000, 5_000], |v| v.split(',').map(|n| n.parse().unwrap()).collect());
-    let limit: usize = std::env::var("MEASURE_MAX_BODY_BYTES").map_or(aco_core::config::Config::default().max_body_bytes, |v| v.parse().unwrap());
+    let sizes: Vec<usize> = std::env::var("MEASURE_NODES")
+        .ok()
+        .map_or(vec![1_000, 2_000, 5_000], |v| {
+            v.split(',').map(|n| n.parse().unwrap()).collect()
+        });
+    let limit: usize = std::env::var("MEASURE_MAX_BODY_BYTES")
+        .map_or(aco_core::config::Config::default().max_body_bytes, |v| {
+            v.parse().unwrap()
+        });
     for n in sizes {
         let api = Api::start(options());
-        api.put_ok(&json!({"nodes": [{"name": "probe-node"}]})).await;
+        api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
+            .await;
         let start = api.memory().await;
         let body = json!({"Pod": fixtures::gpu_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
         let mut after = Vec::new();
         for verb in ["/v1/filter", "/v1/prioritize"] {
             let r = api.verb(verb, body.clone()).await;
             // Above MAX_BODY_BYTES: refused (drained, never stored), which is what the limit is for.
-            assert_eq!(r.status, if body.len() > limit { 413 } else { 200 }, "{verb} {n}: {}", r.body);
+            assert_eq!(
+                r.status,
+                if body.len() > limit { 413 } else { 200 },
+                "{verb} {n}: {}",
+                r.body
+            );
             after.push(api.memory().await);
         }
         if body.len() > limit {
             eprintln!("| full objects, {n} nodes | {:.1} | {:.1} | 413 above MAX_BODY_BYTES = {limit}: {:.1} | {:.1} |", body.len() as f64 / 1e6, mib(start), mib(after[0]), mib(after[1]));
             continue;
         }
-        eprintln!("| full objects, {n} nodes | {:.1} | {:.1} | {:.1} | {:.1} |", body.len() as f64 / 1e6, mib(start), mib(after[0]), mib(after[1]));
+        eprintln!(
+            "| full objects, {n} nodes | {:.1} | {:.1} | {:.1} | {:.1} |",
+            body.len() as f64 / 1e6,
+            mib(start),
+            mib(after[0]),
+            mib(after[1])
+        );
     }
     let api = Api::start(options());
     let t = now_ms();
-    api.put_ok(&json!({"nodes": (0..10_000).map(|i| report(i, t, 0.5)).collect::<Vec<_>>()})).await;
-    api.put_ok(&json!({"nodes": [{"name": "probe-node"}]})).await;
+    api.put_ok(&json!({"nodes": (0..10_000).map(|i| report(i, t, 0.5)).collect::<Vec<_>>()}))
+        .await;
+    api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
+        .await;
     let start = api.memory().await;
     let names: Vec<String> = (0..10_000).step_by(2).map(node_name).collect();
     let mut after = Vec::new();
@@ -301,7 +430,13 @@ async fn measure_worker_memory_of_full_object_requests() {
         assert_eq!(r.status, 200, "{verb}: {}", r.body);
         after.push(api.memory().await);
     }
-    eprintln!("| names, 5,000 of 10,000 reported nodes | {:.1} | {:.1} (after the PUT) | {:.1} | {:.1} |", body.len() as f64 / 1e6, mib(start), mib(after[0]), mib(after[1]));
+    eprintln!(
+        "| names, 5,000 of 10,000 reported nodes | {:.1} | {:.1} (after the PUT) | {:.1} | {:.1} |",
+        body.len() as f64 / 1e6,
+        mib(start),
+        mib(after[0]),
+        mib(after[1])
+    );
 }
 
 /// docs/cost.md "Node facts": SQLite rows written per report, for N nodes reported every 15 s
@@ -324,10 +459,15 @@ async fn measure_rows_written_per_report() {
             let nodes: Vec<Value> = (0..n)
                 .map(|i| {
                     if k > 0 && rng.random_bool(0.02) {
-                        cpu[i] = (cpu[i] as i64 + rng.random_range(-2i64..=2) * 500).clamp(0, 60_000) as u32;
+                        cpu[i] = (cpu[i] as i64 + rng.random_range(-2i64..=2) * 500)
+                            .clamp(0, 60_000) as u32;
                     }
                     let level = 0.2 + (i % 60) as f64 / 100.0;
-                    let mut r = report(i, at, (level + rng.random_range(-0.05..0.05)).clamp(0.0, 1.0));
+                    let mut r = report(
+                        i,
+                        at,
+                        (level + rng.random_range(-0.05..0.05)).clamp(0.0, 1.0),
+                    );
                     r["requested"]["cpu"] = json!(format!("{}m", cpu[i]));
                     r
                 })

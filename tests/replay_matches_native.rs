@@ -19,34 +19,72 @@ fn sample_world(seed: u64) -> World {
 fn replay_placements_equal_the_native_colony() {
     let seed = 7;
     let world = sample_world(seed);
-    let load = LoadModel { seed, ..LoadModel::default() };
-    let params = SimParams { seed, max_pods: Some(120), pheromone_samples: 1, ..SimParams::default() };
+    let load = LoadModel {
+        seed,
+        ..LoadModel::default()
+    };
+    let params = SimParams {
+        seed,
+        max_pods: Some(120),
+        pheromone_samples: 1,
+        ..SimParams::default()
+    };
 
-    let mut native = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), PredictorKind::Ema(0.5));
+    let mut native = NativeScheduler::new(
+        policy::by_name("colony", seed).unwrap(),
+        world.config.clone(),
+        PredictorKind::Ema(0.5),
+    );
     let expected = run(&world, &load, &params, &mut native).unwrap();
 
-    let mut options = StartOptions::default().var("FACTS_CACHE_MS", "0").var("Q0", "1").var("EMA_ALPHA", "0.5");
+    let mut options = StartOptions::default()
+        .var("FACTS_CACHE_MS", "0")
+        .var("Q0", "1")
+        .var("EMA_ALPHA", "0.5");
     for (k, v) in worker_vars() {
         options = options.var(k, v);
     }
     let worker = WorkerProcess::start(options);
     let mut http = HttpScheduler::new(&worker.base_url, "dev-admin-token", &world).unwrap();
-    let got = run(&world, &load, &params, &mut http).unwrap_or_else(|e| panic!("replay failed: {e}\n{}", worker.logs()));
+    let got = run(&world, &load, &params, &mut http)
+        .unwrap_or_else(|e| panic!("replay failed: {e}\n{}", worker.logs()));
 
     assert_eq!(got.placements.len(), expected.placements.len());
-    let differing: Vec<_> = got.placements.iter().zip(&expected.placements).enumerate().filter(|(_, (a, b))| a != b).take(5).collect();
-    assert!(differing.is_empty(), "first differing placements (index, (replay, native)): {differing:?}");
-    assert!(expected.placements.iter().filter(|(_, n)| n.is_some()).count() > 100);
+    let differing: Vec<_> = got
+        .placements
+        .iter()
+        .zip(&expected.placements)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .take(5)
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "first differing placements (index, (replay, native)): {differing:?}"
+    );
+    assert!(
+        expected
+            .placements
+            .iter()
+            .filter(|(_, n)| n.is_some())
+            .count()
+            > 100
+    );
 
     // The trails agree too (τ per node, per tenant).
     let native_trails = native.pheromones_snapshot();
     let mut http_trails = http.pheromone_tables(&world).unwrap();
     http_trails.sort_by(|a, b| a.0.cmp(&b.0));
     for (tenant, rows) in native_trails {
-        let Some((_, remote)) = http_trails.iter().find(|(t, _)| *t == tenant) else { panic!("tenant {tenant} missing over HTTP") };
+        let Some((_, remote)) = http_trails.iter().find(|(t, _)| *t == tenant) else {
+            panic!("tenant {tenant} missing over HTTP")
+        };
         for (node, tau) in rows.iter().take(5) {
             let r = remote.iter().find(|(n, _)| n == node).map(|(_, t)| *t);
-            assert!(r.is_some_and(|r| (r - tau).abs() < 1e-6), "{tenant}/{node}: native τ {tau}, Worker {r:?}");
+            assert!(
+                r.is_some_and(|r| (r - tau).abs() < 1e-6),
+                "{tenant}/{node}: native τ {tau}, Worker {r:?}"
+            );
         }
     }
 }

@@ -15,7 +15,10 @@ use support::api::{pod, Api, TOKEN};
 use support::StartOptions;
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// Every node: 8 CPU, 32 GiB.
@@ -45,7 +48,8 @@ fn facts(hot_node: Option<&str>) -> Value {
                 "observedAtMs": t,
             });
             if hot_node == Some(name) {
-                n["utilisation"] = json!([{"atMs": t - 1000, "value": 0.9}, {"atMs": t, "value": 0.9}]);
+                n["utilisation"] =
+                    json!([{"atMs": t - 1000, "value": 0.9}, {"atMs": t, "value": 0.9}]);
             }
             n
         })
@@ -56,7 +60,13 @@ fn facts(hot_node: Option<&str>) -> Value {
 /// A 1-CPU, 1 GiB pod of namespace `team` as bound by the default scheduler.
 fn bound(name: &str, workload: Option<&str>, node: &str) -> Value {
     let labels = workload.map_or(json!({}), |w| json!({"aco/workload-type": w}));
-    let mut p = pod(name, "team", labels, json!({}), json!({"cpu": "1", "memory": "1Gi"}));
+    let mut p = pod(
+        name,
+        "team",
+        labels,
+        json!({}),
+        json!({"cpu": "1", "memory": "1Gi"}),
+    );
     p["spec"]["schedulerName"] = json!("default-scheduler");
     p["spec"]["nodeName"] = json!(node);
     p
@@ -67,22 +77,59 @@ fn report(name: &str, workload: Option<&str>, node: &str) -> Value {
 }
 
 async fn shadow(api: &Api, prefix: &str, placements: Value) -> (reqwest::StatusCode, Value, u64) {
-    let r = api.http.post(api.worker.url(&format!("{prefix}/v1/shadow"))).bearer_auth(TOKEN).json(&json!({ "placements": placements })).send().await.unwrap();
+    let r = api
+        .http
+        .post(api.worker.url(&format!("{prefix}/v1/shadow")))
+        .bearer_auth(TOKEN)
+        .json(&json!({ "placements": placements }))
+        .send()
+        .await
+        .unwrap();
     let status = r.status();
-    let ops = r.headers().get("x-aco-binding-ops").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
+    let ops = r
+        .headers()
+        .get("x-aco-binding-ops")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX);
     let text = r.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), ops)
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ops,
+    )
 }
 
 /// (received, scored, outcomes, duplicates, unknownPod, notFeasible), checking the reply's shape.
 fn tally(reply: &Value) -> (u64, u64, u64, u64, u64, u64) {
-    assert_eq!(reply.as_object().map(|o| o.len()), Some(6), "unexpected reply shape: {reply}");
-    let n = |k: &str| reply[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {reply}"));
-    (n("received"), n("scored"), n("outcomes"), n("duplicates"), n("unknownPod"), n("notFeasible"))
+    assert_eq!(
+        reply.as_object().map(|o| o.len()),
+        Some(6),
+        "unexpected reply shape: {reply}"
+    );
+    let n = |k: &str| {
+        reply[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} missing in {reply}"))
+    };
+    (
+        n("received"),
+        n("scored"),
+        n("outcomes"),
+        n("duplicates"),
+        n("unknownPod"),
+        n("notFeasible"),
+    )
 }
 
 async fn summary(api: &Api, prefix: &str, tenant: &str) -> Value {
-    let (status, body) = api.admin(Method::GET, &format!("{prefix}/v1/tenants/{tenant}/shadow"), None).await;
+    let (status, body) = api
+        .admin(
+            Method::GET,
+            &format!("{prefix}/v1/tenants/{tenant}/shadow"),
+            None,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     body
 }
@@ -94,7 +141,8 @@ fn close(a: &Value, b: f64) -> bool {
 #[tokio::test]
 async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice() {
     let api = Api::start(StartOptions::default());
-    api.put_facts(facts(Some("c-expensive"))["nodes"].clone()).await;
+    api.put_facts(facts(Some("c-expensive"))["nodes"].clone())
+        .await;
     let price = |n: &str| NODES.iter().find(|(name, _, _)| *name == n).unwrap().1;
     let share = 1.0 / CPU; // 1 CPU of 8 (1 GiB of 32 is less)
 
@@ -119,27 +167,57 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     // × 0.625, so d-alone, at its share.
     let chosen = 3.0 * price("c-expensive") * share + price("d-alone");
     let colony = 3.0 * price("a-cheap") * share + price("d-alone") * share;
-    assert_eq!((s["pods"].as_u64(), s["agreements"].as_u64(), s["notFeasible"].as_u64()), (Some(4), Some(0), Some(0)), "{s}");
+    assert_eq!(
+        (
+            s["pods"].as_u64(),
+            s["agreements"].as_u64(),
+            s["notFeasible"].as_u64()
+        ),
+        (Some(4), Some(0), Some(0)),
+        "{s}"
+    );
     assert!(close(&s["chosenCostPerHour"], chosen), "{s} vs {chosen}");
     assert!(close(&s["colonyCostPerHour"], colony), "{s} vs {colony}");
     assert!(close(&s["savingPerHour"], chosen - colony), "{s}");
-    assert!(close(&s["savingFraction"], (chosen - colony) / chosen), "{s}");
+    assert!(
+        close(&s["savingFraction"], (chosen - colony) / chosen),
+        "{s}"
+    );
     assert!(close(&s["agreementRate"], 0.0), "{s}");
     // c-expensive at 0.9 utilisation leaves no headroom for the latency-critical pod; a-cheap does.
     assert_eq!(s["latencyCritical"], 1, "{s}");
-    assert_eq!(s["latencyCriticalOnHotNodes"], json!({"chosen": 1, "colony": 0}), "{s}");
+    assert_eq!(
+        s["latencyCriticalOnHotNodes"],
+        json!({"chosen": 1, "colony": 0}),
+        "{s}"
+    );
 
     // At-least-once delivery: the batch again, and a pod twice in one batch, count nothing more.
     let (_, again, _) = shadow(&api, "", batch.clone()).await;
     assert_eq!(tally(&again), (4, 0, 0, 4, 0, 0));
-    let (_, twice, _) = shadow(&api, "", json!([report("p3", None, "a-cheap"), report("p3", None, "a-cheap")])).await;
+    let (_, twice, _) = shadow(
+        &api,
+        "",
+        json!([report("p3", None, "a-cheap"), report("p3", None, "a-cheap")]),
+    )
+    .await;
     assert_eq!(tally(&twice), (2, 1, 0, 1, 0, 0));
     let s = summary(&api, "", "team").await;
-    assert_eq!((s["pods"].as_u64(), s["agreements"].as_u64()), (Some(5), Some(1)), "p3 went where the colony would have put it: {s}");
-    assert!(close(&s["chosenCostPerHour"], chosen + price("a-cheap") * share), "{s}");
+    assert_eq!(
+        (s["pods"].as_u64(), s["agreements"].as_u64()),
+        (Some(5), Some(1)),
+        "p3 went where the colony would have put it: {s}"
+    );
+    assert!(
+        close(&s["chosenCostPerHour"], chosen + price("a-cheap") * share),
+        "{s}"
+    );
 
-    api.metrics_containing("aco_shadow_pods_total{tenant=\"team\"} 5").await;
-    let text = api.metrics_containing("aco_shadow_agreements_total{tenant=\"team\"} 1").await;
+    api.metrics_containing("aco_shadow_pods_total{tenant=\"team\"} 5")
+        .await;
+    let text = api
+        .metrics_containing("aco_shadow_agreements_total{tenant=\"team\"} 1")
+        .await;
     for line in [
         "aco_shadow_latency_critical_on_hot_nodes_total{tenant=\"team\",choice=\"chosen\"} 1",
         "aco_shadow_latency_critical_on_hot_nodes_total{tenant=\"team\",choice=\"colony\"} 0",
@@ -169,11 +247,17 @@ async fn an_outcome_updates_reliability_once_and_tau_stays_initial() {
     // An outcome naming another node than where the pod was seen: nothing.
     let mut elsewhere = report("p1", None, "a-cheap");
     elsewhere["outcome"] = json!("failed");
-    assert_eq!(tally(&shadow(&api, "", json!([elsewhere])).await.1), (1, 0, 0, 1, 0, 0));
+    assert_eq!(
+        tally(&shadow(&api, "", json!([elsewhere])).await.1),
+        (1, 0, 0, 1, 0, 0)
+    );
     // A first report that carries its outcome: scored, and the outcome applied with it.
     let mut short_job = report("job", None, "b-mid");
     short_job["outcome"] = json!("succeeded");
-    assert_eq!(tally(&shadow(&api, "", json!([short_job])).await.1), (1, 1, 0, 0, 0, 0));
+    assert_eq!(
+        tally(&shadow(&api, "", json!([short_job])).await.1),
+        (1, 1, 0, 0, 0, 0)
+    );
 
     let table = api.pheromones("team").await;
     // Learning follows real outcomes only: reliability moved (one failure counted once), and no
@@ -203,12 +287,34 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
     let mut bad_quantity = good.clone();
     bad_quantity["pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots");
     for (batch, field) in [
-        (json!([good.clone(), with("pod", Value::Null)]), "placements[1].pod"),
-        (json!([with("pod", json!({"spec": {"containers": "x"}}))]), "placements[0].pod"),
-        (json!([good.clone(), good.clone(), with("node", json!("Not_A_Node"))]), "placements[2].node"),
-        (json!([with("outcome", json!(2.0))]), "placements[0].outcome"),
-        (json!([with("tenant", json!("../etc"))]), "placements[0].tenant"),
-        (json!([bad_quantity]), "placements[0].pod.spec.containers[0].resources.requests.cpu"),
+        (
+            json!([good.clone(), with("pod", Value::Null)]),
+            "placements[1].pod",
+        ),
+        (
+            json!([with("pod", json!({"spec": {"containers": "x"}}))]),
+            "placements[0].pod",
+        ),
+        (
+            json!([
+                good.clone(),
+                good.clone(),
+                with("node", json!("Not_A_Node"))
+            ]),
+            "placements[2].node",
+        ),
+        (
+            json!([with("outcome", json!(2.0))]),
+            "placements[0].outcome",
+        ),
+        (
+            json!([with("tenant", json!("../etc"))]),
+            "placements[0].tenant",
+        ),
+        (
+            json!([bad_quantity]),
+            "placements[0].pod.spec.containers[0].resources.requests.cpu",
+        ),
     ] {
         let (status, body, _) = shadow(&api, "", batch).await;
         assert_eq!(status, 400, "{field}: {body}");
@@ -216,22 +322,48 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
     }
     let (status, body, _) = shadow(&api, "", json!([{"podUid": "u", "node": "a-cheap", "pod": bound("x", None, "a-cheap"), "surprise": 1}])).await;
     assert_eq!(status, 400, "{body}");
-    let r = api.http.post(api.worker.url("/v1/shadow")).json(&json!({"placements": []})).send().await.unwrap();
+    let r = api
+        .http
+        .post(api.worker.url("/v1/shadow"))
+        .json(&json!({"placements": []}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     let (status, _) = api.admin(Method::PUT, "/v1/shadow", Some(json!({}))).await;
     assert_eq!(status, 405);
     // Nothing was counted: the good pod of a refused batch is new the first time it is accepted.
     assert_eq!(summary(&api, "", "team").await["pods"], 0);
-    assert_eq!(tally(&shadow(&api, "", json!([good])).await.1), (1, 1, 0, 0, 0, 0));
+    assert_eq!(
+        tally(&shadow(&api, "", json!([good])).await.1),
+        (1, 1, 0, 0, 0, 0)
+    );
     // A node without facts cannot be priced: counted, not remembered.
-    assert_eq!(tally(&shadow(&api, "", json!([report("ghost", None, "no-such-node")])).await.1), (1, 0, 0, 0, 1, 0));
+    assert_eq!(
+        tally(
+            &shadow(&api, "", json!([report("ghost", None, "no-such-node")]))
+                .await
+                .1
+        ),
+        (1, 0, 0, 0, 1, 0)
+    );
     // Too big to fit anywhere by the core's filter: counted as not feasible, remembered.
     let mut huge = report("huge", None, "a-cheap");
     huge["pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("64");
-    assert_eq!(tally(&shadow(&api, "", json!([huge.clone()])).await.1), (1, 0, 0, 0, 0, 1));
-    assert_eq!(tally(&shadow(&api, "", json!([huge])).await.1), (1, 0, 0, 1, 0, 0));
+    assert_eq!(
+        tally(&shadow(&api, "", json!([huge.clone()])).await.1),
+        (1, 0, 0, 0, 0, 1)
+    );
+    assert_eq!(
+        tally(&shadow(&api, "", json!([huge])).await.1),
+        (1, 0, 0, 1, 0, 0)
+    );
     let s = summary(&api, "", "team").await;
-    assert_eq!((s["pods"].as_u64(), s["notFeasible"].as_u64()), (Some(1), Some(1)), "{s}");
+    assert_eq!(
+        (s["pods"].as_u64(), s["notFeasible"].as_u64()),
+        (Some(1), Some(1)),
+        "{s}"
+    );
 }
 
 #[tokio::test]
@@ -240,7 +372,10 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
     api.put_facts(facts(None)["nodes"].clone()).await;
     // The prod cluster knows only a-cheap and c-expensive.
     let mut prod = facts(None);
-    prod["nodes"].as_array_mut().unwrap().retain(|n| n["name"] == "a-cheap" || n["name"] == "c-expensive");
+    prod["nodes"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["name"] == "a-cheap" || n["name"] == "c-expensive");
     let (status, body) = api.admin(Method::PUT, "/c/prod/v1/nodes", Some(prod)).await;
     assert_eq!(status, 200, "{body}");
 
@@ -249,19 +384,48 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
     labelled["pod"]["metadata"]["labels"]["scheduling.aco/tenant-id"] = json!("ml");
     let mut explicit = report("e1", None, "c-expensive");
     explicit["tenant"] = json!("ml");
-    let (_, r, ops) = shadow(&api, "", json!([report("t1", None, "c-expensive"), labelled, explicit])).await;
+    let (_, r, ops) = shadow(
+        &api,
+        "",
+        json!([report("t1", None, "c-expensive"), labelled, explicit]),
+    )
+    .await;
     assert_eq!(tally(&r), (3, 3, 0, 0, 0, 0));
-    assert!(ops <= 5, "one facts read and at most two colony requests per tenant: {ops}");
+    assert!(
+        ops <= 5,
+        "one facts read and at most two colony requests per tenant: {ops}"
+    );
     assert_eq!(summary(&api, "", "team").await["pods"], 1);
     assert_eq!(summary(&api, "", "ml").await["pods"], 2);
 
     // The same pod key in the prod cluster is another pod of another colony.
-    let (status, r, _) = shadow(&api, "/c/prod", json!([report("t1", None, "c-expensive"), report("t2", None, "d-alone")])).await;
+    let (status, r, _) = shadow(
+        &api,
+        "/c/prod",
+        json!([
+            report("t1", None, "c-expensive"),
+            report("t2", None, "d-alone")
+        ]),
+    )
+    .await;
     assert_eq!(status, 200, "{r}");
-    assert_eq!(tally(&r), (2, 1, 0, 0, 1, 0), "d-alone has no facts in prod");
+    assert_eq!(
+        tally(&r),
+        (2, 1, 0, 0, 1, 0),
+        "d-alone has no facts in prod"
+    );
     let s = summary(&api, "/c/prod", "team").await;
-    assert_eq!((s["pods"].as_u64(), s["cluster"].as_str()), (Some(1), Some("prod")), "{s}");
-    assert_eq!(summary(&api, "", "team").await["pods"], 1, "the default cluster's summary is untouched");
+    assert_eq!(
+        (s["pods"].as_u64(), s["cluster"].as_str()),
+        (Some(1), Some("prod")),
+        "{s}"
+    );
+    assert_eq!(
+        summary(&api, "", "team").await["pods"],
+        1,
+        "the default cluster's summary is untouched"
+    );
     assert_eq!(summary(&api, "/c/prod", "ml").await["pods"], 0);
-    api.metrics_containing("aco_shadow_pods_total{cluster=\"prod\",tenant=\"team\"} 1").await;
+    api.metrics_containing("aco_shadow_pods_total{cluster=\"prod\",tenant=\"team\"} 1")
+        .await;
 }

@@ -21,46 +21,107 @@ fn sample_world(seed: u64) -> World {
 fn the_workers_shadow_summary_equals_the_simulators() {
     let seed = 7;
     let world = sample_world(seed);
-    let load = LoadModel { seed, ..LoadModel::default() };
-    let params = SimParams { seed, max_pods: Some(120), pheromone_samples: 1, ..SimParams::default() };
+    let load = LoadModel {
+        seed,
+        ..LoadModel::default()
+    };
+    let params = SimParams {
+        seed,
+        max_pods: Some(120),
+        pheromone_samples: 1,
+        ..SimParams::default()
+    };
 
-    let mut options = StartOptions::default().var("FACTS_CACHE_MS", "0").var("EMA_ALPHA", world.config.ema_alpha.to_string());
+    let mut options = StartOptions::default()
+        .var("FACTS_CACHE_MS", "0")
+        .var("EMA_ALPHA", world.config.ema_alpha.to_string());
     for (k, v) in worker_vars() {
         options = options.var(k, v);
     }
     let worker = WorkerProcess::start(options);
-    let baseline = NativeScheduler::new(policy::by_name("first-fit", seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+    let baseline = NativeScheduler::new(
+        policy::by_name("first-fit", seed).unwrap(),
+        world.config.clone(),
+        PredictorKind::Ema(world.config.ema_alpha),
+    );
     let http = HttpScheduler::new(&worker.base_url, "dev-admin-token", &world).unwrap();
     let mut shadow = ShadowReplay::new(baseline, http, world.config.clone());
-    let result = run(&world, &load, &params, &mut shadow).unwrap_or_else(|e| panic!("shadow replay failed: {e}\n{}", worker.logs()));
+    let result = run(&world, &load, &params, &mut shadow)
+        .unwrap_or_else(|e| panic!("shadow replay failed: {e}\n{}", worker.logs()));
 
     // The baseline placed the pods as it does alone: shadow mode steers nothing.
-    let mut alone = NativeScheduler::new(policy::by_name("first-fit", seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
-    assert_eq!(result.placements, run(&world, &load, &params, &mut alone).unwrap().placements);
+    let mut alone = NativeScheduler::new(
+        policy::by_name("first-fit", seed).unwrap(),
+        world.config.clone(),
+        PredictorKind::Ema(world.config.ema_alpha),
+    );
+    assert_eq!(
+        result.placements,
+        run(&world, &load, &params, &mut alone).unwrap().placements
+    );
 
     let remote = shadow.worker_summaries(&world).unwrap();
     let mut scored = 0;
     for (tenant, w) in &remote {
         let n = shadow.native.get(tenant).cloned().unwrap_or_default();
-        let close = |k: &str, v: f64| w[k].as_f64().is_some_and(|x| (x - v).abs() < 1e-9 * v.abs().max(1.0));
-        assert_eq!((w["pods"].as_u64(), w["agreements"].as_u64(), w["notFeasible"].as_u64()), (Some(n.pods), Some(n.agreements), Some(n.not_feasible)), "{tenant}: {w} vs {n:?}");
-        assert!(close("chosenCostPerHour", n.chosen_cost_per_hour), "{tenant}: {w} vs {n:?}");
-        assert!(close("colonyCostPerHour", n.colony_cost_per_hour), "{tenant}: {w} vs {n:?}");
-        assert!(close("savingPerHour", n.saving_per_hour()), "{tenant}: {w} vs {n:?}");
+        let close = |k: &str, v: f64| {
+            w[k].as_f64()
+                .is_some_and(|x| (x - v).abs() < 1e-9 * v.abs().max(1.0))
+        };
+        assert_eq!(
+            (
+                w["pods"].as_u64(),
+                w["agreements"].as_u64(),
+                w["notFeasible"].as_u64()
+            ),
+            (Some(n.pods), Some(n.agreements), Some(n.not_feasible)),
+            "{tenant}: {w} vs {n:?}"
+        );
+        assert!(
+            close("chosenCostPerHour", n.chosen_cost_per_hour),
+            "{tenant}: {w} vs {n:?}"
+        );
+        assert!(
+            close("colonyCostPerHour", n.colony_cost_per_hour),
+            "{tenant}: {w} vs {n:?}"
+        );
+        assert!(
+            close("savingPerHour", n.saving_per_hour()),
+            "{tenant}: {w} vs {n:?}"
+        );
         let hot = &w["latencyCriticalOnHotNodes"];
-        assert_eq!((w["latencyCritical"].as_u64(), hot["chosen"].as_u64(), hot["colony"].as_u64()), (Some(n.latency_critical), Some(n.latency_critical_on_hot_chosen), Some(n.latency_critical_on_hot_colony)), "{tenant}");
+        assert_eq!(
+            (
+                w["latencyCritical"].as_u64(),
+                hot["chosen"].as_u64(),
+                hot["colony"].as_u64()
+            ),
+            (
+                Some(n.latency_critical),
+                Some(n.latency_critical_on_hot_chosen),
+                Some(n.latency_critical_on_hot_colony)
+            ),
+            "{tenant}"
+        );
         scored += n.pods;
     }
     // Pods, not bindings: a pod evicted by a spot reclamation and bound again is one pod (the
     // Worker counts its second report as a duplicate).
     let placed = result.metrics.placed as u64;
-    assert_eq!(scored + shadow.native_total().not_feasible + shadow.not_scored, placed, "every placed pod was reported once");
+    assert_eq!(
+        scored + shadow.native_total().not_feasible + shadow.not_scored,
+        placed,
+        "every placed pod was reported once"
+    );
     assert!(scored > 100, "{scored} of {placed}");
     // The figure itself is a finding, not a property (docs/shadow.md): on this sample first-fit
     // packs so tightly that its marginal cost is below the colony's, which also weighs spot
     // reliability and latency-critical headroom.
     let total = shadow.native_total();
-    assert!(total.chosen_cost_per_hour.is_finite() && total.colony_cost_per_hour > 0.0, "{total:?}");
+    assert!(
+        total.chosen_cost_per_hour.is_finite() && total.colony_cost_per_hour > 0.0,
+        "{total:?}"
+    );
     // Far below the 1,000 per invocation: one facts read, one colony fetch at most, one batch.
     assert!(shadow.cost.max_binding_ops <= 3, "{:?}", shadow.cost);
 }

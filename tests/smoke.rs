@@ -8,7 +8,9 @@ use support::{StartOptions, WorkerProcess};
 #[tokio::test]
 async fn livez_answers_200() {
     let worker = WorkerProcess::start(StartOptions::default());
-    let res = reqwest::get(worker.url("/livez")).await.expect("GET /livez");
+    let res = reqwest::get(worker.url("/livez"))
+        .await
+        .expect("GET /livez");
     assert_eq!(res.status(), 200);
 }
 
@@ -19,12 +21,20 @@ async fn restart_keeps_the_state_dir_and_serves_again() {
         persist_dir: Some(state.path().to_path_buf()),
         ..StartOptions::default()
     });
-    let res = reqwest::get(worker.url("/livez")).await.expect("GET /livez");
+    let res = reqwest::get(worker.url("/livez"))
+        .await
+        .expect("GET /livez");
     assert_eq!(res.status(), 200);
 
     worker.restart();
     assert_eq!(worker.persist_dir(), state.path());
-    assert!(worker.base_url.starts_with("http://127.0.0.1:"), "{}", worker.base_url);
-    let res = reqwest::get(worker.url("/livez")).await.expect("GET /livez after restart");
+    assert!(
+        worker.base_url.starts_with("http://127.0.0.1:"),
+        "{}",
+        worker.base_url
+    );
+    let res = reqwest::get(worker.url("/livez"))
+        .await
+        .expect("GET /livez after restart");
     assert_eq!(res.status(), 200);
 }

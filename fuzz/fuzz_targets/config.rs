@@ -8,9 +8,14 @@ use aco_core::config::Config;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let vars: HashMap<String, String> =
-        text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.trim().to_string(), v.to_string())).collect();
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let vars: HashMap<String, String> = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.to_string()))
+        .collect();
     if let Ok(c) = Config::from_vars(|k| vars.get(k).cloned()) {
         c.validate().expect("an accepted config validates");
         for t in ["a", "team-x", ""] {

@@ -8,12 +8,17 @@ use aco_core::extender::{filter, parse_args, scoring_input};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(body) = std::str::from_utf8(data) else { return };
+    let Ok(body) = std::str::from_utf8(data) else {
+        return;
+    };
     let config = Config::default();
     let args = match parse_args(body, &config) {
         Ok(a) => a,
         Err(e) => {
-            assert!((400..500).contains(&e.status), "parse error of the wrong kind: {e:?}");
+            assert!(
+                (400..500).contains(&e.status),
+                "parse error of the wrong kind: {e:?}"
+            );
             return;
         }
     };
@@ -22,9 +27,15 @@ fuzz_target!(|data: &[u8]| {
         Ok(out) => {
             serde_json::to_string(&out.result).expect("filter reply serialises");
         }
-        Err(e) => assert!((400..500).contains(&e.status), "filter error of the wrong kind: {e:?}"),
+        Err(e) => assert!(
+            (400..500).contains(&e.status),
+            "filter error of the wrong kind: {e:?}"
+        ),
     }
     if let Err(e) = scoring_input(&args, &facts, 1_700_000_000_000, &config) {
-        assert!((400..500).contains(&e.status), "scoring error of the wrong kind: {e:?}");
+        assert!(
+            (400..500).contains(&e.status),
+            "scoring error of the wrong kind: {e:?}"
+        );
     }
 });

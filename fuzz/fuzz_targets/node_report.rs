@@ -6,7 +6,9 @@ use aco_core::facts::{NodeFacts, NodeReport};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(report) = serde_json::from_slice::<NodeReport>(data) else { return };
+    let Ok(report) = serde_json::from_slice::<NodeReport>(data) else {
+        return;
+    };
     let now = 1_700_000_000_000;
     if report.validate("nodes[0]", now).is_err() {
         return;
@@ -16,7 +18,8 @@ fuzz_target!(|data: &[u8]| {
     facts.apply(&report, now, &config);
     facts.apply(&report, now + 1000, &config);
     let text = serde_json::to_string(&facts).expect("facts serialise");
-    let back: NodeFacts = serde_json::from_str(&text).unwrap_or_else(|e| panic!("stored facts do not read back: {e}: {text}"));
+    let back: NodeFacts = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("stored facts do not read back: {e}: {text}"));
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
     let _ = facts.allocatable_amounts();
 });

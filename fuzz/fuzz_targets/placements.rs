@@ -14,8 +14,16 @@ use rand::{rngs::SmallRng, SeedableRng};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Score { pod: u8, nodes: u8, cost: u8 },
-    Report { pod: u8, node: u8, outcome: Option<String> },
+    Score {
+        pod: u8,
+        nodes: u8,
+        cost: u8,
+    },
+    Report {
+        pod: u8,
+        node: u8,
+        outcome: Option<String>,
+    },
 }
 
 /// Built from JSON (as the Worker sends it to the colony), so optional fields added later default.
@@ -38,7 +46,9 @@ fuzz_target!(|ops: Vec<Op>| {
     for op in ops.into_iter().take(256) {
         match op {
             Op::Score { pod, nodes, cost } => {
-                let candidates: Vec<NodeFeatures> = (0..(nodes % 8) + 1).map(|i| node(i, cost.wrapping_add(i))).collect();
+                let candidates: Vec<NodeFeatures> = (0..(nodes % 8) + 1)
+                    .map(|i| node(i, cost.wrapping_add(i)))
+                    .collect();
                 let p = colony.prioritize(&candidates, WorkloadClass::Batch, 0, &config, &mut rng);
                 assert!(p.priorities.iter().all(|h| (0..=10).contains(&h.score)));
                 records.entry(pod % 16).or_default().decision = Some(p.decision);
@@ -55,15 +65,29 @@ fuzz_target!(|ops: Vec<Op>| {
                 let record = records.entry(pod % 16).or_default();
                 let before = (colony.clone(), record.clone());
                 let name = format!("n{}", node % 8);
-                let effect = colony.report(record, &name, outcome, 1, &config).expect("validated outcome");
-                if effect == ReportEffect::Duplicate || effect == ReportEffect::NotACandidate || effect == ReportEffect::UnknownPod {
-                    assert_eq!(before.0.pheromones, colony.pheromones, "{effect:?} moved a trail");
+                let effect = colony
+                    .report(record, &name, outcome, 1, &config)
+                    .expect("validated outcome");
+                if effect == ReportEffect::Duplicate
+                    || effect == ReportEffect::NotACandidate
+                    || effect == ReportEffect::UnknownPod
+                {
+                    assert_eq!(
+                        before.0.pheromones, colony.pheromones,
+                        "{effect:?} moved a trail"
+                    );
                 }
             }
         }
         for (_, tau) in colony.pheromones.snapshot(&config) {
-            assert!(tau >= config.tau_min - 1e-9 && tau <= config.tau_max + 1e-9, "τ {tau} out of bounds");
+            assert!(
+                tau >= config.tau_min - 1e-9 && tau <= config.tau_max + 1e-9,
+                "τ {tau} out of bounds"
+            );
         }
-        assert!(colony.counters.deposits <= scored, "more deposits than decisions");
+        assert!(
+            colony.counters.deposits <= scored,
+            "more deposits than decisions"
+        );
     }
 });

@@ -22,7 +22,11 @@ pub async fn bind(call: &mut Call) -> Handled {
     if args.node.is_empty() {
         return Err(ApiError::field(400, "Node", "empty node name"));
     }
-    let key = if args.pod_uid.is_empty() { format!("{}/{}", args.pod_namespace, args.pod_name) } else { args.pod_uid.clone() };
+    let key = if args.pod_uid.is_empty() {
+        format!("{}/{}", args.pod_namespace, args.pod_name)
+    } else {
+        args.pod_uid.clone()
+    };
     let tenant = if call.config.bind_index {
         pod_index::tenant_of(&call.bindings, &key).await
     } else {
@@ -31,9 +35,30 @@ pub async fn bind(call: &mut Call) -> Handled {
     .filter(|t| call.config.tenant_allowed(t));
     match tenant {
         Some(tenant) => {
-            deliver(call, vec![(tenant, PlacementItem { key, node: args.node, outcome: None })], "bind").await?;
+            deliver(
+                call,
+                vec![(
+                    tenant,
+                    PlacementItem {
+                        key,
+                        node: args.node,
+                        outcome: None,
+                    },
+                )],
+                "bind",
+            )
+            .await?;
         }
-        None => call.event.count("aco_placements_received_total", "source=\"bind_unknown_pod\"".into(), 1.0),
+        None => call.event.count(
+            "aco_placements_received_total",
+            "source=\"bind_unknown_pod\"".into(),
+            1.0,
+        ),
     }
-    Ok(json_response(200, &ExtenderBindingResult { error: String::new() }))
+    Ok(json_response(
+        200,
+        &ExtenderBindingResult {
+            error: String::new(),
+        },
+    ))
 }

@@ -21,7 +21,11 @@ const MAX_KEY_LEN: usize = 320;
 /// A pod key as prioritize stores it: the pod's UID, or `namespace/name` for pods without one.
 fn validate_key(key: &str) -> Result<(), ApiError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
-    if key.is_empty() || key.len() > MAX_KEY_LEN || !key.chars().all(ok_char) || key.split('/').any(str::is_empty) {
+    if key.is_empty()
+        || key.len() > MAX_KEY_LEN
+        || !key.chars().all(ok_char)
+        || key.split('/').any(str::is_empty)
+    {
         return Err(ApiError::field(
             400,
             "podUid",
@@ -36,13 +40,24 @@ pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     validate_key(key)?;
     if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+        return Err(ApiError::field(
+            404,
+            "tenant",
+            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
+        ));
     }
     let colony = colony_name(&call.cluster, tenant);
     // Read your writes: a decision this isolate scored from its copy may not have reached the
     // colony yet (it is sent after the prioritize response).
     send_unacknowledged(&call.bindings, &colony, tenant).await?;
-    let lookup: DecisionLookup = colony_call::<(), _>(&call.bindings, &colony, Method::Get, &format!("/decisions/{key}"), None).await?;
+    let lookup: DecisionLookup = colony_call::<(), _>(
+        &call.bindings,
+        &colony,
+        Method::Get,
+        &format!("/decisions/{key}"),
+        None,
+    )
+    .await?;
     match (lookup.decision, lookup.confirmed) {
         (Some(decision), _) => Ok(json_response(200, &decision.explain(key, tenant))),
         (None, Some(c)) => Err(ApiError {

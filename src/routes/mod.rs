@@ -94,7 +94,9 @@ impl<'a> Route<'a> {
             ["v1", "shadow"] => Route::Shadow,
             ["v1", "tenants", tenant, "shadow"] => Route::ShadowSummary(tenant),
             ["v1", "tenants", tenant, "decisions", uid] => Route::Decision(tenant, uid, None),
-            ["v1", "tenants", tenant, "decisions", namespace, name] => Route::Decision(tenant, namespace, Some(name)),
+            ["v1", "tenants", tenant, "decisions", namespace, name] => {
+                Route::Decision(tenant, namespace, Some(name))
+            }
             _ => return None,
         })
     }
@@ -126,10 +128,19 @@ impl<'a> Route<'a> {
 
     pub fn methods(self) -> &'static [Method] {
         match self {
-            Route::Probe(_) | Route::Metrics | Route::Node(_) | Route::ShadowSummary(_) | Route::Decision(..) => &[Method::Get],
+            Route::Probe(_)
+            | Route::Metrics
+            | Route::Node(_)
+            | Route::ShadowSummary(_)
+            | Route::Decision(..) => &[Method::Get],
             Route::Nodes => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
-            Route::Filter | Route::Prioritize | Route::Bind | Route::Placements | Route::Echo | Route::Shadow => &[Method::Post],
+            Route::Filter
+            | Route::Prioritize
+            | Route::Bind
+            | Route::Placements
+            | Route::Echo
+            | Route::Shadow => &[Method::Post],
         }
     }
 }
@@ -139,9 +150,12 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let method = req.method();
     let path = req.path();
     let bindings = Bindings::new(env.clone());
-    let (verb, (response, mut event, deferred)) = route(method, &path, req, bindings.clone(), started).await;
+    let (verb, (response, mut event, deferred)) =
+        route(method, &path, req, bindings.clone(), started).await;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
-    let _ = response.headers().set(bindings::OPS_HEADER, &bindings.ops.used().to_string());
+    let _ = response
+        .headers()
+        .set(bindings::OPS_HEADER, &bindings.ops.used().to_string());
     if let Some(verb) = verb {
         event.verb = verb.to_string();
         event.code = response.status_code();
@@ -153,7 +167,9 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     }
     // Counters go out at most TELEMETRY_FLUSH_MS from now, in this invocation's waitUntil (an
     // invalid config has been answered with 503 above; its requests are still counted).
-    let flush_ms = env_config::config(&env).map(|c| c.telemetry_flush_ms).unwrap_or(0);
+    let flush_ms = env_config::config(&env)
+        .map(|c| c.telemetry_flush_ms)
+        .unwrap_or(0);
     if let Some(flush) = telemetry::schedule_flush(bindings, flush_ms) {
         ctx.wait_until(flush);
     }
@@ -167,14 +183,19 @@ fn authenticate(req: &Request, env: &Env, token: Option<&str>) -> Result<(), Api
         ExtenderAuth::Mtls { .. } => client_cert(req),
         _ => None,
     };
-    auth.check(token, cert.as_ref()).map_err(|r| ApiError::new(r.status, r.message))
+    auth.check(token, cert.as_ref())
+        .map_err(|r| ApiError::new(r.status, r.message))
 }
 
 /// `request.cf.tlsClientAuth`, read field by field (no panicking accessors); None when absent.
 fn client_cert(req: &Request) -> Option<ClientCert> {
     use worker::js_sys::Reflect;
     use worker::wasm_bindgen::JsValue;
-    let get = |o: &JsValue, k: &str| Reflect::get(o, &JsValue::from_str(k)).ok().filter(|v| !v.is_undefined() && !v.is_null());
+    let get = |o: &JsValue, k: &str| {
+        Reflect::get(o, &JsValue::from_str(k))
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
     let cf = get(req.inner().as_ref(), "cf")?;
     let tls = get(&cf, "tlsClientAuth")?;
     let text = |k: &str| get(&tls, k).and_then(|v| v.as_string()).unwrap_or_default();
@@ -186,11 +207,21 @@ fn client_cert(req: &Request) -> Option<ClientCert> {
 }
 
 fn methods_text(methods: &[Method]) -> String {
-    methods.iter().map(|m| m.as_ref()).collect::<Vec<_>>().join(", ")
+    methods
+        .iter()
+        .map(|m| m.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Picks the handler and runs it. Returns the verb label for metrics.
-async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings, now_ms: u64) -> (Option<&'static str>, Routed) {
+async fn route(
+    method: Method,
+    path: &str,
+    mut req: Request,
+    bindings: Bindings,
+    now_ms: u64,
+) -> (Option<&'static str>, Routed) {
     let env = bindings.env.clone();
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
@@ -199,39 +230,91 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
         Ok(split) => split,
         Err(message) => {
             drain(&mut req).await;
-            return (Some("unknown"), (ApiError::field(400, "cluster", message).into_response(), Event::default(), Vec::new()));
+            return (
+                Some("unknown"),
+                (
+                    ApiError::field(400, "cluster", message).into_response(),
+                    Event::default(),
+                    Vec::new(),
+                ),
+            );
         }
     };
     let (token, segments) = split_token(segments);
-    let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb()) else {
+    let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb())
+    else {
         drain(&mut req).await;
         let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
-        return (Some("unknown"), (e.into_response(), Event::default(), Vec::new()));
+        return (
+            Some("unknown"),
+            (e.into_response(), Event::default(), Vec::new()),
+        );
     };
     let verb = route.verb();
     if let Route::Probe(probe) = route {
         drain(&mut req).await;
-        return (verb, (ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response), Event::default(), Vec::new()));
+        return (
+            verb,
+            (
+                ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response),
+                Event::default(),
+                Vec::new(),
+            ),
+        );
     }
     let config = match env_config::config(&env) {
         Ok(c) => c,
         Err(e) => {
             drain(&mut req).await;
-            return (verb, (ApiError::new(503, e.to_string()).into_response(), Event::default(), Vec::new()));
+            return (
+                verb,
+                (
+                    ApiError::new(503, e.to_string()).into_response(),
+                    Event::default(),
+                    Vec::new(),
+                ),
+            );
         }
     };
     if route.is_extender_verb() {
         if let Err(e) = authenticate(&req, &env, token) {
             drain(&mut req).await;
             let mut event = Event::default();
-            event.count("aco_extender_auth_failures_total", format!("status=\"{}\"", e.status), 1.0);
+            event.count(
+                "aco_extender_auth_failures_total",
+                format!("status=\"{}\"", e.status),
+                1.0,
+            );
             return (verb, (e.into_response(), event, Vec::new()));
         }
     }
-    let event = Event { cluster: if cluster == DEFAULT_CLUSTER { String::new() } else { cluster.to_string() }, ..Event::default() };
-    let mut call = Call { req, env, bindings, config, event, now_ms, cluster: cluster.to_string(), deferred: Vec::new() };
+    let event = Event {
+        cluster: if cluster == DEFAULT_CLUSTER {
+            String::new()
+        } else {
+            cluster.to_string()
+        },
+        ..Event::default()
+    };
+    let mut call = Call {
+        req,
+        env,
+        bindings,
+        config,
+        event,
+        now_ms,
+        cluster: cluster.to_string(),
+        deferred: Vec::new(),
+    };
     let result = if !route.methods().contains(&method) {
-        Err(ApiError::new(405, format!("{} accepts {}", verb.unwrap_or("this route"), methods_text(route.methods()))))
+        Err(ApiError::new(
+            405,
+            format!(
+                "{} accepts {}",
+                verb.unwrap_or("this route"),
+                methods_text(route.methods())
+            ),
+        ))
     } else {
         match route {
             Route::Probe(probe) => ops::health(probe, &method, &call.env),
@@ -247,13 +330,31 @@ async fn route(method: Method, path: &str, mut req: Request, bindings: Bindings,
             Route::Shadow => shadow::report(&mut call).await,
             Route::ShadowSummary(tenant) => shadow::summary(&mut call, tenant).await,
             Route::Decision(tenant, uid, None) => decisions::decision(&mut call, tenant, uid).await,
-            Route::Decision(tenant, namespace, Some(name)) => decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await,
+            Route::Decision(tenant, namespace, Some(name)) => {
+                decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await
+            }
         }
     };
     drain(&mut call.req).await;
-    if let Err(ApiError { colony_failure: Some(reason), message, .. }) = &result {
+    if let Err(ApiError {
+        colony_failure: Some(reason),
+        message,
+        ..
+    }) = &result
+    {
         worker::console_error!("{}: {message}", verb.unwrap_or("request"));
-        call.event.count("aco_colony_errors_total", format!("reason=\"{reason}\""), 1.0);
+        call.event.count(
+            "aco_colony_errors_total",
+            format!("reason=\"{reason}\""),
+            1.0,
+        );
     }
-    (verb, (result.unwrap_or_else(ApiError::into_response), call.event, call.deferred))
+    (
+        verb,
+        (
+            result.unwrap_or_else(ApiError::into_response),
+            call.event,
+            call.deferred,
+        ),
+    )
 }

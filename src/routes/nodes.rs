@@ -20,8 +20,16 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let reply = facts_store::put(&call.bindings, &call.cluster, body, call.now_ms).await?;
-    call.event.count("aco_node_facts_stored_total", String::new(), reply.stored as f64);
-    call.event.count("aco_node_facts_forgotten_total", String::new(), reply.forgotten as f64);
+    call.event.count(
+        "aco_node_facts_stored_total",
+        String::new(),
+        reply.stored as f64,
+    );
+    call.event.count(
+        "aco_node_facts_forgotten_total",
+        String::new(),
+        reply.forgotten as f64,
+    );
     Ok(with_memory(json_response(200, &reply)))
 }
 
@@ -31,7 +39,11 @@ pub async fn get_node(call: &mut Call, name: &str) -> Handled {
     validate_node_name(name).map_err(|m| ApiError::field(400, "name", m))?;
     match facts_store::get(&call.bindings, &call.cluster, name).await? {
         Some(facts) => Ok(with_memory(json_response(200, &facts))),
-        None => Err(ApiError::field(404, "name", format!("no facts stored for node {name:?}"))),
+        None => Err(ApiError::field(
+            404,
+            "name",
+            format!("no facts stored for node {name:?}"),
+        )),
     }
 }
 

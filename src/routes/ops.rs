@@ -19,7 +19,10 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
     }
     match probe {
         Probe::Livez => Ok(text_response(200, "ok\n".into(), "text/plain")),
-        Probe::Version => Ok(json_response(200, &serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")}))),
+        Probe::Version => Ok(json_response(
+            200,
+            &serde_json::json!({"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")}),
+        )),
         Probe::Readyz => {
             let mut problems = Vec::new();
             if let Err(e) = env_config::config(env) {
@@ -30,16 +33,28 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
             }
             for (kind, ok) in [
                 (facts_store::BINDING, env.kv(facts_store::BINDING).is_ok()),
-                (facts_do::BINDING, env.durable_object(facts_do::BINDING).is_ok()),
-                (colony_do::BINDING, env.durable_object(colony_do::BINDING).is_ok()),
-                (telemetry::BINDING, env.durable_object(telemetry::BINDING).is_ok()),
+                (
+                    facts_do::BINDING,
+                    env.durable_object(facts_do::BINDING).is_ok(),
+                ),
+                (
+                    colony_do::BINDING,
+                    env.durable_object(colony_do::BINDING).is_ok(),
+                ),
+                (
+                    telemetry::BINDING,
+                    env.durable_object(telemetry::BINDING).is_ok(),
+                ),
             ] {
                 if !ok {
                     problems.push(format!("binding {kind} missing"));
                 }
             }
             let status = if problems.is_empty() { 200 } else { 503 };
-            Ok(json_response(status, &serde_json::json!({"ready": problems.is_empty(), "problems": problems})))
+            Ok(json_response(
+                status,
+                &serde_json::json!({"ready": problems.is_empty(), "problems": problems}),
+            ))
         }
     }
 }
@@ -59,16 +74,24 @@ pub async fn metrics(call: &mut Call) -> Handled {
     // other isolates' arrive within TELEMETRY_FLUSH_MS. A failed flush is retried by the next.
     if let Err(e) = telemetry::flush(&call.bindings, call.now_ms).await {
         worker::console_error!("metrics: flushing this isolate's counters failed: {e}");
-        call.event.count("aco_telemetry_flush_failures_total", String::new(), 1.0);
+        call.event
+            .count("aco_telemetry_flush_failures_total", String::new(), 1.0);
     }
-    let req = worker::Request::new("https://telemetry/metrics", Method::Get).map_err(|e| ApiError::unavailable("telemetry", e))?;
-    let mut resp = call.bindings.do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req).await?;
-    let gathered: Gathered = resp.json().await.map_err(|e| ApiError::unavailable("telemetry reply", e))?;
+    let req = worker::Request::new("https://telemetry/metrics", Method::Get)
+        .map_err(|e| ApiError::unavailable("telemetry", e))?;
+    let mut resp = call
+        .bindings
+        .do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req)
+        .await?;
+    let gathered: Gathered = resp
+        .json()
+        .await
+        .map_err(|e| ApiError::unavailable("telemetry reply", e))?;
     let mut text = gathered.text;
     let tenants: Vec<&String> = gathered.tenants.iter().take(MAX_TENANTS_SCRAPED).collect();
-    let replies = futures::future::join_all(
-        tenants.iter().map(|t| colony_call::<(), ColonyMetrics>(&call.bindings, t, Method::Get, "/metrics", None)),
-    )
+    let replies = futures::future::join_all(tenants.iter().map(|t| {
+        colony_call::<(), ColonyMetrics>(&call.bindings, t, Method::Get, "/metrics", None)
+    }))
     .await;
     // A colony that fails is skipped (and counted), never fatal to the scrape.
     let mut colonies = Vec::with_capacity(replies.len());
@@ -91,7 +114,11 @@ pub async fn metrics(call: &mut Call) -> Handled {
             }
         }
     }
-    call.event.count("aco_metrics_colony_errors_total", String::new(), failed as f64);
+    call.event.count(
+        "aco_metrics_colony_errors_total",
+        String::new(),
+        failed as f64,
+    );
     text.push_str(&render_colonies(&colonies, failed));
     Ok(text_response(200, text, "text/plain; version=0.0.4"))
 }

@@ -17,11 +17,11 @@ use worker::Method;
 use super::extender_verbs::colony_call;
 use aco_core::cluster::colony_name;
 
-use crate::colony_cache;
-use crate::decision_queue;
 use super::{Call, Handled};
 use crate::auth::require_admin;
+use crate::colony_cache;
 use crate::colony_do::{PlacementItem, PlacementsRequest, PlacementsResponse};
+use crate::decision_queue;
 use crate::http::{json_response, parse_json, read_body, ApiError};
 
 /// At most this many placements per request.
@@ -56,10 +56,16 @@ pub struct Summary {
 }
 
 /// A report's pod key: its UID, else `namespace/name` (the colony's key for the pod).
-pub(super) fn pod_key(uid: Option<&str>, namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+pub(super) fn pod_key(
+    uid: Option<&str>,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Option<String> {
     match (uid, namespace, name) {
         (Some(uid), _, _) if !uid.is_empty() => Some(uid.to_string()),
-        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => Some(format!("{ns}/{name}")),
+        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
+            Some(format!("{ns}/{name}"))
+        }
         _ => None,
     }
 }
@@ -68,39 +74,69 @@ pub(super) fn pod_key(uid: Option<&str>, namespace: Option<&str>, name: Option<&
 pub(super) fn check_tenant(tenant: &str, config: &Config) -> Result<(), String> {
     validate_tenant(tenant)?;
     if !config.tenant_allowed(tenant) {
-        return Err(format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"));
+        return Err(format!(
+            "tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"
+        ));
     }
     Ok(())
 }
 
 /// A batch some of whose tenants' colonies failed: 503 (the first failure's) naming what each
 /// tenant did (`tenants.<t>.committed`), so that the reporter retries the whole batch.
-pub(super) fn partial_failure(per_tenant: serde_json::Map<String, serde_json::Value>, e: ApiError) -> ApiError {
-    let failed = per_tenant.values().filter(|v| v["committed"] == false).count();
+pub(super) fn partial_failure(
+    per_tenant: serde_json::Map<String, serde_json::Value>,
+    e: ApiError,
+) -> ApiError {
+    let failed = per_tenant
+        .values()
+        .filter(|v| v["committed"] == false)
+        .count();
     let message = format!(
         "{failed} of {} tenants' colonies failed ({}); the others committed. Retry the whole batch: pods already counted are duplicates",
         per_tenant.len(),
         e.message
     );
-    ApiError { message, detail: Some(serde_json::json!({"tenants": per_tenant})), ..e }
+    ApiError {
+        message,
+        detail: Some(serde_json::json!({"tenants": per_tenant})),
+        ..e
+    }
 }
 
 /// A report made ready for its colony: (tenant, item).
 fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
-    let key = pod_key(r.pod_uid.as_deref(), r.namespace.as_deref(), r.name.as_deref())
-        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    let key = pod_key(
+        r.pod_uid.as_deref(),
+        r.namespace.as_deref(),
+        r.name.as_deref(),
+    )
+    .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
     let tenant = r
         .tenant
         .clone()
         .or_else(|| r.namespace.clone())
-        .ok_or_else(|| ApiError::field(400, field("tenant"), "need tenant (or namespace, the default tenant)"))?;
+        .ok_or_else(|| {
+            ApiError::field(
+                400,
+                field("tenant"),
+                "need tenant (or namespace, the default tenant)",
+            )
+        })?;
     check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
     if let Some(o) = r.outcome {
-        o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
+        o.quality()
+            .map_err(|m| ApiError::field(400, field("outcome"), m))?;
     }
-    Ok((tenant, PlacementItem { key, node: r.node, outcome: r.outcome }))
+    Ok((
+        tenant,
+        PlacementItem {
+            key,
+            node: r.node,
+            outcome: r.outcome,
+        },
+    ))
 }
 
 /// Sends validated placements to their colonies, one call (one transaction) per tenant.
@@ -110,21 +146,41 @@ fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementIt
 /// (`tenants.<t>.committed`). A retry of the whole batch is then exact: each colony is idempotent
 /// per pod (a committed pod is a `duplicate` the second time, an outcome applies once), so every
 /// pod is counted exactly once across the attempts.
-pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, source: &str) -> Result<Summary, ApiError> {
+pub async fn deliver(
+    call: &mut Call,
+    items: Vec<(String, PlacementItem)>,
+    source: &str,
+) -> Result<Summary, ApiError> {
     let mut by_tenant: BTreeMap<String, Vec<PlacementItem>> = BTreeMap::new();
     let received = items.len() as u64;
     for (tenant, item) in items {
         by_tenant.entry(tenant).or_default().push(item);
     }
-    let mut summary = Summary { received, ..Default::default() };
+    let mut summary = Summary {
+        received,
+        ..Default::default()
+    };
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
         let colony = colony_name(&call.cluster, &tenant);
         // Decisions this isolate scored but has not seen acknowledged go first (applied once).
         let decisions = decision_queue::unacknowledged(&colony);
-        let req = PlacementsRequest { tenant: tenant.clone(), decisions, items, now_ms: call.now_ms };
-        match colony_call::<_, PlacementsResponse>(&call.bindings, &colony, Method::Post, "/placements", Some(&req)).await {
+        let req = PlacementsRequest {
+            tenant: tenant.clone(),
+            decisions,
+            items,
+            now_ms: call.now_ms,
+        };
+        match colony_call::<_, PlacementsResponse>(
+            &call.bindings,
+            &colony,
+            Method::Post,
+            "/placements",
+            Some(&req),
+        )
+        .await
+        {
             Ok(r) => {
                 decision_queue::acknowledged(&colony, &req.decisions);
                 // This isolate's copy of the colony is now behind if the batch changed τ.
@@ -143,12 +199,19 @@ pub async fn deliver(call: &mut Call, items: Vec<(String, PlacementItem)>, sourc
                 call.event.tenants.push(colony);
             }
             Err(e) => {
-                per_tenant.insert(tenant, serde_json::json!({"committed": false, "error": e.message}));
+                per_tenant.insert(
+                    tenant,
+                    serde_json::json!({"committed": false, "error": e.message}),
+                );
                 first_failure.get_or_insert(e);
             }
         }
     }
-    call.event.count("aco_placements_received_total", format!("source=\"{source}\""), received as f64);
+    call.event.count(
+        "aco_placements_received_total",
+        format!("source=\"{source}\""),
+        received as f64,
+    );
     match first_failure {
         None => Ok(summary),
         Some(e) => Err(partial_failure(per_tenant, e)),
@@ -160,10 +223,19 @@ pub async fn placements(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let batch: Batch = parse_json(&body, "placements batch")?;
     if batch.placements.len() > MAX_BATCH {
-        return Err(ApiError::field(413, "placements", format!("at most {MAX_BATCH} placements per request")));
+        return Err(ApiError::field(
+            413,
+            "placements",
+            format!("at most {MAX_BATCH} placements per request"),
+        ));
     }
     // Validate everything before touching any colony: a bad batch changes nothing.
-    let items = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r, &call.config)).collect::<Result<Vec<_>, _>>()?;
+    let items = batch
+        .placements
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| validate(i, r, &call.config))
+        .collect::<Result<Vec<_>, _>>()?;
     let summary = deliver(call, items, "placements").await?;
     Ok(json_response(200, &summary))
 }

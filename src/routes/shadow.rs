@@ -78,31 +78,58 @@ struct Valid {
 fn validate(i: usize, r: Report, config: &Config) -> Result<Valid, ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
-    let raw = r.pod.ok_or_else(|| ApiError::field(400, field("pod"), "need the v1.Pod as bound"))?;
-    let mut pod: PodView = serde_json::from_value(raw).map_err(|e| ApiError::field(400, field("pod"), format!("invalid Pod: {e}")))?;
+    let raw = r
+        .pod
+        .ok_or_else(|| ApiError::field(400, field("pod"), "need the v1.Pod as bound"))?;
+    let mut pod: PodView = serde_json::from_value(raw)
+        .map_err(|e| ApiError::field(400, field("pod"), format!("invalid Pod: {e}")))?;
     // The report's key, else the pod's own (its UID, else namespace/name).
-    let key = pod_key(r.pod_uid.as_deref(), r.namespace.as_deref(), r.name.as_deref())
-        .or_else(|| (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty()).then(|| pod.decision_key()))
-        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    let key = pod_key(
+        r.pod_uid.as_deref(),
+        r.namespace.as_deref(),
+        r.name.as_deref(),
+    )
+    .or_else(|| {
+        (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty()).then(|| pod.decision_key())
+    })
+    .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
     let tenant = match r.tenant {
         Some(t) => t,
-        None => tenant_of(&pod, config).map_err(|e| ApiError::field(400, field("tenant"), format!("no tenant given and the pod's is unusable: {e}")))?,
+        None => tenant_of(&pod, config).map_err(|e| {
+            ApiError::field(
+                400,
+                field("tenant"),
+                format!("no tenant given and the pod's is unusable: {e}"),
+            )
+        })?,
     };
     check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
     if let Some(o) = r.outcome {
-        o.quality().map_err(|m| ApiError::field(400, field("outcome"), m))?;
+        o.quality()
+            .map_err(|m| ApiError::field(400, field("outcome"), m))?;
     }
     // The report's tenant wins over the pod's (TENANT_SOURCE=label without the label, say).
-    pod.metadata.labels.insert(config.tenant_label.clone(), tenant.clone());
+    pod.metadata
+        .labels
+        .insert(config.tenant_label.clone(), tenant.clone());
     let demand = match PodDemand::from_pod(&pod, config) {
         Ok(d) => Some(d),
         Err(DemandError::Resource(e)) => {
-            let path = e.field.strip_prefix("Pod").map_or_else(|| field("pod"), |rest| format!("{}{rest}", field("pod")));
+            let path = e
+                .field
+                .strip_prefix("Pod")
+                .map_or_else(|| field("pod"), |rest| format!("{}{rest}", field("pod")));
             return Err(ApiError::field(400, path, e.to_string()));
         }
         Err(_) => None,
     };
-    Ok(Valid { tenant, key, node: r.node, demand, outcome: r.outcome })
+    Ok(Valid {
+        tenant,
+        key,
+        node: r.node,
+        demand,
+        outcome: r.outcome,
+    })
 }
 
 pub async fn report(call: &mut Call) -> Handled {
@@ -110,15 +137,33 @@ pub async fn report(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let batch: Batch = parse_json(&body, "shadow batch")?;
     if batch.placements.len() > MAX_BATCH {
-        return Err(ApiError::field(413, "placements", format!("at most {MAX_BATCH} pods per request")));
+        return Err(ApiError::field(
+            413,
+            "placements",
+            format!("at most {MAX_BATCH} pods per request"),
+        ));
     }
-    let reports = batch.placements.into_iter().enumerate().map(|(i, r)| validate(i, r, &call.config)).collect::<Result<Vec<_>, _>>()?;
-    let mut summary = Summary { received: reports.len() as u64, ..Default::default() };
+    let reports = batch
+        .placements
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| validate(i, r, &call.config))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut summary = Summary {
+        received: reports.len() as u64,
+        ..Default::default()
+    };
     if reports.is_empty() {
         return Ok(json_response(200, &summary));
     }
     let config = call.config.clone();
-    let facts = facts_store::load_all(&call.bindings, &call.cluster, call.now_ms, config.facts_cache_ms).await?;
+    let facts = facts_store::load_all(
+        &call.bindings,
+        &call.cluster,
+        call.now_ms,
+        config.facts_cache_ms,
+    )
+    .await?;
     let cluster = ShadowCluster::new(&facts, call.now_ms, &config);
     let mut by_tenant: BTreeMap<String, Vec<Valid>> = BTreeMap::new();
     for r in reports {
@@ -140,12 +185,19 @@ pub async fn report(call: &mut Call) -> Handled {
                 call.event.tenants.push(colony);
             }
             Err(e) => {
-                per_tenant.insert(tenant, serde_json::json!({"committed": false, "error": e.message}));
+                per_tenant.insert(
+                    tenant,
+                    serde_json::json!({"committed": false, "error": e.message}),
+                );
                 first_failure.get_or_insert(e);
             }
         }
     }
-    call.event.count("aco_placements_received_total", "source=\"shadow\"".into(), summary.received as f64);
+    call.event.count(
+        "aco_placements_received_total",
+        "source=\"shadow\"".into(),
+        summary.received as f64,
+    );
     match first_failure {
         None => Ok(json_response(200, &summary)),
         // As for placements: tenants are separate objects, so a failure names what committed,
@@ -155,7 +207,14 @@ pub async fn report(call: &mut Call) -> Handled {
 }
 
 /// Scores one tenant's pods with its colony and has the colony apply them (one transaction).
-async fn deliver(call: &Call, cluster: &ShadowCluster<'_>, colony: &str, tenant: &str, reports: Vec<Valid>, config: &Config) -> Result<ShadowResponse, ApiError> {
+async fn deliver(
+    call: &Call,
+    cluster: &ShadowCluster<'_>,
+    colony: &str,
+    tenant: &str,
+    reports: Vec<Valid>,
+    config: &Config,
+) -> Result<ShadowResponse, ApiError> {
     let score_all = |c: &mut TenantColony| -> Vec<ShadowItem> {
         reports
             .iter()
@@ -172,18 +231,35 @@ async fn deliver(call: &Call, cluster: &ShadowCluster<'_>, colony: &str, tenant:
             .collect()
     };
     // The colony as prioritize would score with it: this isolate's copy when fresh, else fetched.
-    let items = match colony_cache::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
-        Some((_, items)) => items,
-        None => {
-            let snapshot: ColonySnapshot = colony_call::<(), _>(&call.bindings, colony, Method::Get, "/shadow/snapshot", None).await?;
-            let mut c = TenantColony { pheromones: snapshot.pheromones.clone(), outcomes: snapshot.outcomes.clone(), ..Default::default() };
-            let version = snapshot.version;
-            colony_cache::refresh(colony, version, Some(snapshot), call.now_ms);
-            score_all(&mut c)
-        }
+    let items =
+        match colony_cache::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
+            Some((_, items)) => items,
+            None => {
+                let snapshot: ColonySnapshot = colony_call::<(), _>(
+                    &call.bindings,
+                    colony,
+                    Method::Get,
+                    "/shadow/snapshot",
+                    None,
+                )
+                .await?;
+                let mut c = TenantColony {
+                    pheromones: snapshot.pheromones.clone(),
+                    outcomes: snapshot.outcomes.clone(),
+                    ..Default::default()
+                };
+                let version = snapshot.version;
+                colony_cache::refresh(colony, version, Some(snapshot), call.now_ms);
+                score_all(&mut c)
+            }
+        };
+    let req = ShadowRequest {
+        tenant: tenant.to_string(),
+        items,
+        now_ms: call.now_ms,
     };
-    let req = ShadowRequest { tenant: tenant.to_string(), items, now_ms: call.now_ms };
-    let reply: ShadowResponse = colony_call(&call.bindings, colony, Method::Post, "/shadow", Some(&req)).await?;
+    let reply: ShadowResponse =
+        colony_call(&call.bindings, colony, Method::Post, "/shadow", Some(&req)).await?;
     // Outcomes move reliability: a copy of an older version is dropped (or confirmed if current).
     colony_cache::refresh(colony, reply.version, None, call.now_ms);
     Ok(reply)
@@ -194,10 +270,15 @@ pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+        return Err(ApiError::field(
+            404,
+            "tenant",
+            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
+        ));
     }
     let colony = colony_name(&call.cluster, tenant);
-    let s: ShadowSummary = colony_call::<(), _>(&call.bindings, &colony, Method::Get, "/shadow", None).await?;
+    let s: ShadowSummary =
+        colony_call::<(), _>(&call.bindings, &colony, Method::Get, "/shadow", None).await?;
     Ok(json_response(200, &view(tenant, &call.cluster, &s)))
 }
 

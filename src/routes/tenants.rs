@@ -14,7 +14,11 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(404, "tenant", format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)")));
+        return Err(ApiError::field(
+            404,
+            "tenant",
+            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
+        ));
     }
     let reset = method == Method::Delete;
     let colony = colony_name(&call.cluster, tenant);

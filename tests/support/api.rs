@@ -12,7 +12,13 @@ use super::{StartOptions, WorkerProcess};
 /// The admin bearer token of `wrangler.toml`'s development `[vars]`.
 pub const TOKEN: &str = "dev-admin-token";
 
-pub fn pod(name: &str, namespace: &str, labels: Value, annotations: Value, requests: Value) -> Value {
+pub fn pod(
+    name: &str,
+    namespace: &str,
+    labels: Value,
+    annotations: Value,
+    requests: Value,
+) -> Value {
     json!({
         "kind": "Pod", "apiVersion": "v1",
         "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}"),
@@ -25,8 +31,15 @@ pub fn pod(name: &str, namespace: &str, labels: Value, annotations: Value, reque
 
 /// ExtenderArgs in full-Nodes mode, each node pretty-printed so that its bytes are distinctive.
 pub fn full_args(pod: &Value, nodes: &[Value]) -> (String, Vec<String>) {
-    let items: Vec<String> = nodes.iter().map(|n| serde_json::to_string_pretty(n).unwrap()).collect();
-    let body = format!(r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#, pod, items.join(","));
+    let items: Vec<String> = nodes
+        .iter()
+        .map(|n| serde_json::to_string_pretty(n).unwrap())
+        .collect();
+    let body = format!(
+        r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#,
+        pod,
+        items.join(",")
+    );
     (body, items)
 }
 
@@ -37,11 +50,21 @@ pub struct Api {
 
 impl Api {
     pub fn start(options: StartOptions) -> Self {
-        Self { worker: WorkerProcess::start(options), http: Client::new() }
+        Self {
+            worker: WorkerProcess::start(options),
+            http: Client::new(),
+        }
     }
 
     pub async fn post_raw(&self, path: &str, body: String) -> (StatusCode, String) {
-        let r = self.http.post(self.worker.url(path)).header("content-type", "application/json").body(body).send().await.unwrap();
+        let r = self
+            .http
+            .post(self.worker.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
         (r.status(), r.text().await.unwrap())
     }
 
@@ -51,29 +74,49 @@ impl Api {
         serde_json::from_str(&text).unwrap()
     }
 
-    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = self.http.request(method, self.worker.url(path)).bearer_auth(TOKEN);
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self
+            .http
+            .request(method, self.worker.url(path))
+            .bearer_auth(TOKEN);
         if let Some(b) = body {
             req = req.json(&b);
         }
         let r = req.send().await.unwrap();
         let status = r.status();
         let text = r.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn put_facts(&self, nodes: Value) {
-        let (status, body) = self.admin(reqwest::Method::PUT, "/v1/nodes", Some(json!({ "nodes": nodes }))).await;
+        let (status, body) = self
+            .admin(
+                reqwest::Method::PUT,
+                "/v1/nodes",
+                Some(json!({ "nodes": nodes })),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
     }
 
     pub async fn put_batch(&self, batch: Value) -> (StatusCode, Value) {
-        self.admin(reqwest::Method::PUT, "/v1/nodes", Some(batch)).await
+        self.admin(reqwest::Method::PUT, "/v1/nodes", Some(batch))
+            .await
     }
 
     /// The stored facts of one node (`None` when the Worker has none).
     pub async fn node_facts(&self, node: &str) -> Option<Value> {
-        let (status, body) = self.admin(reqwest::Method::GET, &format!("/v1/nodes/{node}"), None).await;
+        let (status, body) = self
+            .admin(reqwest::Method::GET, &format!("/v1/nodes/{node}"), None)
+            .await;
         match status.as_u16() {
             200 => Some(body),
             404 => None,
@@ -86,37 +129,79 @@ impl Api {
     pub async fn filter_names(&self, names: &[&str]) -> (Vec<String>, Value) {
         let body = json!({"Pod": pod("probe", "ops", json!({}), json!({}), json!({"cpu": "1"})), "NodeNames": names});
         let reply = self.post("/v1/filter", body.to_string()).await;
-        let passed = reply["NodeNames"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+        let passed = reply["NodeNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
         (passed, reply["FailedNodes"].clone())
     }
 
     pub async fn pheromones(&self, tenant: &str) -> Value {
-        let (status, body) = self.admin(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
+        let (status, body) = self
+            .admin(
+                reqwest::Method::GET,
+                &format!("/v1/tenants/{tenant}/pheromones"),
+                None,
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         body
     }
 
     pub async fn place(&self, placements: Value) -> Value {
-        let (status, body) = self.admin(reqwest::Method::POST, "/v1/placements", Some(json!({ "placements": placements }))).await;
+        let (status, body) = self
+            .admin(
+                reqwest::Method::POST,
+                "/v1/placements",
+                Some(json!({ "placements": placements })),
+            )
+            .await;
         assert_eq!(status, 200, "{body}");
         body
     }
 
     /// Scores as a map host → score.
-    pub async fn scores(&self, pod: &Value, nodes: &[Value]) -> std::collections::BTreeMap<String, i64> {
+    pub async fn scores(
+        &self,
+        pod: &Value,
+        nodes: &[Value],
+    ) -> std::collections::BTreeMap<String, i64> {
         let reply = self.post("/v1/prioritize", full_args(pod, nodes).0).await;
-        reply.as_array().unwrap().iter().map(|hp| (hp["Host"].as_str().unwrap().to_string(), hp["Score"].as_i64().unwrap())).collect()
+        reply
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hp| {
+                (
+                    hp["Host"].as_str().unwrap().to_string(),
+                    hp["Score"].as_i64().unwrap(),
+                )
+            })
+            .collect()
     }
 
     /// Polls /metrics until it contains `needle` (metrics are recorded after each response).
     pub async fn metrics_containing(&self, needle: &str) -> String {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            let text = self.http.get(self.worker.url("/metrics")).send().await.unwrap().text().await.unwrap();
+            let text = self
+                .http
+                .get(self.worker.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
             if text.contains(needle) {
                 return text;
             }
-            assert!(std::time::Instant::now() < deadline, "metrics never contained {needle}:\n{text}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "metrics never contained {needle}:\n{text}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

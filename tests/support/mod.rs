@@ -173,16 +173,22 @@ impl WorkerProcess {
             .arg("--persist")
             .arg(&self.persist_dir);
         if !self.options.vars.is_empty() {
-            cmd.arg("--vars").arg(serde_json::Value::Object(self.options.vars.clone()).to_string());
+            cmd.arg("--vars")
+                .arg(serde_json::Value::Object(self.options.vars.clone()).to_string());
         }
         if let Some(cf) = &self.options.cf {
             cmd.arg("--cf").arg(cf.to_string());
         }
         if let Some((key, cert)) = &self.options.https {
-            cmd.arg("--https-key").arg(key).arg("--https-cert").arg(cert);
+            cmd.arg("--https-key")
+                .arg(key)
+                .arg("--https-cert")
+                .arg(cert);
         }
         // Own process group: node and workerd are stopped together via kill(-pgid).
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut group = ProcessGroup::spawn(&mut cmd).unwrap_or_else(|e| {
             panic!("cannot run node (install Node.js >= 20, then `bash scripts/setup`): {e}")
         });
@@ -207,7 +213,10 @@ impl WorkerProcess {
                 let _ = line_tx.send(line);
             }
         });
-        self.running = Some(Running { group, _stdin: stdin });
+        self.running = Some(Running {
+            group,
+            _stdin: stdin,
+        });
 
         let deadline = Instant::now() + READY_TIMEOUT;
         let failure = loop {
@@ -241,10 +250,15 @@ impl WorkerProcess {
 
     /// SIGTERM to the process group, SIGKILL if it is still there after a grace period.
     fn stop(&mut self) {
-        let Some(mut running) = self.running.take() else { return };
+        let Some(mut running) = self.running.take() else {
+            return;
+        };
         // Also makes sure no workerd outlives node.
         if running.group.stop(TERM_GRACE) {
-            append_log(&self.logs, "[harness] no exit after SIGTERM; sent SIGKILL\n");
+            append_log(
+                &self.logs,
+                "[harness] no exit after SIGTERM; sent SIGKILL\n",
+            );
         }
         self.base_url.clear();
     }
@@ -261,7 +275,11 @@ impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.stop();
         if thread::panicking() {
-            eprintln!("---- Worker log ({}) ----\n{}", self.persist_dir.display(), self.logs());
+            eprintln!(
+                "---- Worker log ({}) ----\n{}",
+                self.persist_dir.display(),
+                self.logs()
+            );
         } else if !self.budget_exceeded_expected && self.logs().contains(BUDGET_EXCEEDED) {
             panic!(
                 "the Worker refused a binding operation beyond 1,000 per invocation (the platform's limit); its log:\n{}",
@@ -289,7 +307,11 @@ fn append_log(logs: &Mutex<String>, text: &str) {
             cut += 1;
         }
         // The dropped half may hold the budget marker, which the drop check must still see.
-        let note = if logs[..cut].contains(BUDGET_EXCEEDED) { format!("[...] {BUDGET_EXCEEDED} (earlier)\n") } else { "[...]\n".into() };
+        let note = if logs[..cut].contains(BUDGET_EXCEEDED) {
+            format!("[...] {BUDGET_EXCEEDED} (earlier)\n")
+        } else {
+            "[...]\n".into()
+        };
         logs.replace_range(..cut, &note);
     }
     logs.push_str(text);

@@ -21,7 +21,11 @@ pub const TERM_GRACE: Duration = Duration::from_secs(5);
 
 /// A port that was free on 127.0.0.1 a moment ago (the OS picks it; the caller binds it next).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A running child that leads its own process group.
@@ -37,7 +41,12 @@ impl ProcessGroup {
     /// business: take them from [`ProcessGroup::child_mut`]).
     pub fn spawn(cmd: &mut Command) -> std::io::Result<ProcessGroup> {
         let child = cmd.process_group(0).spawn()?;
-        Ok(ProcessGroup { pgid: Pid::from_raw(child.id() as i32), child, status: None, stopped: false })
+        Ok(ProcessGroup {
+            pgid: Pid::from_raw(child.id() as i32),
+            child,
+            status: None,
+            stopped: false,
+        })
     }
 
     pub fn pgid(&self) -> Pid {

@@ -26,7 +26,11 @@ pub struct ScrapeJob {
 
 impl ScrapeJob {
     pub fn new(name: &str, url: &str) -> Self {
-        ScrapeJob { name: name.to_owned(), url: url.trim_end_matches('/').to_owned(), ca_file: None }
+        ScrapeJob {
+            name: name.to_owned(),
+            url: url.trim_end_matches('/').to_owned(),
+            ca_file: None,
+        }
     }
 
     pub fn ca_file(mut self, path: &Path) -> Self {
@@ -67,7 +71,10 @@ impl Prometheus {
     /// [`Prometheus::start`], also evaluating `rule_files` (plain Prometheus rule files) every
     /// second.
     pub fn start_with_rules(jobs: &[ScrapeJob], rule_files: &[PathBuf]) -> Self {
-        let dir = tempfile::Builder::new().prefix("aco-prometheus-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("aco-prometheus-")
+            .tempdir()
+            .unwrap();
         let config = json!({
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "rule_files": rule_files,
@@ -79,14 +86,26 @@ impl Prometheus {
         let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
         let mut cmd = std::process::Command::new("prometheus");
         cmd.arg(format!("--config.file={}", config_path.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
-        let group = ProcessGroup::spawn(&mut cmd).expect("prometheus (Debian package; scripts/setup installs it)");
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-        Prometheus { base_url: format!("http://127.0.0.1:{port}"), http, _group: group, dir }
+        let group = ProcessGroup::spawn(&mut cmd)
+            .expect("prometheus (Debian package; scripts/setup installs it)");
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        Prometheus {
+            base_url: format!("http://127.0.0.1:{port}"),
+            http,
+            _group: group,
+            dir,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -102,7 +121,10 @@ impl Prometheus {
             .send()
             .await
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let body: Value = reply.json().await.map_err(|e| ApiError::Unavailable(format!("reply is not JSON: {e}")))?;
+        let body: Value = reply
+            .json()
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("reply is not JSON: {e}")))?;
         if body["status"] != "success" {
             return Err(ApiError::Refused {
                 error_type: body["errorType"].as_str().unwrap_or_default().to_owned(),

@@ -30,7 +30,10 @@ impl WorkerApi {
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        WorkerApi { base: worker.base_url.clone(), http }
+        WorkerApi {
+            base: worker.base_url.clone(),
+            http,
+        }
     }
 
     /// `https://127.0.0.1:PORT/v1` — the urlPrefix kube-scheduler gets.
@@ -39,28 +42,53 @@ impl WorkerApi {
     }
 
     pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).bearer_auth(ADMIN_TOKEN);
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(ADMIN_TOKEN);
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let r = req.send().await.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let r = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = r.status();
         let text = r.text().await.unwrap();
-        assert!(status.is_success(), "{method} {path}: HTTP {status}: {text}");
+        assert!(
+            status.is_success(),
+            "{method} {path}: HTTP {status}: {text}"
+        );
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
     pub async fn put_nodes(&self, facts: Vec<Value>) {
-        self.call(reqwest::Method::PUT, "/v1/nodes", Some(json!({ "nodes": facts }))).await;
+        self.call(
+            reqwest::Method::PUT,
+            "/v1/nodes",
+            Some(json!({ "nodes": facts })),
+        )
+        .await;
     }
 
     pub async fn report_placements(&self, placements: Vec<Value>) -> Value {
-        self.call(reqwest::Method::POST, "/v1/placements", Some(json!({ "placements": placements }))).await
+        self.call(
+            reqwest::Method::POST,
+            "/v1/placements",
+            Some(json!({ "placements": placements })),
+        )
+        .await
     }
 
     /// The facts the Worker stores for a node (`GET /v1/nodes/{name}`), `None` until it has some.
     pub async fn node_facts(&self, name: &str) -> Option<Value> {
-        let r = self.http.get(format!("{}/v1/nodes/{name}", self.base)).bearer_auth(ADMIN_TOKEN).send().await.ok()?;
+        let r = self
+            .http
+            .get(format!("{}/v1/nodes/{name}", self.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .ok()?;
         if !r.status().is_success() {
             return None;
         }
@@ -69,13 +97,24 @@ impl WorkerApi {
 
     /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`).
     pub async fn table(&self, tenant: &str) -> Value {
-        self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await
+        self.call(
+            reqwest::Method::GET,
+            &format!("/v1/tenants/{tenant}/pheromones"),
+            None,
+        )
+        .await
     }
 
     /// The tenant's shadow summary (`GET /v1/tenants/{t}/shadow`), `None` while the Worker
     /// answers anything but 2xx.
     pub async fn shadow_summary(&self, tenant: &str) -> Option<Value> {
-        let r = self.http.get(format!("{}/v1/tenants/{tenant}/shadow", self.base)).bearer_auth(ADMIN_TOKEN).send().await.ok()?;
+        let r = self
+            .http
+            .get(format!("{}/v1/tenants/{tenant}/shadow", self.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .ok()?;
         if !r.status().is_success() {
             return None;
         }
@@ -83,7 +122,9 @@ impl WorkerApi {
     }
 
     pub async fn deposits(&self, tenant: &str) -> u64 {
-        self.table(tenant).await["counters"]["deposits"].as_u64().unwrap_or(0)
+        self.table(tenant).await["counters"]["deposits"]
+            .as_u64()
+            .unwrap_or(0)
     }
 
     /// Waits until the tenant's colony has exactly `n` deposits, failing at once if it ever
@@ -92,18 +133,30 @@ impl WorkerApi {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let d = self.deposits(tenant).await;
-            assert!(d <= n, "tenant {tenant}: {d} deposits, more than the {n} pods bound");
+            assert!(
+                d <= n,
+                "tenant {tenant}: {d} deposits, more than the {n} pods bound"
+            );
             if d == n {
                 return;
             }
-            assert!(std::time::Instant::now() < deadline, "tenant {tenant}: {d} deposits after {timeout:?}, want {n}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "tenant {tenant}: {d} deposits after {timeout:?}, want {n}"
+            );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 
     /// node → tau for a tenant (empty when the tenant has no trail yet).
     pub async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
-        let table = self.call(reqwest::Method::GET, &format!("/v1/tenants/{tenant}/pheromones"), None).await;
+        let table = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/tenants/{tenant}/pheromones"),
+                None,
+            )
+            .await;
         table["nodes"]
             .as_array()
             .map(|nodes| {
@@ -132,11 +185,21 @@ pub struct Env {
 impl Env {
     pub async fn start() -> Env {
         let cp = ControlPlane::start().await;
-        let state = tempfile::Builder::new().prefix("aco-e2e-worker-").tempdir().unwrap();
+        let state = tempfile::Builder::new()
+            .prefix("aco-e2e-worker-")
+            .tempdir()
+            .unwrap();
         let worker_state = state.path().to_path_buf();
         let worker = start_worker(&cp, &worker_state);
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
-        Env { reporter: None, cp, worker: Some(worker), api, worker_state, _state: state }
+        Env {
+            reporter: None,
+            cp,
+            worker: Some(worker),
+            api,
+            worker_state,
+            _state: state,
+        }
     }
 
     /// [`Env::start`] plus the real `aco-reporter` binary feeding the Worker (no NodeMetrics:
@@ -159,7 +222,11 @@ impl Env {
     }
 
     pub fn worker_config(&self, node_cache_capable: bool) -> SchedulerConfig {
-        SchedulerConfig::worker(self.api.url_prefix(), self.cp.pki.ca_pem(), node_cache_capable)
+        SchedulerConfig::worker(
+            self.api.url_prefix(),
+            self.cp.pki.ca_pem(),
+            node_cache_capable,
+        )
     }
 
     /// Creates the Node objects; with a reporter, waits until the Worker has its facts for
@@ -169,15 +236,26 @@ impl Env {
             futures::future::join_all(chunk.iter().map(|n| self.kube().create_node(n))).await;
         }
         if self.reporter.is_none() {
-            self.api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+            self.api
+                .put_nodes(nodes.iter().map(facts_of).collect())
+                .await;
             return;
         }
         for n in nodes {
             let name = name_of(n);
-            super::wait_for(&format!("the reporter's facts for {name}"), Duration::from_secs(60), || {
-                let name = name.clone();
-                async move { self.api.node_facts(&name).await.filter(|f| f["requested"].is_object()) }
-            })
+            super::wait_for(
+                &format!("the reporter's facts for {name}"),
+                Duration::from_secs(60),
+                || {
+                    let name = name.clone();
+                    async move {
+                        self.api
+                            .node_facts(&name)
+                            .await
+                            .filter(|f| f["requested"].is_object())
+                    }
+                },
+            )
             .await;
         }
     }
@@ -196,7 +274,11 @@ pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess
 
 pub fn openb_dir() -> PathBuf {
     let dir = super::repo_root().join("../shared/data/openb");
-    assert!(dir.is_dir(), "{} is missing (the OpenB trace lives in shared/ beside the repo)", dir.display());
+    assert!(
+        dir.is_dir(),
+        "{} is missing (the OpenB trace lives in shared/ beside the repo)",
+        dir.display()
+    );
     dir
 }
 
@@ -278,7 +360,8 @@ pub fn kwok_node(mut node: Value) -> Value {
     let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
     annotations[super::kwok::KWOK_NODE_ANNOTATION] = "fake".into();
     annotations["node.alpha.kubernetes.io/ttl"] = "0".into();
-    annotations["metrics.k8s.io/resource-metrics-path"] = format!("/metrics/nodes/{name}/metrics/resource").into();
+    annotations["metrics.k8s.io/resource-metrics-path"] =
+        format!("/metrics/nodes/{name}/metrics/resource").into();
     meta.entry("labels").or_insert_with(|| json!({}))["type"] = "kwok".into();
     node["status"]["addresses"] = json!([{"type": "Hostname", "address": name}]);
     node
@@ -294,14 +377,19 @@ pub async fn create_kwok_nodes(kube: &Kube, nodes: &[Value]) {
 
 /// Adds the labels the Worker reads and mirrors the OpenB GPU count as `nvidia.com/gpu`.
 pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Value {
-    let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"].as_str().map(str::to_owned);
+    let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+        .as_str()
+        .map(str::to_owned);
     let labels = node["metadata"]["labels"].as_object_mut().unwrap();
     if let Some(m) = &model {
         labels.insert("aco/gpu-type".into(), m.clone().into());
     }
     labels.insert("aco/cost-per-hour".into(), format!("{cost}").into());
     labels.insert("aco/latency-us".into(), latency_us.to_string().into());
-    labels.insert("aco/instance-type".into(), if spot { "spot" } else { "on-demand" }.into());
+    labels.insert(
+        "aco/instance-type".into(),
+        if spot { "spot" } else { "on-demand" }.into(),
+    );
     for key in ["allocatable", "capacity"] {
         let res = node["status"][key].as_object_mut().unwrap();
         if let Some(g) = res.get("alibabacloud.com/gpu-count").cloned() {
@@ -316,11 +404,17 @@ pub fn name_of(v: &Value) -> String {
 }
 
 pub fn label(v: &Value, key: &str) -> String {
-    v["metadata"]["labels"][key].as_str().unwrap_or_default().to_owned()
+    v["metadata"]["labels"][key]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 /// The `PUT /v1/nodes` entry the in-cluster reporter would send for this node.
@@ -357,9 +451,16 @@ pub fn pod(ns: &str, name: &str, o: PodOpts) -> Value {
     if o.gpus > 0 {
         resources["limits"] = json!({"nvidia.com/gpu": o.gpus.to_string()});
     }
-    let labels: serde_json::Map<String, Value> = o.labels.into_iter().map(|(k, v)| (k.to_owned(), v.into())).collect();
-    let annotations: serde_json::Map<String, Value> =
-        o.annotations.into_iter().map(|(k, v)| (k.to_owned(), v.into())).collect();
+    let labels: serde_json::Map<String, Value> = o
+        .labels
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
+    let annotations: serde_json::Map<String, Value> = o
+        .annotations
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
     let mut spec = json!({
         "schedulerName": SCHEDULER_NAME,
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}],
@@ -380,4 +481,3 @@ pub async fn create_pods(kube: &Kube, pods: &[Value]) -> Vec<String> {
     }
     pods.iter().map(name_of).collect()
 }
-

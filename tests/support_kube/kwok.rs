@@ -46,19 +46,29 @@ impl ControlPlane {
         let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
         let path = |f: &str| config.join(f).to_string_lossy().into_owned();
         let args = strings(&[
-            "--kubeconfig", &self.kubeconfig.to_string_lossy(),
-            "--config", &path("upstream-v0.8.0.yaml"),
-            "--config", &path("fates.yaml"),
+            "--kubeconfig",
+            &self.kubeconfig.to_string_lossy(),
+            "--config",
+            &path("upstream-v0.8.0.yaml"),
+            "--config",
+            &path("fates.yaml"),
             "--manage-all-nodes=false",
-            "--manage-nodes-with-annotation-selector", &format!("{KWOK_NODE_ANNOTATION}=fake"),
+            "--manage-nodes-with-annotation-selector",
+            &format!("{KWOK_NODE_ANNOTATION}=fake"),
             // Every kwok node gets InternalIP 127.0.0.1 and kubelet port `port`: the address
             // metrics-server scrapes (kwok's server, on the same port, serves every node's path).
-            "--node-ip", "127.0.0.1",
-            "--node-port", &port.to_string(),
-            "--server-address", &format!("127.0.0.1:{port}"),
-            "--node-lease-duration-seconds", "40",
-            "--tls-cert-file", &p("kubelet.crt"),
-            "--tls-private-key-file", &p("kubelet.key"),
+            "--node-ip",
+            "127.0.0.1",
+            "--node-port",
+            &port.to_string(),
+            "--server-address",
+            &format!("127.0.0.1:{port}"),
+            "--node-lease-duration-seconds",
+            "40",
+            "--tls-cert-file",
+            &p("kubelet.crt"),
+            "--tls-private-key-file",
+            &p("kubelet.key"),
         ]);
         let mut kwok = Server::spawn_with_env(
             "kwok",
@@ -92,25 +102,42 @@ impl ControlPlane {
         let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
         let kubeconfig = self.kubeconfig.to_string_lossy().into_owned();
         let args = strings(&[
-            "--bind-address", "127.0.0.1",
-            "--secure-port", &port.to_string(),
-            "--kubeconfig", &kubeconfig,
-            "--authentication-kubeconfig", &kubeconfig,
-            "--authorization-kubeconfig", &kubeconfig,
-            "--tls-cert-file", &p("metrics-server.crt"),
-            "--tls-private-key-file", &p("metrics-server.key"),
-            "--cert-dir", &cert_dir.to_string_lossy(),
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            &port.to_string(),
+            "--kubeconfig",
+            &kubeconfig,
+            "--authentication-kubeconfig",
+            &kubeconfig,
+            "--authorization-kubeconfig",
+            &kubeconfig,
+            "--tls-cert-file",
+            &p("metrics-server.crt"),
+            "--tls-private-key-file",
+            &p("metrics-server.key"),
+            "--cert-dir",
+            &cert_dir.to_string_lossy(),
             // kwok's nodes: InternalIP 127.0.0.1, port from status.daemonEndpoints, path from
             // the node annotation metrics.k8s.io/resource-metrics-path, kwok's serving cert
             // signed by the test CA (so no --kubelet-insecure-tls).
-            "--kubelet-preferred-address-types", "InternalIP",
+            "--kubelet-preferred-address-types",
+            "InternalIP",
             "--kubelet-use-node-status-port",
-            "--kubelet-certificate-authority", &p("ca.crt"),
-            "--metric-resolution", &format!("{}s", METRIC_RESOLUTION.as_secs()),
+            "--kubelet-certificate-authority",
+            &p("ca.crt"),
+            "--metric-resolution",
+            &format!("{}s", METRIC_RESOLUTION.as_secs()),
             // Must stay below 90% of the resolution.
-            "--kubelet-request-timeout", "5s",
+            "--kubelet-request-timeout",
+            "5s",
         ]);
-        let mut server = Server::spawn("metrics-server", &self.dir, &self.bin.join("metrics-server"), &args);
+        let mut server = Server::spawn(
+            "metrics-server",
+            &self.dir,
+            &self.bin.join("metrics-server"),
+            &args,
+        );
 
         let kube = &self.kube;
         kube.post(
@@ -138,7 +165,9 @@ impl ControlPlane {
         )
         .await;
         wait_ready(&mut server, Duration::from_secs(90), || async move {
-            kube.get_raw("/apis/metrics.k8s.io/v1beta1/nodes").await.is_ok_and(|(s, _)| s == 200)
+            kube.get_raw("/apis/metrics.k8s.io/v1beta1/nodes")
+                .await
+                .is_ok_and(|(s, _)| s == 200)
         })
         .await;
         server
@@ -165,7 +194,9 @@ impl Usage {
 /// `1500m` → 1.5, `1e3` → 1000).
 pub fn quantity(q: &str) -> Option<f64> {
     let q = q.trim();
-    let split = q.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(q.len());
+    let split = q
+        .find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        .unwrap_or(q.len());
     let (num, suffix) = q.split_at(split);
     let factor = match suffix {
         "" => 1.0,

@@ -85,7 +85,11 @@ where
         }
         server.assert_running();
         if Instant::now() > deadline {
-            panic!("{} not ready after {timeout:?}; log tail:\n{}", server.name, server.log_tail(40));
+            panic!(
+                "{} not ready after {timeout:?}; log tail:\n{}",
+                server.name,
+                server.log_tail(40)
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -110,7 +114,13 @@ impl Server {
     }
 
     /// [`Server::spawn`] with extra environment variables.
-    pub fn spawn_with_env(name: &str, dir: &Path, program: &Path, args: &[String], env: &[(&str, &Path)]) -> Server {
+    pub fn spawn_with_env(
+        name: &str,
+        dir: &Path,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &Path)],
+    ) -> Server {
         let log = dir.join(format!("{name}.log"));
         let out = File::create(&log).expect("create log");
         let mut cmd = Command::new("bash");
@@ -121,9 +131,15 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(out.try_clone().unwrap())
             .stderr(out);
-        let mut group = ProcessGroup::spawn(&mut cmd).unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let mut group = ProcessGroup::spawn(&mut cmd)
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
         let stdin = group.child_mut().stdin.take();
-        Server { name: name.to_owned(), log, group: Some(group), _stdin: stdin }
+        Server {
+            name: name.to_owned(),
+            log,
+            group: Some(group),
+            _stdin: stdin,
+        }
     }
 
     pub fn log_text(&self) -> String {
@@ -143,7 +159,11 @@ impl Server {
     /// Panics with the log tail if the process has exited.
     pub fn assert_running(&mut self) {
         if let Some(status) = self.group.as_mut().and_then(|g| g.try_status()) {
-            panic!("{} exited ({status}); log tail:\n{}", self.name, self.log_tail(40));
+            panic!(
+                "{} exited ({status}); log tail:\n{}",
+                self.name,
+                self.log_tail(40)
+            );
         }
     }
 
@@ -173,7 +193,12 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
         if std::thread::panicking() {
-            eprintln!("---- {} log tail ({}) ----\n{}", self.name, self.log.display(), self.log_tail(30));
+            eprintln!(
+                "---- {} log tail ({}) ----\n{}",
+                self.name,
+                self.log.display(),
+                self.log_tail(30)
+            );
         }
     }
 }
@@ -218,7 +243,10 @@ impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the API serves.
     pub async fn start() -> ControlPlane {
         let bin = kube_bin();
-        let temp = tempfile::Builder::new().prefix("aco-kube-").tempdir().unwrap();
+        let temp = tempfile::Builder::new()
+            .prefix("aco-kube-")
+            .tempdir()
+            .unwrap();
         let dir = temp.path().to_path_buf();
         let pki_dir = dir.join("pki");
         let st = Command::new("bash")
@@ -238,15 +266,23 @@ impl ControlPlane {
             &dir,
             &bin.join("etcd"),
             &strings(&[
-                "--name", "default",
-                "--data-dir", &dir.join("etcd-data").to_string_lossy(),
-                "--listen-client-urls", &etcd_url,
-                "--advertise-client-urls", &etcd_url,
-                "--listen-peer-urls", &peer_url,
-                "--initial-advertise-peer-urls", &peer_url,
-                "--initial-cluster", &format!("default={peer_url}"),
+                "--name",
+                "default",
+                "--data-dir",
+                &dir.join("etcd-data").to_string_lossy(),
+                "--listen-client-urls",
+                &etcd_url,
+                "--advertise-client-urls",
+                &etcd_url,
+                "--listen-peer-urls",
+                &peer_url,
+                "--initial-advertise-peer-urls",
+                &peer_url,
+                "--initial-cluster",
+                &format!("default={peer_url}"),
                 "--unsafe-no-fsync",
-                "--log-level", "warn",
+                "--log-level",
+                "warn",
             ]),
         );
         let plain = reqwest::Client::new();
@@ -260,38 +296,64 @@ impl ControlPlane {
         let api_port = free_port();
         let p = |f: &str| pki.path(f).to_string_lossy().into_owned();
         let apiserver_args = strings(&[
-                "--etcd-servers", &etcd_url,
-                "--bind-address", "127.0.0.1",
-                "--advertise-address", "127.0.0.1",
-                "--secure-port", &api_port.to_string(),
-                "--tls-cert-file", &p("apiserver.crt"),
-                "--tls-private-key-file", &p("apiserver.key"),
-                "--client-ca-file", &p("ca.crt"),
-                "--service-account-issuer", "https://kubernetes.default.svc",
-                "--service-account-key-file", &p("sa.pub"),
-                "--service-account-signing-key-file", &p("sa.key"),
-                "--service-cluster-ip-range", "10.0.0.0/24",
-                "--authorization-mode", "AlwaysAllow",
-                // The aggregation layer (metrics-server as v1beta1.metrics.k8s.io): the front
-                // proxy's CA and allowed name, as kubeadm sets them, and the client cert the
-                // apiserver presents to aggregated APIs. Aggregator routing stays off (the
-                // default): metrics-server listens on 127.0.0.1, which Endpoints/EndpointSlices
-                // may not name, so its Service is an ExternalName (see start_metrics_server).
-                "--requestheader-client-ca-file", &p("front-proxy-ca.crt"),
-                "--requestheader-allowed-names", "front-proxy-client",
-                "--requestheader-username-headers", "X-Remote-User",
-                "--requestheader-group-headers", "X-Remote-Group",
-                "--requestheader-extra-headers-prefix", "X-Remote-Extra-",
-                "--proxy-client-cert-file", &p("front-proxy-client.crt"),
-                "--proxy-client-key-file", &p("front-proxy-client.key"),
-                // No controller-manager creates service accounts (pods could not be admitted) and
-                // no node lifecycle controller lifts the not-ready taint new nodes get.
-                "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
-                // The default reconciler refuses a loopback advertise address.
-                "--endpoint-reconciler-type", "none",
-                "--profiling=false",
-            ]);
-        let apiserver = Server::spawn("kube-apiserver", &dir, &bin.join("kube-apiserver"), &apiserver_args);
+            "--etcd-servers",
+            &etcd_url,
+            "--bind-address",
+            "127.0.0.1",
+            "--advertise-address",
+            "127.0.0.1",
+            "--secure-port",
+            &api_port.to_string(),
+            "--tls-cert-file",
+            &p("apiserver.crt"),
+            "--tls-private-key-file",
+            &p("apiserver.key"),
+            "--client-ca-file",
+            &p("ca.crt"),
+            "--service-account-issuer",
+            "https://kubernetes.default.svc",
+            "--service-account-key-file",
+            &p("sa.pub"),
+            "--service-account-signing-key-file",
+            &p("sa.key"),
+            "--service-cluster-ip-range",
+            "10.0.0.0/24",
+            "--authorization-mode",
+            "AlwaysAllow",
+            // The aggregation layer (metrics-server as v1beta1.metrics.k8s.io): the front
+            // proxy's CA and allowed name, as kubeadm sets them, and the client cert the
+            // apiserver presents to aggregated APIs. Aggregator routing stays off (the
+            // default): metrics-server listens on 127.0.0.1, which Endpoints/EndpointSlices
+            // may not name, so its Service is an ExternalName (see start_metrics_server).
+            "--requestheader-client-ca-file",
+            &p("front-proxy-ca.crt"),
+            "--requestheader-allowed-names",
+            "front-proxy-client",
+            "--requestheader-username-headers",
+            "X-Remote-User",
+            "--requestheader-group-headers",
+            "X-Remote-Group",
+            "--requestheader-extra-headers-prefix",
+            "X-Remote-Extra-",
+            "--proxy-client-cert-file",
+            &p("front-proxy-client.crt"),
+            "--proxy-client-key-file",
+            &p("front-proxy-client.key"),
+            // No controller-manager creates service accounts (pods could not be admitted) and
+            // no node lifecycle controller lifts the not-ready taint new nodes get.
+            "--disable-admission-plugins",
+            "ServiceAccount,TaintNodesByCondition",
+            // The default reconciler refuses a loopback advertise address.
+            "--endpoint-reconciler-type",
+            "none",
+            "--profiling=false",
+        ]);
+        let apiserver = Server::spawn(
+            "kube-apiserver",
+            &dir,
+            &bin.join("kube-apiserver"),
+            &apiserver_args,
+        );
         let api_url = format!("https://127.0.0.1:{api_port}");
         let kube = Kube::new(&api_url, &pki);
         let mut apiserver = apiserver;
@@ -319,7 +381,18 @@ impl ControlPlane {
         )
         .unwrap();
 
-        ControlPlane { dir, bin, pki, api_url, kubeconfig, kube, apiserver, apiserver_args, etcd, _temp: temp }
+        ControlPlane {
+            dir,
+            bin,
+            pki,
+            api_url,
+            kubeconfig,
+            kube,
+            apiserver,
+            apiserver_args,
+            etcd,
+            _temp: temp,
+        }
     }
 
     /// Stops kube-apiserver (SIGTERM) and starts it again on the same port and etcd, waiting
@@ -329,12 +402,21 @@ impl ControlPlane {
         // The killed process may hold its listening socket a moment longer: wait until the port
         // is free again (a bind succeeds) before starting the new one on it.
         let addr = host_port(&self.api_url);
-        wait_for("the apiserver's port to be free", Duration::from_secs(30), || {
-            let free = TcpListener::bind(&addr).is_ok();
-            async move { free.then_some(()) }
-        })
+        wait_for(
+            "the apiserver's port to be free",
+            Duration::from_secs(30),
+            || {
+                let free = TcpListener::bind(&addr).is_ok();
+                async move { free.then_some(()) }
+            },
+        )
         .await;
-        let mut apiserver = Server::spawn("kube-apiserver-2", &self.dir, &self.bin.join("kube-apiserver"), &self.apiserver_args);
+        let mut apiserver = Server::spawn(
+            "kube-apiserver-2",
+            &self.dir,
+            &self.bin.join("kube-apiserver"),
+            &self.apiserver_args,
+        );
         let kube = self.kube.clone();
         wait_ready(&mut apiserver, Duration::from_secs(120), || {
             let kube = kube.clone();
@@ -354,16 +436,24 @@ impl ControlPlane {
             &self.dir,
             &self.bin.join("kube-scheduler"),
             &strings(&[
-                "--config", &cfg_path.to_string_lossy(),
+                "--config",
+                &cfg_path.to_string_lossy(),
                 "--leader-elect=false",
-                "--bind-address", "127.0.0.1",
-                "--secure-port", &port.to_string(),
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                &port.to_string(),
                 "-v=2",
             ]),
         );
-        let insecure = reqwest::Client::builder().danger_accept_invalid_certs(true).build().unwrap();
+        let insecure = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
         wait_ready(&mut sched, Duration::from_secs(60), || {
-            let r = insecure.get(format!("https://127.0.0.1:{port}/readyz")).send();
+            let r = insecure
+                .get(format!("https://127.0.0.1:{port}/readyz"))
+                .send();
             async move { r.await.is_ok_and(|r| r.status().is_success()) }
         })
         .await;
@@ -373,10 +463,14 @@ impl ControlPlane {
     /// Starts `aco-netem-proxy` in front of `upstream` (`host:port`).
     pub fn start_proxy(&self, name: &str, upstream: &str, delay: Duration) -> Proxy {
         let args = strings(&[
-            "-upstream", upstream,
-            "-delay", &format!("{}us", delay.as_micros()),
-            "-tls-cert", &self.pki.path("worker.crt").to_string_lossy(),
-            "-tls-key", &self.pki.path("worker.key").to_string_lossy(),
+            "-upstream",
+            upstream,
+            "-delay",
+            &format!("{}us", delay.as_micros()),
+            "-tls-cert",
+            &self.pki.path("worker.crt").to_string_lossy(),
+            "-tls-key",
+            &self.pki.path("worker.key").to_string_lossy(),
         ]);
         let mut server = Server::spawn(name, &self.dir, &self.bin.join("aco-netem-proxy"), &args);
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -385,10 +479,17 @@ impl ControlPlane {
                 let mut it = line.split_whitespace().skip(1);
                 let addr = it.next().unwrap().to_owned();
                 let control = it.next().unwrap().to_owned();
-                return Proxy { server, addr, control };
+                return Proxy {
+                    server,
+                    addr,
+                    control,
+                };
             }
             server.assert_running();
-            assert!(Instant::now() < deadline, "aco-netem-proxy printed no READY");
+            assert!(
+                Instant::now() < deadline,
+                "aco-netem-proxy printed no READY"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -429,7 +530,8 @@ impl Proxy {
         self.control(&format!("mode?m={m}")).await;
     }
     pub async fn set_delay(&self, rtt: Duration) {
-        self.control(&format!("delay?d={}us", rtt.as_micros())).await;
+        self.control(&format!("delay?d={}us", rtt.as_micros()))
+            .await;
     }
     pub async fn set_upstream(&self, upstream: &str) {
         self.control(&format!("upstream?a={upstream}")).await;
@@ -453,7 +555,11 @@ pub enum Extender {
     /// No extender at all: kube-scheduler alone (the baseline).
     Off,
     /// The Worker at `url_prefix` (e.g. `https://127.0.0.1:1234/v1`), trusted through `ca_pem`.
-    Worker { url_prefix: String, ca_pem: Vec<u8>, node_cache_capable: bool },
+    Worker {
+        url_prefix: String,
+        ca_pem: Vec<u8>,
+        node_cache_capable: bool,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -472,20 +578,32 @@ pub struct SchedulerConfig {
 impl SchedulerConfig {
     pub fn worker(url_prefix: String, ca_pem: Vec<u8>, node_cache_capable: bool) -> Self {
         SchedulerConfig {
-            extender: Extender::Worker { url_prefix, ca_pem, node_cache_capable },
+            extender: Extender::Worker {
+                url_prefix,
+                ca_pem,
+                node_cache_capable,
+            },
             http_timeout: None,
             client_qps: None,
             scheduler_name: None,
         }
     }
     pub fn off() -> Self {
-        SchedulerConfig { extender: Extender::Off, http_timeout: None, client_qps: None, scheduler_name: None }
+        SchedulerConfig {
+            extender: Extender::Off,
+            http_timeout: None,
+            client_qps: None,
+            scheduler_name: None,
+        }
     }
 
     /// Kube-scheduler alone as the cluster's `default-scheduler` (no extender): what binds pods
     /// that name no scheduler.
     pub fn default_scheduler() -> Self {
-        SchedulerConfig { scheduler_name: Some("default-scheduler".into()), ..SchedulerConfig::off() }
+        SchedulerConfig {
+            scheduler_name: Some("default-scheduler".into()),
+            ..SchedulerConfig::off()
+        }
     }
 
     /// The shipped `k8s/scheduler-config.yaml`, unchanged but for: kubeconfig (a file instead of
@@ -508,9 +626,17 @@ impl SchedulerConfig {
             Extender::Off => {
                 doc.as_mapping_mut().unwrap().remove("extenders");
             }
-            Extender::Worker { url_prefix, ca_pem, node_cache_capable } => {
+            Extender::Worker {
+                url_prefix,
+                ca_pem,
+                node_cache_capable,
+            } => {
                 let ext = &mut doc["extenders"][0];
-                assert_eq!(ext["ignorable"].as_bool(), Some(true), "shipped extender must be ignorable");
+                assert_eq!(
+                    ext["ignorable"].as_bool(),
+                    Some(true),
+                    "shipped extender must be ignorable"
+                );
                 ext["urlPrefix"] = url_prefix.clone().into();
                 ext["nodeCacheCapable"] = (*node_cache_capable).into();
                 ext["enableHTTPS"] = true.into();
@@ -530,7 +656,11 @@ fn base64(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         for i in 0..4 {
             if i <= chunk.len() {
@@ -566,7 +696,10 @@ impl Kube {
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        Kube { base: base.to_owned(), http }
+        Kube {
+            base: base.to_owned(),
+            http,
+        }
     }
 
     pub async fn get_raw(&self, path: &str) -> reqwest::Result<(u16, String)> {
@@ -585,12 +718,19 @@ impl Kube {
     }
 
     pub async fn get(&self, path: &str) -> Result<Value, String> {
-        self.send(self.http.get(format!("{}{path}", self.base)), &format!("GET {path}")).await
+        self.send(
+            self.http.get(format!("{}{path}", self.base)),
+            &format!("GET {path}"),
+        )
+        .await
     }
     pub async fn post(&self, path: &str, body: &Value) -> Value {
-        self.send(self.http.post(format!("{}{path}", self.base)).json(body), &format!("POST {path}"))
-            .await
-            .unwrap()
+        self.send(
+            self.http.post(format!("{}{path}", self.base)).json(body),
+            &format!("POST {path}"),
+        )
+        .await
+        .unwrap()
     }
     pub async fn merge_patch(&self, path: &str, body: &Value) -> Value {
         let req = self
@@ -601,13 +741,19 @@ impl Kube {
         self.send(req, &format!("PATCH {path}")).await.unwrap()
     }
     pub async fn delete(&self, path: &str) -> Result<Value, String> {
-        let req = self.http.delete(format!("{}{path}", self.base)).json(&json!({"gracePeriodSeconds": 0}));
+        let req = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .json(&json!({"gracePeriodSeconds": 0}));
         self.send(req, &format!("DELETE {path}")).await
     }
 
     pub async fn create_namespace(&self, name: &str) {
-        self.post("/api/v1/namespaces", &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
-            .await;
+        self.post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+        .await;
     }
 
     /// Creates the Node and sets `status.allocatable`/`capacity` (no kubelet does it here).
@@ -625,22 +771,32 @@ impl Kube {
     }
 
     pub async fn create_pod(&self, pod: &Value) -> Value {
-        let ns = pod["metadata"]["namespace"].as_str().expect("pod namespace");
-        self.post(&format!("/api/v1/namespaces/{ns}/pods"), pod).await
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .expect("pod namespace");
+        self.post(&format!("/api/v1/namespaces/{ns}/pods"), pod)
+            .await
     }
 
     pub async fn pod(&self, ns: &str, name: &str) -> Value {
-        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}")).await.unwrap()
+        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
+            .await
+            .unwrap()
     }
 
     pub async fn pods(&self, ns: &str) -> Vec<Value> {
-        let list = self.get(&format!("/api/v1/namespaces/{ns}/pods")).await.unwrap();
+        let list = self
+            .get(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap();
         list["items"].as_array().cloned().unwrap_or_default()
     }
 
     /// Deletes every pod of the namespace at once (grace period 0: there is no kubelet).
     pub async fn delete_pods(&self, ns: &str) {
-        self.delete(&format!("/api/v1/namespaces/{ns}/pods")).await.unwrap();
+        self.delete(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap();
         let k = self.clone();
         let ns = ns.to_owned();
         wait_for("pods deleted", Duration::from_secs(60), || {
@@ -653,7 +809,9 @@ impl Kube {
     /// Events about a pod (core/v1 view of what kube-scheduler records).
     pub async fn pod_events(&self, ns: &str, pod: &str) -> Vec<Value> {
         let list = self
-            .get(&format!("/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{pod}"))
+            .get(&format!(
+                "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{pod}"
+            ))
             .await
             .unwrap();
         list["items"].as_array().cloned().unwrap_or_default()
@@ -661,19 +819,30 @@ impl Kube {
 
     /// Waits until the pod has a node, returns the node name.
     pub async fn wait_bound(&self, ns: &str, name: &str, timeout: Duration) -> String {
-        wait_for(&format!("pod {ns}/{name} to be bound"), timeout, || async move {
-            let pod = self.pod(ns, name).await;
-            pod["spec"]["nodeName"].as_str().map(str::to_owned)
-        })
+        wait_for(
+            &format!("pod {ns}/{name} to be bound"),
+            timeout,
+            || async move {
+                let pod = self.pod(ns, name).await;
+                pod["spec"]["nodeName"].as_str().map(str::to_owned)
+            },
+        )
         .await
     }
 
     /// Waits until every pod of `names` is bound; returns their node names in order.
-    pub async fn wait_all_bound(&self, ns: &str, names: &[String], timeout: Duration) -> Vec<String> {
+    pub async fn wait_all_bound(
+        &self,
+        ns: &str,
+        names: &[String],
+        timeout: Duration,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let deadline = Instant::now() + timeout;
         for n in names {
-            let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(1));
             out.push(self.wait_bound(ns, n, left).await);
         }
         out
@@ -681,14 +850,27 @@ impl Kube {
 
     /// Waits until kube-scheduler has marked the pod unschedulable; returns the condition message.
     pub async fn wait_unschedulable(&self, ns: &str, name: &str, timeout: Duration) -> String {
-        wait_for(&format!("pod {ns}/{name} to be Unschedulable"), timeout, || async move {
-            let pod = self.pod(ns, name).await;
-            assert!(pod["spec"]["nodeName"].as_str().is_none(), "pod {ns}/{name} was bound: {}", pod["spec"]["nodeName"]);
-            pod["status"]["conditions"].as_array()?.iter().find_map(|c| {
-                (c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable")
-                    .then(|| c["message"].as_str().unwrap_or_default().to_owned())
-            })
-        })
+        wait_for(
+            &format!("pod {ns}/{name} to be Unschedulable"),
+            timeout,
+            || async move {
+                let pod = self.pod(ns, name).await;
+                assert!(
+                    pod["spec"]["nodeName"].as_str().is_none(),
+                    "pod {ns}/{name} was bound: {}",
+                    pod["spec"]["nodeName"]
+                );
+                pod["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|c| {
+                        (c["type"] == "PodScheduled"
+                            && c["status"] == "False"
+                            && c["reason"] == "Unschedulable")
+                            .then(|| c["message"].as_str().unwrap_or_default().to_owned())
+                    })
+            },
+        )
         .await
     }
 }

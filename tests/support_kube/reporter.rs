@@ -16,12 +16,15 @@ pub fn reporter_bin(release: bool) -> PathBuf {
     cell.get_or_init(|| {
         let root = repo_root();
         let mut cmd = std::process::Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "aco-reporter", "--bin", "aco-reporter"]).current_dir(&root);
+        cmd.args(["build", "-p", "aco-reporter", "--bin", "aco-reporter"])
+            .current_dir(&root);
         // The test process carries the CARGO_* variables cargo set for it (package name,
         // manifest dir, …); build scripts that watch them would rebuild every time.
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy().into_owned();
-            if key.starts_with("CARGO_") && !matches!(key.as_str(), "CARGO_HOME" | "CARGO_TARGET_DIR") {
+            if key.starts_with("CARGO_")
+                && !matches!(key.as_str(), "CARGO_HOME" | "CARGO_TARGET_DIR")
+            {
                 cmd.env_remove(key);
             }
         }
@@ -30,8 +33,12 @@ pub fn reporter_bin(release: bool) -> PathBuf {
         }
         let status = cmd.status().expect("run cargo build -p aco-reporter");
         assert!(status.success(), "cargo build -p aco-reporter failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-        target.join(if release { "release" } else { "debug" }).join("aco-reporter")
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        target
+            .join(if release { "release" } else { "debug" })
+            .join("aco-reporter")
     })
     .clone()
 }
@@ -44,27 +51,43 @@ pub struct Reporter {
 
 /// Test-speed defaults (production: 15 s pushes, 2 min full refresh, 5 s scans, 30 s backoff cap).
 pub const TEST_FLAGS: &[&str] = &[
-    "--push-interval", "1s",
-    "--full-refresh", "20s",
-    "--scan-interval", "500ms",
-    "--backoff-max", "2s",
-    "--log-format", "text",
+    "--push-interval",
+    "1s",
+    "--full-refresh",
+    "20s",
+    "--scan-interval",
+    "500ms",
+    "--backoff-max",
+    "2s",
+    "--log-format",
+    "text",
 ];
 
 impl Reporter {
     /// Starts a reporter named `name` against `cp`, reporting to `worker_url` (trusting the test
     /// CA) with the admin token, [`TEST_FLAGS`] and `extra` flags (later flags win).
-    pub fn start(cp: &ControlPlane, worker_url: &str, name: &str, extra: &[&str], release: bool) -> Reporter {
+    pub fn start(
+        cp: &ControlPlane,
+        worker_url: &str,
+        name: &str,
+        extra: &[&str],
+        release: bool,
+    ) -> Reporter {
         let ops = free_port();
         let ca = cp.pki.path("ca.crt");
         let ca = ca.to_string_lossy().into_owned();
         let listen = format!("127.0.0.1:{ops}");
         let mut defaults: Vec<&str> = vec![
-            "--worker-url", worker_url,
-            "--ca-file", &ca,
-            "--token", super::fixtures::ADMIN_TOKEN,
-            "--listen", &listen,
-            "--leader-elect", "false",
+            "--worker-url",
+            worker_url,
+            "--ca-file",
+            &ca,
+            "--token",
+            super::fixtures::ADMIN_TOKEN,
+            "--listen",
+            &listen,
+            "--leader-elect",
+            "false",
         ];
         defaults.extend(TEST_FLAGS);
         // clap refuses a flag given twice: a flag in `extra` replaces the default (all of ours
@@ -81,7 +104,10 @@ impl Reporter {
             &cp.dir,
             &reporter_bin(release),
             &args,
-            &[("KUBECONFIG", cp.kubeconfig.as_path()), ("RUST_LOG", Path::new("info,aco_reporter=debug"))],
+            &[
+                ("KUBECONFIG", cp.kubeconfig.as_path()),
+                ("RUST_LOG", Path::new("info,aco_reporter=debug")),
+            ],
         );
         Reporter { server, ops }
     }
@@ -104,10 +130,18 @@ impl Reporter {
         let deadline = Instant::now() + timeout;
         loop {
             self.server.assert_running();
-            if self.metric("aco_reporter_reports_sent_total{kind=\"nodes\"}").await >= n as f64 {
+            if self
+                .metric("aco_reporter_reports_sent_total{kind=\"nodes\"}")
+                .await
+                >= n as f64
+            {
                 return;
             }
-            assert!(Instant::now() < deadline, "reporter did not push {n} nodes; log:\n{}", self.server.log_tail(40));
+            assert!(
+                Instant::now() < deadline,
+                "reporter did not push {n} nodes; log:\n{}",
+                self.server.log_tail(40)
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -117,6 +151,11 @@ impl Reporter {
 pub fn sample(text: &str, series: &str) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
-        .find_map(|l| l.strip_prefix(series).filter(|rest| rest.starts_with(' ')).and_then(|rest| rest.trim().split(' ').next()).and_then(|v| v.parse().ok()))
+        .find_map(|l| {
+            l.strip_prefix(series)
+                .filter(|rest| rest.starts_with(' '))
+                .and_then(|rest| rest.trim().split(' ').next())
+                .and_then(|v| v.parse().ok())
+        })
         .unwrap_or(0.0)
 }

@@ -20,9 +20,11 @@ fn bench(c: &mut Criterion) {
         let body = fixtures::extender_args(n);
         group.throughput(Throughput::Elements(n as u64));
         group.sample_size(if n >= 1_000 { 20 } else { 100 });
-        group.bench_with_input(BenchmarkId::new("floor_deserialise_value", n), &body, |b, body| {
-            b.iter(|| serde_json::from_str::<serde_json::Value>(body).unwrap())
-        });
+        group.bench_with_input(
+            BenchmarkId::new("floor_deserialise_value", n),
+            &body,
+            |b, body| b.iter(|| serde_json::from_str::<serde_json::Value>(body).unwrap()),
+        );
         group.bench_with_input(BenchmarkId::new("floor_parse_args", n), &body, |b, body| {
             b.iter(|| parse_args(body, &config).unwrap().candidates.len())
         });
@@ -39,7 +41,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
                 let input = scoring_input(&args, &facts, 0, &config).unwrap();
-                let p = colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
+                let p =
+                    colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
                 serde_json::to_string(&p.priorities).unwrap()
             })
         });

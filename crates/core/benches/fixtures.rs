@@ -38,7 +38,10 @@ pub fn gpu_pod() -> Value {
 
 /// ExtenderArgs in names mode (`nodeCacheCapable: true`): node names only.
 pub fn extender_args_names(count: usize) -> String {
-    let names: Vec<Value> = nodes(count).iter().map(|n| n["metadata"]["name"].clone()).collect();
+    let names: Vec<Value> = nodes(count)
+        .iter()
+        .map(|n| n["metadata"]["name"].clone())
+        .collect();
     json!({"Pod": gpu_pod(), "NodeNames": names}).to_string()
 }
 
@@ -53,5 +56,6 @@ pub fn node_facts_report(count: usize) -> String {
 
 /// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
 pub fn extender_args(count: usize) -> String {
-    json!({"Pod": gpu_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null}).to_string()
+    json!({"Pod": gpu_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null})
+        .to_string()
 }

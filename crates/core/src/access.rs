@@ -18,8 +18,13 @@ use crate::config::ConfigError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExtenderAuth {
     None,
-    PathToken { tokens: Vec<String> },
-    Mtls { fingerprints: Vec<String>, issuers: Vec<String> },
+    PathToken {
+        tokens: Vec<String>,
+    },
+    Mtls {
+        fingerprints: Vec<String>,
+        issuers: Vec<String>,
+    },
 }
 
 /// What `request.cf.tlsClientAuth` says about the client certificate (empty strings when absent).
@@ -44,50 +49,94 @@ pub const MAX_TOKEN_LEN: usize = 256;
 pub const MAX_TOKENS: usize = 2;
 
 fn list(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 impl ExtenderAuth {
     /// Reads `EXTENDER_AUTH` (required), `EXTENDER_TOKENS`, `EXTENDER_CERT_FINGERPRINTS`,
     /// `EXTENDER_CERT_ISSUERS` (the last three: `;` also separates issuers, whose DNs contain commas).
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let err = |key: &str, value: &str, reason: &str| ConfigError { key: key.into(), value: value.into(), reason: reason.into() };
-        let mode = lookup("EXTENDER_AUTH").ok_or_else(|| err("EXTENDER_AUTH", "", "must be set: none, path-token or mtls"))?;
+        let err = |key: &str, value: &str, reason: &str| ConfigError {
+            key: key.into(),
+            value: value.into(),
+            reason: reason.into(),
+        };
+        let mode = lookup("EXTENDER_AUTH")
+            .ok_or_else(|| err("EXTENDER_AUTH", "", "must be set: none, path-token or mtls"))?;
         match mode.trim() {
             "none" => Ok(ExtenderAuth::None),
             "path-token" => {
                 let raw = lookup("EXTENDER_TOKENS").unwrap_or_default();
                 let tokens = list(&raw);
                 if tokens.is_empty() || tokens.len() > MAX_TOKENS {
-                    return Err(err("EXTENDER_TOKENS", "<secret>", "path-token needs one or two comma-separated tokens"));
+                    return Err(err(
+                        "EXTENDER_TOKENS",
+                        "<secret>",
+                        "path-token needs one or two comma-separated tokens",
+                    ));
                 }
                 for t in &tokens {
                     let ok = (MIN_TOKEN_LEN..=MAX_TOKEN_LEN).contains(&t.len())
-                        && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                        && t.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
                     if !ok {
-                        return Err(err("EXTENDER_TOKENS", "<secret>", "each token must be 32–256 characters of [A-Za-z0-9_-]"));
+                        return Err(err(
+                            "EXTENDER_TOKENS",
+                            "<secret>",
+                            "each token must be 32–256 characters of [A-Za-z0-9_-]",
+                        ));
                     }
                 }
                 Ok(ExtenderAuth::PathToken { tokens })
             }
             "mtls" => {
                 let fingerprints: Vec<String> = lookup("EXTENDER_CERT_FINGERPRINTS")
-                    .map(|v| list(&v).into_iter().map(|f| f.to_ascii_lowercase().replace(':', "")).collect())
+                    .map(|v| {
+                        list(&v)
+                            .into_iter()
+                            .map(|f| f.to_ascii_lowercase().replace(':', ""))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 for f in &fingerprints {
                     if f.len() != 64 || !f.bytes().all(|b| b.is_ascii_hexdigit()) {
-                        return Err(err("EXTENDER_CERT_FINGERPRINTS", f, "expected SHA-256 fingerprints, 64 hex digits each"));
+                        return Err(err(
+                            "EXTENDER_CERT_FINGERPRINTS",
+                            f,
+                            "expected SHA-256 fingerprints, 64 hex digits each",
+                        ));
                     }
                 }
                 let issuers: Vec<String> = lookup("EXTENDER_CERT_ISSUERS")
-                    .map(|v| v.split(';').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
+                    .map(|v| {
+                        v.split(';')
+                            .map(str::trim)
+                            .filter(|s| !s.is_empty())
+                            .map(String::from)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 if fingerprints.is_empty() && issuers.is_empty() {
-                    return Err(err("EXTENDER_CERT_FINGERPRINTS", "", "mtls needs EXTENDER_CERT_FINGERPRINTS or EXTENDER_CERT_ISSUERS"));
+                    return Err(err(
+                        "EXTENDER_CERT_FINGERPRINTS",
+                        "",
+                        "mtls needs EXTENDER_CERT_FINGERPRINTS or EXTENDER_CERT_ISSUERS",
+                    ));
                 }
-                Ok(ExtenderAuth::Mtls { fingerprints, issuers })
+                Ok(ExtenderAuth::Mtls {
+                    fingerprints,
+                    issuers,
+                })
             }
-            other => Err(err("EXTENDER_AUTH", other, "expected none, path-token or mtls")),
+            other => Err(err(
+                "EXTENDER_AUTH",
+                other,
+                "expected none, path-token or mtls",
+            )),
         }
     }
 
@@ -102,7 +151,12 @@ impl ExtenderAuth {
     /// Whether an extender verb may be served. `token` is the `<token>` of a `/t/<token>/…`
     /// path (None without the prefix); `cert` is `request.cf.tlsClientAuth` (None when absent).
     pub fn check(&self, token: Option<&str>, cert: Option<&ClientCert>) -> Result<(), Refusal> {
-        let refuse = |status: u16, message: &str| Err(Refusal { status, message: message.into() });
+        let refuse = |status: u16, message: &str| {
+            Err(Refusal {
+                status,
+                message: message.into(),
+            })
+        };
         match self {
             ExtenderAuth::None => Ok(()),
             ExtenderAuth::PathToken { tokens } => {
@@ -120,11 +174,17 @@ impl ExtenderAuth {
                     refuse(401, "invalid extender token")
                 }
             }
-            ExtenderAuth::Mtls { fingerprints, issuers } => {
+            ExtenderAuth::Mtls {
+                fingerprints,
+                issuers,
+            } => {
                 let Some(cert) = cert.filter(|c| c.cert_verified == "SUCCESS") else {
                     return refuse(401, "extender verbs need a verified TLS client certificate (EXTENDER_AUTH=mtls)");
                 };
-                let fingerprint = cert.fingerprint_sha256.to_ascii_lowercase().replace(':', "");
+                let fingerprint = cert
+                    .fingerprint_sha256
+                    .to_ascii_lowercase()
+                    .replace(':', "");
                 if fingerprints.contains(&fingerprint) || issuers.contains(&cert.issuer_dn) {
                     Ok(())
                 } else {
@@ -161,50 +221,134 @@ mod tests {
     const T2: &str = "token-two-bbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
     fn from(pairs: &[(&str, &str)]) -> Result<ExtenderAuth, ConfigError> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         ExtenderAuth::from_vars(|k| map.get(k).cloned())
     }
 
     #[test]
     fn the_mode_must_be_explicit_and_valid() {
         assert_eq!(from(&[]).unwrap_err().key, "EXTENDER_AUTH");
-        assert_eq!(from(&[("EXTENDER_AUTH", "open")]).unwrap_err().key, "EXTENDER_AUTH");
-        assert_eq!(from(&[("EXTENDER_AUTH", "none")]).unwrap(), ExtenderAuth::None);
-        for tokens in ["", "short", "has space aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &format!("{T1},{T2},{T1}")] {
-            assert_eq!(from(&[("EXTENDER_AUTH", "path-token"), ("EXTENDER_TOKENS", tokens)]).unwrap_err().key, "EXTENDER_TOKENS", "{tokens}");
+        assert_eq!(
+            from(&[("EXTENDER_AUTH", "open")]).unwrap_err().key,
+            "EXTENDER_AUTH"
+        );
+        assert_eq!(
+            from(&[("EXTENDER_AUTH", "none")]).unwrap(),
+            ExtenderAuth::None
+        );
+        for tokens in [
+            "",
+            "short",
+            "has space aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            &format!("{T1},{T2},{T1}"),
+        ] {
+            assert_eq!(
+                from(&[("EXTENDER_AUTH", "path-token"), ("EXTENDER_TOKENS", tokens)])
+                    .unwrap_err()
+                    .key,
+                "EXTENDER_TOKENS",
+                "{tokens}"
+            );
         }
-        assert_eq!(from(&[("EXTENDER_AUTH", "mtls")]).unwrap_err().key, "EXTENDER_CERT_FINGERPRINTS");
-        assert_eq!(from(&[("EXTENDER_AUTH", "mtls"), ("EXTENDER_CERT_FINGERPRINTS", "abc")]).unwrap_err().key, "EXTENDER_CERT_FINGERPRINTS");
+        assert_eq!(
+            from(&[("EXTENDER_AUTH", "mtls")]).unwrap_err().key,
+            "EXTENDER_CERT_FINGERPRINTS"
+        );
+        assert_eq!(
+            from(&[
+                ("EXTENDER_AUTH", "mtls"),
+                ("EXTENDER_CERT_FINGERPRINTS", "abc")
+            ])
+            .unwrap_err()
+            .key,
+            "EXTENDER_CERT_FINGERPRINTS"
+        );
     }
 
     #[test]
     fn two_tokens_are_valid_at_once_and_nothing_else_is() {
-        let auth = from(&[("EXTENDER_AUTH", "path-token"), ("EXTENDER_TOKENS", &format!("{T1}, {T2}"))]).unwrap();
+        let auth = from(&[
+            ("EXTENDER_AUTH", "path-token"),
+            ("EXTENDER_TOKENS", &format!("{T1}, {T2}")),
+        ])
+        .unwrap();
         assert_eq!(auth.check(Some(T1), None), Ok(()));
         assert_eq!(auth.check(Some(T2), None), Ok(()));
-        for wrong in [None, Some(""), Some(&T1[..T1.len() - 1]), Some("token-one-aaaaaaaaaaaaaaaaaaaaaaaaaaaaa")] {
-            assert_eq!(auth.check(wrong, None).unwrap_err().status, 401, "{wrong:?}");
+        for wrong in [
+            None,
+            Some(""),
+            Some(&T1[..T1.len() - 1]),
+            Some("token-one-aaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+        ] {
+            assert_eq!(
+                auth.check(wrong, None).unwrap_err().status,
+                401,
+                "{wrong:?}"
+            );
         }
     }
 
     #[test]
     fn mtls_needs_a_verified_certificate_with_an_allowed_fingerprint_or_issuer() {
         let fp = "AB".repeat(32);
-        let auth = from(&[("EXTENDER_AUTH", "mtls"), ("EXTENDER_CERT_FINGERPRINTS", &fp), ("EXTENDER_CERT_ISSUERS", "CN=ops CA,O=acme")]).unwrap();
-        let cert = |v: &str, f: &str, i: &str| ClientCert { cert_verified: v.into(), fingerprint_sha256: f.into(), issuer_dn: i.into() };
-        assert_eq!(auth.check(None, Some(&cert("SUCCESS", &fp.to_lowercase(), ""))), Ok(()));
-        assert_eq!(auth.check(None, Some(&cert("SUCCESS", "00", "CN=ops CA,O=acme"))), Ok(()));
-        assert_eq!(auth.check(None, Some(&cert("SUCCESS", "00", "CN=other"))).unwrap_err().status, 403);
-        assert_eq!(auth.check(None, Some(&cert("FAILED:self signed certificate", &fp, ""))).unwrap_err().status, 401);
-        assert_eq!(auth.check(None, Some(&cert("NONE", "", ""))).unwrap_err().status, 401);
+        let auth = from(&[
+            ("EXTENDER_AUTH", "mtls"),
+            ("EXTENDER_CERT_FINGERPRINTS", &fp),
+            ("EXTENDER_CERT_ISSUERS", "CN=ops CA,O=acme"),
+        ])
+        .unwrap();
+        let cert = |v: &str, f: &str, i: &str| ClientCert {
+            cert_verified: v.into(),
+            fingerprint_sha256: f.into(),
+            issuer_dn: i.into(),
+        };
+        assert_eq!(
+            auth.check(None, Some(&cert("SUCCESS", &fp.to_lowercase(), ""))),
+            Ok(())
+        );
+        assert_eq!(
+            auth.check(None, Some(&cert("SUCCESS", "00", "CN=ops CA,O=acme"))),
+            Ok(())
+        );
+        assert_eq!(
+            auth.check(None, Some(&cert("SUCCESS", "00", "CN=other")))
+                .unwrap_err()
+                .status,
+            403
+        );
+        assert_eq!(
+            auth.check(None, Some(&cert("FAILED:self signed certificate", &fp, "")))
+                .unwrap_err()
+                .status,
+            401
+        );
+        assert_eq!(
+            auth.check(None, Some(&cert("NONE", "", "")))
+                .unwrap_err()
+                .status,
+            401
+        );
         assert_eq!(auth.check(Some(T1), None).unwrap_err().status, 401);
     }
 
     #[test]
     fn token_prefix_is_split_off() {
-        assert_eq!(split_token(&["t", "abc", "v1", "filter"]), (Some("abc"), &["v1", "filter"][..]));
-        assert_eq!(split_token(&["v1", "filter"]), (None, &["v1", "filter"][..]));
+        assert_eq!(
+            split_token(&["t", "abc", "v1", "filter"]),
+            (Some("abc"), &["v1", "filter"][..])
+        );
+        assert_eq!(
+            split_token(&["v1", "filter"]),
+            (None, &["v1", "filter"][..])
+        );
         assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT") && !constant_time_eq(b"secret", b"secret2") && !constant_time_eq(b"", b"x"));
+        assert!(
+            !constant_time_eq(b"secret", b"secreT")
+                && !constant_time_eq(b"secret", b"secret2")
+                && !constant_time_eq(b"", b"x")
+        );
     }
 }

@@ -12,7 +12,8 @@ pub const DEFAULT_CLUSTER: &str = "default";
 pub fn validate_cluster(id: &str) -> Result<(), String> {
     let b = id.as_bytes();
     let ok = (1..=63).contains(&b.len())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-';
     if ok {
@@ -64,13 +65,22 @@ mod tests {
 
     #[test]
     fn paths_split_and_colony_names_round_trip() {
-        assert_eq!(split_cluster(&["c", "prod", "v1", "filter"]), Ok(("prod", &["v1", "filter"][..])));
-        assert_eq!(split_cluster(&["v1", "filter"]), Ok((DEFAULT_CLUSTER, &["v1", "filter"][..])));
+        assert_eq!(
+            split_cluster(&["c", "prod", "v1", "filter"]),
+            Ok(("prod", &["v1", "filter"][..]))
+        );
+        assert_eq!(
+            split_cluster(&["v1", "filter"]),
+            Ok((DEFAULT_CLUSTER, &["v1", "filter"][..]))
+        );
         assert!(split_cluster(&["c", "Bad!", "v1", "filter"]).is_err());
         assert_eq!(colony_name(DEFAULT_CLUSTER, "ml"), "ml");
         assert_eq!(colony_name("prod", "ml"), "prod/ml");
         for (cluster, tenant) in [(DEFAULT_CLUSTER, "ml"), ("prod", "ml.team_a")] {
-            assert_eq!(split_colony_name(&colony_name(cluster, tenant)), (cluster, tenant));
+            assert_eq!(
+                split_colony_name(&colony_name(cluster, tenant)),
+                (cluster, tenant)
+            );
         }
     }
 }

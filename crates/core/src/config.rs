@@ -101,14 +101,19 @@ pub struct TenantPolicy {
 
 impl PartialEq for TenantPolicy {
     fn eq(&self, other: &Self) -> bool {
-        self.names == other.names && self.pattern.as_ref().map(|p| &p.0) == other.pattern.as_ref().map(|p| &p.0)
+        self.names == other.names
+            && self.pattern.as_ref().map(|p| &p.0) == other.pattern.as_ref().map(|p| &p.0)
     }
 }
 
 impl TenantPolicy {
     /// A name is allowed if it is listed or matches the pattern.
     pub fn allows(&self, tenant: &str) -> bool {
-        self.names.iter().any(|n| n == tenant) || self.pattern.as_ref().is_some_and(|(_, re)| re.is_match(tenant))
+        self.names.iter().any(|n| n == tenant)
+            || self
+                .pattern
+                .as_ref()
+                .is_some_and(|(_, re)| re.is_match(tenant))
     }
 }
 
@@ -116,9 +121,17 @@ impl Default for Config {
     fn default() -> Self {
         let s = |v: &str| v.to_string();
         Self {
-            gpu_type_labels: vec![s("aco/gpu-type"), s("nvidia.com/gpu.product"), s("alibabacloud.com/gpu-card-model")],
+            gpu_type_labels: vec![
+                s("aco/gpu-type"),
+                s("nvidia.com/gpu.product"),
+                s("alibabacloud.com/gpu-card-model"),
+            ],
             // Alibaba's GPU-share resource (thousandths of a GPU) counts as a GPU request too.
-            gpu_resources: vec![s("nvidia.com/gpu"), s("alibabacloud.com/gpu-count"), s("alibabacloud.com/gpu-milli")],
+            gpu_resources: vec![
+                s("nvidia.com/gpu"),
+                s("alibabacloud.com/gpu-count"),
+                s("alibabacloud.com/gpu-milli"),
+            ],
             cost_label: s("aco/cost-per-hour"),
             latency_labels: vec![s("aco/latency-us"), s("nodeLatencyUs")],
             instance_type_label: s("aco/instance-type"),
@@ -130,7 +143,10 @@ impl Default for Config {
             tenant_label: s("scheduling.aco/tenant-id"),
             tenant_source: TenantSource::LabelThenNamespace,
             workload_label: s("aco/workload-type"),
-            latency_target_annotations: vec![s("scheduling.aco/latency-target-us"), s("latency-target-us")],
+            latency_target_annotations: vec![
+                s("scheduling.aco/latency-target-us"),
+                s("latency-target-us"),
+            ],
             gpu_models_annotation: s("scheduling.aco/gpu-models"),
             alpha: 1.0,
             beta: 2.0,
@@ -184,11 +200,24 @@ pub struct EtaFactorSet {
 }
 
 impl EtaFactorSet {
-    pub const ALL: EtaFactorSet = EtaFactorSet { reliability: true, cost: true, headroom: true, spike: true, fragmentation: true };
-    pub const NAMES: [&'static str; 5] = ["reliability", "cost", "headroom", "spike", "fragmentation"];
+    pub const ALL: EtaFactorSet = EtaFactorSet {
+        reliability: true,
+        cost: true,
+        headroom: true,
+        spike: true,
+        fragmentation: true,
+    };
+    pub const NAMES: [&'static str; 5] =
+        ["reliability", "cost", "headroom", "spike", "fragmentation"];
 
     pub fn parse(v: &str) -> Result<Self, String> {
-        let mut set = EtaFactorSet { reliability: false, cost: false, headroom: false, spike: false, fragmentation: false };
+        let mut set = EtaFactorSet {
+            reliability: false,
+            cost: false,
+            headroom: false,
+            spike: false,
+            fragmentation: false,
+        };
         for name in list(v) {
             match name.as_str() {
                 "all" => set = Self::ALL,
@@ -197,7 +226,12 @@ impl EtaFactorSet {
                 "headroom" => set.headroom = true,
                 "spike" => set.spike = true,
                 "fragmentation" => set.fragmentation = true,
-                other => return Err(format!("unknown factor {other:?}; expected a comma-separated subset of {} or all", Self::NAMES.join(", "))),
+                other => {
+                    return Err(format!(
+                        "unknown factor {other:?}; expected a comma-separated subset of {} or all",
+                        Self::NAMES.join(", ")
+                    ))
+                }
             }
         }
         Ok(set)
@@ -241,7 +275,11 @@ pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
 
 fn list(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 impl Config {
@@ -256,7 +294,8 @@ impl Config {
         macro_rules! num {
             ($key:literal, $field:ident) => {
                 if let Some(v) = lookup($key) {
-                    c.$field = FromStr::from_str(v.trim()).map_err(|_| err($key, &v, "not a number"))?;
+                    c.$field =
+                        FromStr::from_str(v.trim()).map_err(|_| err($key, &v, "not a number"))?;
                 }
             };
         }
@@ -284,7 +323,11 @@ impl Config {
                 .into_iter()
                 .map(|pair| match pair.split_once('=') {
                     Some((k, val)) if !k.is_empty() => Ok((k.to_string(), val.to_string())),
-                    _ => Err(err("SPOT_LABELS", &v, "expected comma-separated label=value pairs")),
+                    _ => Err(err(
+                        "SPOT_LABELS",
+                        &v,
+                        "expected comma-separated label=value pairs",
+                    )),
                 })
                 .collect::<Result<_, _>>()?;
         }
@@ -294,7 +337,13 @@ impl Config {
                 "label-then-namespace" => TenantSource::LabelThenNamespace,
                 "namespace" => TenantSource::Namespace,
                 "label" => TenantSource::Label,
-                _ => return Err(err("TENANT_SOURCE", &v, "expected label-then-namespace, namespace or label")),
+                _ => {
+                    return Err(err(
+                        "TENANT_SOURCE",
+                        &v,
+                        "expected label-then-namespace, namespace or label",
+                    ))
+                }
             };
         }
         text!("WORKLOAD_LABEL", workload_label);
@@ -310,14 +359,21 @@ impl Config {
         num!("Q0", q0);
         num!("COST_REFERENCE", cost_reference);
         if let Some(v) = lookup("ETA_FACTORS") {
-            c.eta_factors = EtaFactorSet::parse(&v).map_err(|reason| err("ETA_FACTORS", &v, &reason))?;
+            c.eta_factors =
+                EtaFactorSet::parse(&v).map_err(|reason| err("ETA_FACTORS", &v, &reason))?;
         }
         num!("DEFAULT_COST_PER_HOUR", default_cost_per_hour);
         num!("RELIABILITY_PRIOR_SUCCESSES", reliability_prior_successes);
         num!("RELIABILITY_PRIOR_FAILURES", reliability_prior_failures);
         num!("SPOT_PENALTY", spot_penalty);
-        num!("LATENCY_CRITICAL_MIN_HEADROOM", latency_critical_min_headroom);
-        num!("LATENCY_CRITICAL_HEADROOM_PENALTY", latency_critical_headroom_penalty);
+        num!(
+            "LATENCY_CRITICAL_MIN_HEADROOM",
+            latency_critical_min_headroom
+        );
+        num!(
+            "LATENCY_CRITICAL_HEADROOM_PENALTY",
+            latency_critical_headroom_penalty
+        );
         num!("SPIKE_WEIGHT", spike_weight);
         num!("SPIKE_THRESHOLD", spike_threshold);
         num!("SPIKE_BAND", spike_band);
@@ -343,12 +399,16 @@ impl Config {
         for n in &names {
             crate::demand::validate_tenant(n).map_err(|reason| err("TENANTS", n, &reason))?;
         }
-        let pattern = match lookup("TENANT_PATTERN").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+        let pattern = match lookup("TENANT_PATTERN")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+        {
             Some(p) => {
                 if p.len() > 1024 {
                     return Err(err("TENANT_PATTERN", &p, "longer than 1024 characters"));
                 }
-                let re = regex_lite::Regex::new(&format!("^(?:{p})$")).map_err(|e| err("TENANT_PATTERN", &p, &e.to_string()))?;
+                let re = regex_lite::Regex::new(&format!("^(?:{p})$"))
+                    .map_err(|e| err("TENANT_PATTERN", &p, &e.to_string()))?;
                 Some((p, re))
             }
             None => None,
@@ -368,13 +428,20 @@ impl Config {
     /// Checks ranges and relations (`τ_min ≤ τ_initial ≤ τ_max`, probabilities in [0, 1], …).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, value: f64, reason: &str| {
-            Err(ConfigError { key: key.into(), value: value.to_string(), reason: reason.into() })
+            Err(ConfigError {
+                key: key.into(),
+                value: value.to_string(),
+                reason: reason.into(),
+            })
         };
         let unit = [
             ("RHO", self.rho),
             ("Q0", self.q0),
             ("SPOT_PENALTY", self.spot_penalty),
-            ("LATENCY_CRITICAL_MIN_HEADROOM", self.latency_critical_min_headroom),
+            (
+                "LATENCY_CRITICAL_MIN_HEADROOM",
+                self.latency_critical_min_headroom,
+            ),
             ("SPIKE_WEIGHT", self.spike_weight),
             ("SPIKE_THRESHOLD", self.spike_threshold),
         ];
@@ -384,17 +451,30 @@ impl Config {
             }
         }
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
-            return bad("ALPHA", self.alpha, "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)");
+            return bad(
+                "ALPHA",
+                self.alpha,
+                "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)",
+            );
         }
         let positive = [
             ("BETA", self.beta),
             ("DEPOSIT_Q", self.deposit_q),
             ("TAU_MIN", self.tau_min),
             ("COST_REFERENCE", self.cost_reference),
-            ("RELIABILITY_PRIOR_SUCCESSES", self.reliability_prior_successes),
-            ("RELIABILITY_PRIOR_FAILURES", self.reliability_prior_failures),
+            (
+                "RELIABILITY_PRIOR_SUCCESSES",
+                self.reliability_prior_successes,
+            ),
+            (
+                "RELIABILITY_PRIOR_FAILURES",
+                self.reliability_prior_failures,
+            ),
             ("SPIKE_BAND", self.spike_band),
-            ("LATENCY_CRITICAL_HEADROOM_PENALTY", self.latency_critical_headroom_penalty),
+            (
+                "LATENCY_CRITICAL_HEADROOM_PENALTY",
+                self.latency_critical_headroom_penalty,
+            ),
             ("ETA_FLOOR", self.eta_floor),
         ];
         for (key, v) in positive {
@@ -409,13 +489,28 @@ impl Config {
             return bad("RHO", self.rho, "must be within (0, 1)");
         }
         if !(self.default_cost_per_hour.is_finite() && self.default_cost_per_hour >= 0.0) {
-            return bad("DEFAULT_COST_PER_HOUR", self.default_cost_per_hour, "must be ≥ 0");
+            return bad(
+                "DEFAULT_COST_PER_HOUR",
+                self.default_cost_per_hour,
+                "must be ≥ 0",
+            );
         }
-        if !(self.tau_min <= self.tau_initial && self.tau_initial <= self.tau_max && self.tau_max.is_finite()) {
-            return bad("TAU_INITIAL", self.tau_initial, "need TAU_MIN ≤ TAU_INITIAL ≤ TAU_MAX (finite)");
+        if !(self.tau_min <= self.tau_initial
+            && self.tau_initial <= self.tau_max
+            && self.tau_max.is_finite())
+        {
+            return bad(
+                "TAU_INITIAL",
+                self.tau_initial,
+                "need TAU_MIN ≤ TAU_INITIAL ≤ TAU_MAX (finite)",
+            );
         }
         if self.tau_max / self.tau_min > 1e6 {
-            return bad("TAU_MAX", self.tau_max, "TAU_MAX/TAU_MIN above 1e6 lets one node take every pod");
+            return bad(
+                "TAU_MAX",
+                self.tau_max,
+                "TAU_MAX/TAU_MIN above 1e6 lets one node take every pod",
+            );
         }
         if self.eta_floor > 1.0 {
             return bad("ETA_FLOOR", self.eta_floor, "must be ≤ 1");
@@ -424,25 +519,53 @@ impl Config {
             return bad("DECISION_KEEP_TOP", 0.0, "must be ≥ 1");
         }
         if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.confirmed_ttl_ms) {
-            return bad("CONFIRMED_TTL_MS", self.confirmed_ttl_ms as f64, "must be within 60000..=2592000000 (1 minute to 30 days)");
+            return bad(
+                "CONFIRMED_TTL_MS",
+                self.confirmed_ttl_ms as f64,
+                "must be within 60000..=2592000000 (1 minute to 30 days)",
+            );
         }
         if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.decision_ttl_ms) {
-            return bad("DECISION_TTL_MS", self.decision_ttl_ms as f64, "must be within 60000..=2592000000 (1 minute to 30 days)");
+            return bad(
+                "DECISION_TTL_MS",
+                self.decision_ttl_ms as f64,
+                "must be within 60000..=2592000000 (1 minute to 30 days)",
+            );
         }
         if !(1..=MAX_DECISIONS_LIMIT).contains(&self.max_decisions_per_tenant) {
-            return bad("MAX_DECISIONS_PER_TENANT", self.max_decisions_per_tenant as f64, "must be within 1..=1000000");
+            return bad(
+                "MAX_DECISIONS_PER_TENANT",
+                self.max_decisions_per_tenant as f64,
+                "must be within 1..=1000000",
+            );
         }
         if self.telemetry_flush_ms > MAX_TELEMETRY_FLUSH_MS {
-            return bad("TELEMETRY_FLUSH_MS", self.telemetry_flush_ms as f64, "must be within 0..=20000 (the flush runs in waitUntil)");
+            return bad(
+                "TELEMETRY_FLUSH_MS",
+                self.telemetry_flush_ms as f64,
+                "must be within 0..=20000 (the flush runs in waitUntil)",
+            );
         }
         if self.colony_snapshot_ms > MAX_COLONY_SNAPSHOT_MS {
-            return bad("COLONY_SNAPSHOT_MS", self.colony_snapshot_ms as f64, "must be within 0..=600000 (10 minutes)");
+            return bad(
+                "COLONY_SNAPSHOT_MS",
+                self.colony_snapshot_ms as f64,
+                "must be within 0..=600000 (10 minutes)",
+            );
         }
         if self.max_body_bytes < 1024 {
-            return bad("MAX_BODY_BYTES", self.max_body_bytes as f64, "must be ≥ 1024");
+            return bad(
+                "MAX_BODY_BYTES",
+                self.max_body_bytes as f64,
+                "must be ≥ 1024",
+            );
         }
         if self.gpu_resources.is_empty() {
-            return Err(ConfigError { key: "GPU_RESOURCES".into(), value: String::new(), reason: "must name at least one resource".into() });
+            return Err(ConfigError {
+                key: "GPU_RESOURCES".into(),
+                value: String::new(),
+                reason: "must name at least one resource".into(),
+            });
         }
         Ok(())
     }
@@ -457,23 +580,45 @@ mod tests {
     fn tenant_policy_allows_listed_names_and_whole_pattern_matches() {
         assert!(from(&[]).unwrap().tenant_allowed("anything"));
         let c = from(&[("TENANTS", "ml, web"), ("TENANT_PATTERN", "team-[a-z]+")]).unwrap();
-        for (t, ok) in [("ml", true), ("web", true), ("team-a", true), ("team-a1", false), ("xteam-a", false), ("other", false)] {
+        for (t, ok) in [
+            ("ml", true),
+            ("web", true),
+            ("team-a", true),
+            ("team-a1", false),
+            ("xteam-a", false),
+            ("other", false),
+        ] {
             assert_eq!(c.tenant_allowed(t), ok, "{t}");
         }
         assert!(!from(&[("TENANTS", "ml")]).unwrap().tenant_allowed("web"));
     }
 
     fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_vars(|k| map.get(k).cloned())
     }
 
     #[test]
     fn eta_factors_parse_a_subset_and_name_the_var_on_a_typo_and_alpha_may_be_zero() {
         let c = from(&[("ETA_FACTORS", "cost, headroom"), ("ALPHA", "0")]).unwrap();
-        assert_eq!(c.eta_factors, EtaFactorSet { reliability: false, cost: true, headroom: true, spike: false, fragmentation: false });
+        assert_eq!(
+            c.eta_factors,
+            EtaFactorSet {
+                reliability: false,
+                cost: true,
+                headroom: true,
+                spike: false,
+                fragmentation: false
+            }
+        );
         assert_eq!(c.alpha, 0.0);
-        assert_eq!(from(&[("ETA_FACTORS", "all")]).unwrap().eta_factors, EtaFactorSet::ALL);
+        assert_eq!(
+            from(&[("ETA_FACTORS", "all")]).unwrap().eta_factors,
+            EtaFactorSet::ALL
+        );
         assert_eq!(Config::default().eta_factors, EtaFactorSet::ALL);
         let e = from(&[("ETA_FACTORS", "cost,prize")]).unwrap_err();
         assert_eq!(e.key, "ETA_FACTORS");
@@ -483,28 +628,59 @@ mod tests {
 
     #[test]
     fn telemetry_flush_and_colony_snapshot_ages_are_bounded() {
-        assert_eq!(from(&[("TELEMETRY_FLUSH_MS", "0"), ("COLONY_SNAPSHOT_MS", "0")]).unwrap().colony_snapshot_ms, 0);
-        assert_eq!(from(&[("TELEMETRY_FLUSH_MS", "20001")]).unwrap_err().key, "TELEMETRY_FLUSH_MS");
-        assert_eq!(from(&[("COLONY_SNAPSHOT_MS", "600001")]).unwrap_err().key, "COLONY_SNAPSHOT_MS");
-        assert_eq!(from(&[("COLONY_SNAPSHOT_MS", "-1")]).unwrap_err().key, "COLONY_SNAPSHOT_MS");
+        assert_eq!(
+            from(&[("TELEMETRY_FLUSH_MS", "0"), ("COLONY_SNAPSHOT_MS", "0")])
+                .unwrap()
+                .colony_snapshot_ms,
+            0
+        );
+        assert_eq!(
+            from(&[("TELEMETRY_FLUSH_MS", "20001")]).unwrap_err().key,
+            "TELEMETRY_FLUSH_MS"
+        );
+        assert_eq!(
+            from(&[("COLONY_SNAPSHOT_MS", "600001")]).unwrap_err().key,
+            "COLONY_SNAPSHOT_MS"
+        );
+        assert_eq!(
+            from(&[("COLONY_SNAPSHOT_MS", "-1")]).unwrap_err().key,
+            "COLONY_SNAPSHOT_MS"
+        );
     }
 
     #[test]
     fn defaults_are_valid_and_match_the_design() {
         let c = from(&[]).unwrap();
         assert_eq!(c, Config::default());
-        assert_eq!((c.alpha, c.beta, c.rho, c.ema_alpha, c.q0), (1.0, 2.0, 0.05, 0.5, 1.0));
+        assert_eq!(
+            (c.alpha, c.beta, c.rho, c.ema_alpha, c.q0),
+            (1.0, 2.0, 0.05, 0.5, 1.0)
+        );
     }
 
     #[test]
     fn overrides_parse_and_lists_split_on_commas() {
-        let c = from(&[("RHO", "0.1"), ("GPU_RESOURCES", "nvidia.com/gpu, amd.com/gpu"), ("TENANT_SOURCE", "namespace"), ("SPOT_LABELS", "a=b,c=d")]).unwrap();
+        let c = from(&[
+            ("RHO", "0.1"),
+            ("GPU_RESOURCES", "nvidia.com/gpu, amd.com/gpu"),
+            ("TENANT_SOURCE", "namespace"),
+            ("SPOT_LABELS", "a=b,c=d"),
+        ])
+        .unwrap();
         assert_eq!(c.rho, 0.1);
         assert_eq!(c.gpu_resources, vec!["nvidia.com/gpu", "amd.com/gpu"]);
         assert_eq!(c.tenant_source, TenantSource::Namespace);
-        assert_eq!(c.spot_labels, vec![("a".into(), "b".into()), ("c".into(), "d".into())]);
+        assert_eq!(
+            c.spot_labels,
+            vec![("a".into(), "b".into()), ("c".into(), "d".into())]
+        );
         assert_eq!(Config::default().confirmed_ttl_ms, 21_600_000);
-        assert_eq!(from(&[("CONFIRMED_TTL_MS", "2592000000")]).unwrap().confirmed_ttl_ms, MAX_CONFIRMED_TTL_MS);
+        assert_eq!(
+            from(&[("CONFIRMED_TTL_MS", "2592000000")])
+                .unwrap()
+                .confirmed_ttl_ms,
+            MAX_CONFIRMED_TTL_MS
+        );
     }
 
     #[test]
@@ -521,9 +697,15 @@ mod tests {
             (vec![("CONFIRMED_TTL_MS", "0")], "CONFIRMED_TTL_MS"),
             (vec![("CONFIRMED_TTL_MS", "2592000001")], "CONFIRMED_TTL_MS"),
             (vec![("CONFIRMED_TTL_MS", "six hours")], "CONFIRMED_TTL_MS"),
-            (vec![("DECISION_TTL_MS", "18446744073709551615")], "DECISION_TTL_MS"),
+            (
+                vec![("DECISION_TTL_MS", "18446744073709551615")],
+                "DECISION_TTL_MS",
+            ),
             (vec![("DECISION_TTL_MS", "10")], "DECISION_TTL_MS"),
-            (vec![("MAX_DECISIONS_PER_TENANT", "0")], "MAX_DECISIONS_PER_TENANT"),
+            (
+                vec![("MAX_DECISIONS_PER_TENANT", "0")],
+                "MAX_DECISIONS_PER_TENANT",
+            ),
             (vec![("TENANTS", "ok,../bad")], "TENANTS"),
             (vec![("TENANT_PATTERN", "team-(")], "TENANT_PATTERN"),
         ] {

@@ -54,7 +54,11 @@ pub enum DemandError {
     /// every node (the pod stays Pending with the message in its events) rather than an error
     /// that an `ignorable` extender would swallow.
     #[error("pod {field} {value:?}: {reason}")]
-    Annotation { field: String, value: String, reason: String },
+    Annotation {
+        field: String,
+        value: String,
+        reason: String,
+    },
     /// No tenant can be derived (e.g. `TENANT_SOURCE=label` and the label is missing).
     #[error("pod has no tenant: {0}")]
     Tenant(String),
@@ -64,11 +68,15 @@ pub enum DemandError {
 pub fn validate_tenant(tenant: &str) -> Result<(), String> {
     let ok = !tenant.is_empty()
         && tenant.len() <= 253
-        && tenant.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        && tenant
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if ok {
         Ok(())
     } else {
-        Err(format!("tenant {tenant:?} must be 1–253 characters of [A-Za-z0-9._-]"))
+        Err(format!(
+            "tenant {tenant:?} must be 1–253 characters of [A-Za-z0-9._-]"
+        ))
     }
 }
 
@@ -80,15 +88,24 @@ impl PodDemand {
         let gpus = config
             .gpu_resources
             .iter()
-            .filter_map(|name| request.0.get(name).filter(|n| **n > 0).map(|n| (name.clone(), *n)))
+            .filter_map(|name| {
+                request
+                    .0
+                    .get(name)
+                    .filter(|n| **n > 0)
+                    .map(|n| (name.clone(), *n))
+            })
             .collect();
-        let allowed_gpu_models = meta.annotations.get(&config.gpu_models_annotation).map(|v| {
-            v.split(['|', ','])
-                .map(str::trim)
-                .filter(|m| !m.is_empty())
-                .map(String::from)
-                .collect::<Vec<_>>()
-        });
+        let allowed_gpu_models = meta
+            .annotations
+            .get(&config.gpu_models_annotation)
+            .map(|v| {
+                v.split(['|', ','])
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            });
         if let Some(models) = &allowed_gpu_models {
             if models.is_empty() {
                 return Err(DemandError::Annotation {
@@ -114,7 +131,9 @@ impl PodDemand {
         Ok(PodDemand {
             key: pod.decision_key(),
             tenant,
-            workload: WorkloadClass::from_label(meta.labels.get(&config.workload_label).map(String::as_str)),
+            workload: WorkloadClass::from_label(
+                meta.labels.get(&config.workload_label).map(String::as_str),
+            ),
             request,
             gpus,
             allowed_gpu_models,
@@ -130,13 +149,21 @@ impl PodDemand {
 /// The tenant a pod belongs to, by `TENANT_SOURCE`. Public so that the in-cluster reporter names
 /// tenants by exactly the Worker's rule.
 pub fn tenant_of(pod: &PodView, config: &Config) -> Result<String, DemandError> {
-    let label = pod.metadata.labels.get(&config.tenant_label).map(|s| s.trim()).filter(|s| !s.is_empty());
+    let label = pod
+        .metadata
+        .labels
+        .get(&config.tenant_label)
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty());
     let namespace = Some(pod.metadata.namespace.as_str()).filter(|s| !s.is_empty());
     let tenant = match config.tenant_source {
         TenantSource::LabelThenNamespace => label.or(namespace).unwrap_or("default"),
         TenantSource::Namespace => namespace.unwrap_or("default"),
         TenantSource::Label => label.ok_or_else(|| {
-            DemandError::Tenant(format!("label {} is required (TENANT_SOURCE=label)", config.tenant_label))
+            DemandError::Tenant(format!(
+                "label {} is required (TENANT_SOURCE=label)",
+                config.tenant_label
+            ))
         })?,
     };
     validate_tenant(tenant).map_err(|reason| DemandError::Annotation {
@@ -166,7 +193,10 @@ mod tests {
         assert_eq!(d.tenant, "research");
         assert_eq!(d.workload, WorkloadClass::LatencyCritical);
         assert_eq!(d.gpus, vec![("nvidia.com/gpu".to_string(), 2)]);
-        assert_eq!(d.allowed_gpu_models, Some(vec!["V100M16".into(), "V100M32".into()]));
+        assert_eq!(
+            d.allowed_gpu_models,
+            Some(vec!["V100M16".into(), "V100M32".into()])
+        );
         assert_eq!(d.latency_target_us, Some(150.0));
     }
 
@@ -182,18 +212,31 @@ mod tests {
 
     #[test]
     fn unusable_annotations_are_reported_with_their_name() {
-        let e = demand(r#"{"metadata":{"annotations":{"scheduling.aco/latency-target-us":"fast"}}}"#).unwrap_err();
-        assert!(e.to_string().contains("scheduling.aco/latency-target-us") && e.to_string().contains("fast"));
-        let e = demand(r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":" | "}}}"#).unwrap_err();
+        let e =
+            demand(r#"{"metadata":{"annotations":{"scheduling.aco/latency-target-us":"fast"}}}"#)
+                .unwrap_err();
+        assert!(
+            e.to_string().contains("scheduling.aco/latency-target-us")
+                && e.to_string().contains("fast")
+        );
+        let e = demand(r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":" | "}}}"#)
+            .unwrap_err();
         assert!(matches!(e, DemandError::Annotation { .. }));
-        let e = demand(r#"{"metadata":{"labels":{"scheduling.aco/tenant-id":"../etc"}}}"#).unwrap_err();
+        let e =
+            demand(r#"{"metadata":{"labels":{"scheduling.aco/tenant-id":"../etc"}}}"#).unwrap_err();
         assert!(e.to_string().contains("tenant"));
     }
 
     #[test]
     fn label_only_tenancy_requires_the_label() {
-        let config = Config { tenant_source: TenantSource::Label, ..Config::default() };
+        let config = Config {
+            tenant_source: TenantSource::Label,
+            ..Config::default()
+        };
         let pod: PodView = serde_json::from_str(r#"{"metadata":{"namespace":"ns"}}"#).unwrap();
-        assert!(matches!(PodDemand::from_pod(&pod, &config), Err(DemandError::Tenant(_))));
+        assert!(matches!(
+            PodDemand::from_pod(&pod, &config),
+            Err(DemandError::Tenant(_))
+        ));
     }
 }

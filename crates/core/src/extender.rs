@@ -29,7 +29,11 @@ pub struct BadRequest {
 
 impl BadRequest {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { status: 400, field: Some(field.into()), message: message.into() }
+        Self {
+            status: 400,
+            field: Some(field.into()),
+            message: message.into(),
+        }
     }
 }
 
@@ -64,8 +68,11 @@ fn json_error(e: serde_json::Error, what: &str) -> BadRequest {
 /// Parses a filter/prioritize body. Malformed JSON, wrong types, bad quantities, a missing pod,
 /// or neither `Nodes` nor `NodeNames` are errors (400) naming the problem.
 pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadRequest> {
-    let args: ExtenderArgs<'a> = serde_json::from_str(body).map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
-    let pod_raw = args.pod.ok_or_else(|| BadRequest::new("Pod", "missing Pod"))?;
+    let args: ExtenderArgs<'a> =
+        serde_json::from_str(body).map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
+    let pod_raw = args
+        .pod
+        .ok_or_else(|| BadRequest::new("Pod", "missing Pod"))?;
     let pod: PodView = serde_json::from_str(pod_raw.get()).map_err(|e| {
         let mut b = json_error(e, "invalid Pod");
         b.field = Some("Pod".into());
@@ -85,23 +92,53 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
                     b
                 })?;
                 if view.metadata.name.is_empty() {
-                    return Err(BadRequest::new(format!("Nodes.items[{i}].metadata.name"), "node has no name"));
+                    return Err(BadRequest::new(
+                        format!("Nodes.items[{i}].metadata.name"),
+                        "node has no name",
+                    ));
                 }
-                out.push(Candidate { name: view.metadata.name.clone(), raw: Some(raw), view: Some(view) });
+                out.push(Candidate {
+                    name: view.metadata.name.clone(),
+                    raw: Some(raw),
+                    view: Some(view),
+                });
             }
             (out, true)
         }
         (None, Some(names)) => {
             for (i, n) in names.iter().enumerate() {
                 if n.is_empty() {
-                    return Err(BadRequest::new(format!("NodeNames[{i}]"), "empty node name"));
+                    return Err(BadRequest::new(
+                        format!("NodeNames[{i}]"),
+                        "empty node name",
+                    ));
                 }
             }
-            (names.into_iter().map(|name| Candidate { name, raw: None, view: None }).collect(), false)
+            (
+                names
+                    .into_iter()
+                    .map(|name| Candidate {
+                        name,
+                        raw: None,
+                        view: None,
+                    })
+                    .collect(),
+                false,
+            )
         }
-        (None, None) => return Err(BadRequest::new("Nodes", "request carries neither Nodes nor NodeNames")),
+        (None, None) => {
+            return Err(BadRequest::new(
+                "Nodes",
+                "request carries neither Nodes nor NodeNames",
+            ))
+        }
     };
-    Ok(Args { pod, demand, candidates, full_nodes })
+    Ok(Args {
+        pod,
+        demand,
+        candidates,
+        full_nodes,
+    })
 }
 
 impl Args<'_> {
@@ -116,8 +153,15 @@ impl Args<'_> {
         config: &'s Config,
     ) -> impl Iterator<Item = Result<NodeState, BadRequest>> + 's {
         self.candidates.iter().enumerate().map(move |(i, c)| {
-            NodeState::assemble(&c.name, c.view.as_ref(), facts.get(&c.name), now_ms, config, &format!("Nodes.items[{i}]"))
-                .map_err(|e| BadRequest::new(e.field.clone(), e.to_string()))
+            NodeState::assemble(
+                &c.name,
+                c.view.as_ref(),
+                facts.get(&c.name),
+                now_ms,
+                config,
+                &format!("Nodes.items[{i}]"),
+            )
+            .map_err(|e| BadRequest::new(e.field.clone(), e.to_string()))
         })
     }
 }
@@ -163,7 +207,11 @@ pub fn filter<'a>(
         }
     };
     if let Some(demand) = demand {
-        for (candidate, state) in args.candidates.iter().zip(args.states(facts, now_ms, config)) {
+        for (candidate, state) in args
+            .candidates
+            .iter()
+            .zip(args.states(facts, now_ms, config))
+        {
             let state = state?;
             stale += state.stale_facts as u64;
             match check_node(demand, &state, config) {
@@ -174,7 +222,11 @@ pub fn filter<'a>(
                 Err(r) => {
                     *rejected.entry(r.code).or_default() += 1;
                     rejections.note(&candidate.name, r.code, &r.reason, r.unresolvable);
-                    let map = if r.unresolvable { &mut unresolvable } else { &mut failed };
+                    let map = if r.unresolvable {
+                        &mut unresolvable
+                    } else {
+                        &mut failed
+                    };
                     map.insert(candidate.name.clone(), r.reason);
                 }
             }
@@ -184,7 +236,10 @@ pub fn filter<'a>(
     rejections.passed = passed as u64;
     Ok(FilterOutcome {
         result: ExtenderFilterResult {
-            nodes: args.full_nodes.then_some(NodeListOut { metadata: EmptyObject {}, items }),
+            nodes: args.full_nodes.then_some(NodeListOut {
+                metadata: EmptyObject {},
+                items,
+            }),
             node_names: Some(names),
             failed_nodes: failed,
             failed_and_unresolvable_nodes: unresolvable,
@@ -222,9 +277,19 @@ pub fn scoring_input(
     for state in args.states(facts, now_ms, config) {
         let state = state?;
         stale += state.stale_facts as u64;
-        features.push(NodeFeatures::for_pod_memo(&state, &demand, config, &crate::heuristic::OPENB_DEFAULT_SHAPES, &mut memo));
+        features.push(NodeFeatures::for_pod_memo(
+            &state,
+            &demand,
+            config,
+            &crate::heuristic::OPENB_DEFAULT_SHAPES,
+            &mut memo,
+        ));
     }
-    Ok(ScoringInput { demand, features, stale })
+    Ok(ScoringInput {
+        demand,
+        features,
+        stale,
+    })
 }
 
 #[cfg(test)]
@@ -242,12 +307,21 @@ mod tests {
 
     #[test]
     fn full_mode_echoes_passing_nodes_byte_for_byte() {
-        let b = body(r#"{"metadata":{"name":"p","annotations":{"scheduling.aco/gpu-models":"V100M16"}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#);
+        let b = body(
+            r#"{"metadata":{"name":"p","annotations":{"scheduling.aco/gpu-models":"V100M16"}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#,
+        );
         let c = Config::default();
         let args = parse_args(&b, &c).unwrap();
         let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
         let json = serde_json::to_string(&out.result).unwrap();
-        let original = NODES.split("},\n").next().unwrap().split("[\n").nth(1).unwrap().trim();
+        let original = NODES
+            .split("},\n")
+            .next()
+            .unwrap()
+            .split("[\n")
+            .nth(1)
+            .unwrap()
+            .trim();
         assert!(json.contains(&format!("{original}}}")), "{json}");
         assert_eq!(out.result.node_names, Some(vec!["gpu-v100".to_string()]));
         assert_eq!(out.result.failed_and_unresolvable_nodes.len(), 2);
@@ -256,8 +330,17 @@ mod tests {
         // The explanation's copy: counted by reason, named in request order, unresolvable.
         let r = &out.rejections;
         assert_eq!((r.passed, r.rejected), (1, 2));
-        assert_eq!(r.nodes.iter().map(|n| (n.node.as_str(), n.code.as_str(), n.unresolvable)).collect::<Vec<_>>(), vec![("gpu-t4", "gpu_model", true), ("cpu", "no_gpu", true)]);
-        assert_eq!(r.nodes[0].reason, out.result.failed_and_unresolvable_nodes["gpu-t4"]);
+        assert_eq!(
+            r.nodes
+                .iter()
+                .map(|n| (n.node.as_str(), n.code.as_str(), n.unresolvable))
+                .collect::<Vec<_>>(),
+            vec![("gpu-t4", "gpu_model", true), ("cpu", "no_gpu", true)]
+        );
+        assert_eq!(
+            r.nodes[0].reason,
+            out.result.failed_and_unresolvable_nodes["gpu-t4"]
+        );
     }
 
     #[test]
@@ -267,7 +350,13 @@ mod tests {
         let args = parse_args(b, &c).unwrap();
         assert!(!args.full_nodes);
         let mut facts = HashMap::new();
-        facts.insert("known".to_string(), NodeFacts { name: "known".into(), ..Default::default() });
+        facts.insert(
+            "known".to_string(),
+            NodeFacts {
+                name: "known".into(),
+                ..Default::default()
+            },
+        );
         let out = filter(&args, &facts, 0, &c).unwrap();
         assert!(out.result.nodes.is_none());
         assert_eq!(out.result.node_names, Some(vec!["known".to_string()]));
@@ -279,8 +368,12 @@ mod tests {
         let c = Config::default();
         let b = body(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"100"}}}]}}"#);
         let args = parse_args(&b, &c).unwrap();
-        let json = serde_json::to_string(&filter(&args, &HashMap::new(), 0, &c).unwrap().result).unwrap();
-        assert!(json.starts_with(r#"{"Nodes":{"metadata":{},"items":[]},"NodeNames":[]"#), "{json}");
+        let json =
+            serde_json::to_string(&filter(&args, &HashMap::new(), 0, &c).unwrap().result).unwrap();
+        assert!(
+            json.starts_with(r#"{"Nodes":{"metadata":{},"items":[]},"NodeNames":[]"#),
+            "{json}"
+        );
     }
 
     #[test]
@@ -290,7 +383,11 @@ mod tests {
         let args = parse_args(&b, &c).unwrap();
         let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
         assert_eq!(out.passed, 0);
-        assert!(out.result.failed_and_unresolvable_nodes.values().all(|m| m.contains("soon")));
+        assert!(out
+            .result
+            .failed_and_unresolvable_nodes
+            .values()
+            .all(|m| m.contains("soon")));
         assert!(scoring_input(&args, &HashMap::new(), 0, &c).is_err());
     }
 
@@ -301,10 +398,22 @@ mod tests {
             ("{", "invalid ExtenderArgs"),
             (r#"{"Nodes":{"items":[]}}"#, "missing Pod"),
             (r#"{"Pod":{}}"#, "neither Nodes nor NodeNames"),
-            (r#"{"Pod":{"spec":{"containers":"x"}},"NodeNames":[]}"#, "invalid Pod"),
-            (r#"{"Pod":{"spec":{"containers":[{"resources":{"requests":{"memory":"1Qi"}}}]}},"NodeNames":[]}"#, "Pod.spec.containers[0].resources.requests.memory"),
-            (r#"{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"many"}}}]}}"#, "Nodes.items[0].status.allocatable.cpu"),
-            (r#"{"Pod":{},"Nodes":{"items":[{"metadata":{}}]}}"#, "Nodes.items[0].metadata.name"),
+            (
+                r#"{"Pod":{"spec":{"containers":"x"}},"NodeNames":[]}"#,
+                "invalid Pod",
+            ),
+            (
+                r#"{"Pod":{"spec":{"containers":[{"resources":{"requests":{"memory":"1Qi"}}}]}},"NodeNames":[]}"#,
+                "Pod.spec.containers[0].resources.requests.memory",
+            ),
+            (
+                r#"{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"many"}}}]}}"#,
+                "Nodes.items[0].status.allocatable.cpu",
+            ),
+            (
+                r#"{"Pod":{},"Nodes":{"items":[{"metadata":{}}]}}"#,
+                "Nodes.items[0].metadata.name",
+            ),
             (r#"{"Pod":{},"NodeNames":[1]}"#, "invalid ExtenderArgs"),
         ] {
             let e = match parse_args(b, &c) {

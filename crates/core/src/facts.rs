@@ -82,7 +82,9 @@ pub struct FactsError {
 pub fn validate_node_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 253
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
     if ok {
         Ok(())
     } else {
@@ -101,39 +103,67 @@ impl NodeReport {
     /// Checks the report without touching any stored state, so that a bad batch changes nothing.
     /// `field` is the report's path in the batch, e.g. `nodes[3]`.
     pub fn validate(&self, field: &str, now_ms: u64) -> Result<(), FactsError> {
-        let fail = |sub: &str, reason: String| Err(FactsError { field: format!("{field}.{sub}"), reason });
+        let fail = |sub: &str, reason: String| {
+            Err(FactsError {
+                field: format!("{field}.{sub}"),
+                reason,
+            })
+        };
         if let Err(reason) = validate_node_name(&self.name) {
             return fail("name", reason);
         }
-        for (key, list) in [("allocatable", &self.allocatable), ("requested", &self.requested)] {
+        for (key, list) in [
+            ("allocatable", &self.allocatable),
+            ("requested", &self.requested),
+        ] {
             if let Some(list) = list {
-                parse_resource_list(list, &format!("{field}.{key}"))
-                    .map_err(|e| FactsError { field: e.field.clone(), reason: e.source.to_string() })?;
+                parse_resource_list(list, &format!("{field}.{key}")).map_err(|e| FactsError {
+                    field: e.field.clone(),
+                    reason: e.source.to_string(),
+                })?;
             }
         }
         if let Some(l) = self.latency_us {
             if !(l.is_finite() && l >= 0.0) {
-                return fail("latencyUs", format!("{l} is not a non-negative number of microseconds"));
+                return fail(
+                    "latencyUs",
+                    format!("{l} is not a non-negative number of microseconds"),
+                );
             }
         }
         let future = now_ms.saturating_add(MAX_CLOCK_SKEW_MS);
         if self.observed_at_ms.is_some_and(|t| t > future) {
-            return fail("observedAtMs", "lies more than 5 minutes in the future".into());
+            return fail(
+                "observedAtMs",
+                "lies more than 5 minutes in the future".into(),
+            );
         }
         for (i, s) in self.utilisation.iter().enumerate() {
             if !(s.value.is_finite() && (0.0..=1.0).contains(&s.value)) {
-                return fail(&format!("utilisation[{i}].value"), format!("{} is outside 0.0–1.0", s.value));
+                return fail(
+                    &format!("utilisation[{i}].value"),
+                    format!("{} is outside 0.0–1.0", s.value),
+                );
             }
             if s.at_ms > future {
-                return fail(&format!("utilisation[{i}].atMs"), "lies more than 5 minutes in the future".into());
+                return fail(
+                    &format!("utilisation[{i}].atMs"),
+                    "lies more than 5 minutes in the future".into(),
+                );
             }
         }
         if let Some(gpus) = &self.gpu_free_milli {
             if gpus.len() > MAX_GPUS_PER_NODE {
-                return fail("gpuFreeMilli", format!("{} GPUs; at most {MAX_GPUS_PER_NODE} per node", gpus.len()));
+                return fail(
+                    "gpuFreeMilli",
+                    format!("{} GPUs; at most {MAX_GPUS_PER_NODE} per node", gpus.len()),
+                );
             }
             if let Some((j, m)) = gpus.iter().enumerate().find(|(_, m)| **m > MILLI_PER_GPU) {
-                return fail(&format!("gpuFreeMilli[{j}]"), format!("{m} milli-GPU is more than one GPU (0–{MILLI_PER_GPU})"));
+                return fail(
+                    &format!("gpuFreeMilli[{j}]"),
+                    format!("{m} milli-GPU is more than one GPU (0–{MILLI_PER_GPU})"),
+                );
             }
         }
         Ok(())
@@ -154,18 +184,30 @@ impl NodeFacts {
         }
         if let Some(list) = &report.requested {
             if let Ok(amounts) = parse_resource_list(list, "requested") {
-                self.requested = Some(Observed { value: amounts.0, at_ms: observed_at });
+                self.requested = Some(Observed {
+                    value: amounts.0,
+                    at_ms: observed_at,
+                });
             }
         }
         if let Some(l) = report.latency_us {
-            self.latency_us = Some(Observed { value: l, at_ms: observed_at });
+            self.latency_us = Some(Observed {
+                value: l,
+                at_ms: observed_at,
+            });
         }
         if let Some(gpus) = &report.gpu_free_milli {
-            self.gpu_free_milli = Some(Observed { value: gpus.clone(), at_ms: observed_at });
+            self.gpu_free_milli = Some(Observed {
+                value: gpus.clone(),
+                at_ms: observed_at,
+            });
         }
         let mut samples = report.utilisation.clone();
         samples.sort_by_key(|s| s.at_ms);
-        let mut load = self.load.take().unwrap_or(Observed { value: Ema::new(config.ema_alpha), at_ms: 0 });
+        let mut load = self.load.take().unwrap_or(Observed {
+            value: Ema::new(config.ema_alpha),
+            at_ms: 0,
+        });
         for s in samples {
             if load.value.samples == 0 || s.at_ms > load.at_ms {
                 load.value.observe(s.value);
@@ -192,22 +234,34 @@ mod tests {
     #[test]
     fn merge_keeps_identity_and_timestamps_measurements() {
         let mut f = NodeFacts::default();
-        let r = report(r#"{"name":"n1","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"8","memory":"32Gi"},
+        let r = report(
+            r#"{"name":"n1","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"8","memory":"32Gi"},
             "requested":{"cpu":"500m"},"latencyUs":120,"observedAtMs":1000,
-            "utilisation":[{"atMs":900,"value":0.2},{"atMs":800,"value":0.6}]}"#);
+            "utilisation":[{"atMs":900,"value":0.2},{"atMs":800,"value":0.6}]}"#,
+        );
         r.validate("nodes[0]", 2000).unwrap();
         f.apply(&r, 2000, &Config::default());
         assert_eq!(f.labels["aco/gpu-type"], "T4");
         assert_eq!(f.allocatable.as_ref().unwrap()["cpu"], 8000);
         assert_eq!(f.requested.as_ref().unwrap().value["cpu"], 500);
-        assert_eq!(f.latency_us, Some(Observed { value: 120.0, at_ms: 1000 }));
+        assert_eq!(
+            f.latency_us,
+            Some(Observed {
+                value: 120.0,
+                at_ms: 1000
+            })
+        );
         // sorted by time: 0.6 then 0.2 → EMA 0.4
         let load = f.load.clone().unwrap();
         assert_eq!(load.at_ms, 900);
         assert!((load.value.forecast().unwrap() - 0.4).abs() < 1e-12);
 
         // A later report without labels keeps them; a re-sent old sample is not counted twice.
-        f.apply(&report(r#"{"name":"n1","utilisation":[{"atMs":900,"value":0.2}]}"#), 3000, &Config::default());
+        f.apply(
+            &report(r#"{"name":"n1","utilisation":[{"atMs":900,"value":0.2}]}"#),
+            3000,
+            &Config::default(),
+        );
         assert_eq!(f.labels["aco/gpu-type"], "T4");
         assert_eq!(f.load.as_ref().unwrap().value.samples, 2);
     }
@@ -218,23 +272,46 @@ mod tests {
         let r = report(r#"{"name":"n1","observedAtMs":1500,"gpuFreeMilli":[1000,250,0]}"#);
         r.validate("nodes[0]", 2000).unwrap();
         f.apply(&r, 2000, &Config::default());
-        assert_eq!(f.gpu_free_milli, Some(Observed { value: vec![1000, 250, 0], at_ms: 1500 }));
+        assert_eq!(
+            f.gpu_free_milli,
+            Some(Observed {
+                value: vec![1000, 250, 0],
+                at_ms: 1500
+            })
+        );
         // A report without the field keeps the last observation.
-        f.apply(&report(r#"{"name":"n1","latencyUs":3}"#), 3000, &Config::default());
+        f.apply(
+            &report(r#"{"name":"n1","latencyUs":3}"#),
+            3000,
+            &Config::default(),
+        );
         assert_eq!(f.gpu_free_milli.as_ref().unwrap().value, vec![1000, 250, 0]);
         let json = serde_json::to_value(&f).unwrap();
-        assert_eq!(json["gpuFreeMilli"], serde_json::json!({"value": [1000, 250, 0], "atMs": 1500}));
+        assert_eq!(
+            json["gpuFreeMilli"],
+            serde_json::json!({"value": [1000, 250, 0], "atMs": 1500})
+        );
         // A KV record written before the field existed.
         let old: NodeFacts = serde_json::from_str(r#"{"name":"n0","labels":{},"allocatable":null,"requested":null,"latencyUs":null,"load":null,"updatedAtMs":5}"#).unwrap();
         assert_eq!(old.gpu_free_milli, None);
-        let too_many = NodeReport { name: "n".into(), gpu_free_milli: Some(vec![0; MAX_GPUS_PER_NODE + 1]), ..Default::default() };
-        assert_eq!(too_many.validate("nodes[4]", 0).unwrap_err().field, "nodes[4].gpuFreeMilli");
+        let too_many = NodeReport {
+            name: "n".into(),
+            gpu_free_milli: Some(vec![0; MAX_GPUS_PER_NODE + 1]),
+            ..Default::default()
+        };
+        assert_eq!(
+            too_many.validate("nodes[4]", 0).unwrap_err().field,
+            "nodes[4].gpuFreeMilli"
+        );
         assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","gpuFreeMilli":[-1]}"#).is_err());
     }
 
     #[test]
     fn freshness_is_judged_against_the_ttl() {
-        let o = Observed { value: 1, at_ms: 1_000 };
+        let o = Observed {
+            value: 1,
+            at_ms: 1_000,
+        };
         assert_eq!(o.fresh(1_500, 500), Some(&1));
         assert_eq!(o.fresh(1_501, 500), None);
     }
@@ -243,13 +320,29 @@ mod tests {
     fn validation_names_the_field() {
         for (json, field) in [
             (r#"{"name":"Bad_Name"}"#, "nodes[0].name"),
-            (r#"{"name":"n","allocatable":{"cpu":"x"}}"#, "nodes[0].allocatable.cpu"),
-            (r#"{"name":"n","utilisation":[{"atMs":1,"value":1.5}]}"#, "nodes[0].utilisation[0].value"),
+            (
+                r#"{"name":"n","allocatable":{"cpu":"x"}}"#,
+                "nodes[0].allocatable.cpu",
+            ),
+            (
+                r#"{"name":"n","utilisation":[{"atMs":1,"value":1.5}]}"#,
+                "nodes[0].utilisation[0].value",
+            ),
             (r#"{"name":"n","latencyUs":-3}"#, "nodes[0].latencyUs"),
-            (r#"{"name":"n","observedAtMs":99999999999999}"#, "nodes[0].observedAtMs"),
-            (r#"{"name":"n","gpuFreeMilli":[1000,0,1001]}"#, "nodes[0].gpuFreeMilli[2]"),
+            (
+                r#"{"name":"n","observedAtMs":99999999999999}"#,
+                "nodes[0].observedAtMs",
+            ),
+            (
+                r#"{"name":"n","gpuFreeMilli":[1000,0,1001]}"#,
+                "nodes[0].gpuFreeMilli[2]",
+            ),
         ] {
-            assert_eq!(report(json).validate("nodes[0]", 1000).unwrap_err().field, field, "{json}");
+            assert_eq!(
+                report(json).validate("nodes[0]", 1000).unwrap_err().field,
+                field,
+                "{json}"
+            );
         }
         assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","latency":3}"#).is_err());
     }

@@ -81,23 +81,41 @@ impl FactsBatch {
     /// Checks every report and name before anything is applied, so that a bad batch changes
     /// nothing.
     pub fn validate(&self, now_ms: u64) -> Result<(), BatchError> {
-        let too_many = |field: &str, what: &str| BatchError { status: 413, field: field.into(), message: format!("at most {MAX_BATCH} {what} per request") };
+        let too_many = |field: &str, what: &str| BatchError {
+            status: 413,
+            field: field.into(),
+            message: format!("at most {MAX_BATCH} {what} per request"),
+        };
         if self.nodes.len() > MAX_BATCH {
             return Err(too_many("nodes", "nodes"));
         }
         if self.deleted.len() > MAX_BATCH {
             return Err(too_many("deleted", "deleted nodes"));
         }
-        let bad = |e: FactsError| BatchError { status: 400, message: e.to_string(), field: e.field };
+        let bad = |e: FactsError| BatchError {
+            status: 400,
+            message: e.to_string(),
+            field: e.field,
+        };
         for (i, report) in self.nodes.iter().enumerate() {
-            report.validate(&format!("nodes[{i}]"), now_ms).map_err(bad)?;
+            report
+                .validate(&format!("nodes[{i}]"), now_ms)
+                .map_err(bad)?;
         }
         let reported: BTreeSet<&str> = self.nodes.iter().map(|r| r.name.as_str()).collect();
         for (i, name) in self.deleted.iter().enumerate() {
             let field = format!("deleted[{i}]");
-            validate_node_name(name).map_err(|message| BatchError { status: 400, field: field.clone(), message })?;
+            validate_node_name(name).map_err(|message| BatchError {
+                status: 400,
+                field: field.clone(),
+                message,
+            })?;
             if reported.contains(name.as_str()) {
-                return Err(BatchError { status: 400, field, message: format!("node {name:?} is both reported and deleted") });
+                return Err(BatchError {
+                    status: 400,
+                    field,
+                    message: format!("node {name:?} is both reported and deleted"),
+                });
             }
         }
         Ok(())
@@ -138,7 +156,10 @@ pub fn differs_materially(persisted: &NodeFacts, now: &NodeFacts, stamp_lag_ms: 
 }
 
 /// A shard row's text: the JSON array of its nodes, refused above [`MAX_ROW_BYTES`].
-pub fn encode_shard<'a>(shard: usize, nodes: impl Iterator<Item = &'a NodeFacts>) -> Result<String, String> {
+pub fn encode_shard<'a>(
+    shard: usize,
+    nodes: impl Iterator<Item = &'a NodeFacts>,
+) -> Result<String, String> {
     let nodes: Vec<&NodeFacts> = nodes.collect();
     let text = serde_json::to_string(&nodes).map_err(|e| format!("shard {shard}: {e}"))?;
     if text.len() > MAX_ROW_BYTES {
@@ -199,12 +220,21 @@ pub struct FactsTable {
 
 impl FactsTable {
     pub fn new(stamp_lag_ms: u64) -> Self {
-        Self { shards: vec![BTreeMap::new(); SHARDS], persisted: vec![BTreeMap::new(); SHARDS], shard_seq: vec![0; SHARDS], seq: 0, stamp_lag_ms }
+        Self {
+            shards: vec![BTreeMap::new(); SHARDS],
+            persisted: vec![BTreeMap::new(); SHARDS],
+            shard_seq: vec![0; SHARDS],
+            seq: 0,
+            stamp_lag_ms,
+        }
     }
 
     /// The table from stored rows `(row id, nodes)`. Returns the shards whose row does not match
     /// the current sharding (a node stored in another row, a row id out of range): rewrite them.
-    pub fn from_rows(rows: impl IntoIterator<Item = (i64, Vec<NodeFacts>)>, stamp_lag_ms: u64) -> (Self, BTreeSet<usize>) {
+    pub fn from_rows(
+        rows: impl IntoIterator<Item = (i64, Vec<NodeFacts>)>,
+        stamp_lag_ms: u64,
+    ) -> (Self, BTreeSet<usize>) {
         let mut table = Self::new(stamp_lag_ms);
         let mut misplaced = BTreeSet::new();
         for (id, nodes) in rows {
@@ -274,7 +304,8 @@ impl FactsTable {
 
     /// Adds shards to rewrite whatever their content (e.g. misplaced rows found on load).
     pub fn force_rewrite(&self, plan: &mut Plan, shards: impl IntoIterator<Item = usize>) {
-        plan.rewrite.extend(shards.into_iter().filter(|s| *s < SHARDS));
+        plan.rewrite
+            .extend(shards.into_iter().filter(|s| *s < SHARDS));
     }
 
     /// The rows a plan writes: `(shard, encoded nodes)` for every shard to rewrite, as it will be
@@ -282,12 +313,18 @@ impl FactsTable {
     pub fn rows(&self, plan: &Plan) -> Result<Vec<(usize, String)>, String> {
         let mut reported: BTreeMap<usize, Vec<(&str, &NodeFacts)>> = BTreeMap::new();
         for (name, record) in &plan.records {
-            reported.entry(shard_of(name)).or_default().push((name.as_str(), record));
+            reported
+                .entry(shard_of(name))
+                .or_default()
+                .push((name.as_str(), record));
         }
         plan.rewrite
             .iter()
             .map(|&s| {
-                let mut nodes: BTreeMap<&str, &NodeFacts> = self.shards[s].iter().map(|(n, f)| (n.as_str(), f)).collect();
+                let mut nodes: BTreeMap<&str, &NodeFacts> = self.shards[s]
+                    .iter()
+                    .map(|(n, f)| (n.as_str(), f))
+                    .collect();
                 nodes.extend(reported.get(&s).into_iter().flatten().copied());
                 for name in &plan.deleted {
                     nodes.remove(name.as_str());
@@ -304,10 +341,20 @@ impl FactsTable {
     pub fn commit(&mut self, plan: Plan) {
         // What a decision reads changed (a newer `updatedAtMs` alone is not news to readers).
         let news = |name: &str, record: &NodeFacts| match self.shards[shard_of(name)].get(name) {
-            Some(old) => NodeFacts { updated_at_ms: record.updated_at_ms, ..old.clone() } != *record,
+            Some(old) => {
+                NodeFacts {
+                    updated_at_ms: record.updated_at_ms,
+                    ..old.clone()
+                } != *record
+            }
             None => true,
         };
-        let mut touched: BTreeSet<usize> = plan.records.iter().filter(|(name, r)| news(name, r)).map(|(name, _)| shard_of(name)).collect();
+        let mut touched: BTreeSet<usize> = plan
+            .records
+            .iter()
+            .filter(|(name, r)| news(name, r))
+            .map(|(name, _)| shard_of(name))
+            .collect();
         touched.extend(plan.deleted.iter().map(|n| shard_of(n)));
         touched.extend(plan.rewrite.iter().copied());
         if !touched.is_empty() {
@@ -356,7 +403,10 @@ mod tests {
     }
 
     fn batch(reports: Vec<NodeReport>, deleted: &[&str]) -> FactsBatch {
-        FactsBatch { nodes: reports, deleted: deleted.iter().map(|s| s.to_string()).collect() }
+        FactsBatch {
+            nodes: reports,
+            deleted: deleted.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     fn apply(table: &mut FactsTable, b: &FactsBatch, now_ms: u64) -> usize {
@@ -369,7 +419,15 @@ mod tests {
     #[test]
     fn shards_are_stable_and_spread() {
         // Pinned: the hash decides which stored row holds a node, so it must never change.
-        assert_eq!([shard_of("node-0"), shard_of("node-1"), shard_of("bench-node-00042"), shard_of("")], [0, 3, 3, 5]);
+        assert_eq!(
+            [
+                shard_of("node-0"),
+                shard_of("node-1"),
+                shard_of("bench-node-00042"),
+                shard_of("")
+            ],
+            [0, 3, 3, 5]
+        );
         let mut counts = [0usize; SHARDS];
         for i in 0..10_000 {
             counts[shard_of(&format!("ip-10-0-{}-{}.ec2.internal", i / 250, i % 250))] += 1;
@@ -381,12 +439,25 @@ mod tests {
     #[test]
     fn an_identical_report_rewrites_nothing_and_a_material_change_rewrites_one_shard() {
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
-        let first = batch((0..500).map(|i| report(&format!("n{i}"), 1_000, 0.5)).collect(), &[]);
+        let first = batch(
+            (0..500)
+                .map(|i| report(&format!("n{i}"), 1_000, 0.5))
+                .collect(),
+            &[],
+        );
         assert_eq!(apply(&mut t, &first, 2_000), SHARDS);
         assert_eq!((t.len(), t.seq()), (500, 1));
-        assert_eq!(apply(&mut t, &first, 3_000), 0, "the same samples are not folded twice; updatedAtMs alone is not material");
+        assert_eq!(
+            apply(&mut t, &first, 3_000),
+            0,
+            "the same samples are not folded twice; updatedAtMs alone is not material"
+        );
         assert_eq!(t.seq(), 1);
-        assert_eq!(t.get("n7").unwrap().updated_at_ms, 3_000, "memory is authoritative");
+        assert_eq!(
+            t.get("n7").unwrap().updated_at_ms,
+            3_000,
+            "memory is authoritative"
+        );
 
         // Utilisation within the deadband: memory moves, no row is rewritten.
         let mut small = report("n7", 2_000, 0.51);
@@ -394,11 +465,21 @@ mod tests {
         assert_eq!(apply(&mut t, &batch(vec![small], &[]), 4_000), 0);
         assert!(t.get("n7").unwrap().load.as_ref().unwrap().value.samples == 2);
         // ...but readers see it: the shard is news to them.
-        assert_eq!(t.changed_since(Some(1)).iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![shard_of("n7")]);
+        assert_eq!(
+            t.changed_since(Some(1))
+                .iter()
+                .map(|(s, _)| *s)
+                .collect::<Vec<_>>(),
+            vec![shard_of("n7")]
+        );
         let seen = t.seq();
         // A new label is material: exactly the node's shard, and readers see only it.
         let mut relabelled = report("n7", 2_000, 0.51);
-        relabelled.labels.as_mut().unwrap().insert("aco/gpu-type".into(), "T4".into());
+        relabelled
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("aco/gpu-type".into(), "T4".into());
         assert_eq!(apply(&mut t, &batch(vec![relabelled], &[]), 5_000), 1);
         let changed = t.changed_since(Some(seen));
         assert_eq!(changed.len(), 1);
@@ -415,9 +496,16 @@ mod tests {
         // they add up against the persisted copy, not the previous report.
         let mut rewrites = Vec::new();
         for k in 1..=6u64 {
-            rewrites.push(apply(&mut t, &batch(vec![report("n", 1_000 + k, 0.5 + 0.02 * k as f64)], &[]), 1_000 + k));
+            rewrites.push(apply(
+                &mut t,
+                &batch(vec![report("n", 1_000 + k, 0.5 + 0.02 * k as f64)], &[]),
+                1_000 + k,
+            ));
         }
-        assert!(rewrites.contains(&1) && rewrites.contains(&0), "{rewrites:?}");
+        assert!(
+            rewrites.contains(&1) && rewrites.contains(&0),
+            "{rewrites:?}"
+        );
         // The same value observed later than the stamp lag is material; within it, not.
         let mut u = t0.clone();
         let mut steady = |at: u64| apply(&mut u, &batch(vec![report("m", at, 0.5)], &[]), at);
@@ -430,9 +518,19 @@ mod tests {
     #[test]
     fn deletions_and_new_nodes_rewrite_their_shards_and_unknown_deletions_nothing() {
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
-        apply(&mut t, &batch(vec![report("a", 1, 0.1), report("b", 1, 0.1)], &[]), 10);
+        apply(
+            &mut t,
+            &batch(vec![report("a", 1, 0.1), report("b", 1, 0.1)], &[]),
+            10,
+        );
         let plan = t.plan(&batch(vec![], &["a", "never-seen"]), 20, &Config::default());
-        assert_eq!((plan.forgotten(), plan.rewrites().iter().copied().collect::<Vec<_>>()), (2, vec![shard_of("a")]));
+        assert_eq!(
+            (
+                plan.forgotten(),
+                plan.rewrites().iter().copied().collect::<Vec<_>>()
+            ),
+            (2, vec![shard_of("a")])
+        );
         t.commit(plan);
         assert!(t.get("a").is_none() && t.get("b").is_some());
     }
@@ -440,11 +538,18 @@ mod tests {
     #[test]
     fn rows_round_trip_and_a_restart_keeps_what_was_persisted() {
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
-        let b = batch((0..200).map(|i| report(&format!("n{i}"), 1_000, 0.3)).collect(), &[]);
+        let b = batch(
+            (0..200)
+                .map(|i| report(&format!("n{i}"), 1_000, 0.3))
+                .collect(),
+            &[],
+        );
         let plan = t.plan(&b, 2_000, &Config::default());
         let rows = t.rows(&plan).unwrap();
         t.commit(plan);
-        let decoded = rows.iter().map(|(s, text)| (*s as i64, decode_shard(text).unwrap()));
+        let decoded = rows
+            .iter()
+            .map(|(s, text)| (*s as i64, decode_shard(text).unwrap()));
         let (loaded, misplaced) = FactsTable::from_rows(decoded, MAX_STAMP_LAG_MS);
         assert!(misplaced.is_empty());
         assert_eq!(loaded.get("n42"), t.get("n42"));
@@ -459,34 +564,65 @@ mod tests {
     #[test]
     fn ten_thousand_real_shaped_nodes_fit_the_row_limit_with_room_to_spare() {
         let t = FactsTable::new(MAX_STAMP_LAG_MS);
-        let names: Vec<String> = (0..10_000).map(|i| format!("gke-prod-pool-gpu-a10-{:08x}-{i:05}.europe-west4-a.c.project.internal", i * 2_654_435_761u64)).collect();
+        let names: Vec<String> = (0..10_000)
+            .map(|i| {
+                format!(
+                    "gke-prod-pool-gpu-a10-{:08x}-{i:05}.europe-west4-a.c.project.internal",
+                    i * 2_654_435_761u64
+                )
+            })
+            .collect();
         let b = batch(names.iter().map(|n| report(n, 1_000, 0.42)).collect(), &[]);
         let plan = t.plan(&b, 2_000, &Config::default());
         let rows = t.rows(&plan).unwrap();
         let largest = rows.iter().map(|(_, text)| text.len()).max().unwrap();
         let total: usize = rows.iter().map(|(_, text)| text.len()).sum();
-        eprintln!("10,000 nodes: {} rows, largest {largest} B, total {total} B", rows.len());
+        eprintln!(
+            "10,000 nodes: {} rows, largest {largest} B, total {total} B",
+            rows.len()
+        );
         // At most a quarter of the limit: room for 4× the nodes or much larger label sets.
         assert!(largest < MAX_ROW_BYTES / 4, "{largest}");
     }
 
     #[test]
     fn an_oversized_shard_is_refused_naming_it() {
-        let huge = NodeFacts { name: "n".into(), labels: [("k".to_string(), "v".repeat(MAX_ROW_BYTES))].into(), ..Default::default() };
+        let huge = NodeFacts {
+            name: "n".into(),
+            labels: [("k".to_string(), "v".repeat(MAX_ROW_BYTES))].into(),
+            ..Default::default()
+        };
         let e = encode_shard(shard_of("n"), [&huge].into_iter()).unwrap_err();
-        assert!(e.contains("row limit") && e.contains(&format!("shard {}", shard_of("n"))), "{e}");
+        assert!(
+            e.contains("row limit") && e.contains(&format!("shard {}", shard_of("n"))),
+            "{e}"
+        );
     }
 
     #[test]
     fn batch_validation_names_the_field_and_caps_the_size() {
-        let bad = FactsBatch { nodes: vec![report("ok", 1, 0.1), report("Bad", 1, 0.1)], deleted: vec![] };
+        let bad = FactsBatch {
+            nodes: vec![report("ok", 1, 0.1), report("Bad", 1, 0.1)],
+            deleted: vec![],
+        };
         assert_eq!(bad.validate(10).unwrap_err().field, "nodes[1].name");
         let both = batch(vec![report("x", 1, 0.1)], &["y", "x"]);
         let e = both.validate(10).unwrap_err();
         assert_eq!((e.status, e.field.as_str()), (400, "deleted[1]"));
-        let many = FactsBatch { nodes: vec![NodeReport::default(); MAX_BATCH + 1], deleted: vec![] };
+        let many = FactsBatch {
+            nodes: vec![NodeReport::default(); MAX_BATCH + 1],
+            deleted: vec![],
+        };
         assert_eq!(many.validate(10).unwrap_err().status, 413);
-        let full = FactsBatch { nodes: (0..MAX_BATCH).map(|i| NodeReport { name: format!("n{i}"), ..Default::default() }).collect(), deleted: vec![] };
+        let full = FactsBatch {
+            nodes: (0..MAX_BATCH)
+                .map(|i| NodeReport {
+                    name: format!("n{i}"),
+                    ..Default::default()
+                })
+                .collect(),
+            deleted: vec![],
+        };
         assert!(full.validate(10).is_ok());
     }
 }

@@ -36,7 +36,12 @@ pub struct LoadOutlook {
 }
 
 /// The value of a measurement if it is fresh; flags `stale` when one exists but is too old.
-fn keep_fresh<T: Clone>(observed: Option<&Observed<T>>, now_ms: u64, ttl_ms: u64, stale: &mut bool) -> Option<T> {
+fn keep_fresh<T: Clone>(
+    observed: Option<&Observed<T>>,
+    now_ms: u64,
+    ttl_ms: u64,
+    stale: &mut bool,
+) -> Option<T> {
     let observed = observed?;
     let value = observed.fresh(now_ms, ttl_ms).cloned();
     *stale |= value.is_none();
@@ -60,13 +65,19 @@ impl NodeState {
         if let Some(node) = node {
             // The object kube-scheduler sent is authoritative for identity.
             labels = node.metadata.labels.clone();
-            allocatable = Some(parse_resource_list(&node.status.allocatable, &format!("{field}.status.allocatable"))?);
+            allocatable = Some(parse_resource_list(
+                &node.status.allocatable,
+                &format!("{field}.status.allocatable"),
+            )?);
         }
         let mut stale = false;
-        let requested = facts.and_then(|f| keep_fresh(f.requested.as_ref(), now_ms, ttl, &mut stale));
-        let fact_latency = facts.and_then(|f| keep_fresh(f.latency_us.as_ref(), now_ms, ttl, &mut stale));
+        let requested =
+            facts.and_then(|f| keep_fresh(f.requested.as_ref(), now_ms, ttl, &mut stale));
+        let fact_latency =
+            facts.and_then(|f| keep_fresh(f.latency_us.as_ref(), now_ms, ttl, &mut stale));
         let load = facts.and_then(|f| keep_fresh(f.load.as_ref(), now_ms, ttl, &mut stale));
-        let gpu_free_milli = facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
+        let gpu_free_milli =
+            facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
         let latency_us = fact_latency.or_else(|| {
             config
                 .latency_labels
@@ -78,7 +89,12 @@ impl NodeState {
         let load = load.and_then(|ema| {
             ema.forecast().map(|u| LoadOutlook {
                 predicted_utilisation: u,
-                spike_probability: spike_probability(u, ema.volatility(), config.spike_threshold, config.spike_band),
+                spike_probability: spike_probability(
+                    u,
+                    ema.volatility(),
+                    config.spike_threshold,
+                    config.spike_band,
+                ),
             })
         });
         Ok(NodeState {
@@ -96,7 +112,11 @@ impl NodeState {
 
     /// The node's GPU model, from the first configured GPU-type label present.
     pub fn gpu_model<'a>(&'a self, config: &Config) -> Option<&'a str> {
-        config.gpu_type_labels.iter().find_map(|k| self.labels.get(k)).map(String::as_str)
+        config
+            .gpu_type_labels
+            .iter()
+            .find_map(|k| self.labels.get(k))
+            .map(String::as_str)
     }
 }
 
@@ -131,7 +151,10 @@ mod tests {
 
     #[test]
     fn names_only_uses_fact_identity_and_flags_unknown_nodes() {
-        let f = facts(r#"{"name":"n","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"4"},"utilisation":[{"atMs":10,"value":0.95}]}"#, 10);
+        let f = facts(
+            r#"{"name":"n","labels":{"aco/gpu-type":"T4"},"allocatable":{"cpu":"4"},"utilisation":[{"atMs":10,"value":0.95}]}"#,
+            10,
+        );
         let c = Config::default();
         let s = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
         assert_eq!(s.gpu_model(&c), Some("T4"));
@@ -143,10 +166,16 @@ mod tests {
 
     #[test]
     fn gpu_free_milli_is_kept_while_fresh() {
-        let f = facts(r#"{"name":"n","observedAtMs":10,"gpuFreeMilli":[500,1000]}"#, 10);
+        let f = facts(
+            r#"{"name":"n","observedAtMs":10,"gpuFreeMilli":[500,1000]}"#,
+            10,
+        );
         let c = Config::default();
         let s = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
-        assert_eq!((s.gpu_free_milli, s.stale_facts), (Some(vec![500, 1000]), false));
+        assert_eq!(
+            (s.gpu_free_milli, s.stale_facts),
+            (Some(vec![500, 1000]), false)
+        );
         let s = NodeState::assemble("n", None, Some(&f), 11 + c.facts_ttl_ms, &c, "x").unwrap();
         assert_eq!((s.gpu_free_milli, s.stale_facts), (None, true));
     }

@@ -249,7 +249,9 @@ fn parse(s: &str) -> Result<Quantity, QuantityError> {
                 .map_or(BINARY_CAP_NANOS, |n| n.min(BINARY_CAP_NANOS))
         }
     };
-    Ok(Quantity { nanos: if negative { -magnitude } else { magnitude } })
+    Ok(Quantity {
+        nanos: if negative { -magnitude } else { magnitude },
+    })
 }
 
 /// Interprets the text after the number. `input` is the whole string, for error messages.
@@ -282,7 +284,10 @@ fn parse_exponent(input: &str, suffix: &str) -> Result<Scale, QuantityError> {
     let bytes = suffix.as_bytes();
     let looks_like_exponent = matches!(bytes, [b'e' | b'E', b'0'..=b'9' | b'+' | b'-', ..]);
     if !looks_like_exponent {
-        return Err(QuantityError::UnknownSuffix { input: shown(input), suffix: shown(suffix) });
+        return Err(QuantityError::UnknownSuffix {
+            input: shown(input),
+            suffix: shown(suffix),
+        });
     }
     let (negative, digits) = match bytes[1] {
         b'-' => (true, &bytes[2..]),
@@ -290,15 +295,24 @@ fn parse_exponent(input: &str, suffix: &str) -> Result<Scale, QuantityError> {
         _ => (false, &bytes[1..]),
     };
     if digits.is_empty() || count_digits(digits) != digits.len() {
-        return Err(QuantityError::InvalidExponent { input: shown(input), exponent: shown(suffix) });
+        return Err(QuantityError::InvalidExponent {
+            input: shown(input),
+            exponent: shown(suffix),
+        });
     }
-    let magnitude = digits
-        .iter()
-        .fold(0i64, |acc, d| acc.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    let magnitude = digits.iter().fold(0i64, |acc, d| {
+        acc.saturating_mul(10).saturating_add(i64::from(d - b'0'))
+    });
     if magnitude > MAX_EXPONENT {
-        return Err(QuantityError::ExponentOutOfRange { input: shown(input) });
+        return Err(QuantityError::ExponentOutOfRange {
+            input: shown(input),
+        });
     }
-    Ok(Scale::Decimal(if negative { -magnitude } else { magnitude }))
+    Ok(Scale::Decimal(if negative {
+        -magnitude
+    } else {
+        magnitude
+    }))
 }
 
 /// `digits × 10^shift`, rounded up (away from zero) to an integer; `None` if it does not fit
@@ -328,9 +342,9 @@ fn scaled_nanos(digits: &[u8], shift: i64) -> Option<i128> {
 }
 
 fn accumulate(digits: &[u8]) -> Option<i128> {
-    digits
-        .iter()
-        .try_fold(0i128, |acc, &d| acc.checked_mul(10)?.checked_add(i128::from(d)))
+    digits.iter().try_fold(0i128, |acc, &d| {
+        acc.checked_mul(10)?.checked_add(i128::from(d))
+    })
 }
 
 /// Multiplies a decimal digit string by 2^shift (`shift <= 60`), exactly.
@@ -394,7 +408,8 @@ mod tests {
     }
 
     fn q(s: &str) -> Quantity {
-        s.parse().unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
+        s.parse()
+            .unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
     }
 
     /// Kubernetes' `TestQuantityParse` table (apimachinery `pkg/api/resource/quantity_test.go`),
@@ -545,15 +560,24 @@ mod tests {
             ("8Ei", BINARY_CAP_NANOS),
             ("-8Ei", -BINARY_CAP_NANOS),
             ("1024Ei", BINARY_CAP_NANOS),
-            ("99999999999999999999999999999999999999999999999Ki", BINARY_CAP_NANOS),
+            (
+                "99999999999999999999999999999999999999999999999Ki",
+                BINARY_CAP_NANOS,
+            ),
             ("9223372036854775807", dec(i64::MAX.into(), 0)),
             ("100000000000000000000", dec(1, 20)),
-            ("1000000000000000000000000000000000000000000000000e-40", dec(1, 8)),
+            (
+                "1000000000000000000000000000000000000000000000000e-40",
+                dec(1, 8),
+            ),
             (
                 "0.000000000000000000000000000000000000000000000000000000000000000000000001Ei",
                 1,
             ),
-            ("1.000000000000000000000000000000000000000000000000000000000000000000", dec(1, 0)),
+            (
+                "1.000000000000000000000000000000000000000000000000000000000000000000",
+                dec(1, 0),
+            ),
             // serde_json renders JSON numbers like these.
             ("1000.0", dec(1000, 0)),
             ("2.5e-7", 250),
@@ -622,7 +646,10 @@ mod tests {
             "1m\0",
         ];
         for input in invalid {
-            assert!(input.parse::<Quantity>().is_err(), "{input:?} should not parse");
+            assert!(
+                input.parse::<Quantity>().is_err(),
+                "{input:?} should not parse"
+            );
         }
     }
 
@@ -634,16 +661,31 @@ mod tests {
             ("1Kb", r#"invalid quantity "1Kb": unknown suffix "Kb""#),
             ("1m1", r#"invalid quantity "1m1": unknown suffix "m1""#),
             (" 1", r#"invalid quantity " 1": whitespace is not allowed"#),
-            ("1.2.3", r#"invalid quantity "1.2.3": more than one decimal point"#),
-            ("-", r#"invalid quantity "-": expected a number (digits with an optional sign and decimal point)"#),
-            ("-3.01e-", r#"invalid quantity "-3.01e-": malformed exponent "e-""#),
-            ("1e3.5", r#"invalid quantity "1e3.5": malformed exponent "e3.5""#),
+            (
+                "1.2.3",
+                r#"invalid quantity "1.2.3": more than one decimal point"#,
+            ),
+            (
+                "-",
+                r#"invalid quantity "-": expected a number (digits with an optional sign and decimal point)"#,
+            ),
+            (
+                "-3.01e-",
+                r#"invalid quantity "-3.01e-": malformed exponent "e-""#,
+            ),
+            (
+                "1e3.5",
+                r#"invalid quantity "1e3.5": malformed exponent "e3.5""#,
+            ),
             (
                 "1E2147483648",
                 r#"invalid quantity "1E2147483648": exponent out of range (must be within ±2147483647)"#,
             ),
             ("1e30", r#"invalid quantity "1e30": too large to represent"#),
-            ("1\n", r#"invalid quantity "1\n": whitespace is not allowed"#),
+            (
+                "1\n",
+                r#"invalid quantity "1\n": whitespace is not allowed"#,
+            ),
         ];
         for (input, message) in cases {
             let err = input.parse::<Quantity>().unwrap_err();
@@ -651,11 +693,16 @@ mod tests {
         }
         assert_eq!(
             "1e+-3".parse::<Quantity>(),
-            Err(QuantityError::InvalidExponent { input: "1e+-3".into(), exponent: "e+-3".into() })
+            Err(QuantityError::InvalidExponent {
+                input: "1e+-3".into(),
+                exponent: "e+-3".into()
+            })
         );
         assert_eq!(
             "lots".parse::<Quantity>(),
-            Err(QuantityError::MissingNumber { input: "lots".into() })
+            Err(QuantityError::MissingNumber {
+                input: "lots".into()
+            })
         );
         let long = format!("1{}x", "0".repeat(200));
         let message = long.parse::<Quantity>().unwrap_err().to_string();
@@ -685,7 +732,12 @@ mod tests {
             if ok {
                 assert_eq!(got, Ok(Quantity::ZERO), "{input}");
             } else {
-                assert_eq!(got, Err(QuantityError::ExponentOutOfRange { input: input.clone() }));
+                assert_eq!(
+                    got,
+                    Err(QuantityError::ExponentOutOfRange {
+                        input: input.clone()
+                    })
+                );
             }
         }
     }
@@ -802,10 +854,16 @@ mod tests {
     /// Reference model: the value computed with plain rational arithmetic on small inputs.
     fn model_nanos(negative: bool, int: u64, frac_digits: &str, suffix: &str) -> i128 {
         let f = frac_digits.len() as u32;
-        let frac: i128 = if f == 0 { 0 } else { frac_digits.parse().unwrap() };
+        let frac: i128 = if f == 0 {
+            0
+        } else {
+            frac_digits.parse().unwrap()
+        };
         let mantissa = i128::from(int) * 10i128.pow(f) + frac; // value = mantissa / 10^f × suffix
         let ceil_div = |n: i128, d: i128| (n + d - 1) / d;
-        let binary = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].iter().position(|s| *s == suffix);
+        let binary = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+            .iter()
+            .position(|s| *s == suffix);
         let magnitude = if let Some(i) = binary {
             let n = mantissa * (1i128 << (10 * (i as u32 + 1))) * NANOS_PER_UNIT;
             ceil_div(n, 10i128.pow(f)).min(BINARY_CAP_NANOS)
@@ -844,8 +902,10 @@ mod tests {
                 "Ei",
             ])
             .prop_map(String::from),
-            (prop::sample::select(vec!["e", "E"]), -25i32..=18).prop_map(|(e, x)| format!("{e}{x}")),
-            (prop::sample::select(vec!["e+", "E+"]), 0i32..=18).prop_map(|(e, x)| format!("{e}{x}")),
+            (prop::sample::select(vec!["e", "E"]), -25i32..=18)
+                .prop_map(|(e, x)| format!("{e}{x}")),
+            (prop::sample::select(vec!["e+", "E+"]), 0i32..=18)
+                .prop_map(|(e, x)| format!("{e}{x}")),
         ]
     }
 

@@ -77,8 +77,15 @@ impl<'a> ShadowCluster<'a> {
         names.sort();
         // With no node object, assembling reads parsed facts only and cannot fail; a node that
         // did would be one the extender could not score either, so it is left out.
-        let states = names.into_iter().filter_map(|n| NodeState::assemble(n, None, facts.get(n), now_ms, config, n).ok()).collect();
-        Self { states, facts, now_ms }
+        let states = names
+            .into_iter()
+            .filter_map(|n| NodeState::assemble(n, None, facts.get(n), now_ms, config, n).ok())
+            .collect();
+        Self {
+            states,
+            facts,
+            now_ms,
+        }
     }
 
     pub fn nodes(&self) -> usize {
@@ -91,18 +98,35 @@ impl<'a> ShadowCluster<'a> {
     }
 
     /// The counterfactual for `pod`, really placed on `chosen`, scored by `colony`.
-    pub fn score(&self, pod: &PodDemand, chosen: &str, colony: &TenantColony, config: &Config) -> Result<ShadowVerdict, NotScored> {
+    pub fn score(
+        &self,
+        pod: &PodDemand,
+        chosen: &str,
+        colony: &TenantColony,
+        config: &Config,
+    ) -> Result<ShadowVerdict, NotScored> {
         let actual = self.facts.get(chosen).ok_or(NotScored::UnknownNode)?;
         let before = without_pod(actual, pod);
-        let chosen_state = NodeState::assemble(chosen, None, Some(&before), self.now_ms, config, chosen).map_err(|_| NotScored::UnknownNode)?;
+        let chosen_state =
+            NodeState::assemble(chosen, None, Some(&before), self.now_ms, config, chosen)
+                .map_err(|_| NotScored::UnknownNode)?;
         let mut best: Option<(f64, NodeFeatures)> = None;
         for state in &self.states {
-            let state = if state.name == chosen { &chosen_state } else { state };
+            let state = if state.name == chosen {
+                &chosen_state
+            } else {
+                state
+            };
             if check_node(pod, state, config).is_err() {
                 continue;
             }
             let features = NodeFeatures::for_pod(state, pod, config);
-            let e = eta(&features, pod.workload, colony.outcomes.get(&state.name), config);
+            let e = eta(
+                &features,
+                pod.workload,
+                colony.outcomes.get(&state.name),
+                config,
+            );
             let d = desirability(colony.pheromones.tau(&state.name, config), e, config);
             // Names ascend, so the first of equal desirabilities keeps the win (prioritize's
             // ranking: desirability descending, then name).
@@ -273,17 +297,25 @@ pub fn report(
         ShadowScore::UnknownNode => return Ok(ShadowEffect::UnknownPod),
         ShadowScore::Scored { verdict } => {
             summary.add(verdict);
-            ShadowEffect::Scored { outcome: quality.is_some() }
+            ShadowEffect::Scored {
+                outcome: quality.is_some(),
+            }
         }
         ShadowScore::NotFeasible => {
             summary.not_feasible += 1;
-            ShadowEffect::NotFeasible { outcome: quality.is_some() }
+            ShadowEffect::NotFeasible {
+                outcome: quality.is_some(),
+            }
         }
     };
     if let Some(q) = quality {
         colony.record_outcome(node, q);
     }
-    *record = Some(ShadowRecord { node: node.to_string(), seen_ms: now_ms, outcome_recorded: quality.is_some() });
+    *record = Some(ShadowRecord {
+        node: node.to_string(),
+        seen_ms: now_ms,
+        outcome_recorded: quality.is_some(),
+    });
     Ok(effect)
 }
 
@@ -299,7 +331,9 @@ mod tests {
 
     /// A node of 8 CPU / 32 GiB at `price` $/h with `cpu` cores requested and utilisation `util`.
     fn node(name: &str, price: f64, cpu: &str, util: Option<f64>) -> (String, NodeFacts) {
-        let util = util.map_or(String::new(), |u| format!(r#","utilisation":[{{"atMs":{NOW},"value":{u}}}]"#));
+        let util = util.map_or(String::new(), |u| {
+            format!(r#","utilisation":[{{"atMs":{NOW},"value":{u}}}]"#)
+        });
         let json = format!(
             r#"{{"name":"{name}","labels":{{"aco/cost-per-hour":"{price}"}},"allocatable":{{"cpu":"8","memory":"32Gi"}},
                 "requested":{{"cpu":"{cpu}"}},"observedAtMs":{NOW}{util}}}"#
@@ -320,9 +354,19 @@ mod tests {
         PodDemand::from_pod(&view, &Config::default()).unwrap()
     }
 
-    fn verdict(nodes: Vec<(String, NodeFacts)>, pod: &PodDemand, chosen: &str, colony: &TenantColony) -> Result<ShadowVerdict, NotScored> {
+    fn verdict(
+        nodes: Vec<(String, NodeFacts)>,
+        pod: &PodDemand,
+        chosen: &str,
+        colony: &TenantColony,
+    ) -> Result<ShadowVerdict, NotScored> {
         let facts: HashMap<String, NodeFacts> = nodes.into_iter().collect();
-        ShadowCluster::new(&facts, NOW, &Config::default()).score(pod, chosen, colony, &Config::default())
+        ShadowCluster::new(&facts, NOW, &Config::default()).score(
+            pod,
+            chosen,
+            colony,
+            &Config::default(),
+        )
     }
 
     #[test]
@@ -341,68 +385,157 @@ mod tests {
             // Facts older than the binding (the pod not counted yet): nothing below 0, busy at 0 → idle.
             ("busy", 3.2, "0", "busy", 3.2, "cheap-busy", 0.8 / 8.0),
             // Reported on cheap-busy (requested 5 with the pod's 1): agreement.
-            ("cheap-busy", 0.8, "5", "cheap-busy", 0.8 / 8.0, "cheap-busy", 0.8 / 8.0),
+            (
+                "cheap-busy",
+                0.8,
+                "5",
+                "cheap-busy",
+                0.8 / 8.0,
+                "cheap-busy",
+                0.8 / 8.0,
+            ),
         ];
         for (name, price, requested, chosen, chosen_cost, colony_choice, colony_cost) in rows {
-            let mut nodes = vec![node("idle", 0.5, "0", None), node("busy", 3.2, "1", None), node("cheap-busy", 0.8, "4", None)];
+            let mut nodes = vec![
+                node("idle", 0.5, "0", None),
+                node("busy", 3.2, "1", None),
+                node("cheap-busy", 0.8, "4", None),
+            ];
             nodes.retain(|(n, _)| n != name);
             nodes.push(node(name, price, requested, None));
             let v = verdict(nodes, &pod("1", None), chosen, &c).unwrap();
             let case = format!("{name} requested {requested}: {v:?}");
-            assert!((v.chosen_cost_per_hour - chosen_cost).abs() < 1e-12, "{case}");
+            assert!(
+                (v.chosen_cost_per_hour - chosen_cost).abs() < 1e-12,
+                "{case}"
+            );
             assert_eq!(v.colony_choice, colony_choice, "{case}");
-            assert!((v.colony_cost_per_hour - colony_cost).abs() < 1e-12, "{case}");
+            assert!(
+                (v.colony_cost_per_hour - colony_cost).abs() < 1e-12,
+                "{case}"
+            );
             assert_eq!(v.agree, chosen == colony_choice, "{case}");
-            assert!(!v.latency_critical && !v.chosen_hot && !v.colony_hot, "{case}");
+            assert!(
+                !v.latency_critical && !v.chosen_hot && !v.colony_hot,
+                "{case}"
+            );
         }
     }
 
     #[test]
     fn the_colony_choice_is_prioritizes_argmax_with_tau_and_outcomes_and_ties_by_name() {
         let config = Config::default();
-        let nodes = || vec![node("b", 1.0, "0", None), node("a", 1.0, "0", None), node("c", 1.0, "0", None)];
+        let nodes = || {
+            vec![
+                node("b", 1.0, "0", None),
+                node("a", 1.0, "0", None),
+                node("c", 1.0, "0", None),
+            ]
+        };
         let p = pod("1", None);
         // Equal nodes: the smallest name, whatever the map's order.
-        assert_eq!(verdict(nodes(), &p, "c", &TenantColony::default()).unwrap().colony_choice, "a");
+        assert_eq!(
+            verdict(nodes(), &p, "c", &TenantColony::default())
+                .unwrap()
+                .colony_choice,
+            "a"
+        );
         // A trail on c outweighs the tie.
         let mut trails = PheromoneTable::default();
-        trails.trails.insert("c".into(), Trail { tau: 3.0, epoch: 0 });
-        let with_tau = TenantColony { pheromones: trails, ..Default::default() };
+        trails
+            .trails
+            .insert("c".into(), Trail { tau: 3.0, epoch: 0 });
+        let with_tau = TenantColony {
+            pheromones: trails,
+            ..Default::default()
+        };
         let v = verdict(nodes(), &p, "c", &with_tau).unwrap();
         assert!(v.agree && v.colony_choice == "c", "{v:?}");
         // Failures on a lower reliability: b wins over a.
         let mut outcomes = std::collections::BTreeMap::new();
-        outcomes.insert("a".to_string(), OutcomeStats { successes: 0.0, failures: 5.0 });
-        let v = verdict(nodes(), &p, "c", &TenantColony { outcomes, ..Default::default() }).unwrap();
+        outcomes.insert(
+            "a".to_string(),
+            OutcomeStats {
+                successes: 0.0,
+                failures: 5.0,
+            },
+        );
+        let v = verdict(
+            nodes(),
+            &p,
+            "c",
+            &TenantColony {
+                outcomes,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         assert_eq!(v.colony_choice, "b");
         // The same ranking as prioritize's scores.
         let facts: HashMap<String, NodeFacts> = nodes().into_iter().collect();
-        let states: Vec<NodeState> = ["a", "b", "c"].iter().map(|n| NodeState::assemble(n, None, facts.get(*n), NOW, &config, n).unwrap()).collect();
-        let features: Vec<NodeFeatures> = states.iter().map(|s| NodeFeatures::for_pod(s, &p, &config)).collect();
+        let states: Vec<NodeState> = ["a", "b", "c"]
+            .iter()
+            .map(|n| NodeState::assemble(n, None, facts.get(*n), NOW, &config, n).unwrap())
+            .collect();
+        let features: Vec<NodeFeatures> = states
+            .iter()
+            .map(|s| NodeFeatures::for_pod(s, &p, &config))
+            .collect();
         let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
-        let scored = with_tau.clone().prioritize(&features, p.workload, NOW, &config, &mut rng);
-        assert_eq!(scored.decision.etas[0].0, verdict(nodes(), &p, "a", &with_tau).unwrap().colony_choice);
+        let scored = with_tau
+            .clone()
+            .prioritize(&features, p.workload, NOW, &config, &mut rng);
+        assert_eq!(
+            scored.decision.etas[0].0,
+            verdict(nodes(), &p, "a", &with_tau).unwrap().colony_choice
+        );
     }
 
     #[test]
     fn latency_critical_pods_on_hot_nodes_are_counted_where_the_headroom_rule_bites() {
         let lc = pod("1", Some("latency-critical"));
         // hot: predicted 0.85 + 1/8 → headroom 0.025 < 0.2; cool: 0.1.
-        let nodes = vec![node("hot", 0.5, "1", Some(0.85)), node("cool", 0.5, "0", Some(0.1))];
+        let nodes = vec![
+            node("hot", 0.5, "1", Some(0.85)),
+            node("cool", 0.5, "0", Some(0.1)),
+        ];
         let v = verdict(nodes.clone(), &lc, "hot", &TenantColony::default()).unwrap();
-        assert!(v.latency_critical && v.chosen_hot && !v.colony_hot && v.colony_choice == "cool", "{v:?}");
+        assert!(
+            v.latency_critical && v.chosen_hot && !v.colony_hot && v.colony_choice == "cool",
+            "{v:?}"
+        );
         let mut s = ShadowSummary::default();
         s.add(&v);
         s.add(&verdict(nodes, &pod("1", None), "cool", &TenantColony::default()).unwrap());
-        assert_eq!((s.pods, s.agreements, s.latency_critical, s.latency_critical_on_hot_chosen, s.latency_critical_on_hot_colony), (2, 1, 1, 1, 0));
+        assert_eq!(
+            (
+                s.pods,
+                s.agreements,
+                s.latency_critical,
+                s.latency_critical_on_hot_chosen,
+                s.latency_critical_on_hot_colony
+            ),
+            (2, 1, 1, 1, 0)
+        );
     }
 
     #[test]
     fn unknown_nodes_and_pods_nothing_fits_get_no_verdict() {
         let c = TenantColony::default();
-        assert_eq!(verdict(vec![node("a", 1.0, "0", None)], &pod("1", None), "ghost", &c), Err(NotScored::UnknownNode));
+        assert_eq!(
+            verdict(
+                vec![node("a", 1.0, "0", None)],
+                &pod("1", None),
+                "ghost",
+                &c
+            ),
+            Err(NotScored::UnknownNode)
+        );
         // 9 CPU fit nowhere (8 allocatable), even on the node it was reported on.
-        assert_eq!(verdict(vec![node("a", 1.0, "0", None)], &pod("9", None), "a", &c), Err(NotScored::NotFeasible));
+        assert_eq!(
+            verdict(vec![node("a", 1.0, "0", None)], &pod("9", None), "a", &c),
+            Err(NotScored::NotFeasible)
+        );
     }
 
     #[test]
@@ -410,7 +543,13 @@ mod tests {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut s = ShadowSummary::default();
-        let v = verdict(vec![node("a", 1.0, "1", None), node("b", 1.0, "0", None)], &pod("1", None), "a", &c).unwrap();
+        let v = verdict(
+            vec![node("a", 1.0, "1", None), node("b", 1.0, "0", None)],
+            &pod("1", None),
+            "a",
+            &c,
+        )
+        .unwrap();
         let score = ShadowScore::Scored { verdict: v };
         let failed = Some(Outcome::Label(crate::colony::OutcomeLabel::Failed));
         let mut r = None;
@@ -424,31 +563,100 @@ mod tests {
             ("a", Some(Outcome::Quality(1.0)), ShadowEffect::Duplicate),
         ];
         for (i, (n, o, effect)) in steps.into_iter().enumerate() {
-            assert_eq!(report(&mut c, &mut s, &mut r, n, &score, o, 10 + i as u64).unwrap(), effect, "step {i}");
+            assert_eq!(
+                report(&mut c, &mut s, &mut r, n, &score, o, 10 + i as u64).unwrap(),
+                effect,
+                "step {i}"
+            );
         }
         assert_eq!(s.pods, 1);
-        assert_eq!(c.outcomes["a"], OutcomeStats { successes: 0.0, failures: 1.0 });
+        assert_eq!(
+            c.outcomes["a"],
+            OutcomeStats {
+                successes: 0.0,
+                failures: 1.0
+            }
+        );
         assert!(!c.outcomes.contains_key("b"));
-        assert_eq!(c.pheromones, PheromoneTable::default(), "no deposit, no epoch");
+        assert_eq!(
+            c.pheromones,
+            PheromoneTable::default(),
+            "no deposit, no epoch"
+        );
         assert_eq!(c.pheromones.tau("a", &config), config.tau_initial);
-        assert_eq!(r, Some(ShadowRecord { node: "a".into(), seen_ms: 10, outcome_recorded: true }));
+        assert_eq!(
+            r,
+            Some(ShadowRecord {
+                node: "a".into(),
+                seen_ms: 10,
+                outcome_recorded: true
+            })
+        );
         // An outcome with the first report applies at once; unknown nodes are not remembered;
         // invalid outcomes change nothing.
         let mut r2 = None;
-        assert_eq!(report(&mut c, &mut s, &mut r2, "b", &ShadowScore::NotFeasible, Some(Outcome::Quality(1.0)), 20).unwrap(), ShadowEffect::NotFeasible { outcome: true });
-        assert_eq!((c.outcomes["b"].successes, s.not_feasible, s.pods), (1.0, 1, 1));
+        assert_eq!(
+            report(
+                &mut c,
+                &mut s,
+                &mut r2,
+                "b",
+                &ShadowScore::NotFeasible,
+                Some(Outcome::Quality(1.0)),
+                20
+            )
+            .unwrap(),
+            ShadowEffect::NotFeasible { outcome: true }
+        );
+        assert_eq!(
+            (c.outcomes["b"].successes, s.not_feasible, s.pods),
+            (1.0, 1, 1)
+        );
         let mut r3 = None;
-        assert_eq!(report(&mut c, &mut s, &mut r3, "z", &ShadowScore::UnknownNode, None, 30).unwrap(), ShadowEffect::UnknownPod);
+        assert_eq!(
+            report(
+                &mut c,
+                &mut s,
+                &mut r3,
+                "z",
+                &ShadowScore::UnknownNode,
+                None,
+                30
+            )
+            .unwrap(),
+            ShadowEffect::UnknownPod
+        );
         assert!(r3.is_none());
-        assert!(report(&mut c, &mut s, &mut r3, "a", &score, Some(Outcome::Quality(2.0)), 30).is_err());
+        assert!(report(
+            &mut c,
+            &mut s,
+            &mut r3,
+            "a",
+            &score,
+            Some(Outcome::Quality(2.0)),
+            30
+        )
+        .is_err());
         assert!(r3.is_none() && s.pods == 1);
     }
 
     #[test]
     fn summary_ratios() {
-        let s = ShadowSummary { pods: 4, agreements: 1, chosen_cost_per_hour: 2.0, colony_cost_per_hour: 0.5, ..Default::default() };
-        assert_eq!((s.saving_per_hour(), s.saving_fraction(), s.agreement_rate()), (1.5, 0.75, 0.25));
+        let s = ShadowSummary {
+            pods: 4,
+            agreements: 1,
+            chosen_cost_per_hour: 2.0,
+            colony_cost_per_hour: 0.5,
+            ..Default::default()
+        };
+        assert_eq!(
+            (s.saving_per_hour(), s.saving_fraction(), s.agreement_rate()),
+            (1.5, 0.75, 0.25)
+        );
         let empty = ShadowSummary::default();
-        assert_eq!((empty.saving_fraction(), empty.agreement_rate()), (0.0, 0.0));
+        assert_eq!(
+            (empty.saving_fraction(), empty.agreement_rate()),
+            (0.0, 0.0)
+        );
     }
 }

@@ -21,7 +21,12 @@ pub struct ExtenderArgs<'a> {
     pub pod: Option<&'a RawValue>,
     #[serde(rename = "Nodes", alias = "nodes", borrow, default)]
     pub nodes: Option<RawNodeList<'a>>,
-    #[serde(rename = "NodeNames", alias = "nodenames", alias = "nodeNames", default)]
+    #[serde(
+        rename = "NodeNames",
+        alias = "nodenames",
+        alias = "nodeNames",
+        default
+    )]
     pub node_names: Option<Vec<String>>,
 }
 
@@ -72,9 +77,18 @@ pub struct HostPriority {
 pub struct ExtenderBindingArgs {
     #[serde(rename = "PodName", alias = "podname", alias = "podName")]
     pub pod_name: String,
-    #[serde(rename = "PodNamespace", alias = "podnamespace", alias = "podNamespace")]
+    #[serde(
+        rename = "PodNamespace",
+        alias = "podnamespace",
+        alias = "podNamespace"
+    )]
     pub pod_namespace: String,
-    #[serde(rename = "PodUID", alias = "poduid", alias = "podUID", alias = "podUid")]
+    #[serde(
+        rename = "PodUID",
+        alias = "poduid",
+        alias = "podUID",
+        alias = "podUid"
+    )]
     pub pod_uid: String,
     #[serde(rename = "Node", alias = "node")]
     pub node: String,
@@ -103,7 +117,10 @@ mod tests {
 
     #[test]
     fn reads_go_extender_args_in_pascal_and_lower_case() {
-        for body in [extender_args_golden(), extender_args_golden().to_lowercase()] {
+        for body in [
+            extender_args_golden(),
+            extender_args_golden().to_lowercase(),
+        ] {
             let args: ExtenderArgs = serde_json::from_str(&body).unwrap();
             assert!(args.pod.unwrap().get().contains("podname"));
             let items = args.nodes.unwrap().items;
@@ -124,7 +141,10 @@ mod tests {
     fn emits_filter_result_exactly_as_go() {
         let item: &RawValue = serde_json::from_str(NODE_ITEM).unwrap();
         let result = ExtenderFilterResult {
-            nodes: Some(NodeListOut { metadata: EmptyObject {}, items: vec![item] }),
+            nodes: Some(NodeListOut {
+                metadata: EmptyObject {},
+                items: vec![item],
+            }),
             node_names: Some(vec!["node1".into()]),
             failed_nodes: BTreeMap::from([("foo".into(), "bar".into())]),
             failed_and_unresolvable_nodes: BTreeMap::from([("baz".into(), "qux".into())]),
@@ -138,10 +158,16 @@ mod tests {
 
     #[test]
     fn host_priority_binding_args_and_result_round_trip_golden_bytes() {
-        let hp = HostPriority { host: "myhost".into(), score: 1 };
+        let hp = HostPriority {
+            host: "myhost".into(),
+            score: 1,
+        };
         let golden = r#"{"Host":"myhost","Score":1}"#;
         assert_eq!(serde_json::to_string(&hp).unwrap(), golden);
-        assert_eq!(serde_json::from_str::<HostPriority>(&golden.to_lowercase()).unwrap(), hp);
+        assert_eq!(
+            serde_json::from_str::<HostPriority>(&golden.to_lowercase()).unwrap(),
+            hp
+        );
 
         let args = ExtenderBindingArgs {
             pod_name: "mypodname".into(),
@@ -151,11 +177,25 @@ mod tests {
         };
         let golden = r#"{"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"}"#;
         assert_eq!(serde_json::to_string(&args).unwrap(), golden);
-        assert_eq!(serde_json::from_str::<ExtenderBindingArgs>(golden).unwrap(), args);
-        assert_eq!(serde_json::from_str::<ExtenderBindingArgs>(&golden.to_lowercase()).unwrap(), args);
+        assert_eq!(
+            serde_json::from_str::<ExtenderBindingArgs>(golden).unwrap(),
+            args
+        );
+        assert_eq!(
+            serde_json::from_str::<ExtenderBindingArgs>(&golden.to_lowercase()).unwrap(),
+            args
+        );
 
-        let res = ExtenderBindingResult { error: "myerror".into() };
-        assert_eq!(serde_json::to_string(&res).unwrap(), r#"{"Error":"myerror"}"#);
-        assert_eq!(serde_json::from_str::<ExtenderBindingResult>(r#"{"error":"myerror"}"#).unwrap(), res);
+        let res = ExtenderBindingResult {
+            error: "myerror".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&res).unwrap(),
+            r#"{"Error":"myerror"}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<ExtenderBindingResult>(r#"{"error":"myerror"}"#).unwrap(),
+            res
+        );
     }
 }

@@ -45,15 +45,30 @@ pub struct Push {
 
 impl Acknowledged {
     /// The push owed for the current `reports`, or `None` when nothing changed.
-    pub fn diff(&self, reports: Vec<NodeReport>, now_ms: u64, full_refresh_ms: u64) -> Option<Push> {
-        let full = self.last_full_ms.is_none_or(|t| now_ms.saturating_sub(t) >= full_refresh_ms);
+    pub fn diff(
+        &self,
+        reports: Vec<NodeReport>,
+        now_ms: u64,
+        full_refresh_ms: u64,
+    ) -> Option<Push> {
+        let full = self
+            .last_full_ms
+            .is_none_or(|t| now_ms.saturating_sub(t) >= full_refresh_ms);
         let present: BTreeSet<&str> = reports.iter().map(|r| r.name.as_str()).collect();
-        let deleted: Vec<String> = self.by_node.keys().filter(|n| !present.contains(n.as_str())).cloned().collect();
+        let deleted: Vec<String> = self
+            .by_node
+            .keys()
+            .filter(|n| !present.contains(n.as_str()))
+            .cloned()
+            .collect();
         let nodes: Vec<NodeReport> = reports
             .into_iter()
             .filter(|r| full || self.by_node.get(&r.name) != Some(&Fingerprint::of(r)))
             .collect();
-        (full || !nodes.is_empty() || !deleted.is_empty()).then_some(Push { batch: NodesBatch { nodes, deleted }, full })
+        (full || !nodes.is_empty() || !deleted.is_empty()).then_some(Push {
+            batch: NodesBatch { nodes, deleted },
+            full,
+        })
     }
 
     /// The Worker stored `push`.
@@ -97,16 +112,38 @@ mod tests {
     #[test]
     fn first_push_is_full_then_only_changes() {
         let mut acked = Acknowledged::default();
-        let push = acked.diff(vec![report("a", "1", 0), report("b", "1", 0)], 0, FULL).unwrap();
+        let push = acked
+            .diff(vec![report("a", "1", 0), report("b", "1", 0)], 0, FULL)
+            .unwrap();
         assert!(push.full);
         assert_eq!(push.batch.nodes.len(), 2);
         acked.acknowledge(&push, 0);
 
         // Same facts, later observation time: nothing to send.
-        assert_eq!(acked.diff(vec![report("a", "1", 15_000), report("b", "1", 15_000)], 15_000, FULL), None);
+        assert_eq!(
+            acked.diff(
+                vec![report("a", "1", 15_000), report("b", "1", 15_000)],
+                15_000,
+                FULL
+            ),
+            None
+        );
         // b's requests changed.
-        let push = acked.diff(vec![report("a", "1", 30_000), report("b", "2", 30_000)], 30_000, FULL).unwrap();
-        assert_eq!(push.batch.nodes.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["b"]);
+        let push = acked
+            .diff(
+                vec![report("a", "1", 30_000), report("b", "2", 30_000)],
+                30_000,
+                FULL,
+            )
+            .unwrap();
+        assert_eq!(
+            push.batch
+                .nodes
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>(),
+            ["b"]
+        );
         assert!(!push.full);
     }
 
@@ -114,34 +151,56 @@ mod tests {
     fn an_unacknowledged_push_is_owed_again() {
         let mut acked = Acknowledged::default();
         acked.acknowledge(&acked.diff(vec![report("a", "1", 0)], 0, FULL).unwrap(), 0);
-        let first = acked.diff(vec![report("a", "2", 15_000)], 15_000, FULL).unwrap();
+        let first = acked
+            .diff(vec![report("a", "2", 15_000)], 15_000, FULL)
+            .unwrap();
         // (the Worker was down: not acknowledged)
-        let again = acked.diff(vec![report("a", "2", 30_000)], 30_000, FULL).unwrap();
-        assert_eq!(first.batch.nodes[0].requested, again.batch.nodes[0].requested);
+        let again = acked
+            .diff(vec![report("a", "2", 30_000)], 30_000, FULL)
+            .unwrap();
+        assert_eq!(
+            first.batch.nodes[0].requested,
+            again.batch.nodes[0].requested
+        );
     }
 
     #[test]
     fn a_new_utilisation_sample_is_a_change() {
         let mut acked = Acknowledged::default();
         let mut r = report("a", "1", 0);
-        r.utilisation = vec![UtilisationSample { at_ms: 100, value: 0.5 }];
+        r.utilisation = vec![UtilisationSample {
+            at_ms: 100,
+            value: 0.5,
+        }];
         acked.acknowledge(&acked.diff(vec![r.clone()], 0, FULL).unwrap(), 0);
         assert_eq!(acked.diff(vec![r.clone()], 1_000, FULL), None);
-        r.utilisation = vec![UtilisationSample { at_ms: 15_100, value: 0.5 }];
+        r.utilisation = vec![UtilisationSample {
+            at_ms: 15_100,
+            value: 0.5,
+        }];
         assert!(acked.diff(vec![r], 16_000, FULL).is_some());
     }
 
     #[test]
     fn deleted_nodes_are_reported_until_acknowledged_and_full_refresh_resends_all() {
         let mut acked = Acknowledged::default();
-        acked.acknowledge(&acked.diff(vec![report("a", "1", 0), report("b", "1", 0)], 0, FULL).unwrap(), 0);
-        let push = acked.diff(vec![report("a", "1", 5_000)], 5_000, FULL).unwrap();
+        acked.acknowledge(
+            &acked
+                .diff(vec![report("a", "1", 0), report("b", "1", 0)], 0, FULL)
+                .unwrap(),
+            0,
+        );
+        let push = acked
+            .diff(vec![report("a", "1", 5_000)], 5_000, FULL)
+            .unwrap();
         assert_eq!(push.batch.deleted, ["b"]);
         assert!(push.batch.nodes.is_empty());
         acked.acknowledge(&push, 5_000);
         assert_eq!(acked.known_nodes(), 1);
         assert_eq!(acked.diff(vec![report("a", "1", 6_000)], 6_000, FULL), None);
-        let refresh = acked.diff(vec![report("a", "1", FULL)], FULL, FULL).unwrap();
+        let refresh = acked
+            .diff(vec![report("a", "1", FULL)], FULL, FULL)
+            .unwrap();
         assert!(refresh.full);
         assert_eq!(refresh.batch.nodes.len(), 1);
     }

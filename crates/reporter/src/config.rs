@@ -14,7 +14,11 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "aco-reporter", version, about = "Reports node facts, placements and outcomes to the aco-edge-extender Worker")]
+#[command(
+    name = "aco-reporter",
+    version,
+    about = "Reports node facts, placements and outcomes to the aco-edge-extender Worker"
+)]
 pub struct Args {
     /// Base URL of the Worker, e.g. https://aco.example.workers.dev (paths /v1/... are appended).
     #[arg(long, env = "ACO_WORKER_URL")]
@@ -29,13 +33,23 @@ pub struct Args {
     #[arg(long, env = "ACO_CA_FILE")]
     pub ca_file: Option<PathBuf>,
     /// Schedulers whose pods are reported (`spec.schedulerName`), comma-separated.
-    #[arg(long, env = "ACO_SCHEDULER_NAMES", value_delimiter = ',', default_value = "aco-scheduler")]
+    #[arg(
+        long,
+        env = "ACO_SCHEDULER_NAMES",
+        value_delimiter = ',',
+        default_value = "aco-scheduler"
+    )]
     pub scheduler_names: Vec<String>,
     /// Shadow mode: schedulers whose bound pods are reported to `POST /v1/shadow` (with the pod)
     /// to be scored as the tenant's colony would have, without steering them, e.g.
     /// `default-scheduler`. Comma-separated; empty (the default) is off. May not name one of
     /// `--scheduler-names`.
-    #[arg(long, env = "ACO_SHADOW_SCHEDULER_NAMES", value_delimiter = ',', default_value = "")]
+    #[arg(
+        long,
+        env = "ACO_SHADOW_SCHEDULER_NAMES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
     pub shadow_scheduler_names: Vec<String>,
     /// How often node facts are pushed (each push is jittered by ±10%).
     #[arg(long, env = "ACO_PUSH_INTERVAL", value_parser = duration, default_value = "15s")]
@@ -111,26 +125,53 @@ impl Args {
     /// The admin token, from the file if given (trailing newline trimmed), else the flag/env.
     pub fn admin_token(&self) -> anyhow::Result<String> {
         if let Some(path) = &self.token_file {
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?;
             return Ok(text.trim().to_string());
         }
-        self.token.clone().filter(|t| !t.is_empty()).ok_or_else(|| anyhow::anyhow!("need --token-file or ACO_ADMIN_TOKEN"))
+        self.token
+            .clone()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("need --token-file or ACO_ADMIN_TOKEN"))
     }
 
     /// `--shadow-scheduler-names` without empty entries (`""` and `a,,b` mean nothing more).
     pub fn shadow_schedulers(&self) -> Vec<String> {
-        self.shadow_scheduler_names.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        self.shadow_scheduler_names
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(!self.scheduler_names.is_empty(), "--scheduler-names: at least one scheduler");
-        if let Some(both) = self.shadow_schedulers().into_iter().find(|s| self.scheduler_names.contains(s)) {
+        anyhow::ensure!(
+            !self.scheduler_names.is_empty(),
+            "--scheduler-names: at least one scheduler"
+        );
+        if let Some(both) = self
+            .shadow_schedulers()
+            .into_iter()
+            .find(|s| self.scheduler_names.contains(s))
+        {
             anyhow::bail!("--shadow-scheduler-names: {both:?} is also in --scheduler-names (a scheduler's pods are either steered or shadowed)");
         }
-        anyhow::ensure!(self.batch_size > 0 && self.node_batch_size > 0, "batch sizes must be positive");
-        anyhow::ensure!(self.lease_grace < self.lease_duration, "--lease-grace must be shorter than --lease-duration");
-        anyhow::ensure!(!self.push_interval.is_zero(), "--push-interval must be positive");
-        anyhow::ensure!(matches!(self.log_format.as_str(), "json" | "text"), "--log-format: json or text");
+        anyhow::ensure!(
+            self.batch_size > 0 && self.node_batch_size > 0,
+            "batch sizes must be positive"
+        );
+        anyhow::ensure!(
+            self.lease_grace < self.lease_duration,
+            "--lease-grace must be shorter than --lease-duration"
+        );
+        anyhow::ensure!(
+            !self.push_interval.is_zero(),
+            "--push-interval must be positive"
+        );
+        anyhow::ensure!(
+            matches!(self.log_format.as_str(), "json" | "text"),
+            "--log-format: json or text"
+        );
         Ok(())
     }
 }
@@ -141,30 +182,69 @@ mod tests {
 
     #[test]
     fn defaults_and_durations() {
-        let a = Args::try_parse_from(["aco-reporter", "--worker-url", "https://w", "--push-interval", "500ms"]).unwrap();
+        let a = Args::try_parse_from([
+            "aco-reporter",
+            "--worker-url",
+            "https://w",
+            "--push-interval",
+            "500ms",
+        ])
+        .unwrap();
         assert_eq!(a.push_interval, Duration::from_millis(500));
         assert_eq!(a.full_refresh, Duration::from_secs(120));
         assert_eq!(a.scheduler_names, ["aco-scheduler"]);
         assert!(a.leader_elect);
         a.validate().unwrap();
-        let e = Args::try_parse_from(["aco-reporter", "--worker-url", "w", "--push-interval", "soon"]).unwrap_err();
+        let e = Args::try_parse_from([
+            "aco-reporter",
+            "--worker-url",
+            "w",
+            "--push-interval",
+            "soon",
+        ])
+        .unwrap_err();
         assert!(e.to_string().contains("soon"));
-        let two = Args::try_parse_from(["aco-reporter", "--worker-url", "w", "--scheduler-names", "a,b", "--leader-elect", "false"]).unwrap();
+        let two = Args::try_parse_from([
+            "aco-reporter",
+            "--worker-url",
+            "w",
+            "--scheduler-names",
+            "a,b",
+            "--leader-elect",
+            "false",
+        ])
+        .unwrap();
         assert_eq!(two.scheduler_names, ["a", "b"]);
         assert!(!two.leader_elect);
-        assert!(a.shadow_schedulers().is_empty(), "shadow mode is off by default");
+        assert!(
+            a.shadow_schedulers().is_empty(),
+            "shadow mode is off by default"
+        );
     }
 
     #[test]
     fn shadow_schedulers_are_a_comma_list_disjoint_from_ours() {
-        let parse = |v: &[&str]| Args::try_parse_from([&["aco-reporter", "--worker-url", "w"], v].concat()).unwrap();
+        let parse = |v: &[&str]| {
+            Args::try_parse_from([&["aco-reporter", "--worker-url", "w"], v].concat()).unwrap()
+        };
         let a = parse(&["--shadow-scheduler-names", "default-scheduler,batch-sched"]);
         assert_eq!(a.shadow_schedulers(), ["default-scheduler", "batch-sched"]);
         a.validate().unwrap();
-        assert!(parse(&["--shadow-scheduler-names", ""]).shadow_schedulers().is_empty());
-        assert_eq!(parse(&["--shadow-scheduler-names", "x,,y"]).shadow_schedulers(), ["x", "y"]);
-        let both = parse(&["--shadow-scheduler-names", "default-scheduler,aco-scheduler"]);
+        assert!(parse(&["--shadow-scheduler-names", ""])
+            .shadow_schedulers()
+            .is_empty());
+        assert_eq!(
+            parse(&["--shadow-scheduler-names", "x,,y"]).shadow_schedulers(),
+            ["x", "y"]
+        );
+        let both = parse(&[
+            "--shadow-scheduler-names",
+            "default-scheduler,aco-scheduler",
+        ]);
         let e = both.validate().unwrap_err().to_string();
-        assert!(e.contains("aco-scheduler") && e.contains("--scheduler-names"), "{e}");
+        assert!(
+            e.contains("aco-scheduler") && e.contains("--scheduler-names"),
+            "{e}"
+        );
     }
 }

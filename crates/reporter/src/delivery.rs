@@ -22,7 +22,10 @@ pub struct Queue {
 
 impl Queue {
     pub fn new(capacity: usize) -> Self {
-        Queue { items: VecDeque::new(), capacity: capacity.max(1) }
+        Queue {
+            items: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
     }
 
     /// Appends `item`, or hands it back when the queue is full (the caller un-queues it in the ledger).
@@ -38,8 +41,15 @@ impl Queue {
     /// Up to `max` items from the front, all for the front item's endpoint (the run stops at the
     /// first item for another endpoint), removed until [`Queue::put_back`] or acknowledgement.
     pub fn take(&mut self, max: usize) -> Vec<Item> {
-        let Some(endpoint) = self.items.front().map(|i| i.kind.endpoint()) else { return Vec::new() };
-        let n = self.items.iter().take(max).take_while(|i| i.kind.endpoint() == endpoint).count();
+        let Some(endpoint) = self.items.front().map(|i| i.kind.endpoint()) else {
+            return Vec::new();
+        };
+        let n = self
+            .items
+            .iter()
+            .take(max)
+            .take_while(|i| i.kind.endpoint() == endpoint)
+            .count();
         self.items.drain(..n).collect()
     }
 
@@ -70,7 +80,11 @@ pub struct Backoff {
 
 impl Backoff {
     pub fn new(base: Duration, max: Duration) -> Self {
-        Backoff { base, max, failures: 0 }
+        Backoff {
+            base,
+            max,
+            failures: 0,
+        }
     }
 
     pub fn failed(&mut self, rng: &mut impl Rng) -> Duration {
@@ -78,7 +92,9 @@ impl Backoff {
         let d = exp.min(self.max);
         self.failures = self.failures.saturating_add(1);
         let half = d / 2;
-        half + Duration::from_nanos(rng.random_range(0..=half.as_nanos().min(u64::MAX as u128) as u64))
+        half + Duration::from_nanos(
+            rng.random_range(0..=half.as_nanos().min(u64::MAX as u128) as u64),
+        )
     }
 
     pub fn succeeded(&mut self) {
@@ -101,12 +117,23 @@ pub enum Disposition {
 }
 
 /// Reads a Worker answer. `field` is the `field` of its JSON error body, if any.
-pub fn disposition(status: Option<u16>, retry_after: Option<&str>, field: Option<&str>, batch_len: usize) -> Disposition {
-    let Some(status) = status else { return Disposition::Retry(None) };
+pub fn disposition(
+    status: Option<u16>,
+    retry_after: Option<&str>,
+    field: Option<&str>,
+    batch_len: usize,
+) -> Disposition {
+    let Some(status) = status else {
+        return Disposition::Retry(None);
+    };
     match status {
         200..=299 => Disposition::Acknowledged,
         // 401/403: a token being rotated or a Secret not yet mounted: keep the reports.
-        429 | 500..=599 | 401 | 403 | 408 => Disposition::Retry(retry_after.and_then(|v| v.trim().parse().ok()).map(Duration::from_secs)),
+        429 | 500..=599 | 401 | 403 | 408 => Disposition::Retry(
+            retry_after
+                .and_then(|v| v.trim().parse().ok())
+                .map(Duration::from_secs),
+        ),
         413 if batch_len > 1 => Disposition::Split,
         _ => match field.and_then(item_index) {
             Some(i) if i < batch_len => Disposition::DropItem(i),
@@ -167,17 +194,42 @@ mod tests {
     fn a_batch_goes_to_one_endpoint_in_queue_order() {
         use crate::placements::Endpoint;
         let mut q = Queue::new(10);
-        let kinds = [Kind::Placement, Kind::Outcome, Kind::Shadow, Kind::ShadowOutcome, Kind::Placement];
+        let kinds = [
+            Kind::Placement,
+            Kind::Outcome,
+            Kind::Shadow,
+            Kind::ShadowOutcome,
+            Kind::Placement,
+        ];
         for (i, k) in kinds.iter().enumerate() {
             q.push(item_of(*k, &i.to_string())).unwrap();
         }
-        let endpoints_and_uids = |b: &[Item]| (b[0].kind.endpoint(), b.iter().map(|i| i.report.pod_uid.clone()).collect::<Vec<_>>());
-        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Placements, vec!["0".into(), "1".into()]));
+        let endpoints_and_uids = |b: &[Item]| {
+            (
+                b[0].kind.endpoint(),
+                b.iter()
+                    .map(|i| i.report.pod_uid.clone())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(
+            endpoints_and_uids(&q.take(10)),
+            (Endpoint::Placements, vec!["0".into(), "1".into()])
+        );
         let shadow = q.take(1);
-        assert_eq!(endpoints_and_uids(&shadow), (Endpoint::Shadow, vec!["2".into()]));
+        assert_eq!(
+            endpoints_and_uids(&shadow),
+            (Endpoint::Shadow, vec!["2".into()])
+        );
         q.put_back(shadow);
-        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Shadow, vec!["2".into(), "3".into()]));
-        assert_eq!(endpoints_and_uids(&q.take(10)), (Endpoint::Placements, vec!["4".into()]));
+        assert_eq!(
+            endpoints_and_uids(&q.take(10)),
+            (Endpoint::Shadow, vec!["2".into(), "3".into()])
+        );
+        assert_eq!(
+            endpoints_and_uids(&q.take(10)),
+            (Endpoint::Placements, vec!["4".into()])
+        );
         assert!(q.take(10).is_empty());
     }
 
@@ -188,7 +240,11 @@ mod tests {
         let waits: Vec<Duration> = (0..10).map(|_| b.failed(&mut rng)).collect();
         for (n, w) in waits.iter().enumerate() {
             let d = Duration::from_millis(500 * (1 << n)).min(Duration::from_secs(30));
-            assert!(*w >= d / 2 && *w <= d, "attempt {n}: {w:?} not in [{:?}, {d:?}]", d / 2);
+            assert!(
+                *w >= d / 2 && *w <= d,
+                "attempt {n}: {w:?} not in [{:?}, {d:?}]",
+                d / 2
+            );
         }
         b.succeeded();
         assert!(b.failed(&mut rng) <= Duration::from_millis(500));
@@ -196,14 +252,38 @@ mod tests {
 
     #[test]
     fn worker_answers() {
-        assert_eq!(disposition(Some(200), None, None, 5), Disposition::Acknowledged);
+        assert_eq!(
+            disposition(Some(200), None, None, 5),
+            Disposition::Acknowledged
+        );
         assert_eq!(disposition(None, None, None, 5), Disposition::Retry(None));
-        assert_eq!(disposition(Some(503), None, None, 5), Disposition::Retry(None));
-        assert_eq!(disposition(Some(429), Some("7"), None, 5), Disposition::Retry(Some(Duration::from_secs(7))));
-        assert_eq!(disposition(Some(401), None, None, 5), Disposition::Retry(None));
-        assert_eq!(disposition(Some(400), None, Some("placements[3].node"), 5), Disposition::DropItem(3));
-        assert_eq!(disposition(Some(400), None, Some("placements batch"), 5), Disposition::Split);
-        assert_eq!(disposition(Some(413), None, Some("placements"), 5), Disposition::Split);
-        assert_eq!(disposition(Some(400), None, None, 1), Disposition::DropItem(0));
+        assert_eq!(
+            disposition(Some(503), None, None, 5),
+            Disposition::Retry(None)
+        );
+        assert_eq!(
+            disposition(Some(429), Some("7"), None, 5),
+            Disposition::Retry(Some(Duration::from_secs(7)))
+        );
+        assert_eq!(
+            disposition(Some(401), None, None, 5),
+            Disposition::Retry(None)
+        );
+        assert_eq!(
+            disposition(Some(400), None, Some("placements[3].node"), 5),
+            Disposition::DropItem(3)
+        );
+        assert_eq!(
+            disposition(Some(400), None, Some("placements batch"), 5),
+            Disposition::Split
+        );
+        assert_eq!(
+            disposition(Some(413), None, Some("placements"), 5),
+            Disposition::Split
+        );
+        assert_eq!(
+            disposition(Some(400), None, None, 1),
+            Disposition::DropItem(0)
+        );
     }
 }

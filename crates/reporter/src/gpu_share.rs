@@ -43,14 +43,26 @@ fn hami_devices(text: &str) -> Option<Vec<Device>> {
     let text = text.trim();
     if text.starts_with('[') {
         let list: Vec<HamiJsonDevice> = serde_json::from_str(text).ok()?;
-        return Some(list.into_iter().map(|d| Device { id: d.id, memory: d.devmem, cores: d.devcore }).collect());
+        return Some(
+            list.into_iter()
+                .map(|d| Device {
+                    id: d.id,
+                    memory: d.devmem,
+                    cores: d.devcore,
+                })
+                .collect(),
+        );
     }
     let devices: Vec<Device> = text
         .split(':')
         .filter(|s| !s.trim().is_empty())
         .filter_map(|entry| {
             let f: Vec<&str> = entry.split(',').map(str::trim).collect();
-            Some(Device { id: f.first()?.to_string(), memory: f.get(2)?.parse().ok()?, cores: f.get(3)?.parse().ok()? })
+            Some(Device {
+                id: f.first()?.to_string(),
+                memory: f.get(2)?.parse().ok()?,
+                cores: f.get(3)?.parse().ok()?,
+            })
         })
         .collect();
     (!devices.is_empty()).then_some(devices)
@@ -63,7 +75,11 @@ fn hami_allocations(text: &str) -> Vec<(String, f64, f64)> {
         .filter(|s| !s.trim().is_empty())
         .filter_map(|entry| {
             let f: Vec<&str> = entry.split(',').map(str::trim).collect();
-            Some((f.first()?.to_string(), f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?))
+            Some((
+                f.first()?.to_string(),
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
         })
         .collect()
 }
@@ -72,7 +88,10 @@ fn free_milli(used_fraction: f64) -> u32 {
     ((1.0 - used_fraction).clamp(0.0, 1.0) * 1000.0).round() as u32
 }
 
-fn annotation<'a>(meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, key: &str) -> Option<&'a str> {
+fn annotation<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    key: &str,
+) -> Option<&'a str> {
     meta.annotations.as_ref()?.get(key).map(String::as_str)
 }
 
@@ -80,7 +99,9 @@ fn hami(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
     let devices = hami_devices(annotation(&node.metadata, HAMI_NODE_REGISTER)?)?;
     let mut used = vec![(0.0f64, 0.0f64); devices.len()];
     for pod in pods {
-        let Some(text) = annotation(&pod.metadata, HAMI_POD_ALLOCATED) else { continue };
+        let Some(text) = annotation(&pod.metadata, HAMI_POD_ALLOCATED) else {
+            continue;
+        };
         for (id, memory, cores) in hami_allocations(text) {
             if let Some(i) = devices.iter().position(|d| d.id == id) {
                 used[i].0 += memory;
@@ -111,8 +132,10 @@ fn aliyun(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
     let per_gpu = total / count as f64;
     let mut used = vec![0.0f64; count];
     for pod in pods {
-        let idx = annotation(&pod.metadata, ALIYUN_POD_IDX).and_then(|v| v.trim().parse::<usize>().ok());
-        let mem = annotation(&pod.metadata, ALIYUN_POD_MEM).and_then(|v| v.trim().parse::<f64>().ok());
+        let idx =
+            annotation(&pod.metadata, ALIYUN_POD_IDX).and_then(|v| v.trim().parse::<usize>().ok());
+        let mem =
+            annotation(&pod.metadata, ALIYUN_POD_MEM).and_then(|v| v.trim().parse::<f64>().ok());
         if let (Some(i), Some(m)) = (idx, mem) {
             if i < count {
                 used[i] += m;
@@ -133,7 +156,8 @@ mod tests {
     use serde_json::json;
 
     fn pod_with(annotations: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "annotations": annotations}})).unwrap()
+        serde_json::from_value(json!({"metadata": {"name": "p", "annotations": annotations}}))
+            .unwrap()
     }
 
     #[test]
@@ -144,7 +168,9 @@ mod tests {
         .unwrap();
         let a = pod_with(json!({HAMI_POD_ALLOCATED: "GPU-aaa,NVIDIA,8192,10:;"}));
         // Two containers: one on each GPU; on bbb the cores (60%) are scarcer than memory (25%).
-        let b = pod_with(json!({HAMI_POD_ALLOCATED: "GPU-aaa,NVIDIA,8192,20:;GPU-bbb,NVIDIA,8192,60:;"}));
+        let b = pod_with(
+            json!({HAMI_POD_ALLOCATED: "GPU-aaa,NVIDIA,8192,20:;GPU-bbb,NVIDIA,8192,60:;"}),
+        );
         assert_eq!(gpu_free_milli(&node, &[&a, &b]), Some(vec![500, 400]));
         assert_eq!(gpu_free_milli(&node, &[]), Some(vec![1000, 1000]));
     }
@@ -167,12 +193,18 @@ mod tests {
         let p = pod_with(json!({ALIYUN_POD_IDX: "2", ALIYUN_POD_MEM: "4"}));
         let q = pod_with(json!({ALIYUN_POD_IDX: "2", ALIYUN_POD_MEM: "8"}));
         let out_of_range = pod_with(json!({ALIYUN_POD_IDX: "9", ALIYUN_POD_MEM: "8"}));
-        assert_eq!(gpu_free_milli(&node, &[&p, &q, &out_of_range]), Some(vec![1000, 1000, 250, 1000]));
+        assert_eq!(
+            gpu_free_milli(&node, &[&p, &q, &out_of_range]),
+            Some(vec![1000, 1000, 250, 1000])
+        );
     }
 
     #[test]
     fn absent_or_garbled_means_none() {
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n", "annotations": {HAMI_NODE_REGISTER: "garbage"}}})).unwrap();
+        let node: Node = serde_json::from_value(
+            json!({"metadata": {"name": "n", "annotations": {HAMI_NODE_REGISTER: "garbage"}}}),
+        )
+        .unwrap();
         assert_eq!(gpu_free_milli(&node, &[]), None);
         let plain: Node = serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
         assert_eq!(gpu_free_milli(&plain, &[]), None);

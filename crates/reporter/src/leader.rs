@@ -11,7 +11,9 @@ use tokio::sync::watch;
 /// A channel that says whether this replica may report now.
 pub struct Leadership {
     pub is_leader: watch::Receiver<bool>,
-    task: Option<tokio::task::JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>>,
+    task: Option<
+        tokio::task::JoinHandle<kube_lease_manager::Result<kube_lease_manager::LeaseManager>>,
+    >,
     _always: Option<watch::Sender<bool>>,
 }
 
@@ -19,7 +21,11 @@ impl Leadership {
     /// No election: this replica always reports.
     pub fn always() -> Self {
         let (tx, rx) = watch::channel(true);
-        Leadership { is_leader: rx, task: None, _always: Some(tx) }
+        Leadership {
+            is_leader: rx,
+            task: None,
+            _always: Some(tx),
+        }
     }
 
     pub async fn elect(
@@ -31,14 +37,26 @@ impl Leadership {
         grace: Duration,
     ) -> anyhow::Result<Self> {
         let params = LeaseParams::new(identity, duration.as_secs().max(2), grace.as_secs().max(1));
-        let manager = LeaseManagerBuilder::new(client, lease).with_namespace(namespace).with_parameters(params).build().await?;
+        let manager = LeaseManagerBuilder::new(client, lease)
+            .with_namespace(namespace)
+            .with_parameters(params)
+            .build()
+            .await?;
         let (rx, task) = manager.watch().await;
-        Ok(Leadership { is_leader: rx, task: Some(task), _always: None })
+        Ok(Leadership {
+            is_leader: rx,
+            task: Some(task),
+            _always: None,
+        })
     }
 
     /// Gives the lease up (graceful shutdown) so that a standby takes over at once.
     pub async fn release(self) {
-        let Leadership { is_leader, task, _always } = self;
+        let Leadership {
+            is_leader,
+            task,
+            _always,
+        } = self;
         drop(is_leader); // closing the channel ends the manager's task
         if let Some(task) = task {
             match tokio::time::timeout(Duration::from_secs(5), task).await {

@@ -3,8 +3,11 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = aco_reporter::config::Args::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn,hyper=warn".into());
-    let subscriber = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,kube=warn,hyper=warn".into());
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     if args.log_format == "json" {
         subscriber.json().init();
     } else {

@@ -27,7 +27,10 @@ pub fn holds_resources(pod: &Pod) -> bool {
 
 /// The node a pod is bound to, if any.
 pub fn bound_node(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
 }
 
 /// A pod's effective request by the core's (kube-scheduler's) rule. The API server has already
@@ -73,7 +76,10 @@ impl RequestCache {
 }
 
 /// Sums the requests of the pods that hold resources on a node.
-pub fn requested_sum<'a>(pods: impl IntoIterator<Item = &'a Pod>, cache: &mut RequestCache) -> ResourceAmounts {
+pub fn requested_sum<'a>(
+    pods: impl IntoIterator<Item = &'a Pod>,
+    cache: &mut RequestCache,
+) -> ResourceAmounts {
     let mut total = ResourceAmounts::default();
     for pod in pods.into_iter().filter(|p| holds_resources(p)) {
         for (name, amount) in cache.get(pod).0 {
@@ -89,7 +95,16 @@ pub fn to_quantity_text(amounts: &ResourceAmounts) -> BTreeMap<String, String> {
     amounts
         .0
         .iter()
-        .map(|(name, n)| (name.clone(), if name == "cpu" { format!("{n}m") } else { n.to_string() }))
+        .map(|(name, n)| {
+            (
+                name.clone(),
+                if name == "cpu" {
+                    format!("{n}m")
+                } else {
+                    n.to_string()
+                },
+            )
+        })
         .collect()
 }
 
@@ -111,7 +126,12 @@ pub fn labels_the_worker_reads(config: &Config) -> Vec<String> {
 /// Utilisation of a node from a NodeMetrics sample: the busier of CPU and memory, as a fraction
 /// of allocatable (a node short of either is hot for a latency-critical pod). `None` when the
 /// sample is older than `max_age_ms` or allocatable is unknown.
-pub fn utilisation(usage: &NodeUsage, allocatable: &ResourceAmounts, now_ms: u64, max_age_ms: u64) -> Option<UtilisationSample> {
+pub fn utilisation(
+    usage: &NodeUsage,
+    allocatable: &ResourceAmounts,
+    now_ms: u64,
+    max_age_ms: u64,
+) -> Option<UtilisationSample> {
     if now_ms.saturating_sub(usage.at_ms) > max_age_ms {
         return None;
     }
@@ -123,14 +143,27 @@ pub fn utilisation(usage: &NodeUsage, allocatable: &ResourceAmounts, now_ms: u64
         (Some(v), None) | (None, Some(v)) => v,
         (None, None) => return None,
     };
-    Some(UtilisationSample { at_ms: usage.at_ms, value: value.clamp(0.0, 1.0) })
+    Some(UtilisationSample {
+        at_ms: usage.at_ms,
+        value: value.clamp(0.0, 1.0),
+    })
 }
 
 /// Parsed allocatable of a node (`cpu` milli, the rest units); unreadable entries are skipped.
 pub fn allocatable(node: &Node) -> ResourceAmounts {
     let mut out = ResourceAmounts::default();
-    for (name, q) in node.status.as_ref().and_then(|s| s.allocatable.as_ref()).into_iter().flatten() {
-        let parsed = if name == "cpu" { quantity::parse_milli(&q.0) } else { quantity::parse_value(&q.0) };
+    for (name, q) in node
+        .status
+        .as_ref()
+        .and_then(|s| s.allocatable.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let parsed = if name == "cpu" {
+            quantity::parse_milli(&q.0)
+        } else {
+            quantity::parse_value(&q.0)
+        };
         if let Ok(v) = parsed {
             out.0.insert(name.clone(), v);
         }
@@ -153,8 +186,11 @@ pub struct FactsInput<'a> {
 pub fn node_report(input: FactsInput<'_>) -> NodeReport {
     let node = input.node;
     let all_labels = node.metadata.labels.clone().unwrap_or_default();
-    let labels: BTreeMap<String, String> =
-        all_labels.iter().filter(|(k, _)| input.label_keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let labels: BTreeMap<String, String> = all_labels
+        .iter()
+        .filter(|(k, _)| input.label_keys.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let allocatable_text: BTreeMap<String, String> = node
         .status
         .as_ref()
@@ -167,7 +203,14 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         .filter(|v| v.is_finite() && *v >= 0.0);
     let utilisation = input
         .usage
-        .and_then(|u| utilisation(u, &allocatable(node), input.now_ms, input.metrics_max_age_ms))
+        .and_then(|u| {
+            utilisation(
+                u,
+                &allocatable(node),
+                input.now_ms,
+                input.metrics_max_age_ms,
+            )
+        })
         .into_iter()
         .collect();
     NodeReport {
@@ -254,15 +297,32 @@ mod tests {
 
     #[test]
     fn utilisation_is_the_busier_resource_and_stale_samples_are_dropped() {
-        let alloc = ResourceAmounts(BTreeMap::from([("cpu".into(), 8_000), ("memory".into(), 16 << 30)]));
-        let u = NodeUsage { at_ms: 10_000, cpu_milli: 2_000, memory_bytes: 12 << 30 };
+        let alloc = ResourceAmounts(BTreeMap::from([
+            ("cpu".into(), 8_000),
+            ("memory".into(), 16 << 30),
+        ]));
+        let u = NodeUsage {
+            at_ms: 10_000,
+            cpu_milli: 2_000,
+            memory_bytes: 12 << 30,
+        };
         let s = utilisation(&u, &alloc, 20_000, 60_000).unwrap();
         assert_eq!(s.at_ms, 10_000);
         assert!((s.value - 0.75).abs() < 1e-12);
         assert_eq!(utilisation(&u, &alloc, 80_001, 60_000), None);
-        let over = NodeUsage { at_ms: 10_000, cpu_milli: 9_000, memory_bytes: 0 };
-        assert_eq!(utilisation(&over, &alloc, 10_000, 60_000).unwrap().value, 1.0);
-        assert_eq!(utilisation(&u, &ResourceAmounts::default(), 10_000, 60_000), None);
+        let over = NodeUsage {
+            at_ms: 10_000,
+            cpu_milli: 9_000,
+            memory_bytes: 0,
+        };
+        assert_eq!(
+            utilisation(&over, &alloc, 10_000, 60_000).unwrap().value,
+            1.0
+        );
+        assert_eq!(
+            utilisation(&u, &ResourceAmounts::default(), 10_000, 60_000),
+            None
+        );
     }
 
     #[test]
@@ -285,7 +345,14 @@ mod tests {
             metrics_max_age_ms: 60_000,
             now_ms: 5,
         });
-        assert_eq!(r.labels.keys().collect::<Vec<_>>(), ["aco/gpu-type", "aco/latency-us", "karpenter.sh/capacity-type"]);
+        assert_eq!(
+            r.labels.keys().collect::<Vec<_>>(),
+            [
+                "aco/gpu-type",
+                "aco/latency-us",
+                "karpenter.sh/capacity-type"
+            ]
+        );
         assert_eq!(r.latency_us, Some(250.0));
         assert_eq!(r.allocatable["memory"], "16Gi");
         assert_eq!(r.requested["cpu"], "1500m");

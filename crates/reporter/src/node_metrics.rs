@@ -25,8 +25,16 @@ pub fn parse(data: &serde_json::Value) -> Option<NodeUsage> {
     let at_ms = parse_rfc3339_ms(data.get("timestamp")?.as_str()?)?;
     let usage = data.get("usage")?;
     let cpu_milli = quantity::parse_milli(usage.get("cpu")?.as_str()?).ok()?;
-    let memory_bytes = usage.get("memory").and_then(|m| m.as_str()).and_then(|m| quantity::parse_value(m).ok()).unwrap_or(0);
-    Some(NodeUsage { at_ms, cpu_milli, memory_bytes })
+    let memory_bytes = usage
+        .get("memory")
+        .and_then(|m| m.as_str())
+        .and_then(|m| quantity::parse_value(m).ok())
+        .unwrap_or(0);
+    Some(NodeUsage {
+        at_ms,
+        cpu_milli,
+        memory_bytes,
+    })
 }
 
 /// Latest usage by node name. An error means the API is absent or failing: the caller sends no

@@ -20,7 +20,13 @@ pub struct OpsState {
 }
 
 async fn metrics(State(s): State<OpsState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], s.telemetry.render())
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.telemetry.render(),
+    )
 }
 
 async fn readyz(State(s): State<OpsState>) -> impl IntoResponse {
@@ -31,7 +37,11 @@ async fn readyz(State(s): State<OpsState>) -> impl IntoResponse {
     }
 }
 
-pub async fn serve(addr: SocketAddr, state: OpsState, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn serve(
+    addr: SocketAddr,
+    state: OpsState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/livez", get(|| async { "ok" }))
@@ -39,6 +49,8 @@ pub async fn serve(addr: SocketAddr, state: OpsState, shutdown: impl std::future
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "ops server listening");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
     Ok(())
 }

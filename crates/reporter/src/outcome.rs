@@ -50,23 +50,38 @@ pub struct OutcomeRules {
 
 impl Default for OutcomeRules {
     fn default() -> Self {
-        OutcomeRules { max_restarts: 3, healthy_after_ms: 10 * 60 * 1000 }
+        OutcomeRules {
+            max_restarts: 3,
+            healthy_after_ms: 10 * 60 * 1000,
+        }
     }
 }
 
 fn all_containers(status: &PodStatus) -> impl Iterator<Item = &ContainerStatus> {
-    status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten())
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
 }
 
 fn terminated_badly(c: &ContainerStatus) -> Option<String> {
     let states = [c.state.as_ref(), c.last_state.as_ref()];
-    for t in states.into_iter().flatten().filter_map(|s| s.terminated.as_ref()) {
+    for t in states
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.terminated.as_ref())
+    {
         let reason = t.reason.clone().unwrap_or_default();
         if reason == "OOMKilled" {
             return Some(reason);
         }
         if t.exit_code != 0 {
-            let reason = if reason.is_empty() { "Error".to_string() } else { reason };
+            let reason = if reason.is_empty() {
+                "Error".to_string()
+            } else {
+                reason
+            };
             return Some(format!("{reason} (exit {})", t.exit_code));
         }
     }
@@ -76,8 +91,15 @@ fn terminated_badly(c: &ContainerStatus) -> Option<String> {
 pub fn classify(pod: &Pod, now_ms: u64, rules: &OutcomeRules) -> Option<Fate> {
     let status = pod.status.as_ref()?;
     let conditions = status.conditions.as_deref().unwrap_or_default();
-    if let Some(c) = conditions.iter().find(|c| c.type_ == "DisruptionTarget" && c.status == "True") {
-        return Some(Fate::Failed(c.reason.clone().unwrap_or_else(|| "DisruptionTarget".into())));
+    if let Some(c) = conditions
+        .iter()
+        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    {
+        return Some(Fate::Failed(
+            c.reason
+                .clone()
+                .unwrap_or_else(|| "DisruptionTarget".into()),
+        ));
     }
     if status.reason.as_deref() == Some("Evicted") {
         return Some(Fate::Failed("Evicted".into()));
@@ -87,7 +109,11 @@ pub fn classify(pod: &Pod, now_ms: u64, rules: &OutcomeRules) -> Option<Fate> {
         return Some(Fate::Failed(reason));
     }
     match status.phase.as_deref() {
-        Some("Failed") => return Some(Fate::Failed(status.reason.clone().unwrap_or_else(|| "Failed".into()))),
+        Some("Failed") => {
+            return Some(Fate::Failed(
+                status.reason.clone().unwrap_or_else(|| "Failed".into()),
+            ))
+        }
         Some("Succeeded") => return Some(Fate::Succeeded),
         _ => {}
     }
@@ -143,14 +169,20 @@ mod tests {
                 "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
                     "startedAt": "2026-12-01T10:01:00Z", "finishedAt": "2026-12-01T10:04:59Z"}}}]
         }));
-        assert_eq!(classify(&p, now(), &OutcomeRules::default()), Some(Fate::Failed("OOMKilled".into())));
+        assert_eq!(
+            classify(&p, now(), &OutcomeRules::default()),
+            Some(Fate::Failed("OOMKilled".into()))
+        );
     }
 
     #[test]
     fn kubelet_eviction_is_a_failure() {
         let p = pod(json!({"phase": "Failed", "reason": "Evicted",
             "message": "The node was low on resource: memory."}));
-        assert_eq!(classify(&p, now(), &OutcomeRules::default()), Some(Fate::Failed("Evicted".into())));
+        assert_eq!(
+            classify(&p, now(), &OutcomeRules::default()),
+            Some(Fate::Failed("Evicted".into()))
+        );
     }
 
     #[test]
@@ -158,7 +190,10 @@ mod tests {
         let p = pod(json!({"phase": "Running", "conditions": [
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
              "message": "Preempted in order to admit critical pod", "lastTransitionTime": "2026-12-01T10:10:00Z"}]}));
-        assert_eq!(classify(&p, now(), &OutcomeRules::default()), Some(Fate::Failed("PreemptionByScheduler".into())));
+        assert_eq!(
+            classify(&p, now(), &OutcomeRules::default()),
+            Some(Fate::Failed("PreemptionByScheduler".into()))
+        );
         let cleared = pod(json!({"phase": "Running", "conditions": [
             {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}]}));
         assert_eq!(classify(&cleared, now(), &OutcomeRules::default()), None);
@@ -166,41 +201,85 @@ mod tests {
 
     #[test]
     fn error_exit_and_failed_phase() {
-        let p = pod(json!({"phase": "Failed", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
+        let p = pod(
+            json!({"phase": "Failed", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
             "ready": false, "restartCount": 0,
-            "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]}));
-        assert_eq!(classify(&p, now(), &OutcomeRules::default()), Some(Fate::Failed("Error (exit 2)".into())));
+            "state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]}),
+        );
+        assert_eq!(
+            classify(&p, now(), &OutcomeRules::default()),
+            Some(Fate::Failed("Error (exit 2)".into()))
+        );
         let bare = pod(json!({"phase": "Failed"}));
-        assert_eq!(classify(&bare, now(), &OutcomeRules::default()), Some(Fate::Failed("Failed".into())));
+        assert_eq!(
+            classify(&bare, now(), &OutcomeRules::default()),
+            Some(Fate::Failed("Failed".into()))
+        );
     }
 
     #[test]
     fn succeeded_and_healthy() {
-        let done = pod(json!({"phase": "Succeeded", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
-            "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}));
-        assert_eq!(classify(&done, now(), &OutcomeRules::default()), Some(Fate::Succeeded));
+        let done = pod(
+            json!({"phase": "Succeeded", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
+            "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}),
+        );
+        assert_eq!(
+            classify(&done, now(), &OutcomeRules::default()),
+            Some(Fate::Succeeded)
+        );
         let running = |since: &str| {
-            pod(json!({"phase": "Running", "conditions": ready(since), "containerStatuses": [{"name": "app",
-                "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}))
+            pod(
+                json!({"phase": "Running", "conditions": ready(since), "containerStatuses": [{"name": "app",
+                "image": "x", "imageID": "", "ready": true, "restartCount": 0, "state": {"running": {}}}]}),
+            )
         };
-        assert_eq!(classify(&running("2026-12-01T10:20:00Z"), now(), &OutcomeRules::default()), Some(Fate::Healthy));
-        assert_eq!(classify(&running("2026-12-01T10:25:00Z"), now(), &OutcomeRules::default()), None);
+        assert_eq!(
+            classify(
+                &running("2026-12-01T10:20:00Z"),
+                now(),
+                &OutcomeRules::default()
+            ),
+            Some(Fate::Healthy)
+        );
+        assert_eq!(
+            classify(
+                &running("2026-12-01T10:25:00Z"),
+                now(),
+                &OutcomeRules::default()
+            ),
+            None
+        );
     }
 
     #[test]
     fn restarts_above_the_threshold() {
         let p = |n: i32| {
-            pod(json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
+            pod(
+                json!({"phase": "Running", "containerStatuses": [{"name": "app", "image": "x", "imageID": "",
                 "ready": true, "restartCount": n, "state": {"running": {}},
-                "lastState": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}))
+                "lastState": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}),
+            )
         };
         assert_eq!(classify(&p(3), now(), &OutcomeRules::default()), None);
-        assert_eq!(classify(&p(4), now(), &OutcomeRules::default()), Some(Fate::Failed("Restarts (4)".into())));
+        assert_eq!(
+            classify(&p(4), now(), &OutcomeRules::default()),
+            Some(Fate::Failed("Restarts (4)".into()))
+        );
     }
 
     #[test]
     fn pending_pods_have_no_fate_yet() {
-        assert_eq!(classify(&pod(json!({"phase": "Pending"})), now(), &OutcomeRules::default()), None);
-        assert_eq!(classify(&pod(json!(null)), now(), &OutcomeRules::default()), None);
+        assert_eq!(
+            classify(
+                &pod(json!({"phase": "Pending"})),
+                now(),
+                &OutcomeRules::default()
+            ),
+            None
+        );
+        assert_eq!(
+            classify(&pod(json!(null)), now(), &OutcomeRules::default()),
+            None
+        );
     }
 }

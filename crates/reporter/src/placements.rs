@@ -103,7 +103,12 @@ impl Endpoint {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Placement, Kind::Outcome, Kind::Shadow, Kind::ShadowOutcome];
+    pub const ALL: [Kind; 4] = [
+        Kind::Placement,
+        Kind::Outcome,
+        Kind::Shadow,
+        Kind::ShadowOutcome,
+    ];
 
     /// The `kind` label of the reporter's counters.
     pub fn as_str(self) -> &'static str {
@@ -163,13 +168,30 @@ pub enum Skip {
     Tenant(String),
 }
 
-pub fn bound_pod(pod: &Pod, schedulers: &Schedulers<'_>, config: &Config) -> Result<BoundPod, Skip> {
+pub fn bound_pod(
+    pod: &Pod,
+    schedulers: &Schedulers<'_>,
+    config: &Config,
+) -> Result<BoundPod, Skip> {
     let spec = pod.spec.as_ref().ok_or(Skip::NotOurs)?;
     // The API server defaults an empty schedulerName to the default scheduler.
-    let scheduler = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()).unwrap_or("default-scheduler");
+    let scheduler = spec
+        .scheduler_name
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default-scheduler");
     let role = schedulers.role(scheduler).ok_or(Skip::NotOurs)?;
-    let node = spec.node_name.clone().filter(|n| !n.is_empty()).ok_or(Skip::NotBound)?;
-    let uid = pod.metadata.uid.clone().filter(|u| !u.is_empty()).ok_or(Skip::NoUid)?;
+    let node = spec
+        .node_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .ok_or(Skip::NotBound)?;
+    let uid = pod
+        .metadata
+        .uid
+        .clone()
+        .filter(|u| !u.is_empty())
+        .ok_or(Skip::NoUid)?;
     let view = PodView {
         metadata: aco_core::k8s::PodMeta {
             name: pod.metadata.name.clone().unwrap_or_default(),
@@ -185,7 +207,10 @@ pub fn bound_pod(pod: &Pod, schedulers: &Schedulers<'_>, config: &Config) -> Res
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled" && c.status == "True"))
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
+        })
         .and_then(|c| c.last_transition_time.as_ref())
         .map(ms);
     let created = pod.metadata.creation_timestamp.as_ref().map(ms);
@@ -227,7 +252,14 @@ impl Ledger {
     /// What to queue now for `pod`, given what was queued or acknowledged before. `None` when the
     /// pod owes nothing new. A placement whose fate is already known carries its outcome.
     /// `object` is the pod itself: a shadow report carries it (slimmed for the wire).
-    pub fn plan(&mut self, pod: &BoundPod, object: &Pod, fate: Option<&Fate>, now_ms: u64, windows: &Windows) -> Option<Item> {
+    pub fn plan(
+        &mut self,
+        pod: &BoundPod,
+        object: &Pod,
+        fate: Option<&Fate>,
+        now_ms: u64,
+        windows: &Windows,
+    ) -> Option<Item> {
         let age = now_ms.saturating_sub(pod.bound_at_ms);
         let owed = self.owed.entry(pod.uid.clone()).or_default();
         let report = |outcome: Option<&Fate>| PlacementReport {
@@ -251,7 +283,11 @@ impl Ledger {
         }
         let placement_settled = owed.placement_done || age > windows.placement_ms;
         if let Some(f) = fate {
-            if placement_settled && !owed.outcome_queued && !owed.outcome_done && age <= windows.outcome_ms {
+            if placement_settled
+                && !owed.outcome_queued
+                && !owed.outcome_done
+                && age <= windows.outcome_ms
+            {
                 owed.outcome_queued = true;
                 return Some(item(Kind::outcome(pod.role), Some(f)));
             }
@@ -291,7 +327,8 @@ impl Ledger {
 
     /// Forgets pods that are gone, unless something for them is still in the queue.
     pub fn retain(&mut self, alive: &HashSet<String>) {
-        self.owed.retain(|uid, o| alive.contains(uid) || o.placement_queued || o.outcome_queued);
+        self.owed
+            .retain(|uid, o| alive.contains(uid) || o.placement_queued || o.outcome_queued);
     }
 
     pub fn len(&self) -> usize {
@@ -312,20 +349,31 @@ pub struct ScanRules<'a> {
 }
 
 /// Plans the reports owed for every pod in `pods` (the reflector's store), in a stable order.
-pub fn scan<'a>(ledger: &mut Ledger, pods: impl IntoIterator<Item = &'a Pod>, rules: &ScanRules<'_>, now_ms: u64) -> (Vec<Item>, HashSet<String>) {
+pub fn scan<'a>(
+    ledger: &mut Ledger,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    rules: &ScanRules<'_>,
+    now_ms: u64,
+) -> (Vec<Item>, HashSet<String>) {
     let mut items = Vec::new();
     let mut alive = HashSet::new();
     for pod in pods {
         if let Some(uid) = &pod.metadata.uid {
             alive.insert(uid.clone());
         }
-        let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else { continue };
+        let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else {
+            continue;
+        };
         let fate = classify(pod, now_ms, &rules.outcome_rules);
         if let Some(item) = ledger.plan(&bound, pod, fate.as_ref(), now_ms, &rules.windows) {
             items.push(item);
         }
     }
-    items.sort_by(|a, b| a.bound_at_ms.cmp(&b.bound_at_ms).then_with(|| a.report.pod_uid.cmp(&b.report.pod_uid)));
+    items.sort_by(|a, b| {
+        a.bound_at_ms
+            .cmp(&b.bound_at_ms)
+            .then_with(|| a.report.pod_uid.cmp(&b.report.pod_uid))
+    });
     (items, alive)
 }
 
@@ -335,17 +383,29 @@ mod tests {
     use serde_json::json;
 
     const HOUR: u64 = 3_600_000;
-    const WINDOWS: Windows = Windows { placement_ms: HOUR, outcome_ms: 6 * HOUR };
+    const WINDOWS: Windows = Windows {
+        placement_ms: HOUR,
+        outcome_ms: 6 * HOUR,
+    };
 
     fn schedulers() -> Vec<String> {
         vec!["aco-scheduler".into()]
     }
 
     fn ours(s: &[String]) -> Schedulers<'_> {
-        Schedulers { ours: s, shadow: &[] }
+        Schedulers {
+            ours: s,
+            shadow: &[],
+        }
     }
 
-    fn pod(uid: &str, scheduler: &str, node: Option<&str>, labels: serde_json::Value, phase: &str) -> Pod {
+    fn pod(
+        uid: &str,
+        scheduler: &str,
+        node: Option<&str>,
+        labels: serde_json::Value,
+        phase: &str,
+    ) -> Pod {
         serde_json::from_value(json!({
             "metadata": {"name": format!("p-{uid}"), "namespace": "team-a", "uid": uid, "labels": labels,
                          "creationTimestamp": "1970-01-01T00:00:01Z"},
@@ -361,19 +421,50 @@ mod tests {
         let c = Config::default();
         let s = schedulers();
         let s = ours(&s);
-        let p = pod("u1", "aco-scheduler", Some("n1"), json!({"scheduling.aco/tenant-id": "ml"}), "Running");
+        let p = pod(
+            "u1",
+            "aco-scheduler",
+            Some("n1"),
+            json!({"scheduling.aco/tenant-id": "ml"}),
+            "Running",
+        );
         let b = bound_pod(&p, &s, &c).unwrap();
-        assert_eq!((b.tenant.as_str(), b.node.as_str(), b.bound_at_ms), ("ml", "n1", 2_000));
+        assert_eq!(
+            (b.tenant.as_str(), b.node.as_str(), b.bound_at_ms),
+            ("ml", "n1", 2_000)
+        );
         let ns = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running");
         assert_eq!(bound_pod(&ns, &s, &c).unwrap().tenant, "team-a");
-        assert_eq!(bound_pod(&pod("u3", "default-scheduler", Some("n1"), json!({}), "Running"), &s, &c), Err(Skip::NotOurs));
-        assert_eq!(bound_pod(&pod("u4", "aco-scheduler", None, json!({}), "Pending"), &s, &c), Err(Skip::NotBound));
-        let strict = Config { tenant_source: aco_core::config::TenantSource::Label, ..Config::default() };
+        assert_eq!(
+            bound_pod(
+                &pod("u3", "default-scheduler", Some("n1"), json!({}), "Running"),
+                &s,
+                &c
+            ),
+            Err(Skip::NotOurs)
+        );
+        assert_eq!(
+            bound_pod(
+                &pod("u4", "aco-scheduler", None, json!({}), "Pending"),
+                &s,
+                &c
+            ),
+            Err(Skip::NotBound)
+        );
+        let strict = Config {
+            tenant_source: aco_core::config::TenantSource::Label,
+            ..Config::default()
+        };
         assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
     }
 
     fn rules<'a>(config: &'a Config, schedulers: &'a [String]) -> ScanRules<'a> {
-        ScanRules { schedulers: ours(schedulers), config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
+        ScanRules {
+            schedulers: ours(schedulers),
+            config,
+            outcome_rules: OutcomeRules::default(),
+            windows: WINDOWS,
+        }
     }
 
     #[test]
@@ -384,7 +475,10 @@ mod tests {
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
         let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
         assert_eq!(items.len(), 1);
-        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Placement, None));
+        assert_eq!(
+            (items[0].kind, items[0].report.outcome),
+            (Kind::Placement, None)
+        );
         // Queued, not yet acknowledged: nothing new.
         assert!(scan(&mut ledger, [&running], &r, 11_000).0.is_empty());
         ledger.settle(&items[0]);
@@ -406,7 +500,10 @@ mod tests {
         let mut ledger = Ledger::default();
         let done = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Succeeded");
         let (items, _) = scan(&mut ledger, [&done], &r, 10_000);
-        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Placement, Some(outcome_label(true))));
+        assert_eq!(
+            (items[0].kind, items[0].report.outcome),
+            (Kind::Placement, Some(outcome_label(true)))
+        );
         ledger.settle(&items[0]);
         assert!(scan(&mut ledger, [&done], &r, 11_000).0.is_empty());
     }
@@ -435,9 +532,16 @@ mod tests {
         let mut later = Ledger::default();
         let (items, _) = scan(&mut later, [&running, &failed], &r, 2 * HOUR);
         assert_eq!(items.len(), 1);
-        assert_eq!((items[0].kind, items[0].report.pod_uid.as_str()), (Kind::Outcome, "u2"));
+        assert_eq!(
+            (items[0].kind, items[0].report.pod_uid.as_str()),
+            (Kind::Outcome, "u2")
+        );
         // Past the outcome window: nothing.
-        assert!(scan(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR).0.is_empty());
+        assert!(
+            scan(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR)
+                .0
+                .is_empty()
+        );
     }
 
     #[test]
@@ -453,22 +557,69 @@ mod tests {
         assert_eq!(ledger.len(), 1, "b is still queued");
     }
 
-    fn shadow_rules<'a>(config: &'a Config, ours: &'a [String], shadow: &'a [String]) -> ScanRules<'a> {
-        ScanRules { schedulers: Schedulers { ours, shadow }, config, outcome_rules: OutcomeRules::default(), windows: WINDOWS }
+    fn shadow_rules<'a>(
+        config: &'a Config,
+        ours: &'a [String],
+        shadow: &'a [String],
+    ) -> ScanRules<'a> {
+        ScanRules {
+            schedulers: Schedulers { ours, shadow },
+            config,
+            outcome_rules: OutcomeRules::default(),
+            windows: WINDOWS,
+        }
     }
 
     #[test]
     fn shadow_pods_are_bound_pods_of_the_shadow_schedulers_and_not_of_ours() {
         let c = Config::default();
-        let (o, sh) = (schedulers(), vec!["default-scheduler".to_string(), "aco-scheduler".to_string()]);
-        let s = Schedulers { ours: &o, shadow: &sh };
-        let default = pod("u1", "default-scheduler", Some("n1"), json!({"scheduling.aco/tenant-id": "ml"}), "Running");
+        let (o, sh) = (
+            schedulers(),
+            vec!["default-scheduler".to_string(), "aco-scheduler".to_string()],
+        );
+        let s = Schedulers {
+            ours: &o,
+            shadow: &sh,
+        };
+        let default = pod(
+            "u1",
+            "default-scheduler",
+            Some("n1"),
+            json!({"scheduling.aco/tenant-id": "ml"}),
+            "Running",
+        );
         let b = bound_pod(&default, &s, &c).unwrap();
-        assert_eq!((b.role, b.tenant.as_str(), b.node.as_str()), (Role::Shadow, "ml", "n1"));
+        assert_eq!(
+            (b.role, b.tenant.as_str(), b.node.as_str()),
+            (Role::Shadow, "ml", "n1")
+        );
         // A name in both lists is ours: its placements teach the colony.
-        assert_eq!(bound_pod(&pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running"), &s, &c).unwrap().role, Role::Ours);
-        assert_eq!(bound_pod(&pod("u3", "other", Some("n1"), json!({}), "Running"), &s, &c), Err(Skip::NotOurs));
-        assert_eq!(bound_pod(&pod("u4", "default-scheduler", None, json!({}), "Pending"), &s, &c), Err(Skip::NotBound));
+        assert_eq!(
+            bound_pod(
+                &pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running"),
+                &s,
+                &c
+            )
+            .unwrap()
+            .role,
+            Role::Ours
+        );
+        assert_eq!(
+            bound_pod(
+                &pod("u3", "other", Some("n1"), json!({}), "Running"),
+                &s,
+                &c
+            ),
+            Err(Skip::NotOurs)
+        );
+        assert_eq!(
+            bound_pod(
+                &pod("u4", "default-scheduler", None, json!({}), "Pending"),
+                &s,
+                &c
+            ),
+            Err(Skip::NotBound)
+        );
         // No schedulerName (or an empty one) is the default scheduler, as the API server has it.
         let mut unnamed = default.clone();
         unnamed.spec.as_mut().unwrap().scheduler_name = None;
@@ -477,9 +628,15 @@ mod tests {
         assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
         // Shadow mode off (the default): nothing of another scheduler is reported.
         assert_eq!(bound_pod(&default, &ours(&o), &c), Err(Skip::NotOurs));
-        let strict = Config { tenant_source: aco_core::config::TenantSource::Label, ..Config::default() };
+        let strict = Config {
+            tenant_source: aco_core::config::TenantSource::Label,
+            ..Config::default()
+        };
         let unlabelled = pod("u5", "default-scheduler", Some("n1"), json!({}), "Running");
-        assert!(matches!(bound_pod(&unlabelled, &s, &strict), Err(Skip::Tenant(_))));
+        assert!(matches!(
+            bound_pod(&unlabelled, &s, &strict),
+            Err(Skip::Tenant(_))
+        ));
     }
 
     #[test]
@@ -494,12 +651,26 @@ mod tests {
         assert_eq!(items.len(), 2);
         let shadow = items.iter().find(|i| i.kind == Kind::Shadow).unwrap();
         let placement = items.iter().find(|i| i.kind == Kind::Placement).unwrap();
-        assert_eq!((shadow.kind.endpoint(), placement.kind.endpoint()), (Endpoint::Shadow, Endpoint::Placements));
-        assert!(placement.pod.is_none(), "a placement of ours does not carry the pod");
+        assert_eq!(
+            (shadow.kind.endpoint(), placement.kind.endpoint()),
+            (Endpoint::Shadow, Endpoint::Placements)
+        );
+        assert!(
+            placement.pod.is_none(),
+            "a placement of ours does not carry the pod"
+        );
         let carried = shadow.pod.as_deref().unwrap();
         assert_eq!(carried, &crate::slim::wire_pod(&running));
-        assert_eq!((shadow.report.node.as_str(), shadow.report.outcome), ("n2", None));
-        assert!(scan(&mut ledger, [&running, &mine], &r, 11_000).0.is_empty(), "queued: nothing new");
+        assert_eq!(
+            (shadow.report.node.as_str(), shadow.report.outcome),
+            ("n2", None)
+        );
+        assert!(
+            scan(&mut ledger, [&running, &mine], &r, 11_000)
+                .0
+                .is_empty(),
+            "queued: nothing new"
+        );
         for i in &items {
             ledger.settle(i);
         }
@@ -509,7 +680,10 @@ mod tests {
         let failed = pod("s1", "default-scheduler", Some("n2"), json!({}), "Failed");
         let (items, _) = scan(&mut ledger, [&failed], &r, 13_000);
         assert_eq!(items.len(), 1);
-        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::ShadowOutcome, Some(outcome_label(false))));
+        assert_eq!(
+            (items[0].kind, items[0].report.outcome),
+            (Kind::ShadowOutcome, Some(outcome_label(false)))
+        );
         assert_eq!(items[0].kind.endpoint(), Endpoint::Shadow);
         assert!(items[0].pod.is_some());
         ledger.unqueue(&items[0]);
@@ -520,10 +694,15 @@ mod tests {
 
         // A restarted reporter owes the recent shadow pod again (the Worker counts a duplicate).
         let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 16_000);
-        assert_eq!((items[0].kind, items[0].report.outcome), (Kind::Shadow, Some(outcome_label(false))));
+        assert_eq!(
+            (items[0].kind, items[0].report.outcome),
+            (Kind::Shadow, Some(outcome_label(false)))
+        );
         // Two hours later only its outcome; past the outcome window nothing.
         let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 2 * HOUR);
         assert_eq!(items[0].kind, Kind::ShadowOutcome);
-        assert!(scan(&mut Ledger::default(), [&failed], &r, 7 * HOUR).0.is_empty());
+        assert!(scan(&mut Ledger::default(), [&failed], &r, 7 * HOUR)
+            .0
+            .is_empty());
     }
 }

@@ -22,7 +22,9 @@ use crate::config::Args;
 use crate::delivery::{disposition, Backoff, Disposition, Queue};
 use crate::gpu_share::gpu_free_milli;
 use crate::leader::Leadership;
-use crate::node_facts::{self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache};
+use crate::node_facts::{
+    self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache,
+};
 use crate::ops_server::{self, OpsState};
 use crate::outcome::OutcomeRules;
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
@@ -31,7 +33,10 @@ use crate::wire::{NodesBatch, PlacementsBatch, ShadowBatch, ShadowReport};
 use crate::worker_client::WorkerClient;
 
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Placement/outcome reports owed and queued; one lock, never held across an await.
@@ -80,10 +85,13 @@ impl Shared {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     args.validate()?;
-    let config = Config::from_vars(|k| std::env::var(k).ok()).map_err(|e| anyhow::anyhow!("Worker settings from the environment: {e}"))?;
+    let config = Config::from_vars(|k| std::env::var(k).ok())
+        .map_err(|e| anyhow::anyhow!("Worker settings from the environment: {e}"))?;
     let token = args.admin_token()?;
     let ca = match &args.ca_file {
-        Some(p) => Some(std::fs::read(p).map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", p.display()))?),
+        Some(p) => {
+            Some(std::fs::read(p).map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", p.display()))?)
+        }
         None => None,
     };
     let worker = WorkerClient::new(&args.worker_url, token, ca.as_deref(), args.request_timeout)?;
@@ -99,7 +107,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     });
 
     let ops = {
-        let state = OpsState { telemetry: telemetry.clone(), ready: ready.clone() };
+        let state = OpsState {
+            telemetry: telemetry.clone(),
+            ready: ready.clone(),
+        };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
         tokio::spawn(async move {
@@ -121,23 +132,37 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .modify(crate::slim::node)
         .reflect(node_writer);
     let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
-    let pod_events = watcher(Api::<Pod>::all(client.clone()), watcher::Config::default().fields("spec.nodeName!="))
-        .default_backoff()
-        .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
-        .reflect(pod_writer);
+    let pod_events = watcher(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default().fields("spec.nodeName!="),
+    )
+    .default_backoff()
+    .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
+    .reflect(pod_writer);
 
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "aco-reporter".into());
         format!("{host}-{:08x}", rand::rng().random::<u32>())
     });
     let leadership = if args.leader_elect {
-        Leadership::elect(client.clone(), &args.lease_namespace, &args.lease_name, &identity, args.lease_duration, args.lease_grace).await?
+        Leadership::elect(
+            client.clone(),
+            &args.lease_namespace,
+            &args.lease_name,
+            &identity,
+            args.lease_duration,
+            args.lease_grace,
+        )
+        .await?
     } else {
         Leadership::always()
     };
 
     let shared = Arc::new(Shared {
-        reports: Mutex::new(Reports { ledger: Ledger::default(), queue: Queue::new(args.queue_capacity) }),
+        reports: Mutex::new(Reports {
+            ledger: Ledger::default(),
+            queue: Queue::new(args.queue_capacity),
+        }),
         args,
         config,
         client,
@@ -158,7 +183,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let mut events = std::pin::pin!(node_events);
         while let Some(event) = events.next().await {
             if let Err(e) = event {
-                s.telemetry.watch_errors.get_or_create(&Telemetry::kind("nodes")).inc();
+                s.telemetry
+                    .watch_errors
+                    .get_or_create(&Telemetry::kind("nodes"))
+                    .inc();
                 tracing::warn!(error = %e, "node watch error (resuming)");
             }
         }
@@ -169,7 +197,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         while let Some(event) = events.next().await {
             match event {
                 Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
-                    s.dirty.lock().unwrap_or_else(|e| e.into_inner()).insert(ObjectRef::from_obj(&pod));
+                    s.dirty
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(ObjectRef::from_obj(&pod));
                     s.pod_changed.notify_one();
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -178,7 +209,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    s.telemetry.watch_errors.get_or_create(&Telemetry::kind("pods")).inc();
+                    s.telemetry
+                        .watch_errors
+                        .get_or_create(&Telemetry::kind("pods"))
+                        .inc();
                     tracing::warn!(error = %e, "pod watch error (resuming)");
                 }
             }
@@ -193,7 +227,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     ready.store(true, Ordering::Relaxed);
-    tracing::info!(nodes = shared.nodes.state().len(), pods = shared.pods.state().len(), identity, "caches synced");
+    tracing::info!(
+        nodes = shared.nodes.state().len(),
+        pods = shared.pods.state().len(),
+        identity,
+        "caches synced"
+    );
 
     let s = shared.clone();
     let leader_gauge = tokio::spawn(async move {
@@ -231,10 +270,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return std::future::pending().await,
+            };
         tokio::select! {
             _ = term.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
@@ -280,7 +320,9 @@ async fn push_nodes(s: Arc<Shared>) {
         };
         let now = now_ms();
         let reports = build_reports(&s, &usage, &label_keys, &mut cache, now);
-        let Some(push) = acked.diff(reports, now, s.args.full_refresh.as_millis() as u64) else { continue };
+        let Some(push) = acked.diff(reports, now, s.args.full_refresh.as_millis() as u64) else {
+            continue;
+        };
         send_push(&s, push, &mut acked, now).await;
     }
 }
@@ -309,7 +351,9 @@ fn build_reports(
     let max_age = s.args.metrics_max_age.as_millis() as u64;
     let mut reports = Vec::new();
     for node in s.nodes.state() {
-        let Some(name) = node.metadata.name.as_deref() else { continue };
+        let Some(name) = node.metadata.name.as_deref() else {
+            continue;
+        };
         let on_node = by_node.get(name).map(Vec::as_slice).unwrap_or_default();
         let requested = node_facts::requested_sum(on_node.iter().copied(), cache);
         let sample = usage.get(name);
@@ -337,23 +381,52 @@ fn build_reports(
 async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
     let Push { batch, full } = push;
     let mut deleted = batch.deleted;
-    let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch.nodes.chunks(s.args.node_batch_size).map(<[_]>::to_vec).collect();
+    let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch
+        .nodes
+        .chunks(s.args.node_batch_size)
+        .map(<[_]>::to_vec)
+        .collect();
     if chunks.is_empty() {
         chunks.push(Vec::new());
     }
     let last = chunks.len() - 1;
     for (i, nodes) in chunks.into_iter().enumerate() {
-        let chunk = Push { batch: NodesBatch { nodes, deleted: std::mem::take(&mut deleted) }, full: full && i == last };
-        let answer = s.worker.send(reqwest::Method::PUT, "/v1/nodes", &chunk.batch).await;
+        let chunk = Push {
+            batch: NodesBatch {
+                nodes,
+                deleted: std::mem::take(&mut deleted),
+            },
+            full: full && i == last,
+        };
+        let answer = s
+            .worker
+            .send(reqwest::Method::PUT, "/v1/nodes", &chunk.batch)
+            .await;
         let kind = Telemetry::kind("nodes");
         s.telemetry.requests.get_or_create(&kind).inc();
-        s.telemetry.bytes_sent.get_or_create(&kind).inc_by(answer.bytes_sent as u64);
+        s.telemetry
+            .bytes_sent
+            .get_or_create(&kind)
+            .inc_by(answer.bytes_sent as u64);
         if answer.ok() {
             acked.acknowledge(&chunk, now);
-            s.telemetry.sent.get_or_create(&kind).inc_by(chunk.batch.nodes.len() as u64);
-            s.telemetry.deleted_nodes.inc_by(chunk.batch.deleted.len() as u64);
-            s.telemetry.last_success.get_or_create(&kind).set(now as f64 / 1000.0);
-            tracing::debug!(nodes = chunk.batch.nodes.len(), deleted = chunk.batch.deleted.len(), full = chunk.full, "node facts pushed");
+            s.telemetry
+                .sent
+                .get_or_create(&kind)
+                .inc_by(chunk.batch.nodes.len() as u64);
+            s.telemetry
+                .deleted_nodes
+                .inc_by(chunk.batch.deleted.len() as u64);
+            s.telemetry
+                .last_success
+                .get_or_create(&kind)
+                .set(now as f64 / 1000.0);
+            tracing::debug!(
+                nodes = chunk.batch.nodes.len(),
+                deleted = chunk.batch.deleted.len(),
+                full = chunk.full,
+                "node facts pushed"
+            );
         } else {
             s.telemetry.failed.get_or_create(&kind).inc();
             tracing::warn!(status = ?answer.status, body = %answer.body, "node facts push failed; retrying next interval");
@@ -367,13 +440,25 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
 async fn scan_pods(s: Arc<Shared>) {
     let shadow = s.args.shadow_schedulers();
     if !shadow.is_empty() {
-        tracing::info!(?shadow, "shadow mode: pods of these schedulers are reported to /v1/shadow");
+        tracing::info!(
+            ?shadow,
+            "shadow mode: pods of these schedulers are reported to /v1/shadow"
+        );
     }
     let rules = ScanRules {
-        schedulers: Schedulers { ours: &s.args.scheduler_names, shadow: &shadow },
+        schedulers: Schedulers {
+            ours: &s.args.scheduler_names,
+            shadow: &shadow,
+        },
         config: &s.config,
-        outcome_rules: OutcomeRules { max_restarts: s.args.max_restarts, healthy_after_ms: s.args.healthy_after.as_millis() as u64 },
-        windows: Windows { placement_ms: s.config.decision_ttl_ms, outcome_ms: s.args.outcome_window.as_millis() as u64 },
+        outcome_rules: OutcomeRules {
+            max_restarts: s.args.max_restarts,
+            healthy_after_ms: s.args.healthy_after.as_millis() as u64,
+        },
+        windows: Windows {
+            placement_ms: s.config.decision_ttl_ms,
+            outcome_ms: s.args.outcome_window.as_millis() as u64,
+        },
     };
     // The first round is a full scan (relisted starts true).
     let mut last_full = std::time::Instant::now();
@@ -388,8 +473,12 @@ async fn scan_pods(s: Arc<Shared>) {
         if !s.leading() {
             continue;
         }
-        let full = last_full.elapsed() >= s.args.scan_interval || s.relisted.swap(false, Ordering::Relaxed);
-        let dirty: Vec<ObjectRef<Pod>> = std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner())).into_iter().collect();
+        let full = last_full.elapsed() >= s.args.scan_interval
+            || s.relisted.swap(false, Ordering::Relaxed);
+        let dirty: Vec<ObjectRef<Pod>> =
+            std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner()))
+                .into_iter()
+                .collect();
         let pods: Vec<Arc<Pod>> = if full {
             last_full = std::time::Instant::now();
             s.pods.state()
@@ -451,26 +540,53 @@ async fn deliver(s: Arc<Shared>) {
         let endpoint = batch[0].kind.endpoint();
         let answer = match endpoint {
             Endpoint::Placements => {
-                let body = PlacementsBatch { placements: batch.iter().map(|i| i.report.clone()).collect() };
-                s.worker.send(reqwest::Method::POST, endpoint.path(), &body).await
+                let body = PlacementsBatch {
+                    placements: batch.iter().map(|i| i.report.clone()).collect(),
+                };
+                s.worker
+                    .send(reqwest::Method::POST, endpoint.path(), &body)
+                    .await
             }
             Endpoint::Shadow => {
                 // Every shadow item carries its pod (Ledger::plan); an empty one would be refused
                 // by name and dropped, keeping the indexes of the Worker's answer aligned.
                 let none = Pod::default();
-                let placements = batch.iter().map(|i| ShadowReport { placement: &i.report, pod: i.pod.as_deref().unwrap_or(&none) }).collect();
-                s.worker.send(reqwest::Method::POST, endpoint.path(), &ShadowBatch { placements }).await
+                let placements = batch
+                    .iter()
+                    .map(|i| ShadowReport {
+                        placement: &i.report,
+                        pod: i.pod.as_deref().unwrap_or(&none),
+                    })
+                    .collect();
+                s.worker
+                    .send(
+                        reqwest::Method::POST,
+                        endpoint.path(),
+                        &ShadowBatch { placements },
+                    )
+                    .await
             }
         };
-        s.telemetry.requests.get_or_create(&Telemetry::kind(endpoint.as_str())).inc();
+        s.telemetry
+            .requests
+            .get_or_create(&Telemetry::kind(endpoint.as_str()))
+            .inc();
         for kind in Kind::ALL {
             let n = batch.iter().filter(|i| i.kind == kind).count();
             if n > 0 {
                 let share = answer.bytes_sent * n / batch.len();
-                s.telemetry.bytes_sent.get_or_create(&Telemetry::kind(kind.as_str())).inc_by(share as u64);
+                s.telemetry
+                    .bytes_sent
+                    .get_or_create(&Telemetry::kind(kind.as_str()))
+                    .inc_by(share as u64);
             }
         }
-        match disposition(answer.status, answer.retry_after.as_deref(), answer.field.as_deref(), batch.len()) {
+        match disposition(
+            answer.status,
+            answer.retry_after.as_deref(),
+            answer.field.as_deref(),
+            batch.len(),
+        ) {
             Disposition::Acknowledged => {
                 backoff.succeeded();
                 batch_size = s.args.batch_size;
@@ -485,9 +601,14 @@ async fn deliver(s: Arc<Shared>) {
                 for item in &batch {
                     let kind = Telemetry::kind(item.kind.as_str());
                     s.telemetry.sent.get_or_create(&kind).inc();
-                    s.telemetry.last_success.get_or_create(&kind).set(now as f64 / 1000.0);
+                    s.telemetry
+                        .last_success
+                        .get_or_create(&kind)
+                        .set(now as f64 / 1000.0);
                     if item.kind == Kind::Placement {
-                        s.telemetry.bind_to_report_seconds.observe(now.saturating_sub(item.bound_at_ms) as f64 / 1000.0);
+                        s.telemetry
+                            .bind_to_report_seconds
+                            .observe(now.saturating_sub(item.bound_at_ms) as f64 / 1000.0);
                     }
                 }
                 tracing::debug!(items = batch.len(), endpoint = endpoint.path(), answer = %answer.body, "reports delivered");
@@ -505,7 +626,10 @@ async fn deliver(s: Arc<Shared>) {
             Disposition::DropItem(i) => {
                 let mut batch = batch;
                 let refused = batch.remove(i);
-                s.telemetry.rejected.get_or_create(&Telemetry::kind(refused.kind.as_str())).inc();
+                s.telemetry
+                    .rejected
+                    .get_or_create(&Telemetry::kind(refused.kind.as_str()))
+                    .inc();
                 tracing::error!(pod = %refused.report.pod_uid, field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
                 let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
                 r.ledger.settle(&refused);
@@ -528,7 +652,10 @@ fn put_back(s: &Shared, batch: Vec<Item>) {
 fn count_failed(s: &Shared, batch: &[Item]) {
     for kind in Kind::ALL {
         if batch.iter().any(|i| i.kind == kind) {
-            s.telemetry.failed.get_or_create(&Telemetry::kind(kind.as_str())).inc();
+            s.telemetry
+                .failed
+                .get_or_create(&Telemetry::kind(kind.as_str()))
+                .inc();
         }
     }
 }

@@ -47,7 +47,10 @@ pub fn pod(pod: &mut Pod, extra: &[String]) {
     pod.metadata.owner_references = None;
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers.iter_mut().for_each(slim_container);
-        spec.init_containers.iter_mut().flatten().for_each(slim_container);
+        spec.init_containers
+            .iter_mut()
+            .flatten()
+            .for_each(slim_container);
         spec.ephemeral_containers = None;
         spec.volumes = None;
         spec.affinity = None;
@@ -67,7 +70,12 @@ pub fn pod(pod: &mut Pod, extra: &[String]) {
         status.host_ips = None;
         status.ephemeral_container_statuses = None;
         status.resource_claim_statuses = None;
-        for c in status.container_statuses.iter_mut().flatten().chain(status.init_container_statuses.iter_mut().flatten()) {
+        for c in status
+            .container_statuses
+            .iter_mut()
+            .flatten()
+            .chain(status.init_container_statuses.iter_mut().flatten())
+        {
             c.image = String::new();
             c.image_id = String::new();
             c.container_id = None;
@@ -90,7 +98,10 @@ pub fn wire_pod(pod: &Pod) -> Pod {
         };
         PodSpec {
             containers: s.containers.iter().map(slim).collect(),
-            init_containers: s.init_containers.as_ref().map(|cs| cs.iter().map(slim).collect()),
+            init_containers: s
+                .init_containers
+                .as_ref()
+                .map(|cs| cs.iter().map(slim).collect()),
             overhead: s.overhead.clone(),
             node_name: s.node_name.clone(),
             scheduler_name: s.scheduler_name.clone(),
@@ -151,25 +162,50 @@ mod tests {
         let fat = fat_pod();
         let mut slim = fat.clone();
         pod(&mut slim, &[]);
-        assert_eq!(crate::node_facts::pod_requests(&slim).unwrap(), crate::node_facts::pod_requests(&fat).unwrap());
+        assert_eq!(
+            crate::node_facts::pod_requests(&slim).unwrap(),
+            crate::node_facts::pod_requests(&fat).unwrap()
+        );
         let rules = OutcomeRules::default();
-        assert_eq!(classify(&slim, 0, &rules), Some(Fate::Failed("OOMKilled".into())));
+        assert_eq!(
+            classify(&slim, 0, &rules),
+            Some(Fate::Failed("OOMKilled".into()))
+        );
         let config = aco_core::config::Config::default();
         let ours = vec!["aco-scheduler".to_string()];
-        let schedulers = crate::placements::Schedulers { ours: &ours, shadow: &[] };
+        let schedulers = crate::placements::Schedulers {
+            ours: &ours,
+            shadow: &[],
+        };
         assert_eq!(
             crate::placements::bound_pod(&slim, &schedulers, &config),
             crate::placements::bound_pod(&fat, &schedulers, &config)
         );
         let node: Node = serde_json::from_value(json!({"metadata": {"name": "n1", "annotations": {
-            HAMI_NODE_REGISTER: "GPU-a,10,1000,100,T4,0,true:"}}})).unwrap();
-        assert_eq!(crate::gpu_share::gpu_free_milli(&node, &[&slim]), crate::gpu_share::gpu_free_milli(&node, &[&fat]));
+            HAMI_NODE_REGISTER: "GPU-a,10,1000,100,T4,0,true:"}}}))
+        .unwrap();
+        assert_eq!(
+            crate::gpu_share::gpu_free_milli(&node, &[&slim]),
+            crate::gpu_share::gpu_free_milli(&node, &[&fat])
+        );
         // And it is smaller.
         let size = |p: &Pod| serde_json::to_vec(p).unwrap().len();
-        assert!(size(&slim) < size(&fat), "{} vs {}", size(&slim), size(&fat));
+        assert!(
+            size(&slim) < size(&fat),
+            "{} vs {}",
+            size(&slim),
+            size(&fat)
+        );
         let spec = slim.spec.as_ref().unwrap();
-        assert!(spec.volumes.is_none() && spec.containers[0].env.is_none() && spec.containers[0].command.is_none());
-        assert!(slim.metadata.annotations.as_ref().unwrap().len() == 1 && slim.metadata.managed_fields.is_none());
+        assert!(
+            spec.volumes.is_none()
+                && spec.containers[0].env.is_none()
+                && spec.containers[0].command.is_none()
+        );
+        assert!(
+            slim.metadata.annotations.as_ref().unwrap().len() == 1
+                && slim.metadata.managed_fields.is_none()
+        );
     }
 
     #[test]
@@ -179,26 +215,55 @@ mod tests {
         let annotations = fat.metadata.annotations.as_mut().unwrap();
         annotations.insert("scheduling.aco/gpu-models".into(), "V100M16|V100M32".into());
         annotations.insert("scheduling.aco/latency-target-us".into(), "500".into());
-        fat.spec.as_mut().unwrap().overhead = Some([("cpu".to_string(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("100m".into()))].into());
+        fat.spec.as_mut().unwrap().overhead = Some(
+            [(
+                "cpu".to_string(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("100m".into()),
+            )]
+            .into(),
+        );
         // Through the cache (keeping what the Worker reads), then onto the wire.
         let mut cached = fat.clone();
         pod(&mut cached, &annotations_the_worker_reads(&config));
         let wire = serde_json::to_value(wire_pod(&cached)).unwrap();
         let view: aco_core::k8s::PodView = serde_json::from_value(wire.clone()).unwrap();
-        let fat_view: aco_core::k8s::PodView = serde_json::from_value(serde_json::to_value(&fat).unwrap()).unwrap();
+        let fat_view: aco_core::k8s::PodView =
+            serde_json::from_value(serde_json::to_value(&fat).unwrap()).unwrap();
         let demand = aco_core::demand::PodDemand::from_pod(&view, &config).unwrap();
         let fat_demand = aco_core::demand::PodDemand::from_pod(&fat_view, &config).unwrap();
         assert_eq!(demand, fat_demand);
-        assert_eq!(demand.allowed_gpu_models, Some(vec!["V100M16".to_string(), "V100M32".to_string()]));
+        assert_eq!(
+            demand.allowed_gpu_models,
+            Some(vec!["V100M16".to_string(), "V100M32".to_string()])
+        );
         assert_eq!(demand.latency_target_us, Some(500.0));
         assert_eq!(demand.tenant, "ml");
         // Exactly the fields the Worker reads.
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        assert_eq!(keys(&wire["metadata"]), ["annotations", "labels", "name", "namespace", "uid"]);
-        assert_eq!(keys(&wire["spec"]), ["containers", "initContainers", "nodeName", "overhead", "schedulerName"]);
+        assert_eq!(
+            keys(&wire["metadata"]),
+            ["annotations", "labels", "name", "namespace", "uid"]
+        );
+        assert_eq!(
+            keys(&wire["spec"]),
+            [
+                "containers",
+                "initContainers",
+                "nodeName",
+                "overhead",
+                "schedulerName"
+            ]
+        );
         assert!(wire.get("status").is_none());
         assert_eq!(keys(&wire["spec"]["containers"][0]), ["name", "resources"]);
-        assert_eq!(keys(&wire["spec"]["initContainers"][0]), ["name", "resources", "restartPolicy"]);
-        assert_eq!(wire["metadata"]["annotations"].as_object().unwrap().len(), 3, "GPU share, GPU models, latency target");
+        assert_eq!(
+            keys(&wire["spec"]["initContainers"][0]),
+            ["name", "resources", "restartPolicy"]
+        );
+        assert_eq!(
+            wire["metadata"]["annotations"].as_object().unwrap().len(),
+            3,
+            "GPU share, GPU models, latency target"
+        );
     }
 }

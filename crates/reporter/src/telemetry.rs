@@ -58,7 +58,9 @@ impl Telemetry {
             rejected: Family::default(),
             deleted_nodes: Counter::default(),
             queue_depth: Gauge::default(),
-            bind_to_report_seconds: Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0]),
+            bind_to_report_seconds: Histogram::new([
+                0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+            ]),
             last_success: Family::default(),
             metrics_unavailable: Counter::default(),
             stale_samples: Counter::default(),
@@ -69,11 +71,31 @@ impl Telemetry {
             requests: Family::default(),
         };
         let registry = &mut t.registry;
-        registry.register("reports_sent", "Reports the Worker acknowledged, by kind", t.sent.clone());
-        registry.register("reports_failed", "Requests to the Worker that failed and will be retried, by kind", t.failed.clone());
-        registry.register("reports_rejected", "Reports the Worker refused for good (4xx naming them), by kind", t.rejected.clone());
-        registry.register("deleted_nodes_reported", "Deleted nodes the Worker acknowledged forgetting", t.deleted_nodes.clone());
-        registry.register("queue_depth", "Placement and outcome reports waiting for delivery", t.queue_depth.clone());
+        registry.register(
+            "reports_sent",
+            "Reports the Worker acknowledged, by kind",
+            t.sent.clone(),
+        );
+        registry.register(
+            "reports_failed",
+            "Requests to the Worker that failed and will be retried, by kind",
+            t.failed.clone(),
+        );
+        registry.register(
+            "reports_rejected",
+            "Reports the Worker refused for good (4xx naming them), by kind",
+            t.rejected.clone(),
+        );
+        registry.register(
+            "deleted_nodes_reported",
+            "Deleted nodes the Worker acknowledged forgetting",
+            t.deleted_nodes.clone(),
+        );
+        registry.register(
+            "queue_depth",
+            "Placement and outcome reports waiting for delivery",
+            t.queue_depth.clone(),
+        );
         registry.register(
             "bind_to_report_seconds",
             "Time from a pod's binding (PodScheduled) to the Worker acknowledging its placement",
@@ -84,18 +106,48 @@ impl Telemetry {
             "Unix time of the last acknowledged push, by kind",
             t.last_success.clone(),
         );
-        registry.register("node_metrics_unavailable", "NodeMetrics reads that failed (API absent or erroring)", t.metrics_unavailable.clone());
-        registry.register("node_metrics_stale_samples", "NodeMetrics samples too old to send", t.stale_samples.clone());
-        registry.register("skipped_pods", "Pods of our schedulers not reported, by reason", t.skipped_pods.clone());
-        registry.register("watch_errors", "Watch stream errors (the watch resumes with backoff), by resource", t.watch_errors.clone());
-        registry.register("leader", "1 while this replica holds the lease and reports", t.leader.clone());
-        registry.register("request_bytes", "Request body bytes sent to the Worker, by kind", t.bytes_sent.clone());
-        registry.register("requests", "Requests made to the Worker (answered or not), by endpoint kind", t.requests.clone());
+        registry.register(
+            "node_metrics_unavailable",
+            "NodeMetrics reads that failed (API absent or erroring)",
+            t.metrics_unavailable.clone(),
+        );
+        registry.register(
+            "node_metrics_stale_samples",
+            "NodeMetrics samples too old to send",
+            t.stale_samples.clone(),
+        );
+        registry.register(
+            "skipped_pods",
+            "Pods of our schedulers not reported, by reason",
+            t.skipped_pods.clone(),
+        );
+        registry.register(
+            "watch_errors",
+            "Watch stream errors (the watch resumes with backoff), by resource",
+            t.watch_errors.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the lease and reports",
+            t.leader.clone(),
+        );
+        registry.register(
+            "request_bytes",
+            "Request body bytes sent to the Worker, by kind",
+            t.bytes_sent.clone(),
+        );
+        registry.register(
+            "requests",
+            "Requests made to the Worker (answered or not), by endpoint kind",
+            t.requests.clone(),
+        );
         t
     }
 
     pub fn kind(kind: &str) -> KindLabel {
-        KindLabel { kind: kind.to_string() }
+        KindLabel {
+            kind: kind.to_string(),
+        }
     }
 
     pub fn render(&self) -> String {

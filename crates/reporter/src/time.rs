@@ -17,7 +17,10 @@ mod tests {
     #[test]
     fn parses_kubernetes_timestamps() {
         assert_eq!(super::parse_rfc3339_ms("1970-01-01T00:00:01Z"), Some(1_000));
-        assert_eq!(super::parse_rfc3339_ms("2026-12-01T10:00:00.5Z").map(|t| t % 1_000), Some(500));
+        assert_eq!(
+            super::parse_rfc3339_ms("2026-12-01T10:00:00.5Z").map(|t| t % 1_000),
+            Some(500)
+        );
         assert_eq!(super::parse_rfc3339_ms("yesterday"), None);
     }
 }

@@ -81,7 +81,11 @@ pub struct ShadowBatch<'a> {
 
 /// `succeeded` / `failed` as the Worker's placement API spells them.
 pub fn outcome_label(success: bool) -> Outcome {
-    Outcome::Label(if success { OutcomeLabel::Succeeded } else { OutcomeLabel::Failed })
+    Outcome::Label(if success {
+        OutcomeLabel::Succeeded
+    } else {
+        OutcomeLabel::Failed
+    })
 }
 
 #[cfg(test)]
@@ -92,11 +96,20 @@ mod tests {
         NodeReport {
             name: "gpu-1".into(),
             labels: BTreeMap::from([("aco/gpu-type".into(), "V100M16".into())]),
-            allocatable: BTreeMap::from([("cpu".into(), "96".into()), ("memory".into(), "512Gi".into())]),
-            requested: BTreeMap::from([("cpu".into(), "1500m".into()), ("nvidia.com/gpu".into(), "2".into())]),
+            allocatable: BTreeMap::from([
+                ("cpu".into(), "96".into()),
+                ("memory".into(), "512Gi".into()),
+            ]),
+            requested: BTreeMap::from([
+                ("cpu".into(), "1500m".into()),
+                ("nvidia.com/gpu".into(), "2".into()),
+            ]),
             latency_us: Some(120.0),
             observed_at_ms: 1_000,
-            utilisation: vec![UtilisationSample { at_ms: 900, value: 0.25 }],
+            utilisation: vec![UtilisationSample {
+                at_ms: 900,
+                value: 0.25,
+            }],
             gpu_free_milli: None,
         }
     }
@@ -121,7 +134,10 @@ mod tests {
             node: "n1".into(),
             outcome: Some(outcome_label(false)),
         };
-        let v = serde_json::to_value(PlacementsBatch { placements: vec![p] }).unwrap();
+        let v = serde_json::to_value(PlacementsBatch {
+            placements: vec![p],
+        })
+        .unwrap();
         assert_eq!(
             v,
             serde_json::json!({"placements":[{"podUid":"u1","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":"failed"}]})
@@ -146,15 +162,42 @@ mod tests {
             node: "n1".into(),
             outcome: None,
         };
-        let with_outcome = PlacementReport { outcome: Some(outcome_label(true)), ..placement.clone() };
+        let with_outcome = PlacementReport {
+            outcome: Some(outcome_label(true)),
+            ..placement.clone()
+        };
         let batch = ShadowBatch {
-            placements: vec![ShadowReport { placement: &placement, pod: &pod }, ShadowReport { placement: &with_outcome, pod: &pod }],
+            placements: vec![
+                ShadowReport {
+                    placement: &placement,
+                    pod: &pod,
+                },
+                ShadowReport {
+                    placement: &with_outcome,
+                    pod: &pod,
+                },
+            ],
         };
         let v = serde_json::to_value(&batch).unwrap();
         let items = v["placements"].as_array().unwrap();
-        let keys = |i: &serde_json::Value| i.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        assert_eq!(keys(&items[0]), ["name", "namespace", "node", "pod", "podUid", "tenant"]);
-        assert_eq!(keys(&items[1]), ["name", "namespace", "node", "outcome", "pod", "podUid", "tenant"]);
+        let keys =
+            |i: &serde_json::Value| i.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            keys(&items[0]),
+            ["name", "namespace", "node", "pod", "podUid", "tenant"]
+        );
+        assert_eq!(
+            keys(&items[1]),
+            [
+                "name",
+                "namespace",
+                "node",
+                "outcome",
+                "pod",
+                "podUid",
+                "tenant"
+            ]
+        );
         assert_eq!(items[1]["outcome"], "succeeded");
         // The placement fields are those of /v1/placements …
         let mut as_placement = items[1].clone();
@@ -164,10 +207,20 @@ mod tests {
         let view: aco_core::k8s::PodView = serde_json::from_value(items[0]["pod"].clone()).unwrap();
         let config = aco_core::config::Config::default();
         let demand = aco_core::demand::PodDemand::from_pod(&view, &config).unwrap();
-        assert_eq!((demand.key.as_str(), demand.tenant.as_str(), demand.latency_target_us), ("u1", "team-a", Some(800.0)));
+        assert_eq!(
+            (
+                demand.key.as_str(),
+                demand.tenant.as_str(),
+                demand.latency_target_us
+            ),
+            ("u1", "team-a", Some(800.0))
+        );
         assert!(demand.workload.is_latency_critical());
         assert_eq!(demand.request.get("cpu"), 500);
         assert_eq!(items[0]["pod"]["spec"]["nodeName"], "n1");
-        assert_eq!(items[0]["pod"]["spec"]["schedulerName"], "default-scheduler");
+        assert_eq!(
+            items[0]["pod"]["spec"]["schedulerName"],
+            "default-scheduler"
+        );
     }
 }

@@ -33,20 +33,41 @@ pub struct WorkerClient {
 }
 
 impl WorkerClient {
-    pub fn new(base: &str, token: String, ca_pem: Option<&[u8]>, timeout: Duration) -> anyhow::Result<Self> {
-        let mut builder = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(5)));
+    pub fn new(
+        base: &str,
+        token: String,
+        ca_pem: Option<&[u8]>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)));
         if let Some(pem) = ca_pem {
             for cert in reqwest::Certificate::from_pem_bundle(pem)? {
                 builder = builder.add_root_certificate(cert);
             }
         }
-        Ok(WorkerClient { http: builder.build()?, base: base.trim_end_matches('/').to_string(), token })
+        Ok(WorkerClient {
+            http: builder.build()?,
+            base: base.trim_end_matches('/').to_string(),
+            token,
+        })
     }
 
-    pub async fn send<T: Serialize>(&self, method: reqwest::Method, path: &str, body: &T) -> Answer {
+    pub async fn send<T: Serialize>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &T,
+    ) -> Answer {
         let bytes = match serde_json::to_vec(body) {
             Ok(b) => b,
-            Err(e) => return Answer { body: format!("serialising: {e}"), ..Default::default() },
+            Err(e) => {
+                return Answer {
+                    body: format!("serialising: {e}"),
+                    ..Default::default()
+                }
+            }
         };
         let bytes_sent = bytes.len();
         let result = self
@@ -59,14 +80,30 @@ impl WorkerClient {
             .await;
         let response = match result {
             Ok(r) => r,
-            Err(e) => return Answer { body: e.to_string(), bytes_sent, ..Default::default() },
+            Err(e) => {
+                return Answer {
+                    body: e.to_string(),
+                    bytes_sent,
+                    ..Default::default()
+                }
+            }
         };
         let status = response.status().as_u16();
-        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(String::from);
         let body = response.text().await.unwrap_or_default();
         let field = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v.get("field").and_then(|f| f.as_str()).map(String::from));
-        Answer { status: Some(status), retry_after, field, body, bytes_sent }
+        Answer {
+            status: Some(status),
+            retry_after,
+            field,
+            body,
+            bytes_sent,
+        }
     }
 }

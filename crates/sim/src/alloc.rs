@@ -18,12 +18,20 @@ pub struct NodeAlloc {
 
 impl NodeAlloc {
     pub fn new(node: &SimNode) -> Self {
-        Self { gpu_used: vec![0; node.gpus as usize], ..Self::default() }
+        Self {
+            gpu_used: vec![0; node.gpus as usize],
+            ..Self::default()
+        }
     }
 
     /// Free milli-GPU per physical GPU, as the reporter's `gpuFreeMilli` (None without GPUs).
     pub fn gpu_free_milli(&self) -> Option<Vec<u32>> {
-        (!self.gpu_used.is_empty()).then(|| self.gpu_used.iter().map(|u| 1000u32.saturating_sub(*u)).collect())
+        (!self.gpu_used.is_empty()).then(|| {
+            self.gpu_used
+                .iter()
+                .map(|u| 1000u32.saturating_sub(*u))
+                .collect()
+        })
     }
 
     pub fn gpu_used_milli(&self) -> u32 {
@@ -46,8 +54,19 @@ impl NodeAlloc {
                 .max_by_key(|(i, u)| (**u, Reverse(*i)))
                 .map(|(i, _)| vec![(i, t.gpu_milli)]);
         }
-        let free: Vec<usize> = self.gpu_used.iter().enumerate().filter(|(_, u)| **u == 0).map(|(i, _)| i).collect();
-        (free.len() >= t.num_gpu as usize).then(|| free[..t.num_gpu as usize].iter().map(|i| (*i, 1000)).collect())
+        let free: Vec<usize> = self
+            .gpu_used
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| **u == 0)
+            .map(|(i, _)| i)
+            .collect();
+        (free.len() >= t.num_gpu as usize).then(|| {
+            free[..t.num_gpu as usize]
+                .iter()
+                .map(|i| (*i, 1000))
+                .collect()
+        })
     }
 
     /// kube-scheduler's own fit check (NodeResourcesFit plus the GPU-share device plugin).
@@ -102,7 +121,10 @@ impl NodeAlloc {
         r.insert("memory".into(), format!("{}Mi", self.mem_used));
         r.insert("pods".into(), self.pods.len().to_string());
         if !self.gpu_used.is_empty() {
-            r.insert(GPU_RESOURCE.into(), self.gpu_used.iter().filter(|u| **u > 0).count().to_string());
+            r.insert(
+                GPU_RESOURCE.into(),
+                self.gpu_used.iter().filter(|u| **u > 0).count().to_string(),
+            );
             r.insert(GPU_MILLI_RESOURCE.into(), self.gpu_used_milli().to_string());
         }
         r

@@ -47,7 +47,14 @@ pub struct WorldParams {
 
 impl Default for WorldParams {
     fn default() -> Self {
-        Self { seed: 1, tenants: 3, spot_share: 0.2, spot_factor: 0.4, latency_target_share: 0.3, latency_target_us: 300.0 }
+        Self {
+            seed: 1,
+            tenants: 3,
+            spot_share: 0.2,
+            spot_factor: 0.4,
+            latency_target_share: 0.3,
+            latency_target_us: 300.0,
+        }
     }
 }
 
@@ -64,9 +71,14 @@ pub fn sim_config() -> Config {
 /// [`sim_config`] with Worker `[vars]` given as `KEY=VALUE` on top (`aco-sim --var`), parsed
 /// by the Worker's own `Config::from_vars`; a bad var is an error naming it.
 pub fn sim_config_with(vars: &[String]) -> Result<Config, String> {
-    let mut map: std::collections::BTreeMap<String, String> = worker_vars().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut map: std::collections::BTreeMap<String, String> = worker_vars()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     for var in vars {
-        let (key, value) = var.split_once('=').ok_or_else(|| format!("--var {var:?}: expected KEY=VALUE"))?;
+        let (key, value) = var
+            .split_once('=')
+            .ok_or_else(|| format!("--var {var:?}: expected KEY=VALUE"))?;
         map.insert(key.trim().to_string(), value.to_string());
     }
     Config::from_vars(|k| map.get(k).cloned()).map_err(|e| e.to_string())
@@ -131,7 +143,15 @@ pub fn sample_world(root: &std::path::Path, seed: u64) -> Result<World, crate::t
     let nodes = crate::trace::read_nodes(&root.join("data/openb-sample/nodes.csv"))?;
     let pods = crate::trace::read_pods(&root.join("data/openb-sample/pods.csv"), 60)?;
     let prices = PriceTable::load(&root.join("data/prices"))?;
-    Ok(World::build(&nodes, &pods, &prices, WorldParams { seed, ..WorldParams::default() }))
+    Ok(World::build(
+        &nodes,
+        &pods,
+        &prices,
+        WorldParams {
+            seed,
+            ..WorldParams::default()
+        },
+    ))
 }
 
 pub fn tenant_name(i: usize) -> String {
@@ -139,14 +159,32 @@ pub fn tenant_name(i: usize) -> String {
 }
 
 impl World {
-    pub fn build(nodes: &[TraceNode], pods: &[TracePod], prices: &PriceTable, params: WorldParams) -> Self {
+    pub fn build(
+        nodes: &[TraceNode],
+        pods: &[TracePod],
+        prices: &PriceTable,
+        params: WorldParams,
+    ) -> Self {
         let config = sim_config();
         let seed = params.seed;
-        let nodes = nodes.iter().enumerate().map(|(i, n)| make_node(i, n, prices, &params)).collect();
-        let mut pods: Vec<SimPod> = pods.iter().enumerate().map(|(i, p)| make_pod(i, p, &params, &config)).collect();
+        let nodes = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| make_node(i, n, prices, &params))
+            .collect();
+        let mut pods: Vec<SimPod> = pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| make_pod(i, p, &params, &config))
+            .collect();
         pods.sort_by_key(|p| (p.trace.creation_s, p.idx));
         let _ = seed;
-        World { params, config, nodes, pods }
+        World {
+            params,
+            config,
+            nodes,
+            pods,
+        }
     }
 
     pub fn tenants(&self) -> Vec<String> {
@@ -155,7 +193,12 @@ impl World {
 
     /// First arrival to last departure (or last arrival + 1 h for pods that never leave).
     pub fn span_s(&self) -> (u64, u64) {
-        let start = self.pods.iter().map(|p| p.trace.creation_s).min().unwrap_or(0);
+        let start = self
+            .pods
+            .iter()
+            .map(|p| p.trace.creation_s)
+            .min()
+            .unwrap_or(0);
         let end = self
             .pods
             .iter()
@@ -178,7 +221,10 @@ fn make_node(idx: usize, n: &TraceNode, prices: &PriceTable, p: &WorldParams) ->
     labels.insert("topology.kubernetes.io/zone".to_string(), zone.to_string());
     labels.insert("aco/cost-per-hour".to_string(), format!("{price:.4}"));
     labels.insert("aco/latency-us".to_string(), format!("{latency_us}"));
-    labels.insert("aco/instance-type".to_string(), if spot { "spot" } else { "on-demand" }.to_string());
+    labels.insert(
+        "aco/instance-type".to_string(),
+        if spot { "spot" } else { "on-demand" }.to_string(),
+    );
     if let Some(m) = &n.model {
         labels.insert("aco/gpu-type".to_string(), m.clone());
         labels.insert("alibabacloud.com/gpu-card-model".to_string(), m.clone());
@@ -221,20 +267,31 @@ fn make_node(idx: usize, n: &TraceNode, prices: &PriceTable, p: &WorldParams) ->
 fn uid(seed: u64, k: u64) -> String {
     let a = rng::hash(&[seed, k, 11]);
     let b = rng::hash(&[seed, k, 12]);
-    format!("{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff, b >> 52, b & 0xffff_ffff_ffff)
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
 }
 
 fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPod {
     let k = rng::key(&t.name);
     let tenant = tenant_name((rng::hash(&[p.seed, k, 4]) % p.tenants.max(1) as u64) as usize);
     let ls = t.is_ls();
-    let latency_target_us = (ls && rng::unit(&[p.seed, k, 5]) < p.latency_target_share).then_some(p.latency_target_us);
+    let latency_target_us =
+        (ls && rng::unit(&[p.seed, k, 5]) < p.latency_target_share).then_some(p.latency_target_us);
     let mut labels = BTreeMap::new();
     labels.insert("app".to_string(), t.name.clone());
     labels.insert("scheduling.aco/tenant-id".to_string(), tenant.clone());
     match t.qos.as_str() {
         "LS" => {
-            labels.insert("aco/workload-type".to_string(), "latency-critical".to_string());
+            labels.insert(
+                "aco/workload-type".to_string(),
+                "latency-critical".to_string(),
+            );
         }
         "BE" => {
             labels.insert("aco/workload-type".to_string(), "batch".to_string());
@@ -246,7 +303,10 @@ fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPo
         annotations.insert("scheduling.aco/gpu-models".to_string(), spec.join("|"));
     }
     if let Some(target) = latency_target_us {
-        annotations.insert("scheduling.aco/latency-target-us".to_string(), format!("{target}"));
+        annotations.insert(
+            "scheduling.aco/latency-target-us".to_string(),
+            format!("{target}"),
+        );
     }
     annotations.insert("openb.alibaba.com/qos".to_string(), t.qos.clone());
     let mut requests = BTreeMap::new();
@@ -274,7 +334,17 @@ fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPo
     });
     let view: PodView = serde_json::from_value(json.clone()).expect("pod json");
     let demand = PodDemand::from_pod(&view, config).expect("derived pods are valid");
-    SimPod { idx, trace: t.clone(), uid, namespace: tenant.clone(), tenant, ls, latency_target_us, json, demand }
+    SimPod {
+        idx,
+        trace: t.clone(),
+        uid,
+        namespace: tenant.clone(),
+        tenant,
+        ls,
+        latency_target_us,
+        json,
+        demand,
+    }
 }
 
 #[cfg(test)]
@@ -282,17 +352,41 @@ mod tests {
     use super::*;
 
     fn trace_node(name: &str, gpus: u32, model: Option<&str>) -> TraceNode {
-        TraceNode { name: name.into(), cpu_milli: 32000, memory_mib: 131072, gpus, model: model.map(String::from) }
+        TraceNode {
+            name: name.into(),
+            cpu_milli: 32000,
+            memory_mib: 131072,
+            gpus,
+            model: model.map(String::from),
+        }
     }
 
     #[test]
     fn derived_objects_carry_what_the_core_reads() {
-        let prices = PriceTable::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap();
+        let prices = PriceTable::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices"),
+        )
+        .unwrap();
         let pod = TracePod {
-            name: "p".into(), cpu_milli: 6000, memory_mib: 12288, num_gpu: 1, gpu_milli: 460,
-            gpu_spec: Some(vec!["V100M16".into(), "V100M32".into()]), qos: "LS".into(), creation_s: 0, deletion_s: Some(10),
+            name: "p".into(),
+            cpu_milli: 6000,
+            memory_mib: 12288,
+            num_gpu: 1,
+            gpu_milli: 460,
+            gpu_spec: Some(vec!["V100M16".into(), "V100M32".into()]),
+            qos: "LS".into(),
+            creation_s: 0,
+            deletion_s: Some(10),
         };
-        let w = World::build(&[trace_node("n0", 4, Some("V100M16")), trace_node("n1", 0, None)], &[pod], &prices, WorldParams::default());
+        let w = World::build(
+            &[
+                trace_node("n0", 4, Some("V100M16")),
+                trace_node("n1", 0, None),
+            ],
+            &[pod],
+            &prices,
+            WorldParams::default(),
+        );
         let d = &w.pods[0].demand;
         assert!(d.workload.is_latency_critical());
         assert_eq!(d.gpus, vec![(GPU_MILLI_RESOURCE.to_string(), 460)]);
@@ -303,7 +397,12 @@ mod tests {
         assert!(n.labels["aco/cost-per-hour"].parse::<f64>().unwrap() > 0.0);
         assert!(!w.nodes[1].labels.contains_key("aco/gpu-type"));
         // Same seed, same world.
-        let w2 = World::build(&[trace_node("n0", 4, Some("V100M16"))], &[], &prices, WorldParams::default());
+        let w2 = World::build(
+            &[trace_node("n0", 4, Some("V100M16"))],
+            &[],
+            &prices,
+            WorldParams::default(),
+        );
         assert_eq!(w2.nodes[0].latency_us, n.latency_us);
     }
 }

@@ -20,8 +20,8 @@ use serde::Serialize;
 use crate::cluster::{SimPod, World};
 use crate::load::{node_utilisation, LoadModel, LoadShare};
 use crate::rng;
-use aco_core::colony::{ObservedOutcome, Outcome};
 use crate::trace::Error;
+use aco_core::colony::{ObservedOutcome, Outcome};
 
 // The engine's collaborators, re-exported where callers have always found them.
 pub use crate::alloc::NodeAlloc;
@@ -77,7 +77,9 @@ impl std::str::FromStr for OutcomeReports {
             "none" => Ok(Self::None),
             "qos" => Ok(Self::Qos),
             "qos-cost" => Ok(Self::QosCost),
-            _ => Err(format!("unknown outcome reports {s:?}: expected none, qos or qos-cost")),
+            _ => Err(format!(
+                "unknown outcome reports {s:?}: expected none, qos or qos-cost"
+            )),
         }
     }
 }
@@ -223,19 +225,35 @@ impl Sim<'_> {
             return;
         }
         self.settle_bill(node, t);
-        let (acc0, landed) = self.pod_bill.get(&pod).copied().unwrap_or((self.bill[node].0, t));
+        let (acc0, landed) = self
+            .pod_bill
+            .get(&pod)
+            .copied()
+            .unwrap_or((self.bill[node].0, t));
         let hours = (t - landed) as f64 / 3600.0;
         let cost_per_hour = if hours > 0.0 {
             (self.bill[node].0 - acc0) / hours
         } else {
             self.world.nodes[node].price / self.alloc[node].pods.len().max(1) as f64
         };
-        self.outcomes_due.push(DueOutcome { pod, node, quality, cost_per_hour, at_s: t });
+        self.outcomes_due.push(DueOutcome {
+            pod,
+            node,
+            quality,
+            cost_per_hour,
+            at_s: t,
+        });
     }
 
     fn util(&self, node: usize, t: u64) -> f64 {
         let n = &self.world.nodes[node];
-        node_utilisation(self.load, &self.shares[node], n.cpu_milli as f64, n.gpus as f64 * 1000.0, t)
+        node_utilisation(
+            self.load,
+            &self.shares[node],
+            n.cpu_milli as f64,
+            n.gpus as f64 * 1000.0,
+            t,
+        )
     }
 
     /// An upper bound of [`Sim::util`] at any time (with a margin for rounding).
@@ -247,8 +265,16 @@ impl Sim<'_> {
             cpu += p.cpu_milli * u;
             gpu += p.gpu_milli * u;
         }
-        let c = if n.cpu_milli > 0 { cpu / n.cpu_milli as f64 } else { 0.0 };
-        let g = if n.gpus > 0 { gpu / (n.gpus as f64 * 1000.0) } else { 0.0 };
+        let c = if n.cpu_milli > 0 {
+            cpu / n.cpu_milli as f64
+        } else {
+            0.0
+        };
+        let g = if n.gpus > 0 {
+            gpu / (n.gpus as f64 * 1000.0)
+        } else {
+            0.0
+        };
         c.max(g) * (1.0 + 1e-9) + 1e-12
     }
 
@@ -262,13 +288,20 @@ impl Sim<'_> {
 
     fn tick(&mut self, t: u64) {
         let nodes: Vec<usize> = self.ls_nodes.keys().copied().collect();
-        let (safe_h, floor) = (self.params.safe_horizon_s, self.params.sla_threshold.min(self.params.spike_threshold));
+        let (safe_h, floor) = (
+            self.params.safe_horizon_s,
+            self.params.sla_threshold.min(self.params.spike_threshold),
+        );
         let mut failed = Vec::new();
         for node in nodes {
             // Exact shortcuts (speed, issue 9): a node whose LS pods can no longer change (all
             // violated and past their safe horizon or already unsafe) or whose utilisation cannot
             // reach either threshold (upper bound of the load model) would be skipped below anyway.
-            let live = self.alloc[node].pods.iter().any(|p| self.ls.get(p).is_some_and(|w| !w.violated || (!w.unsafe_ && t <= w.landed_s + safe_h)));
+            let live = self.alloc[node].pods.iter().any(|p| {
+                self.ls
+                    .get(p)
+                    .is_some_and(|w| !w.violated || (!w.unsafe_ && t <= w.landed_s + safe_h))
+            });
             if !live || self.util_bound(node) < floor {
                 continue;
             }
@@ -285,9 +318,12 @@ impl Sim<'_> {
                         w.alone = alone;
                         self.violations += 1;
                         self.violated_alone += alone as usize;
-                        self.violation_timeline.push(((t - self.start_s) as f64 / 3600.0, self.violations));
+                        self.violation_timeline
+                            .push(((t - self.start_s) as f64 / 3600.0, self.violations));
                     }
-                    if u >= self.params.spike_threshold && t <= w.landed_s + self.params.safe_horizon_s {
+                    if u >= self.params.spike_threshold
+                        && t <= w.landed_s + self.params.safe_horizon_s
+                    {
                         w.unsafe_ = true;
                     }
                 }
@@ -317,7 +353,12 @@ impl Sim<'_> {
         let slots = self.alloc[node].place(pod);
         let gpu_milli = slots.iter().map(|(_, m)| *m as f64).sum();
         let pod_key = rng::key(&pod.trace.name);
-        self.shares[node].push(LoadShare { pod_key, load: self.load.pod(pod_key, pod.ls), cpu_milli: pod.trace.cpu_milli as f64, gpu_milli });
+        self.shares[node].push(LoadShare {
+            pod_key,
+            load: self.load.pod(pod_key, pod.ls),
+            cpu_milli: pod.trace.cpu_milli as f64,
+            gpu_milli,
+        });
         self.slots.insert(pod.idx, (node, slots));
         if self.alloc[node].pods.len() == 1 {
             let price = self.world.nodes[node].price;
@@ -328,7 +369,13 @@ impl Sim<'_> {
         self.used.insert(node);
         if pod.ls {
             // An evicted LS pod landing again keeps its record (a violation stays a violation).
-            let w = self.ls.entry(pod.idx).or_insert(LsWatch { node, landed_s: t, violated: false, alone: false, unsafe_: false });
+            let w = self.ls.entry(pod.idx).or_insert(LsWatch {
+                node,
+                landed_s: t,
+                violated: false,
+                alone: false,
+                unsafe_: false,
+            });
             w.node = node;
             w.landed_s = t;
             *self.ls_nodes.entry(node).or_default() += 1;
@@ -340,7 +387,13 @@ impl Sim<'_> {
     /// A spot reclamation of `node` at `t`: every pod on it is evicted — an LS pod has broken its
     /// QoS (counted as a violation), and every evicted pod's outcome is a failure. Returns the
     /// evicted pods (the engine lets them arrive again).
-    fn reclaim(&mut self, node: usize, t: u64, by_idx: &HashMap<usize, &SimPod>, m: &mut Metrics) -> Vec<usize> {
+    fn reclaim(
+        &mut self,
+        node: usize,
+        t: u64,
+        by_idx: &HashMap<usize, &SimPod>,
+        m: &mut Metrics,
+    ) -> Vec<usize> {
         let evicted = self.alloc[node].pods.clone();
         m.spot_reclamations_hit += (!evicted.is_empty()) as usize;
         m.evicted_pods += evicted.len();
@@ -352,7 +405,8 @@ impl Sim<'_> {
                     w.alone = alone;
                     self.violations += 1;
                     self.violated_alone += alone as usize;
-                    self.violation_timeline.push(((t - self.start_s) as f64 / 3600.0, self.violations));
+                    self.violation_timeline
+                        .push(((t - self.start_s) as f64 / 3600.0, self.violations));
                 }
             }
             self.owe_outcome(p, node, 0.0, t);
@@ -362,12 +416,19 @@ impl Sim<'_> {
     }
 
     fn unbind(&mut self, pod: &SimPod, t: u64) {
-        let Some(&(node, _)) = self.slots.get(&pod.idx) else { return };
-        let target_met = !pod.ls || pod.latency_target_us.is_none_or(|target| self.world.nodes[node].latency_us <= target);
+        let Some(&(node, _)) = self.slots.get(&pod.idx) else {
+            return;
+        };
+        let target_met = !pod.ls
+            || pod
+                .latency_target_us
+                .is_none_or(|target| self.world.nodes[node].latency_us <= target);
         self.owe_outcome(pod.idx, node, if target_met { 1.0 } else { 0.0 }, t);
         self.settle_bill(node, t);
         self.pod_bill.remove(&pod.idx);
-        let Some((node, slots)) = self.slots.remove(&pod.idx) else { return };
+        let Some((node, slots)) = self.slots.remove(&pod.idx) else {
+            return;
+        };
         self.alloc[node].remove(pod, &slots);
         let key = rng::key(&pod.trace.name);
         if let Some(i) = self.shares[node].iter().position(|s| s.pod_key == key) {
@@ -406,10 +467,20 @@ impl Sim<'_> {
         let mut util = Vec::with_capacity(times.len() * self.world.nodes.len());
         for n in &self.world.nodes {
             for s in &times {
-                util.push(if self.shares[n.idx].is_empty() { 0.0 } else { self.util(n.idx, *s) });
+                util.push(if self.shares[n.idx].is_empty() {
+                    0.0
+                } else {
+                    self.util(n.idx, *s)
+                });
             }
         }
-        ReportBatch { first, observed_at_ms: t * 1000, sample_ms: times.iter().map(|s| s * 1000).collect(), util, alloc: &self.alloc }
+        ReportBatch {
+            first,
+            observed_at_ms: t * 1000,
+            sample_ms: times.iter().map(|s| s * 1000).collect(),
+            util,
+            alloc: &self.alloc,
+        }
     }
 }
 
@@ -417,7 +488,12 @@ impl Sim<'_> {
 pub type Observer<'a> = dyn FnMut(&World, &Metrics, &TenantTrails) + 'a;
 
 /// Runs the trace through `scheduler`.
-pub fn run(world: &World, load: &LoadModel, params: &SimParams, scheduler: &mut dyn Scheduler) -> Result<RunResult, Error> {
+pub fn run(
+    world: &World,
+    load: &LoadModel,
+    params: &SimParams,
+    scheduler: &mut dyn Scheduler,
+) -> Result<RunResult, Error> {
     run_observed(world, load, params, scheduler, 0, &mut |_, _, _| {})
 }
 
@@ -430,7 +506,11 @@ pub fn run_observed(
     observer: &mut Observer,
 ) -> Result<RunResult, Error> {
     let started = Instant::now();
-    let pods: Vec<&SimPod> = world.pods.iter().take(params.max_pods.unwrap_or(usize::MAX)).collect();
+    let pods: Vec<&SimPod> = world
+        .pods
+        .iter()
+        .take(params.max_pods.unwrap_or(usize::MAX))
+        .collect();
     let start_s = pods.first().map_or(0, |p| p.arrival_s());
     let mut sim = Sim {
         world,
@@ -460,20 +540,31 @@ pub fn run_observed(
     let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut last_report: Option<u64> = None;
     let mut result = RunResult::default();
-    let mut m = Metrics { policy: scheduler.name(), pods: pods.len(), ..Metrics::default() };
+    let mut m = Metrics {
+        policy: scheduler.name(),
+        pods: pods.len(),
+        ..Metrics::default()
+    };
     let bar = progress_bar(params.progress, pods.len() as u64, &m.policy);
     let snapshot_every = (pods.len() / params.pheromone_samples.max(1)).max(1);
     let by_idx: HashMap<usize, &SimPod> = pods.iter().map(|p| (p.idx, *p)).collect();
 
     // Reclamations up to the last departure of any pod (or an hour after the last arrival).
-    let horizon = pods.iter().filter_map(|p| p.trace.deletion_s).max().unwrap_or(0).max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
+    let horizon = pods
+        .iter()
+        .filter_map(|p| p.trace.deletion_s)
+        .max()
+        .unwrap_or(0)
+        .max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
     let reclamations = match &params.reclamations_override {
         Some(given) => {
             let mut v = given.clone();
             v.sort_unstable();
             v
         }
-        None if params.spot_reclamation => crate::spot::reclamations(world, params.seed, start_s, horizon),
+        None if params.spot_reclamation => {
+            crate::spot::reclamations(world, params.seed, start_s, horizon)
+        }
         None => Vec::new(),
     };
     let mut next_reclamation = 0;
@@ -486,9 +577,13 @@ pub fn run_observed(
         let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t);
         let rearrival = rearrivals.peek().map(|Reverse((t, _))| *t);
         let arrival = pods.get(next_pod).map(|p| p.arrival_s());
-        let Some(next_arrival) = rearrival.into_iter().chain(arrival).min() else { break };
+        let Some(next_arrival) = rearrival.into_iter().chain(arrival).min() else {
+            break;
+        };
         if departure.is_some_and(|d| d <= next_arrival && reclamation.is_none_or(|r| d <= r)) {
-            let Some(Reverse((dt, p))) = departures.pop() else { unreachable!() };
+            let Some(Reverse((dt, p))) = departures.pop() else {
+                unreachable!()
+            };
             sim.advance(dt);
             sim.unbind(by_idx[&p], dt);
             continue;
@@ -505,7 +600,9 @@ pub fn run_observed(
             continue;
         }
         let (pod, first) = if rearrival.is_some_and(|r| arrival.is_none_or(|a| r <= a)) {
-            let Some(Reverse((_, p))) = rearrivals.pop() else { unreachable!() };
+            let Some(Reverse((_, p))) = rearrivals.pop() else {
+                unreachable!()
+            };
             (by_idx[&p], false)
         } else {
             next_pod += 1;
@@ -515,7 +612,10 @@ pub fn run_observed(
         sim.advance(t);
         for due in std::mem::take(&mut sim.outcomes_due) {
             let outcome = match params.outcomes {
-                OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome { quality: due.quality, cost_per_hour: Some(due.cost_per_hour) }),
+                OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome {
+                    quality: due.quality,
+                    cost_per_hour: Some(due.cost_per_hour),
+                }),
                 _ => Outcome::Quality(due.quality),
             };
             m.outcomes_reported += 1;
@@ -526,9 +626,15 @@ pub fn run_observed(
             scheduler.report_batch(world, &batch, t * 1000)?;
             last_report = Some(t);
         }
-        let candidates: Vec<usize> = (0..world.nodes.len()).filter(|n| sim.alloc[*n].fits(&world.nodes[*n], pod)).collect();
+        let candidates: Vec<usize> = (0..world.nodes.len())
+            .filter(|n| sim.alloc[*n].fits(&world.nodes[*n], pod))
+            .collect();
         m.decisions += 1;
-        let chosen = if candidates.is_empty() { None } else { scheduler.schedule(world, &sim.alloc, pod, &candidates, t * 1000, &mut tie)? };
+        let chosen = if candidates.is_empty() {
+            None
+        } else {
+            scheduler.schedule(world, &sim.alloc, pod, &candidates, t * 1000, &mut tie)?
+        };
         if let Some(node) = chosen {
             sim.bind(pod, node, t);
             scheduler.placed(world, &sim.alloc, pod, node, t * 1000)?;
@@ -554,16 +660,24 @@ pub fn run_observed(
             (None, false) => m.evicted_unplaced += 1,
         }
         if !first {
-            result.placements.push((pod.trace.name.clone(), chosen.map(|n| world.nodes[n].name.clone())));
+            result.placements.push((
+                pod.trace.name.clone(),
+                chosen.map(|n| world.nodes[n].name.clone()),
+            ));
             continue;
         }
         let i = next_pod - 1;
-        result.placements.push((pod.trace.name.clone(), chosen.map(|n| world.nodes[n].name.clone())));
+        result.placements.push((
+            pod.trace.name.clone(),
+            chosen.map(|n| world.nodes[n].name.clone()),
+        ));
         result.cost_timeline.push((sim.hours(t), sim.cost_at(t)));
         if (i + 1) % snapshot_every == 0 || i + 1 == pods.len() {
             for (tenant, rows) in scheduler.pheromones(world)? {
                 for (node, tau) in rows.into_iter().take(8) {
-                    result.pheromone_timeline.push((sim.hours(t), tenant.clone(), node, tau));
+                    result
+                        .pheromone_timeline
+                        .push((sim.hours(t), tenant.clone(), node, tau));
                 }
             }
         }
@@ -576,12 +690,22 @@ pub fn run_observed(
     }
     // After the last arrival: departures and reclamations (whose pods have nowhere to go now
     // that nothing is scheduled; they count as evicted and unplaced).
-    let end = departures.iter().map(|Reverse((t, _))| *t).max().unwrap_or(0).max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
+    let end = departures
+        .iter()
+        .map(|Reverse((t, _))| *t)
+        .max()
+        .unwrap_or(0)
+        .max(pods.last().map_or(0, |p| p.arrival_s() + 3600));
     loop {
         let departure = departures.peek().map(|Reverse((t, _))| *t);
-        let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t).filter(|r| *r < end);
+        let reclamation = reclamations
+            .get(next_reclamation)
+            .map(|(t, _)| *t)
+            .filter(|r| *r < end);
         if let Some(dt) = departure.filter(|d| reclamation.is_none_or(|r| *d <= r)) {
-            let Some(Reverse((_, p))) = departures.pop() else { unreachable!() };
+            let Some(Reverse((_, p))) = departures.pop() else {
+                unreachable!()
+            };
             sim.advance(dt);
             sim.unbind(by_idx[&p], dt);
         } else if let Some(r) = reclamation {
@@ -602,15 +726,22 @@ pub fn run_observed(
     }
     bar.finish_and_clear();
     m.cost_busy_usd = sim.closed_cost;
-    m.cost_all_on_usd = world.nodes.iter().map(|n| n.price).sum::<f64>() * (end - start_s) as f64 / 3600.0;
+    m.cost_all_on_usd =
+        world.nodes.iter().map(|n| n.price).sum::<f64>() * (end - start_s) as f64 / 3600.0;
     m.nodes_used = sim.used.len();
     for (p, w) in &sim.ls {
-        let target_met = by_idx[p].latency_target_us.is_none_or(|target| world.nodes[w.node].latency_us <= target);
+        let target_met = by_idx[p]
+            .latency_target_us
+            .is_none_or(|target| world.nodes[w.node].latency_us <= target);
         m.ls_latency_target_misses += (!target_met) as usize;
         m.ls_compliant += (!w.violated && target_met) as usize;
         m.ls_safe += (!w.unsafe_) as usize;
         if w.violated {
-            result.ls_violations.push((by_idx[p].trace.name.clone(), world.nodes[w.node].name.clone(), w.alone));
+            result.ls_violations.push((
+                by_idx[p].trace.name.clone(),
+                world.nodes[w.node].name.clone(),
+                w.alone,
+            ));
         }
     }
     m.ls_violated_alone = sim.violated_alone;
@@ -618,7 +749,11 @@ pub fn run_observed(
     m.safe_routing_rate = ratio(m.ls_safe, m.ls_placed);
     let (tied, tie_nodes) = scheduler.tie_stats();
     m.decisions_with_top_ties = tied;
-    m.mean_top_tie_size = if tied > 0 { tie_nodes as f64 / tied as f64 } else { 0.0 };
+    m.mean_top_tie_size = if tied > 0 {
+        tie_nodes as f64 / tied as f64
+    } else {
+        0.0
+    };
     m.wall_s = started.elapsed().as_secs_f64();
     m.decisions_per_s = m.decisions as f64 / m.wall_s.max(1e-9);
     result.cost_timeline.push((sim.hours(end), sim.closed_cost));
@@ -641,7 +776,13 @@ fn progress_bar(enabled: bool, len: u64, label: &str) -> indicatif::ProgressBar 
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} pods {per_sec} eta {eta}").unwrap().progress_chars("=> "));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>14} [{bar:30}] {pos}/{len} pods {per_sec} eta {eta}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
     bar.set_message(label.to_string());
     bar
 }
@@ -649,81 +790,188 @@ fn progress_bar(enabled: bool, len: u64, label: &str) -> indicatif::ProgressBar 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aco_core::facts::{NodeFacts, NodeReport};
     use crate::cluster::{WorldParams, GPU_MILLI_RESOURCE};
     use crate::policy;
     use crate::prices::PriceTable;
     use crate::trace::{TraceNode, TracePod};
+    use aco_core::facts::{NodeFacts, NodeReport};
 
     fn prices() -> PriceTable {
-        PriceTable::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap()
+        PriceTable::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices"),
+        )
+        .unwrap()
     }
 
     fn node(name: &str, cpu: i64, mem_gib: i64, gpus: u32, model: Option<&str>) -> TraceNode {
-        TraceNode { name: name.into(), cpu_milli: cpu, memory_mib: mem_gib * 1024, gpus, model: model.map(String::from) }
+        TraceNode {
+            name: name.into(),
+            cpu_milli: cpu,
+            memory_mib: mem_gib * 1024,
+            gpus,
+            model: model.map(String::from),
+        }
     }
 
-    fn pod(name: &str, cpu: i64, mem_gib: i64, gpus: u32, milli: u32, start: u64, end: u64) -> TracePod {
+    fn pod(
+        name: &str,
+        cpu: i64,
+        mem_gib: i64,
+        gpus: u32,
+        milli: u32,
+        start: u64,
+        end: u64,
+    ) -> TracePod {
         TracePod {
-            name: name.into(), cpu_milli: cpu, memory_mib: mem_gib * 1024, num_gpu: gpus, gpu_milli: milli,
-            gpu_spec: None, qos: "BE".into(), creation_s: start, deletion_s: Some(end),
+            name: name.into(),
+            cpu_milli: cpu,
+            memory_mib: mem_gib * 1024,
+            num_gpu: gpus,
+            gpu_milli: milli,
+            gpu_spec: None,
+            qos: "BE".into(),
+            creation_s: start,
+            deletion_s: Some(end),
         }
     }
 
     fn world(nodes: &[TraceNode], pods: &[TracePod]) -> World {
-        World::build(nodes, pods, &prices(), WorldParams { spot_share: 0.0, ..WorldParams::default() })
+        World::build(
+            nodes,
+            pods,
+            &prices(),
+            WorldParams {
+                spot_share: 0.0,
+                ..WorldParams::default()
+            },
+        )
     }
 
     fn placements(w: &World, policy: &str, seed: u64) -> Vec<Option<String>> {
-        let mut s = NativeScheduler::new(policy::by_name(policy, seed).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
-        let params = SimParams { seed, ..SimParams::default() };
-        run(w, &LoadModel { seed, ..LoadModel::default() }, &params, &mut s).unwrap().placements.into_iter().map(|(_, n)| n).collect()
+        let mut s = NativeScheduler::new(
+            policy::by_name(policy, seed).unwrap(),
+            w.config.clone(),
+            PredictorKind::Ema(0.5),
+        );
+        let params = SimParams {
+            seed,
+            ..SimParams::default()
+        };
+        run(
+            w,
+            &LoadModel {
+                seed,
+                ..LoadModel::default()
+            },
+            &params,
+            &mut s,
+        )
+        .unwrap()
+        .placements
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect()
     }
 
     /// small: 4 CPU / 16 GiB (cheap), big: 16 CPU / 64 GiB, gpu: 8 CPU / 32 GiB with 2 T4.
     fn three_nodes() -> Vec<TraceNode> {
-        vec![node("big", 16000, 64, 0, None), node("small", 4000, 16, 0, None), node("gpu", 8000, 32, 2, Some("T4"))]
+        vec![
+            node("big", 16000, 64, 0, None),
+            node("small", 4000, 16, 0, None),
+            node("gpu", 8000, 32, 2, Some("T4")),
+        ]
     }
 
     #[test]
     fn a_reclamation_evicts_every_pod_on_the_node_fails_the_ls_ones_and_they_land_again() {
         let mut ls = pod("ls", 2000, 4, 0, 0, 0, 1000);
         ls.qos = "LS".into();
-        let pods = [ls, pod("be", 1000, 2, 0, 0, 10, 1000), pod("late", 1000, 2, 0, 0, 600, 700)];
+        let pods = [
+            ls,
+            pod("be", 1000, 2, 0, 0, 10, 1000),
+            pod("late", 1000, 2, 0, 0, 600, 700),
+        ];
         let w = world(&three_nodes(), &pods);
         let run_with = |reclaim: Option<Vec<(u64, usize)>>| {
-            let mut s = NativeScheduler::new(policy::by_name("first-fit", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
-            let params = SimParams { reclamations_override: reclaim, ..SimParams::default() };
+            let mut s = NativeScheduler::new(
+                policy::by_name("first-fit", 1).unwrap(),
+                w.config.clone(),
+                PredictorKind::Ema(0.5),
+            );
+            let params = SimParams {
+                reclamations_override: reclaim,
+                ..SimParams::default()
+            };
             run(&w, &LoadModel::default(), &params, &mut s).unwrap()
         };
         let calm = run_with(Some(Vec::new()));
         let first = calm.placements[0].1.clone().unwrap();
         let node = w.nodes.iter().position(|n| n.name == first).unwrap();
-        assert_eq!(calm.placements[1].1.as_deref(), Some(first.as_str()), "first-fit packs both");
-        assert_eq!((calm.metrics.ls_compliant, calm.metrics.evicted_pods), (1, 0));
+        assert_eq!(
+            calm.placements[1].1.as_deref(),
+            Some(first.as_str()),
+            "first-fit packs both"
+        );
+        assert_eq!(
+            (calm.metrics.ls_compliant, calm.metrics.evicted_pods),
+            (1, 0)
+        );
 
         let hit = run_with(Some(vec![(300, node)]));
         let m = &hit.metrics;
-        assert_eq!((m.spot_reclamations_hit, m.evicted_pods, m.rescheduled, m.evicted_unplaced), (1, 2, 2, 0));
-        assert_eq!((m.placed, m.ls_placed, m.ls_compliant), (3, 1, 0), "counted once each; the evicted LS pod broke its QoS");
+        assert_eq!(
+            (
+                m.spot_reclamations_hit,
+                m.evicted_pods,
+                m.rescheduled,
+                m.evicted_unplaced
+            ),
+            (1, 2, 2, 0)
+        );
+        assert_eq!(
+            (m.placed, m.ls_placed, m.ls_compliant),
+            (3, 1, 0),
+            "counted once each; the evicted LS pod broke its QoS"
+        );
         assert_eq!(m.decisions, 5, "3 arrivals + 2 re-arrivals");
         // Both evicted pods land again (first-fit: the same node, back at once), before `late`.
         let names: Vec<&str> = hit.placements.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(names, ["ls", "be", "ls", "be", "late"]);
         // Outcomes are sent before the next decision: the two evictions' failures went out before
         // the re-arrivals; the departures all come after the last arrival, when nothing learns.
-        assert_eq!((m.outcomes_reported, calm.metrics.outcomes_reported), (2, 0));
+        assert_eq!(
+            (m.outcomes_reported, calm.metrics.outcomes_reported),
+            (2, 0)
+        );
         // A reclamation of an idle node, or after every pod left, evicts nothing.
         let idle = w.nodes.iter().position(|n| n.name != first).unwrap();
-        assert_eq!(run_with(Some(vec![(300, idle), (5000, node)])).metrics.evicted_pods, 0);
+        assert_eq!(
+            run_with(Some(vec![(300, idle), (5000, node)]))
+                .metrics
+                .evicted_pods,
+            0
+        );
     }
 
     #[test]
     fn outcomes_reach_the_colony_once_per_pod_and_change_its_trail() {
-        let w = crate::cluster::sample_world(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")), 1).unwrap();
+        let w = crate::cluster::sample_world(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+            1,
+        )
+        .unwrap();
         let trails = |outcomes: OutcomeReports| {
-            let mut s = NativeScheduler::new(policy::by_name("colony", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
-            let params = SimParams { outcomes, max_pods: Some(150), spot_reclamation: false, ..SimParams::default() };
+            let mut s = NativeScheduler::new(
+                policy::by_name("colony", 1).unwrap(),
+                w.config.clone(),
+                PredictorKind::Ema(0.5),
+            );
+            let params = SimParams {
+                outcomes,
+                max_pods: Some(150),
+                spot_reclamation: false,
+                ..SimParams::default()
+            };
             let r = run(&w, &LoadModel::default(), &params, &mut s).unwrap();
             (r.metrics.outcomes_reported, s.pheromones_snapshot())
         };
@@ -746,13 +994,19 @@ mod tests {
         assert_eq!(one("k8s-default"), "big", "least allocated, balanced");
         // MostAllocated: 2000/4000 cpu + 4/16 GiB on small (50, 25) beats big (12, 6); the GPU
         // node has GPUs, scored 0 for this pod, which lowers its mean.
-        assert_eq!(one("k8s-mostallocated"), "small", "most allocated after placing");
+        assert_eq!(
+            one("k8s-mostallocated"),
+            "small",
+            "most allocated after placing"
+        );
         assert_eq!(one("cheapest-fit"), "small");
         assert_eq!(one("heuristic"), "small", "cheapest, all else neutral");
         assert_eq!(one("colony"), "small");
         // Tetris: demand/cap · free/cap is largest on the small node (2000/4000 · 1).
         assert_eq!(one("tetris"), "small");
-        let seen: std::collections::BTreeSet<String> = (0..40).map(|s| placements(&w, "random", s)[0].clone().unwrap()).collect();
+        let seen: std::collections::BTreeSet<String> = (0..40)
+            .map(|s| placements(&w, "random", s)[0].clone().unwrap())
+            .collect();
         assert_eq!(seen.len(), 3, "{seen:?}");
     }
 
@@ -768,19 +1022,41 @@ mod tests {
         let p = placements(&w, "first-fit", 1);
         assert_eq!(p[0].as_deref(), Some("gpu"));
         assert_eq!(p[1].as_deref(), Some("gpu"), "600m share fits the free GPU");
-        assert_eq!(p[2], None, "a second 600m share does not fit in the 400m left (no GPU is free)");
+        assert_eq!(
+            p[2], None,
+            "a second 600m share does not fit in the 400m left (no GPU is free)"
+        );
         assert_eq!(p[3], None);
     }
 
     #[test]
     fn cost_bills_busy_nodes_once_for_overlapping_pods() {
-        let w = world(&[node("only", 4000, 16, 0, None)], &[pod("a", 1000, 1, 0, 0, 0, 3600), pod("b", 1000, 1, 0, 0, 1800, 7200), pod("c", 1000, 1, 0, 0, 10800, 14400)]);
-        let mut s = NativeScheduler::new(policy::by_name("first-fit", 1).unwrap(), w.config.clone(), PredictorKind::Ema(0.5));
+        let w = world(
+            &[node("only", 4000, 16, 0, None)],
+            &[
+                pod("a", 1000, 1, 0, 0, 0, 3600),
+                pod("b", 1000, 1, 0, 0, 1800, 7200),
+                pod("c", 1000, 1, 0, 0, 10800, 14400),
+            ],
+        );
+        let mut s = NativeScheduler::new(
+            policy::by_name("first-fit", 1).unwrap(),
+            w.config.clone(),
+            PredictorKind::Ema(0.5),
+        );
         let r = run(&w, &LoadModel::default(), &SimParams::default(), &mut s).unwrap();
         let price = w.nodes[0].price;
-        assert!((r.metrics.cost_busy_usd - price * 3.0).abs() < 1e-9, "{} vs {}", r.metrics.cost_busy_usd, price * 3.0);
+        assert!(
+            (r.metrics.cost_busy_usd - price * 3.0).abs() < 1e-9,
+            "{} vs {}",
+            r.metrics.cost_busy_usd,
+            price * 3.0
+        );
         assert!((r.metrics.cost_all_on_usd - price * 4.0).abs() < 1e-9);
-        assert_eq!((r.metrics.placed, r.metrics.unplaced, r.metrics.nodes_used), (3, 0, 1));
+        assert_eq!(
+            (r.metrics.placed, r.metrics.unplaced, r.metrics.nodes_used),
+            (3, 0, 1)
+        );
     }
 
     #[test]
@@ -793,11 +1069,25 @@ mod tests {
         let r = FactReport {
             name: "n1".into(),
             labels: Some(labels.clone()),
-            allocatable: Some(labels.iter().map(|_| ("cpu".to_string(), "8".to_string())).collect()),
+            allocatable: Some(
+                labels
+                    .iter()
+                    .map(|_| ("cpu".to_string(), "8".to_string()))
+                    .collect(),
+            ),
             requested,
             latency_us: 120.0,
             observed_at_ms: 60_000,
-            utilisation: vec![Sample { at_ms: 45_000, value: 0.25 }, Sample { at_ms: 60_000, value: 0.75 }],
+            utilisation: vec![
+                Sample {
+                    at_ms: 45_000,
+                    value: 0.25,
+                },
+                Sample {
+                    at_ms: 60_000,
+                    value: 0.75,
+                },
+            ],
             gpu_free_milli: Some(vec![540, 1000]),
         };
         let config = crate::cluster::sim_config();

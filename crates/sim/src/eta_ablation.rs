@@ -24,8 +24,18 @@ pub struct Variant {
 }
 
 impl Variant {
-    fn new(label: impl Into<String>, policy: &'static str, vars: &[String], outcomes: OutcomeReports) -> Self {
-        Variant { label: label.into(), policy, vars: vars.to_vec(), outcomes }
+    fn new(
+        label: impl Into<String>,
+        policy: &'static str,
+        vars: &[String],
+        outcomes: OutcomeReports,
+    ) -> Self {
+        Variant {
+            label: label.into(),
+            policy,
+            vars: vars.to_vec(),
+            outcomes,
+        }
     }
 }
 
@@ -36,20 +46,59 @@ pub fn standard_variants() -> Vec<Variant> {
     let mut v = vec![
         Variant::new("first-fit", "first-fit", none, OutcomeReports::None),
         Variant::new("cheapest-fit", "cheapest-fit", none, OutcomeReports::None),
-        Variant::new("k8s-mostallocated", "k8s-mostallocated", none, OutcomeReports::None),
-        Variant::new("heuristic (η alone)", "heuristic", none, OutcomeReports::None),
-        Variant::new("colony, placements only (τ learns η)", "colony", none, OutcomeReports::None),
+        Variant::new(
+            "k8s-mostallocated",
+            "k8s-mostallocated",
+            none,
+            OutcomeReports::None,
+        ),
+        Variant::new(
+            "heuristic (η alone)",
+            "heuristic",
+            none,
+            OutcomeReports::None,
+        ),
+        Variant::new(
+            "colony, placements only (τ learns η)",
+            "colony",
+            none,
+            OutcomeReports::None,
+        ),
         Variant::new("colony, QoS outcomes", "colony", none, OutcomeReports::Qos),
-        Variant::new("colony, QoS+cost outcomes (default)", "colony", none, OutcomeReports::QosCost),
-        Variant::new("colony, trail off (ALPHA=0)", "colony", &["ALPHA=0".to_string()], OutcomeReports::QosCost),
+        Variant::new(
+            "colony, QoS+cost outcomes (default)",
+            "colony",
+            none,
+            OutcomeReports::QosCost,
+        ),
+        Variant::new(
+            "colony, trail off (ALPHA=0)",
+            "colony",
+            &["ALPHA=0".to_string()],
+            OutcomeReports::QosCost,
+        ),
     ];
     // The spot penalty is reliability's main term on this trace (LS pods off spot capacity).
     for penalty in ["0.2", "0"] {
-        v.push(Variant::new(format!("colony, SPOT_PENALTY={penalty}"), "colony", &[format!("SPOT_PENALTY={penalty}")], OutcomeReports::QosCost));
+        v.push(Variant::new(
+            format!("colony, SPOT_PENALTY={penalty}"),
+            "colony",
+            &[format!("SPOT_PENALTY={penalty}")],
+            OutcomeReports::QosCost,
+        ));
     }
     for factor in EtaFactorSet::NAMES {
-        let keep: Vec<&str> = EtaFactorSet::NAMES.iter().copied().filter(|f| *f != factor).collect();
-        v.push(Variant::new(format!("colony without {factor}"), "colony", &[format!("ETA_FACTORS={}", keep.join(","))], OutcomeReports::QosCost));
+        let keep: Vec<&str> = EtaFactorSet::NAMES
+            .iter()
+            .copied()
+            .filter(|f| *f != factor)
+            .collect();
+        v.push(Variant::new(
+            format!("colony without {factor}"),
+            "colony",
+            &[format!("ETA_FACTORS={}", keep.join(","))],
+            OutcomeReports::QosCost,
+        ));
     }
     v
 }
@@ -86,24 +135,42 @@ pub struct AblationPlan<'a> {
 
 fn run_one(plan: &AblationPlan, variant: &Variant, seed: u64) -> Result<Metrics, Error> {
     let mut world = (plan.world_of)(seed)?;
-    let vars: Vec<String> = plan.base_vars.iter().chain(&variant.vars).cloned().collect();
+    let vars: Vec<String> = plan
+        .base_vars
+        .iter()
+        .chain(&variant.vars)
+        .cloned()
+        .collect();
     world.config = sim_config_with(&vars)?;
     let mut params = (plan.sim_of)(seed);
     params.progress = false;
     params.pheromone_samples = 1;
     params.outcomes = variant.outcomes;
-    let policy = policy::by_name(variant.policy, seed).ok_or_else(|| format!("unknown policy {}", variant.policy))?;
-    let mut s = NativeScheduler::new(policy, world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+    let policy = policy::by_name(variant.policy, seed)
+        .ok_or_else(|| format!("unknown policy {}", variant.policy))?;
+    let mut s = NativeScheduler::new(
+        policy,
+        world.config.clone(),
+        PredictorKind::Ema(world.config.ema_alpha),
+    );
     Ok(run(&world, &(plan.load_of)(seed)?, &params, &mut s)?.metrics)
 }
 
 /// Runs every variant on every seed (`jobs` threads) and summarises each variant.
 pub fn run_ablation(plan: &AblationPlan) -> Result<Vec<VariantRow>, Error> {
-    let tasks: Vec<(usize, u64)> = (0..plan.variants.len()).flat_map(|v| plan.seeds.iter().map(move |s| (v, *s))).collect();
+    let tasks: Vec<(usize, u64)> = (0..plan.variants.len())
+        .flat_map(|v| plan.seeds.iter().map(move |s| (v, *s)))
+        .collect();
     let outputs = crate::parallel::map(&tasks, plan.jobs, |&(v, seed)| {
         let r = run_one(plan, &plan.variants[v], seed).map_err(|e| e.to_string());
         if let Ok(m) = &r {
-            eprintln!("{:>40} seed {seed}: ${:.0}, LS QoS {:.2}%, unplaced {}", plan.variants[v].label, m.cost_busy_usd, 100.0 * m.ls_compliance, m.unplaced);
+            eprintln!(
+                "{:>40} seed {seed}: ${:.0}, LS QoS {:.2}%, unplaced {}",
+                plan.variants[v].label,
+                m.cost_busy_usd,
+                100.0 * m.ls_compliance,
+                m.unplaced
+            );
         }
         r
     });
@@ -111,7 +178,10 @@ pub fn run_ablation(plan: &AblationPlan) -> Result<Vec<VariantRow>, Error> {
     for (key, r) in tasks.iter().zip(outputs) {
         by_task.insert(*key, r?);
     }
-    let first_fit = plan.variants.iter().position(|v| v.policy == "first-fit" && v.vars.is_empty());
+    let first_fit = plan
+        .variants
+        .iter()
+        .position(|v| v.policy == "first-fit" && v.vars.is_empty());
     Ok(plan
         .variants
         .iter()
@@ -122,7 +192,13 @@ pub fn run_ablation(plan: &AblationPlan) -> Result<Vec<VariantRow>, Error> {
             let (cost_mean, cost_sd) = mean_sd(&col(&|m| m.cost_busy_usd));
             let (ls_compliance_mean, ls_compliance_sd) = mean_sd(&col(&|m| m.ls_compliance));
             let vs = first_fit.map(|ff| {
-                let ratios: Vec<f64> = plan.seeds.iter().map(|s| by_task[&(v, *s)].cost_busy_usd / by_task[&(ff, *s)].cost_busy_usd - 1.0).collect();
+                let ratios: Vec<f64> = plan
+                    .seeds
+                    .iter()
+                    .map(|s| {
+                        by_task[&(v, *s)].cost_busy_usd / by_task[&(ff, *s)].cost_busy_usd - 1.0
+                    })
+                    .collect();
                 mean_sd(&ratios)
             });
             VariantRow {
@@ -190,21 +266,44 @@ mod tests {
         let variants = vec![
             Variant::new("first-fit", "first-fit", &[], OutcomeReports::None),
             Variant::new("colony", "colony", &[], OutcomeReports::QosCost),
-            Variant::new("colony cost only", "colony", &["ETA_FACTORS=cost".into()], OutcomeReports::QosCost),
+            Variant::new(
+                "colony cost only",
+                "colony",
+                &["ETA_FACTORS=cost".into()],
+                OutcomeReports::QosCost,
+            ),
         ];
         let plan = AblationPlan {
             variants,
             seeds: vec![1, 2],
             jobs: 2,
             base_vars: Vec::new(),
-            world_of: &|seed| sample_world(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").as_path(), seed),
-            sim_of: &|seed| SimParams { seed, ..SimParams::default() },
-            load_of: &|seed| Ok(LoadModel { seed, ..LoadModel::default() }),
+            world_of: &|seed| {
+                sample_world(
+                    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("../..")
+                        .as_path(),
+                    seed,
+                )
+            },
+            sim_of: &|seed| SimParams {
+                seed,
+                ..SimParams::default()
+            },
+            load_of: &|seed| {
+                Ok(LoadModel {
+                    seed,
+                    ..LoadModel::default()
+                })
+            },
         };
         let rows = run_ablation(&plan).unwrap();
         assert_eq!(rows[0].vs_first_fit_mean, Some(0.0));
         assert_eq!(rows[0].seeds, 2);
-        assert_ne!(rows[1].cost_mean, rows[2].cost_mean, "ETA_FACTORS=cost changed nothing: {rows:?}");
+        assert_ne!(
+            rows[1].cost_mean, rows[2].cost_mean,
+            "ETA_FACTORS=cost changed nothing: {rows:?}"
+        );
         assert!(ablation_table(&rows).lines().count() == 5);
     }
 }

@@ -9,9 +9,19 @@ use aco_core::colony::DecisionExplanation;
 use crate::trace::Error;
 
 /// `GET [/c/<cluster>]/v1/tenants/{tenant}/decisions/{pod}` with the admin token.
-pub fn fetch(client: &reqwest::blocking::Client, base_url: &str, token: &str, cluster: Option<&str>, tenant: &str, pod: &str) -> Result<DecisionExplanation, Error> {
+pub fn fetch(
+    client: &reqwest::blocking::Client,
+    base_url: &str,
+    token: &str,
+    cluster: Option<&str>,
+    tenant: &str,
+    pod: &str,
+) -> Result<DecisionExplanation, Error> {
     let prefix = cluster.map(|c| format!("/c/{c}")).unwrap_or_default();
-    let url = format!("{}{prefix}/v1/tenants/{tenant}/decisions/{pod}", base_url.trim_end_matches('/'));
+    let url = format!(
+        "{}{prefix}/v1/tenants/{tenant}/decisions/{pod}",
+        base_url.trim_end_matches('/')
+    );
     let res = client.get(&url).bearer_auth(token).send()?;
     let status = res.status();
     let text = res.text()?;
@@ -42,7 +52,13 @@ pub fn render(e: &DecisionExplanation) -> String {
         e.candidates.len(),
         e.explored.as_deref().unwrap_or("none")
     );
-    let width = e.candidates.iter().map(|c| c.node.len()).max().unwrap_or(4).max(4);
+    let width = e
+        .candidates
+        .iter()
+        .map(|c| c.node.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let _ = writeln!(
         out,
         "  {:<width$} score       τ        η = reliab ×   cost × headroom ×  spike ×   frag",
@@ -66,13 +82,37 @@ pub fn render(e: &DecisionExplanation) -> String {
     }
     match &e.filter_reasons {
         None => {
-            let _ = writeln!(out, "filter: not seen by the isolate that scored the pod (filterReasons: null)");
+            let _ = writeln!(
+                out,
+                "filter: not seen by the isolate that scored the pod (filterReasons: null)"
+            );
         }
         Some(f) => {
-            let by: Vec<String> = f.by_reason.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            let _ = writeln!(out, "filter: {} passed, {} rejected{}", f.passed, f.rejected, if by.is_empty() { String::new() } else { format!(" ({})", by.join(", ")) });
+            let by: Vec<String> = f
+                .by_reason
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "filter: {} passed, {} rejected{}",
+                f.passed,
+                f.rejected,
+                if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", by.join(", "))
+                }
+            );
             for n in &f.nodes {
-                let _ = writeln!(out, "  {} [{}{}] {}", n.node, n.code, if n.unresolvable { ", unresolvable" } else { "" }, n.reason);
+                let _ = writeln!(
+                    out,
+                    "  {} [{}{}] {}",
+                    n.node,
+                    n.code,
+                    if n.unresolvable { ", unresolvable" } else { "" },
+                    n.reason
+                );
             }
         }
     }
@@ -104,10 +144,23 @@ mod tests {
             fragmentation_delta: None,
         };
         let mut rng = StdRng::seed_from_u64(1);
-        let p = TenantColony::default().prioritize(&[node("cheap", 0.4), node("dear", 3.2)], WorkloadClass::Batch, 0, &Config::default(), &mut rng);
+        let p = TenantColony::default().prioritize(
+            &[node("cheap", 0.4), node("dear", 3.2)],
+            WorkloadClass::Batch,
+            0,
+            &Config::default(),
+            &mut rng,
+        );
         let text = render(&p.decision.explain("uid-1", "t"));
-        assert!(text.contains("pod uid-1 (tenant t, Batch): 2 candidates"), "{text}");
-        assert!(text.lines().any(|l| l.trim_start().starts_with("cheap") && l.contains(" 10 ")), "{text}");
+        assert!(
+            text.contains("pod uid-1 (tenant t, Batch): 2 candidates"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with("cheap") && l.contains(" 10 ")),
+            "{text}"
+        );
         assert!(text.contains("filterReasons: null"), "{text}");
     }
 }

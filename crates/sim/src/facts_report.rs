@@ -34,7 +34,9 @@ pub struct Sample {
 }
 
 fn raw(list: &BTreeMap<String, String>) -> BTreeMap<String, QuantityText> {
-    list.iter().map(|(k, v)| (k.clone(), QuantityText(v.clone()))).collect()
+    list.iter()
+        .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
+        .collect()
 }
 
 impl FactReport {
@@ -46,7 +48,14 @@ impl FactReport {
             requested: Some(raw(&self.requested)),
             latency_us: Some(self.latency_us),
             observed_at_ms: Some(self.observed_at_ms),
-            utilisation: self.utilisation.iter().map(|s| UtilisationSample { at_ms: s.at_ms, value: s.value }).collect(),
+            utilisation: self
+                .utilisation
+                .iter()
+                .map(|s| UtilisationSample {
+                    at_ms: s.at_ms,
+                    value: s.value,
+                })
+                .collect(),
             gpu_free_milli: self.gpu_free_milli.clone(),
         }
     }
@@ -70,7 +79,13 @@ pub struct ReportBatch<'a> {
 impl ReportBatch<'_> {
     pub fn samples(&self, node: usize) -> impl Iterator<Item = Sample> + '_ {
         let k = self.sample_ms.len();
-        self.sample_ms.iter().zip(&self.util[node * k..(node + 1) * k]).map(|(at_ms, value)| Sample { at_ms: *at_ms, value: *value })
+        self.sample_ms
+            .iter()
+            .zip(&self.util[node * k..(node + 1) * k])
+            .map(|(at_ms, value)| Sample {
+                at_ms: *at_ms,
+                value: *value,
+            })
     }
 
     /// The wire reports of this round, one per node in cluster order.

@@ -107,8 +107,14 @@ impl LoadModel {
             key: rng::hash(&[self.seed, pod_key, 100]),
             base: rng::range(&[self.seed, pod_key, 101], lo, hi),
             phase: rng::range(&[self.seed, pod_key, 102], 0.0, std::f64::consts::TAU),
-            offset_s: self.usage.as_ref().map_or(0.0, |u| rng::range(&[self.seed, pod_key, 103], 0.0, u.span_s()).floor()),
-            share: rng::range(&[self.seed, pod_key, 104], self.usage_share.0, self.usage_share.1),
+            offset_s: self.usage.as_ref().map_or(0.0, |u| {
+                rng::range(&[self.seed, pod_key, 103], 0.0, u.span_s()).floor()
+            }),
+            share: rng::range(
+                &[self.seed, pod_key, 104],
+                self.usage_share.0,
+                self.usage_share.1,
+            ),
         }
     }
 
@@ -123,8 +129,16 @@ impl LoadModel {
             return (p.base * (1.0 + p.share * (r - 1.0))).clamp(0.0, self.cap);
         }
         let bucket = t_s / self.bucket_s.max(1);
-        let diurnal = 1.0 + self.diurnal_amplitude * ((t_s as f64 / DAY_S) * std::f64::consts::TAU + p.phase).sin();
-        let noise = 1.0 + self.noise * (2.0 * unit_of(rng::splitmix(p.key ^ bucket.wrapping_mul(0xA24B_AED4_963E_E407))) - 1.0);
+        let diurnal = 1.0
+            + self.diurnal_amplitude
+                * ((t_s as f64 / DAY_S) * std::f64::consts::TAU + p.phase).sin();
+        let noise = 1.0
+            + self.noise
+                * (2.0
+                    * unit_of(rng::splitmix(
+                        p.key ^ bucket.wrapping_mul(0xA24B_AED4_963E_E407),
+                    ))
+                    - 1.0);
         let u = p.base * diurnal * noise + self.spike_of(p.key, bucket);
         u.clamp(0.0, self.cap)
     }
@@ -134,7 +148,8 @@ impl LoadModel {
     /// threshold without evaluating them).
     pub fn utilisation_bound(&self, p: &PodLoad) -> f64 {
         let spike = self.spike_magnitude.0.max(self.spike_magnitude.1).max(0.0);
-        (p.base * (1.0 + self.diurnal_amplitude.abs()) * (1.0 + self.noise.abs()) + spike).clamp(0.0, self.cap)
+        (p.base * (1.0 + self.diurnal_amplitude.abs()) * (1.0 + self.noise.abs()) + spike)
+            .clamp(0.0, self.cap)
     }
 
     /// The spike term in `bucket` (0 outside spikes) for the pod's hashed key.
@@ -143,7 +158,9 @@ impl LoadModel {
         let max_len = self.spike_max_buckets.max(1);
         let mut total: f64 = 0.0;
         for start in bucket.saturating_sub(max_len - 1)..=bucket {
-            let h = rng::splitmix(key ^ 0x5851_F42D_4C95_7F2D ^ start.wrapping_mul(0x9FB2_1C65_1E98_DF25));
+            let h = rng::splitmix(
+                key ^ 0x5851_F42D_4C95_7F2D ^ start.wrapping_mul(0x9FB2_1C65_1E98_DF25),
+            );
             if unit_of(h) < p_start {
                 let h2 = rng::splitmix(h);
                 let len = 1 + (h2 & 0xFFFF) % max_len;
@@ -159,7 +176,9 @@ impl LoadModel {
     /// Whether a spike starts in `bucket` (for tests and documentation).
     pub fn spike_starts(&self, key: u64, bucket: u64) -> bool {
         let p_start = (self.spike_rate_per_h * self.bucket_s as f64 / 3600.0).min(1.0);
-        unit_of(rng::splitmix(key ^ 0x5851_F42D_4C95_7F2D ^ bucket.wrapping_mul(0x9FB2_1C65_1E98_DF25))) < p_start
+        unit_of(rng::splitmix(
+            key ^ 0x5851_F42D_4C95_7F2D ^ bucket.wrapping_mul(0x9FB2_1C65_1E98_DF25),
+        )) < p_start
     }
 }
 
@@ -173,15 +192,29 @@ pub struct LoadShare {
 }
 
 /// Node utilisation = max(CPU, GPU) of `Σ request · u / allocatable`, clamped to [0, 1].
-pub fn node_utilisation(model: &LoadModel, pods: &[LoadShare], cpu_alloc_milli: f64, gpu_alloc_milli: f64, t_s: u64) -> f64 {
+pub fn node_utilisation(
+    model: &LoadModel,
+    pods: &[LoadShare],
+    cpu_alloc_milli: f64,
+    gpu_alloc_milli: f64,
+    t_s: u64,
+) -> f64 {
     let (mut cpu, mut gpu) = (0.0, 0.0);
     for p in pods {
         let u = model.utilisation(&p.load, t_s);
         cpu += p.cpu_milli * u;
         gpu += p.gpu_milli * u;
     }
-    let c = if cpu_alloc_milli > 0.0 { cpu / cpu_alloc_milli } else { 0.0 };
-    let g = if gpu_alloc_milli > 0.0 { gpu / gpu_alloc_milli } else { 0.0 };
+    let c = if cpu_alloc_milli > 0.0 {
+        cpu / cpu_alloc_milli
+    } else {
+        0.0
+    };
+    let g = if gpu_alloc_milli > 0.0 {
+        gpu / gpu_alloc_milli
+    } else {
+        0.0
+    };
     c.max(g).clamp(0.0, 1.0)
 }
 
@@ -197,7 +230,8 @@ mod tests {
         for i in 0..8640u64 {
             wander = 0.95 * wander + 2.0 * (rng::unit(&[9, i]) - 0.5);
             let burst = if i % 100 < 3 { 15.0 } else { 0.0 };
-            let x = 40.0 + 10.0 * (i as f64 / 8640.0 * std::f64::consts::TAU).sin() + wander + burst;
+            let x =
+                40.0 + 10.0 * (i as f64 / 8640.0 * std::f64::consts::TAU).sin() + wander + burst;
             text += &format!("{x},50\n");
         }
         Arc::new(UsageSeries::parse("day", "day.csv", &text, "cpu_util_percent", 10).unwrap())
@@ -205,55 +239,128 @@ mod tests {
 
     fn mean_sd(v: &[f64]) -> (f64, f64) {
         let m = v.iter().sum::<f64>() / v.len() as f64;
-        (m, (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt())
+        (
+            m,
+            (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt(),
+        )
     }
 
     #[test]
     fn usage_shape_is_seeded_per_pod() {
-        let m = LoadModel { usage: Some(day_series()), ..LoadModel::default() };
-        let a: Vec<f64> = (0..400).map(|t| m.pod_utilisation(3, true, t * 15)).collect();
-        let b: Vec<f64> = (0..400).rev().map(|t| m.pod_utilisation(3, true, t * 15)).rev().collect();
+        let m = LoadModel {
+            usage: Some(day_series()),
+            ..LoadModel::default()
+        };
+        let a: Vec<f64> = (0..400)
+            .map(|t| m.pod_utilisation(3, true, t * 15))
+            .collect();
+        let b: Vec<f64> = (0..400)
+            .rev()
+            .map(|t| m.pod_utilisation(3, true, t * 15))
+            .rev()
+            .collect();
         assert_eq!(a, b, "order-free");
-        let again = LoadModel { usage: Some(day_series()), ..LoadModel::default() };
-        assert_eq!(a, (0..400).map(|t| again.pod_utilisation(3, true, t * 15)).collect::<Vec<_>>());
-        let other_seed = LoadModel { seed: 2, ..m.clone() };
+        let again = LoadModel {
+            usage: Some(day_series()),
+            ..LoadModel::default()
+        };
+        assert_eq!(
+            a,
+            (0..400)
+                .map(|t| again.pod_utilisation(3, true, t * 15))
+                .collect::<Vec<_>>()
+        );
+        let other_seed = LoadModel {
+            seed: 2,
+            ..m.clone()
+        };
         assert_ne!(m.pod(3, true).offset_s, other_seed.pod(3, true).offset_s);
-        assert_ne!(a, (0..400).map(|t| other_seed.pod_utilisation(3, true, t * 15)).collect::<Vec<_>>());
-        assert_ne!(m.pod(3, true).offset_s, m.pod(4, true).offset_s, "pods see different stretches");
+        assert_ne!(
+            a,
+            (0..400)
+                .map(|t| other_seed.pod_utilisation(3, true, t * 15))
+                .collect::<Vec<_>>()
+        );
+        assert_ne!(
+            m.pod(3, true).offset_s,
+            m.pod(4, true).offset_s,
+            "pods see different stretches"
+        );
     }
 
     #[test]
     fn usage_shape_keeps_the_series_mean_and_variability() {
         let series = day_series();
         // No clamping in range: base 0.4, share 1 → u = 0.4 · r stays well inside [0, cap].
-        let m = LoadModel { usage: Some(series.clone()), ls_base: (0.4, 0.4), usage_share: (1.0, 1.0), ..LoadModel::default() };
+        let m = LoadModel {
+            usage: Some(series.clone()),
+            ls_base: (0.4, 0.4),
+            usage_share: (1.0, 1.0),
+            ..LoadModel::default()
+        };
         // One full cycle on the simulator's 15 s grid (a day = 5,760 buckets).
-        let u: Vec<f64> = (0..5760).map(|b| m.pod_utilisation(11, true, b * 15)).collect();
+        let u: Vec<f64> = (0..5760)
+            .map(|b| m.pod_utilisation(11, true, b * 15))
+            .collect();
         let (mean, sd) = mean_sd(&u);
         assert!((mean - 0.4).abs() < 0.4 * 0.01, "mean {mean}");
         let want_sd = 0.4 * series.cv();
         // Resampling 10 s → 15 s with interpolation smooths the bursts a little, never much.
-        assert!((sd - want_sd).abs() < 0.05 * want_sd, "sd {sd} vs {want_sd}");
+        assert!(
+            (sd - want_sd).abs() < 0.05 * want_sd,
+            "sd {sd} vs {want_sd}"
+        );
         // Lag-1 autocorrelation is the real series' structure, not white noise.
-        let lag1 = u.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum::<f64>() / (u.len() as f64 * sd * sd);
+        let lag1 = u
+            .windows(2)
+            .map(|w| (w[0] - mean) * (w[1] - mean))
+            .sum::<f64>()
+            / (u.len() as f64 * sd * sd);
         assert!(lag1 > 0.8, "lag-1 autocorrelation {lag1}");
         // Half the share → half the variability, same mean.
-        let half = LoadModel { usage_share: (0.5, 0.5), ..m.clone() };
-        let (hm, hsd) = mean_sd(&(0..5760).map(|b| half.pod_utilisation(11, true, b * 15)).collect::<Vec<_>>());
-        assert!((hm - 0.4).abs() < 0.004 && (hsd - want_sd / 2.0).abs() < 0.05 * want_sd, "{hm} {hsd}");
+        let half = LoadModel {
+            usage_share: (0.5, 0.5),
+            ..m.clone()
+        };
+        let (hm, hsd) = mean_sd(
+            &(0..5760)
+                .map(|b| half.pod_utilisation(11, true, b * 15))
+                .collect::<Vec<_>>(),
+        );
+        assert!(
+            (hm - 0.4).abs() < 0.004 && (hsd - want_sd / 2.0).abs() < 0.05 * want_sd,
+            "{hm} {hsd}"
+        );
     }
 
     #[test]
     fn seeded_and_order_free() {
         let m = LoadModel::default();
-        let a: Vec<f64> = (0..500).map(|t| m.pod_utilisation(42, true, t * 15)).collect();
-        let b: Vec<f64> = (0..500).rev().map(|t| m.pod_utilisation(42, true, t * 15)).rev().collect();
+        let a: Vec<f64> = (0..500)
+            .map(|t| m.pod_utilisation(42, true, t * 15))
+            .collect();
+        let b: Vec<f64> = (0..500)
+            .rev()
+            .map(|t| m.pod_utilisation(42, true, t * 15))
+            .rev()
+            .collect();
         assert_eq!(a, b);
-        let other = LoadModel { seed: 2, ..LoadModel::default() };
-        assert_ne!(a[0..50], (0..50).map(|t| other.pod_utilisation(42, true, t * 15)).collect::<Vec<_>>()[..]);
+        let other = LoadModel {
+            seed: 2,
+            ..LoadModel::default()
+        };
+        assert_ne!(
+            a[0..50],
+            (0..50)
+                .map(|t| other.pod_utilisation(42, true, t * 15))
+                .collect::<Vec<_>>()[..]
+        );
         assert!(a.iter().all(|u| (0.0..=m.cap).contains(u)));
         let bound = m.utilisation_bound(&m.pod(42, true));
-        assert!(a.iter().all(|u| *u <= bound), "the bound the monitor skips nodes by holds");
+        assert!(
+            a.iter().all(|u| *u <= bound),
+            "the bound the monitor skips nodes by holds"
+        );
     }
 
     #[test]
@@ -266,16 +373,47 @@ mod tests {
         assert!((per_hour - m.spike_rate_per_h).abs() < 0.5, "{per_hour}");
         let spiky = (0..buckets).filter(|b| m.spike_of(key, *b) > 0.0).count();
         assert!(spiky > 0 && spiky < buckets as usize / 4);
-        let mean_ls = (0..buckets).map(|b| m.pod_utilisation(7, true, b * 15)).sum::<f64>() / buckets as f64;
-        let mean_be = (0..buckets).map(|b| m.pod_utilisation(8, false, b * 15)).sum::<f64>() / buckets as f64;
+        let mean_ls = (0..buckets)
+            .map(|b| m.pod_utilisation(7, true, b * 15))
+            .sum::<f64>()
+            / buckets as f64;
+        let mean_be = (0..buckets)
+            .map(|b| m.pod_utilisation(8, false, b * 15))
+            .sum::<f64>()
+            / buckets as f64;
         assert!(mean_ls > 0.1 && mean_be > 0.2);
     }
 
     #[test]
     fn node_utilisation_sums_pods_and_takes_the_busier_dimension() {
-        let m = LoadModel { noise: 0.0, diurnal_amplitude: 0.0, spike_rate_per_h: 0.0, ls_base: (0.5, 0.5), other_base: (0.5, 0.5), ..LoadModel::default() };
-        let p = LoadShare { pod_key: 1, load: m.pod(1, true), cpu_milli: 1000.0, gpu_milli: 1000.0 };
-        let u = node_utilisation(&m, &[p, LoadShare { pod_key: 2, load: m.pod(2, true), ..p }], 8000.0, 2000.0, 0);
+        let m = LoadModel {
+            noise: 0.0,
+            diurnal_amplitude: 0.0,
+            spike_rate_per_h: 0.0,
+            ls_base: (0.5, 0.5),
+            other_base: (0.5, 0.5),
+            ..LoadModel::default()
+        };
+        let p = LoadShare {
+            pod_key: 1,
+            load: m.pod(1, true),
+            cpu_milli: 1000.0,
+            gpu_milli: 1000.0,
+        };
+        let u = node_utilisation(
+            &m,
+            &[
+                p,
+                LoadShare {
+                    pod_key: 2,
+                    load: m.pod(2, true),
+                    ..p
+                },
+            ],
+            8000.0,
+            2000.0,
+            0,
+        );
         assert!((u - 0.5).abs() < 1e-12, "{u}");
         assert_eq!(node_utilisation(&m, &[], 8000.0, 0.0, 0), 0.0);
     }

@@ -1,8 +1,10 @@
 use std::path::{Path, PathBuf};
 
 use aco_sim::cluster::{World, WorldParams};
+use aco_sim::engine::{
+    run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams, TenantTrails,
+};
 use aco_sim::explain;
-use aco_sim::engine::{run, run_observed, Metrics, NativeScheduler, PredictorKind, RunResult, SimParams, TenantTrails};
 use aco_sim::html_report;
 use aco_sim::load::LoadModel;
 use aco_sim::policy;
@@ -15,7 +17,10 @@ use aco_sim::trace::{self, Error};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "aco-sim", about = "OpenB trace simulator, scheduling benchmark and Worker replay for aco-edge-extender")]
+#[command(
+    name = "aco-sim",
+    about = "OpenB trace simulator, scheduling benchmark and Worker replay for aco-edge-extender"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -81,7 +86,11 @@ enum Cmd {
         #[command(flatten)]
         input: Input,
         /// `synthetic` and/or `usage:<alibaba|alibaba-300s|google|azure>`.
-        #[arg(long, value_delimiter = ',', default_value = "synthetic,usage:alibaba,usage:alibaba-300s,usage:google,usage:azure")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "synthetic,usage:alibaba,usage:alibaba-300s,usage:google,usage:azure"
+        )]
         load_models: Vec<String>,
         #[arg(long, default_value = "../shared/data/usage")]
         usage_dir: PathBuf,
@@ -116,7 +125,10 @@ enum Cmd {
         #[arg(long, value_delimiter = ',')]
         policies: Option<Vec<String>>,
         /// Published means for the reproduction check.
-        #[arg(long, default_value = "../shared/data/fgd/atc23_allocation_by_policy.csv")]
+        #[arg(
+            long,
+            default_value = "../shared/data/fgd/atc23_allocation_by_policy.csv"
+        )]
         published: PathBuf,
         #[arg(long, default_value = "docs/sim")]
         out: PathBuf,
@@ -229,15 +241,38 @@ struct Input {
 }
 
 /// `replay --shadow`: the baseline places, the Worker shadows, both summaries printed.
-fn shadow_replay(world: &World, load: &LoadModel, params: &SimParams, url: &str, token: &str, baseline: &str, seed: u64) -> Result<(), Error> {
-    let policy = policy::by_name(baseline, seed).ok_or_else(|| format!("unknown policy {baseline:?} (one of {})", policy::ALL.join(", ")))?;
-    let native = NativeScheduler::new(policy, world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+fn shadow_replay(
+    world: &World,
+    load: &LoadModel,
+    params: &SimParams,
+    url: &str,
+    token: &str,
+    baseline: &str,
+    seed: u64,
+) -> Result<(), Error> {
+    let policy = policy::by_name(baseline, seed).ok_or_else(|| {
+        format!(
+            "unknown policy {baseline:?} (one of {})",
+            policy::ALL.join(", ")
+        )
+    })?;
+    let native = NativeScheduler::new(
+        policy,
+        world.config.clone(),
+        PredictorKind::Ema(world.config.ema_alpha),
+    );
     let http = HttpScheduler::new(url, token, world)?;
     let mut replay = ShadowReplay::new(native, http, world.config.clone());
-    let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
+    let pods = params
+        .max_pods
+        .unwrap_or(world.pods.len())
+        .min(world.pods.len());
     println!("shadow mode: {baseline} places {pods} pods on {} nodes, the Worker at {url} shadows (tenants: {})", world.nodes.len(), world.tenants().join(", "));
     let r = run(world, load, params, &mut replay)?;
-    println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
+    println!(
+        "{}",
+        report::markdown_table(std::slice::from_ref(&r.metrics))
+    );
     let remote = replay.worker_summaries(world)?;
     println!("| tenant | source | pods | agree | Σ chosen $/h | Σ colony $/h | saving $/h | saving | LC on hot (chosen/colony) |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
@@ -247,8 +282,28 @@ fn shadow_replay(world: &World, load: &LoadModel, params: &SimParams, url: &str,
         let f = |k: &str| w[k].as_f64().unwrap_or(f64::NAN);
         let u = |k: &str| w[k].as_u64().unwrap_or(0);
         let hot = &w["latencyCriticalOnHotNodes"];
-        println!("| {tenant} | Worker | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |", u("pods"), u("agreements"), f("chosenCostPerHour"), f("colonyCostPerHour"), f("savingPerHour"), 100.0 * f("savingFraction"), hot["chosen"], hot["colony"]);
-        println!("| {tenant} | simulator | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |", n.pods, n.agreements, n.chosen_cost_per_hour, n.colony_cost_per_hour, n.saving_per_hour(), 100.0 * n.saving_fraction(), n.latency_critical_on_hot_chosen, n.latency_critical_on_hot_colony);
+        println!(
+            "| {tenant} | Worker | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |",
+            u("pods"),
+            u("agreements"),
+            f("chosenCostPerHour"),
+            f("colonyCostPerHour"),
+            f("savingPerHour"),
+            100.0 * f("savingFraction"),
+            hot["chosen"],
+            hot["colony"]
+        );
+        println!(
+            "| {tenant} | simulator | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |",
+            n.pods,
+            n.agreements,
+            n.chosen_cost_per_hour,
+            n.colony_cost_per_hour,
+            n.saving_per_hour(),
+            100.0 * n.saving_fraction(),
+            n.latency_critical_on_hot_chosen,
+            n.latency_critical_on_hot_colony
+        );
         worker_total.pods += u("pods");
         worker_total.agreements += u("agreements");
         worker_total.chosen_cost_per_hour += f("chosenCostPerHour");
@@ -264,7 +319,10 @@ fn shadow_replay(world: &World, load: &LoadModel, params: &SimParams, url: &str,
     let c = &replay.cost;
     println!(
         "shadow requests: {} (1 pod each), binding ops mean {:.2} max {}, round trip mean {:.1} ms",
-        c.requests, c.binding_ops as f64 / c.requests.max(1) as f64, c.max_binding_ops, 1000.0 * c.wall_s / c.requests.max(1) as f64
+        c.requests,
+        c.binding_ops as f64 / c.requests.max(1) as f64,
+        c.max_binding_ops,
+        1000.0 * c.wall_s / c.requests.max(1) as f64
     );
     let agree = (worker_total.pods, worker_total.agreements) == (native.pods, native.agreements)
         && (worker_total.chosen_cost_per_hour - native.chosen_cost_per_hour).abs() < 1e-6
@@ -293,17 +351,29 @@ impl Input {
         let (nodes, pods) = match &self.openb {
             Some(list) => {
                 let dir = repo_path(&self.openb_dir);
-                (dir.join("openb_node_list_all_node.csv"), dir.join(format!("openb_pod_list_{list}.csv")))
+                (
+                    dir.join("openb_node_list_all_node.csv"),
+                    dir.join(format!("openb_pod_list_{list}.csv")),
+                )
             }
             None => (
-                self.nodes.clone().unwrap_or_else(|| repo_path(Path::new("data/openb-sample/nodes.csv"))),
-                self.pods.clone().unwrap_or_else(|| repo_path(Path::new("data/openb-sample/pods.csv"))),
+                self.nodes
+                    .clone()
+                    .unwrap_or_else(|| repo_path(Path::new("data/openb-sample/nodes.csv"))),
+                self.pods
+                    .clone()
+                    .unwrap_or_else(|| repo_path(Path::new("data/openb-sample/pods.csv"))),
             ),
         };
         let nodes = trace::read_nodes(&nodes)?;
         let pods = trace::read_pods(&pods, 60)?;
         let prices = PriceTable::load(&repo_path(&self.prices))?;
-        let params = WorldParams { seed, tenants: self.tenants, spot_share: self.spot_share, ..WorldParams::default() };
+        let params = WorldParams {
+            seed,
+            tenants: self.tenants,
+            spot_share: self.spot_share,
+            ..WorldParams::default()
+        };
         let mut world = World::build(&nodes, &pods, &prices, params);
         world.config = aco_sim::cluster::sim_config_with(&self.vars)?;
         Ok(world)
@@ -324,14 +394,22 @@ impl Input {
     }
 
     fn load(&self, seed: u64) -> Result<LoadModel, Error> {
-        let (_, model) = aco_sim::usage::load_models(std::slice::from_ref(&self.load_model), &repo_path(&self.usage_dir))?.remove(0);
+        let (_, model) = aco_sim::usage::load_models(
+            std::slice::from_ref(&self.load_model),
+            &repo_path(&self.usage_dir),
+        )?
+        .remove(0);
         Ok(LoadModel { seed, ..model })
     }
 }
 
 /// Seeds as a range `42-51` or a list `42,43`.
 fn parse_seeds(seeds: &str) -> Result<Vec<u64>, Error> {
-    let number = |s: &str| s.trim().parse::<u64>().map_err(|e| format!("--seeds {seeds:?}: {e}"));
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("--seeds {seeds:?}: {e}"))
+    };
     Ok(match seeds.split_once('-') {
         Some((a, b)) => (number(a)?..=number(b)?).collect(),
         None => seeds.split(',').map(number).collect::<Result<_, _>>()?,
@@ -347,17 +425,35 @@ fn main() {
 
 fn real_main() -> Result<(), Error> {
     match Cli::parse().cmd {
-        Cmd::Run { input, policies, out, name, jobs } => {
+        Cmd::Run {
+            input,
+            policies,
+            out,
+            name,
+            jobs,
+        } => {
             let world = input.world(input.seed)?;
             let load = input.load(input.seed)?;
             let params = input.sim(input.seed);
-            let names = policies.unwrap_or_else(|| policy::ALL.iter().map(|s| s.to_string()).collect());
-            eprintln!("{} nodes, {} pods, seed {}", world.nodes.len(), world.pods.len(), input.seed);
+            let names =
+                policies.unwrap_or_else(|| policy::ALL.iter().map(|s| s.to_string()).collect());
+            eprintln!(
+                "{} nodes, {} pods, seed {}",
+                world.nodes.len(),
+                world.pods.len(),
+                input.seed
+            );
             for n in &names {
-                policy::by_name(n, input.seed).ok_or_else(|| format!("unknown policy {n}; known: {}", policy::ALL.join(", ")))?;
+                policy::by_name(n, input.seed).ok_or_else(|| {
+                    format!("unknown policy {n}; known: {}", policy::ALL.join(", "))
+                })?;
             }
             let results = aco_sim::parallel::map(&names, jobs, |n| {
-                let mut s = NativeScheduler::new(policy::by_name(n, input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+                let mut s = NativeScheduler::new(
+                    policy::by_name(n, input.seed).unwrap(),
+                    world.config.clone(),
+                    PredictorKind::Ema(world.config.ema_alpha),
+                );
                 let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
                 if let Ok(r) = &r {
                     eprintln!("{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s", n, r.metrics.cost_busy_usd, r.metrics.unplaced, 100.0 * r.metrics.ls_compliance, 100.0 * r.metrics.safe_routing_rate, r.metrics.decisions_per_s);
@@ -373,23 +469,48 @@ fn real_main() -> Result<(), Error> {
             println!("{table}");
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&metrics)?)?;
+            std::fs::write(
+                out.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&metrics)?,
+            )?;
             let mut csv = String::from("policy,pod,node,gpu_model,gpus,vcpu,price_per_h,alone\n");
             for r in &runs {
                 for (pod, node, alone) in &r.ls_violations {
                     let n = world.nodes.iter().find(|x| &x.name == node).unwrap();
-                    csv += &format!("{},{pod},{node},{},{},{},{:.4},{alone}\n", r.metrics.policy, n.model.clone().unwrap_or_default(), n.gpus, n.cpu_milli / 1000, n.price);
+                    csv += &format!(
+                        "{},{pod},{node},{},{},{},{:.4},{alone}\n",
+                        r.metrics.policy,
+                        n.model.clone().unwrap_or_default(),
+                        n.gpus,
+                        n.cpu_milli / 1000,
+                        n.price
+                    );
                 }
             }
             std::fs::write(out.join(format!("{name}-ls-violations.csv")), csv)?;
             let written = report::plots(&out, &name, &runs)?;
-            eprintln!("wrote {}/{name}.md, {name}.json, {}", out.display(), written.join(", "));
+            eprintln!(
+                "wrote {}/{name}.md, {name}.json, {}",
+                out.display(),
+                written.join(", ")
+            );
         }
-        Cmd::Ablate { input, seeds, out, name, jobs, only } => {
-            use aco_sim::eta_ablation::{ablation_table, run_ablation, standard_variants, AblationPlan};
+        Cmd::Ablate {
+            input,
+            seeds,
+            out,
+            name,
+            jobs,
+            only,
+        } => {
+            use aco_sim::eta_ablation::{
+                ablation_table, run_ablation, standard_variants, AblationPlan,
+            };
             let mut variants = standard_variants();
             if let Some(only) = &only {
-                variants.retain(|v| v.label == "first-fit" || only.iter().any(|o| v.label.contains(o.as_str())));
+                variants.retain(|v| {
+                    v.label == "first-fit" || only.iter().any(|o| v.label.contains(o.as_str()))
+                });
             }
             let plan = AblationPlan {
                 variants,
@@ -405,9 +526,18 @@ fn real_main() -> Result<(), Error> {
             println!("{table}");
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+            std::fs::write(
+                out.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&rows)?,
+            )?;
         }
-        Cmd::Ablation { input, seeds, out, name, jobs } => {
+        Cmd::Ablation {
+            input,
+            seeds,
+            out,
+            name,
+            jobs,
+        } => {
             let mut rows = Vec::new();
             for kind in PredictorKind::ablation_set() {
                 let seed_list: Vec<u64> = (1..=seeds).collect();
@@ -417,7 +547,11 @@ fn real_main() -> Result<(), Error> {
                         let mut params = input.sim(seed);
                         params.progress = false;
                         params.pheromone_samples = 1;
-                        let mut s = NativeScheduler::new(policy::by_name("colony", seed).unwrap(), world.config.clone(), kind);
+                        let mut s = NativeScheduler::new(
+                            policy::by_name("colony", seed).unwrap(),
+                            world.config.clone(),
+                            kind,
+                        );
                         Ok(run(&world, &input.load(seed)?, &params, &mut s)?.metrics)
                     })()
                     .map_err(|e| e.to_string())
@@ -430,16 +564,34 @@ fn real_main() -> Result<(), Error> {
                     cost.push(m.cost_busy_usd);
                 }
                 let row = report::AblationRow::from_seeds(kind.label(), &safe, &qos, &cost);
-                eprintln!("{:>24}: safe {:.2}% ± {:.2}", row.predictor, 100.0 * row.safe_routing_mean, 100.0 * row.safe_routing_sd);
+                eprintln!(
+                    "{:>24}: safe {:.2}% ± {:.2}",
+                    row.predictor,
+                    100.0 * row.safe_routing_mean,
+                    100.0 * row.safe_routing_sd
+                );
                 rows.push(row);
             }
             let table = report::ablation_table(&rows);
             println!("{table}");
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+            std::fs::write(
+                out.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&rows)?,
+            )?;
         }
-        Cmd::Predictors { input, load_models, usage_dir, seeds, probes, probe_hours, out, name, jobs } => {
+        Cmd::Predictors {
+            input,
+            load_models,
+            usage_dir,
+            seeds,
+            probes,
+            probe_hours,
+            out,
+            name,
+            jobs,
+        } => {
             let models = aco_sim::usage::load_models(&load_models, &repo_path(&usage_dir))?;
             let plan = aco_sim::predictor::DynamicsPlan {
                 models,
@@ -455,32 +607,70 @@ fn real_main() -> Result<(), Error> {
             println!("{table}");
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+            std::fs::write(
+                out.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&rows)?,
+            )?;
         }
-        Cmd::Saturate { openb, openb_dir, prices, seeds, policies, published, out, name, jobs, vars } => {
+        Cmd::Saturate {
+            openb,
+            openb_dir,
+            prices,
+            seeds,
+            policies,
+            published,
+            out,
+            name,
+            jobs,
+            vars,
+        } => {
             use aco_sim::saturate::{self, policy as sp, report as sr};
             let dir = repo_path(&openb_dir);
             let nodes = trace::read_nodes(&dir.join("openb_node_list_gpu_node.csv"))?;
             let pods = trace::read_pods(&dir.join(format!("openb_pod_list_{openb}.csv")), 60)?;
             let price_table = PriceTable::load(&repo_path(&prices))?;
-            let mut world = World::build(&nodes, &pods, &price_table, WorldParams { seed: 1, ..WorldParams::default() });
+            let mut world = World::build(
+                &nodes,
+                &pods,
+                &price_table,
+                WorldParams {
+                    seed: 1,
+                    ..WorldParams::default()
+                },
+            );
             world.config = aco_sim::cluster::sim_config_with(&vars)?;
             let shapes = saturate::shapes_of(&world);
             let seeds = parse_seeds(&seeds)?;
             let names = policies.unwrap_or_else(|| sp::ALL.iter().map(|s| s.to_string()).collect());
             for n in &names {
-                sp::by_name(n, 0).ok_or_else(|| format!("unknown policy {n}; known: {}, colony-nofrag, colony-raw", sp::ALL.join(", ")))?;
+                sp::by_name(n, 0).ok_or_else(|| {
+                    format!(
+                        "unknown policy {n}; known: {}, colony-nofrag, colony-raw",
+                        sp::ALL.join(", ")
+                    )
+                })?;
             }
             let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
-            eprintln!("{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}", world.nodes.len(), world.pods.len(), shapes.len(), seeds);
-            let jobs_list: Vec<(String, u64)> = names.iter().flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s))).collect();
+            eprintln!(
+                "{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}",
+                world.nodes.len(),
+                world.pods.len(),
+                shapes.len(),
+                seeds
+            );
+            let jobs_list: Vec<(String, u64)> = names
+                .iter()
+                .flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s)))
+                .collect();
             let runs = aco_sim::parallel::map(&jobs_list, jobs, |(n, seed)| {
                 let mut p = sp::by_name(n, *seed).unwrap();
                 let r = saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
                 eprintln!("{:>15} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s", n, r.at100, r.at130, r.failed, r.decisions_per_s);
                 r
             });
-            let published = std::fs::read_to_string(repo_path(&published)).map(|c| sr::published(&c, &openb)).unwrap_or_default();
+            let published = std::fs::read_to_string(repo_path(&published))
+                .map(|c| sr::published(&c, &openb))
+                .unwrap_or_default();
             let rows = sr::rows(&runs, &names, &published);
             let mut table = sr::table(&rows);
             let check = sr::check(&rows, 0.5);
@@ -491,14 +681,33 @@ fn real_main() -> Result<(), Error> {
             let name = name.unwrap_or_else(|| format!("saturate-{openb}"));
             std::fs::create_dir_all(&out)?;
             std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(out.join(format!("{name}.json")), serde_json::to_string_pretty(&rows)?)?;
+            std::fs::write(
+                out.join(format!("{name}.json")),
+                serde_json::to_string_pretty(&rows)?,
+            )?;
             let curves = sr::mean_curves(&runs, &names);
             sr::write_csv(&out.join(format!("{name}.csv")), &curves)?;
-            sr::write_svg(&out.join(format!("{name}.svg")), &format!("GPU allocation vs arrived workload — OpenB {openb}, {} seeds", seeds.len()), &curves)?;
+            sr::write_svg(
+                &out.join(format!("{name}.svg")),
+                &format!(
+                    "GPU allocation vs arrived workload — OpenB {openb}, {} seeds",
+                    seeds.len()
+                ),
+                &curves,
+            )?;
             eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
         }
-        Cmd::Explain { url, token, cluster, tenant, pod, json } => {
-            let client = reqwest::blocking::Client::builder().timeout(std::time::Duration::from_secs(30)).build()?;
+        Cmd::Explain {
+            url,
+            token,
+            cluster,
+            tenant,
+            pod,
+            json,
+        } => {
+            let client = reqwest::blocking::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()?;
             let e = explain::fetch(&client, &url, &token, cluster.as_deref(), &tenant, &pod)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&e)?);
@@ -506,7 +715,17 @@ fn real_main() -> Result<(), Error> {
                 print!("{}", explain::render(&e));
             }
         }
-        Cmd::Replay { input, url, token, every, compare, report: report_path, report_every, shadow, explain: explain_first } => {
+        Cmd::Replay {
+            input,
+            url,
+            token,
+            every,
+            compare,
+            report: report_path,
+            report_every,
+            shadow,
+            explain: explain_first,
+        } => {
             let world = input.world(input.seed)?;
             let load = input.load(input.seed)?;
             let mut params = input.sim(input.seed);
@@ -517,16 +736,42 @@ fn real_main() -> Result<(), Error> {
             }
             let mut http = HttpScheduler::new(&url, &token, &world)?;
             http.explain_first = explain_first;
-            let pods = params.max_pods.unwrap_or(world.pods.len()).min(world.pods.len());
-            println!("replaying {pods} pods on {} nodes against {url} (tenants: {})", world.nodes.len(), world.tenants().join(", "));
+            let pods = params
+                .max_pods
+                .unwrap_or(world.pods.len())
+                .min(world.pods.len());
+            println!(
+                "replaying {pods} pods on {} nodes against {url} (tenants: {})",
+                world.nodes.len(),
+                world.tenants().join(", ")
+            );
             let mut print = |w: &World, m: &Metrics, ph: &TenantTrails| {
-                println!("[{:>4}/{}] placed {:>4}  unplaced {:>3}  cost so far ${:>9.2}  LS placed {}", m.decisions, m.pods, m.placed, m.unplaced, m.cost_busy_usd, m.ls_placed);
+                println!(
+                    "[{:>4}/{}] placed {:>4}  unplaced {:>3}  cost so far ${:>9.2}  LS placed {}",
+                    m.decisions, m.pods, m.placed, m.unplaced, m.cost_busy_usd, m.ls_placed
+                );
                 for (tenant, rows) in ph {
-                    let top: Vec<String> = rows.iter().take(3).map(|(n, t)| {
-                        let node = w.nodes.iter().find(|x| &x.name == n);
-                        format!("{n} ({} ${}/h) τ={t:.2}", node.and_then(|x| x.model.clone()).unwrap_or_else(|| "cpu".into()), node.map_or("?".into(), |x| format!("{:.2}", x.price)))
-                    }).collect();
-                    println!("         {tenant}: {}", if top.is_empty() { "(no trail yet)".to_string() } else { top.join(", ") });
+                    let top: Vec<String> = rows
+                        .iter()
+                        .take(3)
+                        .map(|(n, t)| {
+                            let node = w.nodes.iter().find(|x| &x.name == n);
+                            format!(
+                                "{n} ({} ${}/h) τ={t:.2}",
+                                node.and_then(|x| x.model.clone())
+                                    .unwrap_or_else(|| "cpu".into()),
+                                node.map_or("?".into(), |x| format!("{:.2}", x.price))
+                            )
+                        })
+                        .collect();
+                    println!(
+                        "         {tenant}: {}",
+                        if top.is_empty() {
+                            "(no trail yet)".to_string()
+                        } else {
+                            top.join(", ")
+                        }
+                    );
                 }
             };
             let r = match &report_path {
@@ -534,26 +779,47 @@ fn real_main() -> Result<(), Error> {
                     // About 60 pheromone samples whatever the run's length: enough for a line, few requests.
                     let sample_every = report_every.unwrap_or(pods.div_ceil(60)).max(1);
                     let mut recording = Recording::new(&mut http, &world, sample_every);
-                    let r = run_observed(&world, &load, &params, &mut recording, every, &mut print)?;
+                    let r =
+                        run_observed(&world, &load, &params, &mut recording, every, &mut print)?;
                     let title = format!("{pods} pods on {} nodes, tenants {}, seed {}, replayed against the Worker at {url}", world.nodes.len(), world.tenants().join(", "), input.seed);
                     let record = recording.finish(&world, &r, title)?;
-                    html_report::write(path, &record).map_err(|e| format!("writing {}: {e}", path.display()))?;
+                    html_report::write(path, &record)
+                        .map_err(|e| format!("writing {}: {e}", path.display()))?;
                     println!("wrote the HTML report to {}", path.display());
                     r
                 }
                 None => run_observed(&world, &load, &params, &mut http, every, &mut print)?,
             };
-            println!("{}", report::markdown_table(std::slice::from_ref(&r.metrics)));
-            println!("{} HTTP requests, {:.1} decisions/s over HTTP", http.requests, r.metrics.decisions_per_s);
+            println!(
+                "{}",
+                report::markdown_table(std::slice::from_ref(&r.metrics))
+            );
+            println!(
+                "{} HTTP requests, {:.1} decisions/s over HTTP",
+                http.requests, r.metrics.decisions_per_s
+            );
             for e in &http.explanations {
                 println!();
                 print!("{}", explain::render(e));
             }
             if compare {
-                let mut native = NativeScheduler::new(policy::by_name("colony", input.seed).unwrap(), world.config.clone(), PredictorKind::Ema(world.config.ema_alpha));
+                let mut native = NativeScheduler::new(
+                    policy::by_name("colony", input.seed).unwrap(),
+                    world.config.clone(),
+                    PredictorKind::Ema(world.config.ema_alpha),
+                );
                 let n = run(&world, &load, &params, &mut native)?;
-                let diff = r.placements.iter().zip(&n.placements).filter(|(a, b)| a != b).count();
-                println!("native colony vs replay: {} of {} placements differ", diff, r.placements.len());
+                let diff = r
+                    .placements
+                    .iter()
+                    .zip(&n.placements)
+                    .filter(|(a, b)| a != b)
+                    .count();
+                println!(
+                    "native colony vs replay: {} of {} placements differ",
+                    diff,
+                    r.placements.len()
+                );
                 if diff > 0 {
                     return Err("replay and native placements differ".into());
                 }

@@ -29,14 +29,22 @@ use crate::trace::Error;
 enum Dirty {
     Clean,
     /// Measurements changed; `requested` too when its value (not only its time) changed.
-    Refresh { requested: bool },
+    Refresh {
+        requested: bool,
+    },
 }
 
 /// What a node's reported `requested` is computed from (`NodeAlloc::requested`).
 type AllocKey = (i64, i64, usize, usize, u32);
 
 fn alloc_key(a: &NodeAlloc) -> AllocKey {
-    (a.cpu_used, a.mem_used, a.pods.len(), a.gpu_used.iter().filter(|u| **u > 0).count(), a.gpu_used_milli())
+    (
+        a.cpu_used,
+        a.mem_used,
+        a.pods.len(),
+        a.gpu_used.iter().filter(|u| **u > 0).count(),
+        a.gpu_used_milli(),
+    )
 }
 
 /// The extender pipeline in-process: facts folded by `NodeFacts::apply`, node states by
@@ -84,7 +92,10 @@ impl NativeScheduler {
     /// The unoptimised pipeline (every report through the wire format and `NodeFacts::apply`,
     /// every node state reassembled after a report): what the fast path must equal.
     pub fn reference(policy: Box<dyn Policy>, config: Config, predictor: PredictorKind) -> Self {
-        Self { reference: true, ..Self::new(policy, config, predictor) }
+        Self {
+            reference: true,
+            ..Self::new(policy, config, predictor)
+        }
     }
 
     /// Per-tenant (node, τ) best first (the colony policy's trails).
@@ -121,7 +132,9 @@ impl NativeScheduler {
             self.cache[node] = None;
         } else if self.cache[node].is_some() {
             let before = matches!(self.dirty[node], Dirty::Refresh { requested: true });
-            self.dirty[node] = Dirty::Refresh { requested: requested || before };
+            self.dirty[node] = Dirty::Refresh {
+                requested: requested || before,
+            };
         }
     }
 
@@ -150,14 +163,22 @@ impl NativeScheduler {
                 #[cfg(debug_assertions)]
                 {
                     let n = &world.nodes[node];
-                    let mut full = NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name).expect("derived nodes parse");
+                    let mut full =
+                        NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
+                            .expect("derived nodes parse");
                     overlay_predictor(&mut full, predictors[node].as_deref(), kind, config);
-                    debug_assert_eq!(*s, full, "refreshed node state of {} differs from a full assembly", n.name);
+                    debug_assert_eq!(
+                        *s, full,
+                        "refreshed node state of {} differs from a full assembly",
+                        n.name
+                    );
                 }
             }
             (false, _) => {
                 let n = &world.nodes[node];
-                let mut s = NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name).expect("derived nodes parse");
+                let mut s =
+                    NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
+                        .expect("derived nodes parse");
                 overlay_predictor(&mut s, predictors[node].as_deref(), kind, config);
                 *slot = Some(s);
             }
@@ -168,11 +189,21 @@ impl NativeScheduler {
 }
 
 /// The ablation predictors replace the facts' EMA outlook (as before the split).
-fn overlay_predictor(s: &mut NodeState, p: Option<&dyn Predictor>, kind: PredictorKind, config: &Config) {
+fn overlay_predictor(
+    s: &mut NodeState,
+    p: Option<&dyn Predictor>,
+    kind: PredictorKind,
+    config: &Config,
+) {
     if let Some(p) = p {
         s.load = p.forecast().map(|u| LoadOutlook {
             predicted_utilisation: u,
-            spike_probability: spike_probability(u, p.volatility(), config.spike_threshold, config.spike_band),
+            spike_probability: spike_probability(
+                u,
+                p.volatility(),
+                config.spike_threshold,
+                config.spike_band,
+            ),
         });
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
@@ -183,7 +214,13 @@ fn overlay_predictor(s: &mut NodeState, p: Option<&dyn Predictor>, kind: Predict
 /// (labels, allocatable, name) is unchanged; `requested_changed` says whether the facts'
 /// requested value differs from the one `s` holds. Mirrors `assemble` line for line (the debug
 /// build checks every refresh against a full assembly).
-fn refresh(s: &mut NodeState, facts: Option<&NodeFacts>, now_ms: u64, config: &Config, requested_changed: bool) {
+fn refresh(
+    s: &mut NodeState,
+    facts: Option<&NodeFacts>,
+    now_ms: u64,
+    config: &Config,
+    requested_changed: bool,
+) {
     let ttl = config.facts_ttl_ms;
     let mut stale = false;
     match facts.and_then(|f| f.requested.as_ref()) {
@@ -226,7 +263,12 @@ fn refresh(s: &mut NodeState, facts: Option<&NodeFacts>, now_ms: u64, config: &C
     s.load = load.and_then(|ema: Ema| {
         ema.forecast().map(|u| LoadOutlook {
             predicted_utilisation: u,
-            spike_probability: spike_probability(u, ema.volatility(), config.spike_threshold, config.spike_band),
+            spike_probability: spike_probability(
+                u,
+                ema.volatility(),
+                config.spike_threshold,
+                config.spike_band,
+            ),
         })
     });
     s.stale_facts = stale;
@@ -242,11 +284,21 @@ impl Scheduler for NativeScheduler {
         let index: std::collections::HashMap<&str, usize> = if reports.len() == world.nodes.len() {
             Default::default()
         } else {
-            world.nodes.iter().map(|n| (n.name.as_str(), n.idx)).collect()
+            world
+                .nodes
+                .iter()
+                .map(|n| (n.name.as_str(), n.idx))
+                .collect()
         };
         for (i, r) in reports.iter().enumerate() {
-            let node = if index.is_empty() { i } else { index[r.name.as_str()] };
-            self.facts[node].get_or_insert_with(NodeFacts::default).apply(&r.to_core(), now_ms, &self.config);
+            let node = if index.is_empty() {
+                i
+            } else {
+                index[r.name.as_str()]
+            };
+            self.facts[node]
+                .get_or_insert_with(NodeFacts::default)
+                .apply(&r.to_core(), now_ms, &self.config);
             self.observe(node, r.utilisation.iter().copied());
             // Wire reports carry no allocation to compare, so the requested value may differ.
             self.reported[node] = None;
@@ -255,28 +307,50 @@ impl Scheduler for NativeScheduler {
         Ok(())
     }
 
-    fn report_batch(&mut self, world: &World, batch: &ReportBatch, now_ms: u64) -> Result<(), Error> {
+    fn report_batch(
+        &mut self,
+        world: &World,
+        batch: &ReportBatch,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         if self.reference {
             return self.report(world, &batch.to_wire(world), now_ms);
         }
         self.ensure(world);
-        debug_assert!(batch.sample_ms.windows(2).all(|w| w[0] <= w[1]), "samples oldest first, as apply sorts them");
+        debug_assert!(
+            batch.sample_ms.windows(2).all(|w| w[0] <= w[1]),
+            "samples oldest first, as apply sorts them"
+        );
         for n in &world.nodes {
             let node = n.idx;
             let key = alloc_key(&batch.alloc[node]);
-            let unchanged = !batch.first && self.reported[node] == Some(key) && self.facts[node].as_ref().is_some_and(|f| f.requested.is_some());
+            let unchanged = !batch.first
+                && self.reported[node] == Some(key)
+                && self.facts[node]
+                    .as_ref()
+                    .is_some_and(|f| f.requested.is_some());
             if !unchanged {
                 // Identity, a new allocation or the first report: the wire path, exactly.
-                self.facts[node].get_or_insert_with(NodeFacts::default).apply(&batch.wire(n).to_core(), now_ms, &self.config);
+                self.facts[node]
+                    .get_or_insert_with(NodeFacts::default)
+                    .apply(&batch.wire(n).to_core(), now_ms, &self.config);
                 self.reported[node] = Some(key);
             } else {
                 // `NodeFacts::apply` of the same report, minus re-parsing an unchanged `requested`.
                 let f = self.facts[node].as_mut().unwrap();
                 let at = batch.observed_at_ms;
                 f.requested.as_mut().unwrap().at_ms = at;
-                f.latency_us = Some(Observed { value: n.latency_us, at_ms: at });
-                f.gpu_free_milli = batch.alloc[node].gpu_free_milli().map(|value| Observed { value, at_ms: at });
-                let mut load = f.load.take().unwrap_or(Observed { value: Ema::new(self.config.ema_alpha), at_ms: 0 });
+                f.latency_us = Some(Observed {
+                    value: n.latency_us,
+                    at_ms: at,
+                });
+                f.gpu_free_milli = batch.alloc[node]
+                    .gpu_free_milli()
+                    .map(|value| Observed { value, at_ms: at });
+                let mut load = f.load.take().unwrap_or(Observed {
+                    value: Ema::new(self.config.ema_alpha),
+                    at_ms: 0,
+                });
                 for s in batch.samples(node) {
                     if load.value.samples == 0 || s.at_ms > load.at_ms {
                         load.value.observe(s.value);
@@ -292,10 +366,28 @@ impl Scheduler for NativeScheduler {
         Ok(())
     }
 
-    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
+    fn schedule(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        candidates: &[usize],
+        now_ms: u64,
+        tie: &mut StdRng,
+    ) -> Result<Option<usize>, Error> {
         let mut passed = Vec::with_capacity(candidates.len());
         for &c in candidates {
-            let state = Self::state(&mut self.cache, &mut self.dirty, &self.facts, &self.predictors, self.predictor, &self.config, world, c, now_ms);
+            let state = Self::state(
+                &mut self.cache,
+                &mut self.dirty,
+                &self.facts,
+                &self.predictors,
+                self.predictor,
+                &self.config,
+                world,
+                c,
+                now_ms,
+            );
             if check_node(&pod.demand, state, &self.config).is_ok() {
                 passed.push(c);
             }
@@ -305,8 +397,17 @@ impl Scheduler for NativeScheduler {
             0 => Ok(None),
             1 => Ok(Some(passed[0])),
             _ => {
-                let states: Vec<&NodeState> = passed.iter().map(|c| self.cache[*c].as_ref().unwrap()).collect();
-                let ctx = ScoreCtx { world, config: &self.config, pod, alloc, now_ms };
+                let states: Vec<&NodeState> = passed
+                    .iter()
+                    .map(|c| self.cache[*c].as_ref().unwrap())
+                    .collect();
+                let ctx = ScoreCtx {
+                    world,
+                    config: &self.config,
+                    pod,
+                    alloc,
+                    now_ms,
+                };
                 let scores = self.policy.score(&ctx, &passed, &states);
                 count_top_ties(&scores, &mut self.ties);
                 Ok(select_host(&passed, &scores, tie))
@@ -314,16 +415,42 @@ impl Scheduler for NativeScheduler {
         }
     }
 
-    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error> {
+    fn placed(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        node: usize,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         // `scored` mirrors kube-scheduler: prioritize runs only with ≥ 2 feasible nodes, so a
         // pod with a single feasible node has no remembered decision and deposits nothing.
-        let ctx = ScoreCtx { world, config: &self.config, pod, alloc, now_ms };
+        let ctx = ScoreCtx {
+            world,
+            config: &self.config,
+            pod,
+            alloc,
+            now_ms,
+        };
         self.policy.placed(&ctx, node, self.scored);
         Ok(())
     }
 
-    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
-        let ctx = ScoreCtx { world, config: &self.config, pod, alloc: &[], now_ms };
+    fn outcome(
+        &mut self,
+        world: &World,
+        pod: &SimPod,
+        node: usize,
+        outcome: aco_core::colony::Outcome,
+        now_ms: u64,
+    ) -> Result<(), Error> {
+        let ctx = ScoreCtx {
+            world,
+            config: &self.config,
+            pod,
+            alloc: &[],
+            now_ms,
+        };
         self.policy.outcome(&ctx, node, outcome);
         Ok(())
     }
@@ -350,7 +477,15 @@ mod tests {
         let nodes = crate::trace::read_nodes(&root.join("data/openb-sample/nodes.csv")).unwrap();
         let pods = crate::trace::read_pods(&root.join("data/openb-sample/pods.csv"), 60).unwrap();
         let prices = crate::prices::PriceTable::load(&root.join("data/prices")).unwrap();
-        World::build(&nodes, &pods, &prices, WorldParams { seed, ..WorldParams::default() })
+        World::build(
+            &nodes,
+            &pods,
+            &prices,
+            WorldParams {
+                seed,
+                ..WorldParams::default()
+            },
+        )
     }
 
     /// Everything but wall time: placements, metrics, timelines.
@@ -358,7 +493,14 @@ mod tests {
         let mut m = r.metrics.clone();
         m.wall_s = 0.0;
         m.decisions_per_s = 0.0;
-        format!("{m:?} {:?} {:?} {:?} {:?} {:?}", r.placements, r.cost_timeline, r.violation_timeline, r.pheromone_timeline, r.ls_violations)
+        format!(
+            "{m:?} {:?} {:?} {:?} {:?} {:?}",
+            r.placements,
+            r.cost_timeline,
+            r.violation_timeline,
+            r.pheromone_timeline,
+            r.ls_violations
+        )
     }
 
     /// The fast path (batch folding, in-place state refresh) places every pod exactly as the
@@ -369,20 +511,43 @@ mod tests {
     #[test]
     fn fast_path_places_exactly_as_the_reference() {
         let w = sample(2);
-        let load = LoadModel { seed: 2, ..LoadModel::default() };
+        let load = LoadModel {
+            seed: 2,
+            ..LoadModel::default()
+        };
         let mut cases = 0;
         for interval in [60, 420] {
-            let params = SimParams { seed: 2, report_interval_s: interval, pheromone_samples: 10, ..SimParams::default() };
+            let params = SimParams {
+                seed: 2,
+                report_interval_s: interval,
+                pheromone_samples: 10,
+                ..SimParams::default()
+            };
             for name in policy::ALL {
                 for kind in [PredictorKind::Ema(0.5), PredictorKind::Sma(4)] {
                     if kind != PredictorKind::Ema(0.5) && !matches!(name, "colony" | "heuristic") {
                         continue;
                     }
-                    let mut fast = NativeScheduler::new(policy::by_name(name, 2).unwrap(), w.config.clone(), kind);
-                    let mut slow = NativeScheduler::reference(policy::by_name(name, 2).unwrap(), w.config.clone(), kind);
-                    let (a, b) = (run(&w, &load, &params, &mut fast).unwrap(), run(&w, &load, &params, &mut slow).unwrap());
+                    let mut fast = NativeScheduler::new(
+                        policy::by_name(name, 2).unwrap(),
+                        w.config.clone(),
+                        kind,
+                    );
+                    let mut slow = NativeScheduler::reference(
+                        policy::by_name(name, 2).unwrap(),
+                        w.config.clone(),
+                        kind,
+                    );
+                    let (a, b) = (
+                        run(&w, &load, &params, &mut fast).unwrap(),
+                        run(&w, &load, &params, &mut slow).unwrap(),
+                    );
                     assert!(a.metrics.placed > 200, "{name}: the run places pods");
-                    assert_eq!(fingerprint(&a), fingerprint(&b), "{name} {kind:?} interval {interval}");
+                    assert_eq!(
+                        fingerprint(&a),
+                        fingerprint(&b),
+                        "{name} {kind:?} interval {interval}"
+                    );
                     cases += 1;
                 }
             }

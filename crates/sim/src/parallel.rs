@@ -28,7 +28,10 @@ mod tests {
     fn results_come_back_in_task_order_whatever_the_thread_count() {
         let tasks: Vec<u64> = (0..50).collect();
         for jobs in [0, 1, 3, 64] {
-            assert_eq!(super::map(&tasks, jobs, |t| t * t), tasks.iter().map(|t| t * t).collect::<Vec<_>>());
+            assert_eq!(
+                super::map(&tasks, jobs, |t| t * t),
+                tasks.iter().map(|t| t * t).collect::<Vec<_>>()
+            );
         }
         assert!(super::map(&Vec::<u8>::new(), 2, |t| *t).is_empty());
     }

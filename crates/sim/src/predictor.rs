@@ -33,7 +33,16 @@ impl PredictorKind {
         }
     }
     pub fn ablation_set() -> Vec<Self> {
-        vec![Self::Ema(0.3), Self::Ema(0.5), Self::Ema(0.7), Self::Sma(8), Self::Persistence, Self::Holt(0.5, 0.3), Self::LinReg(8), Self::None]
+        vec![
+            Self::Ema(0.3),
+            Self::Ema(0.5),
+            Self::Ema(0.7),
+            Self::Sma(8),
+            Self::Persistence,
+            Self::Holt(0.5, 0.3),
+            Self::LinReg(8),
+            Self::None,
+        ]
     }
     pub fn make(&self) -> Option<Box<dyn Predictor>> {
         match *self {
@@ -64,7 +73,12 @@ impl PredictorKind {
 /// value `horizon` steps after the newest observed sample (the reporting horizon: with 60 s
 /// reports of 4 samples on a 15 s grid, `per_report = horizon = 4`). Reports after which the
 /// predictor has no forecast (the `none` baseline) contribute nothing.
-pub fn forecast_abs_errors(p: &mut dyn Predictor, series: &[f64], per_report: usize, horizon: usize) -> Vec<f64> {
+pub fn forecast_abs_errors(
+    p: &mut dyn Predictor,
+    series: &[f64],
+    per_report: usize,
+    horizon: usize,
+) -> Vec<f64> {
     let per_report = per_report.max(1);
     let mut errors = Vec::new();
     let mut seen = 0;
@@ -74,7 +88,9 @@ pub fn forecast_abs_errors(p: &mut dyn Predictor, series: &[f64], per_report: us
         }
         seen += per_report;
         let target = seen - 1 + horizon;
-        let (Some(f), Some(actual)) = (p.forecast(), series.get(target)) else { continue };
+        let (Some(f), Some(actual)) = (p.forecast(), series.get(target)) else {
+            continue;
+        };
         errors.push((f - actual).abs());
     }
     errors
@@ -88,7 +104,10 @@ pub fn mae_p95(errors: &[f64]) -> Option<(f64, f64)> {
     let mut sorted = errors.to_vec();
     sorted.sort_by(f64::total_cmp);
     let rank = ((0.95 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some((errors.iter().sum::<f64>() / errors.len() as f64, sorted[rank - 1]))
+    Some((
+        errors.iter().sum::<f64>() / errors.len() as f64,
+        sorted[rank - 1],
+    ))
 }
 
 /// Probe nodes for the forecast error: `count` nodes each holding one pod whose request is the
@@ -100,8 +119,15 @@ pub fn probe_series(model: &LoadModel, count: u64, span_s: u64) -> Vec<Vec<f64>>
     (0..count)
         .map(|i| {
             let key = rng::hash(&[model.seed, i, 0x9E0B]);
-            let share = LoadShare { pod_key: key, load: model.pod(key, i % 2 == 0), cpu_milli: 8000.0, gpu_milli: 0.0 };
-            (0..span_s / step).map(|b| node_utilisation(model, &[share], 8000.0, 0.0, b * step)).collect()
+            let share = LoadShare {
+                pod_key: key,
+                load: model.pod(key, i % 2 == 0),
+                cpu_milli: 8000.0,
+                gpu_milli: 0.0,
+            };
+            (0..span_s / step)
+                .map(|b| node_utilisation(model, &[share], 8000.0, 0.0, b * step))
+                .collect()
         })
         .collect()
 }
@@ -171,20 +197,43 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
     // In task order, so each (model, predictor) row collects its seeds in order.
     let outputs = crate::parallel::map(&jobs_list, plan.jobs, |&(mi, ki, seed)| {
         (|| -> Result<(Vec<f64>, usize, usize, f64, f64, f64), Error> {
-            let model = LoadModel { seed, ..plan.models[mi].1.clone() };
-            let params = SimParams { progress: false, pheromone_samples: 1, ..(plan.sim_of)(seed) };
+            let model = LoadModel {
+                seed,
+                ..plan.models[mi].1.clone()
+            };
+            let params = SimParams {
+                progress: false,
+                pheromone_samples: 1,
+                ..(plan.sim_of)(seed)
+            };
             let per_report = (params.report_interval_s / model.bucket_s.max(1)).max(1) as usize;
             let mut errors = Vec::new();
             let (mut hot, mut total) = (0, 0);
             for s in probe_series(&model, plan.probes, plan.probe_span_s) {
                 hot += s.iter().filter(|u| **u >= params.spike_threshold).count();
                 total += s.len();
-                errors.extend(forecast_abs_errors(kinds[ki].standalone().as_mut(), &s, per_report, per_report));
+                errors.extend(forecast_abs_errors(
+                    kinds[ki].standalone().as_mut(),
+                    &s,
+                    per_report,
+                    per_report,
+                ));
             }
             let world = (plan.world_of)(seed)?;
-            let mut sched = NativeScheduler::new(policy::by_name("colony", seed).ok_or("no colony policy")?, world.config.clone(), kinds[ki]);
+            let mut sched = NativeScheduler::new(
+                policy::by_name("colony", seed).ok_or("no colony policy")?,
+                world.config.clone(),
+                kinds[ki],
+            );
             let m = run(&world, &model, &params, &mut sched)?.metrics;
-            Ok((errors, hot, total, m.safe_routing_rate, m.ls_compliance, m.cost_busy_usd))
+            Ok((
+                errors,
+                hot,
+                total,
+                m.safe_routing_rate,
+                m.ls_compliance,
+                m.cost_busy_usd,
+            ))
         })()
         .map_err(|e| e.to_string())
     });
@@ -211,7 +260,13 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 probe_time_hot: hot as f64 / total.max(1) as f64,
                 routing: report::AblationRow::from_seeds(kind.label(), &safe, &qos, &cost),
             };
-            eprintln!("{:>14} {:>24}: MAE {:?}, safe {:.2}%", row.load_model, row.routing.predictor, row.mae.map(|v| 100.0 * v), 100.0 * row.routing.safe_routing_mean);
+            eprintln!(
+                "{:>14} {:>24}: MAE {:?}, safe {:.2}%",
+                row.load_model,
+                row.routing.predictor,
+                row.mae.map(|v| 100.0 * v),
+                100.0 * row.routing.safe_routing_mean
+            );
             rows.push(row);
         }
     }
@@ -254,7 +309,12 @@ mod tests {
         for k in PredictorKind::ablation_set() {
             let mut p = k.standalone();
             p.observe(0.4);
-            assert_eq!(p.forecast().is_some(), k != PredictorKind::None, "{}", k.label());
+            assert_eq!(
+                p.forecast().is_some(),
+                k != PredictorKind::None,
+                "{}",
+                k.label()
+            );
         }
     }
 

@@ -36,10 +36,19 @@ impl PriceTable {
     /// Reads `node_types.csv` and `components.csv` from `dir`.
     pub fn load(dir: &Path) -> Result<Self, Error> {
         let mut t = PriceTable::default();
-        let mut r = csv::Reader::from_path(dir.join("node_types.csv")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut r = csv::Reader::from_path(dir.join("node_types.csv"))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
         for row in r.deserialize() {
             let row: TypeRow = row?;
-            t.node_types.insert((row.gpu_model.unwrap_or_default(), row.gpu_count, row.vcpu, row.memory_gib), row.usd_per_hour_on_demand);
+            t.node_types.insert(
+                (
+                    row.gpu_model.unwrap_or_default(),
+                    row.gpu_count,
+                    row.vcpu,
+                    row.memory_gib,
+                ),
+                row.usd_per_hour_on_demand,
+            );
         }
         let mut r = csv::Reader::from_path(dir.join("components.csv"))?;
         for row in r.deserialize() {
@@ -65,7 +74,9 @@ impl PriceTable {
         if let Some(p) = self.node_types.get(&key) {
             return *p;
         }
-        let gpu = n.model.as_ref().map_or(0.0, |m| self.gpu.get(m).copied().unwrap_or(1.0) * n.gpus as f64);
+        let gpu = n.model.as_ref().map_or(0.0, |m| {
+            self.gpu.get(m).copied().unwrap_or(1.0) * n.gpus as f64
+        });
         vcpu as f64 * self.vcpu + gib as f64 * self.memory_gib + gpu
     }
 }
@@ -76,14 +87,27 @@ mod tests {
 
     #[test]
     fn listed_shapes_and_formula_agree() {
-        let t = PriceTable::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap();
-        let t4 = TraceNode { name: "n".into(), cpu_milli: 96000, memory_mib: 393216, gpus: 4, model: Some("T4".into()) };
+        let t = PriceTable::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices"))
+            .unwrap();
+        let t4 = TraceNode {
+            name: "n".into(),
+            cpu_milli: 96000,
+            memory_mib: 393216,
+            gpus: 4,
+            model: Some("T4".into()),
+        };
         let listed = t.on_demand(&t4);
         let mut odd = t4.clone();
         odd.cpu_milli = 95000; // not listed: formula
         let formula = t.on_demand(&odd) + t.vcpu;
         assert!((listed - formula).abs() < 1e-3, "{listed} vs {formula}");
-        let cpu = TraceNode { name: "c".into(), cpu_milli: 32000, memory_mib: 262144, gpus: 0, model: None };
+        let cpu = TraceNode {
+            name: "c".into(),
+            cpu_milli: 32000,
+            memory_mib: 262144,
+            gpus: 0,
+            model: None,
+        };
         assert!(t.on_demand(&cpu) < listed);
     }
 }

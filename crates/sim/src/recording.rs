@@ -29,20 +29,46 @@ pub struct Recording<'a> {
 impl<'a> Recording<'a> {
     /// Samples pheromones after every `every` placed pods (at least 1).
     pub fn new(inner: &'a mut dyn Scheduler, world: &World, every: usize) -> Self {
-        let step_of = world.pods.iter().enumerate().map(|(i, p)| (p.idx, i + 1)).collect();
-        Self { inner, every: every.max(1), step_of, placed: 0, marginal: HashMap::new(), trails: Vec::new() }
+        let step_of = world
+            .pods
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.idx, i + 1))
+            .collect();
+        Self {
+            inner,
+            every: every.max(1),
+            step_of,
+            placed: 0,
+            marginal: HashMap::new(),
+            trails: Vec::new(),
+        }
     }
 
     /// The record of `result` (the run this scheduler took part in), with a last pheromone
     /// sample taken now unless one was just taken at the last step.
-    pub fn finish(self, world: &World, result: &RunResult, title: String) -> Result<ReplayRecord, Error> {
-        let Recording { inner, marginal, mut trails, .. } = self;
+    pub fn finish(
+        self,
+        world: &World,
+        result: &RunResult,
+        title: String,
+    ) -> Result<ReplayRecord, Error> {
+        let Recording {
+            inner,
+            marginal,
+            mut trails,
+            ..
+        } = self;
         let steps = result.placements.len();
         if trails.last().is_none_or(|s| s.step < steps) {
-            trails.push(TrailSample { step: steps, tenants: inner.pheromones(world)? });
+            trails.push(TrailSample {
+                step: steps,
+                tenants: inner.pheromones(world)?,
+            });
         }
         let start_s = world.pods.first().map_or(0, |p| p.arrival_s());
-        let by_name: HashMap<&str, &SimNode> = world.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let by_name: HashMap<&str, &SimNode> =
+            world.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
         let pods = world
             .pods
             .iter()
@@ -55,13 +81,25 @@ impl<'a> Recording<'a> {
                 pod: pod.trace.name.clone(),
                 placed: node.as_deref().map(|name| {
                     let price = by_name.get(name).map_or(0.0, |n| n.price);
-                    Placed { node: name.to_string(), price_per_h: price, marginal_per_h: marginal.get(&pod.idx).copied().unwrap_or(price) }
+                    Placed {
+                        node: name.to_string(),
+                        price_per_h: price,
+                        marginal_per_h: marginal.get(&pod.idx).copied().unwrap_or(price),
+                    }
                 }),
             })
             .collect();
         Ok(ReplayRecord {
             title,
-            nodes: world.nodes.iter().map(|n| NodeInfo { name: n.name.clone(), gpu_model: n.model.clone(), price_per_h: n.price }).collect(),
+            nodes: world
+                .nodes
+                .iter()
+                .map(|n| NodeInfo {
+                    name: n.name.clone(),
+                    gpu_model: n.model.clone(),
+                    price_per_h: n.price,
+                })
+                .collect(),
             tenants: world.tenants(),
             trails,
             pods,
@@ -93,22 +131,51 @@ impl Scheduler for Recording<'_> {
         self.inner.report(world, reports, now_ms)
     }
 
-    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
-        self.inner.schedule(world, alloc, pod, candidates, now_ms, tie)
+    fn schedule(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        candidates: &[usize],
+        now_ms: u64,
+        tie: &mut StdRng,
+    ) -> Result<Option<usize>, Error> {
+        self.inner
+            .schedule(world, alloc, pod, candidates, now_ms, tie)
     }
 
-    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error> {
+    fn placed(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        node: usize,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.inner.placed(world, alloc, pod, node, now_ms)?;
-        self.marginal.insert(pod.idx, marginal_cost_per_h(&world.nodes[node], &alloc[node], pod));
+        self.marginal.insert(
+            pod.idx,
+            marginal_cost_per_h(&world.nodes[node], &alloc[node], pod),
+        );
         self.placed += 1;
         if self.placed.is_multiple_of(self.every) {
             let step = self.step_of.get(&pod.idx).copied().unwrap_or(0);
-            self.trails.push(TrailSample { step, tenants: self.inner.pheromones(world)? });
+            self.trails.push(TrailSample {
+                step,
+                tenants: self.inner.pheromones(world)?,
+            });
         }
         Ok(())
     }
 
-    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
+    fn outcome(
+        &mut self,
+        world: &World,
+        pod: &SimPod,
+        node: usize,
+        outcome: aco_core::colony::Outcome,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.inner.outcome(world, pod, node, outcome, now_ms)
     }
 
@@ -139,14 +206,26 @@ mod tests {
     }
 
     fn colony(world: &World) -> NativeScheduler {
-        NativeScheduler::new(policy::by_name("colony", 5).unwrap(), world.config.clone(), PredictorKind::Ema(0.5))
+        NativeScheduler::new(
+            policy::by_name("colony", 5).unwrap(),
+            world.config.clone(),
+            PredictorKind::Ema(0.5),
+        )
     }
 
     #[test]
     fn recording_changes_no_placement_and_records_every_pod() {
         let world = sample_world();
-        let params = SimParams { seed: 5, max_pods: Some(80), pheromone_samples: 1, ..SimParams::default() };
-        let load = LoadModel { seed: 5, ..LoadModel::default() };
+        let params = SimParams {
+            seed: 5,
+            max_pods: Some(80),
+            pheromone_samples: 1,
+            ..SimParams::default()
+        };
+        let load = LoadModel {
+            seed: 5,
+            ..LoadModel::default()
+        };
         let plain = run(&world, &load, &params, &mut colony(&world)).unwrap();
 
         let mut inner = colony(&world);
@@ -159,11 +238,18 @@ mod tests {
         let placed = record.pods.iter().filter(|p| p.placed.is_some()).count();
         assert_eq!(placed, recorded.metrics.placed);
         // One sample per 7 placed pods, plus the final one (unless it fell on the last step).
-        assert!(record.trails.len() == placed / 7 || record.trails.len() == placed / 7 + 1, "{}", record.trails.len());
+        assert!(
+            record.trails.len() == placed / 7 || record.trails.len() == placed / 7 + 1,
+            "{}",
+            record.trails.len()
+        );
         assert_eq!(record.trails.last().unwrap().step, 80);
         assert!(record.trails.windows(2).all(|w| w[0].step < w[1].step));
         for p in record.pods.iter().filter_map(|p| p.placed.as_ref()) {
-            assert!(p.marginal_per_h > 0.0 && p.marginal_per_h <= p.price_per_h + 1e-12, "{p:?}");
+            assert!(
+                p.marginal_per_h > 0.0 && p.marginal_per_h <= p.price_per_h + 1e-12,
+                "{p:?}"
+            );
         }
     }
 
@@ -171,12 +257,19 @@ mod tests {
     fn marginal_cost_is_the_full_price_alone_and_the_largest_share_when_shared() {
         let world = sample_world();
         let node = world.nodes.iter().find(|n| n.price > 0.0).unwrap();
-        let pod = world.pods.iter().find(|p| p.trace.num_gpu == 0 && p.trace.cpu_milli > 0).unwrap();
+        let pod = world
+            .pods
+            .iter()
+            .find(|p| p.trace.num_gpu == 0 && p.trace.cpu_milli > 0)
+            .unwrap();
         let mut alloc = NodeAlloc::new(node);
         alloc.pods.push(pod.idx);
         assert_eq!(marginal_cost_per_h(node, &alloc, pod), node.price);
         alloc.pods.push(usize::MAX);
-        let expected = node.price * (pod.trace.cpu_milli as f64 / node.cpu_milli as f64).max(pod.trace.memory_mib as f64 / node.memory_mib as f64).min(1.0);
+        let expected = node.price
+            * (pod.trace.cpu_milli as f64 / node.cpu_milli as f64)
+                .max(pod.trace.memory_mib as f64 / node.memory_mib as f64)
+                .min(1.0);
         assert!((marginal_cost_per_h(node, &alloc, pod) - expected).abs() < 1e-12);
     }
 }

@@ -12,11 +12,11 @@ use rand::rngs::StdRng;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::cluster::{SimPod, World};
 use crate::alloc::NodeAlloc;
+use crate::cluster::{SimPod, World};
 use crate::facts_report::FactReport;
-use crate::scheduler::{Scheduler, TenantTrails};
 use crate::policy::select_host;
+use crate::scheduler::{Scheduler, TenantTrails};
 use crate::trace::Error;
 
 pub struct HttpScheduler {
@@ -69,12 +69,17 @@ struct PheromoneRow {
 }
 
 fn wall_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl HttpScheduler {
     pub fn new(base_url: &str, token: &str, world: &World) -> Result<Self, Error> {
-        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).build()?;
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()?;
         Ok(Self {
             base_url: base_url.trim_end_matches('/').to_string(),
             token: token.to_string(),
@@ -90,7 +95,11 @@ impl HttpScheduler {
 
     fn post(&mut self, path: &str, body: String, auth: bool) -> Result<String, Error> {
         self.requests += 1;
-        let mut req = self.client.post(format!("{}{path}", self.base_url)).header("content-type", "application/json").body(body);
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header("content-type", "application/json")
+            .body(body);
         if auth {
             req = req.bearer_auth(&self.token);
         }
@@ -105,7 +114,11 @@ impl HttpScheduler {
 
     fn args(&self, pod: &SimPod, nodes: &[usize]) -> String {
         let items: Vec<&str> = nodes.iter().map(|n| self.node_json[*n].as_str()).collect();
-        format!(r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#, pod.json, items.join(","))
+        format!(
+            r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#,
+            pod.json,
+            items.join(",")
+        )
     }
 }
 
@@ -139,7 +152,11 @@ impl HttpScheduler {
                 .send()?;
             let status = res.status();
             if !status.is_success() {
-                return Err(format!("PUT /v1/nodes: HTTP {status}: {}", res.text().unwrap_or_default()).into());
+                return Err(format!(
+                    "PUT /v1/nodes: HTTP {status}: {}",
+                    res.text().unwrap_or_default()
+                )
+                .into());
             }
         }
         Ok(())
@@ -148,8 +165,19 @@ impl HttpScheduler {
     /// An admin `POST`: (body, `x-aco-binding-ops` of the reply).
     pub fn post_admin(&mut self, path: &str, body: String) -> Result<(String, u64), Error> {
         self.requests += 1;
-        let res = self.client.post(format!("{}{path}", self.base_url)).header("content-type", "application/json").bearer_auth(&self.token).body(body).send()?;
-        let ops = res.headers().get("x-aco-binding-ops").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let res = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .header("content-type", "application/json")
+            .bearer_auth(&self.token)
+            .body(body)
+            .send()?;
+        let ops = res
+            .headers()
+            .get("x-aco-binding-ops")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let status = res.status();
         let text = res.text()?;
         if !status.is_success() {
@@ -161,7 +189,11 @@ impl HttpScheduler {
     /// An admin `GET` of a JSON document.
     pub fn get_admin(&mut self, path: &str) -> Result<Value, Error> {
         self.requests += 1;
-        let res = self.client.get(format!("{}{path}", self.base_url)).bearer_auth(&self.token).send()?;
+        let res = self
+            .client
+            .get(format!("{}{path}", self.base_url))
+            .bearer_auth(&self.token)
+            .send()?;
         let status = res.status();
         let text = res.text()?;
         if !status.is_success() {
@@ -181,45 +213,92 @@ impl Scheduler for HttpScheduler {
         "colony (HTTP replay)".into()
     }
 
-    fn report(&mut self, _world: &World, reports: &[FactReport], _now_ms: u64) -> Result<(), Error> {
+    fn report(
+        &mut self,
+        _world: &World,
+        reports: &[FactReport],
+        _now_ms: u64,
+    ) -> Result<(), Error> {
         let mapped = self.wall_clock(reports);
         self.put_facts(&mapped)
     }
 
-    fn schedule(&mut self, world: &World, _alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], _now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
+    fn schedule(
+        &mut self,
+        world: &World,
+        _alloc: &[NodeAlloc],
+        pod: &SimPod,
+        candidates: &[usize],
+        _now_ms: u64,
+        tie: &mut StdRng,
+    ) -> Result<Option<usize>, Error> {
         let text = self.post("/v1/filter", self.args(pod, candidates), false)?;
-        let reply: FilterReply = serde_json::from_str(&text).map_err(|e| format!("filter reply: {e}: {text}"))?;
+        let reply: FilterReply =
+            serde_json::from_str(&text).map_err(|e| format!("filter reply: {e}: {text}"))?;
         if let Some(e) = reply.error.filter(|e| !e.is_empty()) {
             return Err(format!("filter error: {e}").into());
         }
         let names: Vec<String> = match (reply.nodes.and_then(|n| n.items), reply.node_names) {
-            (Some(items), _) => items.iter().filter_map(|i| i["metadata"]["name"].as_str().map(String::from)).collect(),
+            (Some(items), _) => items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(String::from))
+                .collect(),
             (None, Some(names)) => names,
             (None, None) => Vec::new(),
         };
-        let index: HashMap<&str, usize> = candidates.iter().map(|c| (world.nodes[*c].name.as_str(), *c)).collect();
-        let mut passed: Vec<usize> = names.iter().filter_map(|n| index.get(n.as_str()).copied()).collect();
+        let index: HashMap<&str, usize> = candidates
+            .iter()
+            .map(|c| (world.nodes[*c].name.as_str(), *c))
+            .collect();
+        let mut passed: Vec<usize> = names
+            .iter()
+            .filter_map(|n| index.get(n.as_str()).copied())
+            .collect();
         passed.sort_unstable();
         match passed.len() {
             0 => Ok(None),
             1 => Ok(Some(passed[0])),
             _ => {
                 let text = self.post("/v1/prioritize", self.args(pod, &passed), false)?;
-                let reply: Vec<Priority> = serde_json::from_str(&text).map_err(|e| format!("prioritize reply: {e}: {text}"))?;
+                let reply: Vec<Priority> = serde_json::from_str(&text)
+                    .map_err(|e| format!("prioritize reply: {e}: {text}"))?;
                 // Before the placement is reported: confirming it deletes the decision.
                 if self.explanations.len() < self.explain_first {
                     self.requests += 1;
-                    self.explanations.push(crate::explain::fetch(&self.client, &self.base_url, &self.token, None, &pod.tenant, &pod.uid)?);
+                    self.explanations.push(crate::explain::fetch(
+                        &self.client,
+                        &self.base_url,
+                        &self.token,
+                        None,
+                        &pod.tenant,
+                        &pod.uid,
+                    )?);
                 }
-                let by_host: HashMap<&str, i64> = reply.iter().map(|p| (p.host.as_str(), p.score)).collect();
-                let scores: Vec<f64> = passed.iter().map(|c| by_host.get(world.nodes[*c].name.as_str()).copied().unwrap_or(0) as f64).collect();
+                let by_host: HashMap<&str, i64> =
+                    reply.iter().map(|p| (p.host.as_str(), p.score)).collect();
+                let scores: Vec<f64> = passed
+                    .iter()
+                    .map(|c| {
+                        by_host
+                            .get(world.nodes[*c].name.as_str())
+                            .copied()
+                            .unwrap_or(0) as f64
+                    })
+                    .collect();
                 crate::scheduler::count_top_ties(&scores, &mut self.ties);
                 Ok(select_host(&passed, &scores, tie))
             }
         }
     }
 
-    fn placed(&mut self, world: &World, _alloc: &[NodeAlloc], pod: &SimPod, node: usize, _now_ms: u64) -> Result<(), Error> {
+    fn placed(
+        &mut self,
+        world: &World,
+        _alloc: &[NodeAlloc],
+        pod: &SimPod,
+        node: usize,
+        _now_ms: u64,
+    ) -> Result<(), Error> {
         let body = json!({"placements": [{
             "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
             "tenant": pod.tenant, "node": world.nodes[node].name,
@@ -228,7 +307,14 @@ impl Scheduler for HttpScheduler {
         Ok(())
     }
 
-    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, _now_ms: u64) -> Result<(), Error> {
+    fn outcome(
+        &mut self,
+        world: &World,
+        pod: &SimPod,
+        node: usize,
+        outcome: aco_core::colony::Outcome,
+        _now_ms: u64,
+    ) -> Result<(), Error> {
         let body = json!({"placements": [{
             "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
             "tenant": pod.tenant, "node": world.nodes[node].name, "outcome": outcome,
@@ -245,12 +331,17 @@ impl Scheduler for HttpScheduler {
         let mut out = Vec::new();
         for tenant in world.tenants() {
             self.requests += 1;
-            let res = self.client.get(format!("{}/v1/tenants/{tenant}/pheromones", self.base_url)).bearer_auth(&self.token).send()?;
+            let res = self
+                .client
+                .get(format!("{}/v1/tenants/{tenant}/pheromones", self.base_url))
+                .bearer_auth(&self.token)
+                .send()?;
             if !res.status().is_success() {
                 continue;
             }
             let reply: PheromoneReply = res.json()?;
-            let mut rows: Vec<(String, f64)> = reply.nodes.into_iter().map(|r| (r.node, r.tau)).collect();
+            let mut rows: Vec<(String, f64)> =
+                reply.nodes.into_iter().map(|r| (r.node, r.tau)).collect();
             rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             out.push((tenant, rows));
         }

@@ -64,6 +64,9 @@ impl ReplayRecord {
 
     /// The tenant's colour index: its position among `tenants` (unknown tenants share the next).
     pub fn tenant_index(&self, tenant: &str) -> usize {
-        self.tenants.iter().position(|t| t == tenant).unwrap_or(self.tenants.len())
+        self.tenants
+            .iter()
+            .position(|t| t == tenant)
+            .unwrap_or(self.tenants.len())
     }
 }

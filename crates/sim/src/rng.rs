@@ -11,7 +11,8 @@ pub fn splitmix(mut x: u64) -> u64 {
 
 /// A hash of several keys.
 pub fn hash(keys: &[u64]) -> u64 {
-    keys.iter().fold(0x5EED_u64, |acc, k| splitmix(acc ^ splitmix(*k)))
+    keys.iter()
+        .fold(0x5EED_u64, |acc, k| splitmix(acc ^ splitmix(*k)))
 }
 
 /// Uniform in [0, 1) from the keys.
@@ -26,7 +27,9 @@ pub fn range(keys: &[u64], lo: f64, hi: f64) -> f64 {
 
 /// Stable key for a string (FNV-1a).
 pub fn key(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 #[cfg(test)]

@@ -18,17 +18,44 @@ pub trait Scheduler {
     fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error>;
     /// One reporter round in the simulator's terms; by default its wire reports go to
     /// [`Scheduler::report`]. The native pipeline folds it directly (same facts, no strings).
-    fn report_batch(&mut self, world: &World, batch: &ReportBatch, now_ms: u64) -> Result<(), Error> {
+    fn report_batch(
+        &mut self,
+        world: &World,
+        batch: &ReportBatch,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.report(world, &batch.to_wire(world), now_ms)
     }
     /// Filters and scores the candidates (kube-scheduler's feasible nodes, cluster order) and
     /// returns the node to bind, picking the best score with `tie` for ties.
-    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error>;
+    fn schedule(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        candidates: &[usize],
+        now_ms: u64,
+        tie: &mut StdRng,
+    ) -> Result<Option<usize>, Error>;
     /// The binding happened (the reporter's `POST /v1/placements`).
-    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error>;
+    fn placed(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        node: usize,
+        now_ms: u64,
+    ) -> Result<(), Error>;
     /// The pod's observed outcome on `node` (the reporter's later `POST /v1/placements` with an
     /// `outcome`): whether it ran within its QoS, and what the placement cost. Default: ignored.
-    fn outcome(&mut self, _world: &World, _pod: &SimPod, _node: usize, _outcome: Outcome, _now_ms: u64) -> Result<(), Error> {
+    fn outcome(
+        &mut self,
+        _world: &World,
+        _pod: &SimPod,
+        _node: usize,
+        _outcome: Outcome,
+        _now_ms: u64,
+    ) -> Result<(), Error> {
         Ok(())
     }
     /// Per-tenant (node, τ) best first, for the report and the demo.

@@ -57,18 +57,33 @@ pub struct ShadowReplay {
 }
 
 fn wall_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl ShadowReplay {
     /// `config` must be the Worker's (`cluster::worker_vars`, and the same `EMA_ALPHA`).
     pub fn new(baseline: NativeScheduler, http: HttpScheduler, config: Config) -> Self {
-        Self { baseline, http, config, facts: HashMap::new(), native: BTreeMap::new(), cost: ShadowCost::default(), not_scored: 0, reported: Default::default() }
+        Self {
+            baseline,
+            http,
+            config,
+            facts: HashMap::new(),
+            native: BTreeMap::new(),
+            cost: ShadowCost::default(),
+            not_scored: 0,
+            reported: Default::default(),
+        }
     }
 
     fn fold(&mut self, reports: &[NodeReport], now_ms: u64) {
         for r in reports {
-            self.facts.entry(r.name.clone()).or_default().apply(r, now_ms, &self.config);
+            self.facts
+                .entry(r.name.clone())
+                .or_default()
+                .apply(r, now_ms, &self.config);
         }
     }
 
@@ -76,7 +91,11 @@ impl ShadowReplay {
     pub fn worker_summaries(&mut self, world: &World) -> Result<BTreeMap<String, Value>, Error> {
         let mut out = BTreeMap::new();
         for tenant in world.tenants() {
-            out.insert(tenant.clone(), self.http.get_admin(&format!("/v1/tenants/{tenant}/shadow"))?);
+            out.insert(
+                tenant.clone(),
+                self.http
+                    .get_admin(&format!("/v1/tenants/{tenant}/shadow"))?,
+            );
         }
         Ok(out)
     }
@@ -114,11 +133,27 @@ impl Scheduler for ShadowReplay {
         Ok(())
     }
 
-    fn schedule(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, candidates: &[usize], now_ms: u64, tie: &mut StdRng) -> Result<Option<usize>, Error> {
-        self.baseline.schedule(world, alloc, pod, candidates, now_ms, tie)
+    fn schedule(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        candidates: &[usize],
+        now_ms: u64,
+        tie: &mut StdRng,
+    ) -> Result<Option<usize>, Error> {
+        self.baseline
+            .schedule(world, alloc, pod, candidates, now_ms, tie)
     }
 
-    fn placed(&mut self, world: &World, alloc: &[NodeAlloc], pod: &SimPod, node: usize, now_ms: u64) -> Result<(), Error> {
+    fn placed(
+        &mut self,
+        world: &World,
+        alloc: &[NodeAlloc],
+        pod: &SimPod,
+        node: usize,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.baseline.placed(world, alloc, pod, node, now_ms)?;
         let name = &world.nodes[node].name;
         // The reporter's push on the pod event: the node's requested now counts the pod.
@@ -130,7 +165,12 @@ impl Scheduler for ShadowReplay {
             name: name.clone(),
             labels: None,
             allocatable: None,
-            requested: Some(requested.iter().map(|(k, v)| (k.clone(), QuantityText(v.clone()))).collect()),
+            requested: Some(
+                requested
+                    .iter()
+                    .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
+                    .collect(),
+            ),
             latency_us: None,
             observed_at_ms: Some(at),
             utilisation: Vec::new(),
@@ -160,13 +200,25 @@ impl Scheduler for ShadowReplay {
         let colony = TenantColony::default();
         match cluster.score(&pod.demand, name, &colony, &self.config) {
             Ok(v) => self.native.entry(pod.tenant.clone()).or_default().add(&v),
-            Err(aco_core::shadow::NotScored::NotFeasible) => self.native.entry(pod.tenant.clone()).or_default().not_feasible += 1,
+            Err(aco_core::shadow::NotScored::NotFeasible) => {
+                self.native
+                    .entry(pod.tenant.clone())
+                    .or_default()
+                    .not_feasible += 1
+            }
             Err(aco_core::shadow::NotScored::UnknownNode) => self.not_scored += 1,
         }
         Ok(())
     }
 
-    fn outcome(&mut self, world: &World, pod: &SimPod, node: usize, outcome: aco_core::colony::Outcome, now_ms: u64) -> Result<(), Error> {
+    fn outcome(
+        &mut self,
+        world: &World,
+        pod: &SimPod,
+        node: usize,
+        outcome: aco_core::colony::Outcome,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.baseline.outcome(world, pod, node, outcome, now_ms)
     }
 

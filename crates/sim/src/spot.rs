@@ -22,7 +22,13 @@ const MONTH_S: f64 = 720.0 * 3600.0;
 
 /// A spot node's pool: the instance shape.
 fn pool_key(n: &SimNode) -> u64 {
-    rng::key(&format!("{}/{}/{}/{}", n.model.as_deref().unwrap_or(""), n.gpus, n.cpu_milli, n.memory_mib))
+    rng::key(&format!(
+        "{}/{}/{}/{}",
+        n.model.as_deref().unwrap_or(""),
+        n.gpus,
+        n.cpu_milli,
+        n.memory_mib
+    ))
 }
 
 /// The monthly interruption frequency of a spot node's pool (0 for on-demand nodes).
@@ -30,7 +36,8 @@ pub fn monthly_frequency(seed: u64, n: &SimNode) -> f64 {
     if !n.spot {
         return 0.0;
     }
-    let band = (rng::unit(&[seed, pool_key(n), 0x5907]) * ADVISOR_BAND_MIDPOINTS.len() as f64) as usize;
+    let band =
+        (rng::unit(&[seed, pool_key(n), 0x5907]) * ADVISOR_BAND_MIDPOINTS.len() as f64) as usize;
     ADVISOR_BAND_MIDPOINTS[band.min(ADVISOR_BAND_MIDPOINTS.len() - 1)]
 }
 
@@ -60,7 +67,11 @@ mod tests {
     use crate::cluster::sample_world;
 
     fn world() -> World {
-        sample_world(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")), 1).unwrap()
+        sample_world(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+            1,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -78,7 +89,11 @@ mod tests {
             }
             let expected = -(1.0 - monthly_frequency(3, n)).ln() * years as f64 / MONTH_S;
             // Poisson: within 5 standard deviations.
-            assert!((count - expected).abs() < 5.0 * expected.sqrt(), "{}: {count} vs {expected:.1}", n.name);
+            assert!(
+                (count - expected).abs() < 5.0 * expected.sqrt(),
+                "{}: {count} vs {expected:.1}",
+                n.name
+            );
         }
         assert_eq!(events, reclamations(&w, 3, 1_000, 1_000 + years), "seeded");
         assert_ne!(events, reclamations(&w, 4, 1_000, 1_000 + years));
@@ -89,7 +104,11 @@ mod tests {
         let w = world();
         for a in w.nodes.iter().filter(|n| n.spot) {
             assert!(ADVISOR_BAND_MIDPOINTS.contains(&monthly_frequency(1, a)));
-            for b in w.nodes.iter().filter(|b| b.spot && pool_key(b) == pool_key(a)) {
+            for b in w
+                .nodes
+                .iter()
+                .filter(|b| b.spot && pool_key(b) == pool_key(a))
+            {
                 assert_eq!(monthly_frequency(1, a), monthly_frequency(1, b));
             }
         }

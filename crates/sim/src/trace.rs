@@ -96,8 +96,17 @@ pub fn parse_nodes<R: std::io::Read>(mut r: csv::Reader<R>) -> Result<Vec<TraceN
     let mut out = Vec::new();
     for row in r.deserialize() {
         let row: NodeRow = row?;
-        let model = row.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
-        out.push(TraceNode { name: row.sn, cpu_milli: row.cpu_milli, memory_mib: row.memory_mib, gpus: if model.is_some() { row.gpu } else { 0 }, model });
+        let model = row
+            .model
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty());
+        out.push(TraceNode {
+            name: row.sn,
+            cpu_milli: row.cpu_milli,
+            memory_mib: row.memory_mib,
+            gpus: if model.is_some() { row.gpu } else { 0 },
+            model,
+        });
     }
     Ok(out)
 }
@@ -106,13 +115,22 @@ pub fn read_pods(path: &Path, static_gap_s: u64) -> Result<Vec<TracePod>, Error>
     parse_pods(reader(path)?, static_gap_s).map_err(|e| format!("{}: {e}", path.display()).into())
 }
 
-pub fn parse_pods<R: std::io::Read>(mut r: csv::Reader<R>, static_gap_s: u64) -> Result<Vec<TracePod>, Error> {
+pub fn parse_pods<R: std::io::Read>(
+    mut r: csv::Reader<R>,
+    static_gap_s: u64,
+) -> Result<Vec<TracePod>, Error> {
     let mut out = Vec::new();
     for (i, row) in r.deserialize().enumerate() {
         let row: PodRow = row?;
         let gpu_spec = row
             .gpu_spec
-            .map(|s| s.split('|').map(str::trim).filter(|m| !m.is_empty()).map(String::from).collect::<Vec<_>>())
+            .map(|s| {
+                s.split('|')
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
             .filter(|v| !v.is_empty());
         let (creation_s, deletion_s) = match (row.creation_time, row.deletion_time) {
             (Some(c), Some(d)) => (c, Some(d.max(c))),
@@ -139,12 +157,17 @@ mod tests {
     use super::*;
 
     fn csv_reader(text: &str) -> csv::Reader<&[u8]> {
-        csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes())
+        csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(text.as_bytes())
     }
 
     #[test]
     fn parses_nodes_with_and_without_model() {
-        let n = parse_nodes(csv_reader("sn,cpu_milli,memory_mib,gpu,model\na,32000,262144,0,\nb,64000,262144,2,P100\n")).unwrap();
+        let n = parse_nodes(csv_reader(
+            "sn,cpu_milli,memory_mib,gpu,model\na,32000,262144,0,\nb,64000,262144,2,P100\n",
+        ))
+        .unwrap();
         assert_eq!(n[0].model, None);
         assert_eq!((n[1].gpus, n[1].model.as_deref()), (2, Some("P100")));
     }
@@ -155,14 +178,24 @@ mod tests {
                     p0,6000,12288,1,460,V100M16|V100M32,LS,Running,10,20,10\n\
                     p1,8000,30517,0,0,,BE,Running,5,4,5\n";
         let p = parse_pods(csv_reader(text), 60).unwrap();
-        assert_eq!(p[0].gpu_spec, Some(vec!["V100M16".to_string(), "V100M32".to_string()]));
+        assert_eq!(
+            p[0].gpu_spec,
+            Some(vec!["V100M16".to_string(), "V100M32".to_string()])
+        );
         assert!(p[0].is_ls() && p[0].is_gpu_share());
         assert!((p[0].gpu_units() - 0.46).abs() < 1e-12);
         assert_eq!((p[0].creation_s, p[0].deletion_s), (10, Some(20)));
-        assert_eq!(p[1].deletion_s, Some(5), "deletion before creation is clamped");
+        assert_eq!(
+            p[1].deletion_s,
+            Some(5),
+            "deletion before creation is clamped"
+        );
         assert_eq!(p[1].gpu_spec, None);
         let s = parse_pods(csv_reader("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,8,1000\nb,1000,1024,0,0\n"), 60).unwrap();
-        assert_eq!((s[1].creation_s, s[1].deletion_s, s[1].qos.as_str()), (60, None, ""));
+        assert_eq!(
+            (s[1].creation_s, s[1].deletion_s, s[1].qos.as_str()),
+            (60, None, "")
+        );
     }
 
     #[test]

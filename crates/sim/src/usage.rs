@@ -20,8 +20,18 @@ use crate::load::LoadModel;
 
 /// The shipped series, by the name used in `--load-models usage:<name>`: (file, CPU column, step).
 pub const SOURCES: &[(&str, &str, &str, u64)] = &[
-    ("alibaba", "alibaba2018_machine_usage_10s.csv", "cpu_util_percent", 10),
-    ("alibaba-300s", "alibaba2018_machine_usage_300s.csv", "cpu_util_percent", 300),
+    (
+        "alibaba",
+        "alibaba2018_machine_usage_10s.csv",
+        "cpu_util_percent",
+        10,
+    ),
+    (
+        "alibaba-300s",
+        "alibaba2018_machine_usage_300s.csv",
+        "cpu_util_percent",
+        300,
+    ),
     ("google", "google2019_usage_300s.csv", "cpu_util", 300),
     ("azure", "azure_v2_usage_300s.csv", "cpu_usage", 300),
 ];
@@ -62,32 +72,61 @@ impl UsageSeries {
 
     /// Parses the column `column` of CSV text with a header line. `file` names the source in
     /// errors (with the 1-based line number), so a bad shipped file is found at once.
-    pub fn parse(name: &str, file: &str, text: &str, column: &str, step_s: u64) -> Result<Self, String> {
+    pub fn parse(
+        name: &str,
+        file: &str,
+        text: &str,
+        column: &str,
+        step_s: u64,
+    ) -> Result<Self, String> {
         if step_s == 0 {
             return Err(format!("{file}: step must be positive"));
         }
-        let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-        let (_, header) = lines.next().ok_or_else(|| format!("{file}: empty file (no header line)"))?;
-        let names: Vec<&str> = header.split(',').map(|s| s.trim().trim_start_matches('\u{feff}')).collect();
-        let col = names
-            .iter()
-            .position(|h| *h == column)
-            .ok_or_else(|| format!("{file}:1: no column `{column}` in header ({})", names.join(", ")))?;
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        let (_, header) = lines
+            .next()
+            .ok_or_else(|| format!("{file}: empty file (no header line)"))?;
+        let names: Vec<&str> = header
+            .split(',')
+            .map(|s| s.trim().trim_start_matches('\u{feff}'))
+            .collect();
+        let col = names.iter().position(|h| *h == column).ok_or_else(|| {
+            format!(
+                "{file}:1: no column `{column}` in header ({})",
+                names.join(", ")
+            )
+        })?;
         let mut raw = Vec::new();
         for (i, line) in lines {
             let fields: Vec<&str> = line.split(',').collect();
             if fields.len() != names.len() {
-                return Err(format!("{file}:{}: {} fields, header has {}", i + 1, fields.len(), names.len()));
+                return Err(format!(
+                    "{file}:{}: {} fields, header has {}",
+                    i + 1,
+                    fields.len(),
+                    names.len()
+                ));
             }
             let field = fields[col].trim();
-            let v: f64 = field.parse().map_err(|_| format!("{file}:{}: `{column}` is not a number: {field:?}", i + 1))?;
+            let v: f64 = field
+                .parse()
+                .map_err(|_| format!("{file}:{}: `{column}` is not a number: {field:?}", i + 1))?;
             if !v.is_finite() || v < 0.0 {
-                return Err(format!("{file}:{}: `{column}` must be finite and ≥ 0, got {field}", i + 1));
+                return Err(format!(
+                    "{file}:{}: `{column}` must be finite and ≥ 0, got {field}",
+                    i + 1
+                ));
             }
             raw.push(v);
         }
         if raw.len() < 2 {
-            return Err(format!("{file}: {} data rows; a series needs at least 2", raw.len()));
+            return Err(format!(
+                "{file}: {} data rows; a series needs at least 2",
+                raw.len()
+            ));
         }
         let n = raw.len() as f64;
         let mean = raw.iter().sum::<f64>() / n;
@@ -95,17 +134,26 @@ impl UsageSeries {
             return Err(format!("{file}: `{column}` is zero throughout"));
         }
         let sd = (raw.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-        Ok(Self { name: name.into(), step_s, relative: raw.iter().map(|x| x / mean).collect(), raw_mean: mean, raw_sd: sd })
+        Ok(Self {
+            name: name.into(),
+            step_s,
+            relative: raw.iter().map(|x| x / mean).collect(),
+            raw_mean: mean,
+            raw_sd: sd,
+        })
     }
 
     /// Loads the shipped series `name` (see [`SOURCES`]) from `dir` (`../shared/data/usage`).
     pub fn load(dir: &Path, name: &str) -> Result<Self, String> {
-        let &(_, file, column, step) = SOURCES
-            .iter()
-            .find(|s| s.0 == name)
-            .ok_or_else(|| format!("unknown usage series {name:?}; known: {}", SOURCES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")))?;
+        let &(_, file, column, step) = SOURCES.iter().find(|s| s.0 == name).ok_or_else(|| {
+            format!(
+                "unknown usage series {name:?}; known: {}",
+                SOURCES.iter().map(|s| s.0).collect::<Vec<_>>().join(", ")
+            )
+        })?;
         let path = dir.join(file);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         Self::parse(name, &path.display().to_string(), &text, column, step)
     }
 }
@@ -119,8 +167,15 @@ pub fn load_models(specs: &[String], dir: &Path) -> Result<Vec<(String, LoadMode
             let spec = spec.trim();
             let model = match spec.strip_prefix("usage:") {
                 None if spec == "synthetic" => LoadModel::default(),
-                None => return Err(format!("unknown load model {spec:?}; use synthetic or usage:<series>")),
-                Some(name) => LoadModel { usage: Some(Arc::new(UsageSeries::load(dir, name)?)), ..LoadModel::default() },
+                None => {
+                    return Err(format!(
+                        "unknown load model {spec:?}; use synthetic or usage:<series>"
+                    ))
+                }
+                Some(name) => LoadModel {
+                    usage: Some(Arc::new(UsageSeries::load(dir, name)?)),
+                    ..LoadModel::default()
+                },
             };
             Ok((spec.to_string(), model))
         })
@@ -147,7 +202,10 @@ mod tests {
         let s = UsageSeries::parse("t", "t.csv", SAMPLE, "cpu_util_percent", 10).unwrap();
         assert_eq!(s.relative_at(0.0), 0.5);
         assert!((s.relative_at(5.0) - 1.0).abs() < 1e-12);
-        assert!((s.relative_at(25.0) - 0.75).abs() < 1e-12, "between the last and the first sample");
+        assert!(
+            (s.relative_at(25.0) - 0.75).abs() < 1e-12,
+            "between the last and the first sample"
+        );
         assert!((s.relative_at(35.0) - s.relative_at(5.0)).abs() < 1e-12);
     }
 
@@ -161,9 +219,15 @@ mod tests {
         assert!(e.starts_with("u.csv:3: `a` must be finite"), "{e}");
         let e = UsageSeries::parse("t", "u.csv", "a,b\n1,2\n", "cpu", 10).unwrap_err();
         assert_eq!(e, "u.csv:1: no column `cpu` in header (a, b)");
-        assert!(UsageSeries::parse("t", "u.csv", "", "a", 10).unwrap_err().contains("empty file"));
-        assert!(UsageSeries::parse("t", "u.csv", "a\n1\n", "a", 10).unwrap_err().contains("1 data rows"));
-        assert!(UsageSeries::parse("t", "u.csv", "a\n0\n0\n", "a", 10).unwrap_err().contains("zero throughout"));
+        assert!(UsageSeries::parse("t", "u.csv", "", "a", 10)
+            .unwrap_err()
+            .contains("empty file"));
+        assert!(UsageSeries::parse("t", "u.csv", "a\n1\n", "a", 10)
+            .unwrap_err()
+            .contains("1 data rows"));
+        assert!(UsageSeries::parse("t", "u.csv", "a\n0\n0\n", "a", 10)
+            .unwrap_err()
+            .contains("zero throughout"));
     }
 
     #[test]
@@ -172,7 +236,9 @@ mod tests {
         assert!(e.contains("alibaba, alibaba-300s, google, azure"), "{e}");
         let e = load_models(&["usage:borg".into()], Path::new(".")).unwrap_err();
         assert!(e.contains("unknown usage series"), "{e}");
-        assert!(load_models(&["sine".into()], Path::new(".")).unwrap_err().contains("synthetic or usage:"));
+        assert!(load_models(&["sine".into()], Path::new("."))
+            .unwrap_err()
+            .contains("synthetic or usage:"));
         let m = load_models(&["synthetic".into()], Path::new(".")).unwrap();
         assert_eq!(m[0].1, LoadModel::default());
     }

@@ -117,7 +117,12 @@ impl FilterRejections {
                 Some((cut, _)) => format!("{}…", &reason[..cut]),
                 None => reason.to_string(),
             };
-            self.nodes.push(RejectedNode { node: node.to_string(), code: code.as_str().to_string(), reason, unresolvable });
+            self.nodes.push(RejectedNode {
+                node: node.to_string(),
+                code: code.as_str().to_string(),
+                reason,
+                unresolvable,
+            });
         }
     }
 }
@@ -131,7 +136,11 @@ impl Decision {
             return Some((*eta, true));
         }
         if self.candidate_count > self.etas.len() {
-            let floor = self.etas.iter().map(|(_, e)| *e).fold(f64::INFINITY, f64::min);
+            let floor = self
+                .etas
+                .iter()
+                .map(|(_, e)| *e)
+                .fold(f64::INFINITY, f64::min);
             return floor.is_finite().then_some((floor, false));
         }
         None

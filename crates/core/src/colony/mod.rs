@@ -12,8 +12,8 @@ mod report;
 mod score;
 
 pub use decision::{
-    CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation, FilterRejections, RejectedNode,
-    FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
+    CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation,
+    FilterRejections, RejectedNode, FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
 };
 pub use outcome::{ObservedOutcome, Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
@@ -74,7 +74,13 @@ pub struct Prioritized {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirmation {
     /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
-    Deposited { node: String, amount: f64, quality: f64, trail: Trail, exact: bool },
+    Deposited {
+        node: String,
+        amount: f64,
+        quality: f64,
+        trail: Trail,
+        exact: bool,
+    },
     NotACandidate,
 }
 
@@ -82,15 +88,29 @@ pub enum Confirmation {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlacementEffect {
     /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
-    Deposited { node: String, amount: f64, quality: f64, trail: Trail, exact: bool },
+    Deposited {
+        node: String,
+        amount: f64,
+        quality: f64,
+        trail: Trail,
+        exact: bool,
+    },
     UnknownPod,
     NotACandidate,
 }
 
 impl TenantColony {
     /// η of every candidate for this tenant and workload.
-    pub fn etas(&self, candidates: &[NodeFeatures], workload: WorkloadClass, config: &Config) -> Vec<f64> {
-        candidates.iter().map(|f| eta(f, workload, self.outcomes.get(&f.node), config)).collect()
+    pub fn etas(
+        &self,
+        candidates: &[NodeFeatures],
+        workload: WorkloadClass,
+        config: &Config,
+    ) -> Vec<f64> {
+        candidates
+            .iter()
+            .map(|f| eta(f, workload, self.outcomes.get(&f.node), config))
+            .collect()
     }
 
     /// Scores the candidates 0–10 with `τ^α·η^β`. Does not touch the trail.
@@ -103,23 +123,42 @@ impl TenantColony {
         rng: &mut impl Rng,
     ) -> Prioritized {
         // η through its factors (bit-identical to `eta`), so the explanation costs no second pass.
-        let factors: Vec<_> = candidates.iter().map(|f| eta_factors(f, workload, self.outcomes.get(&f.node), config)).collect();
+        let factors: Vec<_> = candidates
+            .iter()
+            .map(|f| eta_factors(f, workload, self.outcomes.get(&f.node), config))
+            .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
-        let taus: Vec<f64> = candidates.iter().map(|f| self.pheromones.tau(&f.node, config)).collect();
-        let desirabilities: Vec<f64> = taus.iter().zip(&etas).map(|(t, e)| desirability(*t, *e, config)).collect();
+        let taus: Vec<f64> = candidates
+            .iter()
+            .map(|f| self.pheromones.tau(&f.node, config))
+            .collect();
+        let desirabilities: Vec<f64> = taus
+            .iter()
+            .zip(&etas)
+            .map(|(t, e)| desirability(*t, *e, config))
+            .collect();
         let mut scores = to_scores(&desirabilities);
-        let explored = explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
+        let explored =
+            explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
         self.counters.decisions += 1;
         self.counters.explorations += explored.is_some() as u64;
 
         let mut ranked: Vec<usize> = (0..candidates.len()).collect();
         ranked.sort_by(|&a, &b| {
-            desirabilities[b].total_cmp(&desirabilities[a]).then_with(|| candidates[a].node.cmp(&candidates[b].node))
+            desirabilities[b]
+                .total_cmp(&desirabilities[a])
+                .then_with(|| candidates[a].node.cmp(&candidates[b].node))
         });
         let kept = &ranked[..ranked.len().min(config.decision_keep_top)];
-        let etas_kept = kept.iter().map(|&i| (candidates[i].node.clone(), etas[i])).collect();
+        let etas_kept = kept
+            .iter()
+            .map(|&i| (candidates[i].node.clone(), etas[i]))
+            .collect();
         let explanation = Explanation {
-            candidates: kept.iter().map(|&i| CandidateWhy::new(&factors[i], taus[i], scores[i])).collect(),
+            candidates: kept
+                .iter()
+                .map(|&i| CandidateWhy::new(&factors[i], taus[i], scores[i]))
+                .collect(),
             explored: explored.clone(),
             filter: None,
         };
@@ -127,7 +166,10 @@ impl TenantColony {
             priorities: candidates
                 .iter()
                 .zip(scores)
-                .map(|(f, score)| HostPriority { host: f.node.clone(), score })
+                .map(|(f, score)| HostPriority {
+                    host: f.node.clone(),
+                    score,
+                })
                 .collect(),
             decision: Decision {
                 created_ms: now_ms,
@@ -156,12 +198,24 @@ impl TenantColony {
             self.counters.unknown_placements += 1;
             return Ok(PlacementEffect::UnknownPod);
         };
-        Ok(match self.confirm_decision(decision, node, outcome, config)? {
-            Confirmation::Deposited { node, amount, quality, trail, exact } => {
-                PlacementEffect::Deposited { node, amount, quality, trail, exact }
-            }
-            Confirmation::NotACandidate => PlacementEffect::NotACandidate,
-        })
+        Ok(
+            match self.confirm_decision(decision, node, outcome, config)? {
+                Confirmation::Deposited {
+                    node,
+                    amount,
+                    quality,
+                    trail,
+                    exact,
+                } => PlacementEffect::Deposited {
+                    node,
+                    amount,
+                    quality,
+                    trail,
+                    exact,
+                },
+                Confirmation::NotACandidate => PlacementEffect::NotACandidate,
+            },
+        )
     }
 
     /// [`TenantColony::confirm`] for a pod whose decision is remembered: deposits, or the node
@@ -187,7 +241,13 @@ impl TenantColony {
         let trail = self.pheromones.deposit(node, amount, config);
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
-        Ok(Confirmation::Deposited { node: node.to_string(), amount, quality, trail, exact })
+        Ok(Confirmation::Deposited {
+            node: node.to_string(),
+            amount,
+            quality,
+            trail,
+            exact,
+        })
     }
 }
 
@@ -211,13 +271,21 @@ mod tests {
 
     fn scores(colony: &mut TenantColony, nodes: &[NodeFeatures]) -> Vec<i64> {
         let mut rng = SmallRng::seed_from_u64(1);
-        colony.prioritize(nodes, WorkloadClass::Batch, 0, &Config::default(), &mut rng).priorities.iter().map(|p| p.score).collect()
+        colony
+            .prioritize(nodes, WorkloadClass::Batch, 0, &Config::default(), &mut rng)
+            .priorities
+            .iter()
+            .map(|p| p.score)
+            .collect()
     }
 
     #[test]
     fn cheaper_node_wins_when_all_else_is_equal_and_equal_nodes_tie() {
         let mut c = TenantColony::default();
-        assert_eq!(scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]), vec![1, 10, 10]);
+        assert_eq!(
+            scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]),
+            vec![1, 10, 10]
+        );
     }
 
     #[test]
@@ -232,7 +300,10 @@ mod tests {
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
         let effect = c.confirm(Some(&p.decision), "b", None, &config).unwrap();
-        assert!(matches!(effect, PlacementEffect::Deposited { exact: true, .. }));
+        assert!(matches!(
+            effect,
+            PlacementEffect::Deposited { exact: true, .. }
+        ));
         assert!(c.pheromones.tau("b", &config) > c.pheromones.tau("a", &config));
         // τ_a = 1·0.95 (one epoch), τ_b = 0.95 + Q·η_b with η_b = 0.9 reliability × 0.5 cost = 0.45:
         // s_a/s_b = 0.95/1.40 → round(6.8) = 7.
@@ -243,13 +314,33 @@ mod tests {
     fn unknown_pods_and_non_candidates_change_no_trail() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        assert_eq!(c.confirm(None, "a", None, &config).unwrap(), PlacementEffect::UnknownPod);
+        assert_eq!(
+            c.confirm(None, "a", None, &config).unwrap(),
+            PlacementEffect::UnknownPod
+        );
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = c.prioritize(&[node("a", 1.0)], WorkloadClass::Batch, 0, &config, &mut rng);
-        assert_eq!(c.confirm(Some(&p.decision), "zzz", None, &config).unwrap(), PlacementEffect::NotACandidate);
+        let p = c.prioritize(
+            &[node("a", 1.0)],
+            WorkloadClass::Batch,
+            0,
+            &config,
+            &mut rng,
+        );
+        assert_eq!(
+            c.confirm(Some(&p.decision), "zzz", None, &config).unwrap(),
+            PlacementEffect::NotACandidate
+        );
         assert_eq!(c.pheromones, PheromoneTable::default());
-        assert_eq!((c.counters.unknown_placements, c.counters.non_candidate_placements), (1, 1));
-        assert!(c.confirm(Some(&p.decision), "a", Some(Outcome::Quality(2.0)), &config).is_err());
+        assert_eq!(
+            (
+                c.counters.unknown_placements,
+                c.counters.non_candidate_placements
+            ),
+            (1, 1)
+        );
+        assert!(c
+            .confirm(Some(&p.decision), "a", Some(Outcome::Quality(2.0)), &config)
+            .is_err());
     }
 
     #[test]
@@ -260,7 +351,13 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         for _ in 0..5 {
             let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
-            c.confirm(Some(&p.decision), "a", Some(Outcome::Label(OutcomeLabel::Failed)), &config).unwrap();
+            c.confirm(
+                Some(&p.decision),
+                "a",
+                Some(Outcome::Label(OutcomeLabel::Failed)),
+                &config,
+            )
+            .unwrap();
         }
         assert!(c.pheromones.tau("a", &config) <= config.tau_initial);
         let s = scores(&mut c, &nodes);
@@ -270,22 +367,52 @@ mod tests {
 
     #[test]
     fn decision_keeps_only_the_top_candidates_and_floors_the_rest() {
-        let config = Config { decision_keep_top: 2, ..Config::default() };
+        let config = Config {
+            decision_keep_top: 2,
+            ..Config::default()
+        };
         let mut c = TenantColony::default();
-        let nodes = [node("a", 3.0), node("b", 0.1), node("c", 1.0), node("d", 2.0)];
+        let nodes = [
+            node("a", 3.0),
+            node("b", 0.1),
+            node("c", 1.0),
+            node("d", 2.0),
+        ];
         let mut rng = SmallRng::seed_from_u64(1);
         let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
-        assert_eq!(p.decision.etas.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["b", "c"]);
+        assert_eq!(
+            p.decision
+                .etas
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>(),
+            vec!["b", "c"]
+        );
         let (q, exact) = p.decision.quality_of("a").unwrap();
         assert!(!exact && (q - p.decision.etas[1].1).abs() < 1e-12);
     }
 
     #[test]
     fn the_explanation_matches_the_scores_and_etas_it_explains() {
-        let config = Config { decision_keep_top: 3, q0: 0.0, ..Config::default() };
+        let config = Config {
+            decision_keep_top: 3,
+            q0: 0.0,
+            ..Config::default()
+        };
         let mut c = TenantColony::default();
-        c.outcomes.insert("b".into(), OutcomeStats { successes: 1.0, failures: 3.0 });
-        let mut nodes = vec![node("a", 3.0), node("b", 0.1), node("c", 1.0), node("d", 2.0)];
+        c.outcomes.insert(
+            "b".into(),
+            OutcomeStats {
+                successes: 1.0,
+                failures: 3.0,
+            },
+        );
+        let mut nodes = vec![
+            node("a", 3.0),
+            node("b", 0.1),
+            node("c", 1.0),
+            node("d", 2.0),
+        ];
         nodes[2].fragmentation_delta = Some(-200.0);
         let mut rng = SmallRng::seed_from_u64(3);
         let p = c.prioritize(&nodes, WorkloadClass::Batch, 7, &config, &mut rng);
@@ -297,14 +424,29 @@ mod tests {
         for cand in &view.candidates {
             let f = cand.factors.unwrap();
             // f32 storage: 5 factors, each within 2^-24 relative.
-            assert!((f.product() - cand.eta).abs() <= 1e-6 * cand.eta, "{cand:?}");
-            let replied = p.priorities.iter().find(|h| h.host == cand.node).unwrap().score;
+            assert!(
+                (f.product() - cand.eta).abs() <= 1e-6 * cand.eta,
+                "{cand:?}"
+            );
+            let replied = p
+                .priorities
+                .iter()
+                .find(|h| h.host == cand.node)
+                .unwrap()
+                .score;
             assert_eq!(cand.score, Some(replied as u8));
             assert_eq!(cand.tau, Some(config.tau_initial as f32 as f64));
             assert_eq!(f.fragmentation.is_some(), cand.node == "c");
         }
-        assert!(view.notes.iter().any(|n| n.contains("best 3 of 4")), "{:?}", view.notes);
-        assert!(view.notes.iter().any(|n| n.contains("filterReasons is null")));
+        assert!(
+            view.notes.iter().any(|n| n.contains("best 3 of 4")),
+            "{:?}",
+            view.notes
+        );
+        assert!(view
+            .notes
+            .iter()
+            .any(|n| n.contains("filterReasons is null")));
     }
 
     #[test]
@@ -313,9 +455,19 @@ mod tests {
         let d: Decision = serde_json::from_str(old).unwrap();
         assert_eq!(d.explanation, None);
         let view = d.explain("uid", "t");
-        assert_eq!((view.candidates[0].eta, view.candidates[0].factors), (0.45, None));
-        assert!(view.notes.iter().any(|n| n.contains("stored before explanations")));
-        assert_eq!(serde_json::to_string(&d).unwrap(), old, "an unexplained decision is stored as before");
+        assert_eq!(
+            (view.candidates[0].eta, view.candidates[0].factors),
+            (0.45, None)
+        );
+        assert!(view
+            .notes
+            .iter()
+            .any(|n| n.contains("stored before explanations")));
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            old,
+            "an unexplained decision is stored as before"
+        );
     }
 
     /// The decision row's size at DECISION_KEEP_TOP = 64 candidates, before explanations and
@@ -328,7 +480,10 @@ mod tests {
         // EKS-style names, the longest common shape; prices and loads all differ.
         let nodes: Vec<NodeFeatures> = (0..200)
             .map(|i| {
-                let mut n = node(&format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 200, i % 200), 0.4 + i as f64 * 0.037);
+                let mut n = node(
+                    &format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 200, i % 200),
+                    0.4 + i as f64 * 0.037,
+                );
                 n.predicted_utilisation = Some((i % 17) as f64 / 20.0);
                 n.spike_probability = Some((i % 7) as f64 / 10.0);
                 n.committed_share = Some((i % 5) as f64 / 6.0);
@@ -338,12 +493,26 @@ mod tests {
             })
             .collect();
         let mut rng = SmallRng::seed_from_u64(1);
-        let mut d = c.prioritize(&nodes, WorkloadClass::Batch, 1_760_000_000_000, &config, &mut rng).decision;
+        let mut d = c
+            .prioritize(
+                &nodes,
+                WorkloadClass::Batch,
+                1_760_000_000_000,
+                &config,
+                &mut rng,
+            )
+            .decision;
         assert_eq!(d.etas.len(), 64);
         let mut rejections = FilterRejections::default();
         for i in 0..500 {
-            let reason = "GPU model T4 is not among the allowed models V100M16|V100M32|A100-SXM4-40GB";
-            rejections.note(&format!("ip-10-0-9-{i}.eu-west-1.compute.internal"), crate::filter::RejectCode::GpuModel, reason, true);
+            let reason =
+                "GPU model T4 is not among the allowed models V100M16|V100M32|A100-SXM4-40GB";
+            rejections.note(
+                &format!("ip-10-0-9-{i}.eu-west-1.compute.internal"),
+                crate::filter::RejectCode::GpuModel,
+                reason,
+                true,
+            );
         }
         d.explanation.as_mut().unwrap().filter = Some(rejections);
         let with_all = serde_json::to_string(&d).unwrap().len();

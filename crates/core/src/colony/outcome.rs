@@ -36,11 +36,15 @@ impl Outcome {
     /// Quality in [0, 1], or an error naming the problem: what the node's reliability learns.
     pub fn quality(self) -> Result<f64, String> {
         match self {
-            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) if q.is_finite() && (0.0..=1.0).contains(&q) => {
+            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. })
+                if q.is_finite() && (0.0..=1.0).contains(&q) =>
+            {
                 self.cost_per_hour()?;
                 Ok(q)
             }
-            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) => Err(format!("outcome quality {q} is outside 0.0–1.0")),
+            Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) => {
+                Err(format!("outcome quality {q} is outside 0.0–1.0"))
+            }
             Outcome::Label(OutcomeLabel::Succeeded) => Ok(1.0),
             Outcome::Label(OutcomeLabel::Failed) => Ok(0.0),
         }
@@ -48,9 +52,12 @@ impl Outcome {
 
     fn cost_per_hour(self) -> Result<Option<f64>, String> {
         match self {
-            Outcome::Observed(ObservedOutcome { cost_per_hour: Some(c), .. }) if !(c.is_finite() && c >= 0.0) => {
-                Err(format!("outcome costPerHour {c} must be a finite number ≥ 0"))
-            }
+            Outcome::Observed(ObservedOutcome {
+                cost_per_hour: Some(c),
+                ..
+            }) if !(c.is_finite() && c >= 0.0) => Err(format!(
+                "outcome costPerHour {c} must be a finite number ≥ 0"
+            )),
             Outcome::Observed(o) => Ok(o.cost_per_hour),
             _ => Ok(None),
         }
@@ -76,17 +83,35 @@ mod tests {
     fn observed_outcomes_parse_validate_and_price_the_deposit_not_the_reliability() {
         let c = Config::default();
         let o: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":1.0}"#).unwrap();
-        assert_eq!((o.quality().unwrap(), o.deposit_quality(&c).unwrap()), (1.0, 0.5));
+        assert_eq!(
+            (o.quality().unwrap(), o.deposit_quality(&c).unwrap()),
+            (1.0, 0.5)
+        );
         let free: Outcome = serde_json::from_str(r#"{"quality":0.8}"#).unwrap();
         assert_eq!(free.deposit_quality(&c).unwrap(), 0.8);
-        assert_eq!(serde_json::from_str::<Outcome>("0.25").unwrap(), Outcome::Quality(0.25));
-        assert_eq!(serde_json::from_str::<Outcome>(r#""failed""#).unwrap().deposit_quality(&c).unwrap(), 0.0);
+        assert_eq!(
+            serde_json::from_str::<Outcome>("0.25").unwrap(),
+            Outcome::Quality(0.25)
+        );
+        assert_eq!(
+            serde_json::from_str::<Outcome>(r#""failed""#)
+                .unwrap()
+                .deposit_quality(&c)
+                .unwrap(),
+            0.0
+        );
         let negative: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":-2}"#).unwrap();
         assert!(negative.quality().unwrap_err().contains("costPerHour"));
         let high: Outcome = serde_json::from_str(r#"{"quality":1.5}"#).unwrap();
         assert!(high.quality().unwrap_err().contains("1.5"));
-        assert!(serde_json::from_str::<Outcome>(r#"{"quality":1,"cost":2}"#).is_err(), "a misspelt field is refused, not ignored");
-        let no_cost = Config { eta_factors: crate::config::EtaFactorSet::without("cost").unwrap(), ..Config::default() };
+        assert!(
+            serde_json::from_str::<Outcome>(r#"{"quality":1,"cost":2}"#).is_err(),
+            "a misspelt field is refused, not ignored"
+        );
+        let no_cost = Config {
+            eta_factors: crate::config::EtaFactorSet::without("cost").unwrap(),
+            ..Config::default()
+        };
         assert_eq!(o.deposit_quality(&no_cost).unwrap(), 1.0);
     }
 }

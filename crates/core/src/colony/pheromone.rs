@@ -31,7 +31,10 @@ fn evaporate(trail: Trail, epoch: u64, config: &Config) -> f64 {
 impl PheromoneTable {
     /// τ(node) now.
     pub fn tau(&self, node: &str, config: &Config) -> f64 {
-        let trail = self.trails.get(node).copied().unwrap_or(Trail { tau: config.tau_initial, epoch: 0 });
+        let trail = self.trails.get(node).copied().unwrap_or(Trail {
+            tau: config.tau_initial,
+            epoch: 0,
+        });
         evaporate(trail, self.epoch, config)
     }
 
@@ -40,9 +43,16 @@ impl PheromoneTable {
     /// together with the new epoch.
     pub fn deposit(&mut self, node: &str, amount: f64, config: &Config) -> Trail {
         self.epoch += 1;
-        let amount = if amount.is_finite() { amount.max(0.0) } else { 0.0 };
+        let amount = if amount.is_finite() {
+            amount.max(0.0)
+        } else {
+            0.0
+        };
         let tau = (self.tau(node, config) + amount).clamp(config.tau_min, config.tau_max);
-        let trail = Trail { tau, epoch: self.epoch };
+        let trail = Trail {
+            tau,
+            epoch: self.epoch,
+        };
         self.trails.insert(node.to_string(), trail);
         trail
     }
@@ -52,16 +62,27 @@ impl PheromoneTable {
     /// evaporated by `(1 − ρ)^(now − then)`. No epoch passes. Returns the node's new trail.
     pub fn revise(&mut self, node: &str, delta: f64, deposit_epoch: u64, config: &Config) -> Trail {
         let delta = if delta.is_finite() { delta } else { 0.0 };
-        let steps = self.epoch.saturating_sub(deposit_epoch).min(i32::MAX as u64) as i32;
-        let tau = (self.tau(node, config) + delta * (1.0 - config.rho).powi(steps)).clamp(config.tau_min, config.tau_max);
-        let trail = Trail { tau, epoch: self.epoch };
+        let steps = self
+            .epoch
+            .saturating_sub(deposit_epoch)
+            .min(i32::MAX as u64) as i32;
+        let tau = (self.tau(node, config) + delta * (1.0 - config.rho).powi(steps))
+            .clamp(config.tau_min, config.tau_max);
+        let trail = Trail {
+            tau,
+            epoch: self.epoch,
+        };
         self.trails.insert(node.to_string(), trail);
         trail
     }
 
     /// Every node that has a trail, with τ now, highest first (ties by name).
     pub fn snapshot(&self, config: &Config) -> Vec<(String, f64)> {
-        let mut rows: Vec<_> = self.trails.keys().map(|n| (n.clone(), self.tau(n, config))).collect();
+        let mut rows: Vec<_> = self
+            .trails
+            .keys()
+            .map(|n| (n.clone(), self.tau(n, config)))
+            .collect();
         rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         rows
     }

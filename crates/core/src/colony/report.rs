@@ -54,11 +54,21 @@ pub struct PodRecord {
 pub enum ReportEffect {
     /// The first report of a remembered decision. `outcome` is the quality the report carried,
     /// if any (it updated the node's reliability too).
-    Deposited { node: String, amount: f64, trail: Trail, exact: bool, outcome: Option<f64> },
+    Deposited {
+        node: String,
+        amount: f64,
+        trail: Trail,
+        exact: bool,
+        outcome: Option<f64>,
+    },
     /// The later outcome of a confirmed placement: the node's reliability updated and its
     /// deposit revised to `quality` (the outcome's deposit quality, priced when it carries an
     /// observed cost; `trail` is the node's new trail).
-    OutcomeRecorded { node: String, quality: f64, trail: Trail },
+    OutcomeRecorded {
+        node: String,
+        quality: f64,
+        trail: Trail,
+    },
     /// Already counted: nothing changed.
     Duplicate,
     /// Never scored by this colony (or forgotten after its TTL): nothing changed.
@@ -81,20 +91,34 @@ impl TenantColony {
         let quality = outcome.map(Outcome::quality).transpose()?;
         let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         if let Some(decision) = &record.decision {
-            return Ok(match self.confirm_decision(decision, node, outcome, config)? {
-                Confirmation::Deposited { node, amount, quality: deposit_quality, trail, exact } => {
-                    record.decision = None;
-                    record.confirmed = Some(Confirmed {
-                        node: node.clone(),
-                        confirmed_ms: now_ms,
-                        outcome_recorded: quality.is_some(),
-                        deposit_quality,
-                        deposit_epoch: trail.epoch,
-                    });
-                    ReportEffect::Deposited { node, amount, trail, exact, outcome: quality }
-                }
-                Confirmation::NotACandidate => ReportEffect::NotACandidate,
-            });
+            return Ok(
+                match self.confirm_decision(decision, node, outcome, config)? {
+                    Confirmation::Deposited {
+                        node,
+                        amount,
+                        quality: deposit_quality,
+                        trail,
+                        exact,
+                    } => {
+                        record.decision = None;
+                        record.confirmed = Some(Confirmed {
+                            node: node.clone(),
+                            confirmed_ms: now_ms,
+                            outcome_recorded: quality.is_some(),
+                            deposit_quality,
+                            deposit_epoch: trail.epoch,
+                        });
+                        ReportEffect::Deposited {
+                            node,
+                            amount,
+                            trail,
+                            exact,
+                            outcome: quality,
+                        }
+                    }
+                    Confirmation::NotACandidate => ReportEffect::NotACandidate,
+                },
+            );
         }
         let Some(confirmed) = &mut record.confirmed else {
             self.counters.unknown_placements += 1;
@@ -108,11 +132,17 @@ impl TenantColony {
                 }
                 self.record_outcome(&confirmed.node, q);
                 let delta = config.deposit_q * (dq - confirmed.deposit_quality);
-                let trail = self.pheromones.revise(&confirmed.node, delta, confirmed.deposit_epoch, config);
+                let trail =
+                    self.pheromones
+                        .revise(&confirmed.node, delta, confirmed.deposit_epoch, config);
                 self.counters.late_outcomes += 1;
                 confirmed.outcome_recorded = true;
                 confirmed.deposit_quality = dq;
-                Ok(ReportEffect::OutcomeRecorded { node: confirmed.node.clone(), quality: dq, trail })
+                Ok(ReportEffect::OutcomeRecorded {
+                    node: confirmed.node.clone(),
+                    quality: dq,
+                    trail,
+                })
             }
             _ => {
                 self.counters.duplicate_reports += 1;
@@ -155,14 +185,42 @@ mod tests {
     fn a_placement_replayed_deposits_once() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5), ("b", 0.25)])), confirmed: None };
+        let mut r = PodRecord {
+            decision: Some(decision(&[("a", 0.5), ("b", 0.25)])),
+            confirmed: None,
+        };
         let first = c.report(&mut r, "a", None, 100, &config).unwrap();
-        assert!(matches!(first, ReportEffect::Deposited { exact: true, outcome: None, .. }), "{first:?}");
-        let confirmed = Confirmed { node: "a".into(), confirmed_ms: 100, outcome_recorded: false, deposit_quality: 0.5, deposit_epoch: 1 };
-        assert_eq!(r, PodRecord { decision: None, confirmed: Some(confirmed) });
+        assert!(
+            matches!(
+                first,
+                ReportEffect::Deposited {
+                    exact: true,
+                    outcome: None,
+                    ..
+                }
+            ),
+            "{first:?}"
+        );
+        let confirmed = Confirmed {
+            node: "a".into(),
+            confirmed_ms: 100,
+            outcome_recorded: false,
+            deposit_quality: 0.5,
+            deposit_epoch: 1,
+        };
+        assert_eq!(
+            r,
+            PodRecord {
+                decision: None,
+                confirmed: Some(confirmed)
+            }
+        );
         let after_first = c.pheromones.clone();
         for _ in 0..3 {
-            assert_eq!(c.report(&mut r, "a", None, 200, &config).unwrap(), ReportEffect::Duplicate);
+            assert_eq!(
+                c.report(&mut r, "a", None, 200, &config).unwrap(),
+                ReportEffect::Duplicate
+            );
         }
         assert_eq!(c.pheromones, after_first);
         assert_eq!(c.pheromones.epoch, 1);
@@ -174,15 +232,28 @@ mod tests {
     fn a_later_outcome_updates_reliability_and_revises_the_deposit_once() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+        let mut r = PodRecord {
+            decision: Some(decision(&[("a", 0.5)])),
+            confirmed: None,
+        };
         c.report(&mut r, "a", None, 100, &config).unwrap();
         // Other placements pass epochs meanwhile.
         for i in 0..3 {
-            let mut other = PodRecord { decision: Some(decision(&[("b", 0.5)])), confirmed: None };
+            let mut other = PodRecord {
+                decision: Some(decision(&[("b", 0.5)])),
+                confirmed: None,
+            };
             c.report(&mut other, "b", None, 150 + i, &config).unwrap();
         }
         let effect = c.report(&mut r, "a", FAILED, 300, &config).unwrap();
-        let ReportEffect::OutcomeRecorded { node, quality, trail } = effect else { panic!("{effect:?}") };
+        let ReportEffect::OutcomeRecorded {
+            node,
+            quality,
+            trail,
+        } = effect
+        else {
+            panic!("{effect:?}")
+        };
         assert_eq!((node.as_str(), quality), ("a", 0.0));
         // As if the deposit had been Q × 0: τ_initial evaporated over the four epochs.
         let expected = config.tau_initial * (1.0 - config.rho).powi(4);
@@ -192,34 +263,70 @@ mod tests {
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
         // Replays of the outcome, and of the placement, change nothing more.
         for outcome in [FAILED, SUCCEEDED, None, Some(Outcome::Quality(0.7))] {
-            assert_eq!(c.report(&mut r, "a", outcome, 400, &config).unwrap(), ReportEffect::Duplicate);
+            assert_eq!(
+                c.report(&mut r, "a", outcome, 400, &config).unwrap(),
+                ReportEffect::Duplicate
+            );
         }
-        assert_eq!(c.outcomes["a"], OutcomeStats { successes: 0.0, failures: 1.0 });
+        assert_eq!(
+            c.outcomes["a"],
+            OutcomeStats {
+                successes: 0.0,
+                failures: 1.0
+            }
+        );
         assert_eq!(c.pheromones, trail, "replays revise nothing");
-        assert_eq!((c.counters.late_outcomes, c.counters.failed_outcomes, c.counters.duplicate_reports), (1, 1, 4));
+        assert_eq!(
+            (
+                c.counters.late_outcomes,
+                c.counters.failed_outcomes,
+                c.counters.duplicate_reports
+            ),
+            (1, 1, 4)
+        );
     }
 
     #[test]
     fn an_outcome_with_the_placement_is_recorded_once_and_later_outcomes_are_duplicates() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
-        let effect = c.report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &config).unwrap();
-        assert!(matches!(effect, ReportEffect::Deposited { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12), "{effect:?}");
+        let mut r = PodRecord {
+            decision: Some(decision(&[("a", 0.5)])),
+            confirmed: None,
+        };
+        let effect = c
+            .report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &config)
+            .unwrap();
+        assert!(
+            matches!(effect, ReportEffect::Deposited { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12),
+            "{effect:?}"
+        );
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
-        assert_eq!(c.report(&mut r, "a", SUCCEEDED, 200, &config).unwrap(), ReportEffect::Duplicate);
+        assert_eq!(
+            c.report(&mut r, "a", SUCCEEDED, 200, &config).unwrap(),
+            ReportEffect::Duplicate
+        );
         let stats = c.outcomes["a"];
-        assert!((stats.successes - 0.8).abs() < 1e-12 && (stats.failures - 0.2).abs() < 1e-12, "{stats:?}");
+        assert!(
+            (stats.successes - 0.8).abs() < 1e-12 && (stats.failures - 0.2).abs() < 1e-12,
+            "{stats:?}"
+        );
     }
 
     #[test]
     fn an_outcome_naming_another_node_changes_nothing_and_the_right_one_still_counts() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5), ("b", 0.5)])), confirmed: None };
+        let mut r = PodRecord {
+            decision: Some(decision(&[("a", 0.5), ("b", 0.5)])),
+            confirmed: None,
+        };
         c.report(&mut r, "a", None, 100, &config).unwrap();
         let before = (c.pheromones.clone(), r.clone());
-        assert_eq!(c.report(&mut r, "b", FAILED, 200, &config).unwrap(), ReportEffect::NotACandidate);
+        assert_eq!(
+            c.report(&mut r, "b", FAILED, 200, &config).unwrap(),
+            ReportEffect::NotACandidate
+        );
         assert_eq!((c.pheromones.clone(), r.clone()), before);
         assert!(c.outcomes.is_empty());
         assert!(matches!(
@@ -234,7 +341,10 @@ mod tests {
         let mut c = TenantColony::default();
         let mut r = PodRecord::default();
         for outcome in [None, FAILED] {
-            assert_eq!(c.report(&mut r, "a", outcome, 100, &config).unwrap(), ReportEffect::UnknownPod);
+            assert_eq!(
+                c.report(&mut r, "a", outcome, 100, &config).unwrap(),
+                ReportEffect::UnknownPod
+            );
         }
         assert_eq!(r, PodRecord::default());
         assert_eq!(c.pheromones, PheromoneTable::default());
@@ -247,12 +357,29 @@ mod tests {
         let config = Config::default();
         let mut c = TenantColony::default();
         let d = decision(&[("a", 0.5)]);
-        let mut r = PodRecord { decision: Some(d.clone()), confirmed: None };
-        assert_eq!(c.report(&mut r, "zzz", None, 100, &config).unwrap(), ReportEffect::NotACandidate);
-        assert!(c.report(&mut r, "a", Some(Outcome::Quality(1.5)), 100, &config).is_err());
-        assert_eq!(r, PodRecord { decision: Some(d), confirmed: None });
+        let mut r = PodRecord {
+            decision: Some(d.clone()),
+            confirmed: None,
+        };
+        assert_eq!(
+            c.report(&mut r, "zzz", None, 100, &config).unwrap(),
+            ReportEffect::NotACandidate
+        );
+        assert!(c
+            .report(&mut r, "a", Some(Outcome::Quality(1.5)), 100, &config)
+            .is_err());
+        assert_eq!(
+            r,
+            PodRecord {
+                decision: Some(d),
+                confirmed: None
+            }
+        );
         assert_eq!(c.pheromones, PheromoneTable::default());
-        assert!(matches!(c.report(&mut r, "a", None, 100, &config).unwrap(), ReportEffect::Deposited { .. }));
+        assert!(matches!(
+            c.report(&mut r, "a", None, 100, &config).unwrap(),
+            ReportEffect::Deposited { .. }
+        ));
     }
 
     #[test]
@@ -262,28 +389,48 @@ mod tests {
         let observed: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":3.0}"#).unwrap();
         let mut trails = Vec::new();
         for (c, outcome) in [(&mut priced, observed), (&mut plain, Outcome::Quality(1.0))] {
-            let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+            let mut r = PodRecord {
+                decision: Some(decision(&[("a", 0.5)])),
+                confirmed: None,
+            };
             c.report(&mut r, "a", None, 100, &config).unwrap();
             let effect = c.report(&mut r, "a", Some(outcome), 200, &config).unwrap();
-            let ReportEffect::OutcomeRecorded { quality, trail, .. } = effect else { panic!("{effect:?}") };
+            let ReportEffect::OutcomeRecorded { quality, trail, .. } = effect else {
+                panic!("{effect:?}")
+            };
             assert_eq!(r.confirmed.as_ref().unwrap().deposit_quality, quality);
-            assert_eq!(c.report(&mut r, "a", Some(outcome), 300, &config).unwrap(), ReportEffect::Duplicate);
+            assert_eq!(
+                c.report(&mut r, "a", Some(outcome), 300, &config).unwrap(),
+                ReportEffect::Duplicate
+            );
             trails.push((quality, trail.tau));
         }
-        assert_eq!(trails[0].0, 0.25, "quality 1 at $3/h with COST_REFERENCE=1: 1/(1+3)");
+        assert_eq!(
+            trails[0].0, 0.25,
+            "quality 1 at $3/h with COST_REFERENCE=1: 1/(1+3)"
+        );
         assert_eq!(trails[1].0, 1.0);
         assert!(trails[0].1 < trails[1].1, "{trails:?}");
-        assert_eq!(priced.outcomes["a"], plain.outcomes["a"], "reliability learns the quality, not the price");
+        assert_eq!(
+            priced.outcomes["a"], plain.outcomes["a"],
+            "reliability learns the quality, not the price"
+        );
     }
 
     #[test]
     fn a_new_decision_for_a_confirmed_key_deposits_again() {
         let config = Config::default();
         let mut c = TenantColony::default();
-        let mut r = PodRecord { decision: Some(decision(&[("a", 0.5)])), confirmed: None };
+        let mut r = PodRecord {
+            decision: Some(decision(&[("a", 0.5)])),
+            confirmed: None,
+        };
         c.report(&mut r, "a", None, 100, &config).unwrap();
         r.decision = Some(decision(&[("b", 0.5)]));
-        assert!(matches!(c.report(&mut r, "b", None, 200, &config).unwrap(), ReportEffect::Deposited { .. }));
+        assert!(matches!(
+            c.report(&mut r, "b", None, 200, &config).unwrap(),
+            ReportEffect::Deposited { .. }
+        ));
         assert_eq!(r.confirmed.as_ref().unwrap().node, "b");
         assert_eq!(c.pheromones.epoch, 2);
     }

@@ -13,17 +13,32 @@ pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
 /// kube-scheduler's own score normalisation does): the best node gets 10, equal nodes get
 /// equal scores, and nothing depends on input order.
 pub fn to_scores(desirabilities: &[f64]) -> Vec<i64> {
-    let max = desirabilities.iter().copied().filter(|s| s.is_finite()).fold(0.0_f64, f64::max);
+    let max = desirabilities
+        .iter()
+        .copied()
+        .filter(|s| s.is_finite())
+        .fold(0.0_f64, f64::max);
     desirabilities
         .iter()
-        .map(|s| if max > 0.0 && s.is_finite() { (10.0 * (s / max)).round().clamp(0.0, 10.0) as i64 } else { 0 })
+        .map(|s| {
+            if max > 0.0 && s.is_finite() {
+                (10.0 * (s / max)).round().clamp(0.0, 10.0) as i64
+            } else {
+                0
+            }
+        })
         .collect()
 }
 
 /// The ACS exploration rule: with probability `1 − q0`, pick a node at random in proportion to
 /// its desirability and give it the top score (every other 10 becomes 9, so the explored node
 /// is the unique best). Returns the explored index, if any. Off when `q0 = 1` (default).
-pub fn explore(scores: &mut [i64], desirabilities: &[f64], config: &Config, rng: &mut impl Rng) -> Option<usize> {
+pub fn explore(
+    scores: &mut [i64],
+    desirabilities: &[f64],
+    config: &Config,
+    rng: &mut impl Rng,
+) -> Option<usize> {
     if config.q0 >= 1.0 || scores.is_empty() || rng.random::<f64>() < config.q0 {
         return None;
     }
@@ -68,7 +83,10 @@ mod tests {
         let d = [1.0, 1.0, 0.5];
         let mut s = to_scores(&d);
         assert_eq!(explore(&mut s, &d, &Config::default(), &mut rng), None);
-        let c = Config { q0: 0.0, ..Config::default() };
+        let c = Config {
+            q0: 0.0,
+            ..Config::default()
+        };
         let chosen = explore(&mut s, &d, &c, &mut rng).unwrap();
         assert_eq!(s.iter().filter(|x| **x == 10).count(), 1);
         assert_eq!(s[chosen], 10);

@@ -14,7 +14,10 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
     let Some(model) = node.gpu_model(config) else {
         return Err(Rejection::unresolvable(
             RejectCode::NoGpu,
-            format!("pod requests a GPU but node has no GPU-type label ({})", config.gpu_type_labels.join(", ")),
+            format!(
+                "pod requests a GPU but node has no GPU-type label ({})",
+                config.gpu_type_labels.join(", ")
+            ),
         ));
     };
     if let Some(allocatable) = &node.allocatable {
@@ -31,7 +34,10 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
         if !allowed.iter().any(|m| m.eq_ignore_ascii_case(model)) {
             return Err(Rejection::unresolvable(
                 RejectCode::GpuModel,
-                format!("GPU model {model} is not among the allowed models {}", allowed.join("|")),
+                format!(
+                    "GPU model {model} is not among the allowed models {}",
+                    allowed.join("|")
+                ),
             ));
         }
     }
@@ -55,9 +61,26 @@ mod tests {
     #[test]
     fn allowed_model_passes_under_any_configured_label_case_insensitively() {
         let c = Config::default();
-        assert_eq!(check(&pod(GPU_POD), &gpu_node("aco/gpu-type", "V100M16", "2"), &c), Ok(()));
-        assert_eq!(check(&pod(GPU_POD), &gpu_node("nvidia.com/gpu.product", "v100m32", "2"), &c), Ok(()));
-        assert_eq!(check(&pod(GPU_POD), &gpu_node("alibabacloud.com/gpu-card-model", "V100M32", "2"), &c), Ok(()));
+        assert_eq!(
+            check(&pod(GPU_POD), &gpu_node("aco/gpu-type", "V100M16", "2"), &c),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                &pod(GPU_POD),
+                &gpu_node("nvidia.com/gpu.product", "v100m32", "2"),
+                &c
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                &pod(GPU_POD),
+                &gpu_node("alibabacloud.com/gpu-card-model", "V100M32", "2"),
+                &c
+            ),
+            Ok(())
+        );
     }
 
     #[test]
@@ -75,6 +98,9 @@ mod tests {
     #[test]
     fn pods_without_gpu_requests_ignore_the_rule() {
         let p = pod(r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":"A10"}}}"#);
-        assert_eq!(check(&p, &gpu_node("aco/gpu-type", "T4", "1"), &Config::default()), Ok(()));
+        assert_eq!(
+            check(&p, &gpu_node("aco/gpu-type", "T4", "1"), &Config::default()),
+            Ok(())
+        );
     }
 }

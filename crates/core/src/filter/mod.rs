@@ -52,10 +52,18 @@ pub struct Rejection {
 
 impl Rejection {
     fn resolvable(code: RejectCode, reason: String) -> Self {
-        Self { code, reason, unresolvable: false }
+        Self {
+            code,
+            reason,
+            unresolvable: false,
+        }
     }
     fn unresolvable(code: RejectCode, reason: String) -> Self {
-        Self { code, reason, unresolvable: true }
+        Self {
+            code,
+            reason,
+            unresolvable: true,
+        }
     }
 }
 
@@ -88,7 +96,15 @@ pub(crate) mod test_support {
 
     pub fn node(json: &str) -> NodeState {
         let view: NodeView = serde_json::from_str(json).unwrap();
-        NodeState::assemble(&view.metadata.name.clone(), Some(&view), None, 0, &Config::default(), "n").unwrap()
+        NodeState::assemble(
+            &view.metadata.name.clone(),
+            Some(&view),
+            None,
+            0,
+            &Config::default(),
+            "n",
+        )
+        .unwrap()
     }
 
     pub fn node_with_facts(json: &str, facts: &str) -> NodeState {
@@ -96,7 +112,15 @@ pub(crate) mod test_support {
         let report: NodeReport = serde_json::from_str(facts).unwrap();
         let mut f = NodeFacts::default();
         f.apply(&report, 1_000, &Config::default());
-        NodeState::assemble(&view.metadata.name.clone(), Some(&view), Some(&f), 1_000, &Config::default(), "n").unwrap()
+        NodeState::assemble(
+            &view.metadata.name.clone(),
+            Some(&view),
+            Some(&f),
+            1_000,
+            &Config::default(),
+            "n",
+        )
+        .unwrap()
     }
 }
 
@@ -107,7 +131,9 @@ mod tests {
 
     #[test]
     fn unresolvable_rules_win_over_resource_shortfalls() {
-        let p = pod(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"64","nvidia.com/gpu":"1"}}}]}}"#);
+        let p = pod(
+            r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"64","nvidia.com/gpu":"1"}}}]}}"#,
+        );
         let n = node(r#"{"metadata":{"name":"cpu-only"},"status":{"allocatable":{"cpu":"4"}}}"#);
         let r = check_node(&p, &n, &Config::default()).unwrap_err();
         assert_eq!(r.code, RejectCode::NoGpu);
@@ -125,8 +151,12 @@ mod tests {
 
     #[test]
     fn plain_pod_passes_a_plain_node() {
-        let p = pod(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}"#);
-        let n = node(r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"4","memory":"8Gi"}}}"#);
+        let p = pod(
+            r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}"#,
+        );
+        let n = node(
+            r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"4","memory":"8Gi"}}}"#,
+        );
         assert_eq!(check_node(&p, &n, &Config::default()), Ok(()));
     }
 }

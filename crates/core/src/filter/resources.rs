@@ -10,8 +10,12 @@ use crate::demand::PodDemand;
 use crate::node_state::NodeState;
 
 pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
-    let Some(allocatable) = &node.allocatable else { return Ok(()) };
-    let checked = ["cpu", "memory"].into_iter().chain(config.gpu_resources.iter().map(String::as_str));
+    let Some(allocatable) = &node.allocatable else {
+        return Ok(());
+    };
+    let checked = ["cpu", "memory"]
+        .into_iter()
+        .chain(config.gpu_resources.iter().map(String::as_str));
     for resource in checked {
         let want = pod.request.get(resource);
         if want <= 0 {
@@ -26,7 +30,13 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
                 "memory" => RejectCode::InsufficientMemory,
                 _ => RejectCode::InsufficientGpu,
             };
-            let unit = |v: i64| if resource == "cpu" { format!("{v}m") } else { v.to_string() };
+            let unit = |v: i64| {
+                if resource == "cpu" {
+                    format!("{v}m")
+                } else {
+                    v.to_string()
+                }
+            };
             return Err(Rejection::resolvable(
                 code,
                 format!(
@@ -59,8 +69,15 @@ mod tests {
         let c = Config::default();
         assert_eq!(check(&pod_asking("4", "8Gi", "2"), &node(NODE), &c), Ok(()));
         let r = check(&pod_asking("4001m", "1", "0"), &node(NODE), &c).unwrap_err();
-        assert_eq!((r.code, r.unresolvable), (RejectCode::InsufficientCpu, false));
-        assert!(r.reason.contains("4001m") && r.reason.contains("4000m"), "{}", r.reason);
+        assert_eq!(
+            (r.code, r.unresolvable),
+            (RejectCode::InsufficientCpu, false)
+        );
+        assert!(
+            r.reason.contains("4001m") && r.reason.contains("4000m"),
+            "{}",
+            r.reason
+        );
         let r = check(&pod_asking("1", "9Gi", "0"), &node(NODE), &c).unwrap_err();
         assert_eq!(r.code, RejectCode::InsufficientMemory);
         let r = check(&pod_asking("1", "1Gi", "3"), &node(NODE), &c).unwrap_err();
@@ -69,10 +86,21 @@ mod tests {
 
     #[test]
     fn fresh_requested_facts_are_subtracted() {
-        let n = node_with_facts(NODE, r#"{"name":"n","requested":{"cpu":"3500m","nvidia.com/gpu":"2"}}"#);
+        let n = node_with_facts(
+            NODE,
+            r#"{"name":"n","requested":{"cpu":"3500m","nvidia.com/gpu":"2"}}"#,
+        );
         let c = Config::default();
         assert_eq!(check(&pod_asking("500m", "1Gi", "0"), &n, &c), Ok(()));
-        assert_eq!(check(&pod_asking("501m", "1Gi", "0"), &n, &c).unwrap_err().code, RejectCode::InsufficientCpu);
-        assert_eq!(check(&pod_asking("1m", "1", "1"), &n, &c).unwrap_err().code, RejectCode::InsufficientGpu);
+        assert_eq!(
+            check(&pod_asking("501m", "1Gi", "0"), &n, &c)
+                .unwrap_err()
+                .code,
+            RejectCode::InsufficientCpu
+        );
+        assert_eq!(
+            check(&pod_asking("1m", "1", "1"), &n, &c).unwrap_err().code,
+            RejectCode::InsufficientGpu
+        );
     }
 }

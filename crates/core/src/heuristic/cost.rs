@@ -14,7 +14,10 @@ pub fn cost_efficiency(features: &NodeFeatures, config: &Config) -> f64 {
 /// The pod's marginal cost in $/h on this node, as [`cost_efficiency`] prices it (shadow mode
 /// reports the same figure, `crate::shadow`).
 pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
-    let price = features.cost_per_hour.unwrap_or(config.default_cost_per_hour).max(0.0);
+    let price = features
+        .cost_per_hour
+        .unwrap_or(config.default_cost_per_hour)
+        .max(0.0);
     match (features.committed_share, features.pod_share) {
         (Some(committed), Some(pod)) if committed > 0.0 => price * pod,
         _ => price,
@@ -42,9 +45,18 @@ mod tests {
     fn halves_at_the_reference_and_decreases_with_price() {
         let c = Config::default();
         assert_eq!(cost_efficiency(&f(Some(0.0), None, None), &c), 1.0);
-        assert_eq!(cost_efficiency(&f(Some(c.cost_reference), None, None), &c), 0.5);
-        assert!(cost_efficiency(&f(Some(0.45), None, None), &c) > cost_efficiency(&f(Some(3.2), None, None), &c));
-        assert_eq!(cost_efficiency(&f(None, None, None), &c), cost_efficiency(&f(Some(c.default_cost_per_hour), None, None), &c));
+        assert_eq!(
+            cost_efficiency(&f(Some(c.cost_reference), None, None), &c),
+            0.5
+        );
+        assert!(
+            cost_efficiency(&f(Some(0.45), None, None), &c)
+                > cost_efficiency(&f(Some(3.2), None, None), &c)
+        );
+        assert_eq!(
+            cost_efficiency(&f(None, None, None), &c),
+            cost_efficiency(&f(Some(c.default_cost_per_hour), None, None), &c)
+        );
     }
 
     #[test]
@@ -53,6 +65,9 @@ mod tests {
         let busy_expensive = cost_efficiency(&f(Some(3.2), Some(0.5), Some(0.05)), &c);
         let idle_cheap = cost_efficiency(&f(Some(0.45), Some(0.0), Some(0.05)), &c);
         assert!(busy_expensive > idle_cheap);
-        assert_eq!(cost_efficiency(&f(Some(3.2), None, Some(0.05)), &c), cost_efficiency(&f(Some(3.2), None, None), &c));
+        assert_eq!(
+            cost_efficiency(&f(Some(3.2), None, Some(0.05)), &c),
+            cost_efficiency(&f(Some(3.2), None, None), &c)
+        );
     }
 }

@@ -87,7 +87,13 @@ pub struct FragmentationMemo {
 impl FragmentationMemo {
     /// The gradient of placing `pod` on a node with `cpu_free` and `gpu_free`, computed once per
     /// distinct state. Only valid for one pod and one shape list: make one memo per decision.
-    pub fn delta(&mut self, cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes: &[PodShape]) -> Option<f64> {
+    pub fn delta(
+        &mut self,
+        cpu_free: i64,
+        gpu_free: &[u32],
+        pod: PodGpus,
+        shapes: &[PodShape],
+    ) -> Option<f64> {
         let by_gpus = self.values.entry(cpu_free).or_default();
         if let Some(v) = by_gpus.get(gpu_free) {
             return *v;
@@ -98,7 +104,12 @@ impl FragmentationMemo {
     }
 }
 
-pub fn fragmentation_delta(cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes: &[PodShape]) -> Option<(f64, Vec<usize>)> {
+pub fn fragmentation_delta(
+    cpu_free: i64,
+    gpu_free: &[u32],
+    pod: PodGpus,
+    shapes: &[PodShape],
+) -> Option<(f64, Vec<usize>)> {
     if cpu_free < pod.cpu_milli {
         return None;
     }
@@ -106,7 +117,10 @@ pub fn fragmentation_delta(cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes
     let cpu_after = cpu_free - pod.cpu_milli;
     let mut after = gpu_free.to_vec();
     if pod.num_gpu == 0 || pod.gpu_milli == 0 {
-        return Some((before - fragmentation(cpu_after, &after, shapes), Vec::new()));
+        return Some((
+            before - fragmentation(cpu_after, &after, shapes),
+            Vec::new(),
+        ));
     }
     if pod.num_gpu == 1 && pod.gpu_milli < 1000 {
         let mut best: Option<(f64, usize)> = None;
@@ -123,7 +137,10 @@ pub fn fragmentation_delta(cpu_free: i64, gpu_free: &[u32], pod: PodGpus, shapes
         }
         return best.map(|(d, i)| (d, vec![i]));
     }
-    let free: Vec<usize> = (0..gpu_free.len()).filter(|i| gpu_free[*i] >= 1000).take(pod.num_gpu as usize).collect();
+    let free: Vec<usize> = (0..gpu_free.len())
+        .filter(|i| gpu_free[*i] >= 1000)
+        .take(pod.num_gpu as usize)
+        .collect();
     if free.len() < pod.num_gpu as usize {
         return None;
     }
@@ -150,7 +167,8 @@ pub fn fragmentation_factor(features: &NodeFeatures) -> f64 {
 /// pods, most frequent first (ties by shape, for determinism), taken until they cover
 /// `coverage` of the pods, frequencies renormalised over the taken ones.
 pub fn typical_shapes(pods: impl IntoIterator<Item = PodGpus>, coverage: f64) -> Vec<PodShape> {
-    let mut counts: std::collections::BTreeMap<(i64, u32, u32), usize> = std::collections::BTreeMap::new();
+    let mut counts: std::collections::BTreeMap<(i64, u32, u32), usize> =
+        std::collections::BTreeMap::new();
     let mut total = 0usize;
     for p in pods {
         let milli = if p.num_gpu == 0 { 0 } else { p.gpu_milli };
@@ -170,47 +188,227 @@ pub fn typical_shapes(pods: impl IntoIterator<Item = PodGpus>, coverage: f64) ->
     }
     taken
         .into_iter()
-        .map(|((cpu_milli, num_gpu, gpu_milli), n)| PodShape { cpu_milli, num_gpu, gpu_milli, freq: n as f64 / cum as f64 })
+        .map(|((cpu_milli, num_gpu, gpu_milli), n)| PodShape {
+            cpu_milli,
+            num_gpu,
+            gpu_milli,
+            freq: n as f64 / cum as f64,
+        })
         .collect()
 }
 
 /// The OpenB default trace's typical shapes (see the module docs): the Worker's default.
 pub const OPENB_DEFAULT_SHAPES: [PodShape; 35] = [
-    PodShape { cpu_milli: 3152, num_gpu: 1, gpu_milli: 810, freq: 0.134818 },
-    PodShape { cpu_milli: 11300, num_gpu: 1, gpu_milli: 1000, freq: 0.112542 },
-    PodShape { cpu_milli: 11400, num_gpu: 1, gpu_milli: 1000, freq: 0.077131 },
-    PodShape { cpu_milli: 3152, num_gpu: 1, gpu_milli: 1000, freq: 0.060520 },
-    PodShape { cpu_milli: 11908, num_gpu: 1, gpu_milli: 470, freq: 0.049961 },
-    PodShape { cpu_milli: 12500, num_gpu: 0, gpu_milli: 0, freq: 0.047129 },
-    PodShape { cpu_milli: 8000, num_gpu: 1, gpu_milli: 470, freq: 0.046356 },
-    PodShape { cpu_milli: 12000, num_gpu: 1, gpu_milli: 1000, freq: 0.041978 },
-    PodShape { cpu_milli: 32000, num_gpu: 0, gpu_milli: 0, freq: 0.037342 },
-    PodShape { cpu_milli: 18708, num_gpu: 1, gpu_milli: 1000, freq: 0.032835 },
-    PodShape { cpu_milli: 11908, num_gpu: 1, gpu_milli: 650, freq: 0.030518 },
-    PodShape { cpu_milli: 4000, num_gpu: 1, gpu_milli: 320, freq: 0.029874 },
-    PodShape { cpu_milli: 9810, num_gpu: 1, gpu_milli: 1000, freq: 0.025109 },
-    PodShape { cpu_milli: 8000, num_gpu: 0, gpu_milli: 0, freq: 0.023822 },
-    PodShape { cpu_milli: 8000, num_gpu: 1, gpu_milli: 1000, freq: 0.021118 },
-    PodShape { cpu_milli: 4000, num_gpu: 1, gpu_milli: 1000, freq: 0.020474 },
-    PodShape { cpu_milli: 15700, num_gpu: 1, gpu_milli: 1000, freq: 0.020345 },
-    PodShape { cpu_milli: 11908, num_gpu: 1, gpu_milli: 1000, freq: 0.019701 },
-    PodShape { cpu_milli: 16000, num_gpu: 1, gpu_milli: 1000, freq: 0.019315 },
-    PodShape { cpu_milli: 4000, num_gpu: 1, gpu_milli: 230, freq: 0.015710 },
-    PodShape { cpu_milli: 6000, num_gpu: 1, gpu_milli: 460, freq: 0.015452 },
-    PodShape { cpu_milli: 15400, num_gpu: 0, gpu_milli: 0, freq: 0.015452 },
-    PodShape { cpu_milli: 16500, num_gpu: 0, gpu_milli: 0, freq: 0.012233 },
-    PodShape { cpu_milli: 14200, num_gpu: 1, gpu_milli: 1000, freq: 0.011975 },
-    PodShape { cpu_milli: 24200, num_gpu: 1, gpu_milli: 1000, freq: 0.010816 },
-    PodShape { cpu_milli: 3152, num_gpu: 1, gpu_milli: 590, freq: 0.009657 },
-    PodShape { cpu_milli: 4152, num_gpu: 1, gpu_milli: 550, freq: 0.009271 },
-    PodShape { cpu_milli: 8000, num_gpu: 1, gpu_milli: 320, freq: 0.009271 },
-    PodShape { cpu_milli: 11900, num_gpu: 1, gpu_milli: 1000, freq: 0.007082 },
-    PodShape { cpu_milli: 4000, num_gpu: 1, gpu_milli: 160, freq: 0.006953 },
-    PodShape { cpu_milli: 4152, num_gpu: 1, gpu_milli: 370, freq: 0.005794 },
-    PodShape { cpu_milli: 4000, num_gpu: 1, gpu_milli: 220, freq: 0.005537 },
-    PodShape { cpu_milli: 8200, num_gpu: 1, gpu_milli: 1000, freq: 0.005279 },
-    PodShape { cpu_milli: 15200, num_gpu: 1, gpu_milli: 1000, freq: 0.004636 },
-    PodShape { cpu_milli: 4152, num_gpu: 1, gpu_milli: 810, freq: 0.003992 },
+    PodShape {
+        cpu_milli: 3152,
+        num_gpu: 1,
+        gpu_milli: 810,
+        freq: 0.134818,
+    },
+    PodShape {
+        cpu_milli: 11300,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.112542,
+    },
+    PodShape {
+        cpu_milli: 11400,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.077131,
+    },
+    PodShape {
+        cpu_milli: 3152,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.060520,
+    },
+    PodShape {
+        cpu_milli: 11908,
+        num_gpu: 1,
+        gpu_milli: 470,
+        freq: 0.049961,
+    },
+    PodShape {
+        cpu_milli: 12500,
+        num_gpu: 0,
+        gpu_milli: 0,
+        freq: 0.047129,
+    },
+    PodShape {
+        cpu_milli: 8000,
+        num_gpu: 1,
+        gpu_milli: 470,
+        freq: 0.046356,
+    },
+    PodShape {
+        cpu_milli: 12000,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.041978,
+    },
+    PodShape {
+        cpu_milli: 32000,
+        num_gpu: 0,
+        gpu_milli: 0,
+        freq: 0.037342,
+    },
+    PodShape {
+        cpu_milli: 18708,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.032835,
+    },
+    PodShape {
+        cpu_milli: 11908,
+        num_gpu: 1,
+        gpu_milli: 650,
+        freq: 0.030518,
+    },
+    PodShape {
+        cpu_milli: 4000,
+        num_gpu: 1,
+        gpu_milli: 320,
+        freq: 0.029874,
+    },
+    PodShape {
+        cpu_milli: 9810,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.025109,
+    },
+    PodShape {
+        cpu_milli: 8000,
+        num_gpu: 0,
+        gpu_milli: 0,
+        freq: 0.023822,
+    },
+    PodShape {
+        cpu_milli: 8000,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.021118,
+    },
+    PodShape {
+        cpu_milli: 4000,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.020474,
+    },
+    PodShape {
+        cpu_milli: 15700,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.020345,
+    },
+    PodShape {
+        cpu_milli: 11908,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.019701,
+    },
+    PodShape {
+        cpu_milli: 16000,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.019315,
+    },
+    PodShape {
+        cpu_milli: 4000,
+        num_gpu: 1,
+        gpu_milli: 230,
+        freq: 0.015710,
+    },
+    PodShape {
+        cpu_milli: 6000,
+        num_gpu: 1,
+        gpu_milli: 460,
+        freq: 0.015452,
+    },
+    PodShape {
+        cpu_milli: 15400,
+        num_gpu: 0,
+        gpu_milli: 0,
+        freq: 0.015452,
+    },
+    PodShape {
+        cpu_milli: 16500,
+        num_gpu: 0,
+        gpu_milli: 0,
+        freq: 0.012233,
+    },
+    PodShape {
+        cpu_milli: 14200,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.011975,
+    },
+    PodShape {
+        cpu_milli: 24200,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.010816,
+    },
+    PodShape {
+        cpu_milli: 3152,
+        num_gpu: 1,
+        gpu_milli: 590,
+        freq: 0.009657,
+    },
+    PodShape {
+        cpu_milli: 4152,
+        num_gpu: 1,
+        gpu_milli: 550,
+        freq: 0.009271,
+    },
+    PodShape {
+        cpu_milli: 8000,
+        num_gpu: 1,
+        gpu_milli: 320,
+        freq: 0.009271,
+    },
+    PodShape {
+        cpu_milli: 11900,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.007082,
+    },
+    PodShape {
+        cpu_milli: 4000,
+        num_gpu: 1,
+        gpu_milli: 160,
+        freq: 0.006953,
+    },
+    PodShape {
+        cpu_milli: 4152,
+        num_gpu: 1,
+        gpu_milli: 370,
+        freq: 0.005794,
+    },
+    PodShape {
+        cpu_milli: 4000,
+        num_gpu: 1,
+        gpu_milli: 220,
+        freq: 0.005537,
+    },
+    PodShape {
+        cpu_milli: 8200,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.005279,
+    },
+    PodShape {
+        cpu_milli: 15200,
+        num_gpu: 1,
+        gpu_milli: 1000,
+        freq: 0.004636,
+    },
+    PodShape {
+        cpu_milli: 4152,
+        num_gpu: 1,
+        gpu_milli: 810,
+        freq: 0.003992,
+    },
 ];
 
 #[cfg(test)]
@@ -218,7 +416,12 @@ mod tests {
     use super::*;
 
     fn shape(cpu: i64, n: u32, m: u32, freq: f64) -> PodShape {
-        PodShape { cpu_milli: cpu, num_gpu: n, gpu_milli: m, freq }
+        PodShape {
+            cpu_milli: cpu,
+            num_gpu: n,
+            gpu_milli: m,
+            freq,
+        }
     }
 
     #[test]
@@ -229,11 +432,24 @@ mod tests {
         // Not enough CPU: every idle milli is a fragment.
         assert_eq!(fragmentation(500, &[300, 1000], &half), 1300.0);
         // A CPU-only shape uses no GPU at all.
-        assert_eq!(fragmentation(8000, &[300, 1000], &[shape(1000, 0, 0, 1.0)]), 1300.0);
+        assert_eq!(
+            fragmentation(8000, &[300, 1000], &[shape(1000, 0, 0, 1.0)]),
+            1300.0
+        );
         // Whole-GPU shape of 2: only one free GPU → all idle is fragment.
-        assert_eq!(fragmentation(8000, &[300, 1000], &[shape(1000, 2, 1000, 1.0)]), 1300.0);
+        assert_eq!(
+            fragmentation(8000, &[300, 1000], &[shape(1000, 2, 1000, 1.0)]),
+            1300.0
+        );
         // Frequencies weight the shapes; no idle GPU, no fragment.
-        assert_eq!(fragmentation(8000, &[300, 1000], &[shape(1000, 1, 500, 0.5), shape(1000, 0, 0, 0.5)]), 150.0 + 650.0);
+        assert_eq!(
+            fragmentation(
+                8000,
+                &[300, 1000],
+                &[shape(1000, 1, 500, 0.5), shape(1000, 0, 0, 0.5)]
+            ),
+            150.0 + 650.0
+        );
         assert_eq!(fragmentation(8000, &[0, 0], &half), 0.0);
     }
 
@@ -242,21 +458,84 @@ mod tests {
         let shapes = [shape(1000, 1, 500, 0.5), shape(1000, 1, 1000, 0.5)];
         // GPU 0 has 500 free: filling it removes a fragment for the whole-GPU shape; splitting
         // GPU 1 would create one.
-        let (d, gpus) = fragmentation_delta(8000, &[500, 1000], PodGpus { cpu_milli: 1000, num_gpu: 1, gpu_milli: 500 }, &shapes).unwrap();
+        let (d, gpus) = fragmentation_delta(
+            8000,
+            &[500, 1000],
+            PodGpus {
+                cpu_milli: 1000,
+                num_gpu: 1,
+                gpu_milli: 500,
+            },
+            &shapes,
+        )
+        .unwrap();
         assert_eq!(gpus, vec![0]);
         assert!(d > 0.0, "{d}");
-        let (d1, _) = fragmentation_delta(8000, &[1000, 1000], PodGpus { cpu_milli: 1000, num_gpu: 1, gpu_milli: 500 }, &shapes).unwrap();
-        assert!(d1 < d, "splitting a free GPU is worse than filling a partial one");
+        let (d1, _) = fragmentation_delta(
+            8000,
+            &[1000, 1000],
+            PodGpus {
+                cpu_milli: 1000,
+                num_gpu: 1,
+                gpu_milli: 500,
+            },
+            &shapes,
+        )
+        .unwrap();
+        assert!(
+            d1 < d,
+            "splitting a free GPU is worse than filling a partial one"
+        );
         assert!(sigmoid_score(d) > sigmoid_score(d1));
-        assert!(fragmentation_delta(8000, &[400, 300], PodGpus { cpu_milli: 1000, num_gpu: 1, gpu_milli: 500 }, &shapes).is_none());
-        assert!(fragmentation_delta(500, &[1000], PodGpus { cpu_milli: 1000, num_gpu: 0, gpu_milli: 0 }, &shapes).is_none());
-        let (_, whole) = fragmentation_delta(8000, &[0, 1000, 1000], PodGpus { cpu_milli: 1, num_gpu: 2, gpu_milli: 1000 }, &shapes).unwrap();
+        assert!(fragmentation_delta(
+            8000,
+            &[400, 300],
+            PodGpus {
+                cpu_milli: 1000,
+                num_gpu: 1,
+                gpu_milli: 500
+            },
+            &shapes
+        )
+        .is_none());
+        assert!(fragmentation_delta(
+            500,
+            &[1000],
+            PodGpus {
+                cpu_milli: 1000,
+                num_gpu: 0,
+                gpu_milli: 0
+            },
+            &shapes
+        )
+        .is_none());
+        let (_, whole) = fragmentation_delta(
+            8000,
+            &[0, 1000, 1000],
+            PodGpus {
+                cpu_milli: 1,
+                num_gpu: 2,
+                gpu_milli: 1000,
+            },
+            &shapes,
+        )
+        .unwrap();
         assert_eq!(whole, vec![1, 2]);
     }
 
     #[test]
     fn typical_shapes_cover_the_threshold_and_sum_to_one() {
-        let pods = (0..10).map(|i| PodGpus { cpu_milli: 1000, num_gpu: 1, gpu_milli: if i < 6 { 1000 } else if i < 9 { 500 } else { 250 } });
+        let pods = (0..10).map(|i| PodGpus {
+            cpu_milli: 1000,
+            num_gpu: 1,
+            gpu_milli: if i < 6 {
+                1000
+            } else if i < 9 {
+                500
+            } else {
+                250
+            },
+        });
         let s = typical_shapes(pods, 0.9);
         assert_eq!(s.len(), 2);
         assert!((s.iter().map(|s| s.freq).sum::<f64>() - 1.0).abs() < 1e-12);
@@ -268,8 +547,14 @@ mod tests {
     #[test]
     fn factor_is_neutral_without_per_gpu_facts() {
         let mut f = NodeFeatures {
-            node: "n".into(), cost_per_hour: None, spot: false, predicted_utilisation: None, spike_probability: None,
-            committed_share: None, pod_share: None, fragmentation_delta: None,
+            node: "n".into(),
+            cost_per_hour: None,
+            spot: false,
+            predicted_utilisation: None,
+            spike_probability: None,
+            committed_share: None,
+            pod_share: None,
+            fragmentation_delta: None,
         };
         assert_eq!(fragmentation_factor(&f), 1.0);
         f.fragmentation_delta = Some(0.0);
@@ -280,16 +565,34 @@ mod tests {
 
     #[test]
     fn the_memo_returns_what_the_computation_returns_for_every_state() {
-        let pod = PodGpus { cpu_milli: 4000, num_gpu: 1, gpu_milli: 500 };
+        let pod = PodGpus {
+            cpu_milli: 4000,
+            num_gpu: 1,
+            gpu_milli: 500,
+        };
         let mut memo = FragmentationMemo::default();
-        let states: [(i64, Vec<u32>); 5] =
-            [(64_000, vec![1000; 8]), (8_000, vec![500, 1000]), (64_000, vec![1000; 8]), (2_000, vec![1000]), (16_000, vec![0, 250, 1000, 1000])];
+        let states: [(i64, Vec<u32>); 5] = [
+            (64_000, vec![1000; 8]),
+            (8_000, vec![500, 1000]),
+            (64_000, vec![1000; 8]),
+            (2_000, vec![1000]),
+            (16_000, vec![0, 250, 1000, 1000]),
+        ];
         for _ in 0..2 {
             for (cpu, gpus) in &states {
-                let expected = fragmentation_delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES).map(|(d, _)| d);
-                assert_eq!(memo.delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES), expected, "{cpu} {gpus:?}");
+                let expected =
+                    fragmentation_delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES).map(|(d, _)| d);
+                assert_eq!(
+                    memo.delta(*cpu, gpus, pod, &OPENB_DEFAULT_SHAPES),
+                    expected,
+                    "{cpu} {gpus:?}"
+                );
             }
         }
-        assert_eq!(memo.values.values().map(|m| m.len()).sum::<usize>(), 4, "one entry per distinct state");
+        assert_eq!(
+            memo.values.values().map(|m| m.len()).sum::<usize>(),
+            4,
+            "one entry per distinct state"
+        );
     }
 }

@@ -81,9 +81,16 @@ mod tests {
     #[test]
     fn other_pods_may_pack_until_the_headroom_floor() {
         let c = Config::default();
-        for w in [WorkloadClass::Batch, WorkloadClass::StreamProcessing, WorkloadClass::Unspecified] {
+        for w in [
+            WorkloadClass::Batch,
+            WorkloadClass::StreamProcessing,
+            WorkloadClass::Unspecified,
+        ] {
             assert_eq!(sla_headroom(&f(Some(0.3), None, Some(0.2)), w, &c), 1.0);
-            assert_eq!(sla_headroom(&f(Some(0.6), Some(0.7), Some(0.05)), w, &c), 1.0);
+            assert_eq!(
+                sla_headroom(&f(Some(0.6), Some(0.7), Some(0.05)), w, &c),
+                1.0
+            );
             assert!((sla_headroom(&f(Some(0.85), None, Some(0.05)), w, &c) - 0.5).abs() < 1e-9);
             assert_eq!(sla_headroom(&f(Some(1.0), None, Some(0.1)), w, &c), 0.0);
         }

@@ -13,7 +13,10 @@ mod reliability;
 mod spike;
 
 pub use cost::{cost_efficiency, marginal_cost_per_hour};
-pub use fragmentation::{fragmentation, fragmentation_delta, fragmentation_factor, FragmentationMemo, sigmoid_score, typical_shapes, PodGpus, PodShape, OPENB_DEFAULT_SHAPES};
+pub use fragmentation::{
+    fragmentation, fragmentation_delta, fragmentation_factor, sigmoid_score, typical_shapes,
+    FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
+};
 pub use headroom::{headroom_after, is_hot, sla_headroom};
 pub use reliability::{reliability, OutcomeStats};
 pub use spike::spike_safety;
@@ -59,11 +62,14 @@ impl NodeFeatures {
         let instance_is_spot = node
             .labels
             .get(&config.instance_type_label)
-            .is_some_and(|v| v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible"));
-        let cloud_spot = config
-            .spot_labels
-            .iter()
-            .any(|(k, v)| node.labels.get(k).is_some_and(|actual| actual.eq_ignore_ascii_case(v)));
+            .is_some_and(|v| {
+                v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible")
+            });
+        let cloud_spot = config.spot_labels.iter().any(|(k, v)| {
+            node.labels
+                .get(k)
+                .is_some_and(|actual| actual.eq_ignore_ascii_case(v))
+        });
         NodeFeatures {
             node: node.name.clone(),
             cost_per_hour,
@@ -85,13 +91,24 @@ impl NodeFeatures {
 
     /// [`NodeFeatures::for_pod`] against a given list of typical pod shapes (the simulator
     /// passes its trace's; the Worker uses [`OPENB_DEFAULT_SHAPES`]).
-    pub fn for_pod_with_shapes(node: &NodeState, pod: &PodDemand, config: &Config, shapes: &[PodShape]) -> Self {
+    pub fn for_pod_with_shapes(
+        node: &NodeState,
+        pod: &PodDemand,
+        config: &Config,
+        shapes: &[PodShape],
+    ) -> Self {
         Self::for_pod_memo(node, pod, config, shapes, &mut FragmentationMemo::default())
     }
 
     /// [`NodeFeatures::for_pod_with_shapes`] for one of a decision's candidates, sharing `memo`
     /// (one per decision: the pod and the shapes must not change) across them.
-    pub fn for_pod_memo(node: &NodeState, pod: &PodDemand, config: &Config, shapes: &[PodShape], memo: &mut FragmentationMemo) -> Self {
+    pub fn for_pod_memo(
+        node: &NodeState,
+        pod: &PodDemand,
+        config: &Config,
+        shapes: &[PodShape],
+        memo: &mut FragmentationMemo,
+    ) -> Self {
         let mut features = Self::from_state(node, config);
         features.pod_share = node.allocatable.as_ref().map(|alloc| {
             pod.request
@@ -102,7 +119,10 @@ impl NodeFeatures {
                 .fold(0.0, f64::max)
         });
         features.fragmentation_delta = node.gpu_free_milli.as_ref().and_then(|free| {
-            let alloc_cpu = node.allocatable.as_ref().map_or(i64::MAX / 4, |a| a.get("cpu"));
+            let alloc_cpu = node
+                .allocatable
+                .as_ref()
+                .map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
             memo.delta(alloc_cpu - used_cpu, free, pod_gpus(pod), shapes)
         });
@@ -114,8 +134,18 @@ impl NodeFeatures {
 /// GPU; other GPU resources count whole GPUs.
 pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
     let cpu_milli = pod.request.get("cpu");
-    let whole: i64 = pod.gpus.iter().filter(|(n, _)| !n.ends_with("-milli")).map(|(_, a)| *a).sum();
-    let milli: i64 = pod.gpus.iter().filter(|(n, _)| n.ends_with("-milli")).map(|(_, a)| *a).sum();
+    let whole: i64 = pod
+        .gpus
+        .iter()
+        .filter(|(n, _)| !n.ends_with("-milli"))
+        .map(|(_, a)| *a)
+        .sum();
+    let milli: i64 = pod
+        .gpus
+        .iter()
+        .filter(|(n, _)| n.ends_with("-milli"))
+        .map(|(_, a)| *a)
+        .sum();
     let (num_gpu, gpu_milli) = if whole > 0 {
         (whole.clamp(0, u32::MAX as i64) as u32, 1000)
     } else if milli > 0 && milli < 1000 {
@@ -125,7 +155,11 @@ pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
     } else {
         (0, 0)
     };
-    PodGpus { cpu_milli, num_gpu, gpu_milli }
+    PodGpus {
+        cpu_milli,
+        num_gpu,
+        gpu_milli,
+    }
 }
 
 /// Resources whose shares matter: CPU, memory and GPUs.
@@ -170,7 +204,11 @@ impl EtaFactors {
     /// The product in [`eta`]'s order; an absent fragmentation factor multiplies by 1.0, which
     /// changes no bit of the result.
     pub fn product(&self) -> f64 {
-        self.reliability * self.cost_efficiency * self.sla_headroom * self.spike_safety * self.fragmentation.unwrap_or(1.0)
+        self.reliability
+            * self.cost_efficiency
+            * self.sla_headroom
+            * self.spike_safety
+            * self.fragmentation.unwrap_or(1.0)
     }
 
     /// η: the product floored at `eta_floor` (every feasible node keeps a chance) and capped at 1.
@@ -185,23 +223,40 @@ impl EtaFactors {
 }
 
 /// Every factor of η for one node (see [`EtaFactors`]); [`eta`] is exactly `.eta(config)` of it.
-pub fn eta_factors(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> EtaFactors {
+pub fn eta_factors(
+    features: &NodeFeatures,
+    workload: WorkloadClass,
+    stats: Option<&OutcomeStats>,
+    config: &Config,
+) -> EtaFactors {
     // A factor left out of `ETA_FACTORS` is exactly 1.0 (fragmentation: absent), so the
     // product and every explanation read as if that factor did not exist.
     let on = config.eta_factors;
     let pick = |enabled: bool, factor: &dyn Fn() -> f64| if enabled { factor() } else { 1.0 };
     EtaFactors {
-        reliability: pick(on.reliability, &|| reliability(stats, features.spot, workload, config)),
+        reliability: pick(on.reliability, &|| {
+            reliability(stats, features.spot, workload, config)
+        }),
         cost_efficiency: pick(on.cost, &|| cost_efficiency(features, config)),
         sla_headroom: pick(on.headroom, &|| sla_headroom(features, workload, config)),
-        spike_safety: pick(on.spike, &|| spike_safety(features.spike_probability, config)),
-        fragmentation: features.fragmentation_delta.filter(|_| on.fragmentation).map(|_| fragmentation_factor(features)),
+        spike_safety: pick(on.spike, &|| {
+            spike_safety(features.spike_probability, config)
+        }),
+        fragmentation: features
+            .fragmentation_delta
+            .filter(|_| on.fragmentation)
+            .map(|_| fragmentation_factor(features)),
     }
 }
 
 /// η for one node: the product of the factors, floored at `eta_floor` so that every feasible
 /// node keeps a non-zero chance (exploration never dies) and capped at 1.
-pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+pub fn eta(
+    features: &NodeFeatures,
+    workload: WorkloadClass,
+    stats: Option<&OutcomeStats>,
+    config: &Config,
+) -> f64 {
     eta_factors(features, workload, stats, config).eta(config)
 }
 
@@ -209,7 +264,12 @@ pub fn eta(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&Outc
 mod tests {
     use super::*;
 
-    fn features(cost: Option<f64>, spot: bool, util: Option<f64>, spike: Option<f64>) -> NodeFeatures {
+    fn features(
+        cost: Option<f64>,
+        spot: bool,
+        util: Option<f64>,
+        spike: Option<f64>,
+    ) -> NodeFeatures {
         NodeFeatures {
             node: "n".into(),
             cost_per_hour: cost,
@@ -225,15 +285,53 @@ mod tests {
     #[test]
     fn cheaper_busier_spottier_and_spikier_nodes_get_lower_eta() {
         let c = Config::default();
-        let base = eta(&features(Some(1.0), false, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c);
-        assert!(eta(&features(Some(3.0), false, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
-        assert!(eta(&features(Some(1.0), true, Some(0.3), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
-        assert!(eta(&features(Some(1.0), false, Some(0.7), Some(0.0)), WorkloadClass::LatencyCritical, None, &c) < base);
-        assert!(eta(&features(Some(1.0), false, Some(0.3), Some(0.9)), WorkloadClass::LatencyCritical, None, &c) < base);
+        let base = eta(
+            &features(Some(1.0), false, Some(0.3), Some(0.0)),
+            WorkloadClass::LatencyCritical,
+            None,
+            &c,
+        );
+        assert!(
+            eta(
+                &features(Some(3.0), false, Some(0.3), Some(0.0)),
+                WorkloadClass::LatencyCritical,
+                None,
+                &c
+            ) < base
+        );
+        assert!(
+            eta(
+                &features(Some(1.0), true, Some(0.3), Some(0.0)),
+                WorkloadClass::LatencyCritical,
+                None,
+                &c
+            ) < base
+        );
+        assert!(
+            eta(
+                &features(Some(1.0), false, Some(0.7), Some(0.0)),
+                WorkloadClass::LatencyCritical,
+                None,
+                &c
+            ) < base
+        );
+        assert!(
+            eta(
+                &features(Some(1.0), false, Some(0.3), Some(0.9)),
+                WorkloadClass::LatencyCritical,
+                None,
+                &c
+            ) < base
+        );
     }
 
     /// The pre-breakdown η, kept here to prove the breakdown changed no score.
-    fn eta_as_before(features: &NodeFeatures, workload: WorkloadClass, stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+    fn eta_as_before(
+        features: &NodeFeatures,
+        workload: WorkloadClass,
+        stats: Option<&OutcomeStats>,
+        config: &Config,
+    ) -> f64 {
         let product = reliability(stats, features.spot, workload, config)
             * cost_efficiency(features, config)
             * sla_headroom(features, workload, config)
@@ -249,7 +347,10 @@ mod tests {
     #[test]
     fn the_factors_multiply_to_exactly_eta_with_and_without_fragmentation() {
         let c = Config::default();
-        let bad = OutcomeStats { successes: 1.0, failures: 4.0 };
+        let bad = OutcomeStats {
+            successes: 1.0,
+            failures: 4.0,
+        };
         let mut cases = Vec::new();
         for (cost, spot, util, spike) in [
             (Some(0.45), false, Some(0.3), Some(0.1)),
@@ -271,9 +372,17 @@ mod tests {
             for w in [WorkloadClass::LatencyCritical, WorkloadClass::Batch] {
                 for stats in [None, Some(&bad)] {
                     let factors = eta_factors(f, w, stats, &c);
-                    assert_eq!(factors.fragmentation.is_some(), f.fragmentation_delta.is_some(), "{f:?}");
+                    assert_eq!(
+                        factors.fragmentation.is_some(),
+                        f.fragmentation_delta.is_some(),
+                        "{f:?}"
+                    );
                     let e = eta(f, w, stats, &c);
-                    assert_eq!(e.to_bits(), eta_as_before(f, w, stats, &c).to_bits(), "{f:?}");
+                    assert_eq!(
+                        e.to_bits(),
+                        eta_as_before(f, w, stats, &c).to_bits(),
+                        "{f:?}"
+                    );
                     assert_eq!(e.to_bits(), factors.eta(&c).to_bits());
                     // Unclamped, η is the product itself, bit for bit; clamped, it is the bound.
                     let p = factors.product();
@@ -297,15 +406,41 @@ mod tests {
         let w = WorkloadClass::LatencyCritical;
         let full = eta_factors(&f, w, None, &all);
         for name in crate::config::EtaFactorSet::NAMES {
-            let c = Config { eta_factors: crate::config::EtaFactorSet::without(name).unwrap(), ..Config::default() };
+            let c = Config {
+                eta_factors: crate::config::EtaFactorSet::without(name).unwrap(),
+                ..Config::default()
+            };
             let g = eta_factors(&f, w, None, &c);
             let expect = |on: &str, v: f64| if on == name { 1.0 } else { v };
-            assert_eq!(g.reliability, expect("reliability", full.reliability), "{name}");
-            assert_eq!(g.cost_efficiency, expect("cost", full.cost_efficiency), "{name}");
-            assert_eq!(g.sla_headroom, expect("headroom", full.sla_headroom), "{name}");
+            assert_eq!(
+                g.reliability,
+                expect("reliability", full.reliability),
+                "{name}"
+            );
+            assert_eq!(
+                g.cost_efficiency,
+                expect("cost", full.cost_efficiency),
+                "{name}"
+            );
+            assert_eq!(
+                g.sla_headroom,
+                expect("headroom", full.sla_headroom),
+                "{name}"
+            );
             assert_eq!(g.spike_safety, expect("spike", full.spike_safety), "{name}");
-            assert_eq!(g.fragmentation, if name == "fragmentation" { None } else { full.fragmentation }, "{name}");
-            assert!(g.eta(&c) > full.eta(&all), "{name}: every factor of this node is below 1, so leaving one out raises η");
+            assert_eq!(
+                g.fragmentation,
+                if name == "fragmentation" {
+                    None
+                } else {
+                    full.fragmentation
+                },
+                "{name}"
+            );
+            assert!(
+                g.eta(&c) > full.eta(&all),
+                "{name}: every factor of this node is below 1, so leaving one out raises η"
+            );
         }
     }
 
@@ -314,7 +449,12 @@ mod tests {
         let c = Config::default();
         for cost in [None, Some(0.0), Some(1e9)] {
             for util in [None, Some(0.0), Some(1.0)] {
-                let e = eta(&features(cost, true, util, Some(1.0)), WorkloadClass::LatencyCritical, None, &c);
+                let e = eta(
+                    &features(cost, true, util, Some(1.0)),
+                    WorkloadClass::LatencyCritical,
+                    None,
+                    &c,
+                );
                 assert!(e >= c.eta_floor && e <= 1.0, "{e}");
             }
         }
@@ -327,7 +467,9 @@ mod tests {
             r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"4"}}}"#,
         )
         .unwrap();
-        let report: crate::facts::NodeReport = serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#).unwrap();
+        let report: crate::facts::NodeReport =
+            serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#)
+                .unwrap();
         let mut facts = crate::facts::NodeFacts::default();
         facts.apply(&report, 0, &c);
         let state = NodeState::assemble("n", Some(&view), Some(&facts), 0, &c, "n").unwrap();
@@ -343,15 +485,28 @@ mod tests {
     fn features_read_cost_and_every_spot_label() {
         let c = Config::default();
         let state = |labels: &str| {
-            let v: crate::k8s::NodeView = serde_json::from_str(&format!(r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#)).unwrap();
+            let v: crate::k8s::NodeView = serde_json::from_str(&format!(
+                r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#
+            ))
+            .unwrap();
             NodeState::assemble("n", Some(&v), None, 0, &c, "n").unwrap()
         };
-        let f = NodeFeatures::from_state(&state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#), &c);
+        let f = NodeFeatures::from_state(
+            &state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#),
+            &c,
+        );
         assert_eq!((f.cost_per_hour, f.spot), (Some(0.45), true));
-        for l in [r#"{"karpenter.sh/capacity-type":"spot"}"#, r#"{"eks.amazonaws.com/capacityType":"SPOT"}"#, r#"{"cloud.google.com/gke-spot":"true"}"#] {
+        for l in [
+            r#"{"karpenter.sh/capacity-type":"spot"}"#,
+            r#"{"eks.amazonaws.com/capacityType":"SPOT"}"#,
+            r#"{"cloud.google.com/gke-spot":"true"}"#,
+        ] {
             assert!(NodeFeatures::from_state(&state(l), &c).spot, "{l}");
         }
-        let f = NodeFeatures::from_state(&state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#), &c);
+        let f = NodeFeatures::from_state(
+            &state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#),
+            &c,
+        );
         assert_eq!((f.cost_per_hour, f.spot), (None, false));
     }
 }

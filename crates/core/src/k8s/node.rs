@@ -37,14 +37,19 @@ mod tests {
         let first = yaml.split("\n---").next().unwrap();
         let node: NodeView = serde_yaml::from_str(first).unwrap();
         assert_eq!(node.metadata.name, "openb-node-0000");
-        assert_eq!(node.metadata.labels["alibabacloud.com/gpu-card-model"], "P100");
+        assert_eq!(
+            node.metadata.labels["alibabacloud.com/gpu-card-model"],
+            "P100"
+        );
         assert_eq!(node.status.allocatable["cpu"].0, "64000m");
     }
 
     #[test]
     fn null_collections_read_as_empty() {
-        let node: NodeView =
-            serde_json::from_str(r#"{"metadata":{"name":"n","labels":null},"status":{"allocatable":null}}"#).unwrap();
+        let node: NodeView = serde_json::from_str(
+            r#"{"metadata":{"name":"n","labels":null},"status":{"allocatable":null}}"#,
+        )
+        .unwrap();
         assert!(node.metadata.labels.is_empty() && node.status.allocatable.is_empty());
     }
 }

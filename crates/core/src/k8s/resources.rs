@@ -45,11 +45,21 @@ pub struct ResourceError {
 
 /// Parses a `ResourceList` into integer amounts (`cpu` in milli, the rest in units, rounded up).
 /// `field` is the JSON path used in error messages.
-pub fn parse_resource_list(list: &RawResourceList, field: &str) -> Result<ResourceAmounts, ResourceError> {
+pub fn parse_resource_list(
+    list: &RawResourceList,
+    field: &str,
+) -> Result<ResourceAmounts, ResourceError> {
     let mut out = ResourceAmounts::default();
     for (name, text) in list {
-        let parsed = if name == "cpu" { quantity::parse_milli(&text.0) } else { quantity::parse_value(&text.0) };
-        let amount = parsed.map_err(|source| ResourceError { field: format!("{field}.{name}"), source })?;
+        let parsed = if name == "cpu" {
+            quantity::parse_milli(&text.0)
+        } else {
+            quantity::parse_value(&text.0)
+        };
+        let amount = parsed.map_err(|source| ResourceError {
+            field: format!("{field}.{name}"),
+            source,
+        })?;
         out.0.insert(name.clone(), amount);
     }
     Ok(out)
@@ -62,8 +72,14 @@ fn container_request(
     container: &super::Container,
     field: &str,
 ) -> Result<ResourceAmounts, ResourceError> {
-    let mut amounts = parse_resource_list(&container.resources.requests, &format!("{field}.resources.requests"))?;
-    let limits = parse_resource_list(&container.resources.limits, &format!("{field}.resources.limits"))?;
+    let mut amounts = parse_resource_list(
+        &container.resources.requests,
+        &format!("{field}.resources.requests"),
+    )?;
+    let limits = parse_resource_list(
+        &container.resources.limits,
+        &format!("{field}.resources.limits"),
+    )?;
     for (name, limit) in limits.0 {
         amounts.0.entry(name).or_insert(limit);
     }
@@ -93,7 +109,10 @@ pub fn pod_request(pod: &PodView) -> Result<ResourceAmounts, ResourceError> {
     }
     running.add(&sidecars);
     running.max_with(&init_peak);
-    running.add(&parse_resource_list(&pod.spec.overhead, "Pod.spec.overhead")?);
+    running.add(&parse_resource_list(
+        &pod.spec.overhead,
+        "Pod.spec.overhead",
+    )?);
     Ok(running)
 }
 
@@ -152,7 +171,8 @@ mod tests {
     fn null_containers_and_numeric_quantities_are_accepted() {
         let p = pod(r#"{"spec":{"containers":null}}"#);
         assert_eq!(pod_request(&p).unwrap(), ResourceAmounts::default());
-        let p = pod(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":2,"memory":1024}}}]}}"#);
+        let p =
+            pod(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":2,"memory":1024}}}]}}"#);
         let r = pod_request(&p).unwrap();
         assert_eq!((r.get("cpu"), r.get("memory")), (2000, 1024));
     }

@@ -16,13 +16,22 @@ pub struct Ema {
 
 impl Ema {
     pub fn new(alpha: f64) -> Self {
-        Self { alpha, level: None, volatility: 0.0, samples: 0 }
+        Self {
+            alpha,
+            level: None,
+            volatility: 0.0,
+            samples: 0,
+        }
     }
 }
 
 impl Predictor for Ema {
     fn observe(&mut self, utilisation: f64) {
-        let x = if utilisation.is_finite() { utilisation.clamp(0.0, 1.0) } else { return };
+        let x = if utilisation.is_finite() {
+            utilisation.clamp(0.0, 1.0)
+        } else {
+            return;
+        };
         match self.level {
             None => self.level = Some(x),
             Some(level) => {

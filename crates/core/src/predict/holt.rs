@@ -14,7 +14,13 @@ pub struct Holt {
 
 impl Holt {
     pub fn new(alpha: f64, beta: f64) -> Self {
-        Self { alpha, beta, level: None, trend: 0.0, volatility: 0.0 }
+        Self {
+            alpha,
+            beta,
+            level: None,
+            trend: 0.0,
+            volatility: 0.0,
+        }
     }
 }
 
@@ -28,7 +34,8 @@ impl Predictor for Holt {
             None => self.level = Some(x),
             Some(level) => {
                 let predicted = (level + self.trend).clamp(0.0, 1.0);
-                self.volatility = self.alpha * (x - predicted).abs() + (1.0 - self.alpha) * self.volatility;
+                self.volatility =
+                    self.alpha * (x - predicted).abs() + (1.0 - self.alpha) * self.volatility;
                 let new_level = self.alpha * x + (1.0 - self.alpha) * (level + self.trend);
                 self.trend = self.beta * (new_level - level) + (1.0 - self.beta) * self.trend;
                 self.level = Some(new_level);

@@ -12,7 +12,10 @@ pub struct LinReg {
 impl LinReg {
     pub fn new(window: usize) -> Self {
         let window = window.max(2);
-        Self { window, samples: Window::new(window) }
+        Self {
+            window,
+            samples: Window::new(window),
+        }
     }
 
     /// (intercept, slope) over x = 0..n; slope 0 for a single sample.
@@ -41,13 +44,19 @@ impl Predictor for LinReg {
     }
 
     fn forecast(&self) -> Option<f64> {
-        self.fit().map(|(a, b)| (a + b * self.samples.len() as f64).clamp(0.0, 1.0))
+        self.fit()
+            .map(|(a, b)| (a + b * self.samples.len() as f64).clamp(0.0, 1.0))
     }
 
     fn volatility(&self) -> f64 {
         let Some((a, b)) = self.fit() else { return 0.0 };
         let n = self.samples.len() as f64;
-        self.samples.iter().enumerate().map(|(i, y)| (y - (a + b * i as f64)).abs()).sum::<f64>() / n
+        self.samples
+            .iter()
+            .enumerate()
+            .map(|(i, y)| (y - (a + b * i as f64)).abs())
+            .sum::<f64>()
+            / n
     }
 }
 

@@ -12,7 +12,10 @@ pub struct Sma {
 impl Sma {
     pub fn new(window: usize) -> Self {
         let window = window.max(1);
-        Self { window, samples: Window::new(window) }
+        Self {
+            window,
+            samples: Window::new(window),
+        }
     }
 
     fn mean(&self) -> Option<f64> {

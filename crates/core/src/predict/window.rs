@@ -10,7 +10,10 @@ pub(super) struct Window {
 
 impl Window {
     pub(super) fn new(capacity: usize) -> Self {
-        Self { capacity, samples: VecDeque::with_capacity(capacity) }
+        Self {
+            capacity,
+            samples: VecDeque::with_capacity(capacity),
+        }
     }
 
     pub(super) fn push(&mut self, utilisation: f64) {
@@ -32,6 +35,7 @@ impl Window {
     }
 
     pub(super) fn mean(&self) -> Option<f64> {
-        (!self.samples.is_empty()).then(|| self.samples.iter().sum::<f64>() / self.samples.len() as f64)
+        (!self.samples.is_empty())
+            .then(|| self.samples.iter().sum::<f64>() / self.samples.len() as f64)
     }
 }

@@ -45,11 +45,23 @@ pub fn write(path: &Path, record: &ReplayRecord) -> std::io::Result<()> {
 }
 
 fn stats(record: &ReplayRecord) -> String {
-    let placed: Vec<f64> = record.pods.iter().filter_map(|p| p.placed.as_ref().map(|pl| pl.marginal_per_h)).collect();
-    let mut used: Vec<&str> = record.pods.iter().filter_map(|p| p.placed.as_ref().map(|pl| pl.node.as_str())).collect();
+    let placed: Vec<f64> = record
+        .pods
+        .iter()
+        .filter_map(|p| p.placed.as_ref().map(|pl| pl.marginal_per_h))
+        .collect();
+    let mut used: Vec<&str> = record
+        .pods
+        .iter()
+        .filter_map(|p| p.placed.as_ref().map(|pl| pl.node.as_str()))
+        .collect();
     used.sort_unstable();
     used.dedup();
-    let mean = if placed.is_empty() { "–".to_string() } else { format!("${}", num(placed.iter().sum::<f64>() / placed.len() as f64)) };
+    let mean = if placed.is_empty() {
+        "–".to_string()
+    } else {
+        format!("${}", num(placed.iter().sum::<f64>() / placed.len() as f64))
+    };
     format!(
         "<div class=\"stats\"><div><b>{}</b>pods replayed</div><div><b>{}</b>placed</div><div><b>{}</b>unschedulable</div><div><b>{} / {}</b>nodes used</div><div><b>{}</b>tenants</div><div><b>{mean}</b>mean marginal $/h per pod</div></div>",
         record.pods.len(), placed.len(), record.pods.len() - placed.len(), used.len(), record.nodes.len(), record.tenants.len()

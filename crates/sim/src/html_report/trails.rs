@@ -20,7 +20,9 @@ fn series(record: &ReplayRecord, tenant: &str) -> BTreeMap<String, Vec<(f64, f64
     for sample in &record.trails {
         for (_, rows) in sample.tenants.iter().filter(|(t, _)| t == tenant) {
             for (node, tau) in rows {
-                out.entry(node.clone()).or_default().push((sample.step as f64, *tau));
+                out.entry(node.clone())
+                    .or_default()
+                    .push((sample.step as f64, *tau));
             }
         }
     }
@@ -68,7 +70,10 @@ fn chart(record: &ReplayRecord, tenant: &str) -> String {
         s.push_str(r#"<p class="nodata">No data: this tenant has no trail yet (no confirmed placement).</p>"#);
         return s;
     }
-    let mut ranked: Vec<(&String, f64)> = series.iter().map(|(n, pts)| (n, pts.last().map_or(0.0, |p| p.1))).collect();
+    let mut ranked: Vec<(&String, f64)> = series
+        .iter()
+        .map(|(n, pts)| (n, pts.last().map_or(0.0, |p| p.1)))
+        .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let shown: Vec<&String> = ranked.iter().take(TOP).map(|(n, _)| *n).collect();
     let others = others_mean(record, &series, &shown);
@@ -76,37 +81,84 @@ fn chart(record: &ReplayRecord, tenant: &str) -> String {
     let steps = record.trails.iter().map(|t| t.step as f64);
     let taus = series.values().flatten().map(|p| p.1);
     let frame = Frame::new(PLOT_W, HEIGHT, steps, taus, true);
-    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" role="img"><title>τ per node for tenant {}</title>"#, esc(tenant), w = frame.width + LEGEND_W, h = HEIGHT);
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" role="img"><title>τ per node for tenant {}</title>"#,
+        esc(tenant),
+        w = frame.width + LEGEND_W,
+        h = HEIGHT
+    );
     s.push_str(&frame.axes("pods decided", "τ"));
     let legend_x = frame.width + 16.0;
     for (i, node) in shown.iter().enumerate() {
         let pts = &series[*node];
         let c = colour(i);
-        let _ = write!(s, r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2" points="{}"><title>{}</title></polyline>"#, points(pts, &frame.x, &frame.y), esc(node));
+        let _ = write!(
+            s,
+            r#"<polyline class="series" fill="none" stroke="{c}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
+            points(pts, &frame.x, &frame.y),
+            esc(node)
+        );
         for (x, y) in pts {
-            let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#, frame.x.map(*x), frame.y.map(*y));
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                frame.x.map(*x),
+                frame.y.map(*y)
+            );
         }
-        let model = record.node(node).and_then(|n| n.gpu_model.clone()).unwrap_or_else(|| "CPU".into());
+        let model = record
+            .node(node)
+            .and_then(|n| n.gpu_model.clone())
+            .unwrap_or_else(|| "CPU".into());
         let final_tau = pts.last().map_or(f64::NAN, |p| p.1);
-        legend_row(&mut s, legend_x, 20.0 + 18.0 * i as f64, c, Swatch::Line, &format!("{} · {} · τ {}", short(node, 20), model, num(final_tau)), node);
+        legend_row(
+            &mut s,
+            legend_x,
+            20.0 + 18.0 * i as f64,
+            c,
+            Swatch::Line,
+            &format!("{} · {} · τ {}", short(node, 20), model, num(final_tau)),
+            node,
+        );
     }
     if !others.is_empty() {
         let rest = series.len() - shown.len();
-        let _ = write!(s, r#"<polyline class="others" fill="none" stroke="{MUTED}" stroke-width="1.5" stroke-dasharray="5 3" points="{}"><title>mean of {rest} other nodes</title></polyline>"#, points(&others, &frame.x, &frame.y));
-        legend_row(&mut s, legend_x, 20.0 + 18.0 * shown.len() as f64, MUTED, Swatch::Dashed, &format!("mean of {rest} other node(s)"), "");
+        let _ = write!(
+            s,
+            r#"<polyline class="others" fill="none" stroke="{MUTED}" stroke-width="1.5" stroke-dasharray="5 3" points="{}"><title>mean of {rest} other nodes</title></polyline>"#,
+            points(&others, &frame.x, &frame.y)
+        );
+        legend_row(
+            &mut s,
+            legend_x,
+            20.0 + 18.0 * shown.len() as f64,
+            MUTED,
+            Swatch::Dashed,
+            &format!("mean of {rest} other node(s)"),
+            "",
+        );
     }
     s.push_str("</svg>");
     s
 }
 
 /// Mean τ per sample over the nodes not drawn on their own.
-fn others_mean(record: &ReplayRecord, series: &BTreeMap<String, Vec<(f64, f64)>>, shown: &[&String]) -> Vec<(f64, f64)> {
+fn others_mean(
+    record: &ReplayRecord,
+    series: &BTreeMap<String, Vec<(f64, f64)>>,
+    shown: &[&String],
+) -> Vec<(f64, f64)> {
     record
         .trails
         .iter()
         .filter_map(|sample| {
             let x = sample.step as f64;
-            let taus: Vec<f64> = series.iter().filter(|(n, _)| !shown.contains(n)).filter_map(|(_, pts)| pts.iter().find(|p| p.0 == x).map(|p| p.1)).collect();
+            let taus: Vec<f64> = series
+                .iter()
+                .filter(|(n, _)| !shown.contains(n))
+                .filter_map(|(_, pts)| pts.iter().find(|p| p.0 == x).map(|p| p.1))
+                .collect();
             (!taus.is_empty()).then(|| (x, taus.iter().sum::<f64>() / taus.len() as f64))
         })
         .collect()

@@ -16,7 +16,11 @@ impl Policy for BestFit {
             .iter()
             .map(|c| {
                 let d = dims(ctx, *c);
-                let used: Vec<f64> = d.iter().filter(|(_, cap)| *cap > 0.0).map(|(req, cap)| 1.0 - req / cap).collect();
+                let used: Vec<f64> = d
+                    .iter()
+                    .filter(|(_, cap)| *cap > 0.0)
+                    .map(|(req, cap)| 1.0 - req / cap)
+                    .collect();
                 -used.iter().sum::<f64>() / used.len() as f64
             })
             .collect()

@@ -11,6 +11,9 @@ impl Policy for CheapestFit {
         "cheapest-fit".into()
     }
     fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], _: &[&NodeState]) -> Vec<f64> {
-        candidates.iter().map(|c| -ctx.world.nodes[*c].price).collect()
+        candidates
+            .iter()
+            .map(|c| -ctx.world.nodes[*c].price)
+            .collect()
     }
 }

@@ -25,7 +25,12 @@ pub struct Colony {
 
 impl Colony {
     pub fn new(seed: u64) -> Self {
-        Self { colonies: BTreeMap::new(), pending: None, records: BTreeMap::new(), rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11) }
+        Self {
+            colonies: BTreeMap::new(),
+            pending: None,
+            records: BTreeMap::new(),
+            rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11),
+        }
     }
 }
 
@@ -36,27 +41,60 @@ impl Policy for Colony {
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
         let tenant = ctx.pod.demand.tenant.clone();
         let colony = self.colonies.entry(tenant.clone()).or_default();
-        let p = colony.prioritize(&features(states, &ctx.pod.demand, ctx.config), ctx.pod.demand.workload, ctx.now_ms, ctx.config, &mut self.rng);
+        let p = colony.prioritize(
+            &features(states, &ctx.pod.demand, ctx.config),
+            ctx.pod.demand.workload,
+            ctx.now_ms,
+            ctx.config,
+            &mut self.rng,
+        );
         self.pending = Some((tenant, p.decision));
         p.priorities.iter().map(|h| h.score as f64).collect()
     }
     fn placed(&mut self, ctx: &ScoreCtx, node: usize, scored: bool) {
         let tenant = ctx.pod.demand.tenant.clone();
-        let pending = self.pending.take().filter(|(t, _)| scored && *t == tenant).map(|(_, d)| d);
+        let pending = self
+            .pending
+            .take()
+            .filter(|(t, _)| scored && *t == tenant)
+            .map(|(_, d)| d);
         let colony = self.colonies.entry(tenant).or_default();
-        let mut record = PodRecord { decision: pending, confirmed: None };
-        let _ = colony.report(&mut record, &ctx.world.nodes[node].name, None, ctx.now_ms, ctx.config);
+        let mut record = PodRecord {
+            decision: pending,
+            confirmed: None,
+        };
+        let _ = colony.report(
+            &mut record,
+            &ctx.world.nodes[node].name,
+            None,
+            ctx.now_ms,
+            ctx.config,
+        );
         if record.confirmed.is_some() {
             self.records.insert(ctx.pod.idx, record);
         }
     }
     fn outcome(&mut self, ctx: &ScoreCtx, node: usize, outcome: Outcome) {
         // An unscored pod (one feasible node) has no record: the Worker answers UnknownPod.
-        let Some(mut record) = self.records.remove(&ctx.pod.idx) else { return };
-        let colony = self.colonies.entry(ctx.pod.demand.tenant.clone()).or_default();
-        let _ = colony.report(&mut record, &ctx.world.nodes[node].name, Some(outcome), ctx.now_ms, ctx.config);
+        let Some(mut record) = self.records.remove(&ctx.pod.idx) else {
+            return;
+        };
+        let colony = self
+            .colonies
+            .entry(ctx.pod.demand.tenant.clone())
+            .or_default();
+        let _ = colony.report(
+            &mut record,
+            &ctx.world.nodes[node].name,
+            Some(outcome),
+            ctx.now_ms,
+            ctx.config,
+        );
     }
     fn pheromones(&self, config: &Config) -> TenantTrails {
-        self.colonies.iter().map(|(t, c)| (t.clone(), c.pheromones.snapshot(config))).collect()
+        self.colonies
+            .iter()
+            .map(|(t, c)| (t.clone(), c.pheromones.snapshot(config)))
+            .collect()
     }
 }

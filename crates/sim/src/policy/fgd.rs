@@ -26,18 +26,25 @@ impl Policy for Fgd {
         "fgd".into()
     }
     fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], _: &[&NodeState]) -> Vec<f64> {
-        let shapes = self.shapes.get_or_insert_with(|| crate::saturate::shapes_of(ctx.world));
+        let shapes = self
+            .shapes
+            .get_or_insert_with(|| crate::saturate::shapes_of(ctx.world));
         let pod = pod_gpus(&ctx.pod.trace);
         self.memo.clear();
         candidates
             .iter()
             .map(|c| {
                 let a = &ctx.alloc[*c];
-                let key = (ctx.world.nodes[*c].cpu_milli - a.cpu_used, a.gpu_used.iter().map(|u| 1000 - u).collect::<Vec<u32>>());
+                let key = (
+                    ctx.world.nodes[*c].cpu_milli - a.cpu_used,
+                    a.gpu_used.iter().map(|u| 1000 - u).collect::<Vec<u32>>(),
+                );
                 if let Some(s) = self.memo.get(&key) {
                     return *s;
                 }
-                let s = fragmentation_delta(key.0, &key.1, pod, shapes).map_or(0.0, |(d, _)| (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64);
+                let s = fragmentation_delta(key.0, &key.1, pod, shapes).map_or(0.0, |(d, _)| {
+                    (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64
+                });
                 self.memo.insert(key, s);
                 s
             })
@@ -63,7 +70,8 @@ impl Policy for BestFitAtc {
             .map(|c| {
                 let (n, a) = (&ctx.world.nodes[*c], &ctx.alloc[*c]);
                 let gpu_free = (n.gpus * 1000 - a.gpu_used_milli()) as f64;
-                let s = 0.5 * (n.cpu_milli - a.cpu_used - p.cpu_milli) as f64 / MAX_SPEC_CPU + 0.5 * (gpu_free - req_gpu) / MAX_SPEC_GPU;
+                let s = 0.5 * (n.cpu_milli - a.cpu_used - p.cpu_milli) as f64 / MAX_SPEC_CPU
+                    + 0.5 * (gpu_free - req_gpu) / MAX_SPEC_GPU;
                 ((1.0 - s) * MAX_NODE_SCORE as f64) as i64 as f64
             })
             .collect()

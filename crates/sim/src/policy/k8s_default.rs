@@ -28,7 +28,16 @@ impl Policy for KubeDefault {
                     }
                 };
                 let least_allocated = (least(d[0]) + least(d[1])) / 2;
-                let f: Vec<f64> = d[..2].iter().map(|(req, cap)| if *cap > 0.0 { (req / cap).min(1.0) } else { 0.0 }).collect();
+                let f: Vec<f64> = d[..2]
+                    .iter()
+                    .map(|(req, cap)| {
+                        if *cap > 0.0 {
+                            (req / cap).min(1.0)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
                 let std = ((f[0] - f[1]).abs()) / 2.0;
                 let balanced = ((1.0 - std) * 100.0) as i64;
                 (least_allocated + balanced) as f64

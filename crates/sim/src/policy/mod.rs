@@ -3,7 +3,6 @@
 //! reported facts); a policy scores the survivors (higher is better) and the engine takes the
 //! best, breaking ties at random as kube-scheduler does ([`select_host`]).
 
-
 use aco_core::config::Config;
 use aco_core::demand::PodDemand;
 use aco_core::heuristic::NodeFeatures;
@@ -16,8 +15,8 @@ use crate::cluster::{SimPod, World};
 
 mod best_fit;
 mod cheapest_fit;
-mod fgd;
 mod colony;
+mod fgd;
 mod first_fit;
 mod heuristic;
 mod k8s_default;
@@ -92,7 +91,19 @@ pub fn select_host(candidates: &[usize], scores: &[f64], rng: &mut StdRng) -> Op
 }
 
 /// The policies of the benchmark, by CLI name.
-pub const ALL: [&str; 11] = ["first-fit", "best-fit", "best-fit-atc", "fgd", "k8s-default", "k8s-mostallocated", "random", "cheapest-fit", "tetris", "heuristic", "colony"];
+pub const ALL: [&str; 11] = [
+    "first-fit",
+    "best-fit",
+    "best-fit-atc",
+    "fgd",
+    "k8s-default",
+    "k8s-mostallocated",
+    "random",
+    "cheapest-fit",
+    "tetris",
+    "heuristic",
+    "colony",
+];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
     Some(match name {
@@ -116,7 +127,11 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
     let n = &ctx.world.nodes[node];
     let a = &ctx.alloc[node];
     let p = &ctx.pod.trace;
-    let pod_gpu = if p.num_gpu == 0 { 0.0 } else { p.num_gpu as f64 * p.gpu_milli.min(1000) as f64 };
+    let pod_gpu = if p.num_gpu == 0 {
+        0.0
+    } else {
+        p.num_gpu as f64 * p.gpu_milli.min(1000) as f64
+    };
     [
         ((a.cpu_used + p.cpu_milli) as f64, n.cpu_milli as f64),
         ((a.mem_used + p.memory_mib) as f64, n.memory_mib as f64),
@@ -125,9 +140,24 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
 }
 
 /// Per-pod features, exactly as the Worker's `scoring_input` computes them.
-pub(crate) fn features(states: &[&NodeState], pod: &PodDemand, config: &Config) -> Vec<NodeFeatures> {
+pub(crate) fn features(
+    states: &[&NodeState],
+    pod: &PodDemand,
+    config: &Config,
+) -> Vec<NodeFeatures> {
     let mut memo = aco_core::heuristic::FragmentationMemo::default();
-    states.iter().map(|s| NodeFeatures::for_pod_memo(s, pod, config, &aco_core::heuristic::OPENB_DEFAULT_SHAPES, &mut memo)).collect()
+    states
+        .iter()
+        .map(|s| {
+            NodeFeatures::for_pod_memo(
+                s,
+                pod,
+                config,
+                &aco_core::heuristic::OPENB_DEFAULT_SHAPES,
+                &mut memo,
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

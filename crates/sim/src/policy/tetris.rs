@@ -13,7 +13,11 @@ impl Policy for Tetris {
     }
     fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], _: &[&NodeState]) -> Vec<f64> {
         let p = &ctx.pod.trace;
-        let pod_gpu = if p.num_gpu == 0 { 0.0 } else { p.num_gpu as f64 * p.gpu_milli.min(1000) as f64 };
+        let pod_gpu = if p.num_gpu == 0 {
+            0.0
+        } else {
+            p.num_gpu as f64 * p.gpu_milli.min(1000) as f64
+        };
         let demand = [p.cpu_milli as f64, p.memory_mib as f64, pod_gpu];
         candidates
             .iter()

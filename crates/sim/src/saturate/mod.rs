@@ -60,9 +60,20 @@ pub fn shapes_of(world: &World) -> Vec<PodShape> {
 }
 
 /// One policy, one seed.
-pub fn run(world: &World, config: &Config, shapes: &[PodShape], seed: u64, policy: &mut dyn SatPolicy) -> SatRun {
+pub fn run(
+    world: &World,
+    config: &Config,
+    shapes: &[PodShape],
+    seed: u64,
+    policy: &mut dyn SatPolicy,
+) -> SatRun {
     let started = Instant::now();
-    let mut nodes: Vec<SatNode> = world.nodes.iter().enumerate().map(|(i, n)| SatNode::new(i, &trace_node(n))).collect();
+    let mut nodes: Vec<SatNode> = world
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| SatNode::new(i, &trace_node(n)))
+        .collect();
     let capacity: f64 = nodes.iter().map(|n| n.gpu_cap() as f64).sum();
     // Seeded node order for ties: rank[node], lower wins.
     let mut perm: Vec<usize> = (0..nodes.len()).collect();
@@ -86,12 +97,24 @@ pub fn run(world: &World, config: &Config, shapes: &[PodShape], seed: u64, polic
         if candidates.is_empty() {
             failed += 1;
         } else {
-            let ctx = Ctx { nodes: &nodes, sim_nodes: &world.nodes, pod, sim_pod, shapes, config, step: step as u64 };
+            let ctx = Ctx {
+                nodes: &nodes,
+                sim_nodes: &world.nodes,
+                pod,
+                sim_pod,
+                shapes,
+                config,
+                step: step as u64,
+            };
             let verdicts = policy.score(&ctx, &candidates);
             let best = candidates
                 .iter()
                 .zip(&verdicts)
-                .max_by(|(a, va), (b, vb)| va.score.total_cmp(&vb.score).then(rank[**b].cmp(&rank[**a])))
+                .max_by(|(a, va), (b, vb)| {
+                    va.score
+                        .total_cmp(&vb.score)
+                        .then(rank[**b].cmp(&rank[**a]))
+                })
                 .map(|(c, v)| (*c, v.gpu))
                 .unwrap();
             policy.placed(&ctx, best.0);
@@ -125,7 +148,13 @@ pub fn run(world: &World, config: &Config, shapes: &[PodShape], seed: u64, polic
 }
 
 fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
-    crate::trace::TraceNode { name: n.name.clone(), cpu_milli: n.cpu_milli, memory_mib: n.memory_mib, gpus: n.gpus, model: n.model.clone() }
+    crate::trace::TraceNode {
+        name: n.name.clone(),
+        cpu_milli: n.cpu_milli,
+        memory_mib: n.memory_mib,
+        gpus: n.gpus,
+        model: n.model.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -135,13 +164,39 @@ mod tests {
     use crate::trace::{TraceNode, TracePod};
 
     fn pod(name: &str, cpu: i64, gpus: u32, milli: u32) -> TracePod {
-        TracePod { name: name.into(), cpu_milli: cpu, memory_mib: 1024, num_gpu: gpus, gpu_milli: milli, gpu_spec: None, qos: "".into(), creation_s: 0, deletion_s: None }
+        TracePod {
+            name: name.into(),
+            cpu_milli: cpu,
+            memory_mib: 1024,
+            num_gpu: gpus,
+            gpu_milli: milli,
+            gpu_spec: None,
+            qos: "".into(),
+            creation_s: 0,
+            deletion_s: None,
+        }
     }
 
     fn world() -> World {
-        let prices = crate::prices::PriceTable::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices")).unwrap();
-        let nodes: Vec<TraceNode> = (0..4).map(|i| TraceNode { name: format!("n{i}"), cpu_milli: 32000, memory_mib: 1 << 20, gpus: 2, model: Some("T4".into()) }).collect();
-        let pods = vec![pod("a", 2000, 1, 1000), pod("b", 2000, 1, 500), pod("c", 2000, 1, 300), pod("d", 1000, 0, 0)];
+        let prices = crate::prices::PriceTable::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices"),
+        )
+        .unwrap();
+        let nodes: Vec<TraceNode> = (0..4)
+            .map(|i| TraceNode {
+                name: format!("n{i}"),
+                cpu_milli: 32000,
+                memory_mib: 1 << 20,
+                gpus: 2,
+                model: Some("T4".into()),
+            })
+            .collect();
+        let pods = vec![
+            pod("a", 2000, 1, 1000),
+            pod("b", 2000, 1, 500),
+            pod("c", 2000, 1, 300),
+            pod("d", 1000, 0, 0),
+        ];
         World::build(&nodes, &pods, &prices, WorldParams::default())
     }
 
@@ -149,25 +204,59 @@ mod tests {
     fn workload_reaches_130_percent_and_every_policy_allocates_per_gpu() {
         let w = world();
         let order = workload(&w, 42, 8000.0);
-        let milli: f64 = order.iter().map(|i| w.pods[*i].trace.gpu_units() * 1000.0).sum();
+        let milli: f64 = order
+            .iter()
+            .map(|i| w.pods[*i].trace.gpu_units() * 1000.0)
+            .sum();
         assert!(milli >= 1.3 * 8000.0);
         assert_eq!(order, workload(&w, 42, 8000.0), "seeded");
         let shapes = shapes_of(&w);
         for name in policy::ALL {
-            let r = run(&w, &w.config, &shapes, 42, policy::by_name(name, 42).unwrap().as_mut());
-            assert!(r.at130 <= 100.0 && r.at130 >= r.at100 - 1e-9 && r.at100 > 50.0, "{name}: {r:?}");
-            let again = run(&w, &w.config, &shapes, 42, policy::by_name(name, 42).unwrap().as_mut());
-            assert_eq!((r.curve.clone(), r.failed), (again.curve, again.failed), "{name} deterministic");
+            let r = run(
+                &w,
+                &w.config,
+                &shapes,
+                42,
+                policy::by_name(name, 42).unwrap().as_mut(),
+            );
+            assert!(
+                r.at130 <= 100.0 && r.at130 >= r.at100 - 1e-9 && r.at100 > 50.0,
+                "{name}: {r:?}"
+            );
+            let again = run(
+                &w,
+                &w.config,
+                &shapes,
+                42,
+                policy::by_name(name, 42).unwrap().as_mut(),
+            );
+            assert_eq!(
+                (r.curve.clone(), r.failed),
+                (again.curve, again.failed),
+                "{name} deterministic"
+            );
         }
     }
 
     #[test]
     fn a_share_never_spans_gpus() {
-        let mut n = SatNode::new(0, &TraceNode { name: "n".into(), cpu_milli: 8000, memory_mib: 1 << 20, gpus: 2, model: None });
+        let mut n = SatNode::new(
+            0,
+            &TraceNode {
+                name: "n".into(),
+                cpu_milli: 8000,
+                memory_mib: 1 << 20,
+                gpus: 2,
+                model: None,
+            },
+        );
         n.place(&pod("x", 1, 1, 700), None);
         n.place(&pod("y", 1, 1, 700), None);
         assert_eq!(n.gpu_free, vec![300, 300]);
-        assert!(!n.fits(&pod("z", 1, 1, 400)), "600 free in total, but no GPU has 400");
+        assert!(
+            !n.fits(&pod("z", 1, 1, 400)),
+            "600 free in total, but no GPU has 400"
+        );
         assert!(!n.fits(&pod("w", 1, 1, 1000)));
     }
 }

@@ -75,7 +75,12 @@ impl SatNode {
             return false;
         }
         if let Some(spec) = &p.gpu_spec {
-            if p.num_gpu > 0 && !self.model.as_ref().is_some_and(|m| spec.iter().any(|s| s == m)) {
+            if p.num_gpu > 0
+                && !self
+                    .model
+                    .as_ref()
+                    .is_some_and(|m| spec.iter().any(|s| s == m))
+            {
                 return false;
             }
         }
@@ -89,7 +94,9 @@ impl SatNode {
     /// The GPU a share takes when the policy does not choose: best fit among GPUs with room
     /// (least free, lowest index on ties) — the device plugin's default.
     pub fn best_fit_gpu(&self, milli: u32) -> Option<usize> {
-        (0..self.gpu_free.len()).filter(|i| self.gpu_free[*i] >= milli).min_by_key(|i| (self.gpu_free[*i], *i))
+        (0..self.gpu_free.len())
+            .filter(|i| self.gpu_free[*i] >= milli)
+            .min_by_key(|i| (self.gpu_free[*i], *i))
     }
 
     /// Binds the pod; `share_gpu` is the GPU a share goes to (whole GPUs: the first free ones).
@@ -106,7 +113,10 @@ impl SatNode {
         match class {
             PodClass::NoGpu => 0,
             PodClass::Share => {
-                let g = share_gpu.filter(|g| self.gpu_free[*g] >= p.gpu_milli).or_else(|| self.best_fit_gpu(p.gpu_milli)).expect("share fits");
+                let g = share_gpu
+                    .filter(|g| self.gpu_free[*g] >= p.gpu_milli)
+                    .or_else(|| self.best_fit_gpu(p.gpu_milli))
+                    .expect("share fits");
                 self.gpu_free[g] -= p.gpu_milli;
                 p.gpu_milli
             }

@@ -26,7 +26,11 @@ pub fn published(csv: &str, workload: &str) -> Vec<(String, f64, f64)> {
             if f.len() < 6 || f[0] != format!("openb_pod_list_{workload}") {
                 return None;
             }
-            Some((map(f[1]).to_string(), f[2].parse().ok()?, f[5].parse().ok()?))
+            Some((
+                map(f[1]).to_string(),
+                f[2].parse().ok()?,
+                f[5].parse().ok()?,
+            ))
         })
         .filter(|(p, _, _)| !p.is_empty())
         .collect()
@@ -60,8 +64,12 @@ pub fn rows(runs: &[SatRun], order: &[String], published: &[(String, f64, f64)])
                 at130_mean: b,
                 at130_sd: bsd,
                 failed_mean: mean_sd(&rs.iter().map(|r| r.failed as f64).collect::<Vec<_>>()).0,
-                decisions_per_s: mean_sd(&rs.iter().map(|r| r.decisions_per_s).collect::<Vec<_>>()).0,
-                published: published.iter().find(|(q, _, _)| q == p).map(|(_, x, y)| (*x, *y)),
+                decisions_per_s: mean_sd(&rs.iter().map(|r| r.decisions_per_s).collect::<Vec<_>>())
+                    .0,
+                published: published
+                    .iter()
+                    .find(|(q, _, _)| q == p)
+                    .map(|(_, x, y)| (*x, *y)),
             }
         })
         .collect()
@@ -71,12 +79,24 @@ pub fn table(rows: &[SatRow]) -> String {
     let mut s = String::from("| policy | seeds | GPU alloc % at 100% arrived | at 130% | published (100 / 130) | Δ at 100 / 130 | failed pods | decisions/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let (pb, d) = match r.published {
-            Some((x, y)) => (format!("{x:.2} / {y:.2}"), format!("{:+.2} / {:+.2}", r.at100_mean - x, r.at130_mean - y)),
+            Some((x, y)) => (
+                format!("{x:.2} / {y:.2}"),
+                format!("{:+.2} / {:+.2}", r.at100_mean - x, r.at130_mean - y),
+            ),
             None => ("–".into(), "–".into()),
         };
         s += &format!(
             "| {} | {} | {:.2} ± {:.2} | {:.2} ± {:.2} | {} | {} | {:.0} | {:.0} |\n",
-            r.policy, r.seeds, r.at100_mean, r.at100_sd, r.at130_mean, r.at130_sd, pb, d, r.failed_mean, r.decisions_per_s
+            r.policy,
+            r.seeds,
+            r.at100_mean,
+            r.at100_sd,
+            r.at130_mean,
+            r.at130_sd,
+            pb,
+            d,
+            r.failed_mean,
+            r.decisions_per_s
         );
     }
     s
@@ -85,12 +105,22 @@ pub fn table(rows: &[SatRow]) -> String {
 /// The reproduction check: FGD and Best-fit within `tol` points of the published means.
 pub fn check(rows: &[SatRow], tol: f64) -> Vec<String> {
     let mut out = Vec::new();
-    for r in rows.iter().filter(|r| r.policy == "fgd" || r.policy == "best-fit") {
+    for r in rows
+        .iter()
+        .filter(|r| r.policy == "fgd" || r.policy == "best-fit")
+    {
         if let Some((x, y)) = r.published {
             let ok = (r.at100_mean - x).abs() <= tol && (r.at130_mean - y).abs() <= tol;
             out.push(format!(
                 "{}: {:.2} / {:.2} vs published {x:.2} / {y:.2} → {}",
-                r.policy, r.at100_mean, r.at130_mean, if ok { "within ±0.5: PASS" } else { "outside ±0.5: MISS" }
+                r.policy,
+                r.at100_mean,
+                r.at130_mean,
+                if ok {
+                    "within ±0.5: PASS"
+                } else {
+                    "outside ±0.5: MISS"
+                }
             ));
         }
     }
@@ -108,7 +138,13 @@ pub fn mean_curves(runs: &[SatRun], order: &[String]) -> Vec<(String, Vec<(f64, 
                     let x = k as f64 * 0.5;
                     let ys: Vec<f64> = rs
                         .iter()
-                        .filter_map(|r| r.curve.iter().find(|(a, _)| *a >= x).or(r.curve.last()).map(|q| q.1))
+                        .filter_map(|r| {
+                            r.curve
+                                .iter()
+                                .find(|(a, _)| *a >= x)
+                                .or(r.curve.last())
+                                .map(|q| q.1)
+                        })
                         .collect();
                     (x, ys.iter().sum::<f64>() / ys.len().max(1) as f64)
                 })
@@ -129,25 +165,48 @@ pub fn write_csv(path: &Path, curves: &[(String, Vec<(f64, f64)>)]) -> Result<()
     Ok(())
 }
 
-pub fn write_svg(path: &Path, title: &str, curves: &[(String, Vec<(f64, f64)>)]) -> Result<(), Error> {
+pub fn write_svg(
+    path: &Path,
+    title: &str,
+    curves: &[(String, Vec<(f64, f64)>)],
+) -> Result<(), Error> {
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
-    let y_min = curves.iter().flat_map(|(_, p)| p.iter().filter(|q| q.0 >= 60.0).map(|q| q.1)).fold(100.0, f64::min).floor().max(0.0);
+    let y_min = curves
+        .iter()
+        .flat_map(|(_, p)| p.iter().filter(|q| q.0 >= 60.0).map(|q| q.1))
+        .fold(100.0, f64::min)
+        .floor()
+        .max(0.0);
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(60.0..130.0, y_min..100.0)?;
-    chart.configure_mesh().x_desc("arrived workload (% of GPU capacity)").y_desc("GPU allocation ratio (%)").draw()?;
+    chart
+        .configure_mesh()
+        .x_desc("arrived workload (% of GPU capacity)")
+        .y_desc("GPU allocation ratio (%)")
+        .draw()?;
     for (i, (name, pts)) in curves.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
-            .draw_series(LineSeries::new(pts.iter().copied().filter(|q| q.0 >= 60.0), color.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                pts.iter().copied().filter(|q| q.0 >= 60.0),
+                color.stroke_width(2),
+            ))?
             .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::LowerRight).draw()?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
     root.present()?;
     Ok(())
 }

@@ -17,7 +17,8 @@ impl SatPolicy for BestFit {
             .iter()
             .map(|c| {
                 let n = &ctx.nodes[*c];
-                let s = 0.5 * (n.cpu_left - p.cpu_milli) as f64 / MAX_SPEC_CPU + 0.5 * (n.gpu_left() as f64 - req_gpu) / MAX_SPEC_GPU;
+                let s = 0.5 * (n.cpu_left - p.cpu_milli) as f64 / MAX_SPEC_CPU
+                    + 0.5 * (n.gpu_left() as f64 - req_gpu) / MAX_SPEC_GPU;
                 Verdict::of(((1.0 - s) * MAX_NODE_SCORE as f64) as i64 as f64)
             })
             .collect()

@@ -31,11 +31,21 @@ pub struct SatColony {
 
 impl SatColony {
     pub fn new(seed: u64, fragmentation: bool) -> Self {
-        Self { colonies: BTreeMap::new(), pending: None, rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11), fragmentation, raw: false, memo: FgdMemo::new() }
+        Self {
+            colonies: BTreeMap::new(),
+            pending: None,
+            rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11),
+            fragmentation,
+            raw: false,
+            memo: FgdMemo::new(),
+        }
     }
 
     pub fn raw(seed: u64) -> Self {
-        Self { raw: true, ..Self::new(seed, true) }
+        Self {
+            raw: true,
+            ..Self::new(seed, true)
+        }
     }
 }
 
@@ -67,12 +77,23 @@ impl SatPolicy for SatColony {
             .map(|c| {
                 let n = &ctx.nodes[*c];
                 let s = &ctx.sim_nodes[*c];
-                let (cpu_cap, mem_cap, gpu_cap) = (n.cpu_cap as f64, n.mem_cap as f64, n.gpu_cap() as f64);
+                let (cpu_cap, mem_cap, gpu_cap) =
+                    (n.cpu_cap as f64, n.mem_cap as f64, n.gpu_cap() as f64);
                 let committed = share((n.cpu_cap - n.cpu_left) as f64, cpu_cap)
                     .max(share((n.mem_cap - n.mem_left) as f64, mem_cap))
                     .max(share(gpu_cap - n.gpu_left() as f64, gpu_cap));
-                let pod_share = share(p.cpu_milli as f64, cpu_cap).max(share(ctx.pod.memory_mib as f64, mem_cap)).max(if pod_gpu > 0.0 { share(pod_gpu, gpu_cap) } else { 0.0 });
-                let frag = if self.fragmentation { fgd_verdict(&mut self.memo, ctx, *c) } else { None };
+                let pod_share = share(p.cpu_milli as f64, cpu_cap)
+                    .max(share(ctx.pod.memory_mib as f64, mem_cap))
+                    .max(if pod_gpu > 0.0 {
+                        share(pod_gpu, gpu_cap)
+                    } else {
+                        0.0
+                    });
+                let frag = if self.fragmentation {
+                    fgd_verdict(&mut self.memo, ctx, *c)
+                } else {
+                    None
+                };
                 gpus.push(frag.and_then(|(_, g)| g));
                 NodeFeatures {
                     node: s.name.clone(),
@@ -88,7 +109,13 @@ impl SatPolicy for SatColony {
             .collect();
         let tenant = ctx.sim_pod.demand.tenant.clone();
         let colony = self.colonies.entry(tenant.clone()).or_default();
-        let pr = colony.prioritize(&features, ctx.sim_pod.demand.workload, ctx.step * 1000, ctx.config, &mut self.rng);
+        let pr = colony.prioritize(
+            &features,
+            ctx.sim_pod.demand.workload,
+            ctx.step * 1000,
+            ctx.config,
+            &mut self.rng,
+        );
         self.pending = Some((tenant, pr.decision));
         if self.raw {
             let etas = colony.etas(&features, ctx.sim_pod.demand.workload, ctx.config);
@@ -96,15 +123,38 @@ impl SatPolicy for SatColony {
                 .iter()
                 .zip(etas)
                 .zip(gpus)
-                .map(|((f, eta), gpu)| Verdict { score: desirability(colony.pheromones.tau(&f.node, ctx.config), eta, ctx.config), gpu })
+                .map(|((f, eta), gpu)| Verdict {
+                    score: desirability(
+                        colony.pheromones.tau(&f.node, ctx.config),
+                        eta,
+                        ctx.config,
+                    ),
+                    gpu,
+                })
                 .collect();
         }
-        pr.priorities.iter().zip(gpus).map(|(h, gpu)| Verdict { score: h.score as f64, gpu }).collect()
+        pr.priorities
+            .iter()
+            .zip(gpus)
+            .map(|(h, gpu)| Verdict {
+                score: h.score as f64,
+                gpu,
+            })
+            .collect()
     }
     fn placed(&mut self, ctx: &Ctx, node: usize) {
         let tenant = ctx.sim_pod.demand.tenant.clone();
-        let pending = self.pending.take().filter(|(t, _)| *t == tenant).map(|(_, d)| d);
+        let pending = self
+            .pending
+            .take()
+            .filter(|(t, _)| *t == tenant)
+            .map(|(_, d)| d);
         let colony = self.colonies.entry(tenant).or_default();
-        let _ = colony.confirm(pending.as_ref(), &ctx.sim_nodes[node].name, None, ctx.config);
+        let _ = colony.confirm(
+            pending.as_ref(),
+            &ctx.sim_nodes[node].name,
+            None,
+            ctx.config,
+        );
     }
 }

@@ -14,12 +14,18 @@ impl SatPolicy for DotProduct {
     }
     fn score(&mut self, ctx: &Ctx, candidates: &[usize]) -> Vec<Verdict> {
         let p = ctx.pod_gpus();
-        let req = [p.cpu_milli as f64 / MAX_SPEC_CPU, (p.num_gpu * p.gpu_milli) as f64 / MAX_SPEC_GPU];
+        let req = [
+            p.cpu_milli as f64 / MAX_SPEC_CPU,
+            (p.num_gpu * p.gpu_milli) as f64 / MAX_SPEC_GPU,
+        ];
         candidates
             .iter()
             .map(|c| {
                 let n = &ctx.nodes[*c];
-                let free = [n.cpu_left as f64 / MAX_SPEC_CPU, n.gpu_left() as f64 / MAX_SPEC_GPU];
+                let free = [
+                    n.cpu_left as f64 / MAX_SPEC_CPU,
+                    n.gpu_left() as f64 / MAX_SPEC_GPU,
+                ];
                 let dp = (free[0] * req[0] + free[1] * req[1]) / 2.0;
                 Verdict::of(((1.0 - dp) * MAX_NODE_SCORE as f64) as i64 as f64)
             })

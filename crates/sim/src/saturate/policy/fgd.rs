@@ -42,7 +42,10 @@ impl SatPolicy for Fgd {
         candidates
             .iter()
             .map(|c| match fgd_verdict(&mut self.memo, ctx, *c) {
-                Some((d, gpu)) => Verdict { score: (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64, gpu },
+                Some((d, gpu)) => Verdict {
+                    score: (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64,
+                    gpu,
+                },
                 None => Verdict::of(0.0),
             })
             .collect()

@@ -9,6 +9,9 @@ impl SatPolicy for FirstFit {
         "first-fit"
     }
     fn score(&mut self, _: &Ctx, candidates: &[usize]) -> Vec<Verdict> {
-        candidates.iter().map(|c| Verdict::of(-(*c as f64))).collect()
+        candidates
+            .iter()
+            .map(|c| Verdict::of(-(*c as f64)))
+            .collect()
     }
 }

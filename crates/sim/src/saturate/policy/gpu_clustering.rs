@@ -23,10 +23,19 @@ impl SatPolicy for GpuClustering {
                 }
                 let n = &ctx.nodes[*c];
                 // The authors' affinity map counts GPU-pod classes only.
-                let gpu_classes: Vec<PodClass> = n.classes.iter().filter(|(k, m)| *k != PodClass::NoGpu && *m > 0).map(|(k, _)| *k).collect();
+                let gpu_classes: Vec<PodClass> = n
+                    .classes
+                    .iter()
+                    .filter(|(k, m)| *k != PodClass::NoGpu && *m > 0)
+                    .map(|(k, _)| *k)
+                    .collect();
                 let fill = MAX_NODE_SCORE / 4 * (max_gpu - n.gpu_left() as i64) / max_gpu;
                 let band = if gpu_classes.contains(&class) {
-                    if gpu_classes.len() == 1 { MAX_NODE_SCORE * 3 / 4 } else { MAX_NODE_SCORE * 2 / 4 }
+                    if gpu_classes.len() == 1 {
+                        MAX_NODE_SCORE * 3 / 4
+                    } else {
+                        MAX_NODE_SCORE * 2 / 4
+                    }
                 } else if gpu_classes.is_empty() {
                     MAX_NODE_SCORE / 4
                 } else {

@@ -44,10 +44,19 @@ impl SatPolicy for GpuPacking {
                 }
                 let gpu = (p.num_gpu == 1 && p.gpu_milli < 1000).then(|| used[0]);
                 if fully_used > 0 {
-                    return Verdict { score: (MAX_NODE_SCORE / 2 - fully_used).max(MAX_NODE_SCORE / 3) as f64, gpu };
+                    return Verdict {
+                        score: (MAX_NODE_SCORE / 2 - fully_used).max(MAX_NODE_SCORE / 3) as f64,
+                        gpu,
+                    };
                 }
-                let free_ratio: i64 = used.iter().map(|i| n.gpu_free[*i] as i64 * 100 / 1000).sum();
-                Verdict { score: (MAX_NODE_SCORE - free_ratio / 10).max(MAX_NODE_SCORE / 2) as f64, gpu }
+                let free_ratio: i64 = used
+                    .iter()
+                    .map(|i| n.gpu_free[*i] as i64 * 100 / 1000)
+                    .sum();
+                Verdict {
+                    score: (MAX_NODE_SCORE - free_ratio / 10).max(MAX_NODE_SCORE / 2) as f64,
+                    gpu,
+                }
             })
             .collect()
     }

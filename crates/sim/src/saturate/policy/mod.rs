@@ -52,9 +52,17 @@ impl Ctx<'_> {
 
 pub fn pod_gpus(p: &TracePod) -> PodGpus {
     if p.num_gpu == 0 || p.gpu_milli == 0 {
-        PodGpus { cpu_milli: p.cpu_milli, num_gpu: 0, gpu_milli: 0 }
+        PodGpus {
+            cpu_milli: p.cpu_milli,
+            num_gpu: 0,
+            gpu_milli: 0,
+        }
     } else {
-        PodGpus { cpu_milli: p.cpu_milli, num_gpu: p.num_gpu, gpu_milli: p.gpu_milli.min(1000) }
+        PodGpus {
+            cpu_milli: p.cpu_milli,
+            num_gpu: p.num_gpu,
+            gpu_milli: p.gpu_milli.min(1000),
+        }
     }
 }
 
@@ -79,7 +87,16 @@ pub trait SatPolicy: Send {
     fn placed(&mut self, _ctx: &Ctx, _node: usize) {}
 }
 
-pub const ALL: [&str; 8] = ["fgd", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "random", "first-fit", "colony"];
+pub const ALL: [&str; 8] = [
+    "fgd",
+    "best-fit",
+    "dot-product",
+    "gpu-packing",
+    "gpu-clustering",
+    "random",
+    "first-fit",
+    "colony",
+];
 
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn SatPolicy>> {
     Some(match name {

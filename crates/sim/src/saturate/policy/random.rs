@@ -19,6 +19,9 @@ impl SatPolicy for RandomScore {
         "random"
     }
     fn score(&mut self, _: &Ctx, candidates: &[usize]) -> Vec<Verdict> {
-        candidates.iter().map(|_| Verdict::of(self.0.random::<f64>())).collect()
+        candidates
+            .iter()
+            .map(|_| Verdict::of(self.0.random::<f64>()))
+            .collect()
     }
 }
