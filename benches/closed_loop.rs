@@ -11,6 +11,7 @@
 //!   allocatable only — no usage, no requested, no learning;
 //! - node objects with the reporter;
 //! - node names (`nodeCacheCapable: true`) with the reporter (the recommended setup).
+//!
 //! Reports, per configuration: mean $/h of the nodes the pods landed on, distinct nodes used and
 //! their total $/h, latency-critical pods on hot nodes, deposits. Writes
 //! `target/bench-closed-loop.md`.

@@ -13,6 +13,7 @@
 //! - lag from binding to the Worker's acknowledgement, p50/p99 over BENCH_LAG_PODS (300) pods
 //!   bound at ~BENCH_LAG_RATE (20) per second during the window (from the reporter's
 //!   `aco_reporter_bind_to_report_seconds` histogram, interpolated within buckets).
+//!
 //! Prints a Markdown table and writes it to `target/bench-reporter.md`.
 
 #[path = "../tests/support/mod.rs"]

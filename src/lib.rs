@@ -10,6 +10,10 @@
 //!                                 └─ telemetry::record (waitUntil) ─▶ telemetry_do::Telemetry
 //! ```
 
+// Request paths must not panic (a panic aborts the isolate / stops delivery): no unwrap or
+// expect outside tests. Tests may.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod auth;
 mod bindings;
 mod colony_cache;

@@ -509,7 +509,7 @@ mod tests {
             tenant: "quiet".into(),
             ..Default::default()
         };
-        assert!(!render_colonies(&[quiet.clone()], 0).contains("aco_shadow"));
+        assert!(!render_colonies(std::slice::from_ref(&quiet), 0).contains("aco_shadow"));
         let ml = ColonyMetrics {
             cluster: "prod".into(),
             tenant: "ml".into(),

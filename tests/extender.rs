@@ -1347,7 +1347,7 @@ async fn flood(api: &Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]
             .0
         })
         .collect();
-    let api_ref = &*api;
+    let api_ref = api;
     futures::stream::iter(bodies)
         .map(|b| async move { assert_eq!(api_ref.post_raw("/v1/prioritize", b).await.0, 200) })
         .buffer_unordered(8)

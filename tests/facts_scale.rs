@@ -35,7 +35,7 @@ fn report(i: usize, at_ms: u64, utilisation: f64) -> Value {
     json!({
         "name": node_name(i),
         "labels": {"aco/gpu-type": gpu_type, "aco/latency-us": format!("{}", 40 + (i % 7) * 30),
-                   "aco/cost-per-hour": format!("{:.2}", 0.4 + (i % 13) as f64 * 0.25), "aco/instance-type": if i % 5 == 0 { "spot" } else { "on-demand" }},
+                   "aco/cost-per-hour": format!("{:.2}", 0.4 + (i % 13) as f64 * 0.25), "aco/instance-type": if i.is_multiple_of(5) { "spot" } else { "on-demand" }},
         "allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"},
         "requested": {"cpu": format!("{}m", 1000 + (i % 17) * 500), "memory": "48Gi", "nvidia.com/gpu": format!("{}", i % 4)},
         "latencyUs": 40 + (i % 7) * 30,

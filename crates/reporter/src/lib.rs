@@ -9,6 +9,10 @@
 //! `worker_client`, `leader`, `ops_server` and `run` do I/O; only they know the Kubernetes API
 //! or HTTP.
 
+// Request paths must not panic (a panic aborts the isolate / stops delivery): no unwrap or
+// expect outside tests. Tests may.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod changes;
 pub mod config;
 pub mod delivery;

@@ -1,3 +1,6 @@
+// Request paths must not panic (a panic aborts the isolate / stops delivery): no unwrap or
+// expect outside tests. Tests may.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 use clap::Parser;
 
 #[tokio::main]

@@ -181,6 +181,19 @@ pub struct DynamicsPlan<'a> {
     pub sim_of: &'a (dyn Fn(u64) -> SimParams + Sync),
 }
 
+/// What one (load model, predictor, seed) run of [`ablation_on_dynamics`] measured.
+#[derive(Debug, Clone)]
+struct SeedOutput {
+    /// Absolute forecast errors on the probe series.
+    errors: Vec<f64>,
+    /// Probe samples at or above the spike threshold, and all probe samples.
+    hot: usize,
+    total: usize,
+    safe_routing: f64,
+    ls_compliance: f64,
+    cost_usd: f64,
+}
+
 /// Every predictor of [`PredictorKind::ablation_set`] on every load model: forecast error on the
 /// probes and the colony's safe-node routing over `seeds` runs of the trace, in one call (runs
 /// spread over `jobs` threads).
@@ -196,7 +209,7 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
     }
     // In task order, so each (model, predictor) row collects its seeds in order.
     let outputs = crate::parallel::map(&jobs_list, plan.jobs, |&(mi, ki, seed)| {
-        (|| -> Result<(Vec<f64>, usize, usize, f64, f64, f64), Error> {
+        (|| -> Result<SeedOutput, Error> {
             let model = LoadModel {
                 seed,
                 ..plan.models[mi].1.clone()
@@ -226,14 +239,14 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 kinds[ki],
             );
             let m = run(&world, &model, &params, &mut sched)?.metrics;
-            Ok((
+            Ok(SeedOutput {
                 errors,
                 hot,
                 total,
-                m.safe_routing_rate,
-                m.ls_compliance,
-                m.cost_busy_usd,
-            ))
+                safe_routing: m.safe_routing_rate,
+                ls_compliance: m.ls_compliance,
+                cost_usd: m.cost_busy_usd,
+            })
         })()
         .map_err(|e| e.to_string())
     });
@@ -244,13 +257,13 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
             let (mut errors, mut hot, mut total) = (Vec::new(), 0, 0);
             let (mut safe, mut qos, mut cost) = (Vec::new(), Vec::new(), Vec::new());
             for (_, r) in results.iter().filter(|((m, k, _), _)| *m == mi && *k == ki) {
-                let (e, h, t, s, q, c) = r.clone()?;
-                errors.extend(e);
-                hot += h;
-                total += t;
-                safe.push(s);
-                qos.push(q);
-                cost.push(c);
+                let out = r.clone()?;
+                errors.extend(out.errors);
+                hot += out.hot;
+                total += out.total;
+                safe.push(out.safe_routing);
+                qos.push(out.ls_compliance);
+                cost.push(out.cost_usd);
             }
             let stats = mae_p95(&errors);
             let row = DynamicsRow {
