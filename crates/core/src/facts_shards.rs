@@ -67,6 +67,11 @@ pub struct FactsBatch {
     /// Nodes that no longer exist: their facts are forgotten.
     #[serde(default)]
     pub deleted: Vec<String>,
+    /// Nodes that left because their spot capacity was reclaimed (deleted while pods were bound
+    /// to them, not drained first): forgotten like `deleted` (a name may be in both), and
+    /// counted against the node's spot pool, whose interruption rate η's spot risk learns.
+    #[serde(default)]
+    pub reclaimed: Vec<String>,
 }
 
 /// A batch that cannot be applied; `status` is 400 or 413.
@@ -92,6 +97,9 @@ impl FactsBatch {
         if self.deleted.len() > MAX_BATCH {
             return Err(too_many("deleted", "deleted nodes"));
         }
+        if self.reclaimed.len() > MAX_BATCH {
+            return Err(too_many("reclaimed", "reclaimed nodes"));
+        }
         let bad = |e: FactsError| BatchError {
             status: 400,
             message: e.to_string(),
@@ -103,8 +111,13 @@ impl FactsBatch {
                 .map_err(bad)?;
         }
         let reported: BTreeSet<&str> = self.nodes.iter().map(|r| r.name.as_str()).collect();
-        for (i, name) in self.deleted.iter().enumerate() {
-            let field = format!("deleted[{i}]");
+        let gone = self.deleted.iter().map(|n| ("deleted", n));
+        let reclaimed = self.reclaimed.iter().map(|n| ("reclaimed", n));
+        let mut index = BTreeMap::<&str, usize>::new();
+        for (list, name) in gone.chain(reclaimed) {
+            let i = index.entry(list).or_default();
+            let field = format!("{list}[{i}]");
+            *i += 1;
             validate_node_name(name).map_err(|message| BatchError {
                 status: 400,
                 field: field.clone(),
@@ -114,7 +127,7 @@ impl FactsBatch {
                 return Err(BatchError {
                     status: 400,
                     field,
-                    message: format!("node {name:?} is both reported and deleted"),
+                    message: format!("node {name:?} is both reported and {list}"),
                 });
             }
         }
@@ -292,7 +305,7 @@ impl FactsTable {
                 plan.rewrite.insert(s);
             }
         }
-        for name in &batch.deleted {
+        for name in batch.deleted.iter().chain(&batch.reclaimed) {
             let s = shard_of(name);
             if self.shards[s].contains_key(name) || self.persisted[s].contains_key(name) {
                 plan.rewrite.insert(s);
@@ -406,6 +419,7 @@ mod tests {
         FactsBatch {
             nodes: reports,
             deleted: deleted.iter().map(|s| s.to_string()).collect(),
+            reclaimed: Vec::new(),
         }
     }
 
@@ -536,6 +550,31 @@ mod tests {
     }
 
     #[test]
+    fn reclaimed_nodes_are_forgotten_and_validated_like_deleted_ones() {
+        let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
+        apply(&mut t, &batch(vec![report("a", 1, 0.1)], &[]), 10);
+        let b: FactsBatch =
+            serde_json::from_value(serde_json::json!({"deleted": ["a"], "reclaimed": ["a"]}))
+                .unwrap();
+        b.validate(20).unwrap();
+        let plan = t.plan(&b, 20, &Config::default());
+        assert_eq!(plan.forgotten(), 1, "a name in both lists is one node");
+        t.commit(plan);
+        assert!(t.get("a").is_none());
+        let both: FactsBatch = serde_json::from_value(serde_json::json!({
+            "nodes": [{"name": "b"}], "reclaimed": ["x", "b"]
+        }))
+        .unwrap();
+        let e = both.validate(20).unwrap_err();
+        assert_eq!((e.status, e.field.as_str()), (400, "reclaimed[1]"));
+        assert!(
+            e.message.contains("reported and reclaimed"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn rows_round_trip_and_a_restart_keeps_what_was_persisted() {
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
         let b = batch(
@@ -603,7 +642,7 @@ mod tests {
     fn batch_validation_names_the_field_and_caps_the_size() {
         let bad = FactsBatch {
             nodes: vec![report("ok", 1, 0.1), report("Bad", 1, 0.1)],
-            deleted: vec![],
+            ..FactsBatch::default()
         };
         assert_eq!(bad.validate(10).unwrap_err().field, "nodes[1].name");
         let both = batch(vec![report("x", 1, 0.1)], &["y", "x"]);
@@ -611,7 +650,7 @@ mod tests {
         assert_eq!((e.status, e.field.as_str()), (400, "deleted[1]"));
         let many = FactsBatch {
             nodes: vec![NodeReport::default(); MAX_BATCH + 1],
-            deleted: vec![],
+            ..FactsBatch::default()
         };
         assert_eq!(many.validate(10).unwrap_err().status, 413);
         let full = FactsBatch {
@@ -621,7 +660,7 @@ mod tests {
                     ..Default::default()
                 })
                 .collect(),
-            deleted: vec![],
+            ..FactsBatch::default()
         };
         assert!(full.validate(10).is_ok());
     }

@@ -615,6 +615,7 @@ pub fn run_observed(
                 OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome {
                     quality: due.quality,
                     cost_per_hour: Some(due.cost_per_hour),
+                    slowdown: None,
                 }),
                 _ => Outcome::Quality(due.quality),
             };

@@ -30,6 +30,11 @@ pub struct ObservedOutcome {
     pub quality: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_hour: Option<f64>,
+    /// For a pod that ran to completion: its run time ÷ the median run time of the same
+    /// workload in the cluster (the reporter keys a workload by its owner's template or a
+    /// label). Above 1 the node ran it slower than usual — node performance no label shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<f64>,
 }
 
 impl Outcome {
@@ -40,6 +45,7 @@ impl Outcome {
                 if q.is_finite() && (0.0..=1.0).contains(&q) =>
             {
                 self.cost_per_hour()?;
+                self.slowdown()?;
                 Ok(q)
             }
             Outcome::Quality(q) | Outcome::Observed(ObservedOutcome { quality: q, .. }) => {
@@ -59,6 +65,19 @@ impl Outcome {
                 "outcome costPerHour {c} must be a finite number ≥ 0"
             )),
             Outcome::Observed(o) => Ok(o.cost_per_hour),
+            _ => Ok(None),
+        }
+    }
+
+    /// The reported [`ObservedOutcome::slowdown`], checked: finite and > 0.
+    pub fn slowdown(self) -> Result<Option<f64>, String> {
+        match self {
+            Outcome::Observed(ObservedOutcome {
+                slowdown: Some(s), ..
+            }) if !(s.is_finite() && s > 0.0) => Err(format!(
+                "outcome slowdown {s} must be a finite number > 0 (run time / median run time)"
+            )),
+            Outcome::Observed(o) => Ok(o.slowdown),
             _ => Ok(None),
         }
     }
@@ -100,6 +119,16 @@ mod tests {
                 .unwrap(),
             0.0
         );
+        let slow: Outcome = serde_json::from_str(r#"{"quality":1,"slowdown":1.25}"#).unwrap();
+        assert_eq!(
+            (slow.quality().unwrap(), slow.slowdown().unwrap()),
+            (1.0, Some(1.25))
+        );
+        for bad in ["0", "-1"] {
+            let o: Outcome =
+                serde_json::from_str(&format!(r#"{{"quality":1,"slowdown":{bad}}}"#)).unwrap();
+            assert!(o.quality().unwrap_err().contains("slowdown"), "{bad}");
+        }
         let negative: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":-2}"#).unwrap();
         assert!(negative.quality().unwrap_err().contains("costPerHour"));
         let high: Outcome = serde_json::from_str(r#"{"quality":1.5}"#).unwrap();
