@@ -54,9 +54,17 @@ pub fn workload(world: &World, seed: u64, capacity_milli: f64) -> Vec<usize> {
     order
 }
 
-/// The trace's typical shapes by FGD's rule (95% popularity).
+/// The trace's typical shapes by FGD's rule (95% popularity), each GPU pod's shape with its
+/// `gpu_spec` (the authors' simulator keys its typical pods by the GPU-model annotation too:
+/// `GetTypicalPods` over `PodResource`, which carries `GpuType`).
 pub fn shapes_of(world: &World) -> Vec<PodShape> {
-    typical_shapes(world.pods.iter().map(|p| pod_gpus(&p.trace)), 0.95)
+    typical_shapes(
+        world
+            .pods
+            .iter()
+            .map(|p| (pod_gpus(&p.trace), p.trace.gpu_spec.as_deref())),
+        0.95,
+    )
 }
 
 /// One policy, one seed.
