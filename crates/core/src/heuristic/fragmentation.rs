@@ -113,8 +113,11 @@ pub struct PodGpus {
 pub struct FragmentationMemo {
     /// GPU model (`""`: none) → free CPU → per-GPU free shares → gradient (nested so that a hit
     /// borrows the model and the slice and allocates nothing).
-    values: HashMap<String, HashMap<i64, HashMap<Vec<u32>, Option<f64>>>>,
+    values: HashMap<String, HashMap<i64, GradientByGpus>>,
 }
+
+/// Per-GPU free shares → gradient (`None`: the pod does not fit).
+type GradientByGpus = HashMap<Vec<u32>, Option<f64>>;
 
 impl FragmentationMemo {
     /// The gradient of placing `pod` on a node of `node_model` with `cpu_free` and `gpu_free`,

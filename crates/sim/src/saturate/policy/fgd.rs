@@ -27,9 +27,24 @@ pub fn fgd_score(delta: f64) -> i64 {
     (sigmoid_score(delta) * MAX_NODE_SCORE as f64) as i64
 }
 
-/// `(ΔF, share GPU)` of one candidate, memoised per distinct node state in `memo`. For a share,
-/// ΔF is that of the GPU it takes.
-pub fn fgd_verdict(memo: &mut FgdMemo, ctx: &Ctx, node: usize) -> Option<(f64, Option<usize>)> {
+/// Which GPU a share takes among those with room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareGpu {
+    /// The first GPU of the best integer FGD score (the authors' FGD).
+    FirstBestScore,
+    /// The GPU of the best unrounded gradient, lowest index on ties (the core's
+    /// `fragmentation_delta`; the colony's FGD-aware device plugin).
+    BestGradient,
+}
+
+/// `(ΔF, share GPU)` of one candidate, memoised per distinct node state in `memo` (one memo per
+/// policy: the choice is not part of the key). For a share, ΔF is that of the GPU it takes.
+pub fn fgd_verdict(
+    memo: &mut FgdMemo,
+    ctx: &Ctx,
+    node: usize,
+    choice: ShareGpu,
+) -> Option<(f64, Option<usize>)> {
     let n = &ctx.nodes[node];
     let key = (n.model.clone(), n.cpu_left, n.gpu_free.clone());
     if let Some(v) = memo.get(&key) {
@@ -37,7 +52,8 @@ pub fn fgd_verdict(memo: &mut FgdMemo, ctx: &Ctx, node: usize) -> Option<(f64, O
     }
     let p = ctx.pod_gpus();
     let model = n.model.as_deref();
-    let v = if p.num_gpu == 1 && p.gpu_milli < 1000 {
+    let share = p.num_gpu == 1 && p.gpu_milli < 1000;
+    let v = if share && choice == ShareGpu::FirstBestScore {
         let mut best: Option<(i64, usize, f64)> = None;
         for (gpu, d) in share_deltas(n.cpu_left, &n.gpu_free, model, p, ctx.shapes) {
             let s = fgd_score(d);
@@ -47,7 +63,8 @@ pub fn fgd_verdict(memo: &mut FgdMemo, ctx: &Ctx, node: usize) -> Option<(f64, O
         }
         best.map(|(_, gpu, d)| (d, Some(gpu)))
     } else {
-        fragmentation_delta(n.cpu_left, &n.gpu_free, model, p, ctx.shapes).map(|(d, _)| (d, None))
+        fragmentation_delta(n.cpu_left, &n.gpu_free, model, p, ctx.shapes)
+            .map(|(d, gpus)| (d, share.then(|| gpus[0])))
     };
     memo.insert(key, v);
     v
@@ -61,13 +78,15 @@ impl SatPolicy for Fgd {
         self.memo.clear();
         candidates
             .iter()
-            .map(|c| match fgd_verdict(&mut self.memo, ctx, *c) {
-                Some((d, gpu)) => Verdict {
-                    score: fgd_score(d) as f64,
-                    gpu,
+            .map(
+                |c| match fgd_verdict(&mut self.memo, ctx, *c, ShareGpu::FirstBestScore) {
+                    Some((d, gpu)) => Verdict {
+                        score: fgd_score(d) as f64,
+                        gpu,
+                    },
+                    None => Verdict::of(0.0),
                 },
-                None => Verdict::of(0.0),
-            })
+            )
             .collect()
     }
 }
