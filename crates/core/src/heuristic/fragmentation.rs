@@ -63,6 +63,13 @@ impl PodShape {
     }
 }
 
+/// The node's model as far as `shapes` tell models apart: `None` when no shape names a model,
+/// since `F` then does not depend on it — memo keys use this so that nodes of different models
+/// in the same state share one entry.
+pub fn model_that_matters<'a>(node_model: Option<&'a str>, shapes: &[PodShape]) -> Option<&'a str> {
+    node_model.filter(|_| shapes.iter().any(|s| s.gpu_models.is_some()))
+}
+
 /// The fragmentation `F(n)` in milli-GPU of a node of GPU model `node_model` with `cpu_free`
 /// milli-CPU and `gpu_free` milli-GPU free per physical GPU, against `shapes`.
 pub fn fragmentation(
@@ -131,7 +138,7 @@ impl FragmentationMemo {
         pod: PodGpus,
         shapes: &[PodShape],
     ) -> Option<f64> {
-        let model = node_model.unwrap_or("");
+        let model = model_that_matters(node_model, shapes).unwrap_or("");
         if !self.values.contains_key(model) {
             self.values.insert(model.to_string(), HashMap::new());
         }
@@ -843,5 +850,13 @@ mod tests {
             .map(|m| m.len())
             .sum();
         assert_eq!(entries, 5, "one entry per distinct state");
+        // Shapes that name no model: nodes of every model in one state share one entry.
+        let mut plain = FragmentationMemo::default();
+        for model in [None, Some("T4"), Some("P100")] {
+            plain.delta(8_000, &[1000, 1000], model, pod, &OPENB_DEFAULT_SHAPES);
+        }
+        assert_eq!(plain.values.len(), 1);
+        assert_eq!(model_that_matters(Some("T4"), &OPENB_DEFAULT_SHAPES), None);
+        assert_eq!(model_that_matters(Some("T4"), &shapes), Some("T4"));
     }
 }

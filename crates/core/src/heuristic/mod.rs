@@ -14,8 +14,8 @@ mod spike;
 
 pub use cost::{cost_efficiency, marginal_cost_per_hour};
 pub use fragmentation::{
-    fragmentation, fragmentation_delta, fragmentation_factor, share_deltas, sigmoid_score,
-    typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
+    fragmentation, fragmentation_delta, fragmentation_factor, model_that_matters, share_deltas,
+    sigmoid_score, typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
 };
 pub use headroom::{headroom_after, is_hot, sla_headroom};
 pub use reliability::{reliability, OutcomeStats};

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use aco_core::heuristic::{fragmentation_delta, sigmoid_score, PodShape};
+use aco_core::heuristic::{fragmentation_delta, model_that_matters, sigmoid_score, PodShape};
 use aco_core::node_state::NodeState;
 
 use super::{Policy, ScoreCtx};
@@ -37,7 +37,8 @@ impl Policy for Fgd {
             .map(|c| {
                 let a = &ctx.alloc[*c];
                 let key = (
-                    ctx.world.nodes[*c].model.clone(),
+                    model_that_matters(ctx.world.nodes[*c].model.as_deref(), shapes)
+                        .map(String::from),
                     ctx.world.nodes[*c].cpu_milli - a.cpu_used,
                     a.gpu_used.iter().map(|u| 1000 - u).collect::<Vec<u32>>(),
                 );

@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 
-use aco_core::heuristic::{fragmentation_delta, share_deltas, sigmoid_score};
+use aco_core::heuristic::{fragmentation_delta, model_that_matters, share_deltas, sigmoid_score};
 
 use super::{Ctx, SatPolicy, Verdict, MAX_NODE_SCORE};
 
-/// Per decision: node state `(GPU model, free CPU, free milli per GPU)` → `(ΔF, share GPU)`,
-/// `None` if the pod does not fit.
+/// Per decision: node state `(GPU model as far as the shapes tell models apart, free CPU, free
+/// milli per GPU)` → `(ΔF, share GPU)`, `None` if the pod does not fit.
 pub type FgdMemo = HashMap<(Option<String>, i64, Vec<u32>), Option<(f64, Option<usize>)>>;
 
 #[derive(Default)]
@@ -46,12 +46,12 @@ pub fn fgd_verdict(
     choice: ShareGpu,
 ) -> Option<(f64, Option<usize>)> {
     let n = &ctx.nodes[node];
-    let key = (n.model.clone(), n.cpu_left, n.gpu_free.clone());
+    let model = model_that_matters(n.model.as_deref(), ctx.shapes);
+    let key = (model.map(String::from), n.cpu_left, n.gpu_free.clone());
     if let Some(v) = memo.get(&key) {
         return *v;
     }
     let p = ctx.pod_gpus();
-    let model = n.model.as_deref();
     let share = p.num_gpu == 1 && p.gpu_milli < 1000;
     let v = if share && choice == ShareGpu::FirstBestScore {
         let mut best: Option<(i64, usize, f64)> = None;
