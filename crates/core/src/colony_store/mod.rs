@@ -42,8 +42,8 @@ use crate::heuristic::NodeFeatures;
 use crate::shadow::{ShadowEffect, ShadowSummary};
 
 pub use ledger::{LedgerEntry, SnapshotBody};
-pub use pending::EXPLANATIONS_KEPT;
 use pending::Pending;
+pub use pending::EXPLANATIONS_KEPT;
 use pod_index::{key_hash, IndexChange, PodIndex};
 use schema::{LedgerRow, SegmentRow, SnapshotRow, Statement, MAX_PART_BYTES};
 use wire::{
@@ -55,7 +55,7 @@ use wire::{
 pub const COMMIT_INTERVAL_MS: u64 = 1_000;
 /// Uncommitted decisions are committed by the object's alarm this long after the first of them,
 /// when no request committed them sooner.
-pub const COMMIT_BACKSTOP_MS: u64 = 5_000;
+pub const COMMIT_BACKSTOP_MS: u64 = 2_000;
 /// A snapshot at least this often while the colony changes.
 pub const SNAPSHOT_EVERY_MS: u64 = 60_000;
 /// ... and at least every this many commits (half the ledger ring).
@@ -485,17 +485,18 @@ impl ColonyStore {
             }
             let mut record = self.record_of(&item.key, now_ms, config);
             let before = record.clone();
-            let effect = match self
-                .colony
-                .report(&mut record, &item.node, item.outcome, now_ms, config)
-            {
-                Ok(e) => e,
-                Err(_) => {
-                    self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
-                    self.touch(now_ms);
-                    continue;
-                }
-            };
+            let effect =
+                match self
+                    .colony
+                    .report(&mut record, &item.node, item.outcome, now_ms, config)
+                {
+                    Ok(e) => e,
+                    Err(_) => {
+                        self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
+                        self.touch(now_ms);
+                        continue;
+                    }
+                };
             match effect {
                 ReportEffect::Deposited { .. } => {
                     out.deposited += 1;

@@ -24,15 +24,9 @@ impl Pending {
         self.decisions.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
-    }
-
     /// The pod's decision if made at or after `since_ms`.
     pub fn get(&self, key: &str, since_ms: u64) -> Option<&Decision> {
-        self.decisions
-            .get(key)
-            .filter(|d| d.created_ms >= since_ms)
+        self.decisions.get(key).filter(|d| d.created_ms >= since_ms)
     }
 
     /// When the pod's decision was made, whatever its age.

@@ -144,7 +144,8 @@ impl PodIndex {
         }
         // Pairs left behind by records remade later accumulate; drop them once they dominate.
         if self.order.len() > 2 * self.entries.len() + 1024 {
-            let mut live: Vec<(u64, u64)> = self.entries.iter().map(|(h, e)| (e.at_ms(), *h)).collect();
+            let mut live: Vec<(u64, u64)> =
+                self.entries.iter().map(|(h, e)| (e.at_ms(), *h)).collect();
             live.sort_unstable();
             self.order = live.into();
         }
@@ -175,7 +176,10 @@ mod tests {
         assert_eq!(key_hash("uid-a"), key_hash("uid-a"));
         assert_ne!(key_hash("uid-a"), key_hash("uid-b"));
         // Pinned: the hash keys persisted records, so it must never change.
-        assert_eq!(key_hash("8a3e6c2e-5f43-4b0e-9c1f-2d7a4e6b8c90"), 0x2b40_d0a2_d314_839a);
+        assert_eq!(
+            key_hash("8a3e6c2e-5f43-4b0e-9c1f-2d7a4e6b8c90"),
+            0x2b40_d0a2_d314_839a
+        );
     }
 
     #[test]
@@ -192,7 +196,10 @@ mod tests {
         assert_eq!(index.len(), 3);
         assert!(index.confirmed(0, 0).is_none() && index.confirmed(1, 0).is_none());
         assert!(index.confirmed(4, 0).is_some());
-        assert!(index.confirmed(4, 105).is_none(), "older than the TTL reads as absent");
+        assert!(
+            index.confirmed(4, 105).is_none(),
+            "older than the TTL reads as absent"
+        );
         // Remade later: the record is kept past its first time.
         let again = IndexChange {
             hash: 2,

@@ -69,7 +69,12 @@ impl Statement {
             .enumerate()
             .map(|(i, text)| Self {
                 sql: UPSERT_SNAPSHOT,
-                args: vec![int(i as u64), int(seq), int(n), SqlArg::Text(text.to_string())],
+                args: vec![
+                    int(i as u64),
+                    int(seq),
+                    int(n),
+                    SqlArg::Text(text.to_string()),
+                ],
             })
             .collect();
         out.push(Self {

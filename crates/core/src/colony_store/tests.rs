@@ -62,7 +62,12 @@ impl Tables {
         }
     }
 
-    fn load(&self, incarnation: u64, now_ms: u64, config: &Config) -> Result<ColonyStore, CorruptState> {
+    fn load(
+        &self,
+        incarnation: u64,
+        now_ms: u64,
+        config: &Config,
+    ) -> Result<ColonyStore, CorruptState> {
         let snapshot: Vec<SnapshotRow> = self
             .snapshot
             .iter()
@@ -149,13 +154,23 @@ fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     store.name_tenant("t", 0);
     // The first commit is a snapshot (there is always one to start from).
     assert!(commit(&mut store, &mut db, 0, &config) >= 1);
-    let decisions: Vec<_> = (0..10).map(|i| decision_for(&format!("p{i}"), 10, &config)).collect();
+    let decisions: Vec<_> = (0..10)
+        .map(|i| decision_for(&format!("p{i}"), 10, &config))
+        .collect();
     store.record_decisions(decisions, true, 10, &config);
-    assert_eq!(commit(&mut store, &mut db, 1_010, &config), 1, "ten decisions, one row");
+    assert_eq!(
+        commit(&mut store, &mut db, 1_010, &config),
+        1,
+        "ten decisions, one row"
+    );
     let items: Vec<_> = (0..6).map(|i| place(&format!("p{i}"), "a")).collect();
     let reply = store.placements(&items, 1_020, &config);
     assert_eq!(reply.deposited, 6);
-    assert_eq!(commit(&mut store, &mut db, 1_020, &config), 1, "six placements, one row");
+    assert_eq!(
+        commit(&mut store, &mut db, 1_020, &config),
+        1,
+        "six placements, one row"
+    );
 
     let loaded = db.load(2, 1_030, &config).unwrap();
     assert_eq!(loaded.colony(), store.colony());
@@ -253,8 +268,14 @@ fn what_was_not_committed_is_lost_by_a_reload_and_the_incarnation_says_so() {
     commit(&mut store, &mut db, 0, &config);
     store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
     let d = store.durability();
-    assert_eq!((d.incarnation, d.accepted_seq, d.is_durable()), (7, 2, false));
-    assert!(!store.commit_due(500), "within the interval of the last commit");
+    assert_eq!(
+        (d.incarnation, d.accepted_seq, d.is_durable()),
+        (7, 2, false)
+    );
+    assert!(
+        !store.commit_due(500),
+        "within the interval of the last commit"
+    );
     assert_eq!(store.backstop_at(), Some(10 + COMMIT_BACKSTOP_MS));
     let reloaded = db.load(8, 600, &config).unwrap();
     assert_eq!(reloaded.pending_decisions(), 0);
@@ -282,7 +303,10 @@ fn reset_forgets_everything_but_the_name_and_a_reload_agrees() {
     assert!(db.segments.is_empty());
     let loaded = db.load(2, SNAPSHOT_EVERY_MS + 50, &config).unwrap();
     assert_eq!(loaded.colony(), &TenantColony::default());
-    assert_eq!((loaded.meta().tenant.as_str(), loaded.version()), ("t", version + 1));
+    assert_eq!(
+        (loaded.meta().tenant.as_str(), loaded.version()),
+        ("t", version + 1)
+    );
     assert_eq!(loaded.remembered_pods(), 0);
 }
 
@@ -315,7 +339,11 @@ fn stored_rows_that_do_not_parse_or_leave_a_gap_are_named() {
     assert_eq!(e.what, "ledger[4]", "{e}");
     let mut torn = db.clone();
     torn.snapshot.get_mut(&0).unwrap().1 = 99;
-    assert!(torn.load(2, 4_000, &config).unwrap_err().what.starts_with("snapshot"));
+    assert!(torn
+        .load(2, 4_000, &config)
+        .unwrap_err()
+        .what
+        .starts_with("snapshot"));
 }
 
 /// The aim's load, one tenant's share: 10 pods/s (100 pods/s over 10 tenants) for 10 minutes,
@@ -335,7 +363,12 @@ fn rows_per_pod_at_ten_pods_a_second_from_four_isolates() {
             let now = s * 1_000 + k * 100;
             // Whichever of the isolates scored the pod sends its decision right after the
             // answer: the colony's rules, not the number of senders, decide the commits.
-            store.record_decisions(vec![decision_for(&format!("p{pod}"), now, &config)], true, now, &config);
+            store.record_decisions(
+                vec![decision_for(&format!("p{pod}"), now, &config)],
+                true,
+                now,
+                &config,
+            );
             if store.commit_due(now) {
                 commit(&mut store, &mut db, now, &config);
             } else if let Some(at) = store.backstop_at() {
