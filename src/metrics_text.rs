@@ -473,7 +473,7 @@ mod tests {
             verb: verb.into(),
             code: 200,
             seconds,
-            tenants: vec!["ml".into()],
+            colonies: vec!["ml".into()],
             ..Default::default()
         };
         let mut one = TelemetryState::default();
@@ -505,9 +505,15 @@ mod tests {
             },
             epoch: deposits,
             pheromones: vec![("n1".into(), 1.5)],
-            shadow: ShadowSummary::default(),
+            dropped: [("invalid_decision".to_string(), 1)].into(),
+            rows_written: 7,
+            ..Default::default()
         };
         let text = render_colonies(&[colony("b", 2), colony("a", 1)], 1);
+        assert!(text.contains(
+            "aco_colony_items_dropped_total{tenant=\"a\",reason=\"invalid_decision\"} 1\n"
+        ));
+        assert!(text.contains("aco_colony_rows_written_total{tenant=\"b\"} 7\n"));
         for name in [
             "aco_colony_deposits_total",
             "aco_pheromone",

@@ -30,15 +30,12 @@ pub mod wire;
 
 use std::collections::BTreeMap;
 
-use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
-use crate::demand::WorkloadClass;
 use crate::facts::validate_node_name;
-use crate::heuristic::NodeFeatures;
 use crate::shadow::{ShadowEffect, ShadowSummary};
 
 pub use ledger::{LedgerEntry, SnapshotBody};
@@ -56,6 +53,8 @@ pub const COMMIT_INTERVAL_MS: u64 = 1_000;
 /// Uncommitted decisions are committed by the object's alarm this long after the first of them,
 /// when no request committed them sooner.
 pub const COMMIT_BACKSTOP_MS: u64 = 2_000;
+/// Decisions waiting that make a commit due at once: 64 × ~19 KB at most is ~1.2 MB of entry.
+pub const DECISIONS_PER_COMMIT: usize = 64;
 /// A snapshot at least this often while the colony changes.
 pub const SNAPSHOT_EVERY_MS: u64 = 60_000;
 /// ... and at least every this many commits (half the ledger ring).
@@ -401,34 +400,6 @@ impl ColonyStore {
         dropped
     }
 
-    /// Scores candidates from the colony and remembers the decision (the colony's own path, for
-    /// tests and tools; the Worker scores from its copy and sends the decision).
-    #[allow(clippy::too_many_arguments)]
-    pub fn prioritize(
-        &mut self,
-        key: &str,
-        features: &[NodeFeatures],
-        workload: WorkloadClass,
-        now_ms: u64,
-        config: &Config,
-        rng: &mut impl Rng,
-    ) -> crate::colony::Prioritized {
-        // Scored on a scratch copy (same τ and history): `record_decisions` counts it, once.
-        let mut scratch = self.colony.clone();
-        let p = scratch.prioritize(features, workload, now_ms, config, rng);
-        self.record_decisions(
-            vec![DecisionRecord {
-                key: key.to_string(),
-                decision: p.decision.clone(),
-                explored: p.explored.is_some(),
-            }],
-            false,
-            now_ms,
-            config,
-        );
-        p
-    }
-
     /// The unexpired decision and confirmation remembered for a pod key.
     pub fn record_of(&self, key: &str, now_ms: u64, config: &Config) -> PodRecord {
         PodRecord {
@@ -642,9 +613,12 @@ impl ColonyStore {
     }
 
     /// A request that only adds decisions commits now if the last commit is
-    /// [`COMMIT_INTERVAL_MS`] old (else a later request or the backstop alarm does).
+    /// [`COMMIT_INTERVAL_MS`] old, or if [`DECISIONS_PER_COMMIT`] are waiting (so that an entry
+    /// stays well below the row limit); else a later request or the backstop alarm does.
     pub fn commit_due(&self, now_ms: u64) -> bool {
-        self.is_dirty() && now_ms.saturating_sub(self.last_commit_ms) >= COMMIT_INTERVAL_MS
+        self.is_dirty()
+            && (now_ms.saturating_sub(self.last_commit_ms) >= COMMIT_INTERVAL_MS
+                || self.changed_decisions.len() >= DECISIONS_PER_COMMIT)
     }
 
     /// When the alarm must commit what is uncommitted, if anything is.

@@ -8,6 +8,8 @@ use rand::{rngs::SmallRng, SeedableRng};
 use super::schema::{SqlArg, Statement, LEDGER_SLOTS};
 use super::*;
 use crate::colony::{Outcome, OutcomeLabel};
+use crate::demand::WorkloadClass;
+use crate::heuristic::NodeFeatures;
 
 #[derive(Default, Clone)]
 struct Tables {
