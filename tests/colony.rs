@@ -162,10 +162,20 @@ async fn measure_colony_rows_per_pod() {
         let api = Api::start(StartOptions::default());
         put_nodes(&api).await;
         let (pods, rows, wall) = drive(&api, tenants, rate, seconds).await;
+        let text = api.metrics_containing("aco_binding_operations_total").await;
+        let sample = |prefix: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0)
+        };
+        let do_requests = sample("aco_binding_operations_total{kind=\"do_request\"} ");
+        let replied_rows = sample("aco_do_rows_written_total{class=\"Colony\"} ");
         eprintln!(
-            "MEASURE tenants={tenants} pods/s={rate} pods={pods} wall_s={wall:.1} achieved_pods/s={:.1} colony_rows={rows} rows/pod={:.3}",
+            "MEASURE tenants={tenants} pods/s={rate} pods={pods} wall_s={wall:.1} achieved_pods/s={:.1} colony_rows={rows} rows/pod={:.3} (in replies: {replied_rows}) do_requests/pod={:.2} (all objects, the test's admin reads included)",
             pods as f64 / wall,
-            rows as f64 / pods as f64
+            rows as f64 / pods as f64,
+            do_requests / pods as f64
         );
     }
 }

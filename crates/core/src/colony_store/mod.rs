@@ -22,6 +22,7 @@
 //! its reply, so at-least-once delivery never counts one twice.
 
 mod ledger;
+mod legacy;
 pub mod merge;
 mod pending;
 pub mod pod_index;
@@ -39,6 +40,7 @@ use crate::facts::validate_node_name;
 use crate::shadow::{ShadowEffect, ShadowSummary};
 
 pub use ledger::{LedgerEntry, SnapshotBody};
+pub use legacy::{LegacyRows, LEGACY_TABLES};
 use pending::Pending;
 pub use pending::EXPLANATIONS_KEPT;
 use pod_index::{key_hash, IndexChange, PodIndex};
