@@ -31,7 +31,8 @@ thread_local! {
     static COPIES: RefCell<HashMap<ColonyName, Copy>> = RefCell::new(HashMap::new());
 }
 
-/// Runs `f` on the tenant's copy if it was confirmed within `max_age_ms`; `None` otherwise.
+/// Runs `f` on the tenant's copy if it was confirmed within `max_age_ms` (0: never fresh, as
+/// `COLONY_SNAPSHOT_MS = 0` means); `None` otherwise.
 pub fn with_fresh<T>(
     colony: &ColonyName,
     now_ms: u64,
@@ -42,7 +43,7 @@ pub fn with_fresh<T>(
         let mut copies = c.borrow_mut();
         let copy = copies
             .get_mut(colony)
-            .filter(|c| now_ms.saturating_sub(c.confirmed_ms) <= max_age_ms)?;
+            .filter(|c| max_age_ms > 0 && now_ms.saturating_sub(c.confirmed_ms) <= max_age_ms)?;
         Some((copy.version, f(&mut copy.colony)))
     })
 }

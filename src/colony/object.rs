@@ -435,6 +435,18 @@ impl Colony {
             }
             Route::Reset => {
                 let req: ResetRequest = parse(body)?;
+                if self.store.borrow().is_none() {
+                    if let Err(e) = self.with_store(config, |_| ()) {
+                        // Unreadable state: the reset is what repairs it, so it starts over.
+                        worker::console_error!("colony {tenant}: reset over unreadable state: {e}");
+                        let incarnation = getrandom::u64().unwrap_or_else(|_| now());
+                        *self.store.borrow_mut() = Some(ColonyStore::reset_unreadable(
+                            tenant,
+                            incarnation,
+                            req.now_ms,
+                        ));
+                    }
+                }
                 let version = self.with_store(config, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.reset(req.now_ms);

@@ -117,6 +117,11 @@ pub fn answered(colony: &ColonyName, sent: &[DecisionRecord], durability: Durabi
     })
 }
 
+/// The colony was reset: its decisions held here are forgotten.
+pub fn forget(colony: &ColonyName) {
+    QUEUE.with(|q| q.borrow_mut().remove(colony));
+}
+
 /// Sending these failed: the next prioritize or placement batch sends them again.
 pub fn failed(colony: &ColonyName, records: &[DecisionRecord]) {
     QUEUE.with(|q| {

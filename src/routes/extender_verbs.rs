@@ -83,6 +83,10 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             &Vec::<aco_core::wire::HostPriority>::new(),
         ));
     }
+    // The colony remembers the decision under this key: one no placement could name is refused
+    // here rather than stored.
+    aco_core::colony_store::validate_pod_key(&input.demand.key)
+        .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     let tenant = input.demand.tenant.clone();
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
     if !call.config.tenant_allowed(&tenant) {

@@ -6,7 +6,7 @@ use worker::Method;
 use super::{Call, Handled};
 use crate::auth::require_admin;
 use crate::colony::api::{ColonyName, ResetRequest, TableRequest};
-use crate::colony::{client, copy};
+use crate::colony::{client, copy, queue};
 use crate::http::{json_response, ApiError};
 
 pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
@@ -20,9 +20,9 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
         ));
     }
     let colony = ColonyName::new(&call.cluster, tenant);
-    // Read your writes: decisions this isolate scored from its copy reach the colony first.
-    client::send_not_durable(&call.bindings, &colony).await?;
     let reply = if method == Method::Delete {
+        // What this isolate holds for the colony is forgotten with it.
+        queue::forget(&colony);
         let reply = client::call(
             &call.bindings,
             &colony,
@@ -34,6 +34,8 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
         copy::forget(&colony);
         reply
     } else {
+        // Read your writes: decisions this isolate scored from its copy reach the colony first.
+        client::send_not_durable(&call.bindings, &colony).await?;
         client::call(&call.bindings, &colony, &TableRequest {}).await?
     };
     Ok(json_response(200, &reply))

@@ -94,16 +94,6 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
         b.field = Some("Pod".into());
         b
     })?;
-    // The colony remembers a decision under this key: one a placement could never name is
-    // refused here rather than stored.
-    crate::colony_store::validate_pod_key(&pod.decision_key()).map_err(|m| {
-        let field = if pod.metadata.uid.is_empty() {
-            "Pod.metadata.name"
-        } else {
-            "Pod.metadata.uid"
-        };
-        BadRequest::new(field, m)
-    })?;
     let demand = PodDemand::from_pod(&pod, config);
     if let Err(DemandError::Resource(e)) = &demand {
         return Err(BadRequest::new(e.field.clone(), e.to_string()));

@@ -181,6 +181,8 @@ pub struct ColonyStore {
     /// Pod index changes committed since the last snapshot (the next segment row).
     segment: Vec<IndexChange>,
     reset: bool,
+    /// The stored ledger is unreadable and must go with the reset's snapshot.
+    clear_ledger: bool,
     /// When the first uncommitted change was made.
     dirty_since_ms: Option<u64>,
 }
@@ -204,8 +206,22 @@ impl ColonyStore {
             changed_records: Vec::new(),
             segment: Vec::new(),
             reset: false,
+            clear_ledger: false,
             dirty_since_ms: None,
         }
+    }
+
+    /// A reset over stored state that cannot be read: nothing is kept, the stored ledger is
+    /// deleted with the first commit, and the version starts past any isolate's copy (`now_ms`;
+    /// versions count commits, far fewer than milliseconds).
+    pub fn reset_unreadable(tenant: &str, incarnation: u64, now_ms: u64) -> Self {
+        let mut store = Self::new(incarnation);
+        store.meta.tenant = tenant.to_string();
+        store.meta.version = now_ms;
+        store.reset = true;
+        store.clear_ledger = true;
+        store.touch(now_ms);
+        store
     }
 
     /// The sequence number after which ledger rows must be read: the snapshot's.
@@ -661,6 +677,9 @@ impl ColonyStore {
             if self.reset {
                 statements.push(Statement::delete_all_segments());
             }
+            if self.clear_ledger {
+                statements.push(Statement::delete_ledger());
+            }
             let changes: Vec<&IndexChange> =
                 self.segment.iter().chain(&self.changed_records).collect();
             for (i, chunk) in changes.chunks(SEGMENT_CHANGES_MAX).enumerate() {
@@ -709,6 +728,7 @@ impl ColonyStore {
         }
         self.changed_decisions.clear();
         self.reset = false;
+        self.clear_ledger = false;
         self.dirty_since_ms = None;
         self.last_commit_ms = commit.now_ms;
     }

@@ -33,6 +33,7 @@ const DELETE_SNAPSHOT_BEYOND: &str = "DELETE FROM snapshot WHERE part >= ?";
 const INSERT_SEGMENT: &str = "INSERT OR REPLACE INTO segments(id, newest_ms, body) VALUES(?, ?, ?)";
 const DELETE_SEGMENTS_BEFORE: &str = "DELETE FROM segments WHERE newest_ms < ?";
 const DELETE_ALL_SEGMENTS: &str = "DELETE FROM segments";
+const DELETE_LEDGER: &str = "DELETE FROM ledger";
 
 /// One value bound to a statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +96,13 @@ impl Statement {
         Self {
             sql: DELETE_SEGMENTS_BEFORE,
             args: vec![int(before_ms)],
+        }
+    }
+
+    pub fn delete_ledger() -> Self {
+        Self {
+            sql: DELETE_LEDGER,
+            args: vec![],
         }
     }
 

@@ -55,6 +55,9 @@ impl Tables {
                 let before = self.segments.len();
                 self.segments.retain(|_, (newest, _)| *newest >= int(&a[0]));
                 self.rows_written += (before - self.segments.len()) as u64;
+            } else if s.sql == "DELETE FROM ledger" {
+                self.rows_written += self.ledger.len() as u64;
+                self.ledger.clear();
             } else if s.sql == "DELETE FROM segments" {
                 self.rows_written += self.segments.len() as u64;
                 self.segments.clear();
