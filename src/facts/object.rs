@@ -121,6 +121,9 @@ fn sql_error(e: impl std::fmt::Display) -> worker::Error {
     worker::Error::RustError(e.to_string())
 }
 
+/// A shard's JSON and the shard's sequence number when it was encoded.
+type EncodedShard = (u64, Rc<str>);
+
 #[durable_object]
 pub struct Facts {
     state: State,
@@ -134,7 +137,7 @@ pub struct Facts {
     instance: u64,
     schema_ready: Cell<bool>,
     /// Each shard's JSON as last served, with the shard's sequence number then.
-    encoded: RefCell<Vec<Option<(u64, Rc<str>)>>>,
+    encoded: RefCell<Vec<Option<EncodedShard>>>,
 }
 
 impl Facts {

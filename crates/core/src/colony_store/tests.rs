@@ -225,7 +225,12 @@ fn a_late_outcome_counts_once_across_a_reload() {
         outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
         ..place("p", "a")
     };
-    assert_eq!(store.placements(&[failed.clone()], 30, &config).outcomes, 1);
+    assert_eq!(
+        store
+            .placements(std::slice::from_ref(&failed), 30, &config)
+            .outcomes,
+        1
+    );
     commit(&mut store, &mut db, 1_030, &config);
     let mut loaded = db.load(2, 1_040, &config).unwrap();
     assert_eq!(loaded.colony(), store.colony());
