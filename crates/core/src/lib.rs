@@ -16,6 +16,7 @@ pub mod facts_shards;
 pub mod filter;
 pub mod heuristic;
 pub mod k8s;
+pub mod node_labels;
 pub mod node_state;
 pub mod predict;
 pub mod quantity;
