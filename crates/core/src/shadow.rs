@@ -28,12 +28,12 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::colony::{desirability, Outcome, TenantColony};
+use crate::colony::{Outcome, TenantColony};
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
 use crate::filter::check_node;
-use crate::heuristic::{eta, is_hot, marginal_cost_per_hour, NodeFeatures};
+use crate::heuristic::{eta_terms, is_hot, marginal_cost_per_hour, NodeFeatures};
 use crate::node_state::NodeState;
 
 /// What the colony would have done with one pod, against what was done.
@@ -121,13 +121,17 @@ impl<'a> ShadowCluster<'a> {
                 continue;
             }
             let features = NodeFeatures::for_pod(state, pod, config);
-            let e = eta(
+            let total = eta_terms(
                 &features,
                 pod.workload,
                 colony.outcomes.get(&state.name),
                 config,
-            );
-            let d = desirability(colony.pheromones.tau(&state.name, config), e, config);
+            )
+            .total();
+            // Prioritize's ranking (`relative_desirabilities`), in log space.
+            let tau = colony.pheromones.tau(&state.name, config);
+            let d = config.alpha * tau.ln() - config.beta * total / config.cost_reference;
+            let d = if d.is_nan() { f64::NEG_INFINITY } else { d };
             // Names ascend, so the first of equal desirabilities keeps the win (prioritize's
             // ranking: desirability descending, then name).
             if best.as_ref().is_none_or(|(b, _)| d.total_cmp(b).is_gt()) {
@@ -361,12 +365,12 @@ mod tests {
         colony: &TenantColony,
     ) -> Result<ShadowVerdict, NotScored> {
         let facts: HashMap<String, NodeFacts> = nodes.into_iter().collect();
-        ShadowCluster::new(&facts, NOW, &Config::default()).score(
-            pod,
-            chosen,
-            colony,
-            &Config::default(),
-        )
+        // The trail on (`ALPHA` 1; the default 0 scores by η alone).
+        let config = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
+        ShadowCluster::new(&facts, NOW, &config).score(pod, chosen, colony, &config)
     }
 
     #[test]
@@ -443,7 +447,11 @@ mod tests {
 
     #[test]
     fn the_colony_choice_is_prioritizes_argmax_with_tau_and_outcomes_and_ties_by_name() {
-        let config = Config::default();
+        // The trail on (ALPHA defaults to 0, η alone).
+        let config = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
         let nodes = || {
             vec![
                 node("b", 1.0, "0", None),

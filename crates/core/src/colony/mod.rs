@@ -18,7 +18,7 @@ pub use decision::{
 pub use outcome::{ObservedOutcome, Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
-pub use score::{desirability, explore, to_scores};
+pub use score::{desirability, explore, relative_desirabilities, to_scores};
 
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::WorkloadClass;
-use crate::heuristic::{eta, eta_terms, NodeFeatures, OutcomeStats};
+use crate::heuristic::{eta, eta_terms, CostTerms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
 
 /// Persisted as JSON; fields added later read as 0 from older records.
@@ -132,11 +132,8 @@ impl TenantColony {
             .iter()
             .map(|f| self.pheromones.tau(&f.node, config))
             .collect();
-        let desirabilities: Vec<f64> = taus
-            .iter()
-            .zip(&etas)
-            .map(|(t, e)| desirability(*t, *e, config))
-            .collect();
+        let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
+        let desirabilities = relative_desirabilities(&taus, &totals, config);
         let mut scores = to_scores(&desirabilities);
         let explored =
             explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
@@ -264,10 +261,15 @@ mod tests {
         }
     }
 
+    /// Scores with the trail on (`ALPHA` 1; the default 0 scores by η alone).
     fn scores(colony: &mut TenantColony, nodes: &[NodeFeatures]) -> Vec<i64> {
         let mut rng = SmallRng::seed_from_u64(1);
+        let config = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
         colony
-            .prioritize(nodes, WorkloadClass::Batch, 0, &Config::default(), &mut rng)
+            .prioritize(nodes, WorkloadClass::Batch, 0, &config, &mut rng)
             .priorities
             .iter()
             .map(|p| p.score)
@@ -285,7 +287,11 @@ mod tests {
 
     #[test]
     fn prioritize_never_deposits_and_confirm_does() {
-        let config = Config::default();
+        // The trail on (ALPHA defaults to 0, η alone).
+        let config = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
         let mut c = TenantColony::default();
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
@@ -525,7 +531,11 @@ mod tests {
 
     #[test]
     fn trails_of_one_tenant_do_not_move_another() {
-        let config = Config::default();
+        // The trail on (ALPHA defaults to 0, η alone).
+        let config = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
         let (mut t1, mut t2) = (TenantColony::default(), TenantColony::default());
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);

@@ -9,6 +9,43 @@ pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
     tau.powf(config.alpha) * eta.powf(config.beta)
 }
 
+/// `τ^α·η^β` of each candidate relative to the best one, from η's unfloored cost totals ($/h):
+/// `exp(α·ln τ − β·total/COST_REFERENCE − max)`. Equal to `desirability / max desirability`
+/// whenever no η sits at `ETA_FLOOR`, and unlike it still ranks candidates by their total when
+/// every total is large (a 4-GPU pod on $24/h nodes: η = exp(−12) would floor them all to one
+/// tie). A non-finite total, and anything below `ETA_FLOOR^β`, is that floor (still reachable
+/// by exploration).
+pub fn relative_desirabilities(taus: &[f64], totals: &[f64], config: &Config) -> Vec<f64> {
+    let logs: Vec<f64> = taus
+        .iter()
+        .zip(totals)
+        .map(|(tau, total)| {
+            let total = if total.is_nan() {
+                f64::INFINITY
+            } else {
+                total.max(0.0)
+            };
+            let l = config.alpha * tau.ln() - config.beta * total / config.cost_reference;
+            if l.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                l
+            }
+        })
+        .collect();
+    let best = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let floor = config.eta_floor.powf(config.beta);
+    logs.iter()
+        .map(|l| {
+            if best.is_finite() {
+                (l - best).exp().clamp(floor, 1.0)
+            } else {
+                floor
+            }
+        })
+        .collect()
+}
+
 /// Maps desirabilities to integer scores 0–10 relative to the best (`round(10·s/s_max)`, as
 /// kube-scheduler's own score normalisation does): the best node gets 10, equal nodes get
 /// equal scores, and nothing depends on input order.
@@ -75,6 +112,36 @@ mod tests {
         assert_eq!(to_scores(&[0.5, 1.0, 0.25]), vec![5, 10, 3]);
         assert_eq!(to_scores(&[0.0, 0.0]), vec![0, 0]);
         assert_eq!(to_scores(&[]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn relative_desirabilities_rank_large_totals_that_eta_would_floor_to_one_tie() {
+        let c = Config {
+            alpha: 1.0,
+            ..Config::default()
+        };
+        // Totals of $12–$14/h: η = exp(−total) is below ETA_FLOOR for all three.
+        let totals = [12.0, 12.5, 14.0];
+        let taus = [1.0, 1.0, 1.0];
+        let r = relative_desirabilities(&taus, &totals, &c);
+        assert_eq!(r[0], 1.0);
+        assert!((r[1] - (-1.0f64).exp()).abs() < 1e-12, "{r:?}");
+        assert_eq!(to_scores(&r), vec![10, 4, 0]);
+        // Where nothing floors, the same as desirability / max.
+        let (totals, taus): ([f64; 2], [f64; 2]) = ([0.5, 1.0], [2.0, 1.0]);
+        let d: Vec<f64> = taus
+            .iter()
+            .zip(&totals)
+            .map(|(t, x)| desirability(*t, (-x / c.cost_reference).exp(), &c))
+            .collect();
+        let max = d.iter().copied().fold(0.0, f64::max);
+        let r = relative_desirabilities(&taus, &totals, &c);
+        for (a, b) in r.iter().zip(&d) {
+            assert!((a - b / max).abs() < 1e-12, "{r:?} vs {d:?}");
+        }
+        // A non-finite total is the floor, never NaN.
+        let r = relative_desirabilities(&[1.0, 1.0], &[0.1, f64::NAN], &c);
+        assert_eq!(r, vec![1.0, c.eta_floor.powf(c.beta)]);
     }
 
     #[test]

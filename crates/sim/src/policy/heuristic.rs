@@ -1,7 +1,8 @@
-//! The heuristic alone: `η^β` mapped to the extender's 0–10 scores (no trail, no learning).
+//! The heuristic alone: `η^β` mapped to the extender's 0–10 scores (no trail, no learning), each
+//! relative to the best candidate as the colony's prioritize computes it.
 
-use aco_core::colony::to_scores;
-use aco_core::heuristic::eta;
+use aco_core::colony::{relative_desirabilities, to_scores};
+use aco_core::heuristic::eta_terms;
 use aco_core::node_state::NodeState;
 
 use super::{features, Policy, ScoreCtx};
@@ -13,10 +14,12 @@ impl Policy for Heuristic {
         "heuristic".into()
     }
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
-        let d: Vec<f64> = features(states, &ctx.pod.demand, ctx.config, ctx.outlook)
+        let totals: Vec<f64> = features(states, &ctx.pod.demand, ctx.config, ctx.outlook)
             .iter()
-            .map(|f| eta(f, ctx.pod.demand.workload, None, ctx.config).powf(ctx.config.beta))
+            .map(|f| eta_terms(f, ctx.pod.demand.workload, None, ctx.config).total())
             .collect();
+        let untrailed = vec![1.0; totals.len()];
+        let d = relative_desirabilities(&untrailed, &totals, ctx.config);
         to_scores(&d).into_iter().map(|s| s as f64).collect()
     }
 }

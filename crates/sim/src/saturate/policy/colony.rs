@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use aco_core::colony::{desirability, Decision, TenantColony};
-use aco_core::heuristic::NodeFeatures;
+use aco_core::colony::{relative_desirabilities, Decision, TenantColony};
+use aco_core::heuristic::{eta_terms, NodeFeatures};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -132,19 +132,21 @@ impl SatPolicy for SatColony {
         );
         self.pending = Some((tenant, pr.decision));
         if self.raw {
-            let etas = colony.etas(&features, ctx.sim_pod.demand.workload, ctx.config);
-            return features
+            let taus: Vec<f64> = features
                 .iter()
-                .zip(etas)
-                .zip(gpus)
-                .map(|((f, eta), gpu)| Verdict {
-                    score: desirability(
-                        colony.pheromones.tau(&f.node, ctx.config),
-                        eta,
-                        ctx.config,
-                    ),
-                    gpu,
+                .map(|f| colony.pheromones.tau(&f.node, ctx.config))
+                .collect();
+            let totals: Vec<f64> = features
+                .iter()
+                .map(|f| {
+                    let stats = colony.outcomes.get(&f.node);
+                    eta_terms(f, ctx.sim_pod.demand.workload, stats, ctx.config).total()
                 })
+                .collect();
+            return relative_desirabilities(&taus, &totals, ctx.config)
+                .into_iter()
+                .zip(gpus)
+                .map(|(score, gpu)| Verdict { score, gpu })
                 .collect();
         }
         pr.priorities
