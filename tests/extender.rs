@@ -247,6 +247,12 @@ async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
     );
 }
 
+/// The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone and lets the
+/// trail learn unseen).
+fn trail_on() -> StartOptions {
+    StartOptions::default().var("ALPHA", "1")
+}
+
 fn priced_nodes() -> Vec<Value> {
     let mut nodes = openb_nodes(1);
     nodes.truncate(4);
@@ -338,7 +344,7 @@ async fn spot_and_loaded_nodes_carry_their_risk_in_dollars_for_latency_critical_
 
 #[tokio::test]
 async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
-    let api = Api::start(StartOptions::default());
+    let api = Api::start(trail_on());
     let nodes = priced_nodes();
     // Dear (1.20/h against 0.45/h) but not so dear that a rounded score could not rise.
     let expensive = name(&nodes[2]);
@@ -1775,7 +1781,7 @@ async fn prioritize_counting_ops(api: &Api, pod: &Value, nodes: &[Value]) -> (u6
 #[tokio::test]
 async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and_learning_is_unchanged(
 ) {
-    let api = Api::start(StartOptions::default());
+    let api = Api::start(trail_on());
     let nodes = priced_nodes();
     let cpu = |p: &str| pod(p, "copy", json!({}), json!({}), json!({"cpu": "1"}));
     // The first decision of a tenant in this isolate asks the colony (and seeds the copy)...

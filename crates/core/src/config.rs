@@ -35,6 +35,10 @@ pub struct Config {
     pub latency_target_annotations: Vec<String>,
     pub gpu_models_annotation: String,
     // --- colony (MAX–MIN ant system) ---
+    /// The trail's weight in `τ^α·η^β`. 0 by default: on the OpenB variants, with node
+    /// performance varying as Sinha et al. measured, the trail earned < 10% over η alone and
+    /// cost LS QoS (docs/simulation.md "v5"); the trail still learns, so raising it later
+    /// starts from what the colony has seen.
     pub alpha: f64,
     pub beta: f64,
     pub rho: f64,
@@ -163,7 +167,7 @@ impl Default for Config {
                 s("latency-target-us"),
             ],
             gpu_models_annotation: s("scheduling.aco/gpu-models"),
-            alpha: 1.0,
+            alpha: 0.0,
             beta: 2.0,
             rho: 0.05,
             deposit_q: 1.0,
@@ -728,7 +732,7 @@ mod tests {
         assert_eq!(c, Config::default());
         assert_eq!(
             (c.alpha, c.beta, c.rho, c.ema_alpha, c.q0),
-            (1.0, 2.0, 0.05, 0.5, 1.0)
+            (0.0, 2.0, 0.05, 0.5, 1.0)
         );
     }
 

@@ -1,6 +1,6 @@
 //! `aco-sim ablate`: where the colony's cost and QoS come from, in the cost/QoS replay. The colony
-//! with each factor of η left out (`ETA_FACTORS`), with the trail ignored (`ALPHA=0`), with each
-//! kind of outcome report, beside η alone and the baselines a platform team would pick instead,
+//! with each factor of η left out (`ETA_FACTORS`), with the trail on (`ALPHA=1`; the default is
+//! η alone) under each kind of outcome report, beside η alone and the baselines a platform team would pick instead,
 //! over several seeds (mean ± sd). Each variant is a policy plus Worker vars and an outcome mode,
 //! so every row is a configuration a cluster could run.
 
@@ -39,8 +39,9 @@ impl Variant {
     }
 }
 
-/// The standard set: baselines, η alone, the colony with each outcome mode, the trail off, and
-/// the colony without each factor of η in turn.
+/// The standard set: baselines, η alone, the colony by default (η alone), the colony with the
+/// trail on under each outcome mode, the price of a breach and of opening a node varied, and the
+/// colony without each factor of η in turn.
 pub fn standard_variants() -> Vec<Variant> {
     let none: &[String] = &[];
     let mut v = vec![
@@ -58,23 +59,24 @@ pub fn standard_variants() -> Vec<Variant> {
             none,
             OutcomeReports::None,
         ),
+        Variant::new("colony (default)", "colony", none, OutcomeReports::QosCost),
+        // The trail on: what each kind of outcome report teaches it.
         Variant::new(
-            "colony, placements only (τ learns η)",
+            "colony, ALPHA=1, placements only (τ learns η)",
             "colony",
-            none,
+            &["ALPHA=1".to_string()],
             OutcomeReports::None,
         ),
-        Variant::new("colony, QoS outcomes", "colony", none, OutcomeReports::Qos),
         Variant::new(
-            "colony, QoS+cost outcomes (default)",
+            "colony, ALPHA=1, QoS outcomes",
             "colony",
-            none,
-            OutcomeReports::QosCost,
+            &["ALPHA=1".to_string()],
+            OutcomeReports::Qos,
         ),
         Variant::new(
-            "colony, trail off (ALPHA=0)",
+            "colony, ALPHA=1, QoS+cost outcomes",
             "colony",
-            &["ALPHA=0".to_string()],
+            &["ALPHA=1".to_string()],
             OutcomeReports::QosCost,
         ),
     ];

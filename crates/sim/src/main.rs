@@ -45,8 +45,8 @@ enum Cmd {
         #[arg(long, default_value_t = 2)]
         jobs: usize,
     },
-    /// Where the colony's cost and QoS come from: each factor of η left out, the trail off, each
-    /// kind of outcome report, beside η alone and the baselines, over several seeds.
+    /// Where the colony's cost and QoS come from: each factor of η left out, the trail on under
+    /// each kind of outcome report, beside η alone and the baselines, over several seeds.
     Ablate {
         #[command(flatten)]
         input: Input,
