@@ -524,6 +524,7 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         ("/v1/prioritize", json!({"Pod": pod("p", "n", json!({}), json!({}), json!({"cpu": "two"})), "NodeNames": []}).to_string(), 400, "Pod.spec.containers[0].resources.requests.cpu"),
         ("/v1/filter", json!({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"allocatable": {"memory": "12XB"}}}]}}).to_string(), 400, "Nodes.items[0].status.allocatable.memory"),
         ("/v1/bind", r#"{"PodName":"p"}"#.into(), 400, "ExtenderBindingArgs"),
+        ("/v1/bind", json!({"PodName": "p", "PodNamespace": "n", "PodUID": "u", "Node": "n".repeat(254)}).to_string(), 400, "not a valid Kubernetes name"),
         ("/v1/nope", "{}".into(), 404, "no route"),
     ];
     for (path, body, status, needle) in cases {
@@ -777,6 +778,92 @@ async fn gpu_free_milli_is_stored_and_more_than_one_gpu_is_rejected_with_the_fie
         json!([1000, 250, 0, 1000])
     );
     assert!(api.node_facts("other").await.is_none());
+}
+
+#[tokio::test]
+async fn negative_or_huge_quantities_and_repeated_map_keys_are_refused_with_the_field_named() {
+    let api = Api::start(StartOptions::default());
+    api.put_facts(json!([{"name": "q-node", "allocatable": {"cpu": "4", "memory": "16Gi"}, "requested": {"cpu": "0"}}])).await;
+    let before = api.node_facts("q-node").await.expect("stored");
+
+    // Negative or out-of-range allocatable/requested: 400 naming the field, nothing stored.
+    for (report, field) in [
+        (
+            json!({"name": "q-node", "requested": {"cpu": "-100"}}),
+            "nodes[1].requested.cpu",
+        ),
+        (
+            json!({"name": "q-node", "allocatable": {"memory": "-1Gi"}}),
+            "nodes[1].allocatable.memory",
+        ),
+        (
+            json!({"name": "q-node", "allocatable": {"memory": "9Ei"}}),
+            "nodes[1].allocatable.memory",
+        ),
+        (
+            json!({"name": "q-node", "requested": {"cpu": "1e13"}}),
+            "nodes[1].requested.cpu",
+        ),
+    ] {
+        let (status, body) = api
+            .put_batch(json!({"nodes": [{"name": "q-other", "latencyUs": 5}, report]}))
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["field"], field, "{body}");
+    }
+    // A repeated key inside a map, as kube's strict decoder refuses it.
+    let (status, body) = api
+        .put_batch_raw(
+            r#"{"nodes":[{"name":"q-other"},{"name":"q-node","requested":{"cpu":"0","cpu":"4"}}]}"#
+                .into(),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["field"], "nodes[1].requested", "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(r#"duplicate key "cpu""#),
+        "{body}"
+    );
+    assert_eq!(api.node_facts("q-node").await.unwrap(), before);
+    assert!(api.node_facts("q-other").await.is_none());
+
+    // A pod whose containers ask 100 and −99 CPUs does not pass a 4-CPU node as 1 CPU.
+    let mut p = pod("q-pod", "q", json!({}), json!({}), json!({"cpu": "100"}));
+    p["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "side", "resources": {"requests": {"cpu": "-99"}}}));
+    let (status, text) = api
+        .post_raw(
+            "/v1/filter",
+            json!({"Pod": p, "NodeNames": ["q-node"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["field"], "Pod.spec.containers[1].resources.requests.cpu",
+        "{body}"
+    );
+    // Repeated keys in a pod's requests and in a full node's labels.
+    let (status, text) = api
+        .post_raw("/v1/prioritize", r#"{"Pod":{"metadata":{"name":"d","namespace":"q"},"spec":{"containers":[{"resources":{"requests":{"cpu":"1","cpu":"64"}}}]}},"NodeNames":["q-node"]}"#.into())
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["field"], "Pod.spec.containers[0].resources.requests",
+        "{body}"
+    );
+    let (status, text) = api
+        .post_raw("/v1/filter", r#"{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n","labels":{"a":"1","a":"2"}}}]}}"#.into())
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["field"], "Nodes.items[0].metadata.labels", "{body}");
 }
 
 /// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod, notACandidate).

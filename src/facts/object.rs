@@ -198,17 +198,13 @@ impl Facts {
     }
 
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
-        let batch: FactsBatch = match serde_json::from_str(body) {
+        let batch: FactsBatch = match aco_core::k8s::parse_json_at(body) {
             Ok(b) => b,
-            Err(e) => {
+            Err((field, message)) => {
                 return Ok(refuse(
                     400,
-                    None,
-                    format!(
-                        "invalid node facts batch: {e} (line {}, column {})",
-                        e.line(),
-                        e.column()
-                    ),
+                    field.as_deref(),
+                    format!("invalid node facts batch: {message}"),
                 ))
             }
         };
