@@ -1056,10 +1056,21 @@ async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_erro
 
 /// The SQLite files of every Colony Durable Object in a Worker's state directory.
 fn colony_sqlite_files(persist_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    object_sqlite_files(persist_dir, "Colony")
+}
+
+/// The SQLite files of every Durable Object of the classes whose name ends with `class_suffix`.
+fn object_sqlite_files(
+    persist_dir: &std::path::Path,
+    class_suffix: &str,
+) -> Vec<std::path::PathBuf> {
     let dir = persist_dir.join("do");
     let mut out = Vec::new();
-    for class in std::fs::read_dir(&dir).unwrap().flatten() {
-        if !class.file_name().to_string_lossy().ends_with("Colony") {
+    let Ok(classes) = std::fs::read_dir(&dir) else {
+        return out;
+    };
+    for class in classes.flatten() {
+        if !class.file_name().to_string_lossy().ends_with(class_suffix) {
             continue;
         }
         for f in std::fs::read_dir(class.path()).unwrap().flatten() {
@@ -1360,6 +1371,81 @@ async fn path_token_auth_serves_both_rotation_tokens_and_refuses_anything_else()
     );
     api.metrics_containing("aco_extender_auth_failures_total{status=\"401\"} 5")
         .await;
+}
+
+#[tokio::test]
+async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object() {
+    let api = Api::start(
+        StartOptions::default()
+            .var("EXTENDER_AUTH", "path-token")
+            .var("EXTENDER_TOKENS", TOKEN_A)
+            .var("CLUSTERS", "prod"),
+    );
+    let nodes = priced_nodes();
+    let (args, _) = full_args(
+        &pod("c1", "clustered", json!({}), json!({}), json!({"cpu": "1"})),
+        &nodes,
+    );
+    let objects = || {
+        let dir = api.worker.persist_dir();
+        (
+            object_sqlite_files(dir, "Colony").len(),
+            object_sqlite_files(dir, "Facts").len(),
+        )
+    };
+    let put_nodes = |path: String, token: Option<&'static str>| {
+        let mut req = api
+            .http
+            .put(api.worker.url(&path))
+            .json(&json!({"nodes": [{"name": "n1"}]}));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    // Unknown clusters: 404 naming the cluster, with or without credentials.
+    for i in 0..20 {
+        assert_eq!(put_nodes(format!("/c/x{i}/v1/nodes"), None).await, 404);
+        assert_eq!(
+            put_nodes(format!("/c/x{i}/v1/nodes"), Some(TOKEN)).await,
+            404
+        );
+        let (status, body) = api
+            .post_raw(&format!("/c/x{i}/t/{TOKEN_A}/v1/prioritize"), args.clone())
+            .await;
+        assert_eq!(status, 404, "{body}");
+        assert!(body.contains("\"field\":\"cluster\""), "{body}");
+    }
+    // The allowed cluster without credentials: 401, no label either.
+    assert_eq!(put_nodes("/c/prod/v1/nodes".into(), None).await, 401);
+    for verb in ["filter", "prioritize"] {
+        let (status, _) = api
+            .post_raw(&format!("/c/prod/v1/{verb}"), args.clone())
+            .await;
+        assert_eq!(status, 401, "{verb}");
+    }
+    assert_eq!(
+        objects(),
+        (0, 0),
+        "a refused request created a Durable Object"
+    );
+    let text = api
+        .metrics_containing("aco_requests_total{verb=\"nodes\",code=\"404\"} 40")
+        .await;
+    assert!(
+        !text.contains("cluster=\""),
+        "a refused request added a cluster label:\n{text}"
+    );
+    assert!(
+        text.contains("aco_requests_total{verb=\"nodes\",code=\"401\"} 1"),
+        "{text}"
+    );
+
+    // Authenticated calls of the allowed cluster are labelled and stored.
+    assert_eq!(put_nodes("/c/prod/v1/nodes".into(), Some(TOKEN)).await, 200);
+    api.metrics_containing("aco_requests_total{cluster=\"prod\",verb=\"nodes\",code=\"200\"} 1")
+        .await;
+    assert_eq!(objects().1, 1, "the allowed cluster's Facts object");
 }
 
 #[tokio::test]
