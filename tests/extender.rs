@@ -1418,12 +1418,14 @@ async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object
     }
     // The allowed cluster without credentials: 401, no label either.
     assert_eq!(put_nodes("/c/prod/v1/nodes".into(), None).await, 401);
-    for verb in ["filter", "prioritize"] {
+    for verb in ["filter", "prioritize", "echo"] {
         let (status, _) = api
             .post_raw(&format!("/c/prod/v1/{verb}"), args.clone())
             .await;
         assert_eq!(status, 401, "{verb}");
     }
+    let (status, _) = api.post_raw("/v1/echo", "{}".into()).await;
+    assert_eq!(status, 401, "echo is behind the verbs' auth");
     assert_eq!(
         objects(),
         (0, 0),
@@ -1443,6 +1445,10 @@ async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object
 
     // Authenticated calls of the allowed cluster are labelled and stored.
     assert_eq!(put_nodes("/c/prod/v1/nodes".into(), Some(TOKEN)).await, 200);
+    let (status, body) = api
+        .post_raw(&format!("/c/prod/t/{TOKEN_A}/v1/echo"), "{\"a\":1}".into())
+        .await;
+    assert_eq!((status.as_u16(), body.as_str()), (200, "{\"a\":1}"));
     api.metrics_containing("aco_requests_total{cluster=\"prod\",verb=\"nodes\",code=\"200\"} 1")
         .await;
     assert_eq!(objects().1, 1, "the allowed cluster's Facts object");

@@ -122,9 +122,13 @@ impl<'a> Route<'a> {
         })
     }
 
-    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH`.
+    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH` (and `echo`, which answers
+    /// what a verb would read, so it is served to the same callers only).
     pub fn is_extender_verb(self) -> bool {
-        matches!(self, Route::Filter | Route::Prioritize | Route::Bind)
+        matches!(
+            self,
+            Route::Filter | Route::Prioritize | Route::Bind | Route::Echo
+        )
     }
 
     /// The routes behind `ADMIN_TOKEN`, checked before anything else is done for the request.
