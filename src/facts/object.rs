@@ -198,7 +198,9 @@ impl Facts {
     }
 
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
-        let batch: FactsBatch = match aco_core::k8s::parse_json_at(body) {
+        let batch: FactsBatch = match serde_json::from_str::<FactsBatch>(body)
+            .map_err(|e| (None::<String>, e.to_string()))
+        {
             Ok(b) => b,
             Err((field, message)) => {
                 return Ok(refuse(
