@@ -530,6 +530,7 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         ("/v1/prioritize", json!({"Pod": pod("p", "n", json!({}), json!({}), json!({"cpu": "two"})), "NodeNames": []}).to_string(), 400, "Pod.spec.containers[0].resources.requests.cpu"),
         ("/v1/filter", json!({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"allocatable": {"memory": "12XB"}}}]}}).to_string(), 400, "Nodes.items[0].status.allocatable.memory"),
         ("/v1/bind", r#"{"PodName":"p"}"#.into(), 400, "ExtenderBindingArgs"),
+        ("/v1/bind", json!({"PodName": "p", "PodNamespace": "n", "PodUID": "u", "Node": "n".repeat(254)}).to_string(), 400, "not a valid Kubernetes name"),
         ("/v1/nope", "{}".into(), 404, "no route"),
     ];
     for (path, body, status, needle) in cases {
@@ -785,6 +786,93 @@ async fn gpu_free_milli_is_stored_and_more_than_one_gpu_is_rejected_with_the_fie
     assert!(api.node_facts("other").await.is_none());
 }
 
+#[tokio::test]
+async fn negative_or_huge_quantities_and_repeated_map_keys_are_refused_with_the_field_named() {
+    let api = Api::start(StartOptions::default());
+    api.put_facts(json!([{"name": "q-node", "allocatable": {"cpu": "4", "memory": "16Gi"}, "requested": {"cpu": "0"}}])).await;
+    let before = api.node_facts("q-node").await.expect("stored");
+
+    // Negative or out-of-range allocatable/requested: 400 naming the field, nothing stored.
+    for (report, field) in [
+        (
+            json!({"name": "q-node", "requested": {"cpu": "-100"}}),
+            "nodes[1].requested.cpu",
+        ),
+        (
+            json!({"name": "q-node", "allocatable": {"memory": "-1Gi"}}),
+            "nodes[1].allocatable.memory",
+        ),
+        (
+            json!({"name": "q-node", "allocatable": {"memory": "9Ei"}}),
+            "nodes[1].allocatable.memory",
+        ),
+        (
+            json!({"name": "q-node", "requested": {"cpu": "1e13"}}),
+            "nodes[1].requested.cpu",
+        ),
+    ] {
+        let (status, body) = api
+            .put_batch(json!({"nodes": [{"name": "q-other", "latencyUs": 5}, report]}))
+            .await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["field"], field, "{body}");
+    }
+    // A repeated key inside a map, as kube's strict decoder refuses it.
+    let (status, body) = api
+        .put_batch_raw(
+            r#"{"nodes":[{"name":"q-other"},{"name":"q-node","requested":{"cpu":"0","cpu":"4"}}]}"#
+                .into(),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    // (The batch is parsed without path tracking, which made a 10,000-node batch drop the
+    // isolate in tests/facts_scale.rs: the message names the key and its position.)
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains(r#"duplicate key "cpu""#),
+        "{body}"
+    );
+    assert_eq!(api.node_facts("q-node").await.unwrap(), before);
+    assert!(api.node_facts("q-other").await.is_none());
+
+    // A pod whose containers ask 100 and −99 CPUs does not pass a 4-CPU node as 1 CPU.
+    let mut p = pod("q-pod", "q", json!({}), json!({}), json!({"cpu": "100"}));
+    p["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "side", "resources": {"requests": {"cpu": "-99"}}}));
+    let (status, text) = api
+        .post_raw(
+            "/v1/filter",
+            json!({"Pod": p, "NodeNames": ["q-node"]}).to_string(),
+        )
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["field"], "Pod.spec.containers[1].resources.requests.cpu",
+        "{body}"
+    );
+    // Repeated keys in a pod's requests and in a full node's labels.
+    let (status, text) = api
+        .post_raw("/v1/prioritize", r#"{"Pod":{"metadata":{"name":"d","namespace":"q"},"spec":{"containers":[{"resources":{"requests":{"cpu":"1","cpu":"64"}}}]}},"NodeNames":["q-node"]}"#.into())
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["field"], "Pod.spec.containers[0].resources.requests",
+        "{body}"
+    );
+    let (status, text) = api
+        .post_raw("/v1/filter", r#"{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n","labels":{"a":"1","a":"2"}}}]}}"#.into())
+        .await;
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["field"], "Nodes.items[0].metadata.labels", "{body}");
+}
+
 /// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod, notACandidate).
 fn tally(summary: &Value) -> (u64, u64, u64, u64, u64) {
     let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
@@ -975,10 +1063,21 @@ async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_erro
 
 /// The SQLite files of every Colony Durable Object in a Worker's state directory.
 fn colony_sqlite_files(persist_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    object_sqlite_files(persist_dir, "Colony")
+}
+
+/// The SQLite files of every Durable Object of the classes whose name ends with `class_suffix`.
+fn object_sqlite_files(
+    persist_dir: &std::path::Path,
+    class_suffix: &str,
+) -> Vec<std::path::PathBuf> {
     let dir = persist_dir.join("do");
     let mut out = Vec::new();
-    for class in std::fs::read_dir(&dir).unwrap().flatten() {
-        if !class.file_name().to_string_lossy().ends_with("Colony") {
+    let Ok(classes) = std::fs::read_dir(&dir) else {
+        return out;
+    };
+    for class in classes.flatten() {
+        if !class.file_name().to_string_lossy().ends_with(class_suffix) {
             continue;
         }
         for f in std::fs::read_dir(class.path()).unwrap().flatten() {
@@ -1279,6 +1378,87 @@ async fn path_token_auth_serves_both_rotation_tokens_and_refuses_anything_else()
     );
     api.metrics_containing("aco_extender_auth_failures_total{status=\"401\"} 5")
         .await;
+}
+
+#[tokio::test]
+async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object() {
+    let api = Api::start(
+        StartOptions::default()
+            .var("EXTENDER_AUTH", "path-token")
+            .var("EXTENDER_TOKENS", TOKEN_A)
+            .var("CLUSTERS", "prod"),
+    );
+    let nodes = priced_nodes();
+    let (args, _) = full_args(
+        &pod("c1", "clustered", json!({}), json!({}), json!({"cpu": "1"})),
+        &nodes,
+    );
+    let objects = || {
+        let dir = api.worker.persist_dir();
+        (
+            object_sqlite_files(dir, "Colony").len(),
+            object_sqlite_files(dir, "Facts").len(),
+        )
+    };
+    let put_nodes = |path: String, token: Option<&'static str>| {
+        let mut req = api
+            .http
+            .put(api.worker.url(&path))
+            .json(&json!({"nodes": [{"name": "n1"}]}));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    // Unknown clusters: 404 naming the cluster, with or without credentials.
+    for i in 0..20 {
+        assert_eq!(put_nodes(format!("/c/x{i}/v1/nodes"), None).await, 404);
+        assert_eq!(
+            put_nodes(format!("/c/x{i}/v1/nodes"), Some(TOKEN)).await,
+            404
+        );
+        let (status, body) = api
+            .post_raw(&format!("/c/x{i}/t/{TOKEN_A}/v1/prioritize"), args.clone())
+            .await;
+        assert_eq!(status, 404, "{body}");
+        assert!(body.contains("\"field\":\"cluster\""), "{body}");
+    }
+    // The allowed cluster without credentials: 401, no label either.
+    assert_eq!(put_nodes("/c/prod/v1/nodes".into(), None).await, 401);
+    for verb in ["filter", "prioritize", "echo"] {
+        let (status, _) = api
+            .post_raw(&format!("/c/prod/v1/{verb}"), args.clone())
+            .await;
+        assert_eq!(status, 401, "{verb}");
+    }
+    let (status, _) = api.post_raw("/v1/echo", "{}".into()).await;
+    assert_eq!(status, 401, "echo is behind the verbs' auth");
+    assert_eq!(
+        objects(),
+        (0, 0),
+        "a refused request created a Durable Object"
+    );
+    let text = api
+        .metrics_containing("aco_requests_total{verb=\"nodes\",code=\"404\"} 40")
+        .await;
+    assert!(
+        !text.contains("cluster=\""),
+        "a refused request added a cluster label:\n{text}"
+    );
+    assert!(
+        text.contains("aco_requests_total{verb=\"nodes\",code=\"401\"} 1"),
+        "{text}"
+    );
+
+    // Authenticated calls of the allowed cluster are labelled and stored.
+    assert_eq!(put_nodes("/c/prod/v1/nodes".into(), Some(TOKEN)).await, 200);
+    let (status, body) = api
+        .post_raw(&format!("/c/prod/t/{TOKEN_A}/v1/echo"), "{\"a\":1}".into())
+        .await;
+    assert_eq!((status.as_u16(), body.as_str()), (200, "{\"a\":1}"));
+    api.metrics_containing("aco_requests_total{cluster=\"prod\",verb=\"nodes\",code=\"200\"} 1")
+        .await;
+    assert_eq!(objects().1, 1, "the allowed cluster's Facts object");
 }
 
 #[tokio::test]

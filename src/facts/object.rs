@@ -198,17 +198,15 @@ impl Facts {
     }
 
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
-        let batch: FactsBatch = match serde_json::from_str(body) {
+        let batch: FactsBatch = match serde_json::from_str::<FactsBatch>(body)
+            .map_err(|e| (None::<String>, e.to_string()))
+        {
             Ok(b) => b,
-            Err(e) => {
+            Err((field, message)) => {
                 return Ok(refuse(
                     400,
-                    None,
-                    format!(
-                        "invalid node facts batch: {e} (line {}, column {})",
-                        e.line(),
-                        e.column()
-                    ),
+                    field.as_deref(),
+                    format!("invalid node facts batch: {message}"),
                 ))
             }
         };

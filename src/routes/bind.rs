@@ -9,6 +9,7 @@
 
 use aco_core::colony_store::wire::PlacementItem;
 use aco_core::demand::validate_tenant;
+use aco_core::facts::validate_node_name;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 
 use super::placements::deliver;
@@ -19,9 +20,7 @@ use crate::pod_index;
 pub async fn bind(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args: ExtenderBindingArgs = parse_json(&body, "ExtenderBindingArgs")?;
-    if args.node.is_empty() {
-        return Err(ApiError::field(400, "Node", "empty node name"));
-    }
+    validate_node_name(&args.node).map_err(|m| ApiError::field(400, "Node", m))?;
     let key = if args.pod_uid.is_empty() {
         format!("{}/{}", args.pod_namespace, args.pod_name)
     } else {

@@ -21,6 +21,7 @@ use aco_core::cluster::{split_cluster, DEFAULT_CLUSTER};
 use aco_core::config::Config;
 use worker::{Context, Date, Env, Method, Request, Response};
 
+use crate::auth::require_admin;
 use crate::bindings::{self, Bindings};
 use crate::env_config;
 use crate::http::{drain, ApiError};
@@ -121,9 +122,32 @@ impl<'a> Route<'a> {
         })
     }
 
-    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH`.
+    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH` (and `echo`, which answers
+    /// what a verb would read, so it is served to the same callers only).
     pub fn is_extender_verb(self) -> bool {
-        matches!(self, Route::Filter | Route::Prioritize | Route::Bind)
+        matches!(
+            self,
+            Route::Filter | Route::Prioritize | Route::Bind | Route::Echo
+        )
+    }
+
+    /// The routes behind `ADMIN_TOKEN`, checked before anything else is done for the request.
+    pub fn needs_admin(self) -> bool {
+        match self {
+            Route::Placements
+            | Route::Nodes
+            | Route::Node(_)
+            | Route::Pheromones(_)
+            | Route::Shadow
+            | Route::ShadowSummary(_)
+            | Route::Decision(..) => true,
+            Route::Probe(_)
+            | Route::Metrics
+            | Route::Filter
+            | Route::Prioritize
+            | Route::Bind
+            | Route::Echo => false,
+        }
     }
 
     pub fn methods(self) -> &'static [Method] {
@@ -276,6 +300,18 @@ async fn route(
             );
         }
     };
+    // Refused requests are counted without a `cluster` label and touch no object: neither an
+    // unknown cluster id nor an unauthenticated caller can add a series, a row or a Durable
+    // Object (README "Limits").
+    if !config.cluster_allowed(cluster) {
+        drain(&mut req).await;
+        let e = ApiError::field(
+            404,
+            "cluster",
+            format!("cluster {cluster:?} is not served here (CLUSTERS, CLUSTER_PATTERN)"),
+        );
+        return (verb, (e.into_response(), Event::default(), Vec::new()));
+    }
     if route.is_extender_verb() {
         if let Err(e) = authenticate(&req, &env, token) {
             drain(&mut req).await;
@@ -288,8 +324,17 @@ async fn route(
             return (verb, (e.into_response(), event, Vec::new()));
         }
     }
+    if route.needs_admin() {
+        if let Err(e) = require_admin(&req, &env) {
+            drain(&mut req).await;
+            return (verb, (e.into_response(), Event::default(), Vec::new()));
+        }
+    }
+    // Only an authenticated request of an allowed cluster carries its label (`/metrics`, served
+    // to anyone, does not).
+    let authenticated = route.is_extender_verb() || route.needs_admin();
     let event = Event {
-        cluster: if cluster == DEFAULT_CLUSTER {
+        cluster: if cluster == DEFAULT_CLUSTER || !authenticated {
             String::new()
         } else {
             cluster.to_string()

@@ -119,6 +119,25 @@ impl Api {
             .await
     }
 
+    /// `PUT /v1/nodes` with a body as written (e.g. with a key repeated, which a `Value` cannot hold).
+    pub async fn put_batch_raw(&self, body: String) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .put(self.worker.url("/v1/nodes"))
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
     /// The stored facts of one node (`None` when the Worker has none).
     pub async fn node_facts(&self, node: &str) -> Option<Value> {
         let (status, body) = self

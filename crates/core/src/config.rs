@@ -109,6 +109,10 @@ pub struct Config {
     /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`: any
     /// valid name. Pods of another tenant are scored by η alone and their placements refused.
     pub tenant_policy: Option<TenantPolicy>,
+    /// Which named clusters (`/c/<cluster>/…`) are served (`CLUSTERS` list and/or
+    /// `CLUSTER_PATTERN`); `None`: any valid id. Another id is refused (404) before any object,
+    /// row or telemetry label exists for it.
+    pub cluster_policy: Option<TenantPolicy>,
 }
 
 /// An allowlist of tenant names and/or a regular expression a name must match entirely.
@@ -210,6 +214,7 @@ impl Default for Config {
             bind_index: false,
             max_decisions_per_tenant: 10_000,
             tenant_policy: None,
+            cluster_policy: None,
         }
     }
 }
@@ -330,6 +335,39 @@ pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 
 /// The largest `MAX_DECISIONS_PER_TENANT` accepted.
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
+
+/// An allowlist var and a pattern var (`TENANTS`, `TENANT_PATTERN`) read into a policy; `None`
+/// when neither is set. Every listed name must itself be valid (`validate`).
+fn name_policy(
+    lookup: &impl Fn(&str) -> Option<String>,
+    (list_var, pattern_var): (&str, &str),
+    validate: fn(&str) -> Result<(), String>,
+) -> Result<Option<TenantPolicy>, ConfigError> {
+    let err = |key: &str, value: &str, reason: &str| ConfigError {
+        key: key.into(),
+        value: value.into(),
+        reason: reason.into(),
+    };
+    let names = lookup(list_var).map(|v| list(&v)).unwrap_or_default();
+    for n in &names {
+        validate(n).map_err(|reason| err(list_var, n, &reason))?;
+    }
+    let pattern = match lookup(pattern_var)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+    {
+        Some(p) => {
+            if p.len() > 1024 {
+                return Err(err(pattern_var, &p, "longer than 1024 characters"));
+            }
+            let re = regex_lite::Regex::new(&format!("^(?:{p})$"))
+                .map_err(|e| err(pattern_var, &p, &e.to_string()))?;
+            Some((p, re))
+        }
+        None => None,
+    };
+    Ok((!names.is_empty() || pattern.is_some()).then_some(TenantPolicy { names, pattern }))
+}
 
 fn list(v: &str) -> Vec<String> {
     v.split(',')
@@ -461,29 +499,28 @@ impl Config {
             };
         }
         num!("MAX_DECISIONS_PER_TENANT", max_decisions_per_tenant);
-        let names = lookup("TENANTS").map(|v| list(&v)).unwrap_or_default();
-        for n in &names {
-            crate::demand::validate_tenant(n).map_err(|reason| err("TENANTS", n, &reason))?;
-        }
-        let pattern = match lookup("TENANT_PATTERN")
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-        {
-            Some(p) => {
-                if p.len() > 1024 {
-                    return Err(err("TENANT_PATTERN", &p, "longer than 1024 characters"));
-                }
-                let re = regex_lite::Regex::new(&format!("^(?:{p})$"))
-                    .map_err(|e| err("TENANT_PATTERN", &p, &e.to_string()))?;
-                Some((p, re))
-            }
-            None => None,
-        };
-        if !names.is_empty() || pattern.is_some() {
-            c.tenant_policy = Some(TenantPolicy { names, pattern });
-        }
+        c.tenant_policy = name_policy(
+            &lookup,
+            ("TENANTS", "TENANT_PATTERN"),
+            crate::demand::validate_tenant,
+        )?;
+        c.cluster_policy = name_policy(
+            &lookup,
+            ("CLUSTERS", "CLUSTER_PATTERN"),
+            crate::cluster::validate_cluster,
+        )?;
         c.validate()?;
         Ok(c)
+    }
+
+    /// Whether `/c/<cluster>/…` is served: the default cluster always, a named one if
+    /// `CLUSTERS`/`CLUSTER_PATTERN` allow it (any valid id when neither is set).
+    pub fn cluster_allowed(&self, cluster: &str) -> bool {
+        cluster == crate::cluster::DEFAULT_CLUSTER
+            || self
+                .cluster_policy
+                .as_ref()
+                .is_none_or(|p| p.allows(cluster))
     }
 
     /// Whether `tenant` may have a colony (see [`TenantPolicy`]).
@@ -668,6 +705,26 @@ mod tests {
             assert_eq!(c.tenant_allowed(t), ok, "{t}");
         }
         assert!(!from(&[("TENANTS", "ml")]).unwrap().tenant_allowed("web"));
+    }
+
+    #[test]
+    fn cluster_policy_allows_listed_ids_and_pattern_matches_and_always_the_default() {
+        assert!(from(&[]).unwrap().cluster_allowed("anything"));
+        let c = from(&[("CLUSTERS", "prod"), ("CLUSTER_PATTERN", "eu-[0-9]+")]).unwrap();
+        for (id, ok) in [
+            ("prod", true),
+            ("eu-1", true),
+            ("default", true),
+            ("x1", false),
+            ("eu-1a", false),
+        ] {
+            assert_eq!(c.cluster_allowed(id), ok, "{id}");
+        }
+        assert_eq!(from(&[("CLUSTERS", "Prod")]).unwrap_err().key, "CLUSTERS");
+        assert_eq!(
+            from(&[("CLUSTER_PATTERN", "(")]).unwrap_err().key,
+            "CLUSTER_PATTERN"
+        );
     }
 
     fn from(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {

@@ -13,7 +13,7 @@ use crate::demand::{DemandError, PodDemand};
 use crate::facts::NodeFacts;
 use crate::filter::{check_node, RejectCode};
 use crate::heuristic::NodeFeatures;
-use crate::k8s::{NodeView, PodView};
+use crate::k8s::{parse_json_at, NodeView, PodView};
 use crate::node_state::NodeState;
 use crate::wire::{EmptyObject, ExtenderArgs, ExtenderFilterResult, NodeListOut};
 
@@ -65,6 +65,20 @@ fn json_error(e: serde_json::Error, what: &str) -> BadRequest {
     }
 }
 
+/// A part of the body (`Pod`, `Nodes.items[3]`) that does not read: the field is the part's
+/// path plus the path inside it (`Pod.spec.containers[0].resources.requests`).
+fn located_error((path, message): (Option<String>, String), part: &str) -> BadRequest {
+    let field = match path {
+        Some(p) => format!("{part}.{p}"),
+        None => part.to_string(),
+    };
+    BadRequest {
+        status: 400,
+        message: format!("invalid {field}: {message}"),
+        field: Some(field),
+    }
+}
+
 /// Parses a filter/prioritize body. Malformed JSON, wrong types, bad quantities, a missing pod,
 /// or neither `Nodes` nor `NodeNames` are errors (400) naming the problem.
 /// Kubernetes' limit on a node name (a DNS subdomain): a longer one enters no decision.
@@ -89,11 +103,7 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
     let pod_raw = args
         .pod
         .ok_or_else(|| BadRequest::new("Pod", "missing Pod"))?;
-    let pod: PodView = serde_json::from_str(pod_raw.get()).map_err(|e| {
-        let mut b = json_error(e, "invalid Pod");
-        b.field = Some("Pod".into());
-        b
-    })?;
+    let pod: PodView = parse_json_at(pod_raw.get()).map_err(|e| located_error(e, "Pod"))?;
     let demand = PodDemand::from_pod(&pod, config);
     if let Err(DemandError::Resource(e)) = &demand {
         return Err(BadRequest::new(e.field.clone(), e.to_string()));
@@ -102,11 +112,8 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
         (Some(list), _) => {
             let mut out = Vec::with_capacity(list.items.len());
             for (i, raw) in list.items.into_iter().enumerate() {
-                let view: NodeView = serde_json::from_str(raw.get()).map_err(|e| {
-                    let mut b = json_error(e, &format!("invalid Nodes.items[{i}]"));
-                    b.field = Some(format!("Nodes.items[{i}]"));
-                    b
-                })?;
+                let view: NodeView = parse_json_at(raw.get())
+                    .map_err(|e| located_error(e, &format!("Nodes.items[{i}]")))?;
                 if view.metadata.name.is_empty() {
                     return Err(BadRequest::new(
                         format!("Nodes.items[{i}].metadata.name"),

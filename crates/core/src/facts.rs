@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::k8s::{parse_resource_list, RawResourceList, ResourceAmounts};
+use crate::k8s::{parse_resource_list, unique_keys_opt, RawResourceList, ResourceAmounts};
 use crate::predict::{Ema, Predictor};
 
 /// One node in a `PUT /v1/nodes` batch. Every field but `name` is optional.
@@ -16,8 +16,11 @@ use crate::predict::{Ema, Predictor};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeReport {
     pub name: String,
+    #[serde(default, deserialize_with = "unique_keys_opt")]
     pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "unique_keys_opt")]
     pub allocatable: Option<RawResourceList>,
+    #[serde(default, deserialize_with = "unique_keys_opt")]
     pub requested: Option<RawResourceList>,
     pub latency_us: Option<f64>,
     /// When `requested`/`latencyUs` were observed (unix ms); defaults to the time of the request.

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{null_as_default, RawResourceList};
+use super::{null_as_default, unique_keys, RawResourceList};
 
 /// The parts of a `v1.Node` the filter and the heuristic read.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -17,13 +17,13 @@ pub struct NodeView {
 pub struct NodeMeta {
     #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct NodeStatus {
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub allocatable: RawResourceList,
 }
 

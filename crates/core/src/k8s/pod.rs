@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{null_as_default, RawResourceList};
+use super::{null_as_default, unique_keys, RawResourceList};
 
 /// The parts of a `v1.Pod` the extender reads.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -21,9 +21,9 @@ pub struct PodMeta {
     pub namespace: String,
     #[serde(default, deserialize_with = "null_as_default")]
     pub uid: String,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub labels: BTreeMap<String, String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -34,7 +34,7 @@ pub struct PodSpec {
     pub containers: Vec<Container>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub init_containers: Vec<Container>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub overhead: RawResourceList,
 }
 
@@ -50,9 +50,9 @@ pub struct Container {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ResourceRequirements {
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub requests: RawResourceList,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, deserialize_with = "unique_keys")]
     pub limits: RawResourceList,
 }
 

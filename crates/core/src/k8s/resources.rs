@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::{PodView, RawResourceList};
-use crate::quantity::{self, QuantityError};
+use crate::quantity::{Quantity, QuantityError};
 
 /// Amounts per resource name: `cpu` in milli-CPU, every other resource in whole units.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,14 +34,34 @@ impl ResourceAmounts {
     }
 }
 
-/// A quantity that does not parse, with the JSON path of the field that carried it.
+/// A quantity that cannot be a resource amount, with the JSON path of the field that carried it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {source}")]
 pub struct ResourceError {
     pub field: String,
     #[source]
-    pub source: QuantityError,
+    pub source: ResourceProblem,
 }
+
+/// Why a quantity is refused as a request, limit, overhead, allocatable or requested amount.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceProblem {
+    #[error(transparent)]
+    Quantity(#[from] QuantityError),
+    /// The API server refuses negative requests, limits and capacities
+    /// (`ValidateNonnegativeQuantity`); one would let a pod or a node hide real demand.
+    #[error("{input:?} is negative; resource amounts are at least 0")]
+    Negative { input: String },
+    /// Larger than [`MAX_RESOURCE_AMOUNT`] in its unit (milli-CPU, bytes, devices): such an
+    /// amount would saturate sums over a node's pods instead of adding up.
+    #[error("{input:?} is out of range: at most {MAX_RESOURCE_AMOUNT} in its unit (milli-CPU for cpu, else whole units)")]
+    OutOfRange { input: String },
+}
+
+/// The largest amount stored or summed: 2^53 − 1 (9.0e15 milli-CPU = 9 trillion CPUs, 8 PiB of
+/// memory), so that 10,000 pods' worth of them still add up exactly in an `i64` and every
+/// amount is exact as a JSON number in any reader.
+pub const MAX_RESOURCE_AMOUNT: i64 = (1 << 53) - 1;
 
 /// Parses a `ResourceList` into integer amounts (`cpu` in milli, the rest in units, rounded up).
 /// `field` is the JSON path used in error messages.
@@ -51,15 +71,26 @@ pub fn parse_resource_list(
 ) -> Result<ResourceAmounts, ResourceError> {
     let mut out = ResourceAmounts::default();
     for (name, text) in list {
-        let parsed = if name == "cpu" {
-            quantity::parse_milli(&text.0)
-        } else {
-            quantity::parse_value(&text.0)
-        };
-        let amount = parsed.map_err(|source| ResourceError {
+        let fail = |source: ResourceProblem| ResourceError {
             field: format!("{field}.{name}"),
             source,
-        })?;
+        };
+        let q: Quantity = text.0.parse().map_err(|e| fail(ResourceProblem::from(e)))?;
+        if q.is_negative() {
+            return Err(fail(ResourceProblem::Negative {
+                input: text.0.clone(),
+            }));
+        }
+        let amount = if name == "cpu" {
+            q.milli_value_ceil()
+        } else {
+            q.value_ceil()
+        };
+        if amount > MAX_RESOURCE_AMOUNT {
+            return Err(fail(ResourceProblem::OutOfRange {
+                input: text.0.clone(),
+            }));
+        }
         out.0.insert(name.clone(), amount);
     }
     Ok(out)
@@ -165,6 +196,72 @@ mod tests {
         let err = pod_request(&p).unwrap_err();
         assert_eq!(err.field, "Pod.spec.containers[0].resources.requests.cpu");
         assert!(err.to_string().contains("lots"));
+    }
+
+    #[test]
+    fn a_negative_container_request_names_its_field() {
+        // 100 + (−99) CPUs would sum to 1 and pass a 4-CPU node.
+        let p = pod(r#"{"spec":{"containers":[
+            {"resources":{"requests":{"cpu":"100"}}},
+            {"resources":{"requests":{"cpu":"-99"}}}]}}"#);
+        let err = pod_request(&p).unwrap_err();
+        assert_eq!(err.field, "Pod.spec.containers[1].resources.requests.cpu");
+        assert!(
+            matches!(err.source, ResourceProblem::Negative { .. }),
+            "{err}"
+        );
+        let p = pod(r#"{"spec":{"overhead":{"memory":"-1"}}}"#);
+        assert_eq!(
+            pod_request(&p).unwrap_err().field,
+            "Pod.spec.overhead.memory"
+        );
+    }
+
+    #[test]
+    fn amounts_beyond_the_range_are_refused_and_the_largest_is_kept() {
+        let list = |k: &str, v: &str| -> RawResourceList {
+            [(k.to_string(), super::super::QuantityText(v.into()))].into()
+        };
+        // 9e15 bytes fits; 1e16 bytes, 1e13 CPUs (1e16 milli) and 9Ei do not.
+        assert_eq!(
+            parse_resource_list(&list("memory", "9e15"), "a")
+                .unwrap()
+                .get("memory"),
+            9_000_000_000_000_000
+        );
+        for (k, v) in [
+            ("memory", "1e16"),
+            ("cpu", "1e13"),
+            ("ephemeral-storage", "9Ei"),
+        ] {
+            let err = parse_resource_list(&list(k, v), "nodes[3].requested").unwrap_err();
+            assert_eq!(err.field, format!("nodes[3].requested.{k}"));
+            assert!(
+                matches!(err.source, ResourceProblem::OutOfRange { .. }),
+                "{err}"
+            );
+        }
+        assert!(
+            parse_resource_list(&list("cpu", "-0"), "a").is_ok(),
+            "-0 is zero"
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_in_a_map_is_refused_with_its_path() {
+        let text = r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","cpu":"64"}}}]}}"#;
+        let (path, message) = super::super::parse_json_at::<PodView>(text).unwrap_err();
+        assert_eq!(
+            path.as_deref(),
+            Some("spec.containers[0].resources.requests")
+        );
+        assert!(message.contains(r#"duplicate key "cpu""#), "{message}");
+        let text = r#"{"metadata":{"labels":{"a":"1","b":"2","a":"3"}}}"#;
+        let (path, _) = super::super::parse_json_at::<PodView>(text).unwrap_err();
+        assert_eq!(path.as_deref(), Some("metadata.labels"));
+        // Distinct keys and null maps still read.
+        let ok = r#"{"metadata":{"labels":null},"spec":{"containers":[{"resources":{"requests":{"cpu":"1","memory":"1"}}}]}}"#;
+        assert!(super::super::parse_json_at::<PodView>(ok).is_ok());
     }
 
     #[test]
