@@ -18,5 +18,7 @@ pub mod k8s;
 pub mod node_state;
 pub mod predict;
 pub mod quantity;
+pub mod run_time;
 pub mod shadow;
+pub mod spot;
 pub mod wire;

@@ -59,21 +59,10 @@ impl NodeFeatures {
             .get(&config.cost_label)
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|c| c.is_finite() && *c >= 0.0);
-        let instance_is_spot = node
-            .labels
-            .get(&config.instance_type_label)
-            .is_some_and(|v| {
-                v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible")
-            });
-        let cloud_spot = config.spot_labels.iter().any(|(k, v)| {
-            node.labels
-                .get(k)
-                .is_some_and(|actual| actual.eq_ignore_ascii_case(v))
-        });
         NodeFeatures {
             node: node.name.clone(),
             cost_per_hour,
-            spot: instance_is_spot || cloud_spot,
+            spot: crate::spot::is_spot(&node.labels, config),
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
             spike_probability: node.load.map(|l| l.spike_probability),
             committed_share: committed_share(node, config),
