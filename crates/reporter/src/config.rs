@@ -72,6 +72,10 @@ pub struct Args {
     /// A pod Running and Ready this long without restarts is a success.
     #[arg(long, env = "ACO_HEALTHY_AFTER", value_parser = duration, default_value = "10m")]
     pub healthy_after: Duration,
+    /// A pod label naming the pod's workload (run-time medians, failure history); without it, or
+    /// on pods without the label, the pod's controller (Job, ReplicaSet, …) is its workload.
+    #[arg(long, env = "ACO_WORKLOAD_LABEL")]
+    pub workload_label: Option<String>,
     /// More container restarts than this is a failure.
     #[arg(long, env = "ACO_MAX_RESTARTS", default_value_t = 3)]
     pub max_restarts: i32,

@@ -13,6 +13,7 @@
 // expect outside tests. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod attribution;
 pub mod changes;
 pub mod config;
 pub mod delivery;
@@ -23,6 +24,7 @@ pub mod node_metrics;
 pub mod ops_server;
 pub mod outcome;
 pub mod placements;
+pub mod reclaim;
 pub mod run;
 pub mod slim;
 pub mod telemetry;

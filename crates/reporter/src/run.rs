@@ -2,7 +2,7 @@
 //! delivery loop, leader election, the ops server, and graceful shutdown. Every decision is
 //! made by the pure modules; this file only moves objects between them and the network.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,6 +17,7 @@ use kube::Client;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::sync::{watch, Notify};
 
+use crate::attribution::Attribution;
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
 use crate::delivery::{disposition, Backoff, Disposition, Queue};
@@ -26,8 +27,9 @@ use crate::node_facts::{
     self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache,
 };
 use crate::ops_server::{self, OpsState};
-use crate::outcome::OutcomeRules;
+use crate::outcome::{OutcomeRules, Presence};
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
+use crate::reclaim::reclaimed;
 use crate::telemetry::Telemetry;
 use crate::wire::{NodesBatch, PlacementsBatch, ShadowBatch, ShadowReport};
 use crate::worker_client::WorkerClient;
@@ -39,10 +41,12 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Placement/outcome reports owed and queued; one lock, never held across an await.
+/// Placement/outcome reports owed and queued, and what the reporter remembers of workloads;
+/// one lock, never held across an await.
 struct Reports {
     ledger: Ledger,
     queue: Queue,
+    attribution: Attribution,
 }
 
 struct Shared {
@@ -58,6 +62,12 @@ struct Shared {
     /// Pods changed since the last scan (by watch events); a scan of only these follows each
     /// change, a full scan every scan interval (time-based fates, forgetting gone pods).
     dirty: Mutex<HashSet<ObjectRef<Pod>>>,
+    /// Pods the watch saw deleted since the last scan, with what was known then (their node
+    /// gone or not): their ends are judged once more before they are forgotten.
+    deleted: Mutex<Vec<(Arc<Pod>, Presence)>>,
+    /// Spot nodes deleted under running pods ([`crate::reclaim`]), not yet acknowledged by the
+    /// Worker: sent in the next `PUT /v1/nodes` as `reclaimed`.
+    reclaimed: Mutex<BTreeSet<String>>,
     /// A re-list happened (watch restarted): the next scan is a full one.
     relisted: AtomicBool,
     queued: Notify,
@@ -162,6 +172,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         reports: Mutex::new(Reports {
             ledger: Ledger::default(),
             queue: Queue::new(args.queue_capacity),
+            attribution: Attribution::default(),
         }),
         args,
         config,
@@ -172,6 +183,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         pods,
         pod_changed: Notify::new(),
         dirty: Mutex::new(HashSet::new()),
+        deleted: Mutex::new(Vec::new()),
+        reclaimed: Mutex::new(BTreeSet::new()),
         relisted: AtomicBool::new(true),
         queued: Notify::new(),
         is_leader: leadership.is_leader.clone(),
@@ -182,12 +195,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let node_watch = tokio::spawn(async move {
         let mut events = std::pin::pin!(node_events);
         while let Some(event) = events.next().await {
-            if let Err(e) = event {
-                s.telemetry
-                    .watch_errors
-                    .get_or_create(&Telemetry::kind("nodes"))
-                    .inc();
-                tracing::warn!(error = %e, "node watch error (resuming)");
+            match event {
+                Ok(watcher::Event::Delete(node)) => node_deleted(&s, &node),
+                Ok(_) => {}
+                Err(e) => {
+                    s.telemetry
+                        .watch_errors
+                        .get_or_create(&Telemetry::kind("nodes"))
+                        .inc();
+                    tracing::warn!(error = %e, "node watch error (resuming)");
+                }
             }
         }
     });
@@ -201,6 +218,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(ObjectRef::from_obj(&pod));
+                    s.pod_changed.notify_one();
+                }
+                Ok(watcher::Event::Delete(pod)) => {
+                    let node_gone =
+                        bound_node(&pod).is_some_and(|n| s.nodes.get(&ObjectRef::new(n)).is_none());
+                    let presence = Presence {
+                        deleted: true,
+                        node_gone,
+                    };
+                    s.deleted
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((Arc::new(pod), presence));
                     s.pod_changed.notify_one();
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -267,6 +297,30 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A node left the cluster: remember it as reclaimed when it was spot capacity deleted under
+/// running pods (the pods still in the cache are the ones bound to it at that moment).
+fn node_deleted(s: &Shared, node: &Node) {
+    let Some(name) = node.metadata.name.as_deref() else {
+        return;
+    };
+    let pods = s.pods.state();
+    let on_node = pods
+        .iter()
+        .filter(|p| bound_node(p) == Some(name))
+        .map(|p| p.as_ref());
+    if reclaimed(node, on_node, &s.config) {
+        tracing::info!(
+            node = name,
+            "spot node deleted under running pods: reclaimed"
+        );
+        s.telemetry.reclaimed_nodes.inc();
+        s.reclaimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
+    }
+}
+
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
@@ -320,7 +374,16 @@ async fn push_nodes(s: Arc<Shared>) {
         };
         let now = now_ms();
         let reports = build_reports(&s, &usage, &label_keys, &mut cache, now);
-        let Some(push) = acked.diff(reports, now, s.args.full_refresh.as_millis() as u64) else {
+        let reclaimed_owed = !s.reclaimed.lock().map(|r| r.is_empty()).unwrap_or(true);
+        let push = acked
+            .diff(reports, now, s.args.full_refresh.as_millis() as u64)
+            .or_else(|| {
+                reclaimed_owed.then(|| Push {
+                    batch: NodesBatch::default(),
+                    full: false,
+                })
+            });
+        let Some(push) = push else {
             continue;
         };
         send_push(&s, push, &mut acked, now).await;
@@ -381,6 +444,15 @@ fn build_reports(
 async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
     let Push { batch, full } = push;
     let mut deleted = batch.deleted;
+    // Reclaimed nodes owed (never one that is reported again under the same name: the Worker
+    // refuses a name both reported and reclaimed).
+    let mut reclaimed: Vec<String> = {
+        let owed = s.reclaimed.lock().unwrap_or_else(|e| e.into_inner());
+        owed.iter()
+            .filter(|n| !batch.nodes.iter().any(|r| &r.name == *n))
+            .cloned()
+            .collect()
+    };
     let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch
         .nodes
         .chunks(s.args.node_batch_size)
@@ -395,6 +467,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             batch: NodesBatch {
                 nodes,
                 deleted: std::mem::take(&mut deleted),
+                reclaimed: std::mem::take(&mut reclaimed),
             },
             full: full && i == last,
         };
@@ -410,6 +483,12 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             .inc_by(answer.bytes_sent as u64);
         if answer.ok() {
             acked.acknowledge(&chunk, now);
+            if !chunk.batch.reclaimed.is_empty() {
+                let mut owed = s.reclaimed.lock().unwrap_or_else(|e| e.into_inner());
+                for name in &chunk.batch.reclaimed {
+                    owed.remove(name);
+                }
+            }
             s.telemetry
                 .sent
                 .get_or_create(&kind)
@@ -459,6 +538,7 @@ async fn scan_pods(s: Arc<Shared>) {
             placement_ms: s.config.decision_ttl_ms,
             outcome_ms: s.args.outcome_window.as_millis() as u64,
         },
+        workload_label: s.args.workload_label.as_deref(),
     };
     // The first round is a full scan (relisted starts true).
     let mut last_full = std::time::Instant::now();
@@ -485,18 +565,31 @@ async fn scan_pods(s: Arc<Shared>) {
         } else {
             dirty.iter().filter_map(|r| s.pods.get(r)).collect()
         };
+        let deleted = std::mem::take(&mut *s.deleted.lock().unwrap_or_else(|e| e.into_inner()));
         let now = now_ms();
         let depth = {
             let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
-            let Reports { ledger, queue } = &mut *r;
-            let (items, alive) = scan(ledger, pods.iter().map(|p| p.as_ref()), &rules, now);
-            for item in items {
+            let Reports {
+                ledger,
+                queue,
+                attribution,
+            } = &mut *r;
+            let live = pods.iter().map(|p| (p.as_ref(), Presence::default()));
+            let gone = deleted.iter().map(|(p, presence)| (p.as_ref(), *presence));
+            let found = scan(ledger, attribution, live.chain(gone), &rules, now);
+            for item in found.items {
                 if let Err(item) = queue.push(item) {
                     ledger.unqueue(&item);
                 }
             }
+            for (kind, reason) in &found.decided {
+                s.telemetry
+                    .ends
+                    .get_or_create(&Telemetry::end(kind, reason))
+                    .inc();
+            }
             if full {
-                ledger.retain(&alive);
+                ledger.retain(&found.alive);
             }
             queue.len()
         };

@@ -44,7 +44,10 @@ fn slim_container(c: &mut Container) {
 /// ([`annotations_the_worker_reads`]).
 pub fn pod(pod: &mut Pod, extra: &[String]) {
     keep_annotations(pod, &POD_ANNOTATIONS, extra);
-    pod.metadata.owner_references = None;
+    // Only the controller's reference: it names the pod's workload (crate::attribution).
+    if let Some(owners) = pod.metadata.owner_references.as_mut() {
+        owners.retain(|o| o.controller == Some(true));
+    }
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers.iter_mut().for_each(slim_container);
         spec.init_containers
@@ -134,7 +137,7 @@ pub fn node(node: &mut Node) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::{classify, Fate, OutcomeRules};
+    use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
     use serde_json::{json, Value};
 
     fn fat_pod() -> Pod {
@@ -168,8 +171,14 @@ mod tests {
         );
         let rules = OutcomeRules::default();
         assert_eq!(
-            classify(&slim, 0, &rules),
-            Some(Fate::Failed("OOMKilled".into()))
+            classify(&slim, Presence::default(), 0, &rules),
+            classify(&fat, Presence::default(), 0, &rules)
+        );
+        assert_eq!(
+            classify(&slim, Presence::default(), 0, &rules),
+            Some(Verdict::NodeFailed(
+                "OOMKilled without a memory limit (node memory)".into()
+            ))
         );
         let config = aco_core::config::Config::default();
         let ours = vec!["aco-scheduler".to_string()];

@@ -21,6 +21,14 @@ pub struct ReasonLabel {
     pub reason: String,
 }
 
+/// A pod's end: the verdict kind (`node_failed`, `succeeded`, `healthy`, `neutral`,
+/// `app_error`) and the reason (the table row's words: `EvictionByEvictionAPI`, `Deleted`, …).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndLabel {
+    pub verdict: String,
+    pub reason: String,
+}
+
 pub struct Telemetry {
     pub registry: Registry,
     /// Reports the Worker acknowledged (nodes: node reports; placements/outcomes: items).
@@ -41,6 +49,10 @@ pub struct Telemetry {
     pub bytes_sent: Family<KindLabel, Counter>,
     /// Requests made to the Worker (answered or not), by endpoint (`nodes`, `placements`, `shadow`).
     pub requests: Family<KindLabel, Counter>,
+    /// Pods' ends as attributed ([`crate::outcome`]), by verdict and reason.
+    pub ends: Family<EndLabel, Counter>,
+    /// Spot nodes found deleted under running pods.
+    pub reclaimed_nodes: Counter,
 }
 
 impl Default for Telemetry {
@@ -69,6 +81,8 @@ impl Telemetry {
             leader: Gauge::default(),
             bytes_sent: Family::default(),
             requests: Family::default(),
+            ends: Family::default(),
+            reclaimed_nodes: Counter::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -141,7 +155,24 @@ impl Telemetry {
             "Requests made to the Worker (answered or not), by endpoint kind",
             t.requests.clone(),
         );
+        registry.register(
+            "pod_ends",
+            "Ends of our pods by attributed verdict and reason (only node_failed is charged to the node)",
+            t.ends.clone(),
+        );
+        registry.register(
+            "reclaimed_nodes",
+            "Spot nodes deleted while pods that had not been drained were still bound to them",
+            t.reclaimed_nodes.clone(),
+        );
         t
+    }
+
+    pub fn end(verdict: &str, reason: &str) -> EndLabel {
+        EndLabel {
+            verdict: verdict.to_string(),
+            reason: reason.to_string(),
+        }
     }
 
     pub fn kind(kind: &str) -> KindLabel {
