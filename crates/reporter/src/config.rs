@@ -20,7 +20,9 @@ fn duration(text: &str) -> Result<Duration, String> {
     about = "Reports node facts, placements and outcomes to the aco-edge-extender Worker"
 )]
 pub struct Args {
-    /// Base URL of the Worker, e.g. https://aco.example.workers.dev (paths /v1/... are appended).
+    /// Base URL of the Worker, e.g. https://aco.example.workers.dev, or
+    /// https://aco.example.workers.dev/c/<cluster> for a named cluster (paths /v1/... are
+    /// appended: not the scheduler's urlPrefix, which ends in /v1).
     #[arg(long, env = "ACO_WORKER_URL")]
     pub worker_url: String,
     /// File holding the Worker's admin token (a mounted Secret); wins over --token.
@@ -85,9 +87,13 @@ pub struct Args {
     /// At most this many placement/outcome reports wait in memory (more stay owed, not lost).
     #[arg(long, env = "ACO_QUEUE_CAPACITY", default_value_t = 10_000)]
     pub queue_capacity: usize,
-    /// Placement/outcome reports per request.
+    /// Placement/outcome reports per request (one tenant's).
     #[arg(long, env = "ACO_BATCH_SIZE", default_value_t = 500)]
     pub batch_size: usize,
+    /// A tenant's reports go at most once per this interval (all it has due in one request, one
+    /// colony commit), at once when it sent nothing in the last interval or a full batch waits.
+    #[arg(long, env = "ACO_TENANT_INTERVAL", value_parser = duration, default_value = "1s")]
+    pub tenant_interval: Duration,
     /// Node reports per request. A batch is one request to the Worker's Facts Durable Object
     /// whatever its size, and the Worker accepts up to 10,000 reports per request, so a cluster
     /// of up to 10,000 nodes is pushed in one request (about 6 MB, under MAX_BODY_BYTES).
@@ -149,6 +155,7 @@ impl Args {
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
+        worker_base(&self.worker_url)?;
         anyhow::ensure!(
             !self.scheduler_names.is_empty(),
             "--scheduler-names: at least one scheduler"
@@ -180,6 +187,37 @@ impl Args {
     }
 }
 
+/// Checks `--worker-url` / `ACO_WORKER_URL`: an http(s) base URL whose path is empty or
+/// `/c/<cluster>` with a valid cluster id, so that `/v1/...` appended reaches the Worker's API.
+/// A trailing `/v1` (the scheduler's urlPrefix copied) would make every request a 404.
+pub fn worker_base(url: &str) -> anyhow::Result<()> {
+    let bad = |why: &str| anyhow::anyhow!("ACO_WORKER_URL (--worker-url) {url:?}: {why}");
+    let parsed = reqwest::Url::parse(url).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("must be an http:// or https:// URL"));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(bad("has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err(bad("may not have a query or fragment"));
+    }
+    let segments: Vec<&str> = parsed
+        .path_segments()
+        .map(|s| s.filter(|p| !p.is_empty()).collect())
+        .unwrap_or_default();
+    match segments.as_slice() {
+        [] => Ok(()),
+        ["c", cluster] => aco_core::cluster::validate_cluster(cluster).map_err(|e| bad(&e)),
+        [.., "v1"] => Err(bad(
+            "ends in /v1: give the Worker's base URL (the reporter appends /v1/...), not the scheduler's urlPrefix",
+        )),
+        _ => Err(bad(
+            "the path may only be empty or /c/<cluster> (the reporter appends /v1/...)",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +240,7 @@ mod tests {
         let e = Args::try_parse_from([
             "aco-reporter",
             "--worker-url",
-            "w",
+            "https://w",
             "--push-interval",
             "soon",
         ])
@@ -211,7 +249,7 @@ mod tests {
         let two = Args::try_parse_from([
             "aco-reporter",
             "--worker-url",
-            "w",
+            "https://w",
             "--scheduler-names",
             "a,b",
             "--leader-elect",
@@ -229,7 +267,8 @@ mod tests {
     #[test]
     fn shadow_schedulers_are_a_comma_list_disjoint_from_ours() {
         let parse = |v: &[&str]| {
-            Args::try_parse_from([&["aco-reporter", "--worker-url", "w"], v].concat()).unwrap()
+            Args::try_parse_from([&["aco-reporter", "--worker-url", "https://w"], v].concat())
+                .unwrap()
         };
         let a = parse(&["--shadow-scheduler-names", "default-scheduler,batch-sched"]);
         assert_eq!(a.shadow_schedulers(), ["default-scheduler", "batch-sched"]);
@@ -250,5 +289,37 @@ mod tests {
             e.contains("aco-scheduler") && e.contains("--scheduler-names"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_worker_url_is_checked_at_start_naming_the_variable() {
+        for ok in [
+            "https://aco.example.workers.dev",
+            "https://aco.example.workers.dev/",
+            "http://127.0.0.1:8787",
+            "https://aco.example.workers.dev/c/prod-eu",
+        ] {
+            worker_base(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (bad, says) in [
+            ("https://aco.example.workers.dev/v1", "ends in /v1"),
+            ("https://aco.example.workers.dev/c/prod/v1/", "ends in /v1"),
+            ("https://aco.example.workers.dev/c/Prod_EU", "DNS label"),
+            (
+                "https://aco.example.workers.dev/api",
+                "only be empty or /c/<cluster>",
+            ),
+            ("aco.example.workers.dev", "relative URL"),
+            ("ftp://aco.example", "http"),
+            ("https://aco.example/?x=1", "query"),
+        ] {
+            let e = worker_base(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("ACO_WORKER_URL") && e.contains(says),
+                "{bad}: {e}"
+            );
+        }
+        let a = Args::try_parse_from(["aco-reporter", "--worker-url", "https://w/v1"]).unwrap();
+        assert!(a.validate().unwrap_err().to_string().contains("/v1"));
     }
 }

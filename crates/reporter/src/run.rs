@@ -20,7 +20,7 @@ use tokio::sync::{watch, Notify};
 use crate::attribution::Attribution;
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
-use crate::delivery::{disposition, Backoff, Disposition, Queue};
+use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
 use crate::gpu_share::gpu_free_milli;
 use crate::leader::Leadership;
 use crate::node_facts::{
@@ -600,37 +600,75 @@ async fn scan_pods(s: Arc<Shared>) {
     }
 }
 
-/// Sends queued reports in order, with backoff while the Worker is unreachable or refusing.
+/// What the deliverer waits for before its next request.
+enum Next {
+    Send(Endpoint, String),
+    Wait(Duration),
+    Idle,
+}
+
+fn next_batch(s: &Shared, pacer: &Pacer, batch_size: usize) -> Next {
+    let waiting = {
+        let r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+        r.queue.waiting()
+    };
+    let now = now_ms();
+    match pacer.next(waiting, batch_size, now) {
+        None => Next::Idle,
+        Some(((endpoint, tenant), due)) if due <= now => Next::Send(endpoint, tenant),
+        Some((_, due)) => Next::Wait(Duration::from_millis(due - now)),
+    }
+}
+
+/// Sends queued reports, one tenant's per request, paced per tenant ([`Pacer`]), with backoff
+/// while the Worker is unreachable or refusing.
 async fn deliver(s: Arc<Shared>) {
     let mut rng = SmallRng::seed_from_u64(now_ms() ^ 0x5eed);
     let mut backoff = Backoff::new(s.args.backoff_base, s.args.backoff_max);
+    let mut pacer = Pacer::new(s.args.tenant_interval);
     let mut batch_size = s.args.batch_size;
+    let mut token_reloaded = false;
     loop {
-        let batch = {
-            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
-            r.queue.take(batch_size)
-        };
-        if batch.is_empty() {
-            if s.stopping() {
-                break;
+        let (endpoint, tenant) = match next_batch(&s, &pacer, batch_size) {
+            Next::Send(endpoint, tenant) => (endpoint, tenant),
+            Next::Wait(d) => {
+                let mut stop = s.shutdown.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {}
+                    // Shutting down: no pacing, one last round for what is queued.
+                    _ = stop.wait_for(|s| *s) => pacer = Pacer::new(Duration::ZERO),
+                }
+                continue;
             }
-            let mut stop = s.shutdown.clone();
-            tokio::select! {
-                _ = s.queued.notified() => continue,
-                _ = stop.wait_for(|s| *s) => {
-                    // One last round for what is queued; the rest is re-derived by the next leader.
-                    if s.reports.lock().map(|r| r.queue.is_empty()).unwrap_or(true) { break }
-                    continue
+            Next::Idle => {
+                if s.stopping() {
+                    break;
+                }
+                let mut stop = s.shutdown.clone();
+                tokio::select! {
+                    _ = s.queued.notified() => continue,
+                    _ = stop.wait_for(|s| *s) => {
+                        // One last round for what is queued; the rest is re-derived by the next leader.
+                        if s.reports.lock().map(|r| r.queue.is_empty()).unwrap_or(true) { break }
+                        pacer = Pacer::new(Duration::ZERO);
+                        continue
+                    }
                 }
             }
+        };
+        let batch = {
+            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+            r.queue.take_for(endpoint, &tenant, batch_size)
+        };
+        if batch.is_empty() {
+            continue;
         }
         if !s.leading() && !s.stopping() {
             put_back(&s, batch);
             s.pause(Duration::from_millis(500)).await;
             continue;
         }
-        // One endpoint per batch (Queue::take).
-        let endpoint = batch[0].kind.endpoint();
+        pacer.sent((endpoint, tenant), now_ms());
         let answer = match endpoint {
             Endpoint::Placements => {
                 let body = PlacementsBatch {
@@ -674,14 +712,19 @@ async fn deliver(s: Arc<Shared>) {
                     .inc_by(share as u64);
             }
         }
-        match disposition(
+        let disposition = disposition(
             answer.status,
             answer.retry_after.as_deref(),
             answer.field.as_deref(),
             batch.len(),
-        ) {
+        );
+        if !matches!(disposition, Disposition::Unauthorized) {
+            token_reloaded = false;
+        }
+        match disposition {
             Disposition::Acknowledged => {
                 backoff.succeeded();
+                s.telemetry.delivery_halted.set(0);
                 batch_size = s.args.batch_size;
                 let now = now_ms();
                 {
@@ -716,6 +759,57 @@ async fn deliver(s: Arc<Shared>) {
                 }
                 s.pause(wait).await;
             }
+            Disposition::Unauthorized if !token_reloaded => {
+                // A rotated Secret: the kubelet updates the mounted file; read it again and retry.
+                token_reloaded = true;
+                count_failed(&s, &batch);
+                let reloaded = s.args.token_file.is_some()
+                    && match s.args.admin_token() {
+                        Ok(t) => s.worker.set_token(t),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "re-reading the token file failed");
+                            false
+                        }
+                    };
+                s.telemetry.token_reloads.inc();
+                tracing::warn!(
+                    endpoint = endpoint.path(),
+                    token_changed = reloaded,
+                    "the Worker answered 401; re-read the token file and retrying"
+                );
+                put_back(&s, batch);
+            }
+            Disposition::Unauthorized => {
+                token_reloaded = false;
+                halt(
+                    &s,
+                    &mut backoff,
+                    &mut rng,
+                    endpoint,
+                    batch,
+                    "HTTP 401 (the token file's token is refused)".into(),
+                    &answer.body,
+                )
+                .await;
+                if s.stopping() {
+                    break;
+                }
+            }
+            Disposition::Halt(why) => {
+                halt(
+                    &s,
+                    &mut backoff,
+                    &mut rng,
+                    endpoint,
+                    batch,
+                    why,
+                    &answer.body,
+                )
+                .await;
+                if s.stopping() {
+                    break;
+                }
+            }
             Disposition::DropItem(i) => {
                 let mut batch = batch;
                 let refused = batch.remove(i);
@@ -730,11 +824,36 @@ async fn deliver(s: Arc<Shared>) {
             }
             Disposition::Split => {
                 batch_size = (batch.len() / 2).max(1);
-                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as a whole; splitting it");
+                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as too large; splitting it");
                 put_back(&s, batch);
             }
         }
     }
+}
+
+/// The Worker refused a request as a whole: nothing is dropped; delivery waits (growing backoff,
+/// up to `--backoff-max`) with the halted gauge up and an error log naming the cause, then tries
+/// again (a fixed Worker or configuration resumes it).
+async fn halt(
+    s: &Shared,
+    backoff: &mut Backoff,
+    rng: &mut SmallRng,
+    endpoint: Endpoint,
+    batch: Vec<Item>,
+    why: String,
+    body: &str,
+) {
+    count_failed(s, &batch);
+    s.telemetry.delivery_halted.set(1);
+    s.telemetry
+        .halts
+        .get_or_create(&Telemetry::reason(&why))
+        .inc();
+    let wait = backoff.failed(rng);
+    tracing::error!(endpoint = endpoint.path(), cause = %why, body = %body, worker_url = %s.args.worker_url, ?wait, queued = batch.len(),
+        "the Worker refused the request as a whole (not any one report): delivery halted, nothing dropped; check ACO_WORKER_URL and the token");
+    put_back(s, batch);
+    s.pause(wait).await;
 }
 
 fn put_back(s: &Shared, batch: Vec<Item>) {

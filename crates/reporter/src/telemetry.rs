@@ -53,6 +53,12 @@ pub struct Telemetry {
     pub ends: Family<EndLabel, Counter>,
     /// Spot nodes found deleted under running pods.
     pub reclaimed_nodes: Counter,
+    /// 1 while the Worker refuses our requests as a whole (wrong URL, cluster id or token).
+    pub delivery_halted: Gauge,
+    /// Requests refused as a whole, by cause (`HTTP 404`, `HTTP 401 …`).
+    pub halts: Family<ReasonLabel, Counter>,
+    /// Token file re-reads after a 401.
+    pub token_reloads: Counter,
 }
 
 impl Default for Telemetry {
@@ -83,6 +89,9 @@ impl Telemetry {
             requests: Family::default(),
             ends: Family::default(),
             reclaimed_nodes: Counter::default(),
+            delivery_halted: Gauge::default(),
+            halts: Family::default(),
+            token_reloads: Counter::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -165,7 +174,28 @@ impl Telemetry {
             "Spot nodes deleted while pods that had not been drained were still bound to them",
             t.reclaimed_nodes.clone(),
         );
+        registry.register(
+            "delivery_halted",
+            "1 while the Worker refuses requests as a whole (a 4xx naming no report): reports are kept, not sent",
+            t.delivery_halted.clone(),
+        );
+        registry.register(
+            "delivery_halts",
+            "Requests the Worker refused as a whole, by cause",
+            t.halts.clone(),
+        );
+        registry.register(
+            "token_reloads",
+            "Token file re-reads after the Worker answered 401",
+            t.token_reloads.clone(),
+        );
         t
+    }
+
+    pub fn reason(reason: &str) -> ReasonLabel {
+        ReasonLabel {
+            reason: reason.to_string(),
+        }
     }
 
     pub fn end(verdict: &str, reason: &str) -> EndLabel {
