@@ -120,9 +120,14 @@ pub struct Args {
     /// A new leader takes over at most this long after the old one stopped renewing.
     #[arg(long, env = "ACO_LEASE_DURATION", value_parser = duration, default_value = "15s")]
     pub lease_duration: Duration,
-    /// The leader renews this long before its lease expires.
-    #[arg(long, env = "ACO_LEASE_GRACE", value_parser = duration, default_value = "5s")]
+    /// The leader renews this long before its lease expires (so every duration − grace: 5 s).
+    #[arg(long, env = "ACO_LEASE_GRACE", value_parser = duration, default_value = "10s")]
     pub lease_grace: Duration,
+    /// The leader stops reporting when its Lease was not renewed for this long (client-go's
+    /// RenewDeadline): shorter than the lease duration, so it has stopped before a standby
+    /// can take the lease; longer than the renewal period (duration − grace).
+    #[arg(long, env = "ACO_RENEW_DEADLINE", value_parser = duration, default_value = "10s")]
+    pub renew_deadline: Duration,
     /// This replica's identity in the Lease (defaults to the pod name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
@@ -174,6 +179,11 @@ impl Args {
         anyhow::ensure!(
             self.lease_grace < self.lease_duration,
             "--lease-grace must be shorter than --lease-duration"
+        );
+        anyhow::ensure!(
+            self.renew_deadline < self.lease_duration
+                && self.renew_deadline > self.lease_duration - self.lease_grace,
+            "--renew-deadline must be shorter than --lease-duration and longer than the renewal period (--lease-duration − --lease-grace)"
         );
         anyhow::ensure!(
             !self.push_interval.is_zero(),

@@ -17,6 +17,7 @@ pub mod attribution;
 pub mod changes;
 pub mod config;
 pub mod delivery;
+pub mod freshness;
 pub mod gpu_share;
 pub mod leader;
 pub mod node_facts;

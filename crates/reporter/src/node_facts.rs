@@ -181,6 +181,9 @@ pub struct FactsInput<'a> {
     pub latency_label: &'a str,
     pub metrics_max_age_ms: u64,
     pub now_ms: u64,
+    /// Until when the node and pod caches were confirmed by healthy watches
+    /// ([`crate::freshness`]): the report's `observedAtMs`.
+    pub observed_at_ms: u64,
 }
 
 pub fn node_report(input: FactsInput<'_>) -> NodeReport {
@@ -219,7 +222,7 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         allocatable: allocatable_text,
         requested: to_quantity_text(input.requested),
         latency_us,
-        observed_at_ms: input.now_ms,
+        observed_at_ms: input.observed_at_ms,
         utilisation,
         gpu_free_milli: input.gpu_free_milli,
     }
@@ -344,6 +347,7 @@ mod tests {
             latency_label: "aco/latency-us",
             metrics_max_age_ms: 60_000,
             now_ms: 5,
+            observed_at_ms: 5,
         });
         assert_eq!(
             r.labels.keys().collect::<Vec<_>>(),

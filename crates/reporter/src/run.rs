@@ -21,8 +21,9 @@ use crate::attribution::Attribution;
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
 use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
+use crate::freshness::{Freshness, Source};
 use crate::gpu_share::gpu_free_milli;
-use crate::leader::Leadership;
+use crate::leader::{Election, Leadership};
 use crate::node_facts::{
     self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache,
 };
@@ -55,6 +56,7 @@ struct Shared {
     client: Client,
     worker: WorkerClient,
     telemetry: Arc<Telemetry>,
+    freshness: Arc<Freshness>,
     nodes: Store<Node>,
     pods: Store<Pod>,
     reports: Mutex<Reports>,
@@ -108,6 +110,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let telemetry = Arc::new(Telemetry::new());
     let ready = Arc::new(AtomicBool::new(false));
+    let freshness = Arc::new(Freshness::default());
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -120,6 +123,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let state = OpsState {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
+            freshness: freshness.clone(),
+            with_metrics: !args.no_node_metrics,
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -157,11 +162,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let leadership = if args.leader_elect {
         Leadership::elect(
             client.clone(),
-            &args.lease_namespace,
-            &args.lease_name,
-            &identity,
-            args.lease_duration,
-            args.lease_grace,
+            Election {
+                namespace: args.lease_namespace.clone(),
+                lease: args.lease_name.clone(),
+                identity: identity.clone(),
+                duration: args.lease_duration,
+                grace: args.lease_grace,
+                renew_deadline: args.renew_deadline,
+            },
         )
         .await?
     } else {
@@ -179,6 +187,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         client,
         worker,
         telemetry: telemetry.clone(),
+        freshness,
         nodes,
         pods,
         pod_changed: Notify::new(),
@@ -195,10 +204,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let node_watch = tokio::spawn(async move {
         let mut events = std::pin::pin!(node_events);
         while let Some(event) = events.next().await {
+            if event.is_ok() {
+                s.freshness.confirmed(Source::Nodes);
+            }
             match event {
                 Ok(watcher::Event::Delete(node)) => node_deleted(&s, &node),
                 Ok(_) => {}
                 Err(e) => {
+                    s.freshness.failed(Source::Nodes, now_ms());
                     s.telemetry
                         .watch_errors
                         .get_or_create(&Telemetry::kind("nodes"))
@@ -212,6 +225,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let pod_watch = tokio::spawn(async move {
         let mut events = std::pin::pin!(pod_events);
         while let Some(event) = events.next().await {
+            if event.is_ok() {
+                s.freshness.confirmed(Source::Pods);
+            }
             match event {
                 Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
                     s.dirty
@@ -239,6 +255,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    s.freshness.failed(Source::Pods, now_ms());
                     s.telemetry
                         .watch_errors
                         .get_or_create(&Telemetry::kind("pods"))
@@ -357,6 +374,7 @@ async fn push_nodes(s: Arc<Shared>) {
         if s.stopping() {
             break;
         }
+        probe_watches(&s).await;
         if !s.leading() {
             continue;
         }
@@ -364,8 +382,12 @@ async fn push_nodes(s: Arc<Shared>) {
             HashMap::new()
         } else {
             match crate::node_metrics::read(&s.client).await {
-                Ok(u) => u,
+                Ok(u) => {
+                    s.freshness.probed(Source::NodeMetrics, now_ms(), 0);
+                    u
+                }
                 Err(e) => {
+                    s.freshness.failed(Source::NodeMetrics, now_ms());
                     s.telemetry.metrics_unavailable.inc();
                     tracing::warn!(error = %e, "metrics.k8s.io unavailable: sending no utilisation this round");
                     HashMap::new()
@@ -373,7 +395,24 @@ async fn push_nodes(s: Arc<Shared>) {
             }
         };
         let now = now_ms();
-        let reports = build_reports(&s, &usage, &label_keys, &mut cache, now);
+        let observed_at = s.freshness.facts_observed_at(now);
+        s.telemetry
+            .facts_age_seconds
+            .set(now.saturating_sub(observed_at) as f64 / 1000.0);
+        for source in Source::ALL {
+            s.telemetry
+                .source_healthy
+                .get_or_create(&Telemetry::kind(source.as_str()))
+                .set(s.freshness.healthy(source) as i64);
+        }
+        if observed_at < now {
+            tracing::warn!(
+                stale_for_ms = now - observed_at,
+                broken = ?s.freshness.broken(!s.args.no_node_metrics),
+                "a watch is broken: node facts keep the time they were last confirmed"
+            );
+        }
+        let reports = build_reports(&s, &usage, &label_keys, &mut cache, now, observed_at);
         let reclaimed_owed = !s.reclaimed.lock().map(|r| r.is_empty()).unwrap_or(true);
         let push = acked
             .diff(reports, now, s.args.full_refresh.as_millis() as u64)
@@ -396,6 +435,7 @@ fn build_reports(
     label_keys: &[String],
     cache: &mut RequestCache,
     now: u64,
+    observed_at: u64,
 ) -> Vec<crate::wire::NodeReport> {
     let pods = s.pods.state();
     let mut by_node: HashMap<&str, Vec<&Pod>> = HashMap::new();
@@ -429,6 +469,7 @@ fn build_reports(
             latency_label: &s.args.latency_label,
             metrics_max_age_ms: max_age,
             now_ms: now,
+            observed_at_ms: observed_at,
         });
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
@@ -437,6 +478,32 @@ fn build_reports(
     }
     reports.sort_by(|a, b| a.name.cmp(&b.name));
     reports
+}
+
+/// LISTs one Node and one bound Pod (a cheap, cacheable request): a watch that resumed quietly
+/// after an error is confirmed healthy by it ([`crate::freshness`]); a failure marks it broken.
+async fn probe_watches(s: &Shared) {
+    use kube::api::ListParams;
+    let timeout = Duration::from_secs(5);
+    let one = ListParams::default().limit(1);
+    let nodes = Api::<Node>::all(s.client.clone());
+    let pods = Api::<Pod>::all(s.client.clone());
+    let pods_one = one.clone().fields("spec.nodeName!=");
+    let (n, p) = tokio::join!(
+        tokio::time::timeout(timeout, nodes.list_metadata(&one)),
+        tokio::time::timeout(timeout, pods.list_metadata(&pods_one)),
+    );
+    for (source, ok) in [
+        (Source::Nodes, matches!(n, Ok(Ok(_)))),
+        (Source::Pods, matches!(p, Ok(Ok(_)))),
+    ] {
+        if ok {
+            s.freshness
+                .probed(source, now_ms(), crate::freshness::QUIET_MS);
+        } else {
+            s.freshness.failed(source, now_ms());
+        }
+    }
 }
 
 /// Sends a push in chunks; each acknowledged chunk is remembered, the first failure stops

@@ -59,6 +59,10 @@ pub struct Telemetry {
     pub halts: Family<ReasonLabel, Counter>,
     /// Token file re-reads after a 401.
     pub token_reloads: Counter,
+    /// 1 while a source (`nodes`, `pods`, `node_metrics`) is healthy.
+    pub source_healthy: Family<KindLabel, Gauge>,
+    /// Age of the node facts' observation time at the last push (0 while the watches are healthy).
+    pub facts_age_seconds: Gauge<f64, AtomicU64>,
 }
 
 impl Default for Telemetry {
@@ -92,6 +96,8 @@ impl Telemetry {
             delivery_halted: Gauge::default(),
             halts: Family::default(),
             token_reloads: Counter::default(),
+            source_healthy: Family::default(),
+            facts_age_seconds: Gauge::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -188,6 +194,16 @@ impl Telemetry {
             "token_reloads",
             "Token file re-reads after the Worker answered 401",
             t.token_reloads.clone(),
+        );
+        registry.register(
+            "source_healthy",
+            "1 while the source (nodes, pods: watches; node_metrics: the poll) is healthy",
+            t.source_healthy.clone(),
+        );
+        registry.register(
+            "facts_age_seconds",
+            "How old the pushed node facts' observation time was (the watches' last confirmation)",
+            t.facts_age_seconds.clone(),
         );
         t
     }
