@@ -65,9 +65,43 @@ pub struct Args {
     /// NodeMetrics samples older than this are not sent (counted as stale).
     #[arg(long, env = "ACO_METRICS_MAX_AGE", value_parser = duration, default_value = "2m")]
     pub metrics_max_age: Duration,
-    /// Do not read metrics.k8s.io (no utilisation samples).
+    /// Do not read any load source (no utilisation samples); same as `--metrics-source none`.
     #[arg(long, env = "ACO_NO_NODE_METRICS")]
     pub no_node_metrics: bool,
+    /// Where node load comes from: `metrics-server` (metrics.k8s.io NodeMetrics), `prometheus`
+    /// (PromQL per resource, DCGM GPU series included: `--prometheus-*`), or `none`.
+    #[arg(long, env = "ACO_METRICS_SOURCE", default_value = "metrics-server")]
+    pub metrics_source: String,
+    /// Prometheus base URL (e.g. http://prometheus.monitoring:9090), for `--metrics-source
+    /// prometheus` and `--prices-from-opencost`.
+    #[arg(long, env = "ACO_PROMETHEUS_URL")]
+    pub prometheus_url: Option<String>,
+    /// The averaging window put in place of `{window}` in the queries: 5m, 10m or 15m as
+    /// Trimaran's load-watcher.
+    #[arg(long, env = "ACO_PROMETHEUS_WINDOW", value_parser = duration, default_value = "5m")]
+    pub prometheus_window: Duration,
+    /// The label carrying the node name in every query's result.
+    #[arg(long, env = "ACO_PROMETHEUS_NODE_LABEL", default_value = "node")]
+    pub prometheus_node_label: String,
+    /// Busy fraction of CPU per node (empty: not read).
+    #[arg(long, env = "ACO_PROMQL_CPU", default_value = crate::prometheus::DEFAULT_CPU)]
+    pub promql_cpu: String,
+    /// Busy fraction of memory per node (empty: not read).
+    #[arg(long, env = "ACO_PROMQL_MEMORY", default_value = crate::prometheus::DEFAULT_MEMORY)]
+    pub promql_memory: String,
+    /// GPU utilisation per node, 0–1, from dcgm-exporter (empty: not read).
+    #[arg(long, env = "ACO_PROMQL_GPU_UTIL", default_value = crate::prometheus::DEFAULT_GPU_UTIL)]
+    pub promql_gpu_util: String,
+    /// GPU memory in use per node, 0–1, from dcgm-exporter (empty: not read).
+    #[arg(long, env = "ACO_PROMQL_GPU_MEMORY", default_value = crate::prometheus::DEFAULT_GPU_MEMORY)]
+    pub promql_gpu_memory: String,
+    /// Send each node's price from OpenCost (`--promql-price`) as the cost label, instead of the
+    /// node's hand-set label.
+    #[arg(long, env = "ACO_PRICES_FROM_OPENCOST")]
+    pub prices_from_opencost: bool,
+    /// $/h per node.
+    #[arg(long, env = "ACO_PROMQL_PRICE", default_value = crate::prometheus::DEFAULT_PRICE)]
+    pub promql_price: String,
     /// Node label carrying network latency in µs (the latency source, for now).
     #[arg(long, env = "ACO_LATENCY_LABEL", default_value = "aco/latency-us")]
     pub latency_label: String,
@@ -159,8 +193,62 @@ impl Args {
             .collect()
     }
 
+    /// `--metrics-source`, with `--no-node-metrics` meaning `none`.
+    pub fn load_source(&self) -> &str {
+        if self.no_node_metrics {
+            "none"
+        } else {
+            self.metrics_source.as_str()
+        }
+    }
+
+    /// The Prometheus client, when a Prometheus source is configured.
+    pub fn prometheus(&self) -> anyhow::Result<Option<crate::prometheus::Prometheus>> {
+        let load = self.load_source() == "prometheus";
+        if !load && !self.prices_from_opencost {
+            return Ok(None);
+        }
+        let url = self.prometheus_url.as_deref().ok_or_else(|| {
+            anyhow::anyhow!("--prometheus-url (ACO_PROMETHEUS_URL) is needed for --metrics-source prometheus and --prices-from-opencost")
+        })?;
+        let load_queries = if load {
+            [
+                ("cpu", &self.promql_cpu),
+                ("memory", &self.promql_memory),
+                ("gpu_util", &self.promql_gpu_util),
+                ("gpu_memory", &self.promql_gpu_memory),
+            ]
+            .into_iter()
+            .filter(|(_, q)| !q.trim().is_empty())
+            .map(|(k, q)| (k.to_string(), q.clone()))
+            .collect()
+        } else {
+            Vec::new()
+        };
+        let queries = crate::prometheus::Queries {
+            load: load_queries,
+            price: self.prices_from_opencost.then(|| self.promql_price.clone()),
+        };
+        Ok(Some(crate::prometheus::Prometheus::new(
+            url,
+            &self.prometheus_node_label,
+            self.prometheus_window,
+            queries,
+            self.request_timeout,
+        )?))
+    }
+
     pub fn validate(&self) -> anyhow::Result<()> {
         worker_base(&self.worker_url)?;
+        anyhow::ensure!(
+            matches!(self.load_source(), "metrics-server" | "prometheus" | "none"),
+            "--metrics-source: metrics-server, prometheus or none"
+        );
+        anyhow::ensure!(
+            self.prometheus_window >= Duration::from_secs(60),
+            "--prometheus-window: at least 1m (5m, 10m, 15m as load-watcher)"
+        );
+        self.prometheus()?;
         anyhow::ensure!(
             !self.scheduler_names.is_empty(),
             "--scheduler-names: at least one scheduler"

@@ -25,6 +25,7 @@ pub mod node_metrics;
 pub mod ops_server;
 pub mod outcome;
 pub mod placements;
+pub mod prometheus;
 pub mod reclaim;
 pub mod run;
 pub mod slim;

@@ -55,6 +55,8 @@ struct Shared {
     config: Config,
     client: Client,
     worker: WorkerClient,
+    /// Prometheus, for `--metrics-source prometheus` or `--prices-from-opencost`.
+    prometheus: Option<crate::prometheus::Prometheus>,
     telemetry: Arc<Telemetry>,
     freshness: Arc<Freshness>,
     nodes: Store<Node>,
@@ -107,6 +109,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let worker = WorkerClient::new(&args.worker_url, token, ca.as_deref(), args.request_timeout)?;
+    let prometheus = args.prometheus()?;
     let client = Client::try_default().await?;
     let telemetry = Arc::new(Telemetry::new());
     let ready = Arc::new(AtomicBool::new(false));
@@ -124,7 +127,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
             freshness: freshness.clone(),
-            with_metrics: !args.no_node_metrics,
+            with_metrics: args.load_source() != "none",
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -183,6 +186,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             attribution: Attribution::default(),
         }),
         args,
+        prometheus,
         config,
         client,
         worker,
@@ -378,22 +382,7 @@ async fn push_nodes(s: Arc<Shared>) {
         if !s.leading() {
             continue;
         }
-        let usage = if s.args.no_node_metrics {
-            HashMap::new()
-        } else {
-            match crate::node_metrics::read(&s.client).await {
-                Ok(u) => {
-                    s.freshness.probed(Source::NodeMetrics, now_ms(), 0);
-                    u
-                }
-                Err(e) => {
-                    s.freshness.failed(Source::NodeMetrics, now_ms());
-                    s.telemetry.metrics_unavailable.inc();
-                    tracing::warn!(error = %e, "metrics.k8s.io unavailable: sending no utilisation this round");
-                    HashMap::new()
-                }
-            }
-        };
+        let (usage, prices) = read_load(&s).await;
         let now = now_ms();
         let observed_at = s.freshness.facts_observed_at(now);
         s.telemetry
@@ -408,11 +397,19 @@ async fn push_nodes(s: Arc<Shared>) {
         if observed_at < now {
             tracing::warn!(
                 stale_for_ms = now - observed_at,
-                broken = ?s.freshness.broken(!s.args.no_node_metrics),
+                broken = ?s.freshness.broken(s.args.load_source() != "none"),
                 "a watch is broken: node facts keep the time they were last confirmed"
             );
         }
-        let reports = build_reports(&s, &usage, &label_keys, &mut cache, now, observed_at);
+        let reports = build_reports(
+            &s,
+            &usage,
+            &prices,
+            &label_keys,
+            &mut cache,
+            now,
+            observed_at,
+        );
         let reclaimed_owed = !s.reclaimed.lock().map(|r| r.is_empty()).unwrap_or(true);
         let push = acked
             .diff(reports, now, s.args.full_refresh.as_millis() as u64)
@@ -429,9 +426,49 @@ async fn push_nodes(s: Arc<Shared>) {
     }
 }
 
+/// Node load from the configured source, and prices with `--prices-from-opencost`; a failing
+/// source gives none this round (counted, logged, and shown broken in `/readyz`).
+async fn read_load(s: &Shared) -> (HashMap<String, node_facts::NodeUsage>, HashMap<String, f64>) {
+    let read = match (s.args.load_source(), &s.prometheus) {
+        ("metrics-server", _) => Some(
+            crate::node_metrics::read(&s.client)
+                .await
+                .map(|u| (u, HashMap::new()))
+                .map_err(|e| e.to_string()),
+        ),
+        ("prometheus", Some(p)) => Some(p.read().await.map(|r| (r.usage, r.prices))),
+        _ => None,
+    };
+    let (usage, mut prices) = match read {
+        None => (HashMap::new(), HashMap::new()),
+        Some(Ok(r)) => {
+            s.freshness.probed(Source::NodeMetrics, now_ms(), 0);
+            r
+        }
+        Some(Err(e)) => {
+            s.freshness.failed(Source::NodeMetrics, now_ms());
+            s.telemetry.metrics_unavailable.inc();
+            tracing::warn!(error = %e, source = s.args.load_source(), "the load source is unavailable: sending no utilisation this round");
+            (HashMap::new(), HashMap::new())
+        }
+    };
+    // Prices from OpenCost beside another load source: the client asks only the price query.
+    if s.args.prices_from_opencost && s.args.load_source() != "prometheus" {
+        if let Some(p) = &s.prometheus {
+            match p.read().await {
+                Ok(r) => prices = r.prices,
+                Err(e) => tracing::warn!(error = %e, "OpenCost prices unavailable this round"),
+            }
+        }
+    }
+    (usage, prices)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn build_reports(
     s: &Shared,
     usage: &HashMap<String, node_facts::NodeUsage>,
+    prices: &HashMap<String, f64>,
     label_keys: &[String],
     cache: &mut RequestCache,
     now: u64,
@@ -470,6 +507,7 @@ fn build_reports(
             metrics_max_age_ms: max_age,
             now_ms: now,
             observed_at_ms: observed_at,
+            price: prices.get(name).map(|p| (s.config.cost_label.as_str(), *p)),
         });
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
