@@ -33,3 +33,8 @@ pub mod telemetry;
 pub mod time;
 pub mod wire;
 pub mod worker_client;
+
+// The Kubernetes crates at the versions the reporter is built with, for the scale benchmark
+// (`benches/reporter_scale.rs`), which measures the reporter's own cache code.
+pub use k8s_openapi;
+pub use kube;

@@ -145,14 +145,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // and have no placement to report.
     let (nodes, node_writer) = reflector::store::<Node>();
     let (pods, pod_writer) = reflector::store::<Pod>();
-    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+    let watch_config = watch_config(&client).await;
+    let node_events = watcher(Api::<Node>::all(client.clone()), watch_config.clone())
         .default_backoff()
         .modify(crate::slim::node)
         .reflect(node_writer);
     let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
     let pod_events = watcher(
         Api::<Pod>::all(client.clone()),
-        watcher::Config::default().fields("spec.nodeName!="),
+        watch_config.fields("spec.nodeName!="),
     )
     .default_backoff()
     .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
@@ -339,6 +340,34 @@ fn node_deleted(s: &Shared, node: &Node) {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(name.to_string());
+    }
+}
+
+/// How the caches list and watch: from the API server's watch cache (`any_semantic`: no quorum
+/// read of every pod from etcd on start and relist), and as a streaming list (`sendInitialEvents`,
+/// the objects arrive one by one on the watch instead of as one huge LIST response) where the
+/// server serves it — Kubernetes ≥ 1.34, where WatchList is on by default; paged lists before.
+async fn watch_config(client: &Client) -> watcher::Config {
+    let base = watcher::Config::default().any_semantic();
+    match client.apiserver_version().await {
+        Ok(v) => {
+            let minor: u32 = v
+                .minor
+                .trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .unwrap_or(0);
+            if v.major == "1" && minor >= 34 {
+                tracing::info!(server = %v.git_version, "watches: streaming lists");
+                base.streaming_lists()
+            } else {
+                tracing::info!(server = %v.git_version, "watches: paged lists (no streaming lists before 1.34)");
+                base.page_size(500)
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "server version unknown: paged lists");
+            base.page_size(500)
+        }
     }
 }
 
