@@ -663,7 +663,9 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
         "--lease-duration",
         "6s",
         "--lease-grace",
-        "2s",
+        "4s",
+        "--renew-deadline",
+        "4s",
         "--no-node-metrics",
     ];
     let mut a = lp.start_reporter(

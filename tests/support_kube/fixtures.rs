@@ -184,13 +184,27 @@ pub struct Env {
 
 impl Env {
     pub async fn start() -> Env {
-        let cp = ControlPlane::start().await;
+        Env::start_with(super::ControlPlaneOptions::default(), &[]).await
+    }
+
+    /// [`Env::start`] with control-plane options (RBAC and kube-controller-manager) and extra
+    /// Worker `[vars]`.
+    pub async fn start_with(options: super::ControlPlaneOptions, vars: &[(&str, &str)]) -> Env {
+        let cp = ControlPlane::start_with(options).await;
         let state = tempfile::Builder::new()
             .prefix("aco-e2e-worker-")
             .tempdir()
             .unwrap();
         let worker_state = state.path().to_path_buf();
-        let worker = start_worker(&cp, &worker_state);
+        let mut opts = StartOptions {
+            persist_dir: Some(worker_state.clone()),
+            https: Some(cp.pki.worker_tls()),
+            ..StartOptions::default()
+        };
+        for (k, v) in vars {
+            opts = opts.var(k, *v);
+        }
+        let worker = WorkerProcess::start(opts);
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
         Env {
             reporter: None,

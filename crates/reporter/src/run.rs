@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aco_core::colony::Outcome;
 use aco_core::config::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -408,6 +409,15 @@ async fn push_nodes(s: Arc<Shared>) {
             break;
         }
         probe_watches(&s).await;
+        // Every replica shows its inputs' health (the standby's too: AcoReporterSourceBroken
+        // fires when no replica has a healthy input).
+        for source in Source::ALL {
+            let read_at_all = source != Source::NodeMetrics || s.args.load_source() != "none";
+            s.telemetry
+                .source_healthy
+                .get_or_create(&Telemetry::kind(source.as_str()))
+                .set((!read_at_all || s.freshness.healthy(source)) as i64);
+        }
         if !s.leading() {
             continue;
         }
@@ -417,12 +427,6 @@ async fn push_nodes(s: Arc<Shared>) {
         s.telemetry
             .facts_age_seconds
             .set(now.saturating_sub(observed_at) as f64 / 1000.0);
-        for source in Source::ALL {
-            s.telemetry
-                .source_healthy
-                .get_or_create(&Telemetry::kind(source.as_str()))
-                .set(s.freshness.healthy(source) as i64);
-        }
         if observed_at < now {
             tracing::warn!(
                 stale_for_ms = now - observed_at,
@@ -711,6 +715,13 @@ async fn scan_pods(s: Arc<Shared>) {
             let live = pods.iter().map(|p| (p.as_ref(), Presence::default()));
             let gone = deleted.iter().map(|(p, presence)| (p.as_ref(), *presence));
             let found = scan(ledger, attribution, live.chain(gone), &rules, now);
+            for item in &found.items {
+                if let Some(Outcome::Observed(o)) = item.report.outcome {
+                    if let Some(slowdown) = o.slowdown {
+                        tracing::info!(pod = %item.report.pod_uid, name = %item.report.name, node = %item.report.node, slowdown, "run-time slowdown");
+                    }
+                }
+            }
             for item in found.items {
                 if let Err(item) = queue.push(item) {
                     ledger.unqueue(&item);

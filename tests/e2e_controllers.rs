@@ -1,0 +1,590 @@
+//! End-to-end: aco-reporter under real controllers. The control plane is a real cluster's:
+//! kube-apiserver with `--authorization-mode=Node,RBAC` and the ServiceAccount admission plugin,
+//! **kube-controller-manager** (Deployments, ReplicaSets, Jobs, PodGC, the node lifecycle and
+//! taint eviction controllers, service accounts), kube-scheduler through the Worker, kwok's fake
+//! kubelets. The reporter is **installed** from `k8s/` as a user does it (kustomize overlay with
+//! the image and the Worker URL, `tests/support_kube/install.rs`) and runs with the token of its
+//! ServiceAccount, so the shipped RBAC is what it gets: a missing verb breaks a watch or the
+//! Lease and fails these tests.
+//!
+//! Each test asserts what reaches the Worker, node by node:
+//! 1. a Deployment rollout, a scale-down, a drain through the Eviction API and a container
+//!    OOM-killed at its own limit: placements deposited, nothing charged to any node;
+//! 2. Jobs: one whose pods fail on one node only (that node charged, no other), one with a
+//!    native sidecar that exits 143 when the work is done (successes, not failures), running
+//!    longer on one node (a run-time slowdown reported for that node's pods);
+//! 3. a spot node deleted with its pods (reclaimed, forgotten by the Worker; PodGC's deletions
+//!    charged to that node);
+//! 4. one leader: a leader cut off from the API server (a proxy) stops pushing within its renew
+//!    deadline while the standby takes over; an API-server stop freezes the facts' observation
+//!    time and shows in `/readyz`;
+//! 5. a misconfigured Worker URL refuses to start, naming the variable.
+//!
+//! Run with `scripts/e2e` (one test at a time; each starts its own cluster).
+
+#![allow(clippy::await_holding_lock)]
+
+mod support;
+mod support_kube;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support_kube::fixtures::*;
+use support_kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
+use support_kube::reporter::Reporter;
+use support_kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
+
+const BIND_TIMEOUT: Duration = Duration::from_secs(120);
+const TENANT_WAIT: Duration = Duration::from_secs(90);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Test speeds on top of the installed Deployment's settings.
+const SPEEDS: &[&str] = &[
+    "--push-interval",
+    "1s",
+    "--full-refresh",
+    "20s",
+    "--scan-interval",
+    "500ms",
+    "--backoff-max",
+    "2s",
+    "--lease-duration",
+    "8s",
+    "--lease-grace",
+    "5s",
+    "--renew-deadline",
+    "5s",
+];
+
+/// The cluster: RBAC + controllers, kwok, the Worker, the second scheduler, the install applied.
+struct Cluster {
+    env: Env,
+    _kwok: Server,
+    _metrics_server: Option<Server>,
+    _scheduler: Server,
+    objects: Vec<Value>,
+    token_file: PathBuf,
+    nodes: Vec<String>,
+}
+
+impl Cluster {
+    async fn start(nodes: &[Value], stages: JobStages, with_metrics: bool, vars: &[(&str, &str)]) -> Cluster {
+        let env = Env::start_with(ControlPlaneOptions { controllers: true }, vars).await;
+        let kwok = env.cp.start_kwok_with(&stages.yaml()).await;
+        let metrics_server = if with_metrics {
+            Some(env.cp.start_metrics_server().await)
+        } else {
+            None
+        };
+        let kube = env.kube().clone();
+        create_kwok_nodes(&kube, nodes).await;
+        let names: Vec<String> = nodes.iter().map(name_of).collect();
+        for name in &names {
+            // Ready, and the node lifecycle controller has lifted the not-ready taint.
+            wait_for(&format!("node {name} Ready and untainted"), Duration::from_secs(90), || {
+                let (kube, name) = (kube.clone(), name.clone());
+                async move {
+                    let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
+                    let ready = node["status"]["conditions"]
+                        .as_array()?
+                        .iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                    let tainted = node["spec"]["taints"].as_array().is_some_and(|t| {
+                        t.iter().any(|t| {
+                            t["key"].as_str().is_some_and(|k| k.starts_with("node.kubernetes.io/"))
+                        })
+                    });
+                    (ready && !tainted).then_some(())
+                }
+            })
+            .await;
+        }
+        let scheduler = env.cp.start_scheduler("scheduler", &env.worker_config(true)).await;
+
+        // The install, as README says: the token Secret, then `kubectl apply -k` of the overlay.
+        kube.wait_service_account("kube-system", "default").await;
+        kube.post(
+            "/api/v1/namespaces/kube-system/secrets",
+            &json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "aco-reporter-token", "namespace": "kube-system"},
+                    "stringData": {"token": ADMIN_TOKEN}}),
+        )
+        .await;
+        let objects = install::render(&env.cp, &env.api.base, "registry.example/aco-reporter:e2e");
+        install::apply(&kube, &objects).await;
+        // What the kubelet would mount from the Secret.
+        let secret = kube
+            .get("/api/v1/namespaces/kube-system/secrets/aco-reporter-token")
+            .await
+            .unwrap();
+        let token_file = env.cp.dir.join("aco-reporter-token");
+        std::fs::write(&token_file, decode_base64(secret["data"]["token"].as_str().unwrap())).unwrap();
+        Cluster {
+            env,
+            _kwok: kwok,
+            _metrics_server: metrics_server,
+            _scheduler: scheduler,
+            objects,
+            token_file,
+            nodes: names,
+        }
+    }
+
+    fn kube(&self) -> &support_kube::Kube {
+        self.env.kube()
+    }
+
+    /// A reporter replica as the installed Deployment runs it, with its ServiceAccount's token,
+    /// reaching the API server at `api` (a proxy in the leader test) .
+    async fn reporter(&self, pod_name: &str, api: Option<&str>, extra: &[&str]) -> Reporter {
+        let kubeconfig = self
+            .env
+            .cp
+            .service_account_kubeconfig("kube-system", "aco-reporter")
+            .await;
+        let kubeconfig = match api {
+            None => kubeconfig,
+            Some(addr) => {
+                let text = std::fs::read_to_string(&kubeconfig)
+                    .unwrap()
+                    .replace(&self.env.cp.api_url, &format!("https://{addr}"));
+                let path = self.env.cp.dir.join(format!("kubeconfig-{pod_name}"));
+                std::fs::write(&path, text).unwrap();
+                path
+            }
+        };
+        let env = install::reporter_env(&self.objects, pod_name, &self.token_file);
+        let args = install::reporter_args(&self.objects);
+        let flags = [SPEEDS, extra].concat();
+        Reporter::start_installed(&self.env.cp, &kubeconfig, pod_name, &env, &args, &flags)
+    }
+
+    async fn table(&self, tenant: &str) -> Value {
+        self.env.api.table(tenant).await
+    }
+
+    /// Failures the tenant's colony has recorded per node.
+    async fn failures(&self, tenant: &str) -> BTreeMap<String, f64> {
+        let t = self.table(tenant).await;
+        t["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                (
+                    e["node"].as_str().unwrap_or_default().to_owned(),
+                    e["failures"].as_f64().unwrap_or(0.0),
+                )
+            })
+            .collect()
+    }
+
+    async fn namespace(&self, ns: &str) {
+        self.kube().create_namespace(ns).await;
+        self.kube().wait_service_account(ns, "default").await;
+    }
+
+    async fn pods_where(&self, ns: &str, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        self.kube().pods(ns).await.into_iter().filter(|p| pred(p)).collect()
+    }
+}
+
+fn decode_base64(s: &str) -> Vec<u8> {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in s.bytes().filter(|c| *c != b'=') {
+        let v = T.iter().position(|t| *t == c).unwrap() as u32;
+        acc = acc << 6 | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+fn template(labels: Value, annotations: Value, cpu: &str, restart: &str, extra_spec: Value) -> Value {
+    let mut spec = json!({
+        "schedulerName": SCHEDULER_NAME,
+        "restartPolicy": restart,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}],
+    });
+    spec.as_object_mut()
+        .unwrap()
+        .extend(extra_spec.as_object().cloned().unwrap_or_default());
+    json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
+}
+
+fn deployment(ns: &str, name: &str, replicas: u32, extra_spec: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1}},
+                 "template": template(json!({"app": name}), json!({}), "100m", "Always", extra_spec)}})
+}
+
+#[allow(clippy::too_many_arguments)]
+fn job(ns: &str, name: &str, completions: u32, parallelism: u32, cpu: &str, backoff: u32, extra_spec: Value) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"completions": completions, "parallelism": parallelism, "backoffLimit": backoff,
+                 "template": template(json!({"job": name}), json!({JOB: "run"}), cpu, "Never", extra_spec)}})
+}
+
+fn bound(p: &Value) -> bool {
+    p["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty())
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. operators' ends are neutral
+
+#[tokio::test]
+async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
+    let _serial = serial();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(3)
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
+    let c = Cluster::start(&nodes, JobStages::default(), true, &[]).await;
+    let mut r = c.reporter("aco-reporter-0", None, &[]).await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let kube = c.kube();
+    let ns = "web";
+    c.namespace(ns).await;
+
+    // A Deployment of three; then a rollout (a new ReplicaSet replaces every pod).
+    kube.post(&format!("/apis/apps/v1/namespaces/{ns}/deployments"), &deployment(ns, "shop", 3, json!({})))
+        .await;
+    wait_for("3 shop pods bound", BIND_TIMEOUT, || async {
+        (c.pods_where(ns, bound).await.len() >= 3).then_some(())
+    })
+    .await;
+    c.env.api.wait_deposits(ns, 3, TENANT_WAIT).await;
+    let first: Vec<String> = c.pods_where(ns, bound).await.iter().map(name_of).collect();
+    kube.merge_patch(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/shop"),
+        &json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
+    )
+    .await;
+    wait_for("the rollout to replace every pod", BIND_TIMEOUT, || async {
+        let now: Vec<String> = c.pods_where(ns, bound).await.iter().map(name_of).collect();
+        (now.len() == 3 && now.iter().all(|n| !first.contains(n))).then_some(())
+    })
+    .await;
+    // Scale-down to one.
+    kube.merge_patch(&format!("/apis/apps/v1/namespaces/{ns}/deployments/shop"), &json!({"spec": {"replicas": 1}}))
+        .await;
+    wait_for("scale-down to 1", BIND_TIMEOUT, || async {
+        (c.pods_where(ns, |p| bound(p) && p["metadata"]["deletionTimestamp"].is_null()).await.len() == 1).then_some(())
+    })
+    .await;
+    // A drain of the survivor: the Eviction API (the ReplicaSet replaces it).
+    let survivor = name_of(&c.pods_where(ns, bound).await[0]);
+    kube.post(
+        &format!("/api/v1/namespaces/{ns}/pods/{survivor}/eviction"),
+        &json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": survivor, "namespace": ns}}),
+    )
+    .await;
+    // A container OOM-killed at its own memory limit (kwok: phase Failed, OOMKilled, exit 137).
+    let mut oom = pod(ns, "oom", PodOpts { cpu: "100m", memory: "64Mi", ..Default::default() });
+    oom["spec"]["restartPolicy"] = "Never".into();
+    oom["spec"]["containers"][0]["resources"]["limits"] = json!({"memory": "64Mi"});
+    oom["metadata"]["annotations"][FATE] = "oom".into();
+    oom["metadata"]["annotations"][FATE_AFTER] = "1s".into();
+    kube.create_pod(&oom).await;
+
+    let series = |verdict: &str, reason: &str| {
+        format!("aco_reporter_pod_ends_total{{verdict=\"{verdict}\",reason=\"{reason}\"}}")
+    };
+    let deleted = series("neutral", "Deleted");
+    let evicted = series("neutral", "EvictionByEvictionAPI");
+    let own_oom = series("neutral", "OOMKilled at its own memory limit");
+    wait_for("the rollout, the scale-down, the drain and the OOM judged neutral", TENANT_WAIT, || async {
+        let m = r.metrics().await;
+        let s = |k: &str| support_kube::reporter::sample(&m, k);
+        (s(&deleted) >= 5.0 && s(&evicted) >= 1.0 && s(&own_oom) >= 1.0).then_some(())
+    })
+    .await;
+    // Every placement deposited (3 + 3 rollout + 1 replacement + the OOM pod), no node charged.
+    c.env.api.wait_deposits(ns, 8, TENANT_WAIT).await;
+    let failures = c.failures(ns).await;
+    assert!(failures.values().all(|f| *f == 0.0), "no node is to blame: {failures:?}");
+    assert_eq!(r.metric("aco_reporter_pod_ends_total{verdict=\"node_failed\",reason=\"Deleted\"}").await, 0.0);
+    // The shipped RBAC was enough: healthy watches (list+watch), NodeMetrics (list), the Lease.
+    for source in ["nodes", "pods", "node_metrics"] {
+        assert_eq!(r.metric(&format!("aco_reporter_source_healthy{{kind=\"{source}\"}}")).await, 1.0, "{source}");
+    }
+    let lease = kube
+        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
+        .await
+        .unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "aco-reporter-0");
+    assert!(!r.server.log_text().contains("forbidden"), "{}", r.server.log_tail(30));
+    r.server.assert_running();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Jobs: failing on one node only; a sidecar's exit at the end; slower on one node
+
+#[tokio::test]
+async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node() {
+    let _serial = serial();
+    let shapes = openb_cpu_nodes();
+    let mut nodes: Vec<Value> = shapes
+        .into_iter()
+        .take(4)
+        .enumerate()
+        // The flaky node is the cheapest: without outcomes every pod would go there.
+        .map(|(i, n)| kwok_node(label_node(n, if i == 0 { 0.2 } else { 1.0 }, 300, false)))
+        .collect();
+    for n in &mut nodes {
+        n["metadata"]["labels"]["aco-test/role"] = "worker".into();
+    }
+    nodes[0]["metadata"]["labels"]["aco-test/role"] = "flaky".into();
+    let names: Vec<String> = nodes.iter().map(name_of).collect();
+    let (flaky, slow) = (names[0].clone(), names[1].clone());
+    let stages = JobStages {
+        failing: vec![flaky.clone()],
+        slow: vec![slow.clone()],
+        run_ms: 1_000,
+        slow_run_ms: 4_000,
+    };
+    let c = Cluster::start(&nodes, stages, false, &[]).await;
+    let mut r = c.reporter("aco-reporter-0", None, &["--metrics-source", "none"]).await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let kube = c.kube();
+
+    // A Job whose pods fail on the flaky node and succeed elsewhere.
+    c.namespace("batch").await;
+    kube.post("/apis/batch/v1/namespaces/batch/jobs", &job("batch", "etl", 6, 2, "100m", 8, json!({})))
+        .await;
+    let charged = wait_for("the flaky node charged for the Job's failures", Duration::from_secs(240), || async {
+        let f = c.failures("batch").await;
+        (f.get(&flaky).copied().unwrap_or(0.0) >= 2.0).then_some(f)
+    })
+    .await;
+    assert!(
+        charged.iter().filter(|(n, _)| **n != flaky).all(|(_, f)| *f == 0.0),
+        "only the flaky node: {charged:?}"
+    );
+
+    // A Job with a native sidecar, one pod per node at a time (each takes 60% of a node's CPU),
+    // kept off the flaky node: slower on the slow node.
+    c.namespace("train").await;
+    let alloc = |n: &Value| support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap();
+    let cpu = format!("{}m", (nodes[1..].iter().map(alloc).fold(f64::MAX, f64::min) * 600.0) as u64);
+    let sidecar = json!({
+        "initContainers": [{"name": "log-shipper", "image": "registry.k8s.io/pause:3.10", "restartPolicy": "Always",
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "aco-test/role", "operator": "In", "values": ["worker"]}]}]}}}
+    });
+    kube.post("/apis/batch/v1/namespaces/train/jobs", &job("train", "resnet", 15, 3, &cpu, 0, sidecar))
+        .await;
+    wait_for("the training Job to complete", Duration::from_secs(300), || async {
+        let j = kube.get("/apis/batch/v1/namespaces/train/jobs/resnet").await.ok()?;
+        (j["status"]["succeeded"].as_u64() >= Some(15)).then_some(())
+    })
+    .await;
+    let pods = kube.pods("train").await;
+    let on_slow = pods.iter().filter(|p| p["spec"]["nodeName"] == slow.as_str()).count();
+    assert!(pods.iter().all(|p| p["status"]["phase"] == "Succeeded"));
+    assert!(
+        pods.iter().all(|p| p["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 143),
+        "the sidecars exited 143 at the end"
+    );
+    // The sidecars' 143 is no failure; the slow node's pods carry a slowdown.
+    let t = c.failures("train").await;
+    assert!(t.values().all(|f| *f == 0.0), "{t:?}");
+    let slowdowns: Vec<(String, f64)> = wait_for("slowdowns reported for the slow node", TENANT_WAIT, || async {
+        let log = r.server.log_text();
+        let found: Vec<(String, f64)> = log
+            .lines()
+            .filter(|l| l.contains("run-time slowdown"))
+            .filter_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                let f = &v["fields"];
+                Some((f["node"].as_str()?.to_owned(), f["slowdown"].as_f64()?))
+            })
+            .collect();
+        found.iter().any(|(n, _)| *n == slow).then_some(found)
+    })
+    .await;
+    eprintln!("{on_slow} of 15 pods on the slow node; slowdowns: {slowdowns:?}");
+    for (node, s) in &slowdowns {
+        if *node == slow {
+            assert!(*s > 2.0, "slow node {node}: {s}");
+        } else {
+            assert!(*s < 1.5, "fast node {node}: {s}");
+        }
+    }
+    let succeeded = r.metric("aco_reporter_pod_ends_total{verdict=\"succeeded\",reason=\"Succeeded\"}").await;
+    assert!(succeeded >= 15.0, "succeeded: {succeeded}");
+    r.server.assert_running();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. a spot node deleted with its pods
+
+#[tokio::test]
+async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
+    let _serial = serial();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(2)
+        .enumerate()
+        .map(|(i, n)| kwok_node(label_node(n, 1.0, 300, i == 0)))
+        .collect();
+    let spot = name_of(&nodes[0]);
+    let c = Cluster::start(&nodes, JobStages::default(), false, &[]).await;
+    let mut r = c.reporter("aco-reporter-0", None, &["--metrics-source", "none"]).await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let kube = c.kube();
+    let ns = "spot";
+    c.namespace(ns).await;
+    let pin = json!({"nodeSelector": {"kubernetes.io/hostname": spot}});
+    kube.post(&format!("/apis/apps/v1/namespaces/{ns}/deployments"), &deployment(ns, "api", 2, pin)).await;
+    wait_for("2 pods on the spot node", BIND_TIMEOUT, || async {
+        (c.pods_where(ns, |p| p["spec"]["nodeName"] == spot.as_str()).await.len() == 2).then_some(())
+    })
+    .await;
+    c.env.api.wait_deposits(ns, 2, TENANT_WAIT).await;
+    assert!(c.env.api.node_facts(&spot).await.is_some());
+
+    // The cloud reclaims it: the Node object goes, its pods are still bound (nothing drained).
+    let deleted_at = Instant::now();
+    kube.delete(&format!("/api/v1/nodes/{spot}")).await.unwrap();
+    wait_for("the reclaimed node reported and forgotten", TENANT_WAIT, || async {
+        let reclaimed = r.metric("aco_reporter_reclaimed_nodes_total").await >= 1.0;
+        (reclaimed && c.env.api.node_facts(&spot).await.is_none()).then_some(())
+    })
+    .await;
+    // PodGC deletes the orphans (after its 40 s quarantine): node-caused ends on the spot node.
+    let f = wait_for("the orphaned pods charged to the spot node", Duration::from_secs(180), || async {
+        let f = c.failures(ns).await;
+        (f.get(&spot).copied().unwrap_or(0.0) >= 2.0).then_some(f)
+    })
+    .await;
+    eprintln!("charged {:?} after the node was deleted: {f:?}", deleted_at.elapsed());
+    assert!(f.iter().filter(|(n, _)| **n != spot).all(|(_, v)| *v == 0.0), "{f:?}");
+    r.server.assert_running();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. one leader, fresh facts
+
+#[tokio::test]
+async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_facts() {
+    let _serial = serial();
+    let nodes: Vec<Value> = openb_cpu_nodes()
+        .into_iter()
+        .take(2)
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
+    let mut c = Cluster::start(&nodes, JobStages::default(), false, &[]).await;
+    // Replica a reaches the API server through a proxy we can cut; replica b directly. Both
+    // reach the Worker.
+    let proxy = c.env.cp.start_proxy("api-proxy", &support_kube::host_port(&c.env.cp.api_url), Duration::ZERO);
+    let mut a = c.reporter("aco-reporter-a", Some(&proxy.addr), &["--metrics-source", "none"]).await;
+    wait_for("a leads", Duration::from_secs(60), || async {
+        (a.metric("aco_reporter_leader").await == 1.0).then_some(())
+    })
+    .await;
+    let mut b = c.reporter("aco-reporter-b", None, &["--metrics-source", "none"]).await;
+    a.wait_nodes_reported(nodes.len(), Duration::from_secs(60)).await;
+    wait_for("b synced as standby", Duration::from_secs(60), || async {
+        reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops)).await.ok()?.status().is_success().then_some(())
+    })
+    .await;
+    assert_eq!(b.metric("aco_reporter_leader").await, 0.0);
+
+    proxy.set_mode(support_kube::ProxyMode::Refuse).await;
+    let cut = Instant::now();
+    wait_for("a steps down", Duration::from_secs(15), || async {
+        (a.metric("aco_reporter_leader").await == 0.0).then_some(())
+    })
+    .await;
+    let stepped_down = cut.elapsed();
+    let sent_then = a.metric("aco_reporter_requests_total{kind=\"nodes\"}").await;
+    wait_for("b takes over", Duration::from_secs(30), || async {
+        (b.metric("aco_reporter_leader").await == 1.0).then_some(())
+    })
+    .await;
+    let took_over = cut.elapsed();
+    eprintln!("cut off: a stepped down after {stepped_down:?}, b led after {took_over:?} (renew deadline 5 s, lease 8 s)");
+    assert!(stepped_down <= Duration::from_secs(5 + 3), "{stepped_down:?}");
+    assert!(stepped_down < took_over, "never two leaders: {stepped_down:?} vs {took_over:?}");
+    b.wait_nodes_reported(nodes.len(), Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        a.metric("aco_reporter_requests_total{kind=\"nodes\"}").await,
+        sent_then,
+        "the cut-off replica pushes nothing once it stepped down"
+    );
+
+    // The API server stops: b's watches break; the facts keep the time they were confirmed.
+    let node = c.nodes[0].clone();
+    let observed = |f: &Value| f["observedAtMs"].as_u64().or_else(|| f["updatedAtMs"].as_u64());
+    let before = c.env.api.node_facts(&node).await.unwrap();
+    eprintln!("facts before the outage: {before}");
+    c.env.cp.stop_apiserver();
+    let stopped = now_ms();
+    wait_for("b's readyz names the broken watches", Duration::from_secs(60), || async {
+        let r = reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops)).await.ok()?;
+        let code = r.status().as_u16();
+        let text = r.text().await.ok()?;
+        (code == 503 && text.contains("pods")).then_some(())
+    })
+    .await;
+    assert_eq!(b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await, 0.0);
+    // Pushes go on (full refresh), with the old observation time.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let during = c.env.api.node_facts(&node).await.unwrap();
+    eprintln!("facts during the outage: {during}");
+    if let Some(t) = observed(&during) {
+        assert!(t <= stopped + 1_000, "observation time {t} after the stop {stopped}");
+    }
+    assert!(b.metric("aco_reporter_facts_age_seconds").await >= 3.0);
+    c.env.cp.start_apiserver_again().await;
+    wait_for("b healthy again", Duration::from_secs(90), || async {
+        (b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await == 1.0
+            && b.metric("aco_reporter_facts_age_seconds").await < 3.0)
+            .then_some(())
+    })
+    .await;
+    b.server.assert_running();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. a misconfigured Worker URL
+
+#[tokio::test]
+async fn a_worker_url_ending_in_v1_is_refused_at_start() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(support_kube::reporter::reporter_bin(false))
+        .env("ACO_WORKER_URL", "https://aco.example.workers.dev/v1")
+        .env("ACO_ADMIN_TOKEN", "t")
+        .env("KUBECONFIG", dir.path().join("none"))
+        .args(["--log-format", "text"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("ACO_WORKER_URL") && text.contains("/v1"), "{text}");
+}
