@@ -18,7 +18,9 @@
 //! 4. one leader: a leader cut off from the API server (a proxy) stops pushing within its renew
 //!    deadline while the standby takes over; an API-server stop freezes the facts' observation
 //!    time and shows in `/readyz`;
-//! 5. a misconfigured Worker URL refuses to start, naming the variable.
+//! 5. a misconfigured Worker URL refuses to start, naming the variable;
+//! 6. Prometheus as the load source: a real Prometheus scraping an exporter that serves
+//!    dcgm-exporter's and OpenCost's series; the Worker gets the GPU load and the price.
 //!
 //! Run with `scripts/e2e` (one test at a time; each starts its own cluster).
 
@@ -324,7 +326,12 @@ async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
     c.env.api.wait_deposits(ns, 8, TENANT_WAIT).await;
     let failures = c.failures(ns).await;
     assert!(failures.values().all(|f| *f == 0.0), "no node is to blame: {failures:?}");
-    assert_eq!(r.metric("aco_reporter_pod_ends_total{verdict=\"node_failed\",reason=\"Deleted\"}").await, 0.0);
+    let metrics = r.metrics().await;
+    assert!(
+        !metrics.contains("aco_reporter_pod_ends_total{verdict=\"node_failed\""),
+        "no end was charged to a node: {}",
+        metrics.lines().filter(|l| l.contains("pod_ends")).collect::<Vec<_>>().join("\n")
+    );
     // The shipped RBAC was enough: healthy watches (list+watch), NodeMetrics (list), the Lease.
     for source in ["nodes", "pods", "node_metrics"] {
         assert_eq!(r.metric(&format!("aco_reporter_source_healthy{{kind=\"{source}\"}}")).await, 1.0, "{source}");
@@ -539,7 +546,8 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
 
     // The API server stops: b's watches break; the facts keep the time they were confirmed.
     let node = c.nodes[0].clone();
-    let observed = |f: &Value| f["observedAtMs"].as_u64().or_else(|| f["updatedAtMs"].as_u64());
+    // `requested.atMs`: when the reporter says its inputs were observed.
+    let observed = |f: &Value| f["requested"]["atMs"].as_u64();
     let before = c.env.api.node_facts(&node).await.unwrap();
     eprintln!("facts before the outage: {before}");
     c.env.cp.stop_apiserver();
@@ -556,9 +564,9 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = c.env.api.node_facts(&node).await.unwrap();
     eprintln!("facts during the outage: {during}");
-    if let Some(t) = observed(&during) {
-        assert!(t <= stopped + 1_000, "observation time {t} after the stop {stopped}");
-    }
+    let t = observed(&during).expect("requested.atMs");
+    assert!(t <= stopped + 1_000, "observation time {t} after the stop {stopped}");
+    assert!(observed(&before).is_some_and(|b| b <= t));
     assert!(b.metric("aco_reporter_facts_age_seconds").await >= 3.0);
     c.env.cp.start_apiserver_again().await;
     wait_for("b healthy again", Duration::from_secs(90), || async {
@@ -588,3 +596,98 @@ async fn a_worker_url_ending_in_v1_is_refused_at_start() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("ACO_WORKER_URL") && text.contains("/v1"), "{text}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. Prometheus (DCGM GPU series) as the load source, OpenCost prices
+
+/// Serves `text` at `/metrics` (any path) until dropped: an exporter with dcgm-exporter's and
+/// OpenCost's series names and labels.
+async fn exporter(text: String) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { break };
+            let text = text.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = sock.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), task)
+}
+
+#[tokio::test]
+async fn prometheus_dcgm_series_are_the_gpu_load_and_opencost_the_price() {
+    let _serial = serial();
+    let nodes: Vec<Value> = pick_gpu_nodes(&["T4", "T4"])
+        .into_iter()
+        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
+        .collect();
+    let (busy, idle) = (name_of(&nodes[0]), name_of(&nodes[1]));
+    let c = Cluster::start(&nodes, JobStages::default(), false, &[]).await;
+    let series = format!(
+        "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n\
+DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-a\",device=\"nvidia0\",modelName=\"Tesla T4\",Hostname=\"{busy}\"}} 90\n\
+DCGM_FI_DEV_GPU_UTIL{{gpu=\"1\",UUID=\"GPU-b\",device=\"nvidia1\",modelName=\"Tesla T4\",Hostname=\"{busy}\"}} 70\n\
+DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-c\",device=\"nvidia0\",modelName=\"Tesla T4\",Hostname=\"{idle}\"}} 10\n\
+# TYPE DCGM_FI_DEV_FB_USED gauge\n\
+DCGM_FI_DEV_FB_USED{{gpu=\"0\",UUID=\"GPU-a\",modelName=\"Tesla T4\",Hostname=\"{busy}\"}} 1000\n\
+DCGM_FI_DEV_FB_USED{{gpu=\"0\",UUID=\"GPU-c\",modelName=\"Tesla T4\",Hostname=\"{idle}\"}} 500\n\
+# TYPE DCGM_FI_DEV_FB_FREE gauge\n\
+DCGM_FI_DEV_FB_FREE{{gpu=\"0\",UUID=\"GPU-a\",modelName=\"Tesla T4\",Hostname=\"{busy}\"}} 15000\n\
+DCGM_FI_DEV_FB_FREE{{gpu=\"0\",UUID=\"GPU-c\",modelName=\"Tesla T4\",Hostname=\"{idle}\"}} 15500\n\
+# TYPE node_total_hourly_cost gauge\n\
+node_total_hourly_cost{{node=\"{busy}\",instance_type=\"g4dn.12xlarge\",region=\"eu-west-1\"}} 2.5\n\
+node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"eu-west-1\"}} 0.75\n"
+    );
+    let (url, _server) = exporter(series).await;
+    let prometheus = support::prometheus::Prometheus::start(&[support::prometheus::ScrapeJob::new("dcgm", &url)]);
+    wait_for("Prometheus to scrape the exporter", Duration::from_secs(60), || async {
+        let r = prometheus.query("DCGM_FI_DEV_GPU_UTIL").await.ok()?;
+        (r.len() == 3).then_some(())
+    })
+    .await;
+    // No node-exporter here: CPU and memory queries off, GPU utilisation and memory on.
+    let mut r = c
+        .reporter(
+            "aco-reporter-0",
+            None,
+            &[
+                "--metrics-source", "prometheus",
+                "--prometheus-url", &prometheus.base_url,
+                "--prometheus-window", "1m",
+                "--promql-cpu", "",
+                "--promql-memory", "",
+                "--prices-from-opencost",
+            ],
+        )
+        .await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let facts = |name: String| {
+        let api = &c.env.api;
+        async move {
+            let f = api.node_facts(&name).await?;
+            let level = f["load"]["value"]["level"].as_f64()?;
+            let price = f["labels"]["aco/cost-per-hour"].as_str()?.to_owned();
+            Some((level, price))
+        }
+    };
+    let (busy_load, busy_price) = wait_for("the busy node's GPU load and price", TENANT_WAIT, || facts(busy.clone())).await;
+    let (idle_load, idle_price) = wait_for("the idle node's GPU load and price", TENANT_WAIT, || facts(idle.clone())).await;
+    eprintln!("{busy}: load {busy_load} price {busy_price}; {idle}: load {idle_load} price {idle_price}");
+    // Busy: mean of 90 % and 70 % = 0.8 (memory 1000/16000 is less); idle: 0.1.
+    assert!((busy_load - 0.8).abs() < 1e-9, "{busy_load}");
+    assert!((idle_load - 0.1).abs() < 1e-9, "{idle_load}");
+    assert_eq!((busy_price.as_str(), idle_price.as_str()), ("2.5", "0.75"), "OpenCost's, not the 1.0 label");
+    assert_eq!(r.metric("aco_reporter_source_healthy{kind=\"node_metrics\"}").await, 1.0);
+    r.server.assert_running();
+}
+
