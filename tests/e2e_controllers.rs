@@ -8,8 +8,8 @@
 //! Lease and fails these tests.
 //!
 //! Each test asserts what reaches the Worker, node by node:
-//! 1. a Deployment rollout, a scale-down, a drain through the Eviction API and a container
-//!    OOM-killed at its own limit: placements deposited, nothing charged to any node;
+//! 1. a Deployment rollout, a scale-down, a drain through the Eviction API, a preemption and a
+//!    container OOM-killed at its own limit: placements deposited, nothing charged to any node;
 //! 2. Jobs: one whose pods fail on one node only (that node charged, no other), one with a
 //!    native sidecar that exits 143 when the work is done (successes, not failures), running
 //!    longer on one node (a run-time slowdown reported for that node's pods);
@@ -79,7 +79,12 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start(nodes: &[Value], stages: JobStages, with_metrics: bool, vars: &[(&str, &str)]) -> Cluster {
+    async fn start(
+        nodes: &[Value],
+        stages: JobStages,
+        with_metrics: bool,
+        vars: &[(&str, &str)],
+    ) -> Cluster {
         let env = Env::start_with(ControlPlaneOptions { controllers: true }, vars).await;
         let kwok = env.cp.start_kwok_with(&stages.yaml()).await;
         let metrics_server = if with_metrics {
@@ -92,25 +97,34 @@ impl Cluster {
         let names: Vec<String> = nodes.iter().map(name_of).collect();
         for name in &names {
             // Ready, and the node lifecycle controller has lifted the not-ready taint.
-            wait_for(&format!("node {name} Ready and untainted"), Duration::from_secs(90), || {
-                let (kube, name) = (kube.clone(), name.clone());
-                async move {
-                    let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-                    let ready = node["status"]["conditions"]
-                        .as_array()?
-                        .iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                    let tainted = node["spec"]["taints"].as_array().is_some_and(|t| {
-                        t.iter().any(|t| {
-                            t["key"].as_str().is_some_and(|k| k.starts_with("node.kubernetes.io/"))
-                        })
-                    });
-                    (ready && !tainted).then_some(())
-                }
-            })
+            wait_for(
+                &format!("node {name} Ready and untainted"),
+                Duration::from_secs(90),
+                || {
+                    let (kube, name) = (kube.clone(), name.clone());
+                    async move {
+                        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
+                        let ready = node["status"]["conditions"]
+                            .as_array()?
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                        let tainted = node["spec"]["taints"].as_array().is_some_and(|t| {
+                            t.iter().any(|t| {
+                                t["key"]
+                                    .as_str()
+                                    .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
+                            })
+                        });
+                        (ready && !tainted).then_some(())
+                    }
+                },
+            )
             .await;
         }
-        let scheduler = env.cp.start_scheduler("scheduler", &env.worker_config(true)).await;
+        let scheduler = env
+            .cp
+            .start_scheduler("scheduler", &env.worker_config(true))
+            .await;
 
         // The install, as README says: the token Secret, then `kubectl apply -k` of the overlay.
         kube.wait_service_account("kube-system", "default").await;
@@ -129,7 +143,11 @@ impl Cluster {
             .await
             .unwrap();
         let token_file = env.cp.dir.join("aco-reporter-token");
-        std::fs::write(&token_file, decode_base64(secret["data"]["token"].as_str().unwrap())).unwrap();
+        std::fs::write(
+            &token_file,
+            decode_base64(secret["data"]["token"].as_str().unwrap()),
+        )
+        .unwrap();
         Cluster {
             env,
             _kwok: kwok,
@@ -196,7 +214,12 @@ impl Cluster {
     }
 
     async fn pods_where(&self, ns: &str, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
-        self.kube().pods(ns).await.into_iter().filter(|p| pred(p)).collect()
+        self.kube()
+            .pods(ns)
+            .await
+            .into_iter()
+            .filter(|p| pred(p))
+            .collect()
     }
 }
 
@@ -216,7 +239,13 @@ fn decode_base64(s: &str) -> Vec<u8> {
     out
 }
 
-fn template(labels: Value, annotations: Value, cpu: &str, restart: &str, extra_spec: Value) -> Value {
+fn template(
+    labels: Value,
+    annotations: Value,
+    cpu: &str,
+    restart: &str,
+    extra_spec: Value,
+) -> Value {
     let mut spec = json!({
         "schedulerName": SCHEDULER_NAME,
         "restartPolicy": restart,
@@ -239,7 +268,15 @@ fn deployment(ns: &str, name: &str, replicas: u32, extra_spec: Value) -> Value {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn job(ns: &str, name: &str, completions: u32, parallelism: u32, cpu: &str, backoff: u32, extra_spec: Value) -> Value {
+fn job(
+    ns: &str,
+    name: &str,
+    completions: u32,
+    parallelism: u32,
+    cpu: &str,
+    backoff: u32,
+    extra_spec: Value,
+) -> Value {
     json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "namespace": ns},
         "spec": {"completions": completions, "parallelism": parallelism, "backoffLimit": backoff,
@@ -247,14 +284,16 @@ fn job(ns: &str, name: &str, completions: u32, parallelism: u32, cpu: &str, back
 }
 
 fn bound(p: &Value) -> bool {
-    p["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty())
+    p["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty())
 }
 
 // ---------------------------------------------------------------------------------------------
 // 1. operators' ends are neutral
 
 #[tokio::test]
-async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
+async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_node() {
     let _serial = serial();
     let nodes: Vec<Value> = openb_cpu_nodes()
         .into_iter()
@@ -263,14 +302,18 @@ async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
         .collect();
     let c = Cluster::start(&nodes, JobStages::default(), true, &[]).await;
     let mut r = c.reporter("aco-reporter-0", None, &[]).await;
-    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90))
+        .await;
     let kube = c.kube();
     let ns = "web";
     c.namespace(ns).await;
 
     // A Deployment of three; then a rollout (a new ReplicaSet replaces every pod).
-    kube.post(&format!("/apis/apps/v1/namespaces/{ns}/deployments"), &deployment(ns, "shop", 3, json!({})))
-        .await;
+    kube.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        &deployment(ns, "shop", 3, json!({})),
+    )
+    .await;
     wait_for("3 shop pods bound", BIND_TIMEOUT, || async {
         (c.pods_where(ns, bound).await.len() >= 3).then_some(())
     })
@@ -288,10 +331,19 @@ async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
     })
     .await;
     // Scale-down to one.
-    kube.merge_patch(&format!("/apis/apps/v1/namespaces/{ns}/deployments/shop"), &json!({"spec": {"replicas": 1}}))
-        .await;
+    kube.merge_patch(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/shop"),
+        &json!({"spec": {"replicas": 1}}),
+    )
+    .await;
     wait_for("scale-down to 1", BIND_TIMEOUT, || async {
-        (c.pods_where(ns, |p| bound(p) && p["metadata"]["deletionTimestamp"].is_null()).await.len() == 1).then_some(())
+        (c.pods_where(ns, |p| {
+            bound(p) && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .await
+        .len()
+            == 1)
+            .then_some(())
     })
     .await;
     // A drain of the survivor: the Eviction API (the ReplicaSet replaces it).
@@ -303,45 +355,124 @@ async fn rollouts_scale_downs_drains_and_own_limit_ooms_charge_no_node() {
     )
     .await;
     // A container OOM-killed at its own memory limit (kwok: phase Failed, OOMKilled, exit 137).
-    let mut oom = pod(ns, "oom", PodOpts { cpu: "100m", memory: "64Mi", ..Default::default() });
+    let mut oom = pod(
+        ns,
+        "oom",
+        PodOpts {
+            cpu: "100m",
+            memory: "64Mi",
+            ..Default::default()
+        },
+    );
     oom["spec"]["restartPolicy"] = "Never".into();
     oom["spec"]["containers"][0]["resources"]["limits"] = json!({"memory": "64Mi"});
     oom["metadata"]["annotations"][FATE] = "oom".into();
     oom["metadata"]["annotations"][FATE_AFTER] = "1s".into();
     kube.create_pod(&oom).await;
 
+    // Preemption: fillers take 70% of every node; a high-priority pod needing half a node
+    // makes kube-scheduler preempt one of them.
+    let alloc = |n: &Value| {
+        support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap()
+    };
+    let min_cpu = nodes.iter().map(alloc).fold(f64::MAX, f64::min);
+    kube.post(
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        &json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "aco-e2e-high"}, "value": 100000}),
+    )
+    .await;
+    let mut fillers = deployment(ns, "filler", nodes.len() as u32, json!({}));
+    fillers["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
+        format!("{}m", (min_cpu * 700.0) as u64).into();
+    kube.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        &fillers,
+    )
+    .await;
+    wait_for("a filler on every node", BIND_TIMEOUT, || async {
+        let n = c
+            .pods_where(ns, |p| {
+                bound(p) && p["metadata"]["labels"]["app"] == "filler"
+            })
+            .await
+            .len();
+        (n == nodes.len()).then_some(())
+    })
+    .await;
+    let mut urgent = pod(
+        ns,
+        "urgent",
+        PodOpts {
+            cpu: "1",
+            memory: "64Mi",
+            ..Default::default()
+        },
+    );
+    urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
+        format!("{}m", (min_cpu * 500.0) as u64).into();
+    urgent["spec"]["priorityClassName"] = "aco-e2e-high".into();
+    kube.create_pod(&urgent).await;
+    kube.wait_bound(ns, "urgent", BIND_TIMEOUT).await;
+
     let series = |verdict: &str, reason: &str| {
         format!("aco_reporter_pod_ends_total{{verdict=\"{verdict}\",reason=\"{reason}\"}}")
     };
+    let preempted = series("neutral", "PreemptionByScheduler");
+    wait_for("the preemption judged neutral", TENANT_WAIT, || async {
+        (r.metric(&preempted).await >= 1.0).then_some(())
+    })
+    .await;
     let deleted = series("neutral", "Deleted");
     let evicted = series("neutral", "EvictionByEvictionAPI");
     let own_oom = series("neutral", "OOMKilled at its own memory limit");
-    wait_for("the rollout, the scale-down, the drain and the OOM judged neutral", TENANT_WAIT, || async {
-        let m = r.metrics().await;
-        let s = |k: &str| support_kube::reporter::sample(&m, k);
-        (s(&deleted) >= 5.0 && s(&evicted) >= 1.0 && s(&own_oom) >= 1.0).then_some(())
-    })
+    wait_for(
+        "the rollout, the scale-down, the drain and the OOM judged neutral",
+        TENANT_WAIT,
+        || async {
+            let m = r.metrics().await;
+            let s = |k: &str| support_kube::reporter::sample(&m, k);
+            (s(&deleted) >= 5.0 && s(&evicted) >= 1.0 && s(&own_oom) >= 1.0).then_some(())
+        },
+    )
     .await;
-    // Every placement deposited (3 + 3 rollout + 1 replacement + the OOM pod), no node charged.
-    c.env.api.wait_deposits(ns, 8, TENANT_WAIT).await;
+    // Every placement deposited (3 + 3 rollout + 1 replacement + the OOM pod + 3 fillers + the
+    // urgent pod), no node charged.
+    c.env.api.wait_deposits(ns, 12, TENANT_WAIT).await;
     let failures = c.failures(ns).await;
-    assert!(failures.values().all(|f| *f == 0.0), "no node is to blame: {failures:?}");
+    assert!(
+        failures.values().all(|f| *f == 0.0),
+        "no node is to blame: {failures:?}"
+    );
     let metrics = r.metrics().await;
     assert!(
         !metrics.contains("aco_reporter_pod_ends_total{verdict=\"node_failed\""),
         "no end was charged to a node: {}",
-        metrics.lines().filter(|l| l.contains("pod_ends")).collect::<Vec<_>>().join("\n")
+        metrics
+            .lines()
+            .filter(|l| l.contains("pod_ends"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     // The shipped RBAC was enough: healthy watches (list+watch), NodeMetrics (list), the Lease.
     for source in ["nodes", "pods", "node_metrics"] {
-        assert_eq!(r.metric(&format!("aco_reporter_source_healthy{{kind=\"{source}\"}}")).await, 1.0, "{source}");
+        assert_eq!(
+            r.metric(&format!("aco_reporter_source_healthy{{kind=\"{source}\"}}"))
+                .await,
+            1.0,
+            "{source}"
+        );
     }
     let lease = kube
         .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
         .await
         .unwrap();
     assert_eq!(lease["spec"]["holderIdentity"], "aco-reporter-0");
-    assert!(!r.server.log_text().contains("forbidden"), "{}", r.server.log_tail(30));
+    assert!(
+        !r.server.log_text().contains("forbidden"),
+        "{}",
+        r.server.log_tail(30)
+    );
     r.server.assert_running();
 }
 
@@ -372,65 +503,102 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
         slow_run_ms: 4_000,
     };
     let c = Cluster::start(&nodes, stages, false, &[]).await;
-    let mut r = c.reporter("aco-reporter-0", None, &["--metrics-source", "none"]).await;
-    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let mut r = c
+        .reporter("aco-reporter-0", None, &["--metrics-source", "none"])
+        .await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90))
+        .await;
     let kube = c.kube();
 
     // A Job whose pods fail on the flaky node and succeed elsewhere.
     c.namespace("batch").await;
-    kube.post("/apis/batch/v1/namespaces/batch/jobs", &job("batch", "etl", 6, 2, "100m", 8, json!({})))
-        .await;
-    let charged = wait_for("the flaky node charged for the Job's failures", Duration::from_secs(240), || async {
-        let f = c.failures("batch").await;
-        (f.get(&flaky).copied().unwrap_or(0.0) >= 2.0).then_some(f)
-    })
+    kube.post(
+        "/apis/batch/v1/namespaces/batch/jobs",
+        &job("batch", "etl", 6, 2, "100m", 8, json!({})),
+    )
+    .await;
+    let charged = wait_for(
+        "the flaky node charged for the Job's failures",
+        Duration::from_secs(240),
+        || async {
+            let f = c.failures("batch").await;
+            (f.get(&flaky).copied().unwrap_or(0.0) >= 2.0).then_some(f)
+        },
+    )
     .await;
     assert!(
-        charged.iter().filter(|(n, _)| **n != flaky).all(|(_, f)| *f == 0.0),
+        charged
+            .iter()
+            .filter(|(n, _)| **n != flaky)
+            .all(|(_, f)| *f == 0.0),
         "only the flaky node: {charged:?}"
     );
 
     // A Job with a native sidecar, one pod per node at a time (each takes 60% of a node's CPU),
     // kept off the flaky node: slower on the slow node.
     c.namespace("train").await;
-    let alloc = |n: &Value| support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap();
-    let cpu = format!("{}m", (nodes[1..].iter().map(alloc).fold(f64::MAX, f64::min) * 600.0) as u64);
+    let alloc = |n: &Value| {
+        support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap()
+    };
+    let cpu = format!(
+        "{}m",
+        (nodes[1..].iter().map(alloc).fold(f64::MAX, f64::min) * 600.0) as u64
+    );
     let sidecar = json!({
         "initContainers": [{"name": "log-shipper", "image": "registry.k8s.io/pause:3.10", "restartPolicy": "Always",
                             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "aco-test/role", "operator": "In", "values": ["worker"]}]}]}}}
     });
-    kube.post("/apis/batch/v1/namespaces/train/jobs", &job("train", "resnet", 15, 3, &cpu, 0, sidecar))
-        .await;
-    wait_for("the training Job to complete", Duration::from_secs(300), || async {
-        let j = kube.get("/apis/batch/v1/namespaces/train/jobs/resnet").await.ok()?;
-        (j["status"]["succeeded"].as_u64() >= Some(15)).then_some(())
-    })
+    kube.post(
+        "/apis/batch/v1/namespaces/train/jobs",
+        &job("train", "resnet", 15, 3, &cpu, 0, sidecar),
+    )
+    .await;
+    wait_for(
+        "the training Job to complete",
+        Duration::from_secs(300),
+        || async {
+            let j = kube
+                .get("/apis/batch/v1/namespaces/train/jobs/resnet")
+                .await
+                .ok()?;
+            (j["status"]["succeeded"].as_u64() >= Some(15)).then_some(())
+        },
+    )
     .await;
     let pods = kube.pods("train").await;
-    let on_slow = pods.iter().filter(|p| p["spec"]["nodeName"] == slow.as_str()).count();
+    let on_slow = pods
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == slow.as_str())
+        .count();
     assert!(pods.iter().all(|p| p["status"]["phase"] == "Succeeded"));
     assert!(
-        pods.iter().all(|p| p["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 143),
+        pods.iter().all(
+            |p| p["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 143
+        ),
         "the sidecars exited 143 at the end"
     );
     // The sidecars' 143 is no failure; the slow node's pods carry a slowdown.
     let t = c.failures("train").await;
     assert!(t.values().all(|f| *f == 0.0), "{t:?}");
-    let slowdowns: Vec<(String, f64)> = wait_for("slowdowns reported for the slow node", TENANT_WAIT, || async {
-        let log = r.server.log_text();
-        let found: Vec<(String, f64)> = log
-            .lines()
-            .filter(|l| l.contains("run-time slowdown"))
-            .filter_map(|l| {
-                let v: Value = serde_json::from_str(l).ok()?;
-                let f = &v["fields"];
-                Some((f["node"].as_str()?.to_owned(), f["slowdown"].as_f64()?))
-            })
-            .collect();
-        found.iter().any(|(n, _)| *n == slow).then_some(found)
-    })
+    let slowdowns: Vec<(String, f64)> = wait_for(
+        "slowdowns reported for the slow node",
+        TENANT_WAIT,
+        || async {
+            let log = r.server.log_text();
+            let found: Vec<(String, f64)> = log
+                .lines()
+                .filter(|l| l.contains("run-time slowdown"))
+                .filter_map(|l| {
+                    let v: Value = serde_json::from_str(l).ok()?;
+                    let f = &v["fields"];
+                    Some((f["node"].as_str()?.to_owned(), f["slowdown"].as_f64()?))
+                })
+                .collect();
+            found.iter().any(|(n, _)| *n == slow).then_some(found)
+        },
+    )
     .await;
     eprintln!("{on_slow} of 15 pods on the slow node; slowdowns: {slowdowns:?}");
     for (node, s) in &slowdowns {
@@ -440,7 +608,9 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
             assert!(*s < 1.5, "fast node {node}: {s}");
         }
     }
-    let succeeded = r.metric("aco_reporter_pod_ends_total{verdict=\"succeeded\",reason=\"Succeeded\"}").await;
+    let succeeded = r
+        .metric("aco_reporter_pod_ends_total{verdict=\"succeeded\",reason=\"Succeeded\"}")
+        .await;
     assert!(succeeded >= 15.0, "succeeded: {succeeded}");
     r.server.assert_running();
 }
@@ -459,15 +629,26 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
         .collect();
     let spot = name_of(&nodes[0]);
     let c = Cluster::start(&nodes, JobStages::default(), false, &[]).await;
-    let mut r = c.reporter("aco-reporter-0", None, &["--metrics-source", "none"]).await;
-    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    let mut r = c
+        .reporter("aco-reporter-0", None, &["--metrics-source", "none"])
+        .await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90))
+        .await;
     let kube = c.kube();
     let ns = "spot";
     c.namespace(ns).await;
     let pin = json!({"nodeSelector": {"kubernetes.io/hostname": spot}});
-    kube.post(&format!("/apis/apps/v1/namespaces/{ns}/deployments"), &deployment(ns, "api", 2, pin)).await;
+    kube.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        &deployment(ns, "api", 2, pin),
+    )
+    .await;
     wait_for("2 pods on the spot node", BIND_TIMEOUT, || async {
-        (c.pods_where(ns, |p| p["spec"]["nodeName"] == spot.as_str()).await.len() == 2).then_some(())
+        (c.pods_where(ns, |p| p["spec"]["nodeName"] == spot.as_str())
+            .await
+            .len()
+            == 2)
+            .then_some(())
     })
     .await;
     c.env.api.wait_deposits(ns, 2, TENANT_WAIT).await;
@@ -476,19 +657,35 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
     // The cloud reclaims it: the Node object goes, its pods are still bound (nothing drained).
     let deleted_at = Instant::now();
     kube.delete(&format!("/api/v1/nodes/{spot}")).await.unwrap();
-    wait_for("the reclaimed node reported and forgotten", TENANT_WAIT, || async {
-        let reclaimed = r.metric("aco_reporter_reclaimed_nodes_total").await >= 1.0;
-        (reclaimed && c.env.api.node_facts(&spot).await.is_none()).then_some(())
-    })
+    wait_for(
+        "the reclaimed node reported and forgotten",
+        TENANT_WAIT,
+        || async {
+            let reclaimed = r.metric("aco_reporter_reclaimed_nodes_total").await >= 1.0;
+            (reclaimed && c.env.api.node_facts(&spot).await.is_none()).then_some(())
+        },
+    )
     .await;
     // PodGC deletes the orphans (after its 40 s quarantine): node-caused ends on the spot node.
-    let f = wait_for("the orphaned pods charged to the spot node", Duration::from_secs(180), || async {
-        let f = c.failures(ns).await;
-        (f.get(&spot).copied().unwrap_or(0.0) >= 2.0).then_some(f)
-    })
+    let f = wait_for(
+        "the orphaned pods charged to the spot node",
+        Duration::from_secs(180),
+        || async {
+            let f = c.failures(ns).await;
+            (f.get(&spot).copied().unwrap_or(0.0) >= 2.0).then_some(f)
+        },
+    )
     .await;
-    eprintln!("charged {:?} after the node was deleted: {f:?}", deleted_at.elapsed());
-    assert!(f.iter().filter(|(n, _)| **n != spot).all(|(_, v)| *v == 0.0), "{f:?}");
+    eprintln!(
+        "charged {:?} after the node was deleted: {f:?}",
+        deleted_at.elapsed()
+    );
+    assert!(
+        f.iter()
+            .filter(|(n, _)| **n != spot)
+            .all(|(_, v)| *v == 0.0),
+        "{f:?}"
+    );
     r.server.assert_running();
 }
 
@@ -506,16 +703,34 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     let mut c = Cluster::start(&nodes, JobStages::default(), false, &[]).await;
     // Replica a reaches the API server through a proxy we can cut; replica b directly. Both
     // reach the Worker.
-    let proxy = c.env.cp.start_proxy("api-proxy", &support_kube::host_port(&c.env.cp.api_url), Duration::ZERO);
-    let mut a = c.reporter("aco-reporter-a", Some(&proxy.addr), &["--metrics-source", "none"]).await;
+    let proxy = c.env.cp.start_proxy(
+        "api-proxy",
+        &support_kube::host_port(&c.env.cp.api_url),
+        Duration::ZERO,
+    );
+    let mut a = c
+        .reporter(
+            "aco-reporter-a",
+            Some(&proxy.addr),
+            &["--metrics-source", "none"],
+        )
+        .await;
     wait_for("a leads", Duration::from_secs(60), || async {
         (a.metric("aco_reporter_leader").await == 1.0).then_some(())
     })
     .await;
-    let mut b = c.reporter("aco-reporter-b", None, &["--metrics-source", "none"]).await;
-    a.wait_nodes_reported(nodes.len(), Duration::from_secs(60)).await;
+    let mut b = c
+        .reporter("aco-reporter-b", None, &["--metrics-source", "none"])
+        .await;
+    a.wait_nodes_reported(nodes.len(), Duration::from_secs(60))
+        .await;
     wait_for("b synced as standby", Duration::from_secs(60), || async {
-        reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops)).await.ok()?.status().is_success().then_some(())
+        reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops))
+            .await
+            .ok()?
+            .status()
+            .is_success()
+            .then_some(())
     })
     .await;
     assert_eq!(b.metric("aco_reporter_leader").await, 0.0);
@@ -527,19 +742,29 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     })
     .await;
     let stepped_down = cut.elapsed();
-    let sent_then = a.metric("aco_reporter_requests_total{kind=\"nodes\"}").await;
+    let sent_then = a
+        .metric("aco_reporter_requests_total{kind=\"nodes\"}")
+        .await;
     wait_for("b takes over", Duration::from_secs(30), || async {
         (b.metric("aco_reporter_leader").await == 1.0).then_some(())
     })
     .await;
     let took_over = cut.elapsed();
     eprintln!("cut off: a stepped down after {stepped_down:?}, b led after {took_over:?} (renew deadline 5 s, lease 8 s)");
-    assert!(stepped_down <= Duration::from_secs(5 + 3), "{stepped_down:?}");
-    assert!(stepped_down < took_over, "never two leaders: {stepped_down:?} vs {took_over:?}");
-    b.wait_nodes_reported(nodes.len(), Duration::from_secs(30)).await;
+    assert!(
+        stepped_down <= Duration::from_secs(5 + 3),
+        "{stepped_down:?}"
+    );
+    assert!(
+        stepped_down < took_over,
+        "never two leaders: {stepped_down:?} vs {took_over:?}"
+    );
+    b.wait_nodes_reported(nodes.len(), Duration::from_secs(30))
+        .await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        a.metric("aco_reporter_requests_total{kind=\"nodes\"}").await,
+        a.metric("aco_reporter_requests_total{kind=\"nodes\"}")
+            .await,
         sent_then,
         "the cut-off replica pushes nothing once it stepped down"
     );
@@ -552,20 +777,32 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     eprintln!("facts before the outage: {before}");
     c.env.cp.stop_apiserver();
     let stopped = now_ms();
-    wait_for("b's readyz names the broken watches", Duration::from_secs(60), || async {
-        let r = reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops)).await.ok()?;
-        let code = r.status().as_u16();
-        let text = r.text().await.ok()?;
-        (code == 503 && text.contains("pods")).then_some(())
-    })
+    wait_for(
+        "b's readyz names the broken watches",
+        Duration::from_secs(60),
+        || async {
+            let r = reqwest::get(format!("http://127.0.0.1:{}/readyz", b.ops))
+                .await
+                .ok()?;
+            let code = r.status().as_u16();
+            let text = r.text().await.ok()?;
+            (code == 503 && text.contains("pods")).then_some(())
+        },
+    )
     .await;
-    assert_eq!(b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await, 0.0);
+    assert_eq!(
+        b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await,
+        0.0
+    );
     // Pushes go on (full refresh), with the old observation time.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = c.env.api.node_facts(&node).await.unwrap();
     eprintln!("facts during the outage: {during}");
     let t = observed(&during).expect("requested.atMs");
-    assert!(t <= stopped + 1_000, "observation time {t} after the stop {stopped}");
+    assert!(
+        t <= stopped + 1_000,
+        "observation time {t} after the stop {stopped}"
+    );
     assert!(observed(&before).is_some_and(|b| b <= t));
     assert!(b.metric("aco_reporter_facts_age_seconds").await >= 3.0);
     c.env.cp.start_apiserver_again().await;
@@ -592,9 +829,13 @@ async fn a_worker_url_ending_in_v1_is_refused_at_start() {
         .args(["--log-format", "text"])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");
-    assert!(text.contains("ACO_WORKER_URL") && text.contains("/v1"), "{text}");
+    assert!(
+        text.contains("ACO_WORKER_URL") && text.contains("/v1"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,7 +848,9 @@ async fn exporter(text: String) -> (String, tokio::task::JoinHandle<()>) {
     let addr = listener.local_addr().unwrap();
     let task = tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { break };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                break;
+            };
             let text = text.clone();
             tokio::spawn(async move {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -649,11 +892,18 @@ node_total_hourly_cost{{node=\"{busy}\",instance_type=\"g4dn.12xlarge\",region=\
 node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"eu-west-1\"}} 0.75\n"
     );
     let (url, _server) = exporter(series).await;
-    let prometheus = support::prometheus::Prometheus::start(&[support::prometheus::ScrapeJob::new("dcgm", &url)]);
-    wait_for("Prometheus to scrape the exporter", Duration::from_secs(60), || async {
-        let r = prometheus.query("DCGM_FI_DEV_GPU_UTIL").await.ok()?;
-        (r.len() == 3).then_some(())
-    })
+    let prometheus =
+        support::prometheus::Prometheus::start(&[support::prometheus::ScrapeJob::new(
+            "dcgm", &url,
+        )]);
+    wait_for(
+        "Prometheus to scrape the exporter",
+        Duration::from_secs(60),
+        || async {
+            let r = prometheus.query("DCGM_FI_DEV_GPU_UTIL").await.ok()?;
+            (r.len() == 3).then_some(())
+        },
+    )
     .await;
     // No node-exporter here: CPU and memory queries off, GPU utilisation and memory on.
     let mut r = c
@@ -661,16 +911,22 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
             "aco-reporter-0",
             None,
             &[
-                "--metrics-source", "prometheus",
-                "--prometheus-url", &prometheus.base_url,
-                "--prometheus-window", "1m",
-                "--promql-cpu", "",
-                "--promql-memory", "",
+                "--metrics-source",
+                "prometheus",
+                "--prometheus-url",
+                &prometheus.base_url,
+                "--prometheus-window",
+                "1m",
+                "--promql-cpu",
+                "",
+                "--promql-memory",
+                "",
                 "--prices-from-opencost",
             ],
         )
         .await;
-    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90)).await;
+    r.wait_nodes_reported(nodes.len(), Duration::from_secs(90))
+        .await;
     let facts = |name: String| {
         let api = &c.env.api;
         async move {
@@ -680,14 +936,31 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
             Some((level, price))
         }
     };
-    let (busy_load, busy_price) = wait_for("the busy node's GPU load and price", TENANT_WAIT, || facts(busy.clone())).await;
-    let (idle_load, idle_price) = wait_for("the idle node's GPU load and price", TENANT_WAIT, || facts(idle.clone())).await;
-    eprintln!("{busy}: load {busy_load} price {busy_price}; {idle}: load {idle_load} price {idle_price}");
+    let (busy_load, busy_price) =
+        wait_for("the busy node's GPU load and price", TENANT_WAIT, || {
+            facts(busy.clone())
+        })
+        .await;
+    let (idle_load, idle_price) =
+        wait_for("the idle node's GPU load and price", TENANT_WAIT, || {
+            facts(idle.clone())
+        })
+        .await;
+    eprintln!(
+        "{busy}: load {busy_load} price {busy_price}; {idle}: load {idle_load} price {idle_price}"
+    );
     // Busy: mean of 90 % and 70 % = 0.8 (memory 1000/16000 is less); idle: 0.1.
     assert!((busy_load - 0.8).abs() < 1e-9, "{busy_load}");
     assert!((idle_load - 0.1).abs() < 1e-9, "{idle_load}");
-    assert_eq!((busy_price.as_str(), idle_price.as_str()), ("2.5", "0.75"), "OpenCost's, not the 1.0 label");
-    assert_eq!(r.metric("aco_reporter_source_healthy{kind=\"node_metrics\"}").await, 1.0);
+    assert_eq!(
+        (busy_price.as_str(), idle_price.as_str()),
+        ("2.5", "0.75"),
+        "OpenCost's, not the 1.0 label"
+    );
+    assert_eq!(
+        r.metric("aco_reporter_source_healthy{kind=\"node_metrics\"}")
+            .await,
+        1.0
+    );
     r.server.assert_running();
 }
-

@@ -137,8 +137,10 @@ impl JobStages {
             job_stage("aco-job-slow", "In", &self.slow, self.slow_run_ms, false),
             job_stage("aco-job-succeed", "NotIn", &special, self.run_ms, false),
         ]
-        .join("---
-")
+        .join(
+            "---
+",
+        )
     }
 }
 

@@ -427,8 +427,9 @@ impl ControlPlane {
     }
 
     /// kube-controller-manager of the same version, with the admin credentials (its
-    /// controllers are not what the tests check), the service-account signing key (tokens for
-    /// ServiceAccounts) and a 20 s node grace period (the taint manager acts sooner).
+    /// controllers are not what the tests check) and the service-account signing key (tokens
+    /// for ServiceAccounts); the node lifecycle controller keeps its defaults (kwok renews the
+    /// node Leases).
     async fn start_controller_manager(&self) -> Server {
         let port = free_port();
         let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
@@ -454,8 +455,6 @@ impl ControlPlane {
                 &p("ca.crt"),
                 "--use-service-account-credentials=false",
                 "--leader-elect=false",
-                "--node-monitor-grace-period",
-                "20s",
                 "--profiling=false",
             ]),
         );

@@ -133,7 +133,8 @@ impl Reporter {
                 .map(|s| s.to_string()),
         );
         all.extend(extra.iter().map(|s| s.to_string()));
-        let mut vars: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+        let mut vars: Vec<(&str, &Path)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
         vars.push(("KUBECONFIG", kubeconfig));
         vars.push(("RUST_LOG", Path::new("info,aco_reporter=debug")));
         let server = Server::spawn_with_env(name, &cp.dir, &reporter_bin(false), &all, &vars);
