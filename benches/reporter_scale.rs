@@ -20,9 +20,9 @@
 //! BENCH_STORE_NODES (5,000) nodes and BENCH_STORE_PODS (150,000) pods — the reporter's own
 //! code path: each object deserialised from the JSON an API server sends for a
 //! Deployment-created pod (managed fields, env, probes, projected token volume, five
-//! conditions…), slimmed by `aco_reporter::slim`, applied to a kube-rs reflector `Writer`; then a
-//! full relist in flight (kube-rs buffers the new list beside the old store until `InitDone`),
-//! peak RSS (VmHWM) measured at its end. No control plane: creating 150,000 pods through an API
+//! conditions…), slimmed by `aco_reporter::slim`, applied to the reporter's cache
+//! (`aco_reporter::cache`); then a full relist (`Init`, every object again, `InitDone`), peak RSS
+//! (VmHWM) measured at its end. No control plane: creating 150,000 pods through an API
 //! server takes longer than this machine allows. Writes `target/bench-reporter-store.md`.
 
 #[path = "../tests/support/mod.rs"]
@@ -350,8 +350,8 @@ fn request_count(before: &str, after: &str) -> f64 {
 mod store_memory {
     use std::sync::Arc;
 
+    use aco_reporter::cache::Cache;
     use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
-    use aco_reporter::kube::runtime::reflector;
     use aco_reporter::kube::runtime::watcher::Event;
     use serde_json::{json, Value};
 
@@ -423,6 +423,15 @@ mod store_memory {
 
     fn api_node(i: usize) -> Value {
         let name = format!("node-{i:05}");
+        let conditions: Vec<Value> = ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+            .iter()
+            .map(|t| {
+                let status = if *t == "Ready" { "True" } else { "False" };
+                json!({"type": t, "status": status, "lastHeartbeatTime": "2026-12-01T10:00:00Z",
+                       "lastTransitionTime": "2026-11-01T10:00:00Z", "reason": "KubeletReady",
+                       "message": "kubelet is posting ready status"})
+            })
+            .collect();
         let images: Vec<Value> = (0..30)
             .map(|k| json!({"names": [format!("registry.example.com/img-{k}@sha256:{k:064x}"), format!("registry.example.com/img-{k}:v1")], "sizeBytes": 123_456_789}))
             .collect();
@@ -435,8 +444,7 @@ mod store_memory {
             "spec": {"podCIDR": "10.244.3.0/24", "providerID": format!("aws:///eu-west-1a/i-{i:017x}")},
             "status": {"capacity": {"cpu": "32", "memory": "244Gi", "nvidia.com/gpu": "4", "pods": "110"},
                 "allocatable": {"cpu": "31850m", "memory": "240Gi", "nvidia.com/gpu": "4", "pods": "110"},
-                "conditions": ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"].iter().map(|t| json!({"type": t, "status": if *t == "Ready" {"True"} else {"False"},
-                    "lastHeartbeatTime": "2026-12-01T10:00:00Z", "lastTransitionTime": "2026-11-01T10:00:00Z", "reason": "KubeletReady", "message": "kubelet is posting ready status"})).collect::<Vec<_>>(),
+                "conditions": conditions,
                 "addresses": [{"type": "InternalIP", "address": "10.0.3.17"}, {"type": "Hostname", "address": name}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "nodeInfo": {"machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "6.1", "osImage": "Bottlerocket", "containerRuntimeVersion": "containerd://1.7",
@@ -460,15 +468,14 @@ mod store_memory {
     }
 
     /// One full list, as the watcher delivers it: Init, InitApply per object, InitDone.
-    fn list<K, F>(writer: &mut reflector::store::Writer<K>, n: usize, make: F)
+    fn list<K, F>(cache: &Cache<K>, n: usize, make: F)
     where
-        K: aco_reporter::kube::Resource + Clone,
-        K::DynamicType: Eq + std::hash::Hash + Clone,
+        K: aco_reporter::kube::Resource<DynamicType = ()> + Clone,
         F: Fn(usize) -> K,
     {
-        writer.apply_watcher_event(&Event::Init);
+        cache.apply(&Event::Init);
         for i in 0..n {
-            writer.apply_watcher_event(&Event::InitApply(make(i)));
+            cache.apply(&Event::InitApply(make(i)));
         }
     }
 
@@ -493,17 +500,18 @@ mod store_memory {
         };
         let wire_bytes = api_pod(1, "node-00001").to_string().len();
         let (base, _) = rss();
-        let (node_store, mut node_writer) = reflector::store::<Node>();
-        let (pod_store, mut pod_writer) = reflector::store::<Pod>();
-        list(&mut node_writer, nodes, make_node);
-        node_writer.apply_watcher_event(&Event::InitDone);
-        list(&mut pod_writer, pods, make_pod);
-        pod_writer.apply_watcher_event(&Event::InitDone);
+        let node_store = Cache::<Node>::default();
+        let pod_store = Cache::<Pod>::default();
+        list(&node_store, nodes, make_node);
+        node_store.apply(&Event::InitDone);
+        list(&pod_store, pods, make_pod);
+        pod_store.apply(&Event::InitDone);
         let (steady, _) = rss();
-        // A relist in flight: the new list is buffered beside the old store until InitDone.
-        list(&mut pod_writer, pods, make_pod);
+        // A relist in flight (a watch restarted with its resource version gone): the whole
+        // list again, applied in place by the reporter's cache.
+        list(&pod_store, pods, make_pod);
         let (during, _) = rss();
-        pod_writer.apply_watcher_event(&Event::InitDone);
+        pod_store.apply(&Event::InitDone);
         let (after, peak) = rss();
         let held: Vec<Arc<Pod>> = pod_store.state();
         assert_eq!((held.len(), node_store.state().len()), (pods, nodes));

@@ -14,6 +14,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod attribution;
+pub mod cache;
 pub mod changes;
 pub mod config;
 pub mod delivery;

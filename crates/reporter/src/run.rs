@@ -1,4 +1,4 @@
-//! Wiring: reflectors for Nodes and Pods, the node-facts push loop, the pod scan loop, the
+//! Wiring: watches and caches ([`crate::cache`]) for Nodes and Pods, the node-facts push loop, the pod scan loop, the
 //! delivery loop, leader election, the ops server, and graceful shutdown. Every decision is
 //! made by the pure modules; this file only moves objects between them and the network.
 
@@ -12,13 +12,14 @@ use aco_core::config::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::sync::{watch, Notify};
 
 use crate::attribution::Attribution;
+use crate::cache::Cache;
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
 use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
@@ -60,8 +61,8 @@ struct Shared {
     prometheus: Option<crate::prometheus::Prometheus>,
     telemetry: Arc<Telemetry>,
     freshness: Arc<Freshness>,
-    nodes: Store<Node>,
-    pods: Store<Pod>,
+    nodes: Arc<Cache<Node>>,
+    pods: Arc<Cache<Pod>>,
     reports: Mutex<Reports>,
     pod_changed: Notify,
     /// Pods changed since the last scan (by watch events); a scan of only these follows each
@@ -144,13 +145,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
     // and have no placement to report.
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let (pods, pod_writer) = reflector::store::<Pod>();
+    let nodes = Arc::new(Cache::<Node>::default());
+    let pods = Arc::new(Cache::<Pod>::default());
+    let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
     let watch_config = watch_config(&client).await;
     let node_events = watcher(Api::<Node>::all(client.clone()), watch_config.clone())
         .default_backoff()
         .modify(crate::slim::node)
-        .reflect(node_writer);
+        .map(move |event| {
+            if let Ok(e) = &event {
+                node_cache.apply(e);
+            }
+            event
+        });
     let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
     let pod_events = watcher(
         Api::<Pod>::all(client.clone()),
@@ -158,7 +165,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     )
     .default_backoff()
     .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
-    .reflect(pod_writer);
+    .map(move |event| {
+        if let Ok(e) = &event {
+            pod_cache.apply(e);
+        }
+        event
+    });
 
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "aco-reporter".into());
@@ -275,7 +287,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     {
         let mut stop = shutdown_rx.clone();
         tokio::select! {
-            r = async { tokio::try_join!(shared.nodes.wait_until_ready(), shared.pods.wait_until_ready()) } => { r?; }
+            _ = async { tokio::join!(shared.nodes.wait_until_ready(), shared.pods.wait_until_ready()) } => {}
             _ = stop.wait_for(|s| *s) => { return Ok(()); }
         }
     }
