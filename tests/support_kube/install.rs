@@ -17,11 +17,21 @@ pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {
     let overlay = cp.dir.join("install-overlay");
     std::fs::create_dir_all(&overlay).unwrap();
     let (name, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
+    // kustomize refuses an absolute resource path: the repository's k8s/ relative to the overlay.
+    let depth = overlay.components().count().saturating_sub(1);
+    let k8s = format!(
+        "{}{}",
+        "../".repeat(depth),
+        repo_root()
+            .join("k8s")
+            .to_string_lossy()
+            .trim_start_matches('/')
+    );
     std::fs::write(
         overlay.join("kustomization.yaml"),
         format!(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\nimages:\n  - name: aco-reporter\n    newName: {name}\n    newTag: \"{tag}\"\nconfigMapGenerator:\n  - name: aco-reporter-settings\n    namespace: kube-system\n    behavior: merge\n    literals:\n      - ACO_WORKER_URL={worker_url}\n",
-            repo_root().join("k8s").display()
+            k8s
         ),
     )
     .unwrap();

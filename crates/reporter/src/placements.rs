@@ -447,9 +447,9 @@ mod tests {
     }
 
     /// A scan of live pods, with a fresh attribution memory (decisions stay in the ledger).
-    fn scan_pods<'a, const N: usize>(
+    fn scan_pods<const N: usize>(
         ledger: &mut Ledger,
-        pods: [&'a Pod; N],
+        pods: [&Pod; N],
         rules: &ScanRules<'_>,
         now_ms: u64,
     ) -> (Vec<Item>, HashSet<String>) {
