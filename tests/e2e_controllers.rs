@@ -440,7 +440,10 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     // the urgent pod; a pod prioritize never scored — one feasible node — is the Worker's
     // `unknownPod`, not a deposit), no node charged.
     wait_for("all 12 placements acknowledged", TENANT_WAIT, || async {
-        (r.metric("aco_reporter_reports_sent_total{kind=\"placements\"}").await >= 12.0).then_some(())
+        (r.metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
+            .await
+            >= 12.0)
+            .then_some(())
     })
     .await;
     assert!(c.env.api.deposits(ns).await >= 8);
@@ -642,7 +645,11 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
     let kube = c.kube();
     let ns = "spot";
     c.namespace(ns).await;
-    let pin = json!({"nodeSelector": {"kubernetes.io/hostname": spot}});
+    // Preferred, not required: both nodes stay feasible, so the extender scores (and remembers)
+    // each pod, and kube-scheduler's node affinity score puts it on the spot node.
+    let pin = json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [spot]}]}}]}}});
     kube.post(
         &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         &deployment(ns, "api", 2, pin),
@@ -795,10 +802,15 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         },
     )
     .await;
-    assert_eq!(
-        b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await,
-        0.0
-    );
+    // The gauge follows at the next push tick.
+    wait_for(
+        "b's source_healthy{pods} 0",
+        Duration::from_secs(30),
+        || async {
+            (b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await == 0.0).then_some(())
+        },
+    )
+    .await;
     // Pushes go on (full refresh), with the old observation time.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = c.env.api.node_facts(&node).await.unwrap();
