@@ -1,12 +1,13 @@
 //! Every call to a binding (KV, Durable Object stubs) goes through [`Bindings`], which counts it
-//! against the platform's limit of 1,000 binding operations per invocation.
+//! against the platform's limits per invocation (DESIGN.md §10, re-checked Dec 2026): 10,000
+//! subrequests on Workers Paid (fetches, Durable Object calls, binding calls; [`LIMIT`]), of
+//! which at most 1,000 KV operations ([`KV_LIMIT`], KV's own page; a bulk read counts once).
 //!
-//! Cloudflare refuses the 1,001st operation of an invocation ("Too many API requests by single
-//! Worker invocation"); Miniflare does not. So the Worker enforces the same budget itself: an
-//! operation beyond it fails with 503 and logs [`BUDGET_EXCEEDED`], which the test harness
-//! treats as a failed test (tests/support/mod.rs). A KV bulk read of up to 100 keys would count once,
-//! as on the platform (none is made today). Work done after the response (`waitUntil`) belongs to the same invocation
-//! and spends from the same budget: hand it a clone.
+//! Cloudflare refuses the operation beyond a limit ("Too many API requests by single Worker
+//! invocation"); Miniflare does not. So the Worker enforces the same budgets itself: an
+//! operation beyond one fails with 503 and logs [`BUDGET_EXCEEDED`], which the test harness
+//! treats as a failed test (tests/support/mod.rs). Work done after the response (`waitUntil`)
+//! belongs to the same invocation and spends from the same budget: hand it a clone.
 //!
 //! The counts also feed the cost model: each kind is exported as
 //! `aco_binding_operations_total{kind}`, and Durable Objects report the SQLite rows they wrote
@@ -22,8 +23,10 @@ use worker::{Env, Request, Response};
 
 use crate::http::ApiError;
 
-/// Binding operations one invocation may make (Workers platform limit).
-pub const LIMIT: u32 = 1_000;
+/// Subrequests one invocation may make (Workers Paid default; `[limits] subrequests` can raise it).
+pub const LIMIT: u32 = 10_000;
+/// KV operations one invocation may make, within [`LIMIT`].
+pub const KV_LIMIT: u32 = 1_000;
 /// Logged when an operation is refused; the test harness fails any test whose Worker logs it.
 pub const BUDGET_EXCEEDED: &str = "binding operation budget exceeded";
 /// Header of a Durable Object reply: SQLite rows that request wrote.
@@ -86,15 +89,34 @@ impl Ops {
     /// Spends `n` operations of `kind`, or refuses (503) if that would exceed [`LIMIT`].
     pub fn spend(&self, kind: OpKind, n: u32) -> Result<(), ApiError> {
         let used = self.0.used.get();
-        if used.saturating_add(n) > LIMIT {
+        let kv_used: u32 = self
+            .0
+            .by_kind
+            .borrow()
+            .iter()
+            .filter(|(k, _)| matches!(k, OpKind::KvRead | OpKind::KvWrite))
+            .map(|(_, n)| *n)
+            .sum();
+        let is_kv = matches!(kind, OpKind::KvRead | OpKind::KvWrite);
+        let refused = if used.saturating_add(n) > LIMIT {
+            Some(("subrequests", LIMIT))
+        } else if is_kv && kv_used.saturating_add(n) > KV_LIMIT {
+            Some(("KV operations", KV_LIMIT))
+        } else {
+            None
+        };
+        if let Some((what, limit)) = refused {
             #[cfg(target_arch = "wasm32")]
             worker::console_error!(
-                "{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {LIMIT})",
+                "{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {limit} {what})",
                 kind.as_str()
             );
             return Err(ApiError::new(
                 503,
-                format!("{BUDGET_EXCEEDED}: this request needs more than {LIMIT} binding operations ({} refused)", kind.as_str()),
+                format!(
+                    "{BUDGET_EXCEEDED}: this request needs more than {limit} {what} ({} refused)",
+                    kind.as_str()
+                ),
             ));
         }
         self.0.used.set(used + n);
@@ -210,19 +232,32 @@ mod tests {
         let ops = Ops::default();
         ops.spend(OpKind::KvRead, 999).unwrap();
         let clone = ops.clone();
-        clone.spend(OpKind::DoRequest, 1).unwrap();
-        assert_eq!(ops.used(), LIMIT);
+        clone.spend(OpKind::KvWrite, 1).unwrap();
+        // KV's own limit: the 1,001st KV operation is refused, other subrequests are not.
         let refused = ops.spend(OpKind::KvWrite, 1).unwrap_err();
         assert_eq!(refused.status, 503);
         assert!(
-            refused.message.contains(BUDGET_EXCEEDED),
+            refused.message.contains("1000 KV operations"),
+            "{}",
+            refused.message
+        );
+        clone.spend(OpKind::DoRequest, LIMIT - 1_000).unwrap();
+        assert_eq!(ops.used(), LIMIT);
+        let refused = ops.spend(OpKind::DoRequest, 1).unwrap_err();
+        assert!(
+            refused.message.contains(BUDGET_EXCEEDED)
+                && refused.message.contains("10000 subrequests"),
             "{}",
             refused.message
         );
         assert_eq!(ops.used(), LIMIT);
         assert_eq!(
             ops.by_kind(),
-            vec![(OpKind::KvRead, 999), (OpKind::DoRequest, 1)]
+            vec![
+                (OpKind::KvRead, 999),
+                (OpKind::KvWrite, 1),
+                (OpKind::DoRequest, LIMIT - 1_000)
+            ]
         );
     }
 }

@@ -5,9 +5,9 @@
 //!
 //! ```text
 //! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
-//!                                 │                  ├─ facts_store (isolate cache) ─▶ facts_do::Facts (one DO per cluster)
-//!                                 │                  └─ colony_do::Colony (one DO per tenant)
-//!                                 └─ telemetry::record (waitUntil) ─▶ telemetry_do::Telemetry
+//!                                 │                  ├─ facts::client (isolate copy) ─▶ facts::Facts (one DO per cluster)
+//!                                 │                  └─ colony::client ─▶ colony::Colony (one DO per cluster × tenant)
+//!                                 └─ telemetry::record (waitUntil) ─▶ telemetry::Telemetry
 //! ```
 
 // Request paths must not panic (a panic aborts the isolate / stops delivery): no unwrap or
@@ -16,12 +16,9 @@
 
 mod auth;
 mod bindings;
-mod colony_cache;
-mod colony_do;
-mod decision_queue;
+mod colony;
 mod env_config;
-mod facts_do;
-mod facts_store;
+mod facts;
 mod filter_memory;
 mod http;
 mod metrics_text;
@@ -29,12 +26,10 @@ mod pod_index;
 mod routes;
 mod sql_transaction;
 mod telemetry;
-mod telemetry_do;
-mod telemetry_ledger;
 
-pub use colony_do::Colony;
-pub use facts_do::Facts;
-pub use telemetry_do::Telemetry;
+pub use colony::Colony;
+pub use facts::Facts;
+pub use telemetry::Telemetry;
 
 use worker::{event, Context, Env, Request, Response, Result};
 

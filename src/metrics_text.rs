@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use aco_core::colony::ColonyCounters;
+use aco_core::colony_store::wire::ColonyReport;
 use aco_core::shadow::ShadowSummary;
 use serde::{Deserialize, Serialize};
 
@@ -80,7 +81,7 @@ impl TelemetryState {
         }
         h.sum += event.seconds.max(0.0);
         h.count += 1;
-        for t in &event.tenants {
+        for t in &event.colonies {
             if self.tenants.len() < MAX_TENANTS {
                 self.tenants.insert(t.clone());
             }
@@ -165,6 +166,28 @@ pub struct ColonyMetrics {
     /// Shadow mode's summary (zero when the tenant has none).
     #[serde(default)]
     pub shadow: ShadowSummary,
+    /// Items the colony refused as invalid, by reason.
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+    /// SQLite rows the colony object wrote since it started (alarms and `setAlarm` included).
+    #[serde(default)]
+    pub rows_written: u64,
+}
+
+impl ColonyMetrics {
+    /// A colony's report, labelled with its cluster (empty for the default one).
+    pub fn new(cluster: &str, r: ColonyReport) -> Self {
+        Self {
+            cluster: cluster.to_string(),
+            tenant: r.tenant,
+            counters: r.counters,
+            epoch: r.epoch,
+            pheromones: r.pheromones,
+            shadow: r.shadow,
+            dropped: r.dropped,
+            rows_written: r.rows_written,
+        }
+    }
 }
 
 /// The per-tenant counter families: (name, help, value).
@@ -260,6 +283,26 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
                 );
             }
         }
+    }
+    let _ = writeln!(out, "# HELP aco_colony_items_dropped_total Decisions, placements and shadow reports the colony refused as invalid (dropped; the rest of their batch applied), by reason.\n# TYPE aco_colony_items_dropped_total counter");
+    for c in &sorted {
+        for (reason, n) in &c.dropped {
+            let _ = writeln!(
+                out,
+                "aco_colony_items_dropped_total{{{},reason=\"{}\"}} {n}",
+                colony_labels(c),
+                label_value(reason)
+            );
+        }
+    }
+    let _ = writeln!(out, "# HELP aco_colony_rows_written_total SQLite rows the tenant's colony object wrote since it started, alarms and setAlarm included.\n# TYPE aco_colony_rows_written_total counter");
+    for c in &sorted {
+        let _ = writeln!(
+            out,
+            "aco_colony_rows_written_total{{{}}} {}",
+            colony_labels(c),
+            c.rows_written
+        );
     }
     render_shadow(&mut out, &sorted);
     out
@@ -430,7 +473,7 @@ mod tests {
             verb: verb.into(),
             code: 200,
             seconds,
-            tenants: vec!["ml".into()],
+            colonies: vec!["ml".into()],
             ..Default::default()
         };
         let mut one = TelemetryState::default();
@@ -462,9 +505,15 @@ mod tests {
             },
             epoch: deposits,
             pheromones: vec![("n1".into(), 1.5)],
-            shadow: ShadowSummary::default(),
+            dropped: [("invalid_decision".to_string(), 1)].into(),
+            rows_written: 7,
+            ..Default::default()
         };
         let text = render_colonies(&[colony("b", 2), colony("a", 1)], 1);
+        assert!(text.contains(
+            "aco_colony_items_dropped_total{tenant=\"a\",reason=\"invalid_decision\"} 1\n"
+        ));
+        assert!(text.contains("aco_colony_rows_written_total{tenant=\"b\"} 7\n"));
         for name in [
             "aco_colony_deposits_total",
             "aco_pheromone",

@@ -2,7 +2,9 @@
 //! `bind` verb, whose arguments carry no labels; written after each prioritize response.
 
 use crate::bindings::Bindings;
-use crate::facts_store;
+
+/// The KV namespace (named for the node facts it used to hold; they are in the Facts object now).
+pub const BINDING: &str = "NODE_FACTS";
 
 fn key(decision_key: &str) -> String {
     format!("pod/{decision_key}")
@@ -12,7 +14,7 @@ pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &str, ttl
     // KV expirations must be at least 60 s (`kv_put` rounds up).
     if let Err(e) = bindings
         .kv_put(
-            facts_store::BINDING,
+            BINDING,
             &key(decision_key),
             tenant.to_string(),
             Some(ttl_ms / 1000),
@@ -25,7 +27,7 @@ pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &str, ttl
 
 pub async fn tenant_of(bindings: &Bindings, decision_key: &str) -> Option<String> {
     bindings
-        .kv_get_text(facts_store::BINDING, &key(decision_key))
+        .kv_get_text(BINDING, &key(decision_key))
         .await
         .ok()
         .flatten()

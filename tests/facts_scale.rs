@@ -490,3 +490,45 @@ async fn measure_rows_written_per_report() {
         eprintln!("{n} nodes: first report {} rows, then per report {steady:?}, mean {mean:.1}; PUT {put_mean:.0} ms (client wall clock, mean); names-mode filter with a full snapshot fetch {filter_ms:.0} ms", rows[0]);
     }
 }
+
+/// docs/cost.md "How many busy isolates one Facts object serves": a busy isolate refreshes its
+/// copy every `FACTS_CACHE_MS` (5 s), so per 15 s report it makes one fetch of every changed
+/// shard (all 16 at 5,000 nodes with realistic noise) and two empty ones. Measured through the
+/// Worker (its own parse included, so an upper bound of the object's time): a one-candidate
+/// filter with FACTS_CACHE_MS=0 right after a report changing every shard, and again with
+/// nothing changed. One object serves 15 s / (full + 2 × empty + its share of the PUT) isolates.
+#[cfg(feature = "measure")]
+#[tokio::test]
+async fn measure_busy_isolates_one_facts_object_serves() {
+    const N: usize = 5_000;
+    const ROUNDS: u64 = 8;
+    let api = Api::start(StartOptions::default().var("FACTS_CACHE_MS", "0"));
+    let start = now_ms() - ROUNDS * 15_000;
+    let one = vec![node_name(0)];
+    let (mut full, mut empty, mut put) = (Vec::new(), Vec::new(), Vec::new());
+    for k in 0..=ROUNDS {
+        let at = start + k * 15_000;
+        // Every node's utilisation moves beyond the deadband: every shard is rewritten.
+        let u = if k % 2 == 0 { 0.2 } else { 0.6 };
+        let nodes: Vec<Value> = (0..N).map(|i| report(i, at, u)).collect();
+        let t = std::time::Instant::now();
+        let reply = api.put_ok(&json!({ "nodes": nodes })).await;
+        put.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(reply["rowsWritten"], SHARDS, "{reply}");
+        let t = std::time::Instant::now();
+        api.filter(&one).await;
+        full.push(t.elapsed().as_secs_f64() * 1e3);
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            api.filter(&one).await;
+            empty.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let mean = |v: &[f64]| v[1..].iter().sum::<f64>() / (v.len() - 1) as f64;
+    let (full, empty, put) = (mean(&full), mean(&empty), mean(&put));
+    let per_isolate = full + 2.0 * empty;
+    eprintln!(
+        "MEASURE facts at {N} nodes: full-delta fetch {full:.1} ms, empty fetch {empty:.1} ms, PUT {put:.0} ms per 15 s; busy isolates one object serves ≈ (15000 − {put:.0}) / {per_isolate:.1} = {:.0}",
+        (15_000.0 - put) / per_isolate
+    );
+}

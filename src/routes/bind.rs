@@ -7,12 +7,12 @@
 //! `BIND_INDEX=true`, else it is the pod's namespace (a pod scored under a label-chosen tenant is
 //! then not found there: counted as unknown, nothing deposited).
 
+use aco_core::colony_store::wire::PlacementItem;
 use aco_core::demand::validate_tenant;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 
 use super::placements::deliver;
 use super::{Call, Handled};
-use crate::colony_do::PlacementItem;
 use crate::http::{json_response, parse_json, read_body, ApiError};
 use crate::pod_index;
 

@@ -5,40 +5,20 @@
 //! and the 404 says so) or `DECISION_TTL_MS`. Bounded: `DECISION_KEEP_TOP` candidates and
 //! `FILTER_REJECTIONS_KEPT` rejected nodes.
 
-use aco_core::cluster::colony_name;
+use aco_core::colony_store::validate_pod_key;
+use aco_core::colony_store::wire::LookupRequest;
 use aco_core::demand::validate_tenant;
-use worker::Method;
 
-use super::extender_verbs::{colony_call, send_unacknowledged};
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony_do::DecisionLookup;
+use crate::colony::api::ColonyName;
+use crate::colony::client;
 use crate::http::{json_response, ApiError};
-
-/// Longest pod key accepted: a UID is 36 characters; `namespace/name` at most 63 + 1 + 253.
-const MAX_KEY_LEN: usize = 320;
-
-/// A pod key as prioritize stores it: the pod's UID, or `namespace/name` for pods without one.
-fn validate_key(key: &str) -> Result<(), ApiError> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
-    if key.is_empty()
-        || key.len() > MAX_KEY_LEN
-        || !key.chars().all(ok_char)
-        || key.split('/').any(str::is_empty)
-    {
-        return Err(ApiError::field(
-            400,
-            "podUid",
-            format!("podUid must be a pod UID (or namespace/name), 1–{MAX_KEY_LEN} characters of [A-Za-z0-9-._]"),
-        ));
-    }
-    Ok(())
-}
 
 pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
-    validate_key(key)?;
+    validate_pod_key(key).map_err(|m| ApiError::field(400, "podUid", m))?;
     if !call.config.tenant_allowed(tenant) {
         return Err(ApiError::field(
             404,
@@ -46,16 +26,17 @@ pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
             format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
         ));
     }
-    let colony = colony_name(&call.cluster, tenant);
+    let colony = ColonyName::new(&call.cluster, tenant);
     // Read your writes: a decision this isolate scored from its copy may not have reached the
     // colony yet (it is sent after the prioritize response).
-    send_unacknowledged(&call.bindings, &colony, tenant).await?;
-    let lookup: DecisionLookup = colony_call::<(), _>(
+    client::send_not_durable(&call.bindings, &colony).await?;
+    let lookup = client::call(
         &call.bindings,
         &colony,
-        Method::Get,
-        &format!("/decisions/{key}"),
-        None,
+        &LookupRequest {
+            key: key.to_string(),
+            now_ms: call.now_ms,
+        },
     )
     .await?;
     match (lookup.decision, lookup.confirmed) {

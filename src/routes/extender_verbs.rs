@@ -2,32 +2,26 @@
 
 use std::collections::HashMap;
 
-use aco_core::cluster::colony_name;
 use aco_core::colony::TenantColony;
+use aco_core::colony_store::wire::DecisionRecord;
 use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
 use aco_core::facts::NodeFacts;
 use rand::{rngs::SmallRng, SeedableRng};
-use worker::{Method, Request, RequestInit};
 
 use super::{Call, Handled};
-use crate::bindings::Bindings;
-use crate::colony_cache;
-use crate::colony_do::{
-    self, DecisionBatch, DecisionRecord, DecisionReply, PrioritizeRequest, PrioritizeResponse,
-};
-use crate::decision_queue;
-use crate::facts_store;
+use crate::colony::api::ColonyName;
+use crate::colony::{client, copy, queue};
+use crate::facts::client as facts_client;
 use crate::filter_memory;
 use crate::http::{json_response, json_response_sized, read_body, ApiError};
 use crate::pod_index;
-use crate::telemetry;
 
 /// Node facts of every candidate (isolate cache, then KV).
 async fn candidate_facts(
     call: &Call,
     args: &Args<'_>,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    facts_store::load(
+    facts_client::load(
         &call.bindings,
         &call.cluster,
         args.node_names(),
@@ -89,6 +83,10 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             &Vec::<aco_core::wire::HostPriority>::new(),
         ));
     }
+    // The colony remembers the decision under this key: one no placement could name is refused
+    // here rather than stored.
+    aco_core::colony_store::validate_pod_key(&input.demand.key)
+        .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     let tenant = input.demand.tenant.clone();
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
     if !call.config.tenant_allowed(&tenant) {
@@ -121,229 +119,65 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         .await;
     }
     let (workload, now_ms, config) = (input.demand.workload, call.now_ms, call.config.clone());
-    // The tenant's colony in this cluster: the Durable Object's name and this isolate's keys.
-    let colony = colony_name(&call.cluster, &tenant);
-    // The fast path: score from this isolate's copy of the colony, remember the decision after
-    // the response (see colony_cache.rs for the consistency this trades).
-    let local = colony_cache::with_fresh(&colony, now_ms, config.colony_snapshot_ms, |c| {
-        c.prioritize(&input.features, workload, now_ms, &config, &mut rng)
-    });
-    if let Some((version, mut prioritized)) = local {
-        if let Some(e) = prioritized.decision.explanation.as_mut() {
-            e.filter = filter_reasons;
+    let colony = ColonyName::new(&call.cluster, &tenant);
+    // Scored from this isolate's copy of the colony (see colony/copy.rs for the consistency this
+    // trades): when it is fresh, no binding operation before the answer; otherwise one, to fetch
+    // the colony first. The decision is sent after the response either way.
+    let mut score =
+        |c: &mut TenantColony| c.prioritize(&input.features, workload, now_ms, &config, &mut rng);
+    let mut local = copy::with_fresh(&colony, now_ms, config.colony_snapshot_ms, &mut score);
+    if local.is_none() {
+        match client::fetch_copy(&call.bindings, &colony, now_ms).await {
+            Ok(_) => local = copy::with_fresh(&colony, now_ms, u64::MAX, &mut score),
+            Err(e) => {
+                // Scores are advisory: without the colony, answer from an old copy or from η
+                // alone (counted, and the failure itself in aco_colony_errors_total), never an
+                // error. Nothing is remembered: such a pod's placement counts as unknown.
+                let reason = e.colony_failure.unwrap_or("error");
+                worker::console_error!(
+                    "prioritize: colony of {tenant:?} failed, answering without it: {}",
+                    e.message
+                );
+                call.event.count(
+                    "aco_colony_errors_total",
+                    format!("reason=\"{reason}\""),
+                    1.0,
+                );
+                let (mode, priorities) = match copy::with_any(&colony, |c| score(c).priorities) {
+                    Some(p) => ("stale_copy", p),
+                    None => ("eta_only", score(&mut TenantColony::default()).priorities),
+                };
+                call.event.count(
+                    "aco_colony_fallback_total",
+                    format!("mode=\"{mode}\",reason=\"{reason}\""),
+                    1.0,
+                );
+                return Ok(json_response(200, &priorities));
+            }
         }
-        let record = DecisionRecord {
-            key: input.demand.key.clone(),
-            explored: prioritized.explored.is_some(),
-            decision: prioritized.decision,
-        };
-        let dropped = decision_queue::push(&colony, record);
-        call.event.count(
-            "aco_colony_decisions_dropped_total",
-            String::new(),
-            dropped as f64,
-        );
-        call.deferred.push(Box::pin(send_decisions(
-            call.bindings.clone(),
-            colony.clone(),
-            tenant,
-            version,
-        )));
-        call.event.tenants.push(colony);
-        return Ok(json_response(200, &prioritized.priorities));
     }
-    let request = PrioritizeRequest {
-        tenant: tenant.clone(),
+    let Some((version, mut prioritized)) = local else {
+        return Err(ApiError::new(503, "colony copy missing after its fetch"));
+    };
+    if let Some(e) = prioritized.decision.explanation.as_mut() {
+        e.filter = filter_reasons;
+    }
+    let record = DecisionRecord {
         key: input.demand.key.clone(),
-        workload,
-        features: input.features,
-        now_ms,
-        filter_reasons,
+        explored: prioritized.explored.is_some(),
+        decision: prioritized.decision,
     };
-    match colony_call::<_, PrioritizeResponse>(
-        &call.bindings,
-        &colony,
-        Method::Post,
-        "/prioritize",
-        Some(&request),
-    )
-    .await
-    {
-        Ok(reply) => {
-            colony_cache::refresh(
-                &colony,
-                reply.snapshot.version,
-                Some(reply.snapshot),
-                now_ms,
-            );
-            call.event.tenants.push(colony);
-            Ok(json_response(200, &reply.priorities))
-        }
-        Err(e) => {
-            // Scores are advisory: without the colony, answer from an old copy or from η alone
-            // (counted, and the failure itself in aco_colony_errors_total), never an error.
-            let reason = e.colony_failure.unwrap_or("error");
-            worker::console_error!(
-                "prioritize: colony of {tenant:?} failed, answering without it: {}",
-                e.message
-            );
-            call.event.count(
-                "aco_colony_errors_total",
-                format!("reason=\"{reason}\""),
-                1.0,
-            );
-            let mut score = |c: &mut TenantColony| {
-                c.prioritize(&request.features, workload, now_ms, &config, &mut rng)
-                    .priorities
-            };
-            let (mode, priorities) = match colony_cache::with_any(&colony, &mut score) {
-                Some(p) => ("stale_copy", p),
-                None => ("eta_only", score(&mut TenantColony::default())),
-            };
-            call.event.count(
-                "aco_colony_fallback_total",
-                format!("mode=\"{mode}\",reason=\"{reason}\""),
-                1.0,
-            );
-            Ok(json_response(200, &priorities))
-        }
-    }
-}
-
-/// After the response: the colony remembers the decisions scored from this isolate's copy, and
-/// its reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
-/// prioritize or placement batch of the tenant sends them again) and is counted.
-async fn send_decisions(bindings: Bindings, colony: String, tenant: String, known_version: u64) {
-    let decisions = decision_queue::take_unsent(&colony);
-    if decisions.is_empty() {
-        return;
-    }
-    let batch = DecisionBatch {
-        tenant: tenant.clone(),
-        decisions,
-        known_version,
-    };
-    let result = colony_call::<_, DecisionReply>(
-        &bindings,
-        &colony,
-        Method::Post,
-        "/decisions",
-        Some(&batch),
-    )
-    .await;
-    let now_ms = worker::Date::now().as_millis();
-    let sent = batch.decisions.len() as f64;
-    match result {
-        Ok(reply) => {
-            decision_queue::acknowledged(&colony, &batch.decisions);
-            colony_cache::refresh(&colony, reply.version, reply.snapshot, now_ms);
-            telemetry::count(
-                "aco_colony_local_decisions_total",
-                "result=\"recorded\"",
-                sent,
-            );
-        }
-        Err(e) => {
-            decision_queue::failed(&colony, &batch.decisions);
-            worker::console_error!(
-                "prioritize: {sent} decisions of colony {colony:?} not recorded yet: {}",
-                e.message
-            );
-            telemetry::count(
-                "aco_colony_errors_total",
-                &format!("reason=\"{}\"", e.colony_failure.unwrap_or("error")),
-                1.0,
-            );
-            telemetry::count("aco_colony_local_decisions_total", "result=\"retry\"", sent);
-        }
-    }
-}
-
-/// Sends every decision of the tenant this isolate has not seen acknowledged (in flight ones too:
-/// the colony applies each once), so that what follows reads them.
-pub async fn send_unacknowledged(
-    bindings: &Bindings,
-    colony: &str,
-    tenant: &str,
-) -> Result<(), ApiError> {
-    let decisions = decision_queue::unacknowledged(colony);
-    if decisions.is_empty() {
-        return Ok(());
-    }
-    let batch = DecisionBatch {
-        tenant: tenant.to_string(),
-        decisions,
-        known_version: 0,
-    };
-    let reply =
-        colony_call::<_, DecisionReply>(bindings, colony, Method::Post, "/decisions", Some(&batch))
-            .await?;
-    decision_queue::acknowledged(colony, &batch.decisions);
-    colony_cache::refresh(
-        colony,
-        reply.version,
-        reply.snapshot,
-        worker::Date::now().as_millis(),
+    let dropped = queue::push(&colony, record);
+    call.event.count(
+        "aco_colony_decisions_dropped_total",
+        String::new(),
+        dropped as f64,
     );
-    Ok(())
-}
-
-/// Calls the tenant's Colony Durable Object with a JSON body and decodes its JSON reply.
-pub async fn colony_call<B: serde::Serialize, R: serde::de::DeserializeOwned>(
-    bindings: &Bindings,
-    tenant: &str,
-    method: Method,
-    path: &str,
-    body: Option<&B>,
-) -> Result<R, ApiError> {
-    let text = colony_fetch(bindings, tenant, method, path, body).await?;
-    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))
-}
-
-pub async fn colony_fetch<B: serde::Serialize>(
-    bindings: &Bindings,
-    tenant: &str,
-    method: Method,
-    path: &str,
-    body: Option<&B>,
-) -> Result<String, ApiError> {
-    let unavailable = |e: worker::Error| ApiError {
-        colony_failure: Some("unreachable"),
-        ..ApiError::unavailable("colony Durable Object", e)
-    };
-    let mut init = RequestInit::new();
-    init.with_method(method);
-    if let Some(b) = body {
-        let json = serde_json::to_string(b)
-            .map_err(|e| ApiError::unavailable("serialising colony request", e))?;
-        init.with_body(Some(json.into()));
-    }
-    let req =
-        Request::new_with_init(&format!("https://colony{path}"), &init).map_err(unavailable)?;
-    let mut resp = bindings
-        .do_fetch(colony_do::BINDING, "Colony", tenant, req)
-        .await?;
-    let text = resp.text().await.map_err(unavailable)?;
-    if resp.status_code() != 200 {
-        #[derive(serde::Deserialize)]
-        struct Failure {
-            reason: String,
-        }
-        let reason = match serde_json::from_str::<Failure>(&text).map(|f| f.reason) {
-            Ok(r) if r == "corrupt_state" => "corrupt_state",
-            _ => "error",
-        };
-        let e = ApiError::new(
-            503,
-            format!(
-                "colony Durable Object of tenant {tenant:?} answered {}: {text}",
-                resp.status_code()
-            ),
-        );
-        return Err(ApiError {
-            colony_failure: Some(reason),
-            ..e
-        });
-    }
-    Ok(text)
+    call.deferred.push(Box::pin(client::send_decisions(
+        call.bindings.clone(),
+        colony.clone(),
+        version,
+    )));
+    call.event.colonies.push(colony.object_name());
+    Ok(json_response(200, &prioritized.priorities))
 }

@@ -13,13 +13,13 @@ use worker::Response;
 
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::facts_store;
+
 use crate::http::{json_response, read_body, ApiError};
 
 pub async fn put_nodes(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let reply = facts_store::put(&call.bindings, &call.cluster, body, call.now_ms).await?;
+    let reply = crate::facts::client::put(&call.bindings, &call.cluster, body, call.now_ms).await?;
     call.event.count(
         "aco_node_facts_stored_total",
         String::new(),
@@ -37,7 +37,7 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
 pub async fn get_node(call: &mut Call, name: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_node_name(name).map_err(|m| ApiError::field(400, "name", m))?;
-    match facts_store::get(&call.bindings, &call.cluster, name).await? {
+    match crate::facts::client::get(&call.bindings, &call.cluster, name).await? {
         Some(facts) => Ok(with_memory(json_response(200, &facts))),
         None => Err(ApiError::field(
             404,

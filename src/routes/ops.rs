@@ -3,12 +3,13 @@
 
 use worker::{Env, Method};
 
-use super::extender_verbs::colony_call;
 use super::{Call, Handled, Probe};
+use crate::colony::api::{self as colony_api, ColonyName, MetricsRequest};
+use crate::colony::client;
 use crate::http::{json_response, read_body, text_response, ApiError};
 use crate::metrics_text::{render_colonies, ColonyMetrics};
 use crate::telemetry;
-use crate::{colony_do, env_config, facts_do, facts_store};
+use crate::{env_config, facts, pod_index};
 
 /// At most this many tenants' colonies are asked for their metrics per scrape.
 const MAX_TENANTS_SCRAPED: usize = 200;
@@ -32,14 +33,11 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
                 problems.push(e.to_string());
             }
             for (kind, ok) in [
-                (facts_store::BINDING, env.kv(facts_store::BINDING).is_ok()),
+                (pod_index::BINDING, env.kv(pod_index::BINDING).is_ok()),
+                (facts::BINDING, env.durable_object(facts::BINDING).is_ok()),
                 (
-                    facts_do::BINDING,
-                    env.durable_object(facts_do::BINDING).is_ok(),
-                ),
-                (
-                    colony_do::BINDING,
-                    env.durable_object(colony_do::BINDING).is_ok(),
+                    colony_api::BINDING,
+                    env.durable_object(colony_api::BINDING).is_ok(),
                 ),
                 (
                     telemetry::BINDING,
@@ -88,29 +86,36 @@ pub async fn metrics(call: &mut Call) -> Handled {
         .await
         .map_err(|e| ApiError::unavailable("telemetry reply", e))?;
     let mut text = gathered.text;
-    let tenants: Vec<&String> = gathered.tenants.iter().take(MAX_TENANTS_SCRAPED).collect();
-    let replies = futures::future::join_all(tenants.iter().map(|t| {
-        colony_call::<(), ColonyMetrics>(&call.bindings, t, Method::Get, "/metrics", None)
-    }))
+    let names: Vec<ColonyName> = gathered
+        .tenants
+        .iter()
+        .take(MAX_TENANTS_SCRAPED)
+        .map(|t| ColonyName::parse(t))
+        .collect();
+    let replies = futures::future::join_all(
+        names
+            .iter()
+            .map(|c| client::call(&call.bindings, c, &MetricsRequest {})),
+    )
     .await;
     // A colony that fails is skipped (and counted), never fatal to the scrape.
     let mut colonies = Vec::with_capacity(replies.len());
     let mut failed = 0;
-    for (tenant, reply) in tenants.iter().zip(replies) {
+    for (colony, reply) in names.iter().zip(replies) {
         match reply {
-            Ok(mut m) => {
-                let (cluster, name) = aco_core::cluster::split_colony_name(tenant);
-                if m.tenant.is_empty() {
-                    m.tenant = name.to_string();
+            Ok(mut r) => {
+                if r.tenant.is_empty() {
+                    r.tenant = colony.tenant.clone();
                 }
-                if cluster != aco_core::cluster::DEFAULT_CLUSTER {
-                    m.cluster = cluster.to_string();
-                }
-                colonies.push(m)
+                colonies.push(ColonyMetrics::new(colony.cluster_label(), r))
             }
             Err(e) => {
                 failed += 1;
-                worker::console_error!("metrics: colony {tenant:?} skipped: {}", e.message);
+                worker::console_error!(
+                    "metrics: colony {:?} skipped: {}",
+                    colony.object_name(),
+                    e.message
+                );
             }
         }
     }

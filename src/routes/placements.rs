@@ -8,20 +8,17 @@
 use std::collections::BTreeMap;
 
 use aco_core::colony::Outcome;
+use aco_core::colony_store::validate_pod_key;
+use aco_core::colony_store::wire::{PlacementItem, PlacementsRequest};
 use aco_core::config::Config;
 use aco_core::demand::validate_tenant;
 use aco_core::facts::validate_node_name;
 use serde::{Deserialize, Serialize};
-use worker::Method;
-
-use super::extender_verbs::colony_call;
-use aco_core::cluster::colony_name;
 
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony_cache;
-use crate::colony_do::{PlacementItem, PlacementsRequest, PlacementsResponse};
-use crate::decision_queue;
+use crate::colony::api::ColonyName;
+use crate::colony::{client, copy, queue};
 use crate::http::{json_response, parse_json, read_body, ApiError};
 
 /// At most this many placements per request.
@@ -113,6 +110,7 @@ fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementIt
         r.name.as_deref(),
     )
     .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    validate_pod_key(&key).map_err(|m| ApiError::field(400, field("podUid"), m))?;
     let tenant = r
         .tenant
         .clone()
@@ -163,40 +161,44 @@ pub async fn deliver(
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
-        let colony = colony_name(&call.cluster, &tenant);
-        // Decisions this isolate scored but has not seen acknowledged go first (applied once).
-        let decisions = decision_queue::unacknowledged(&colony);
+        let colony = ColonyName::new(&call.cluster, &tenant);
+        // Decisions this isolate scored but has not seen durable go first (applied once).
+        let decisions = queue::not_durable(&colony);
         let req = PlacementsRequest {
-            tenant: tenant.clone(),
             decisions,
             items,
             now_ms: call.now_ms,
+            known_version: copy::version_of(&colony),
         };
-        match colony_call::<_, PlacementsResponse>(
-            &call.bindings,
-            &colony,
-            Method::Post,
-            "/placements",
-            Some(&req),
-        )
-        .await
-        {
+        match client::call(&call.bindings, &colony, &req).await {
             Ok(r) => {
-                decision_queue::acknowledged(&colony, &req.decisions);
-                // This isolate's copy of the colony is now behind if the batch changed τ.
-                colony_cache::refresh(&colony, r.version, None, call.now_ms);
+                queue::answered(&colony, &req.decisions, r.durability);
+                // This isolate's copy follows the batch (the reply carries the colony if the
+                // copy is behind), so the next prioritize here needs no fetch.
+                copy::refresh(&colony, r.version, r.snapshot.clone(), call.now_ms);
                 summary.deposited += r.deposited;
                 summary.outcomes += r.outcomes;
                 summary.duplicates += r.duplicates;
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_a_candidate += r.not_a_candidate;
-                let mut entry = serde_json::to_value(&r).unwrap_or_default();
-                if let Some(o) = entry.as_object_mut() {
-                    o.remove("version");
-                    o.insert("committed".into(), true.into());
+                for (reason, n) in &r.dropped {
+                    call.event.count(
+                        "aco_colony_items_dropped_total",
+                        format!("reason=\"{reason}\""),
+                        *n as f64,
+                    );
                 }
+                let entry = serde_json::json!({
+                    "committed": true,
+                    "deposited": r.deposited,
+                    "outcomes": r.outcomes,
+                    "duplicates": r.duplicates,
+                    "unknownPod": r.unknown_pod,
+                    "notACandidate": r.not_a_candidate,
+                    "dropped": r.dropped,
+                });
                 per_tenant.insert(tenant.clone(), entry);
-                call.event.tenants.push(colony);
+                call.event.colonies.push(colony.object_name());
             }
             Err(e) => {
                 per_tenant.insert(

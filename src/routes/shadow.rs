@@ -12,23 +12,21 @@
 
 use std::collections::BTreeMap;
 
-use aco_core::cluster::colony_name;
 use aco_core::colony::{Outcome, TenantColony};
+use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
 use aco_core::config::Config;
 use aco_core::demand::{tenant_of, validate_tenant, DemandError, PodDemand};
 use aco_core::facts::validate_node_name;
 use aco_core::k8s::PodView;
 use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
 use serde::{Deserialize, Serialize};
-use worker::Method;
 
-use super::extender_verbs::colony_call;
 use super::placements::{check_tenant, partial_failure, pod_key};
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony_cache;
-use crate::colony_do::{ColonySnapshot, ShadowItem, ShadowRequest, ShadowResponse};
-use crate::facts_store;
+use crate::colony::api::{ColonyName, ShadowSummaryRequest};
+use crate::colony::{client, copy};
+use crate::facts::client as facts_client;
 use crate::http::{json_response, parse_json, read_body, ApiError};
 
 /// At most this many pods per request: each is scored against every node of the cluster, so a
@@ -157,7 +155,7 @@ pub async fn report(call: &mut Call) -> Handled {
         return Ok(json_response(200, &summary));
     }
     let config = call.config.clone();
-    let facts = facts_store::load_all(
+    let facts = facts_client::load_all(
         &call.bindings,
         &call.cluster,
         call.now_ms,
@@ -172,8 +170,8 @@ pub async fn report(call: &mut Call) -> Handled {
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, reports) in by_tenant {
-        let colony = colony_name(&call.cluster, &tenant);
-        let result = deliver(call, &cluster, &colony, &tenant, reports, &config).await;
+        let colony = ColonyName::new(&call.cluster, &tenant);
+        let result = deliver(call, &cluster, &colony, reports, &config).await;
         match result {
             Ok(r) => {
                 summary.scored += r.scored;
@@ -182,7 +180,7 @@ pub async fn report(call: &mut Call) -> Handled {
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_feasible += r.not_feasible;
                 per_tenant.insert(tenant, serde_json::json!({"committed": true}));
-                call.event.tenants.push(colony);
+                call.event.colonies.push(colony.object_name());
             }
             Err(e) => {
                 per_tenant.insert(
@@ -210,11 +208,10 @@ pub async fn report(call: &mut Call) -> Handled {
 async fn deliver(
     call: &Call,
     cluster: &ShadowCluster<'_>,
-    colony: &str,
-    tenant: &str,
+    colony: &ColonyName,
     reports: Vec<Valid>,
     config: &Config,
-) -> Result<ShadowResponse, ApiError> {
+) -> Result<ShadowReply, ApiError> {
     let score_all = |c: &mut TenantColony| -> Vec<ShadowItem> {
         reports
             .iter()
@@ -231,37 +228,20 @@ async fn deliver(
             .collect()
     };
     // The colony as prioritize would score with it: this isolate's copy when fresh, else fetched.
-    let items =
-        match colony_cache::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
-            Some((_, items)) => items,
-            None => {
-                let snapshot: ColonySnapshot = colony_call::<(), _>(
-                    &call.bindings,
-                    colony,
-                    Method::Get,
-                    "/shadow/snapshot",
-                    None,
-                )
-                .await?;
-                let mut c = TenantColony {
-                    pheromones: snapshot.pheromones.clone(),
-                    outcomes: snapshot.outcomes.clone(),
-                    ..Default::default()
-                };
-                let version = snapshot.version;
-                colony_cache::refresh(colony, version, Some(snapshot), call.now_ms);
-                score_all(&mut c)
-            }
-        };
+    let items = match copy::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
+        Some((_, items)) => items,
+        None => {
+            let mut snapshot = client::fetch_copy(&call.bindings, colony, call.now_ms).await?;
+            score_all(&mut snapshot.colony)
+        }
+    };
     let req = ShadowRequest {
-        tenant: tenant.to_string(),
         items,
         now_ms: call.now_ms,
     };
-    let reply: ShadowResponse =
-        colony_call(&call.bindings, colony, Method::Post, "/shadow", Some(&req)).await?;
+    let reply = client::call(&call.bindings, colony, &req).await?;
     // Outcomes move reliability: a copy of an older version is dropped (or confirmed if current).
-    colony_cache::refresh(colony, reply.version, None, call.now_ms);
+    copy::refresh(colony, reply.version, None, call.now_ms);
     Ok(reply)
 }
 
@@ -276,9 +256,8 @@ pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
             format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
         ));
     }
-    let colony = colony_name(&call.cluster, tenant);
-    let s: ShadowSummary =
-        colony_call::<(), _>(&call.bindings, &colony, Method::Get, "/shadow", None).await?;
+    let colony = ColonyName::new(&call.cluster, tenant);
+    let s: ShadowSummary = client::call(&call.bindings, &colony, &ShadowSummaryRequest {}).await?;
     Ok(json_response(200, &view(tenant, &call.cluster, &s)))
 }
 

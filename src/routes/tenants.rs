@@ -1,14 +1,13 @@
 //! `GET /v1/tenants/{tenant}/pheromones` (table and stats) and `DELETE` (reset the colony).
 
-use aco_core::cluster::colony_name;
 use aco_core::demand::validate_tenant;
 use worker::Method;
 
-use super::extender_verbs::{colony_fetch, send_unacknowledged};
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony_cache;
-use crate::http::{text_response, ApiError};
+use crate::colony::api::{ColonyName, ResetRequest, TableRequest};
+use crate::colony::{client, copy, queue};
+use crate::http::{json_response, ApiError};
 
 pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
     require_admin(&call.req, &call.env)?;
@@ -20,13 +19,24 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
             format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
         ));
     }
-    let reset = method == Method::Delete;
-    let colony = colony_name(&call.cluster, tenant);
-    // Read your writes: decisions this isolate scored from its copy reach the colony first.
-    send_unacknowledged(&call.bindings, &colony, tenant).await?;
-    let text = colony_fetch::<()>(&call.bindings, &colony, method, "/pheromones", None).await?;
-    if reset {
-        colony_cache::forget(&colony);
-    }
-    Ok(text_response(200, text, "application/json"))
+    let colony = ColonyName::new(&call.cluster, tenant);
+    let reply = if method == Method::Delete {
+        // What this isolate holds for the colony is forgotten with it.
+        queue::forget(&colony);
+        let reply = client::call(
+            &call.bindings,
+            &colony,
+            &ResetRequest {
+                now_ms: call.now_ms,
+            },
+        )
+        .await?;
+        copy::forget(&colony);
+        reply
+    } else {
+        // Read your writes: decisions this isolate scored from its copy reach the colony first.
+        client::send_not_durable(&call.bindings, &colony).await?;
+        client::call(&call.bindings, &colony, &TableRequest {}).await?
+    };
+    Ok(json_response(200, &reply))
 }

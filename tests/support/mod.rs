@@ -43,7 +43,7 @@ use process::{ProcessGroup, TERM_GRACE};
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
-/// What the Worker logs when it refuses a binding operation beyond the platform's 1,000 per
+/// What the Worker logs when it refuses a binding operation beyond the platform's limits per
 /// invocation (`BUDGET_EXCEEDED` in src/bindings.rs). Miniflare does not enforce the limit, the
 /// Worker does; a test whose Worker logged this fails when the Worker is dropped, even if the
 /// test did not look at the refused request (e.g. work done after the response).
@@ -135,6 +135,17 @@ impl WorkerProcess {
     /// The new instance listens on a new port: use `base_url` afresh afterwards.
     pub fn restart(&mut self) {
         self.stop();
+        self.spawn();
+    }
+
+    /// `kill -9` of the whole process group (node and workerd, no chance to flush anything),
+    /// then a start on the same state directory (on a new port).
+    pub fn crash_and_restart(&mut self) {
+        if let Some(mut running) = self.running.take() {
+            running.group.kill();
+        }
+        self.base_url.clear();
+        append_log(&self.logs, "[harness] kill -9 of the process group\n");
         self.spawn();
     }
 
@@ -282,7 +293,7 @@ impl Drop for WorkerProcess {
             );
         } else if !self.budget_exceeded_expected && self.logs().contains(BUDGET_EXCEEDED) {
             panic!(
-                "the Worker refused a binding operation beyond 1,000 per invocation (the platform's limit); its log:\n{}",
+                "the Worker refused a binding operation beyond the platform's limits per invocation (10,000 subrequests, 1,000 KV operations); its log:\n{}",
                 self.logs()
             );
         }

@@ -67,6 +67,22 @@ fn json_error(e: serde_json::Error, what: &str) -> BadRequest {
 
 /// Parses a filter/prioritize body. Malformed JSON, wrong types, bad quantities, a missing pod,
 /// or neither `Nodes` nor `NodeNames` are errors (400) naming the problem.
+/// Kubernetes' limit on a node name (a DNS subdomain): a longer one enters no decision.
+pub const MAX_NODE_NAME_LEN: usize = 253;
+
+fn check_name_length(name: &str, field: impl FnOnce() -> String) -> Result<(), BadRequest> {
+    if name.len() > MAX_NODE_NAME_LEN {
+        return Err(BadRequest::new(
+            field(),
+            format!(
+                "node name of {} bytes: at most {MAX_NODE_NAME_LEN} (a Kubernetes name)",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadRequest> {
     let args: ExtenderArgs<'a> =
         serde_json::from_str(body).map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
@@ -97,6 +113,9 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
                         "node has no name",
                     ));
                 }
+                check_name_length(&view.metadata.name, || {
+                    format!("Nodes.items[{i}].metadata.name")
+                })?;
                 out.push(Candidate {
                     name: view.metadata.name.clone(),
                     raw: Some(raw),
@@ -113,6 +132,7 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
                         "empty node name",
                     ));
                 }
+                check_name_length(n, || format!("NodeNames[{i}]"))?;
             }
             (
                 names

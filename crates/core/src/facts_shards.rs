@@ -284,6 +284,12 @@ impl FactsTable {
         self.seq
     }
 
+    /// The sequence number of shard `s`'s last change in memory (what a cached encoding of the
+    /// shard is valid for).
+    pub fn shard_seq(&self, s: usize) -> u64 {
+        self.shard_seq.get(s).copied().unwrap_or(0)
+    }
+
     /// Merges a validated batch into copies of the affected records (EMA folded on write, as
     /// `NodeFacts::apply` does), and decides which shards to rewrite. The table is unchanged.
     pub fn plan(&self, batch: &FactsBatch, now_ms: u64, config: &Config) -> Plan {

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod cluster;
 pub mod colony;
+pub mod colony_store;
 pub mod config;
 pub mod demand;
 pub mod extender;

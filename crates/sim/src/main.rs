@@ -110,36 +110,9 @@ enum Cmd {
     },
     /// The ATC '23 saturation protocol: GPU nodes only, no departures, shuffled + resampled pods
     /// up to 130% of GPU capacity; GPU allocation ratio vs arrived workload per policy.
-    Saturate {
-        /// Pod list of ../shared/data/openb: default, cpu050, gpushare40, gpuspec10, multigpu20.
-        #[arg(long, default_value = "default")]
-        openb: String,
-        #[arg(long, default_value = "../shared/data/openb")]
-        openb_dir: PathBuf,
-        #[arg(long, default_value = "data/prices")]
-        prices: PathBuf,
-        /// Seeds as a range `42-51` or a list `42,43`.
-        #[arg(long, default_value = "42-51")]
-        seeds: String,
-        /// Comma-separated policies (default: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random, first-fit, colony).
-        #[arg(long, value_delimiter = ',')]
-        policies: Option<Vec<String>>,
-        /// Published means for the reproduction check.
-        #[arg(
-            long,
-            default_value = "../shared/data/fgd/atc23_allocation_by_policy.csv"
-        )]
-        published: PathBuf,
-        #[arg(long, default_value = "docs/sim")]
-        out: PathBuf,
-        #[arg(long)]
-        name: Option<String>,
-        #[arg(long, default_value_t = 2)]
-        jobs: usize,
-        /// The colony's config, as the Worker's `[vars]` (repeatable), e.g. `--var ETA_FACTORS=fragmentation`.
-        #[arg(long = "var", value_name = "KEY=VALUE")]
-        vars: Vec<String>,
-    },
+    /// One or many variants (`--openb gpuspec10,cpu050` or `all`, `--openb-dir` repeatable);
+    /// with several, also one reproduction table.
+    Saturate(aco_sim::saturate::cli::SaturateArgs),
     /// Drive a running Worker with the trace (the demo): facts, filter, prioritize, placements.
     Replay {
         #[command(flatten)]
@@ -612,90 +585,8 @@ fn real_main() -> Result<(), Error> {
                 serde_json::to_string_pretty(&rows)?,
             )?;
         }
-        Cmd::Saturate {
-            openb,
-            openb_dir,
-            prices,
-            seeds,
-            policies,
-            published,
-            out,
-            name,
-            jobs,
-            vars,
-        } => {
-            use aco_sim::saturate::{self, policy as sp, report as sr};
-            let dir = repo_path(&openb_dir);
-            let nodes = trace::read_nodes(&dir.join("openb_node_list_gpu_node.csv"))?;
-            let pods = trace::read_pods(&dir.join(format!("openb_pod_list_{openb}.csv")), 60)?;
-            let price_table = PriceTable::load(&repo_path(&prices))?;
-            let mut world = World::build(
-                &nodes,
-                &pods,
-                &price_table,
-                WorldParams {
-                    seed: 1,
-                    ..WorldParams::default()
-                },
-            );
-            world.config = aco_sim::cluster::sim_config_with(&vars)?;
-            let shapes = saturate::shapes_of(&world);
-            let seeds = parse_seeds(&seeds)?;
-            let names = policies.unwrap_or_else(|| sp::ALL.iter().map(|s| s.to_string()).collect());
-            for n in &names {
-                sp::by_name(n, 0).ok_or_else(|| {
-                    format!(
-                        "unknown policy {n}; known: {}, colony-nofrag, colony-raw",
-                        sp::ALL.join(", ")
-                    )
-                })?;
-            }
-            let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
-            eprintln!(
-                "{} GPU nodes, {gpus} GPUs, {} trace pods, {} typical shapes, seeds {:?}",
-                world.nodes.len(),
-                world.pods.len(),
-                shapes.len(),
-                seeds
-            );
-            let jobs_list: Vec<(String, u64)> = names
-                .iter()
-                .flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s)))
-                .collect();
-            let runs = aco_sim::parallel::map(&jobs_list, jobs, |(n, seed)| {
-                let mut p = sp::by_name(n, *seed).unwrap();
-                let r = saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
-                eprintln!("{:>15} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s", n, r.at100, r.at130, r.failed, r.decisions_per_s);
-                r
-            });
-            let published = std::fs::read_to_string(repo_path(&published))
-                .map(|c| sr::published(&c, &openb))
-                .unwrap_or_default();
-            let rows = sr::rows(&runs, &names, &published);
-            let mut table = sr::table(&rows);
-            let check = sr::check(&rows, 0.5);
-            if !check.is_empty() {
-                table += &format!("\nReproduction check (FGD and Best-fit within 0.5 points of the published means): {}.\n", check.join("; "));
-            }
-            println!("{table}");
-            let name = name.unwrap_or_else(|| format!("saturate-{openb}"));
-            std::fs::create_dir_all(&out)?;
-            std::fs::write(out.join(format!("{name}.md")), &table)?;
-            std::fs::write(
-                out.join(format!("{name}.json")),
-                serde_json::to_string_pretty(&rows)?,
-            )?;
-            let curves = sr::mean_curves(&runs, &names);
-            sr::write_csv(&out.join(format!("{name}.csv")), &curves)?;
-            sr::write_svg(
-                &out.join(format!("{name}.svg")),
-                &format!(
-                    "GPU allocation vs arrived workload — OpenB {openb}, {} seeds",
-                    seeds.len()
-                ),
-                &curves,
-            )?;
-            eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
+        Cmd::Saturate(args) => {
+            aco_sim::saturate::cli::run(&args, &parse_seeds(&args.seeds)?, repo_path)?;
         }
         Cmd::Explain {
             url,

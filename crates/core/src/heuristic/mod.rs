@@ -14,8 +14,8 @@ mod spike;
 
 pub use cost::{cost_efficiency, marginal_cost_per_hour};
 pub use fragmentation::{
-    fragmentation, fragmentation_delta, fragmentation_factor, sigmoid_score, typical_shapes,
-    FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
+    fragmentation, fragmentation_delta, fragmentation_factor, model_that_matters, share_deltas,
+    sigmoid_score, typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
 };
 pub use headroom::{headroom_after, is_hot, sla_headroom};
 pub use reliability::{reliability, OutcomeStats};
@@ -113,7 +113,8 @@ impl NodeFeatures {
                 .as_ref()
                 .map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
-            memo.delta(alloc_cpu - used_cpu, free, pod_gpus(pod), shapes)
+            let model = node.gpu_model(config);
+            memo.delta(alloc_cpu - used_cpu, free, model, pod_gpus(pod), shapes)
         });
         features
     }

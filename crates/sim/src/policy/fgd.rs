@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use aco_core::heuristic::{fragmentation_delta, sigmoid_score, PodShape};
+use aco_core::heuristic::{fragmentation_delta, model_that_matters, sigmoid_score, PodShape};
 use aco_core::node_state::NodeState;
 
 use super::{Policy, ScoreCtx};
@@ -17,8 +17,9 @@ use crate::saturate::policy::{pod_gpus, MAX_NODE_SCORE};
 pub struct Fgd {
     /// Typical shapes of the world's trace; computed on the first decision.
     shapes: Option<Vec<PodShape>>,
-    /// Per decision: (free CPU, free milli per GPU) → score (nodes in the same state score alike).
-    memo: HashMap<(i64, Vec<u32>), f64>,
+    /// Per decision: (GPU model, free CPU, free milli per GPU) → score (nodes in the same state
+    /// score alike).
+    memo: HashMap<(Option<String>, i64, Vec<u32>), f64>,
 }
 
 impl Policy for Fgd {
@@ -36,15 +37,18 @@ impl Policy for Fgd {
             .map(|c| {
                 let a = &ctx.alloc[*c];
                 let key = (
+                    model_that_matters(ctx.world.nodes[*c].model.as_deref(), shapes)
+                        .map(String::from),
                     ctx.world.nodes[*c].cpu_milli - a.cpu_used,
                     a.gpu_used.iter().map(|u| 1000 - u).collect::<Vec<u32>>(),
                 );
                 if let Some(s) = self.memo.get(&key) {
                     return *s;
                 }
-                let s = fragmentation_delta(key.0, &key.1, pod, shapes).map_or(0.0, |(d, _)| {
-                    (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64
-                });
+                let s = fragmentation_delta(key.1, &key.2, key.0.as_deref(), pod, shapes)
+                    .map_or(0.0, |(d, _)| {
+                        (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64
+                    });
                 self.memo.insert(key, s);
                 s
             })

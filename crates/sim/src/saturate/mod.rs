@@ -6,6 +6,7 @@
 //! capacity against arrived workload (requested GPUs of every submitted pod, failed ones
 //! included, / capacity). Ties between equal scores go to a seeded node order.
 
+pub mod cli;
 pub mod node;
 pub mod policy;
 pub mod report;
@@ -54,9 +55,17 @@ pub fn workload(world: &World, seed: u64, capacity_milli: f64) -> Vec<usize> {
     order
 }
 
-/// The trace's typical shapes by FGD's rule (95% popularity).
+/// The trace's typical shapes by FGD's rule (95% popularity), each GPU pod's shape with its
+/// `gpu_spec` (the authors' simulator keys its typical pods by the GPU-model annotation too:
+/// `GetTypicalPods` over `PodResource`, which carries `GpuType`).
 pub fn shapes_of(world: &World) -> Vec<PodShape> {
-    typical_shapes(world.pods.iter().map(|p| pod_gpus(&p.trace)), 0.95)
+    typical_shapes(
+        world
+            .pods
+            .iter()
+            .map(|p| (pod_gpus(&p.trace), p.trace.gpu_spec.as_deref())),
+        0.95,
+    )
 }
 
 /// One policy, one seed.
@@ -235,6 +244,89 @@ mod tests {
                 (again.curve, again.failed),
                 "{name} deterministic"
             );
+        }
+    }
+
+    #[test]
+    fn fgd_keeps_the_gpus_that_model_constrained_shapes_need() {
+        let prices = crate::prices::PriceTable::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/prices"),
+        )
+        .unwrap();
+        let node = |name: &str, model: &str| TraceNode {
+            name: name.into(),
+            cpu_milli: 32000,
+            memory_mib: 1 << 20,
+            gpus: 2,
+            model: Some(model.into()),
+        };
+        let t4_only = TracePod {
+            gpu_spec: Some(vec!["T4".into()]),
+            ..pod("t4", 1000, 1, 500)
+        };
+        let pods = vec![
+            t4_only,
+            pod("whole", 1000, 1, 1000),
+            pod("any", 1000, 1, 500),
+        ];
+        let w = World::build(
+            &[node("t4", "T4"), node("p100", "P100")],
+            &pods,
+            &prices,
+            WorldParams::default(),
+        );
+        let shapes = shapes_of(&w);
+        assert_eq!(
+            shapes.len(),
+            3,
+            "a T4-only share and an unconstrained one differ"
+        );
+        assert_eq!(shapes.iter().filter(|s| s.gpu_models.is_some()).count(), 1);
+        let nodes: Vec<SatNode> = w
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| SatNode::new(i, &trace_node(n)))
+            .collect();
+        let ctx = policy::Ctx {
+            nodes: &nodes,
+            sim_nodes: &w.nodes,
+            pod: &w.pods[2].trace,
+            sim_pod: &w.pods[2],
+            shapes: &shapes,
+            config: &w.config,
+            step: 0,
+        };
+        // An unconstrained share on the T4 node splits a GPU the T4-only shape could use
+        // (ΔF = −500/3); on the P100 node that GPU was a fragment for it already (ΔF = 0).
+        let v = policy::Fgd::default().score(&ctx, &[0, 1]);
+        assert_eq!((v[0].score, v[1].score), (45.0, 50.0), "{v:?}");
+    }
+
+    #[test]
+    fn the_cores_default_shapes_are_those_of_the_shipped_default_trace() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/openb/openb_pod_list_default.csv");
+        let pods = crate::trace::read_pods(&path, 60).unwrap();
+        let shapes = aco_core::heuristic::typical_shapes(
+            pods.iter()
+                .map(|p| (policy::pod_gpus(p), p.gpu_spec.as_deref())),
+            0.95,
+        );
+        // The same shapes and frequencies; the order of equally frequent ones may differ (the
+        // constant predates the authors' tie order), and F does not depend on it.
+        let key = |s: &PodShape| (s.cpu_milli, s.num_gpu, s.gpu_milli);
+        let mut shapes = shapes;
+        shapes.sort_by_key(key);
+        let mut core = aco_core::heuristic::OPENB_DEFAULT_SHAPES.to_vec();
+        core.sort_by_key(key);
+        assert_eq!(shapes.len(), core.len());
+        for (a, b) in shapes.iter().zip(&core) {
+            assert_eq!(
+                (a.cpu_milli, a.num_gpu, a.gpu_milli, &a.gpu_models),
+                (b.cpu_milli, b.num_gpu, b.gpu_milli, &b.gpu_models)
+            );
+            assert!((a.freq - b.freq).abs() < 1e-6, "{a:?} {b:?}");
         }
     }
 

@@ -102,29 +102,101 @@ pub fn table(rows: &[SatRow]) -> String {
     s
 }
 
-/// The reproduction check: FGD and Best-fit within `tol` points of the published means.
-pub fn check(rows: &[SatRow], tol: f64) -> Vec<String> {
-    let mut out = Vec::new();
-    for r in rows
+/// The policies whose published means the reproduction check compares.
+pub const CHECKED: [&str; 2] = ["fgd", "best-fit"];
+
+/// One policy's reproduction on one variant: our means against the published ones.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Reproduction {
+    pub variant: String,
+    /// The folder the pod list was read from.
+    pub source: String,
+    pub policy: String,
+    pub seeds: usize,
+    /// (at 100% arrived, at 130%).
+    pub ours: (f64, f64),
+    pub published: (f64, f64),
+    pub pass: bool,
+}
+
+/// The reproduction check of one variant's rows: FGD and Best-fit within `tol` points of the
+/// published means at both 100% and 130% arrived (rows without published means are skipped).
+pub fn reproduction(variant: &str, source: &str, rows: &[SatRow], tol: f64) -> Vec<Reproduction> {
+    rows.iter()
+        .filter(|r| CHECKED.contains(&r.policy.as_str()))
+        .filter_map(|r| {
+            let (x, y) = r.published?;
+            Some(Reproduction {
+                variant: variant.to_string(),
+                source: source.to_string(),
+                policy: r.policy.clone(),
+                seeds: r.seeds,
+                ours: (r.at100_mean, r.at130_mean),
+                published: (x, y),
+                pass: (r.at100_mean - x).abs() <= tol && (r.at130_mean - y).abs() <= tol,
+            })
+        })
+        .collect()
+}
+
+/// The check as one line per policy (under a variant's table).
+pub fn check(repro: &[Reproduction], tol: f64) -> Vec<String> {
+    repro
         .iter()
-        .filter(|r| r.policy == "fgd" || r.policy == "best-fit")
-    {
-        if let Some((x, y)) = r.published {
-            let ok = (r.at100_mean - x).abs() <= tol && (r.at130_mean - y).abs() <= tol;
-            out.push(format!(
-                "{}: {:.2} / {:.2} vs published {x:.2} / {y:.2} → {}",
+        .map(|r| {
+            format!(
+                "{}: {:.2} / {:.2} vs published {:.2} / {:.2} → {}",
                 r.policy,
-                r.at100_mean,
-                r.at130_mean,
-                if ok {
-                    "within ±0.5: PASS"
-                } else {
-                    "outside ±0.5: MISS"
-                }
-            ));
-        }
+                r.ours.0,
+                r.ours.1,
+                r.published.0,
+                r.published.1,
+                verdict(r.pass, tol)
+            )
+        })
+        .collect()
+}
+
+fn verdict(pass: bool, tol: f64) -> String {
+    if pass {
+        format!("within ±{tol}: PASS")
+    } else {
+        format!("outside ±{tol}: MISS")
     }
-    out
+}
+
+/// Every variant's check in one table: variant × {FGD, Best-fit} × {100%, 130%}, ours against
+/// published (Δ).
+pub fn reproduction_table(all: &[Reproduction], tol: f64) -> String {
+    let cell = |ours: f64, published: f64| {
+        format!("{ours:.2} / {published:.2} ({:+.2})", ours - published)
+    };
+    let mut s = String::from(
+        "| variant | pod list from | policy | seeds | at 100% arrived: ours / published (Δ) | at 130% | check |\n|---|---|---|---:|---:|---:|---|\n",
+    );
+    for r in all {
+        s += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.variant,
+            r.source,
+            r.policy,
+            r.seeds,
+            cell(r.ours.0, r.published.0),
+            cell(r.ours.1, r.published.1),
+            if r.pass { "PASS" } else { "**MISS**" }
+        );
+    }
+    let missed = all.iter().filter(|r| !r.pass).count();
+    s += &format!(
+        "\n{} of {} checks within ±{tol} points of the published means ({} variants).\n",
+        all.len() - missed,
+        all.len(),
+        all.iter()
+            .map(|r| r.variant.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    );
+    s
 }
 
 /// Mean curve per policy on the 0.5% grid (arrived %, allocation %).
@@ -209,4 +281,62 @@ pub fn write_svg(
         .draw()?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(policy: &str, at100: f64, at130: f64, published: Option<(f64, f64)>) -> SatRow {
+        SatRow {
+            policy: policy.into(),
+            seeds: 10,
+            at100_mean: at100,
+            at100_sd: 0.1,
+            at130_mean: at130,
+            at130_sd: 0.1,
+            failed_mean: 0.0,
+            decisions_per_s: 1.0,
+            published,
+        }
+    }
+
+    #[test]
+    fn the_reproduction_check_needs_both_points_within_the_tolerance() {
+        let rows = [
+            row("fgd", 95.24, 95.40, Some((95.23, 95.39))),
+            row("best-fit", 92.0, 93.1, Some((92.86, 93.08))),
+            row("random", 80.0, 80.0, Some((86.30, 87.47))),
+            row("first-fit", 94.2, 94.4, None),
+        ];
+        let r = reproduction("default", "shipped", &rows, 0.5);
+        assert_eq!(
+            r.iter()
+                .map(|r| (r.policy.as_str(), r.pass))
+                .collect::<Vec<_>>(),
+            vec![("fgd", true), ("best-fit", false)],
+            "only FGD and Best-fit are checked; 0.86 off at 100% misses"
+        );
+        assert_eq!(r[1].ours, (92.0, 93.1));
+        let lines = check(&r, 0.5);
+        assert!(lines[0].ends_with("within ±0.5: PASS"), "{}", lines[0]);
+        assert!(lines[1].ends_with("outside ±0.5: MISS"), "{}", lines[1]);
+        let mut more = r.clone();
+        more.extend(reproduction(
+            "gpuspec33",
+            "extra",
+            &[row("fgd", 87.79, 94.47, Some((87.84, 94.55)))],
+            0.5,
+        ));
+        let t = reproduction_table(&more, 0.5);
+        assert!(t.contains("| gpuspec33 | extra | fgd | 10 | 87.79 / 87.84 (-0.05) | 94.47 / 94.55 (-0.08) | PASS |"), "{t}");
+        assert!(
+            t.contains("| default | shipped | best-fit | 10 | 92.00 / 92.86 (-0.86) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("2 of 3 checks within ±0.5 points of the published means (2 variants)."),
+            "{t}"
+        );
+    }
 }

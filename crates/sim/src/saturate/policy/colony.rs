@@ -16,7 +16,7 @@ use aco_core::heuristic::NodeFeatures;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use super::fgd::{fgd_verdict, FgdMemo};
+use super::fgd::{fgd_verdict, FgdMemo, ShareGpu};
 use super::{Ctx, SatPolicy, Verdict};
 
 pub struct SatColony {
@@ -90,7 +90,7 @@ impl SatPolicy for SatColony {
                         0.0
                     });
                 let frag = if self.fragmentation {
-                    fgd_verdict(&mut self.memo, ctx, *c)
+                    fgd_verdict(&mut self.memo, ctx, *c, ShareGpu::BestGradient)
                 } else {
                     None
                 };

@@ -12,6 +12,11 @@
 //! the next. `/metrics` flushes its own isolate first, so it is exact for that isolate and at
 //! most `TELEMETRY_FLUSH_MS` behind for the others.
 
+mod ledger;
+mod object;
+
+pub use object::Telemetry;
+
 use std::cell::{Cell, RefCell};
 
 use serde::{Deserialize, Serialize};
@@ -39,9 +44,9 @@ pub struct Event {
     pub seconds: f64,
     /// Extra counters: (metric name, labels as `k="v",…` text, increment).
     pub counters: Vec<(String, String, f64)>,
-    /// Colonies (`aco_core::cluster::colony_name`) this request wrote to (so `/metrics` knows
-    /// which to ask).
-    pub tenants: Vec<String>,
+    /// Colonies (`ColonyName::object_name`) this request wrote to (so `/metrics` knows which to
+    /// ask).
+    pub colonies: Vec<String>,
     /// The request's cluster, empty for the default one; a `cluster` label on every series.
     #[serde(default)]
     pub cluster: String,

@@ -25,12 +25,8 @@ use aco_core::facts_shards::{shard_of, SHARDS};
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
-use crate::facts_do::{self, PutReply, SnapshotReply};
+use crate::facts::{self, PutReply, SnapshotReply};
 use crate::http::ApiError;
-
-/// The KV namespace that used to hold node facts; now only the optional pod index of
-/// `BIND_INDEX` (`pod_index.rs`) lives there.
-pub const BINDING: &str = "NODE_FACTS";
 
 /// One cluster's facts as this isolate last fetched them.
 struct Snapshot {
@@ -239,7 +235,7 @@ async fn call(
     let req =
         Request::new_with_init(&format!("https://facts{path}"), &init).map_err(unavailable)?;
     let mut resp = bindings
-        .do_fetch(facts_do::BINDING, facts_do::CLASS, cluster, req)
+        .do_fetch(facts::BINDING, facts::CLASS, cluster, req)
         .await
         .map_err(|e| ApiError {
             colony_failure: None,

@@ -10,10 +10,10 @@ use worker::{
     durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State,
 };
 
+use super::ledger::TelemetryLedger;
+use super::Delivery;
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::http::{json_response, text_response};
-use crate::telemetry::Delivery;
-use crate::telemetry_ledger::TelemetryLedger;
 
 #[durable_object]
 pub struct Telemetry {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::{Ack, Delivery};
 use crate::metrics_text::TelemetryState;
-use crate::telemetry::{Ack, Delivery};
 
 /// An isolate silent this long is forgotten (isolates live minutes to hours); a batch it sends
 /// later is applied as new, which can only happen after a flush stuck for an hour.

@@ -1,0 +1,64 @@
+//! The rows' contents: a ledger entry (one commit) and the snapshot (the whole state).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::pod_index::IndexChange;
+use super::schema::SnapshotRow;
+use super::{corrupt, CorruptState, StoreMeta};
+use crate::colony::{Decision, TenantColony};
+
+/// One commit. Absolute values throughout: replaying an entry over a state that already has it
+/// changes nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub meta: StoreMeta,
+    /// JSON merge patch of `TenantColony` since the previous entry (τ, history, counters, epoch).
+    #[serde(default)]
+    pub colony: Value,
+    /// Decisions remembered (`Some`) or forgotten (`None`: confirmed, evicted) by pod key.
+    #[serde(default)]
+    pub decisions: Vec<(String, Option<Decision>)>,
+    /// Pods remembered: confirmations, outcomes recorded, shadow records.
+    #[serde(default)]
+    pub records: Vec<IndexChange>,
+}
+
+/// The whole state as of ledger entry `seq` (the pod index lives in the segments).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotBody {
+    pub seq: u64,
+    pub at_ms: u64,
+    pub meta: StoreMeta,
+    pub colony: TenantColony,
+    #[serde(default)]
+    pub pending: Vec<(String, Decision)>,
+}
+
+/// The snapshot's text from its parts, checked to be one complete snapshot.
+pub fn join_parts(rows: &[SnapshotRow]) -> Result<String, CorruptState> {
+    let Some(first) = rows.first() else {
+        return Ok(String::new());
+    };
+    let complete = rows.len() as i64 == first.parts
+        && rows
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.part == i as i64 && r.seq == first.seq && r.parts == first.parts);
+    if !complete {
+        return Err(corrupt(
+            format!("snapshot[{}]", first.seq),
+            format!(
+                "{} parts stored of {} (parts {:?})",
+                rows.len(),
+                first.parts,
+                rows.iter().map(|r| (r.part, r.seq)).collect::<Vec<_>>()
+            ),
+        ));
+    }
+    Ok(rows.iter().map(|r| r.body.as_str()).collect())
+}

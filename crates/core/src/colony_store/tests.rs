@@ -1,0 +1,458 @@
+//! The store against an in-memory stand-in for the object's SQLite tables that counts rows as
+//! workerd does (an upsert or insert into a rowid table is one row, each deleted row one).
+
+use std::collections::BTreeMap;
+
+use rand::{rngs::SmallRng, SeedableRng};
+
+use super::schema::{SqlArg, Statement, LEDGER_SLOTS};
+use super::*;
+use crate::colony::{Outcome, OutcomeLabel};
+use crate::demand::WorkloadClass;
+use crate::heuristic::NodeFeatures;
+
+#[derive(Default, Clone)]
+struct Tables {
+    ledger: BTreeMap<i64, (i64, String)>,
+    snapshot: BTreeMap<i64, (i64, i64, String)>,
+    segments: BTreeMap<i64, (i64, String)>,
+    rows_written: u64,
+}
+
+fn int(a: &SqlArg) -> i64 {
+    match a {
+        SqlArg::Int(i) => *i,
+        SqlArg::Text(t) => panic!("int expected, got {t}"),
+    }
+}
+
+fn text(a: &SqlArg) -> String {
+    match a {
+        SqlArg::Text(t) => t.clone(),
+        SqlArg::Int(i) => panic!("text expected, got {i}"),
+    }
+}
+
+impl Tables {
+    fn run(&mut self, statements: &[Statement]) {
+        for s in statements {
+            let a = &s.args;
+            if s.sql.starts_with("INSERT INTO ledger") {
+                self.ledger.insert(int(&a[0]), (int(&a[1]), text(&a[2])));
+                self.rows_written += 1;
+            } else if s.sql.starts_with("INSERT INTO snapshot") {
+                self.snapshot
+                    .insert(int(&a[0]), (int(&a[1]), int(&a[2]), text(&a[3])));
+                self.rows_written += 1;
+            } else if s.sql.starts_with("DELETE FROM snapshot") {
+                let before = self.snapshot.len();
+                self.snapshot.retain(|p, _| *p < int(&a[0]));
+                self.rows_written += (before - self.snapshot.len()) as u64;
+            } else if s.sql.starts_with("INSERT OR REPLACE INTO segments") {
+                self.segments.insert(int(&a[0]), (int(&a[1]), text(&a[2])));
+                self.rows_written += 1;
+            } else if s.sql.starts_with("DELETE FROM segments WHERE") {
+                let before = self.segments.len();
+                self.segments.retain(|_, (newest, _)| *newest >= int(&a[0]));
+                self.rows_written += (before - self.segments.len()) as u64;
+            } else if s.sql == "DELETE FROM ledger" {
+                self.rows_written += self.ledger.len() as u64;
+                self.ledger.clear();
+            } else if s.sql == "DELETE FROM segments" {
+                self.rows_written += self.segments.len() as u64;
+                self.segments.clear();
+            } else {
+                panic!("unexpected statement {}", s.sql);
+            }
+        }
+    }
+
+    fn load(
+        &self,
+        incarnation: u64,
+        now_ms: u64,
+        config: &Config,
+    ) -> Result<ColonyStore, CorruptState> {
+        let snapshot: Vec<SnapshotRow> = self
+            .snapshot
+            .iter()
+            .map(|(part, (seq, parts, body))| SnapshotRow {
+                part: *part,
+                seq: *seq,
+                parts: *parts,
+                body: body.clone(),
+            })
+            .collect();
+        let after = ColonyStore::ledger_after(&snapshot);
+        let mut ledger: Vec<LedgerRow> = self
+            .ledger
+            .values()
+            .filter(|(seq, _)| *seq > after)
+            .map(|(seq, body)| LedgerRow {
+                seq: *seq,
+                body: body.clone(),
+            })
+            .collect();
+        ledger.sort_by_key(|r| r.seq);
+        let segments = self
+            .segments
+            .iter()
+            .map(|(id, (_, body))| SegmentRow {
+                id: *id,
+                body: body.clone(),
+            })
+            .collect();
+        ColonyStore::load(snapshot, segments, ledger, incarnation, now_ms, config)
+    }
+}
+
+fn commit(store: &mut ColonyStore, db: &mut Tables, now_ms: u64, config: &Config) -> u64 {
+    let before = db.rows_written;
+    let c = store.plan_commit(now_ms, config).unwrap();
+    db.run(&c.statements);
+    store.committed(c, config);
+    db.rows_written - before
+}
+
+fn node(name: &str, cost: f64) -> NodeFeatures {
+    NodeFeatures {
+        node: name.into(),
+        cost_per_hour: Some(cost),
+        spot: false,
+        predicted_utilisation: None,
+        spike_probability: None,
+        committed_share: None,
+        pod_share: None,
+        fragmentation_delta: None,
+    }
+}
+
+fn decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
+    let mut rng = SmallRng::seed_from_u64(1);
+    let p = TenantColony::default().prioritize(
+        &[node("a", 1.0), node("b", 2.0)],
+        WorkloadClass::Batch,
+        now_ms,
+        config,
+        &mut rng,
+    );
+    DecisionRecord {
+        key: key.into(),
+        decision: p.decision,
+        explored: false,
+    }
+}
+
+fn place(key: &str, node: &str) -> PlacementItem {
+    PlacementItem {
+        key: key.into(),
+        node: node.into(),
+        outcome: None,
+    }
+}
+
+#[test]
+fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    store.name_tenant("t", 0);
+    // The first commit is a snapshot (there is always one to start from).
+    assert!(commit(&mut store, &mut db, 0, &config) >= 1);
+    let decisions: Vec<_> = (0..10)
+        .map(|i| decision_for(&format!("p{i}"), 10, &config))
+        .collect();
+    store.record_decisions(decisions, true, 10, &config);
+    assert_eq!(
+        commit(&mut store, &mut db, 1_010, &config),
+        1,
+        "ten decisions, one row"
+    );
+    let items: Vec<_> = (0..6).map(|i| place(&format!("p{i}"), "a")).collect();
+    let reply = store.placements(&items, 1_020, &config);
+    assert_eq!(reply.deposited, 6);
+    assert_eq!(
+        commit(&mut store, &mut db, 1_020, &config),
+        1,
+        "six placements, one row"
+    );
+
+    let loaded = db.load(2, 1_030, &config).unwrap();
+    assert_eq!(loaded.colony(), store.colony());
+    assert_eq!(loaded.version(), store.version());
+    assert_eq!(loaded.pending_decisions(), 4);
+    assert_eq!(loaded.remembered_pods(), 6);
+    assert_eq!(loaded.meta().tenant, "t");
+    // After the reload: replays are duplicates, the remaining decisions still deposit.
+    let mut loaded = loaded;
+    let again = loaded.placements(&[place("p0", "a"), place("p7", "b")], 1_040, &config);
+    assert_eq!((again.duplicates, again.deposited), (1, 1));
+}
+
+#[test]
+fn a_decision_replayed_after_its_confirmation_changes_nothing_and_survives_snapshots() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    let d = decision_for("p", 10, &config);
+    store.record_decisions(vec![d.clone()], true, 10, &config);
+    store.placements(&[place("p", "a")], 20, &config);
+    commit(&mut store, &mut db, 20, &config);
+    store.record_decisions(vec![d.clone()], true, 30, &config);
+    assert!(!store.is_dirty(), "a replayed decision is not news");
+    // Snapshots move the confirmation into a segment: it is still known after a reload.
+    for t in [SNAPSHOT_EVERY_MS + 100, 2 * SNAPSHOT_EVERY_MS + 200] {
+        store.name_tenant(&format!("t{t}"), t);
+        commit(&mut store, &mut db, t, &config);
+    }
+    assert!(!db.segments.is_empty());
+    let mut loaded = db.load(2, 2 * SNAPSHOT_EVERY_MS + 300, &config).unwrap();
+    loaded.record_decisions(vec![d], true, 2 * SNAPSHOT_EVERY_MS + 300, &config);
+    assert!(!loaded.is_dirty());
+    let replay = loaded.placements(&[place("p", "a")], 2 * SNAPSHOT_EVERY_MS + 300, &config);
+    assert_eq!((replay.deposited, replay.duplicates), (0, 1));
+}
+
+#[test]
+fn a_late_outcome_counts_once_across_a_reload() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
+    store.placements(&[place("p", "a")], 20, &config);
+    commit(&mut store, &mut db, 20, &config);
+    let failed = PlacementItem {
+        outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
+        ..place("p", "a")
+    };
+    assert_eq!(
+        store
+            .placements(std::slice::from_ref(&failed), 30, &config)
+            .outcomes,
+        1
+    );
+    commit(&mut store, &mut db, 1_030, &config);
+    let mut loaded = db.load(2, 1_040, &config).unwrap();
+    assert_eq!(loaded.colony(), store.colony());
+    let again = loaded.placements(&[failed], 1_050, &config);
+    assert_eq!((again.outcomes, again.duplicates), (0, 1));
+    assert_eq!(loaded.colony().outcomes["a"].failures, 1.0);
+}
+
+#[test]
+fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
+    let config = Config::default();
+    let mut store = ColonyStore::new(1);
+    let mut huge = decision_for("big", 10, &config);
+    huge.decision.etas[0].0 = "n".repeat(2_200_000);
+    let mut long_key = decision_for("k", 10, &config);
+    long_key.key = "u".repeat(MAX_POD_KEY_LEN + 1);
+    let dropped = store.record_decisions(
+        vec![huge, decision_for("ok", 10, &config), long_key],
+        true,
+        10,
+        &config,
+    );
+    assert_eq!(dropped, BTreeMap::from([(DROPPED_DECISION.to_string(), 2)]));
+    assert_eq!(store.pending_decisions(), 1);
+    let bad_outcome = PlacementItem {
+        outcome: Some(Outcome::Quality(7.0)),
+        ..place("ok", "a")
+    };
+    let reply = store.placements(
+        &[bad_outcome, place("x", &"n".repeat(300)), place("ok", "a")],
+        20,
+        &config,
+    );
+    assert_eq!(reply.deposited, 1);
+    assert_eq!(reply.dropped[DROPPED_PLACEMENT], 2);
+    assert_eq!(store.meta().dropped[DROPPED_PLACEMENT], 2);
+    assert_eq!(store.meta().dropped[DROPPED_DECISION], 2);
+}
+
+#[test]
+fn what_was_not_committed_is_lost_by_a_reload_and_the_incarnation_says_so() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(7);
+    commit(&mut store, &mut db, 0, &config);
+    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
+    let d = store.durability();
+    assert_eq!(
+        (d.incarnation, d.accepted_seq, d.is_durable()),
+        (7, 2, false)
+    );
+    assert!(
+        !store.commit_due(500),
+        "within the interval of the last commit"
+    );
+    assert_eq!(store.backstop_at(), Some(10 + COMMIT_BACKSTOP_MS));
+    let reloaded = db.load(8, 600, &config).unwrap();
+    assert_eq!(reloaded.pending_decisions(), 0);
+    assert_eq!(reloaded.durability().incarnation, 8);
+    assert!(store.commit_due(1_000));
+    commit(&mut store, &mut db, 1_000, &config);
+    assert!(store.durability().is_durable());
+    assert_eq!(db.load(9, 1_100, &config).unwrap().pending_decisions(), 1);
+}
+
+#[test]
+fn reset_forgets_everything_but_the_name_and_a_reload_agrees() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    store.name_tenant("t", 0);
+    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
+    store.placements(&[place("p", "a")], 20, &config);
+    commit(&mut store, &mut db, 20, &config);
+    commit_with_snapshot(&mut store, &mut db, SNAPSHOT_EVERY_MS + 30, &config);
+    assert_eq!(db.segments.len(), 1);
+    let version = store.version();
+    store.reset(SNAPSHOT_EVERY_MS + 40);
+    commit(&mut store, &mut db, SNAPSHOT_EVERY_MS + 40, &config);
+    assert!(db.segments.is_empty());
+    let loaded = db.load(2, SNAPSHOT_EVERY_MS + 50, &config).unwrap();
+    assert_eq!(loaded.colony(), &TenantColony::default());
+    assert_eq!(
+        (loaded.meta().tenant.as_str(), loaded.version()),
+        ("t", version + 1)
+    );
+    assert_eq!(loaded.remembered_pods(), 0);
+}
+
+fn commit_with_snapshot(store: &mut ColonyStore, db: &mut Tables, now_ms: u64, config: &Config) {
+    store.name_tenant(&format!("t-{now_ms}"), now_ms);
+    let c = store.plan_commit(now_ms, config).unwrap();
+    assert!(c.snapshot);
+    db.run(&c.statements);
+    store.committed(c, config);
+    store.name_tenant("t", now_ms);
+    commit(store, db, now_ms, config);
+}
+
+#[test]
+fn stored_rows_that_do_not_parse_or_leave_a_gap_are_named() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    commit(&mut store, &mut db, 0, &config);
+    for t in [1_000, 2_000, 3_000] {
+        store.name_tenant(&format!("t{t}"), t);
+        commit(&mut store, &mut db, t, &config);
+    }
+    let mut bad = db.clone();
+    bad.ledger.get_mut(&2).unwrap().1 = "not json".into();
+    assert_eq!(bad.load(2, 4_000, &config).unwrap_err().what, "ledger[2]");
+    let mut gap = db.clone();
+    gap.ledger.remove(&3);
+    let e = gap.load(2, 4_000, &config).unwrap_err();
+    assert_eq!(e.what, "ledger[4]", "{e}");
+    let mut torn = db.clone();
+    torn.snapshot.get_mut(&0).unwrap().1 = 99;
+    assert!(torn
+        .load(2, 4_000, &config)
+        .unwrap_err()
+        .what
+        .starts_with("snapshot"));
+}
+
+/// The aim's load, one tenant's share: 10 pods/s (100 pods/s over 10 tenants) for 10 minutes,
+/// decisions sent by 4 isolates as they score, placements once a second, the object committing
+/// by its rules (`commit_due`, every placement batch, the backstop alarm). Prints the figure.
+#[test]
+fn rows_per_pod_at_ten_pods_a_second_from_four_isolates() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    let (seconds, per_second, isolates) = (600u64, 10u64, 4u64);
+    let mut alarm_at: Option<u64> = None;
+    let mut set_alarms = 0u64;
+    let mut pod = 0u64;
+    for s in 0..seconds {
+        for k in 0..per_second {
+            let now = s * 1_000 + k * 100;
+            // Whichever of the isolates scored the pod sends its decision right after the
+            // answer: the colony's rules, not the number of senders, decide the commits.
+            store.record_decisions(
+                vec![decision_for(&format!("p{pod}"), now, &config)],
+                true,
+                now,
+                &config,
+            );
+            if store.commit_due(now) {
+                commit(&mut store, &mut db, now, &config);
+            } else if let Some(at) = store.backstop_at() {
+                if alarm_at.is_none_or(|a| a > at) {
+                    alarm_at = Some(at);
+                    set_alarms += 1;
+                }
+            }
+            if alarm_at.is_some_and(|a| a <= now) {
+                alarm_at = None;
+                if store.is_dirty() {
+                    commit(&mut store, &mut db, now, &config);
+                }
+            }
+            pod += 1;
+        }
+        // The reporter's batch for this second: the pods scored a second earlier.
+        let now = s * 1_000 + 950;
+        let items: Vec<_> = (pod.saturating_sub(2 * per_second)..pod.saturating_sub(per_second))
+            .map(|p| place(&format!("p{p}"), "a"))
+            .collect();
+        store.placements(&items, now, &config);
+        commit(&mut store, &mut db, now, &config);
+    }
+    let rows = db.rows_written + set_alarms;
+    let per_pod = rows as f64 / pod as f64;
+    eprintln!(
+        "rows per pod at {per_second} pods/s, {isolates} isolates: {rows} rows ({set_alarms} setAlarm) for {pod} pods = {per_pod:.3}"
+    );
+    assert!(per_pod <= 0.25, "{per_pod}");
+    assert!(db.ledger.len() as u64 <= LEDGER_SLOTS);
+    let loaded = db.load(2, seconds * 1_000, &config).unwrap();
+    assert_eq!(loaded.colony(), store.colony());
+    assert_eq!(loaded.remembered_pods(), store.remembered_pods());
+}
+
+#[test]
+fn an_upgraded_object_imports_the_old_tables_once_and_its_first_commit_persists_them() {
+    let config = Config::default();
+    let d = decision_for("pending", 10, &config);
+    let rows = LegacyRows {
+        trails: vec![("a".into(), 2.5, 3.0)],
+        outcomes: vec![("a".into(), 1.0, 0.0)],
+        meta: vec![
+            ("epoch".into(), "3".into()),
+            ("version".into(), "7".into()),
+            ("tenant".into(), "old".into()),
+            ("counters".into(), r#"{"deposits":3}"#.into()),
+        ],
+        decisions: vec![(
+            "pending".into(),
+            serde_json::to_string(&d.decision).unwrap(),
+        )],
+        confirmed: vec![("done".into(), "a".into(), 20.0, 0.0, 0.5, 3.0)],
+        shadow: vec![],
+    };
+    let mut store = ColonyStore::import_legacy(rows.clone(), 1, 30, &config).unwrap();
+    assert!(store.is_dirty());
+    assert_eq!((store.version(), store.meta().tenant.as_str()), (8, "old"));
+    let mut db = Tables::default();
+    commit(&mut store, &mut db, 40, &config);
+    assert_eq!(db.snapshot.len(), 1);
+    assert_eq!(db.segments.len(), 1);
+    let mut loaded = db.load(2, 50, &config).unwrap();
+    assert_eq!(loaded.colony().pheromones.epoch, 3);
+    assert_eq!(loaded.colony().counters.deposits, 3);
+    let r = loaded.placements(&[place("done", "a"), place("pending", "b")], 60, &config);
+    assert_eq!((r.duplicates, r.deposited), (1, 1));
+    let mut bad = rows;
+    bad.meta[0].1 = "not-a-number".into();
+    assert_eq!(
+        ColonyStore::import_legacy(bad, 1, 30, &config)
+            .unwrap_err()
+            .what,
+        "meta.epoch"
+    );
+}

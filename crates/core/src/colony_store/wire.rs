@@ -1,0 +1,197 @@
+//! The bodies exchanged between the Worker and a Colony object (its internal API; the paths and
+//! the pairing of request and reply types are the Worker's `src/colony/api.rs`). The tenant is
+//! not in any of them: the object is the tenant's colony, named once by the caller.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::colony::{ColonyCounters, Decision, FilterRejections, Outcome, TenantColony};
+use crate::shadow::{ShadowScore, ShadowSummary};
+
+/// A decision an isolate scored from its copy of the colony, to remember for the pod.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionRecord {
+    pub key: String,
+    pub decision: Decision,
+    pub explored: bool,
+}
+
+/// What an isolate needs to score like the colony: the colony (τ, per-node history; counters
+/// ride along) at `version`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ColonySnapshot {
+    pub version: u64,
+    pub colony: TenantColony,
+}
+
+/// Where the colony's writes stand, in every reply that can carry decisions: a decision accepted
+/// in commit `accepted_seq` is durable once a reply of the same `incarnation` says
+/// `durable_seq ≥ accepted_seq`. A new incarnation (the object restarted or reloaded) may have
+/// lost what it had not committed: the caller sends it again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Durability {
+    pub incarnation: u64,
+    pub durable_seq: u64,
+    /// The commit that holds this request's changes (≤ `durable_seq` when already durable).
+    pub accepted_seq: u64,
+}
+
+impl Durability {
+    pub fn is_durable(&self) -> bool {
+        self.accepted_seq <= self.durable_seq
+    }
+}
+
+/// `Copy`: the colony for an isolate's copy.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CopyRequest {}
+
+/// `Decisions`: decisions scored from a copy.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionBatch {
+    pub decisions: Vec<DecisionRecord>,
+    /// The version of the caller's copy (0: none).
+    pub known_version: u64,
+    pub now_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionsReply {
+    pub version: u64,
+    /// Present when `known_version` is not the colony's version.
+    pub snapshot: Option<ColonySnapshot>,
+    pub durability: Durability,
+    /// Decisions refused as invalid (dropped, counted by reason; never sent again).
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementItem {
+    pub key: String,
+    pub node: String,
+    pub outcome: Option<Outcome>,
+}
+
+/// `Placements`: one tenant's reports, one commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementsRequest {
+    /// Decisions the sending isolate has not seen durable: applied (once) first, so that no
+    /// placement overtakes its decision.
+    #[serde(default)]
+    pub decisions: Vec<DecisionRecord>,
+    pub items: Vec<PlacementItem>,
+    pub now_ms: u64,
+    /// The version of the caller's copy, if it holds one: the reply then refreshes it.
+    #[serde(default)]
+    pub known_version: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementsReply {
+    pub deposited: u64,
+    /// Later outcomes of confirmed placements (reliability updated, no deposit).
+    pub outcomes: u64,
+    /// Reports already counted (replays): nothing changed.
+    pub duplicates: u64,
+    pub unknown_pod: u64,
+    pub not_a_candidate: u64,
+    /// Items refused as invalid by the colony, by reason: dropped, the rest applied.
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+    /// The colony's version after this batch (isolates holding an older copy drop it).
+    pub version: u64,
+    #[serde(default)]
+    pub snapshot: Option<ColonySnapshot>,
+    #[serde(default)]
+    pub durability: Durability,
+}
+
+/// One scored shadow report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowItem {
+    pub key: String,
+    pub node: String,
+    pub outcome: Option<Outcome>,
+    pub score: ShadowScore,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowRequest {
+    pub items: Vec<ShadowItem>,
+    pub now_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowReply {
+    pub scored: u64,
+    pub outcomes: u64,
+    pub duplicates: u64,
+    pub unknown_pod: u64,
+    pub not_feasible: u64,
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+    pub version: u64,
+}
+
+/// `Lookup`: what the colony remembers of a pod.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LookupRequest {
+    pub key: String,
+    pub now_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionLookup {
+    pub decision: Option<Decision>,
+    /// Present when the pod's placement was confirmed (its decision was deleted then).
+    pub confirmed: Option<ConfirmedView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmedView {
+    pub node: String,
+    pub confirmed_ms: u64,
+}
+
+/// What the filter verb rejected, attached by the Worker to a decision's explanation.
+pub type FilterReasons = Option<FilterRejections>;
+
+/// `Metrics`: what one colony reports to a scrape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ColonyReport {
+    pub tenant: String,
+    pub counters: ColonyCounters,
+    pub epoch: u64,
+    /// (node, τ with evaporation applied).
+    pub pheromones: Vec<(String, f64)>,
+    #[serde(default)]
+    pub shadow: ShadowSummary,
+    /// Items refused as invalid, by reason.
+    #[serde(default)]
+    pub dropped: BTreeMap<String, u64>,
+    /// SQLite rows this object wrote since it started, alarms and `setAlarm` included.
+    #[serde(default)]
+    pub rows_written: u64,
+    #[serde(default)]
+    pub pending_decisions: u64,
+    #[serde(default)]
+    pub confirmed_pods: u64,
+}

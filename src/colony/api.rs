@@ -1,0 +1,177 @@
+//! The Colony object's internal API: every call is a request type that names its route and its
+//! reply type ([`ColonyCall`]), so the object's router (`object.rs`) and its client
+//! (`client.rs`) cannot disagree on a path or a body. Bodies are the core's
+//! (`aco_core::colony_store::wire`); the tenant travels once, as the [`ColonyName`] in a header.
+
+use aco_core::cluster::{colony_name, split_colony_name, DEFAULT_CLUSTER};
+use aco_core::colony_store::wire::{
+    ColonyReport, ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply,
+    LookupRequest, PlacementsReply, PlacementsRequest, ShadowReply, ShadowRequest,
+};
+use aco_core::shadow::ShadowSummary;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub const BINDING: &str = "COLONY";
+/// Class label of the binding counters (`aco_do_rows_written_total{class}`).
+pub const CLASS: &str = "Colony";
+/// Header carrying the colony's name (cluster and tenant) on every call.
+pub const NAME_HEADER: &str = "x-aco-colony";
+
+/// A tenant's colony in a cluster: names its Durable Object.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColonyName {
+    pub cluster: String,
+    pub tenant: String,
+}
+
+impl ColonyName {
+    pub fn new(cluster: &str, tenant: &str) -> Self {
+        Self {
+            cluster: cluster.to_string(),
+            tenant: tenant.to_string(),
+        }
+    }
+
+    /// The Durable Object's name (the default cluster's are the bare tenant names).
+    pub fn object_name(&self) -> String {
+        colony_name(&self.cluster, &self.tenant)
+    }
+
+    /// From an object name ([`ColonyName::object_name`]).
+    pub fn parse(object_name: &str) -> Self {
+        let (cluster, tenant) = split_colony_name(object_name);
+        Self::new(cluster, tenant)
+    }
+
+    /// The `cluster` label of its series: empty for the default cluster.
+    pub fn cluster_label(&self) -> &str {
+        if self.cluster == DEFAULT_CLUSTER {
+            ""
+        } else {
+            &self.cluster
+        }
+    }
+}
+
+/// The object's routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Copy,
+    Decisions,
+    Placements,
+    Shadow,
+    ShadowSummary,
+    Table,
+    Reset,
+    Metrics,
+    Lookup,
+}
+
+const ROUTES: [(Route, &str); 9] = [
+    (Route::Copy, "/copy"),
+    (Route::Decisions, "/decisions"),
+    (Route::Placements, "/placements"),
+    (Route::Shadow, "/shadow"),
+    (Route::ShadowSummary, "/shadow-summary"),
+    (Route::Table, "/table"),
+    (Route::Reset, "/reset"),
+    (Route::Metrics, "/metrics"),
+    (Route::Lookup, "/lookup"),
+];
+
+impl Route {
+    pub fn path(self) -> &'static str {
+        ROUTES
+            .iter()
+            .find(|(r, _)| *r == self)
+            .map_or("/", |(_, p)| p)
+    }
+
+    pub fn parse(path: &str) -> Option<Self> {
+        ROUTES.iter().find(|(_, p)| *p == path).map(|(r, _)| *r)
+    }
+}
+
+/// A call to the object: POSTed as JSON to `ROUTE`, answered with `Reply`.
+pub trait ColonyCall: Serialize + DeserializeOwned {
+    const ROUTE: Route;
+    type Reply: Serialize + DeserializeOwned;
+}
+
+/// `Table`: the pheromone table and counters (the admin view, as JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TableRequest {}
+/// `Reset`: forget the colony.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ResetRequest {
+    pub now_ms: u64,
+}
+/// `Metrics`: the scrape's view.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MetricsRequest {}
+/// `ShadowSummary`: shadow mode's summary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ShadowSummaryRequest {}
+
+impl ColonyCall for CopyRequest {
+    const ROUTE: Route = Route::Copy;
+    type Reply = ColonySnapshot;
+}
+impl ColonyCall for DecisionBatch {
+    const ROUTE: Route = Route::Decisions;
+    type Reply = DecisionsReply;
+}
+impl ColonyCall for PlacementsRequest {
+    const ROUTE: Route = Route::Placements;
+    type Reply = PlacementsReply;
+}
+impl ColonyCall for ShadowRequest {
+    const ROUTE: Route = Route::Shadow;
+    type Reply = ShadowReply;
+}
+impl ColonyCall for ShadowSummaryRequest {
+    const ROUTE: Route = Route::ShadowSummary;
+    type Reply = ShadowSummary;
+}
+impl ColonyCall for TableRequest {
+    const ROUTE: Route = Route::Table;
+    type Reply = serde_json::Value;
+}
+impl ColonyCall for ResetRequest {
+    const ROUTE: Route = Route::Reset;
+    type Reply = serde_json::Value;
+}
+impl ColonyCall for MetricsRequest {
+    const ROUTE: Route = Route::Metrics;
+    type Reply = ColonyReport;
+}
+impl ColonyCall for LookupRequest {
+    const ROUTE: Route = Route::Lookup;
+    type Reply = DecisionLookup;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_has_one_path_and_parses_back() {
+        for (route, path) in ROUTES {
+            assert_eq!(route.path(), path);
+            assert_eq!(Route::parse(path), Some(route));
+        }
+        assert_eq!(Route::parse("/nope"), None);
+    }
+
+    #[test]
+    fn colony_names_round_trip() {
+        let named = ColonyName::new("eu-1", "ml");
+        assert_eq!(named.object_name(), "eu-1/ml");
+        assert_eq!(ColonyName::parse("eu-1/ml"), named);
+        let default = ColonyName::new(DEFAULT_CLUSTER, "ml");
+        assert_eq!(default.object_name(), "ml");
+        assert_eq!(ColonyName::parse("ml"), default);
+        assert_eq!(default.cluster_label(), "");
+    }
+}

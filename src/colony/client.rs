@@ -1,0 +1,150 @@
+//! The Worker's side of the Colony object: [`call`] sends one typed request (see `api.rs`) to a
+//! tenant's colony, and the decision traffic that follows prioritize goes through here.
+
+use aco_core::colony_store::wire::{ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply};
+use worker::{Method, Request, RequestInit};
+
+use super::api::{ColonyCall, ColonyName, BINDING, CLASS, NAME_HEADER};
+use super::{copy, queue};
+use crate::bindings::Bindings;
+use crate::http::ApiError;
+use crate::telemetry;
+
+/// Sends `req` to the colony and decodes its reply. A non-200 is a 503 naming the colony, with
+/// `colony_failure` set for the failure counters (`corrupt_state`, `error`, `unreachable`).
+pub async fn call<C: ColonyCall>(
+    bindings: &Bindings,
+    colony: &ColonyName,
+    req: &C,
+) -> Result<C::Reply, ApiError> {
+    let unreachable = |e: worker::Error| ApiError {
+        colony_failure: Some("unreachable"),
+        ..ApiError::unavailable("colony Durable Object", e)
+    };
+    let json = serde_json::to_string(req)
+        .map_err(|e| ApiError::unavailable("serialising colony request", e))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(json.into()));
+    let request = Request::new_with_init(&format!("https://colony{}", C::ROUTE.path()), &init)
+        .map_err(unreachable)?;
+    let name = colony.object_name();
+    request
+        .headers()
+        .set(NAME_HEADER, &name)
+        .map_err(unreachable)?;
+    let mut resp = bindings.do_fetch(BINDING, CLASS, &name, request).await?;
+    let text = resp.text().await.map_err(unreachable)?;
+    if resp.status_code() != 200 {
+        #[derive(serde::Deserialize)]
+        struct Failure {
+            reason: String,
+        }
+        let reason = match serde_json::from_str::<Failure>(&text).map(|f| f.reason) {
+            Ok(r) if r == "corrupt_state" => "corrupt_state",
+            _ => "error",
+        };
+        let e = ApiError::new(
+            503,
+            format!(
+                "colony Durable Object of tenant {:?} answered {}: {text}",
+                colony.tenant,
+                resp.status_code()
+            ),
+        );
+        return Err(ApiError {
+            colony_failure: Some(reason),
+            ..e
+        });
+    }
+    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))
+}
+
+/// Fetches the colony for this isolate's copy (prioritize without a fresh copy, shadow mode).
+pub async fn fetch_copy(
+    bindings: &Bindings,
+    colony: &ColonyName,
+    now_ms: u64,
+) -> Result<ColonySnapshot, ApiError> {
+    let snapshot = call(bindings, colony, &CopyRequest {}).await?;
+    copy::refresh(colony, snapshot.version, Some(snapshot.clone()), now_ms);
+    Ok(snapshot)
+}
+
+fn settle(
+    colony: &ColonyName,
+    sent: &[aco_core::colony_store::wire::DecisionRecord],
+    reply: &DecisionsReply,
+) {
+    queue::answered(colony, sent, reply.durability);
+    copy::refresh(
+        colony,
+        reply.version,
+        reply.snapshot.clone(),
+        worker::Date::now().as_millis(),
+    );
+    for (reason, n) in &reply.dropped {
+        telemetry::count(
+            "aco_colony_items_dropped_total",
+            &format!("reason=\"{reason}\""),
+            *n as f64,
+        );
+    }
+}
+
+/// After the response: the colony remembers the decisions scored from this isolate's copy, and
+/// its reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
+/// prioritize or placement batch of the tenant sends them again) and is counted.
+pub async fn send_decisions(bindings: Bindings, colony: ColonyName, known_version: u64) {
+    let decisions = queue::take_unsent(&colony);
+    if decisions.is_empty() {
+        return;
+    }
+    let now_ms = worker::Date::now().as_millis();
+    let batch = DecisionBatch {
+        decisions,
+        known_version,
+        now_ms,
+    };
+    let sent = batch.decisions.len() as f64;
+    match call(&bindings, &colony, &batch).await {
+        Ok(reply) => {
+            settle(&colony, &batch.decisions, &reply);
+            telemetry::count(
+                "aco_colony_local_decisions_total",
+                "result=\"recorded\"",
+                sent,
+            );
+        }
+        Err(e) => {
+            queue::failed(&colony, &batch.decisions);
+            worker::console_error!(
+                "prioritize: {sent} decisions of colony {:?} not recorded yet: {}",
+                colony.object_name(),
+                e.message
+            );
+            telemetry::count(
+                "aco_colony_errors_total",
+                &format!("reason=\"{}\"", e.colony_failure.unwrap_or("error")),
+                1.0,
+            );
+            telemetry::count("aco_colony_local_decisions_total", "result=\"retry\"", sent);
+        }
+    }
+}
+
+/// Sends every decision of the tenant this isolate has not seen durable (in flight ones too:
+/// the colony applies each once), so that what follows reads them.
+pub async fn send_not_durable(bindings: &Bindings, colony: &ColonyName) -> Result<(), ApiError> {
+    let decisions = queue::not_durable(colony);
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    let batch = DecisionBatch {
+        decisions,
+        known_version: 0,
+        now_ms: worker::Date::now().as_millis(),
+    };
+    let reply = call(bindings, colony, &batch).await?;
+    settle(colony, &batch.decisions, &reply);
+    Ok(())
+}

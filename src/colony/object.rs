@@ -1,0 +1,551 @@
+//! The Colony Durable Object: one per cluster × tenant (named by `api::ColonyName`), a thin
+//! adapter over `aco_core::colony_store::ColonyStore`, which holds the colony in memory and plans
+//! what to write. This file loads the rows, routes the typed API (`api.rs`), runs a commit's
+//! statements in one SQLite transaction (`transactionSync`) and arms the alarm that commits
+//! decisions no request committed (`COMMIT_BACKSTOP_MS`). A Durable Object runs one event at a
+//! time and nothing here awaits while the store is borrowed, so updates are serialised without
+//! locks.
+//!
+//! Atomicity: a commit writes everything since the previous one, or (on failure) nothing; the
+//! store is then dropped and reloaded from SQLite by the next event, under a new incarnation, so
+//! isolates holding decisions it had not committed send them again.
+//!
+//! Every reply carries `x-aco-rows-written` (the rows its commit wrote); the object also counts
+//! everything it wrote since it started — alarms and `setAlarm` included, which no reply shows —
+//! and reports it in `Metrics` (`aco_colony_rows_written_total`).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use aco_core::colony_store::schema::{
+    LedgerRow, SegmentRow, SnapshotRow, SqlArg, Statement, SCHEMA, SELECT_LEDGER, SELECT_SEGMENTS,
+    SELECT_SNAPSHOT,
+};
+use aco_core::colony_store::wire::{
+    CopyRequest, DecisionBatch, DecisionsReply, LookupRequest, PlacementsRequest, ShadowRequest,
+};
+use aco_core::colony_store::{ColonyStore, LegacyRows, LEGACY_TABLES};
+use aco_core::config::Config;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use worker::{
+    durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue,
+    State,
+};
+
+use super::api::{
+    MetricsRequest, ResetRequest, Route, ShadowSummaryRequest, TableRequest, NAME_HEADER,
+};
+use crate::bindings::ROWS_WRITTEN_HEADER;
+use crate::env_config;
+use crate::http::json_response;
+use crate::sql_transaction::run_in_transaction;
+
+/// Prefix of the error a colony answers when its stored state does not parse.
+pub const CORRUPT: &str = "corrupt colony state";
+
+fn failure(message: impl std::fmt::Display) -> worker::Error {
+    worker::Error::RustError(message.to_string())
+}
+
+fn now() -> u64 {
+    worker::Date::now().as_millis()
+}
+
+#[derive(Deserialize)]
+struct SnapshotSqlRow {
+    part: f64,
+    seq: f64,
+    parts: f64,
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct SegmentSqlRow {
+    id: f64,
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct LedgerSqlRow {
+    seq: f64,
+    body: String,
+}
+
+fn sql_value(a: &SqlArg) -> SqlStorageValue {
+    match a {
+        SqlArg::Int(i) => SqlStorageValue::Integer(*i),
+        SqlArg::Text(t) => t.as_str().into(),
+    }
+}
+
+#[durable_object]
+pub struct Colony {
+    state: State,
+    env: Env,
+    sql: SqlStorage,
+    store: RefCell<Option<ColonyStore>>,
+    /// The schema exists: created in the constructor, retried by the next event if that failed.
+    schema_ready: Cell<bool>,
+    /// When the armed alarm fires (ms since the epoch), if one is known to be armed.
+    alarm_at: Cell<Option<u64>>,
+    /// SQLite rows written since this instance started, `setAlarm` included.
+    rows_written: Cell<u64>,
+    /// Rows written by the current request (its `x-aco-rows-written`).
+    request_rows: Cell<u64>,
+    /// Placement requests failed so far by `TEST_FAULT_PLACEMENTS` (tests only).
+    faults_injected: Cell<u64>,
+    /// The store was imported from the old tables: dropped after its first commit.
+    legacy: Cell<bool>,
+}
+
+impl Colony {
+    fn config(&self) -> Result<Rc<Config>> {
+        env_config::config(&self.env).map_err(failure)
+    }
+
+    fn ensure_schema(&self) -> Result<()> {
+        if !self.schema_ready.get() {
+            self.sql.exec(SCHEMA, None)?;
+            self.schema_ready.set(true);
+        }
+        Ok(())
+    }
+
+    fn load(&self, config: &Config) -> Result<ColonyStore> {
+        let snapshot: Vec<SnapshotRow> = self
+            .sql
+            .exec(SELECT_SNAPSHOT, None)?
+            .to_array::<SnapshotSqlRow>()?
+            .into_iter()
+            .map(|r| SnapshotRow {
+                part: r.part as i64,
+                seq: r.seq as i64,
+                parts: r.parts as i64,
+                body: r.body,
+            })
+            .collect();
+        let after = ColonyStore::ledger_after(&snapshot);
+        let ledger: Vec<LedgerRow> = self
+            .sql
+            .exec(SELECT_LEDGER, vec![SqlStorageValue::Integer(after)])?
+            .to_array::<LedgerSqlRow>()?
+            .into_iter()
+            .map(|r| LedgerRow {
+                seq: r.seq as i64,
+                body: r.body,
+            })
+            .collect();
+        let segments: Vec<SegmentRow> = self
+            .sql
+            .exec(SELECT_SEGMENTS, None)?
+            .to_array::<SegmentSqlRow>()?
+            .into_iter()
+            .map(|r| SegmentRow {
+                id: r.id as i64,
+                body: r.body,
+            })
+            .collect();
+        // A new incarnation per load: what an earlier one accepted but never committed is gone.
+        let incarnation = getrandom::u64().unwrap_or_else(|_| now());
+        let corrupt = |e: aco_core::colony_store::CorruptState| {
+            failure(format!(
+                "{CORRUPT}: {e}; DELETE /v1/tenants/{{tenant}}/pheromones resets it"
+            ))
+        };
+        if snapshot.is_empty() && self.has_legacy_tables()? {
+            let store = ColonyStore::import_legacy(self.legacy_rows()?, incarnation, now(), config)
+                .map_err(corrupt)?;
+            self.legacy.set(true);
+            return Ok(store);
+        }
+        ColonyStore::load(snapshot, segments, ledger, incarnation, now(), config).map_err(corrupt)
+    }
+
+    fn has_legacy_tables(&self) -> Result<bool> {
+        #[derive(Deserialize)]
+        struct Count {
+            n: f64,
+        }
+        let rows: Vec<Count> = self
+            .sql
+            .exec(
+                "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                None,
+            )?
+            .to_array()?;
+        Ok(rows.first().is_some_and(|r| r.n > 0.0))
+    }
+
+    /// The tables of the object's storage before the ledger (read once, on upgrade).
+    fn legacy_rows(&self) -> Result<LegacyRows> {
+        fn text(v: &SqlStorageValue) -> String {
+            match v {
+                SqlStorageValue::String(s) => s.clone(),
+                SqlStorageValue::Integer(i) => i.to_string(),
+                SqlStorageValue::Float(f) => f.to_string(),
+                _ => String::new(),
+            }
+        }
+        fn num(v: &SqlStorageValue) -> f64 {
+            match v {
+                SqlStorageValue::Integer(i) => *i as f64,
+                SqlStorageValue::Float(f) => *f,
+                _ => f64::NAN,
+            }
+        }
+        fn at(r: &[SqlStorageValue], i: usize) -> SqlStorageValue {
+            r.get(i).cloned().unwrap_or(SqlStorageValue::Null)
+        }
+        let table = |name: &str, columns: &str| -> Result<Vec<Vec<SqlStorageValue>>> {
+            let exists: Vec<serde_json::Value> = self
+                .sql
+                .exec(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
+                    vec![name.into()],
+                )?
+                .to_array()?;
+            if exists.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.sql
+                .exec(&format!("SELECT {columns} FROM {name}"), None)?
+                .raw()
+                .collect()
+        };
+        let mut rows = LegacyRows::default();
+        for r in table("trails", "node, tau, epoch")? {
+            rows.trails
+                .push((text(&at(&r, 0)), num(&at(&r, 1)), num(&at(&r, 2))));
+        }
+        for r in table("outcomes", "node, successes, failures")? {
+            rows.outcomes
+                .push((text(&at(&r, 0)), num(&at(&r, 1)), num(&at(&r, 2))));
+        }
+        for r in table("meta", "name, value")? {
+            rows.meta.push((text(&at(&r, 0)), text(&at(&r, 1))));
+        }
+        for r in table("decisions", "key, body")? {
+            rows.decisions.push((text(&at(&r, 0)), text(&at(&r, 1))));
+        }
+        let confirmed = "key, node, confirmed_ms, outcome_recorded, deposit_quality, deposit_epoch";
+        for r in table("confirmed", confirmed)? {
+            rows.confirmed.push((
+                text(&at(&r, 0)),
+                text(&at(&r, 1)),
+                num(&at(&r, 2)),
+                num(&at(&r, 3)),
+                num(&at(&r, 4)),
+                num(&at(&r, 5)),
+            ));
+        }
+        for r in table("shadow", "key, node, seen_ms, outcome_recorded")? {
+            rows.shadow.push((
+                text(&at(&r, 0)),
+                text(&at(&r, 1)),
+                num(&at(&r, 2)),
+                num(&at(&r, 3)),
+            ));
+        }
+        Ok(rows)
+    }
+
+    /// Runs `f` on the store, loading it on first use in this instance's lifetime.
+    fn with_store<T>(&self, config: &Config, f: impl FnOnce(&mut ColonyStore) -> T) -> Result<T> {
+        let mut slot = self.store.borrow_mut();
+        let store = match slot.take() {
+            Some(s) => s,
+            None => self.load(config)?,
+        };
+        Ok(f(slot.insert(store)))
+    }
+
+    /// Commits what the store holds uncommitted, in one transaction. On failure nothing was
+    /// written and the store is dropped (reloaded, under a new incarnation, by the next event).
+    fn commit(&self, config: &Config, fault: bool) -> Result<()> {
+        let mut slot = self.store.borrow_mut();
+        let Some(store) = slot.as_mut() else {
+            return Ok(());
+        };
+        if !store.is_dirty() {
+            return Ok(());
+        }
+        let plan = store.plan_commit(now(), config).map_err(failure)?;
+        let mut statements: Vec<(&'static str, Vec<SqlStorageValue>)> = plan
+            .statements
+            .iter()
+            .map(|s: &Statement| (s.sql, s.args.iter().map(sql_value).collect()))
+            .collect();
+        if fault {
+            // A statement that fails inside the transaction: everything above is rolled back.
+            statements.push(("INSERT INTO injected_fault_no_such_table VALUES(1)", vec![]));
+        }
+        match run_in_transaction(&self.state.storage(), &self.sql, &statements) {
+            Ok(rows) => {
+                self.count_rows(rows as u64);
+                store.committed(plan, config);
+                if self.legacy.replace(false) {
+                    // The imported state is in the snapshot now; a failure here only leaves
+                    // unread tables behind.
+                    for t in LEGACY_TABLES {
+                        let _ = self.sql.exec(&format!("DROP TABLE IF EXISTS {t}"), None);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                *slot = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn count_rows(&self, rows: u64) {
+        self.rows_written.set(self.rows_written.get() + rows);
+        self.request_rows.set(self.request_rows.get() + rows);
+    }
+
+    /// Arms the alarm for the store's backstop, unless one is armed at least as early.
+    async fn arm_backstop(&self) -> Result<()> {
+        let at = self
+            .store
+            .borrow()
+            .as_ref()
+            .and_then(ColonyStore::backstop_at);
+        let Some(at) = at else {
+            return Ok(());
+        };
+        if self.alarm_at.get().is_some_and(|armed| armed <= at) {
+            return Ok(());
+        }
+        let offset = at.saturating_sub(now()).max(1) as i64;
+        self.state.storage().set_alarm(offset).await?;
+        // `setAlarm` is billed as a row written.
+        self.count_rows(1);
+        self.alarm_at.set(Some(at));
+        Ok(())
+    }
+
+    /// Tests only: `TEST_FAULT_PLACEMENTS = "tenant:n"` makes the first `n` placement requests of
+    /// `tenant` (per instance) fail at commit, rolled back. Never set it in production.
+    fn inject_fault(&self, tenant: &str) -> bool {
+        let Ok(spec) = self.env.var("TEST_FAULT_PLACEMENTS").map(|v| v.to_string()) else {
+            return false;
+        };
+        let fails = spec
+            .split(',')
+            .filter_map(|s| s.trim().split_once(':'))
+            .any(|(t, n)| {
+                t == tenant
+                    && n.trim()
+                        .parse::<u64>()
+                        .is_ok_and(|n| self.faults_injected.get() < n)
+            });
+        if fails {
+            self.faults_injected.set(self.faults_injected.get() + 1);
+        }
+        fails
+    }
+
+    async fn route(&self, route: Route, tenant: &str, body: &str) -> Result<String> {
+        self.ensure_schema()?;
+        let config = self.config()?;
+        let config = config.as_ref();
+        fn parse<T: DeserializeOwned>(body: &str) -> Result<T> {
+            serde_json::from_str(body).map_err(|e| failure(format!("colony request: {e}")))
+        }
+        fn reply<T: Serialize>(value: &T) -> Result<String> {
+            serde_json::to_string(value).map_err(failure)
+        }
+        match route {
+            Route::Copy => {
+                let _: CopyRequest = parse(body)?;
+                reply(&self.with_store(config, |s| s.copy())?)
+            }
+            Route::Decisions => {
+                let batch: DecisionBatch = parse(body)?;
+                let due = self.with_store(config, |s| {
+                    s.name_tenant(tenant, batch.now_ms);
+                    let dropped = s.record_decisions(batch.decisions, true, batch.now_ms, config);
+                    (dropped, s.commit_due(now()))
+                })?;
+                let (dropped, due) = due;
+                if due {
+                    self.commit(config, false)?;
+                } else {
+                    self.arm_backstop().await?;
+                }
+                let out = self.with_store(config, |s| DecisionsReply {
+                    version: s.version(),
+                    snapshot: (batch.known_version != s.version()).then(|| s.copy()),
+                    durability: s.durability(),
+                    dropped,
+                })?;
+                reply(&out)
+            }
+            Route::Placements => {
+                let req: PlacementsRequest = parse(body)?;
+                let mut out = self.with_store(config, |s| {
+                    s.name_tenant(tenant, req.now_ms);
+                    let mut dropped = s.record_decisions(req.decisions, true, req.now_ms, config);
+                    let mut out = s.placements(&req.items, req.now_ms, config);
+                    for (reason, n) in std::mem::take(&mut out.dropped) {
+                        *dropped.entry(reason).or_default() += n;
+                    }
+                    out.dropped = dropped;
+                    out
+                })?;
+                // Durable before the reply: the reporter forgets what was acknowledged.
+                self.commit(config, self.inject_fault(tenant))?;
+                self.with_store(config, |s| {
+                    out.version = s.version();
+                    out.durability = s.durability();
+                    out.snapshot = req
+                        .known_version
+                        .filter(|v| *v != s.version())
+                        .map(|_| s.copy());
+                })?;
+                reply(&out)
+            }
+            Route::Shadow => {
+                let req: ShadowRequest = parse(body)?;
+                let out = self.with_store(config, |s| {
+                    s.name_tenant(tenant, req.now_ms);
+                    s.shadow(&req.items, req.now_ms, config)
+                })?;
+                self.commit(config, false)?;
+                reply(&out)
+            }
+            Route::ShadowSummary => {
+                let _: ShadowSummaryRequest = parse(body)?;
+                reply(&self.with_store(config, |s| s.meta().shadow.clone())?)
+            }
+            Route::Lookup => {
+                let req: LookupRequest = parse(body)?;
+                reply(&self.with_store(config, |s| s.lookup(&req.key, req.now_ms, config))?)
+            }
+            Route::Metrics => {
+                let _: MetricsRequest = parse(body)?;
+                let rows = self.rows_written.get();
+                reply(&self.with_store(config, |s| s.report(config, rows))?)
+            }
+            Route::Table => {
+                let _: TableRequest = parse(body)?;
+                reply(&self.with_store(config, |s| table(s, config))?)
+            }
+            Route::Reset => {
+                let req: ResetRequest = parse(body)?;
+                if self.store.borrow().is_none() {
+                    if let Err(e) = self.with_store(config, |_| ()) {
+                        // Unreadable state: the reset is what repairs it, so it starts over.
+                        worker::console_error!("colony {tenant}: reset over unreadable state: {e}");
+                        let incarnation = getrandom::u64().unwrap_or_else(|_| now());
+                        *self.store.borrow_mut() = Some(ColonyStore::reset_unreadable(
+                            tenant,
+                            incarnation,
+                            req.now_ms,
+                        ));
+                    }
+                }
+                let version = self.with_store(config, |s| {
+                    s.name_tenant(tenant, req.now_ms);
+                    s.reset(req.now_ms);
+                    s.version()
+                })?;
+                self.commit(config, false)?;
+                reply(&serde_json::json!({"reset": true, "version": version}))
+            }
+        }
+    }
+}
+
+/// The admin view of `GET /v1/tenants/{t}/pheromones`.
+fn table(s: &ColonyStore, config: &Config) -> serde_json::Value {
+    let c = s.colony();
+    let nodes: Vec<serde_json::Value> = c
+        .pheromones
+        .snapshot(config)
+        .into_iter()
+        .map(|(node, tau)| {
+            let o = c.outcomes.get(&node).copied().unwrap_or_default();
+            serde_json::json!({"node": node, "tau": tau, "successes": o.successes, "failures": o.failures})
+        })
+        .collect();
+    let d = s.durability();
+    serde_json::json!({
+        "tenant": s.meta().tenant,
+        "epoch": c.pheromones.epoch,
+        "tauInitialNow": c.pheromones.tau("", config),
+        "bounds": {"tauMin": config.tau_min, "tauMax": config.tau_max, "rho": config.rho},
+        "nodes": nodes,
+        "counters": c.counters,
+        "dropped": s.meta().dropped,
+        "pendingDecisions": s.pending_decisions(),
+        "confirmedPods": s.remembered_pods(),
+        "version": s.version(),
+        "uncommitted": s.is_dirty(),
+        "durableSeq": d.durable_seq,
+    })
+}
+
+impl DurableObject for Colony {
+    fn new(state: State, env: Env) -> Self {
+        let sql = state.storage().sql();
+        // Before any event, so that every route works on a fresh colony.
+        let schema_ready = sql.exec(SCHEMA, None).is_ok();
+        Self {
+            state,
+            env,
+            sql,
+            store: RefCell::new(None),
+            schema_ready: Cell::new(schema_ready),
+            alarm_at: Cell::new(None),
+            rows_written: Cell::new(0),
+            request_rows: Cell::new(0),
+            faults_injected: Cell::new(0),
+            legacy: Cell::new(false),
+        }
+    }
+
+    async fn fetch(&self, mut req: Request) -> Result<Response> {
+        self.request_rows.set(0);
+        let tenant = req.headers().get(NAME_HEADER)?.unwrap_or_default();
+        let tenant = aco_core::cluster::split_colony_name(&tenant).1.to_string();
+        let path = req.path();
+        let body = req.text().await?;
+        let result = match Route::parse(&path) {
+            Some(route) => self.route(route, &tenant, &body).await,
+            None => Err(failure(format!("unknown colony route {path}"))),
+        };
+        let resp = match result {
+            Ok(text) => crate::http::text_response(200, text, "application/json"),
+            Err(e) => {
+                let message = e.to_string();
+                let reason = if message.contains(CORRUPT) {
+                    "corrupt_state"
+                } else {
+                    "error"
+                };
+                worker::console_error!("colony {tenant}: {message}");
+                json_response(
+                    503,
+                    &serde_json::json!({"error": message, "reason": reason}),
+                )
+            }
+        };
+        resp.headers()
+            .set(ROWS_WRITTEN_HEADER, &self.request_rows.get().to_string())?;
+        Ok(resp)
+    }
+
+    /// Commits what no request committed within `COMMIT_BACKSTOP_MS`.
+    async fn alarm(&self) -> Result<Response> {
+        self.alarm_at.set(None);
+        self.ensure_schema()?;
+        let config = self.config()?;
+        self.commit(&config, false)?;
+        // Changes made while this alarm was pending and not committed with it.
+        self.arm_backstop().await?;
+        Response::ok("committed")
+    }
+}

@@ -1,0 +1,195 @@
+//! Decisions this isolate scored from its colony copy and has not yet seen durable, per colony.
+//! After each such prioritize, `waitUntil` sends what is unsent (`client::send_decisions`); a
+//! placement batch for the tenant carries everything not yet durable ahead of its placements,
+//! so a placement can never overtake its own decision. The colony accepts decisions into memory
+//! and commits them within a second (see `aco_core::colony_store`); a decision stays here until
+//! a reply of the same colony incarnation says its commit is durable, and is sent again if the
+//! colony restarted in between. Delivery is at least once; the colony applies a decision once.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use aco_core::colony_store::wire::{DecisionRecord, Durability};
+
+use super::api::ColonyName;
+
+/// Decisions kept per colony; beyond it the oldest is dropped (its pod's placement will count as
+/// unknown), which needs the colony to be unreachable for a long time.
+const MAX_PER_COLONY: usize = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Unsent,
+    InFlight,
+    /// Accepted by this incarnation of the colony, durable once its commit `seq` is.
+    Accepted {
+        incarnation: u64,
+        seq: u64,
+    },
+}
+
+struct Entry {
+    record: DecisionRecord,
+    state: State,
+}
+
+thread_local! {
+    static QUEUE: RefCell<HashMap<ColonyName, Vec<Entry>>> = RefCell::new(HashMap::new());
+}
+
+fn same(a: &DecisionRecord, b: &DecisionRecord) -> bool {
+    a.key == b.key && a.decision.created_ms == b.decision.created_ms
+}
+
+/// Queues a decision; returns how many older ones were dropped to make room.
+pub fn push(colony: &ColonyName, record: DecisionRecord) -> usize {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let entries = q.entry(colony.clone()).or_default();
+        entries.push(Entry {
+            record,
+            state: State::Unsent,
+        });
+        let excess = entries.len().saturating_sub(MAX_PER_COLONY);
+        entries.drain(..excess);
+        excess
+    })
+}
+
+/// The colony's decisions not sent yet, now marked as being sent.
+pub fn take_unsent(colony: &ColonyName) -> Vec<DecisionRecord> {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let Some(entries) = q.get_mut(colony) else {
+            return Vec::new();
+        };
+        entries
+            .iter_mut()
+            .filter(|e| e.state == State::Unsent)
+            .map(|e| {
+                e.state = State::InFlight;
+                e.record.clone()
+            })
+            .collect()
+    })
+}
+
+/// Every decision of the colony not seen durable (for a placement batch to carry).
+pub fn not_durable(colony: &ColonyName) -> Vec<DecisionRecord> {
+    QUEUE.with(|q| {
+        q.borrow()
+            .get(colony)
+            .map(|e| e.iter().map(|e| e.record.clone()).collect())
+            .unwrap_or_default()
+    })
+}
+
+/// The colony answered a request that carried `sent`: they are accepted (durable or not yet, as
+/// `durability` says); and every earlier acceptance is settled against it.
+pub fn answered(colony: &ColonyName, sent: &[DecisionRecord], durability: Durability) {
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let Some(entries) = q.get_mut(colony) else {
+            return;
+        };
+        for e in entries.iter_mut() {
+            if sent.iter().any(|r| same(r, &e.record)) {
+                e.state = State::Accepted {
+                    incarnation: durability.incarnation,
+                    seq: durability.accepted_seq,
+                };
+            }
+        }
+        entries.retain_mut(|e| match e.state {
+            State::Accepted { incarnation, seq } if incarnation == durability.incarnation => {
+                seq > durability.durable_seq
+            }
+            // Another incarnation: what it had not committed may be lost; send it again.
+            State::Accepted { .. } => {
+                e.state = State::Unsent;
+                true
+            }
+            _ => true,
+        });
+        if entries.is_empty() {
+            q.remove(colony);
+        }
+    })
+}
+
+/// The colony was reset: its decisions held here are forgotten.
+pub fn forget(colony: &ColonyName) {
+    QUEUE.with(|q| q.borrow_mut().remove(colony));
+}
+
+/// Sending these failed: the next prioritize or placement batch sends them again.
+pub fn failed(colony: &ColonyName, records: &[DecisionRecord]) {
+    QUEUE.with(|q| {
+        if let Some(entries) = q.borrow_mut().get_mut(colony) {
+            for e in entries
+                .iter_mut()
+                .filter(|e| records.iter().any(|r| same(r, &e.record)))
+            {
+                e.state = State::Unsent;
+            }
+        }
+    })
+}
+
+/// Decisions held for the colony (sent or not) — for tests of this module.
+#[cfg(test)]
+fn held(colony: &ColonyName) -> usize {
+    QUEUE.with(|q| q.borrow().get(colony).map_or(0, Vec::len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aco_core::colony::Decision;
+    use aco_core::demand::WorkloadClass;
+
+    fn record(key: &str) -> DecisionRecord {
+        DecisionRecord {
+            key: key.into(),
+            decision: Decision {
+                created_ms: 1,
+                workload: WorkloadClass::Batch,
+                candidate_count: 1,
+                etas: vec![("a".into(), 0.5)],
+                explanation: None,
+            },
+            explored: false,
+        }
+    }
+
+    fn durability(incarnation: u64, durable_seq: u64, accepted_seq: u64) -> Durability {
+        Durability {
+            incarnation,
+            durable_seq,
+            accepted_seq,
+        }
+    }
+
+    #[test]
+    fn a_decision_is_held_until_its_commit_is_durable_and_resent_after_a_restart() {
+        let colony = ColonyName::new("default", "queue-test");
+        push(&colony, record("a"));
+        let sent = take_unsent(&colony);
+        assert!(take_unsent(&colony).is_empty(), "in flight");
+        answered(&colony, &sent, durability(1, 4, 5));
+        assert_eq!(held(&colony), 1, "accepted, not durable yet");
+        push(&colony, record("b"));
+        let sent_b = take_unsent(&colony);
+        assert_eq!(sent_b.len(), 1);
+        // Commit 5 is durable: "a" goes; "b" is in commit 6.
+        answered(&colony, &sent_b, durability(1, 5, 6));
+        assert_eq!(not_durable(&colony).len(), 1);
+        // The colony restarted (incarnation 2) before committing 6: "b" is sent again.
+        answered(&colony, &[], durability(2, 5, 5));
+        assert_eq!(take_unsent(&colony).len(), 1);
+        failed(&colony, &sent_b);
+        let again = take_unsent(&colony);
+        answered(&colony, &again, durability(2, 6, 6));
+        assert_eq!(held(&colony), 0);
+    }
+}
