@@ -17,7 +17,7 @@
 //!    charged to that node);
 //! 4. one leader: a leader cut off from the API server (a proxy) stops pushing within its renew
 //!    deadline while the standby takes over; an API-server stop freezes the facts' observation
-//!    time and shows in `/readyz`;
+//!    time, shows in `/readyz` and makes the leader step down (it cannot renew);
 //! 5. a misconfigured Worker URL refuses to start, naming the variable;
 //! 6. Prometheus as the load source: a real Prometheus scraping an exporter that serves
 //!    dcgm-exporter's and OpenCost's series; the Worker gets the GPU load and the price.
@@ -811,7 +811,6 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         },
     )
     .await;
-    // Pushes go on (full refresh), with the old observation time.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = c.env.api.node_facts(&node).await.unwrap();
     eprintln!("facts during the outage: {during}");
@@ -821,7 +820,14 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         "observation time {t} after the stop {stopped}"
     );
     assert!(observed(&before).is_some_and(|b| b <= t));
-    assert!(b.metric("aco_reporter_facts_age_seconds").await >= 3.0);
+    // b cannot renew its Lease either: it steps down too, so nothing stale is pushed as fresh;
+    // the Worker's copy ages past FACTS_TTL_MS from the frozen observation time.
+    wait_for(
+        "b steps down while the API server is gone",
+        Duration::from_secs(30),
+        || async { (b.metric("aco_reporter_leader").await == 0.0).then_some(()) },
+    )
+    .await;
     c.env.cp.start_apiserver_again().await;
     wait_for("b healthy again", Duration::from_secs(90), || async {
         (b.metric("aco_reporter_source_healthy{kind=\"pods\"}").await == 1.0
