@@ -95,6 +95,30 @@ impl WorkerApi {
         r.json().await.ok()
     }
 
+    /// A names-mode filter (`POST /v1/filter` with `NodeNames`, as kube-scheduler sends it with
+    /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply.
+    pub async fn filter_names(&self, pod: &Value, names: &[String]) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/v1/filter",
+            Some(json!({"Pod": pod, "NodeNames": names})),
+        )
+        .await
+    }
+
+    /// The Worker's Prometheus text (`GET /metrics`).
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert!(r.status().is_success(), "GET /metrics: {}", r.status());
+        r.text().await.unwrap()
+    }
+
     /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`).
     pub async fn table(&self, tenant: &str) -> Value {
         self.call(

@@ -260,8 +260,10 @@ impl ControlPlane {
     /// [`ControlPlane::start`] with `options` (RBAC and kube-controller-manager).
     pub async fn start_with(options: ControlPlaneOptions) -> ControlPlane {
         let bin = kube_bin();
+        // ACO_E2E_KEEP=1 keeps the directory (every server's full log) for a post-mortem.
         let temp = tempfile::Builder::new()
             .prefix("aco-kube-")
+            .disable_cleanup(std::env::var_os("ACO_E2E_KEEP").is_some())
             .tempdir()
             .unwrap();
         let dir = temp.path().to_path_buf();

@@ -430,6 +430,7 @@ async fn push_nodes(s: Arc<Shared>) {
                 .get_or_create(&Telemetry::kind(source.as_str()))
                 .set((!read_at_all || s.freshness.healthy(source)) as i64);
         }
+        s.telemetry.push_ticks.inc();
         if !s.leading() {
             continue;
         }

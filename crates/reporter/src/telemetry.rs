@@ -63,6 +63,9 @@ pub struct Telemetry {
     pub source_healthy: Family<KindLabel, Gauge>,
     /// Age of the node facts' observation time at the last push (0 while the watches are healthy).
     pub facts_age_seconds: Gauge<f64, AtomicU64>,
+    /// Rounds of the node-facts loop, on every replica (leading or not): the loop is alive, and
+    /// a standby's rounds are the chances it had to push and did not.
+    pub push_ticks: Counter,
 }
 
 impl Default for Telemetry {
@@ -98,6 +101,7 @@ impl Telemetry {
             token_reloads: Counter::default(),
             source_healthy: Family::default(),
             facts_age_seconds: Gauge::default(),
+            push_ticks: Counter::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -204,6 +208,11 @@ impl Telemetry {
             "facts_age_seconds",
             "How old the pushed node facts' observation time was (the watches' last confirmation)",
             t.facts_age_seconds.clone(),
+        );
+        registry.register(
+            "push_ticks",
+            "Rounds of the node-facts loop (every replica; only the leader sends)",
+            t.push_ticks.clone(),
         );
         t
     }
