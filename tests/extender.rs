@@ -284,7 +284,7 @@ async fn prioritize_prefers_cheaper_nodes_and_scores_equal_nodes_equally() {
 }
 
 #[tokio::test]
-async fn spot_nodes_and_spiking_nodes_rank_lower_for_latency_critical_pods() {
+async fn spot_and_loaded_nodes_carry_their_risk_in_dollars_for_latency_critical_pods() {
     let api = Api::start(StartOptions::default());
     let mut nodes = priced_nodes();
     nodes.truncate(3);
@@ -294,36 +294,54 @@ async fn spot_nodes_and_spiking_nodes_rank_lower_for_latency_critical_pods() {
     label(&mut nodes[1], "aco/instance-type", "spot");
     let t = now_ms();
     api.put_facts(json!([{"name": name(&nodes[2]), "utilisation": [{"atMs": t - 2000, "value": 0.9}, {"atMs": t - 1000, "value": 0.97}]}])).await;
-    let lc = pod(
-        "lc",
-        "team",
-        json!({"aco/workload-type": "latency-critical"}),
-        json!({}),
-        json!({"cpu": "1"}),
-    );
-    let s = api.scores(&lc, &nodes).await;
-    assert_eq!(s[&name(&nodes[0])], 10);
+    let pod_of = |name: &str, class: &str| {
+        pod(
+            name,
+            "team",
+            json!({"aco/workload-type": class}),
+            json!({}),
+            json!({"cpu": "1"}),
+        )
+    };
+    let s = api.scores(&pod_of("lc", "latency-critical"), &nodes).await;
+    assert_eq!(s[&name(&nodes[0])], 10, "{s:?}");
+    // Breaching the SLA on the loaded node costs more than the node: it ranks last.
+    assert!(s[&name(&nodes[2])] < s[&name(&nodes[1])], "{s:?}");
+    api.scores(&pod_of("b", "batch"), &nodes).await;
+    let terms = |e: &Value, n: &Value, term: &str| {
+        e["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["node"] == name(n))
+            .unwrap()["costPerHour"][term]
+            .as_f64()
+            .unwrap()
+    };
+    let (status, lc) = explanation(&api, "team", "uid-team-lc").await;
+    assert_eq!(status, 200, "{lc}");
+    let (status, batch) = explanation(&api, "team", "uid-team-b").await;
+    assert_eq!(status, 200, "{batch}");
+    // Reclamation is priced only on the spot node, and dearer for the pod whose SLA it breaks
+    // than for a batch pod that loses part of its run.
+    assert_eq!(terms(&lc, &nodes[0], "reclamationRisk"), 0.0, "{lc}");
+    assert!(terms(&lc, &nodes[1], "reclamationRisk") > 0.0, "{lc}");
     assert!(
-        s[&name(&nodes[1])] < 10 && s[&name(&nodes[2])] < s[&name(&nodes[1])],
-        "{s:?}"
+        terms(&lc, &nodes[1], "reclamationRisk") > terms(&batch, &nodes[1], "reclamationRisk"),
+        "{lc} vs {batch}"
     );
-    // A batch pod does not mind spot capacity.
-    let batch = pod(
-        "b",
-        "team",
-        json!({"aco/workload-type": "batch"}),
-        json!({}),
-        json!({"cpu": "1"}),
+    assert!(
+        terms(&lc, &nodes[2], "qosRisk") > terms(&lc, &nodes[0], "qosRisk"),
+        "{lc}"
     );
-    let s = api.scores(&batch, &nodes).await;
-    assert_eq!(s[&name(&nodes[1])], 10, "{s:?}");
 }
 
 #[tokio::test]
 async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
     let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
-    let expensive = name(&nodes[3]);
+    // Dear (1.20/h against 0.45/h) but not so dear that a rounded score could not rise.
+    let expensive = name(&nodes[2]);
     let tenant_pod = |tenant: &str, i: usize| {
         pod(
             &format!("p{i}"),
@@ -360,7 +378,12 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
     let table = api.pheromones("alpha").await;
     assert_eq!(table["epoch"], 20);
     assert_eq!(table["nodes"][0]["node"], expensive);
-    assert!(table["nodes"][0]["tau"].as_f64().unwrap() > 1.0);
+    // Deposits are worth less on a dear node (quality × exp(−cost)), but its trail now stands
+    // above what every unreinforced node has.
+    assert!(
+        table["nodes"][0]["tau"].as_f64().unwrap() > table["tauInitialNow"].as_f64().unwrap(),
+        "{table}"
+    );
 
     let after_a = api.scores(&tenant_pod("alpha", 99), &nodes).await;
     let after_b = api.scores(&tenant_pod("beta", 99), &nodes).await;
@@ -1950,28 +1973,23 @@ async fn explanation(api: &Api, tenant: &str, pod_uid: &str) -> (reqwest::Status
     .await
 }
 
-/// Every candidate of an explanation: its factors multiply to its η (f32 storage), its score is
-/// the one prioritize answered, τ is what the colony holds.
+/// Every candidate of an explanation: its cost terms add up to its total, η is
+/// `exp(−total / COST_REFERENCE)` within the floor (defaults), its score is the one prioritize
+/// answered, τ is what the colony holds.
 fn check_candidates(e: &Value, scores: &std::collections::BTreeMap<String, i64>, tau: f64) {
     let candidates = e["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), scores.len(), "{e}");
     for c in candidates {
         let node = c["node"].as_str().unwrap();
-        let f = &c["factors"];
-        let product: f64 = [
-            "reliability",
-            "costEfficiency",
-            "slaHeadroom",
-            "spikeSafety",
-        ]
-        .iter()
-        .map(|k| f[*k].as_f64().unwrap())
-        .product::<f64>()
-            * f["fragmentation"].as_f64().unwrap_or(1.0);
+        let terms = c["costPerHour"].as_object().unwrap();
+        let sum: f64 = terms.values().filter_map(Value::as_f64).sum();
+        let total = c["totalPerHour"].as_f64().unwrap();
+        assert!((sum - total).abs() <= 1e-9 + 1e-6 * total, "{node}: {c}");
         let eta = c["eta"].as_f64().unwrap();
+        let expected = (-total).exp().clamp(0.001, 1.0);
         assert!(
-            (product - eta).abs() <= 1e-6 * eta,
-            "{node}: product {product} vs η {eta}: {c}"
+            (expected - eta).abs() <= 1e-6 * eta,
+            "{node}: exp(−{total}) = {expected} vs η {eta}: {c}"
         );
         assert_eq!(c["score"].as_i64(), Some(scores[node]), "{node}: {c}");
         assert!(
@@ -2010,7 +2028,7 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
             )
         );
         check_candidates(&e, &scores, tau);
-        // Best first: the cheapest candidates (0.45/h) have the best cost efficiency and score 10.
+        // Best first: the cheapest candidates (0.45/h) cost the least per hour and score 10.
         assert_eq!(e["candidates"][0]["score"], 10, "{e}");
         let cost = |n: &Value| {
             e["candidates"]
@@ -2018,11 +2036,11 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
                 .unwrap()
                 .iter()
                 .find(|c| c["node"] == name(n))
-                .unwrap()["factors"]["costEfficiency"]
+                .unwrap()["costPerHour"]["resources"]
                 .as_f64()
                 .unwrap()
         };
-        assert!(cost(&nodes[0]) > cost(&nodes[2]), "{e}");
+        assert!(cost(&nodes[0]) < cost(&nodes[2]), "{e}");
         assert_eq!(e["explored"], Value::Null);
         let rejected = name(&nodes[3]);
         let f = &e["filterReasons"];

@@ -18,7 +18,12 @@ fn sample_world(seed: u64) -> World {
 #[test]
 fn replay_placements_equal_the_native_colony() {
     let seed = 7;
-    let world = sample_world(seed);
+    let mut world = sample_world(seed);
+    // The replay sends facts stamped with the wall clock (the Worker judges freshness by it), so
+    // a spot pool's exposure there is the replay's few milliseconds per report, not the trace's
+    // minutes: the pools' learning is compared elsewhere (`facts_shards`, `spot_risk`); here a
+    // prior worth 10^12 node-hours keeps every spot rate at its band on both sides.
+    world.config.spot_prior_node_hours = 1e12;
     let load = LoadModel {
         seed,
         ..LoadModel::default()
@@ -40,7 +45,8 @@ fn replay_placements_equal_the_native_colony() {
     let mut options = StartOptions::default()
         .var("FACTS_CACHE_MS", "0")
         .var("Q0", "1")
-        .var("EMA_ALPHA", "0.5");
+        .var("EMA_ALPHA", "0.5")
+        .var("SPOT_PRIOR_NODE_HOURS", "1e12");
     for (k, v) in worker_vars() {
         options = options.var(k, v);
     }

@@ -3,7 +3,7 @@
 //! `aco_shadow_…` metrics. Costs are checked against figures computed here from the prices and
 //! the core's documented rule (docs/shadow.md): a pod's marginal cost on a node busy with other
 //! pods is `price × pod share` (largest share over CPU, memory, GPUs of the node's allocatable);
-//! on a node idle before it, the whole price.
+//! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
 mod support;
 
@@ -160,13 +160,13 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
 
     let s = summary(&api, "", "team").await;
     // Busy before the pod (2 CPU of others): price × share. d-alone held nothing before the pod
-    // (its own request taken off): the whole price. The colony: a-cheap, busy, for the three
-    // other pods. The latency-critical pod trades cost for headroom (η's factor `1 − load after
-    // placement` for such pods, cost efficiency `1/(1 + marginal $/h)`): d-alone, holding one
-    // 1-CPU pod, leaves 0.75 against a-cheap's 0.625, and 1/(1 + 0.25) × 0.75 > 1/(1 + 0.05625)
-    // × 0.625, so d-alone, at its share.
-    let chosen = 3.0 * price("c-expensive") * share + price("d-alone");
-    let colony = 3.0 * price("a-cheap") * share + price("d-alone") * share;
+    // (its own request taken off): the pod opens it, and pays its share plus
+    // OPEN_NODE_IDLE_FRACTION (0.5) of the capacity left idle. The colony: a-cheap, busy, for all
+    // four — the latency-critical pod too, since a-cheap after placement (3 CPU of 8) is far
+    // below the load where η starts pricing SLA breaches.
+    let opened = share + 0.5 * (1.0 - share);
+    let chosen = 3.0 * price("c-expensive") * share + price("d-alone") * opened;
+    let colony = 4.0 * price("a-cheap") * share;
     assert_eq!(
         (
             s["pods"].as_u64(),

@@ -20,8 +20,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use std::rc::Rc;
+
+use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
 use aco_core::facts_shards::{shard_of, SHARDS};
+use aco_core::heuristic::spot_risk::SpotPools;
+use aco_core::heuristic::ClusterOutlook;
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
@@ -38,6 +43,10 @@ struct Snapshot {
     /// copy fresh (it may predate the write).
     generation: u64,
     shards: Vec<HashMap<String, NodeFacts>>,
+    /// Every spot pool's history, as of `version`.
+    pools: SpotPools,
+    /// What η reads of the whole cluster, computed from this copy once per version.
+    outlook: Option<((u64, u64), Rc<ClusterOutlook>)>,
 }
 
 impl Default for Snapshot {
@@ -47,6 +56,8 @@ impl Default for Snapshot {
             fetched_at_ms: None,
             generation: 0,
             shards: vec![HashMap::new(); SHARDS],
+            pools: SpotPools::default(),
+            outlook: None,
         }
     }
 }
@@ -83,6 +94,28 @@ pub async fn load<'a>(
             })
             .collect()
     }))
+}
+
+/// What the cluster's facts say as a whole (GPU scarcity, spot pools), from this isolate's copy
+/// as the last [`load`] left it: computed once per version of the copy, so a verb pays for it
+/// only after a refresh brought news (measurements' freshness is judged at that moment).
+pub fn outlook(cluster: &str, now_ms: u64, config: &Config) -> Rc<ClusterOutlook> {
+    with_snapshot(cluster, |s| {
+        let version = s.version.unwrap_or((0, 0));
+        match &s.outlook {
+            Some((v, o)) if *v == version => o.clone(),
+            _ => {
+                let o = Rc::new(ClusterOutlook::from_facts(
+                    s.shards.iter().flat_map(HashMap::values),
+                    s.pools.pools.clone(),
+                    now_ms,
+                    config,
+                ));
+                s.outlook = Some((version, o.clone()));
+                o
+            }
+        }
+    })
 }
 
 /// Facts of every node of `cluster` (shadow mode scores a pod against the whole cluster, not a
@@ -140,6 +173,7 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
                         .collect();
                 }
             }
+            s.pools = reply.pools;
             s.version = Some((reply.instance, reply.seq));
         }
         if s.generation == generation {

@@ -15,13 +15,18 @@
 //!
 //! Internal API, used only by `facts_store`:
 //! `PUT /nodes?now=<ms>` (body: the `PUT /v1/nodes` batch as received), `GET /nodes/<name>`,
-//! `GET /snapshot?instance=<id>&seq=<n>` (shards rewritten since `seq` of this instance, or all).
+//! `GET /snapshot?instance=<id>&seq=<n>` (shards rewritten since `seq` of this instance, or all,
+//! and the spot pools' history). The spot pools (`aco_core::heuristic::spot_risk::SpotPools`)
+//! are kept in one more row of the same table, id `POOLS_ROW`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use aco_core::facts_shards::{decode_shard, stamp_lag_ms, FactsBatch, FactsTable, SHARDS};
+use aco_core::facts_shards::{
+    decode_pools, decode_shard, stamp_lag_ms, FactsBatch, FactsTable, POOLS_ROW, SHARDS,
+};
+use aco_core::heuristic::spot_risk::SpotPools;
 use serde::{Deserialize, Serialize};
 use worker::{
     durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage,
@@ -59,11 +64,14 @@ pub struct ShardView<F> {
 }
 
 /// Reply to `GET /snapshot`. `full`: every shard is listed (the reader drops what it had).
+/// `pools`: every spot pool's exposure and reclamations, always whole (a few hundred bytes).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SnapshotReply<F> {
     pub instance: u64,
     pub seq: u64,
     pub full: bool,
+    #[serde(default)]
+    pub pools: SpotPools,
     pub shards: Vec<ShardView<F>>,
 }
 
@@ -161,17 +169,25 @@ impl Facts {
         let mut slot = self.table.borrow_mut();
         if slot.is_none() {
             let mut rows = Vec::new();
+            let mut pools = SpotPools::default();
             for row in self
                 .sql
                 .exec("SELECT id, body FROM shards", None)?
                 .to_array::<ShardRow>()?
             {
+                if row.id as usize == POOLS_ROW {
+                    pools = decode_pools(&row.body).map_err(|e| {
+                        sql_error(format!("{CORRUPT}: the spot pools row does not parse: {e}"))
+                    })?;
+                    continue;
+                }
                 let nodes = decode_shard(&row.body).map_err(|e| {
                     sql_error(format!("{CORRUPT}: shards[{}] does not parse: {e}", row.id))
                 })?;
                 rows.push((row.id as i64, nodes));
             }
             let (table, misplaced) = FactsTable::from_rows(rows, self.stamp_lag()?);
+            let table = table.with_pools(pools);
             *self.misplaced.borrow_mut() = misplaced;
             *slot = Some(table);
         }
@@ -279,8 +295,9 @@ impl Facts {
         self.with_table(|t| {
             let mut encoded = self.encoded.borrow_mut();
             encoded.resize(SHARDS, None);
+            let pools = serde_json::to_string(t.pools()).unwrap_or_else(|_| "{}".into());
             let mut body = format!(
-                r#"{{"instance":{},"seq":{},"full":{},"shards":["#,
+                r#"{{"instance":{},"seq":{},"full":{},"pools":{pools},"shards":["#,
                 self.instance,
                 t.seq(),
                 since.is_none()

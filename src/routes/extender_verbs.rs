@@ -69,7 +69,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
     let facts = candidate_facts(call, &args).await?;
-    let input = scoring_input(&args, &facts, call.now_ms, &call.config)?;
+    let outlook = facts_client::outlook(&call.cluster, call.now_ms, &call.config);
+    let input = scoring_input(&args, &facts, &outlook, call.now_ms, &call.config)?;
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(

@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
             let mut rng = SmallRng::seed_from_u64(1);
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
-                let input = scoring_input(&args, &facts, 0, &config).unwrap();
+                let input = scoring_input(&args, &facts, &Default::default(), 0, &config).unwrap();
                 let p =
                     colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
                 serde_json::to_string(&p.priorities).unwrap()

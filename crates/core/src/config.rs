@@ -53,10 +53,25 @@ pub struct Config {
     pub default_cost_per_hour: f64,
     pub reliability_prior_successes: f64,
     pub reliability_prior_failures: f64,
-    pub spot_penalty: f64,
+    /// Share of an idle node's remaining capacity expected to stay unused while a pod that opens
+    /// it keeps it running (`cost.rs`).
+    pub open_node_idle_fraction: f64,
+    /// What one SLA breach of a latency-critical pod costs, in $ (`SLA_VIOLATION_COST`): the
+    /// price η's risk terms put on a breach or a reclamation of such a pod.
+    pub sla_violation_cost: f64,
+    /// How long a pod is expected to stay, in hours (`EXPECTED_STAY_HOURS`): the horizon over
+    /// which a spot reclamation or a failure can hit it, and over which one-off risks are
+    /// spread into $/h.
+    pub expected_stay_hours: f64,
+    /// Node label carrying the spot pool's interruption band (`spot_risk.rs`).
+    pub spot_band_label: String,
+    /// Monthly share of a spot pool reclaimed, in percent, for spot nodes without a band label.
+    pub spot_default_interruption_percent: f64,
+    /// Exposure (node-hours) the band prior is worth against what the cluster shows.
+    pub spot_prior_node_hours: f64,
+    /// Node labels whose values name a spot pool (joined with `/`).
+    pub spot_pool_labels: Vec<String>,
     pub latency_critical_min_headroom: f64,
-    pub latency_critical_headroom_penalty: f64,
-    pub spike_weight: f64,
     pub spike_threshold: f64,
     pub spike_band: f64,
     pub ema_alpha: f64,
@@ -161,10 +176,17 @@ impl Default for Config {
             default_cost_per_hour: 1.0,
             reliability_prior_successes: 9.0,
             reliability_prior_failures: 1.0,
-            spot_penalty: 0.5,
+            open_node_idle_fraction: 0.5,
+            sla_violation_cost: 50.0,
+            expected_stay_hours: 1.0,
+            spot_band_label: s("aco/spot-interruption-band"),
+            spot_default_interruption_percent: 10.0,
+            spot_prior_node_hours: 720.0,
+            spot_pool_labels: vec![
+                s("node.kubernetes.io/instance-type"),
+                s("topology.kubernetes.io/zone"),
+            ],
             latency_critical_min_headroom: 0.2,
-            latency_critical_headroom_penalty: 0.05,
-            spike_weight: 0.8,
             spike_threshold: 0.9,
             spike_band: 0.1,
             ema_alpha: 0.5,
@@ -188,8 +210,10 @@ impl Default for Config {
     }
 }
 
-/// The factors of η that count (`ETA_FACTORS`): a comma-separated subset of `reliability`,
-/// `cost`, `headroom`, `spike`, `fragmentation`, or `all`.
+/// The terms of η's cost that count (`ETA_FACTORS`): a comma-separated subset of
+/// `reliability` (failure and reclamation risk), `cost` (the pod's share of the bill),
+/// `headroom` (SLA breach risk from load), `spike` (its spike part), `fragmentation`
+/// (stranded GPUs), `performance` (learned slowdown), or `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EtaFactorSet {
     pub reliability: bool,
@@ -197,6 +221,7 @@ pub struct EtaFactorSet {
     pub headroom: bool,
     pub spike: bool,
     pub fragmentation: bool,
+    pub performance: bool,
 }
 
 impl EtaFactorSet {
@@ -206,9 +231,16 @@ impl EtaFactorSet {
         headroom: true,
         spike: true,
         fragmentation: true,
+        performance: true,
     };
-    pub const NAMES: [&'static str; 5] =
-        ["reliability", "cost", "headroom", "spike", "fragmentation"];
+    pub const NAMES: [&'static str; 6] = [
+        "reliability",
+        "cost",
+        "headroom",
+        "spike",
+        "fragmentation",
+        "performance",
+    ];
 
     pub fn parse(v: &str) -> Result<Self, String> {
         let mut set = EtaFactorSet {
@@ -217,6 +249,7 @@ impl EtaFactorSet {
             headroom: false,
             spike: false,
             fragmentation: false,
+            performance: false,
         };
         for name in list(v) {
             match name.as_str() {
@@ -226,6 +259,7 @@ impl EtaFactorSet {
                 "headroom" => set.headroom = true,
                 "spike" => set.spike = true,
                 "fragmentation" => set.fragmentation = true,
+                "performance" => set.performance = true,
                 other => {
                     return Err(format!(
                         "unknown factor {other:?}; expected a comma-separated subset of {} or all",
@@ -246,6 +280,7 @@ impl EtaFactorSet {
             "headroom" => set.headroom = false,
             "spike" => set.spike = false,
             "fragmentation" => set.fragmentation = false,
+            "performance" => set.performance = false,
             _ => return None,
         }
         Some(set)
@@ -260,6 +295,24 @@ pub struct ConfigError {
     pub value: String,
     pub reason: String,
 }
+
+/// Vars of earlier versions, refused with what replaced them (silently ignoring one would
+/// change scoring without a word).
+const REPLACED_VARS: [(&str, &str); 3] = [
+    (
+        "SPOT_PENALTY",
+        "spot capacity is priced by its pool's interruption rate (SPOT_INTERRUPTION_BAND_LABEL, \
+         SPOT_DEFAULT_INTERRUPTION_PERCENT) × SLA_VIOLATION_COST",
+    ),
+    (
+        "SPIKE_WEIGHT",
+        "a predicted spike is a breach probability priced at SLA_VIOLATION_COST",
+    ),
+    (
+        "LATENCY_CRITICAL_HEADROOM_PENALTY",
+        "low headroom is a breach probability priced at SLA_VIOLATION_COST",
+    ),
+];
 
 /// Below a minute, a replayed placement could outlive its confirmation and deposit twice.
 pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
@@ -365,16 +418,25 @@ impl Config {
         num!("DEFAULT_COST_PER_HOUR", default_cost_per_hour);
         num!("RELIABILITY_PRIOR_SUCCESSES", reliability_prior_successes);
         num!("RELIABILITY_PRIOR_FAILURES", reliability_prior_failures);
-        num!("SPOT_PENALTY", spot_penalty);
+        for (old, now) in REPLACED_VARS {
+            if let Some(v) = lookup(old) {
+                return Err(err(old, &v, &format!("no longer read: {now}")));
+            }
+        }
+        num!("OPEN_NODE_IDLE_FRACTION", open_node_idle_fraction);
+        num!("SLA_VIOLATION_COST", sla_violation_cost);
+        num!("EXPECTED_STAY_HOURS", expected_stay_hours);
+        text!("SPOT_INTERRUPTION_BAND_LABEL", spot_band_label);
+        num!(
+            "SPOT_DEFAULT_INTERRUPTION_PERCENT",
+            spot_default_interruption_percent
+        );
+        num!("SPOT_PRIOR_NODE_HOURS", spot_prior_node_hours);
+        text_list!("SPOT_POOL_LABELS", spot_pool_labels);
         num!(
             "LATENCY_CRITICAL_MIN_HEADROOM",
             latency_critical_min_headroom
         );
-        num!(
-            "LATENCY_CRITICAL_HEADROOM_PENALTY",
-            latency_critical_headroom_penalty
-        );
-        num!("SPIKE_WEIGHT", spike_weight);
         num!("SPIKE_THRESHOLD", spike_threshold);
         num!("SPIKE_BAND", spike_band);
         num!("EMA_ALPHA", ema_alpha);
@@ -437,12 +499,11 @@ impl Config {
         let unit = [
             ("RHO", self.rho),
             ("Q0", self.q0),
-            ("SPOT_PENALTY", self.spot_penalty),
+            ("OPEN_NODE_IDLE_FRACTION", self.open_node_idle_fraction),
             (
                 "LATENCY_CRITICAL_MIN_HEADROOM",
                 self.latency_critical_min_headroom,
             ),
-            ("SPIKE_WEIGHT", self.spike_weight),
             ("SPIKE_THRESHOLD", self.spike_threshold),
         ];
         for (key, v) in unit {
@@ -471,10 +532,8 @@ impl Config {
                 self.reliability_prior_failures,
             ),
             ("SPIKE_BAND", self.spike_band),
-            (
-                "LATENCY_CRITICAL_HEADROOM_PENALTY",
-                self.latency_critical_headroom_penalty,
-            ),
+            ("EXPECTED_STAY_HOURS", self.expected_stay_hours),
+            ("SPOT_PRIOR_NODE_HOURS", self.spot_prior_node_hours),
             ("ETA_FLOOR", self.eta_floor),
         ];
         for (key, v) in positive {
@@ -487,6 +546,20 @@ impl Config {
         }
         if !(self.rho > 0.0 && self.rho < 1.0) {
             return bad("RHO", self.rho, "must be within (0, 1)");
+        }
+        if !(self.sla_violation_cost.is_finite() && self.sla_violation_cost >= 0.0) {
+            return bad(
+                "SLA_VIOLATION_COST",
+                self.sla_violation_cost,
+                "must be a finite number of $ ≥ 0",
+            );
+        }
+        if !(0.0..=100.0).contains(&self.spot_default_interruption_percent) {
+            return bad(
+                "SPOT_DEFAULT_INTERRUPTION_PERCENT",
+                self.spot_default_interruption_percent,
+                "must be a percentage within 0..=100",
+            );
         }
         if !(self.default_cost_per_hour.is_finite() && self.default_cost_per_hour >= 0.0) {
             return bad(
@@ -611,7 +684,8 @@ mod tests {
                 cost: true,
                 headroom: true,
                 spike: false,
-                fragmentation: false
+                fragmentation: false,
+                performance: false,
             }
         );
         assert_eq!(c.alpha, 0.0);

@@ -280,10 +280,12 @@ pub struct ScoringInput {
     pub stale: u64,
 }
 
-/// The Worker half of the `prioritize` verb: heuristic features for every candidate.
+/// The Worker half of the `prioritize` verb: heuristic features for every candidate, in the
+/// cluster `outlook` (GPU scarcity, spot pools) computed from every node's facts.
 pub fn scoring_input(
     args: &Args<'_>,
     facts: &HashMap<String, NodeFacts>,
+    outlook: &crate::heuristic::ClusterOutlook,
     now_ms: u64,
     config: &Config,
 ) -> Result<ScoringInput, BadRequest> {
@@ -301,6 +303,7 @@ pub fn scoring_input(
             &state,
             &demand,
             config,
+            outlook,
             &crate::heuristic::OPENB_DEFAULT_SHAPES,
             &mut memo,
         ));
@@ -408,7 +411,7 @@ mod tests {
             .failed_and_unresolvable_nodes
             .values()
             .all(|m| m.contains("soon")));
-        assert!(scoring_input(&args, &HashMap::new(), 0, &c).is_err());
+        assert!(scoring_input(&args, &HashMap::new(), &Default::default(), 0, &c).is_err());
     }
 
     #[test]

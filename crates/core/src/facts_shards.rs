@@ -25,6 +25,7 @@ use serde::Deserialize;
 
 use crate::config::Config;
 use crate::facts::{validate_node_name, FactsError, NodeFacts, NodeReport, Observed};
+use crate::heuristic::spot_risk::SpotPools;
 use crate::predict::Ema;
 
 /// Rows the cluster's facts are packed into. Changing it re-shards on the next load (a row whose
@@ -39,6 +40,11 @@ pub const LOAD_DEADBAND: f64 = 0.02;
 pub const MAX_STAMP_LAG_MS: u64 = 60_000;
 /// Node reports (and, separately, deleted names) accepted in one `PUT /v1/nodes`.
 pub const MAX_BATCH: usize = 10_000;
+/// Row id of the spot pools' history (`SpotPools`), apart from the node shards.
+pub const POOLS_ROW: usize = 1_000_000;
+/// The pools row is rewritten at a reclamation, else at most this often as exposure accrues:
+/// a restart loses at most this much exposure, never a reclamation.
+pub const POOLS_PERSIST_MS: u64 = 600_000;
 
 /// How far an observation time may run ahead of its persisted copy before the shard is
 /// rewritten: 60 s, or a quarter of `FACTS_TTL_MS` if that is shorter, so that neither a reader
@@ -135,6 +141,11 @@ impl FactsBatch {
     }
 }
 
+/// The spot pools' row ([`POOLS_ROW`]) as stored.
+pub fn decode_pools(text: &str) -> Result<SpotPools, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
 /// Whether `now` differs from `persisted` enough to rewrite its shard.
 pub fn differs_materially(persisted: &NodeFacts, now: &NodeFacts, stamp_lag_ms: u64) -> bool {
     fn observed<T: PartialEq>(a: &Option<Observed<T>>, b: &Option<Observed<T>>, lag: u64) -> bool {
@@ -199,6 +210,10 @@ pub struct Plan {
     deleted: BTreeSet<String>,
     /// Shards whose row must be rewritten.
     rewrite: BTreeSet<usize>,
+    /// The spot pools after the batch, and whether their row is rewritten.
+    pools: SpotPools,
+    persist_pools: bool,
+    now_ms: u64,
 }
 
 impl Plan {
@@ -229,6 +244,13 @@ pub struct FactsTable {
     shard_seq: Vec<u64>,
     seq: u64,
     stamp_lag_ms: u64,
+    /// Every spot pool's exposure and reclamations (`heuristic::spot_risk`), and when its row
+    /// was last written — or, before that, when this table first saw exposure grow: exposure
+    /// alone waits `POOLS_PERSIST_MS` for a row (a restart loses at most that much of it).
+    pools: SpotPools,
+    pools_persisted_ms: Option<u64>,
+    /// Total reclamations and exposure in the stored row.
+    pools_persisted_totals: (f64, f64),
 }
 
 impl FactsTable {
@@ -239,7 +261,22 @@ impl FactsTable {
             shard_seq: vec![0; SHARDS],
             seq: 0,
             stamp_lag_ms,
+            pools: SpotPools::default(),
+            pools_persisted_ms: None,
+            pools_persisted_totals: (0.0, 0.0),
         }
+    }
+
+    /// The spot pools' history as stored in the [`POOLS_ROW`] row.
+    pub fn with_pools(mut self, pools: SpotPools) -> Self {
+        self.pools_persisted_totals = pools.totals();
+        self.pools = pools;
+        self
+    }
+
+    /// Every spot pool's exposure and reclamations, as η's spot risk reads them.
+    pub fn pools(&self) -> &SpotPools {
+        &self.pools
     }
 
     /// The table from stored rows `(row id, nodes)`. Returns the shards whose row does not match
@@ -311,6 +348,15 @@ impl FactsTable {
                 plan.rewrite.insert(s);
             }
         }
+        plan.pools = self.pools.clone();
+        // A reclamation counts against the pool of the node's known labels, once: named twice,
+        // or again by a retried batch (the node is forgotten by then), it is not counted again.
+        let reclaimed: BTreeSet<&str> = batch.reclaimed.iter().map(String::as_str).collect();
+        for name in reclaimed {
+            if let Some(known) = self.get(name) {
+                plan.pools.reclaimed(&known.labels, config);
+            }
+        }
         for name in batch.deleted.iter().chain(&batch.reclaimed) {
             let s = shard_of(name);
             if self.shards[s].contains_key(name) || self.persisted[s].contains_key(name) {
@@ -318,7 +364,33 @@ impl FactsTable {
             }
             plan.deleted.insert(name.clone());
         }
+        self.plan_pools(&mut plan, now_ms, config);
         plan
+    }
+
+    /// Accrues each reported node's spot exposure since its previous observation (busy then:
+    /// something requested), and decides whether the pools' row is rewritten: at a
+    /// reclamation, else when exposure grew and [`POOLS_PERSIST_MS`] passed since it last was.
+    fn plan_pools(&self, plan: &mut Plan, now_ms: u64, config: &Config) {
+        for (name, record) in &plan.records {
+            let Some(before) = self.get(name) else {
+                continue;
+            };
+            let (Some(then), Some(now)) = (&before.requested, &record.requested) else {
+                continue;
+            };
+            let busy = then.value.values().any(|v| *v > 0);
+            plan.pools
+                .observed(&before.labels, busy, then.at_ms, now.at_ms, config);
+        }
+        let (reclaimed, exposed) = plan.pools.totals();
+        let (stored_reclaimed, stored_exposed) = self.pools_persisted_totals;
+        plan.persist_pools = reclaimed != stored_reclaimed
+            || (exposed != stored_exposed
+                && self
+                    .pools_persisted_ms
+                    .is_some_and(|at| now_ms.saturating_sub(at) >= POOLS_PERSIST_MS));
+        plan.now_ms = now_ms;
     }
 
     /// Adds shards to rewrite whatever their content (e.g. misplaced rows found on load).
@@ -350,6 +422,11 @@ impl FactsTable {
                 }
                 Ok((s, encode_shard(s, nodes.into_values())?))
             })
+            .chain(plan.persist_pools.then(|| {
+                serde_json::to_string(&plan.pools)
+                    .map(|text| (POOLS_ROW, text))
+                    .map_err(|e| format!("spot pools do not encode: {e}"))
+            }))
             .collect()
     }
 
@@ -391,6 +468,13 @@ impl FactsTable {
         for s in touched {
             self.shard_seq[s] = self.seq;
         }
+        if plan.persist_pools {
+            self.pools_persisted_ms = Some(plan.now_ms);
+            self.pools_persisted_totals = plan.pools.totals();
+        } else if self.pools_persisted_ms.is_none() && plan.pools.totals() != self.pools.totals() {
+            self.pools_persisted_ms = Some(plan.now_ms);
+        }
+        self.pools = plan.pools;
     }
 
     /// Shards changed in memory after `since` (all shards when `since` is `None`), with their
@@ -553,6 +637,79 @@ mod tests {
         );
         t.commit(plan);
         assert!(t.get("a").is_none() && t.get("b").is_some());
+    }
+
+    fn spot(name: &str, pool: &str, at_ms: u64) -> NodeReport {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "labels": {"aco/instance-type": "spot", "node.kubernetes.io/instance-type": pool},
+            "allocatable": {"cpu": "8"},
+            "requested": {"cpu": "1"},
+            "observedAtMs": at_ms,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn spot_pools_accrue_busy_node_hours_count_each_reclamation_once_and_survive_a_restart() {
+        let c = Config::default();
+        let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
+        let minute = 60_000;
+        let rows_of = |t: &mut FactsTable, b: &FactsBatch, now: u64| {
+            let plan = t.plan(b, now, &c);
+            let rows = t.rows(&plan).unwrap();
+            t.commit(plan);
+            rows
+        };
+        let both = batch(vec![spot("a", "g4dn", 0), spot("b", "g4dn", 0)], &[]);
+        let first = rows_of(&mut t, &both, 0);
+        assert!(
+            first.iter().all(|(id, _)| *id != POOLS_ROW),
+            "no exposure yet"
+        );
+        // Two busy spot nodes for 5 minutes: 10 node-minutes, in memory only.
+        let later = batch(
+            vec![spot("a", "g4dn", 5 * minute), spot("b", "g4dn", 5 * minute)],
+            &[],
+        );
+        let rows = rows_of(&mut t, &later, 5 * minute);
+        assert!(rows.iter().all(|(id, _)| *id != POOLS_ROW), "{rows:?}");
+        let h = t.pools().pools["g4dn/"];
+        assert!((h.node_hours - 10.0 / 60.0).abs() < 1e-9, "{h:?}");
+        // Exposure is written once POOLS_PERSIST_MS passed since it first grew.
+        let at = |m: u64| batch(vec![spot("a", "g4dn", m * minute)], &[]);
+        assert!(rows_of(&mut t, &at(14), 14 * minute)
+            .iter()
+            .all(|(id, _)| *id != POOLS_ROW));
+        assert!(rows_of(&mut t, &at(15), 15 * minute)
+            .iter()
+            .any(|(id, _)| *id == POOLS_ROW));
+        assert!(rows_of(&mut t, &at(16), 16 * minute)
+            .iter()
+            .all(|(id, _)| *id != POOLS_ROW));
+        // A reclamation is written at once and counted once, whatever the retries.
+        let reclaim: FactsBatch =
+            serde_json::from_value(serde_json::json!({"reclaimed": ["a", "a"], "deleted": ["a"]}))
+                .unwrap();
+        let rows = rows_of(&mut t, &reclaim, 17 * minute);
+        let pools_row = rows
+            .iter()
+            .find(|(id, _)| *id == POOLS_ROW)
+            .unwrap()
+            .1
+            .clone();
+        rows_of(&mut t, &reclaim, 17 * minute + 1);
+        assert_eq!(t.pools().pools["g4dn/"].reclamations, 1.0);
+        assert!(t.get("a").is_none());
+        // A restart reads the row back.
+        let restarted =
+            FactsTable::new(MAX_STAMP_LAG_MS).with_pools(decode_pools(&pools_row).unwrap());
+        assert_eq!(restarted.pools().pools["g4dn/"].reclamations, 1.0);
+        // On-demand nodes accrue nothing.
+        let mut od = FactsTable::new(MAX_STAMP_LAG_MS);
+        rows_of(&mut od, &batch(vec![report("x", 0, 0.5)], &[]), 0);
+        rows_of(&mut od, &batch(vec![report("x", minute, 0.5)], &[]), minute);
+        assert!(od.pools().pools.is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::config::Config;
 use crate::facts::{NodeFacts, Observed};
 use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
+use crate::node_labels::NodeProfile;
 use crate::predict::{spike_probability, Predictor};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +28,42 @@ pub struct NodeState {
     pub stale_facts: bool,
     /// True when kube-scheduler sent only the name and we hold no facts for it at all.
     pub unknown: bool,
+    /// What its labels say (price, spot pool), read once here.
+    pub profile: NodeProfile,
+    /// Share of allocatable already requested (the largest over CPU, memory and GPUs) from fresh
+    /// facts; `Some(0.0)` is a node known idle.
+    pub committed_share: Option<f64>,
+}
+
+/// Resources whose shares matter: CPU, memory and GPUs.
+pub fn counted(name: &str, config: &Config) -> bool {
+    name == "cpu" || name == "memory" || config.gpu_resources.iter().any(|g| g == name)
+}
+
+/// `amount` as a share of `allocatable`, 0–1 (1 when nothing is allocatable).
+pub fn share(amount: i64, allocatable: i64) -> f64 {
+    if allocatable <= 0 {
+        1.0
+    } else {
+        (amount as f64 / allocatable as f64).clamp(0.0, 1.0)
+    }
+}
+
+/// The largest share of `allocatable` that `requested` takes over the counted resources.
+pub fn committed_share(
+    allocatable: Option<&ResourceAmounts>,
+    requested: Option<&ResourceAmounts>,
+    config: &Config,
+) -> Option<f64> {
+    let (alloc, requested) = (allocatable?, requested?);
+    Some(
+        requested
+            .0
+            .iter()
+            .filter(|(name, amount)| **amount > 0 && counted(name, config))
+            .map(|(name, amount)| share(*amount, alloc.get(name)))
+            .fold(0.0, f64::max),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,11 +134,14 @@ impl NodeState {
                 ),
             })
         });
+        let requested = requested.map(ResourceAmounts);
         Ok(NodeState {
             name: name.to_string(),
+            profile: NodeProfile::of(&labels, config),
+            committed_share: committed_share(allocatable.as_ref(), requested.as_ref(), config),
             labels,
             allocatable,
-            requested: requested.map(ResourceAmounts),
+            requested,
             latency_us,
             load,
             gpu_free_milli,

@@ -372,6 +372,9 @@ mod tests {
     #[test]
     fn costs_follow_the_marginal_rule_with_the_pods_request_taken_off_its_node() {
         let c = TenantColony::default();
+        // Opening an idle node costs the pod's 1/8 plus the idle fraction of the rest.
+        let f = Config::default().open_node_idle_fraction;
+        let opened = |price: f64| price * (1.0 / 8.0 + 7.0 / 8.0 * f);
         // `busy` already carries the pod (2 of 8 CPU, of which the pod's 1): before it, 1 CPU,
         // so busy → 1/8 of $3.20. `idle` has nothing, `cheap-busy` 4 CPU of others.
         // (node replaced, its price, its requested, chosen, chosen $/h, colony choice, colony $/h)
@@ -380,10 +383,26 @@ mod tests {
             // cheap-busy (1/8 × 0.8 = 0.1).
             ("busy", 3.2, "2", "busy", 3.2 / 8.0, "cheap-busy", 0.8 / 8.0),
             // The pod alone on `busy` (requested = its own 1 CPU): before it, the node was idle,
-            // so the whole price counts.
-            ("busy", 3.2, "1", "busy", 3.2, "cheap-busy", 0.8 / 8.0),
+            // so the price of opening it counts.
+            (
+                "busy",
+                3.2,
+                "1",
+                "busy",
+                opened(3.2),
+                "cheap-busy",
+                0.8 / 8.0,
+            ),
             // Facts older than the binding (the pod not counted yet): nothing below 0, busy at 0 → idle.
-            ("busy", 3.2, "0", "busy", 3.2, "cheap-busy", 0.8 / 8.0),
+            (
+                "busy",
+                3.2,
+                "0",
+                "busy",
+                opened(3.2),
+                "cheap-busy",
+                0.8 / 8.0,
+            ),
             // Reported on cheap-busy (requested 5 with the pod's 1): agreement.
             (
                 "cheap-busy",

@@ -1,10 +1,10 @@
-//! Spot reclamation: a spot node (the core's label rule, `aco_core::spot::is_spot`) deleted while
-//! pods were still bound to it that had not been drained or evicted first. A cluster
-//! autoscaler's scale-down or `kubectl drain` evicts the node's pods before the node goes, so
-//! only pods that were never asked to leave count: not terminating (`deletionTimestamp`), not
-//! finished (Succeeded/Failed), and not DaemonSet or static (mirror) pods, which a drain leaves
-//! in place by design. The Worker is told in `PUT /v1/nodes` `reclaimed`; the pods' own ends are
-//! node-caused ("node gone", [`crate::outcome`] rows 3 and 8).
+//! Spot reclamation: a spot node (the core's label rule, `aco_core::node_labels::is_spot`) deleted
+//! while pods were still bound to it that had not been drained or evicted first. A cluster
+//! autoscaler's scale-down or `kubectl drain` evicts the node's pods before the node goes, so only
+//! pods that were never asked to leave count: not terminating (`deletionTimestamp`), not finished
+//! (Succeeded/Failed), and not DaemonSet or static (mirror) pods, which a drain leaves in place by
+//! design. The Worker is told in `PUT /v1/nodes` `reclaimed`; the pods' own ends are node-caused
+//! ("node gone", [`crate::outcome`] rows 3 and 8).
 
 use aco_core::config::Config;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -30,7 +30,7 @@ pub fn reclaimed<'a>(
     config: &Config,
 ) -> bool {
     let labels = node.metadata.labels.clone().unwrap_or_default();
-    if !aco_core::spot::is_spot(&labels, config) {
+    if !aco_core::node_labels::is_spot(&labels, config) {
         return false;
     }
     pods_on_node

@@ -225,6 +225,20 @@ fn make_node(idx: usize, n: &TraceNode, prices: &PriceTable, p: &WorldParams) ->
         "aco/instance-type".to_string(),
         if spot { "spot" } else { "on-demand" }.to_string(),
     );
+    let model = n.model.as_deref();
+    labels.insert(
+        "node.kubernetes.io/instance-type".to_string(),
+        crate::spot::instance_type(model, n.gpus, n.cpu_milli, n.memory_mib),
+    );
+    if spot {
+        // The pool's Spot Advisor band, as a platform team labels its spot node pools: the
+        // extender's prior for the interruption rate the engine then draws reclamations from.
+        let monthly = crate::spot::pool_frequency(p.seed, model, n.gpus, n.cpu_milli, n.memory_mib);
+        labels.insert(
+            "aco/spot-interruption-band".to_string(),
+            crate::spot::band_label(monthly).to_string(),
+        );
+    }
     if let Some(m) = &n.model {
         labels.insert("aco/gpu-type".to_string(), m.clone());
         labels.insert("alibabacloud.com/gpu-card-model".to_string(), m.clone());

@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::cluster::{SimPod, World};
 use crate::load::{node_utilisation, LoadModel, LoadShare};
+pub use crate::performance::PerformanceModel;
 use crate::rng;
 use crate::trace::Error;
 use aco_core::colony::{ObservedOutcome, Outcome};
@@ -53,6 +54,9 @@ pub struct SimParams {
     /// Reclamations `(time s, node index)` to use instead of the seeded model's (what-if runs
     /// and tests); any node can be named. Sorted by the engine.
     pub reclamations_override: Option<Vec<(u64, usize)>>,
+    /// Node performance variation (`crate::performance`): run times stretch by the node's
+    /// slowdown and outcomes carry what the reporter observes of it.
+    pub performance: PerformanceModel,
 }
 
 /// Which outcomes the simulated reporter sends, once per pod: an LS pod's QoS violation as soon
@@ -99,6 +103,7 @@ impl Default for SimParams {
             outcomes: OutcomeReports::default(),
             spot_reclamation: true,
             reclamations_override: None,
+            performance: PerformanceModel::None,
         }
     }
 }
@@ -150,7 +155,8 @@ pub struct Metrics {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RunResult {
     pub metrics: Metrics,
-    /// Per pod in arrival order: `(pod name, node name or None)`.
+    /// Per placement attempt in order: `(pod name, node name or None)` — every pod once at its
+    /// arrival, and again each time it is placed after an eviction.
     pub placements: Vec<(String, Option<String>)>,
     /// (hours since start, cumulative $ busy-cost).
     pub cost_timeline: Vec<(f64, f64)>,
@@ -197,6 +203,8 @@ struct Sim<'a> {
     outcomes_due: Vec<DueOutcome>,
     /// Pods whose outcome was already sent (once per pod).
     reported: BTreeSet<usize>,
+    /// Per pod whose run time its node stretched: the slowdown (`crate::performance`).
+    stretched: HashMap<usize, f64>,
 }
 
 /// One pod's outcome, owed to the scheduler.
@@ -205,6 +213,8 @@ struct DueOutcome {
     node: usize,
     quality: f64,
     cost_per_hour: f64,
+    /// The run-time slowdown the reporter observed (pods whose work the node stretched).
+    slowdown: Option<f64>,
     at_s: u64,
 }
 
@@ -236,11 +246,16 @@ impl Sim<'_> {
         } else {
             self.world.nodes[node].price / self.alloc[node].pods.len().max(1) as f64
         };
+        let slowdown = self.stretched.get(&pod).map(|s| {
+            PerformanceModel::observed(*s, self.params.seed, &self.world.pods[pod].trace.name)
+        });
         self.outcomes_due.push(DueOutcome {
             pod,
             node,
             quality,
             cost_per_hour,
+            // A run cut short (an eviction) says nothing about the node's speed.
+            slowdown: slowdown.filter(|_| quality > 0.0),
             at_s: t,
         });
     }
@@ -535,6 +550,7 @@ pub fn run_observed(
         pod_bill: HashMap::new(),
         outcomes_due: Vec::new(),
         reported: BTreeSet::new(),
+        stretched: HashMap::new(),
     };
     let mut tie = StdRng::seed_from_u64(params.seed ^ 0x7E_B4EA);
     let mut departures: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
@@ -549,6 +565,12 @@ pub fn run_observed(
     let snapshot_every = (pods.len() / params.pheromone_samples.max(1)).max(1);
     let by_idx: HashMap<usize, &SimPod> = pods.iter().map(|p| (p.idx, *p)).collect();
 
+    // Services: pods still running when the trace ends.
+    let trace_end = pods
+        .iter()
+        .filter_map(|p| p.trace.deletion_s)
+        .max()
+        .unwrap_or(0);
     // Reclamations up to the last departure of any pod (or an hour after the last arrival).
     let horizon = pods
         .iter()
@@ -592,7 +614,12 @@ pub fn run_observed(
             let node = reclamations[next_reclamation].1;
             next_reclamation += 1;
             sim.advance(rt);
-            for p in sim.reclaim(node, rt, &by_idx, &mut m) {
+            let evicted = sim.reclaim(node, rt, &by_idx, &mut m);
+            if !evicted.is_empty() {
+                // The reporter sees a spot node deleted with pods on it.
+                scheduler.reclaimed(world, node, rt * 1000)?;
+            }
+            for p in evicted {
                 if by_idx[&p].trace.deletion_s.is_none_or(|d| d > rt) {
                     rearrivals.push(Reverse((rt, p)));
                 }
@@ -615,7 +642,7 @@ pub fn run_observed(
                 OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome {
                     quality: due.quality,
                     cost_per_hour: Some(due.cost_per_hour),
-                    slowdown: None,
+                    slowdown: due.slowdown,
                 }),
                 _ => Outcome::Quality(due.quality),
             };
@@ -646,6 +673,22 @@ pub fn run_observed(
                 m.gpu_requested += pod.trace.gpu_units();
                 // Pushed once: an evicted pod that lands again leaves at the same time, from its new node.
                 if let Some(d) = pod.trace.deletion_s {
+                    // Work stretches by the first node's slowdown; services (still running when
+                    // the trace ends) leave when they are deleted, whatever the node.
+                    let s = match (chosen, d < trace_end) {
+                        (Some(n), true) => params.performance.slowdown(
+                            params.seed,
+                            &world.nodes[n].name,
+                            &pod.tenant,
+                        ),
+                        _ => 1.0,
+                    };
+                    let d = if s != 1.0 {
+                        sim.stretched.insert(pod.idx, s);
+                        t + ((d.saturating_sub(t)) as f64 * s).round() as u64
+                    } else {
+                        d
+                    };
                     departures.push(Reverse((d, pod.idx)));
                 }
                 if pod.ls {

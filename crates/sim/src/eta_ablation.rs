@@ -78,12 +78,18 @@ pub fn standard_variants() -> Vec<Variant> {
             OutcomeReports::QosCost,
         ),
     ];
-    // The spot penalty is reliability's main term on this trace (LS pods off spot capacity).
-    for penalty in ["0.2", "0"] {
+    // The price of a breach decides how much risk latency-critical pods take for money, and the
+    // idle fraction what opening a node costs (1 = the whole price, the rule before v5).
+    for (label, var) in [
+        ("SLA_VIOLATION_COST=5", "SLA_VIOLATION_COST=5"),
+        ("SLA_VIOLATION_COST=500", "SLA_VIOLATION_COST=500"),
+        ("OPEN_NODE_IDLE_FRACTION=1", "OPEN_NODE_IDLE_FRACTION=1"),
+        ("OPEN_NODE_IDLE_FRACTION=0.2", "OPEN_NODE_IDLE_FRACTION=0.2"),
+    ] {
         v.push(Variant::new(
-            format!("colony, SPOT_PENALTY={penalty}"),
+            format!("colony, {label}"),
             "colony",
-            &[format!("SPOT_PENALTY={penalty}")],
+            &[var.to_string()],
             OutcomeReports::QosCost,
         ));
     }

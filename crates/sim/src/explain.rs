@@ -61,23 +61,25 @@ pub fn render(e: &DecisionExplanation) -> String {
         .max(4);
     let _ = writeln!(
         out,
-        "  {:<width$} score       τ        η = reliab ×   cost × headroom ×  spike ×   frag",
+        "  {:<width$} score       τ        η   $/h = resources + strandedGpu + qosRisk + reclaim + failure + slowdown",
         "node"
     );
     for c in &e.candidates {
-        let f = c.factors;
+        let t = c.cost_per_hour;
         let _ = writeln!(
             out,
-            "  {:<width$} {:>5} {} {} = {} × {} × {} × {} × {}",
+            "  {:<width$} {:>5} {} {} {} = {} + {} + {} + {} + {} + {}",
             c.node,
             c.score.map_or("–".to_string(), |s| s.to_string()),
             num(c.tau, 7),
             num(Some(c.eta), 8),
-            num(f.map(|f| f.reliability), 6),
-            num(f.map(|f| f.cost_efficiency), 6),
-            num(f.map(|f| f.sla_headroom), 8),
-            num(f.map(|f| f.spike_safety), 6),
-            num(f.and_then(|f| f.fragmentation), 6),
+            num(c.total_per_hour, 5),
+            num(t.map(|t| t.resources), 9),
+            num(t.and_then(|t| t.stranded_gpu), 11),
+            num(t.map(|t| t.qos_risk), 7),
+            num(t.map(|t| t.reclamation_risk), 7),
+            num(t.map(|t| t.failure_risk), 7),
+            num(t.map(|t| t.slowdown), 8),
         );
     }
     match &e.filter_reasons {
@@ -136,12 +138,8 @@ mod tests {
         let node = |n: &str, cost: f64| NodeFeatures {
             node: n.into(),
             cost_per_hour: Some(cost),
-            spot: false,
             predicted_utilisation: Some(0.2),
-            spike_probability: None,
-            committed_share: None,
-            pod_share: None,
-            fragmentation_delta: None,
+            ..NodeFeatures::default()
         };
         let mut rng = StdRng::seed_from_u64(1);
         let p = TenantColony::default().prioritize(

@@ -18,6 +18,7 @@ pub mod html_report;
 pub mod load;
 pub mod native;
 pub mod parallel;
+pub mod performance;
 pub mod policy;
 pub mod predictor;
 pub mod prices;

@@ -211,6 +211,14 @@ struct Input {
     /// Spot nodes are never reclaimed (see `aco_sim::spot` for the default model).
     #[arg(long)]
     no_spot_reclamation: bool,
+    /// Node performance variation (`aco_sim::performance`): `none`, `shared` (one slowdown per
+    /// node) or `per-class` (one per node and tenant's workload class).
+    #[arg(long, default_value = "none")]
+    performance: aco_sim::performance::PerformanceModel,
+    /// η's slowdown term from a per-node estimate learned from every tenant's outcomes (the
+    /// comparison of issue 16 item 3; the colony's own trail learns per tenant).
+    #[arg(long)]
+    cluster_slowdowns: bool,
 }
 
 /// `replay --shadow`: the baseline places, the Worker shadows, both summaries printed.
@@ -361,6 +369,7 @@ impl Input {
             max_pods: self.max_pods,
             outcomes: self.outcomes,
             spot_reclamation: !self.no_spot_reclamation,
+            performance: self.performance,
             progress: true,
             ..SimParams::default()
         }
@@ -427,6 +436,9 @@ fn real_main() -> Result<(), Error> {
                     world.config.clone(),
                     PredictorKind::Ema(world.config.ema_alpha),
                 );
+                if input.cluster_slowdowns {
+                    s = s.with_cluster_slowdowns();
+                }
                 let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
                 if let Ok(r) = &r {
                     eprintln!("{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s", n, r.metrics.cost_busy_usd, r.metrics.unplaced, 100.0 * r.metrics.ls_compliance, 100.0 * r.metrics.safe_routing_rate, r.metrics.decisions_per_s);
@@ -461,6 +473,39 @@ fn real_main() -> Result<(), Error> {
                 }
             }
             std::fs::write(out.join(format!("{name}-ls-violations.csv")), csv)?;
+            // Where every pod landed, with what decides its cost (for analysis beside the tables).
+            let by_name: std::collections::HashMap<&str, &aco_sim::cluster::SimNode> =
+                world.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+            let pods: std::collections::HashMap<&str, &aco_sim::cluster::SimPod> = world
+                .pods
+                .iter()
+                .map(|p| (p.trace.name.as_str(), p))
+                .collect();
+            let mut csv = String::from(
+                "policy,pod,qos,cpu_milli,gpus,gpu_milli,arrival_s,deletion_s,node,node_gpu_model,node_gpus,node_price_per_h,node_spot\n",
+            );
+            for r in &runs {
+                for (pod, node) in &r.placements {
+                    let p = pods[pod.as_str()];
+                    let n = node.as_deref().and_then(|n| by_name.get(n));
+                    csv += &format!(
+                        "{},{pod},{},{},{},{},{},{},{},{},{},{},{}\n",
+                        r.metrics.policy,
+                        p.trace.qos,
+                        p.trace.cpu_milli,
+                        p.trace.num_gpu,
+                        p.trace.gpu_milli,
+                        p.trace.creation_s,
+                        p.trace.deletion_s.map_or(String::new(), |d| d.to_string()),
+                        node.as_deref().unwrap_or(""),
+                        n.and_then(|n| n.model.clone()).unwrap_or_default(),
+                        n.map_or(0, |n| n.gpus),
+                        n.map_or(String::new(), |n| format!("{:.4}", n.price)),
+                        n.is_some_and(|n| n.spot),
+                    );
+                }
+            }
+            std::fs::write(out.join(format!("{name}-placements.csv")), csv)?;
             let written = report::plots(&out, &name, &runs)?;
             eprintln!(
                 "wrote {}/{name}.md, {name}.json, {}",

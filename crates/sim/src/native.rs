@@ -11,6 +11,8 @@
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::check_node;
+use aco_core::heuristic::spot_risk::SpotPools;
+use aco_core::heuristic::ClusterOutlook;
 use aco_core::k8s::ResourceAmounts;
 use aco_core::node_state::{LoadOutlook, NodeState};
 use aco_core::predict::{spike_probability, Ema, Predictor};
@@ -65,7 +67,19 @@ pub struct NativeScheduler {
     reference: bool,
     scored: bool,
     ties: (usize, usize),
+    /// Spot pools' exposure and reclamations, as the Worker's Facts object keeps them.
+    pools: SpotPools,
+    /// The cluster outlook η reads, recomputed from the facts after each report or reclamation.
+    outlook: ClusterOutlook,
+    outlook_dirty: bool,
+    /// Per node, every tenant's observed slowdowns `(sum, count)`, when η learns a cluster-wide
+    /// per-node slowdown (`with_cluster_slowdowns`); `None` otherwise.
+    slowdowns: Option<Vec<(f64, f64)>>,
 }
+
+/// Prior of the cluster-wide slowdown estimate: as if each node had run this many pods at the
+/// median speed.
+pub const SLOWDOWN_PRIOR_RUNS: f64 = 3.0;
 
 impl NativeScheduler {
     pub fn new(policy: Box<dyn Policy>, config: Config, predictor: PredictorKind) -> Self {
@@ -86,7 +100,18 @@ impl NativeScheduler {
             reference: false,
             scored: false,
             ties: (0, 0),
+            pools: SpotPools::default(),
+            outlook: ClusterOutlook::default(),
+            outlook_dirty: true,
+            slowdowns: None,
         }
+    }
+
+    /// η's slowdown term from a per-node estimate shared by every tenant: the posterior mean of
+    /// the observed slowdowns of the node (prior: [`SLOWDOWN_PRIOR_RUNS`] runs at 1).
+    pub fn with_cluster_slowdowns(mut self) -> Self {
+        self.slowdowns = Some(Vec::new());
+        self
     }
 
     /// The unoptimised pipeline (every report through the wire format and `NodeFacts::apply`,
@@ -113,6 +138,25 @@ impl NativeScheduler {
             self.predictors = world.nodes.iter().map(|_| self.predictor.make()).collect();
             self.last_sample_ms = vec![None; n];
         }
+    }
+
+    /// Before a node's facts change: its previous observation (busy then, and when), so that
+    /// [`NativeScheduler::exposed`] can accrue its spot exposure as the Facts object does.
+    fn before(&self, node: usize) -> Option<(bool, u64)> {
+        let r = self.facts[node].as_ref()?.requested.as_ref()?;
+        Some((r.value.values().any(|v| *v > 0), r.at_ms))
+    }
+
+    /// After a node's facts changed: its pool accrues the time since `before` (see
+    /// `SpotPools::observed`), and the outlook must be recomputed.
+    fn exposed(&mut self, node: usize, before: Option<(bool, u64)>) {
+        if let (Some((busy, since)), Some(f)) = (before, &self.facts[node]) {
+            if let Some(now) = f.requested.as_ref().map(|r| r.at_ms) {
+                self.pools
+                    .observed(&f.labels, busy, since, now, &self.config);
+            }
+        }
+        self.outlook_dirty = true;
     }
 
     fn observe(&mut self, node: usize, samples: impl Iterator<Item = crate::facts_report::Sample>) {
@@ -272,6 +316,8 @@ fn refresh(
         })
     });
     s.stale_facts = stale;
+    s.committed_share =
+        aco_core::node_state::committed_share(s.allocatable.as_ref(), s.requested.as_ref(), config);
 }
 
 impl Scheduler for NativeScheduler {
@@ -296,9 +342,11 @@ impl Scheduler for NativeScheduler {
             } else {
                 index[r.name.as_str()]
             };
+            let before = self.before(node);
             self.facts[node]
                 .get_or_insert_with(NodeFacts::default)
                 .apply(&r.to_core(), now_ms, &self.config);
+            self.exposed(node, before);
             self.observe(node, r.utilisation.iter().copied());
             // Wire reports carry no allocation to compare, so the requested value may differ.
             self.reported[node] = None;
@@ -324,6 +372,7 @@ impl Scheduler for NativeScheduler {
         for n in &world.nodes {
             let node = n.idx;
             let key = alloc_key(&batch.alloc[node]);
+            let before = self.before(node);
             let unchanged = !batch.first
                 && self.reported[node] == Some(key)
                 && self.facts[node]
@@ -360,6 +409,7 @@ impl Scheduler for NativeScheduler {
                 f.load = (load.value.samples > 0).then_some(load);
                 f.updated_at_ms = now_ms;
             }
+            self.exposed(node, before);
             self.observe(node, batch.samples(node));
             self.touch(node, !unchanged);
         }
@@ -401,12 +451,33 @@ impl Scheduler for NativeScheduler {
                     .iter()
                     .map(|c| self.cache[*c].as_ref().unwrap())
                     .collect();
+                if self.outlook_dirty {
+                    self.outlook = ClusterOutlook::from_facts(
+                        self.facts.iter().flatten(),
+                        self.pools.pools.clone(),
+                        now_ms,
+                        &self.config,
+                    );
+                    if let Some(s) = &self.slowdowns {
+                        self.outlook.node_slowdowns = s
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, (_, n))| *n > 0.0)
+                            .map(|(i, (sum, n))| {
+                                let mean = (SLOWDOWN_PRIOR_RUNS + sum) / (SLOWDOWN_PRIOR_RUNS + n);
+                                (world.nodes[i].name.clone(), mean)
+                            })
+                            .collect();
+                    }
+                    self.outlook_dirty = false;
+                }
                 let ctx = ScoreCtx {
                     world,
                     config: &self.config,
                     pod,
                     alloc,
                     now_ms,
+                    outlook: &self.outlook,
                 };
                 let scores = self.policy.score(&ctx, &passed, &states);
                 count_top_ties(&scores, &mut self.ties);
@@ -431,6 +502,7 @@ impl Scheduler for NativeScheduler {
             pod,
             alloc,
             now_ms,
+            outlook: &self.outlook,
         };
         self.policy.placed(&ctx, node, self.scored);
         Ok(())
@@ -444,14 +516,36 @@ impl Scheduler for NativeScheduler {
         outcome: aco_core::colony::Outcome,
         now_ms: u64,
     ) -> Result<(), Error> {
+        if let (Some(s), Ok(Some(observed))) = (&mut self.slowdowns, outcome.slowdown()) {
+            if s.len() < world.nodes.len() {
+                s.resize(world.nodes.len(), (0.0, 0.0));
+            }
+            s[node].0 += observed;
+            s[node].1 += 1.0;
+            self.outlook_dirty = true;
+        }
         let ctx = ScoreCtx {
             world,
             config: &self.config,
             pod,
             alloc: &[],
             now_ms,
+            outlook: &self.outlook,
         };
         self.policy.outcome(&ctx, node, outcome);
+        Ok(())
+    }
+
+    fn reclaimed(&mut self, world: &World, node: usize, _now_ms: u64) -> Result<(), Error> {
+        self.ensure(world);
+        // As `PUT /v1/nodes` with `reclaimed`: the pool counts it, the node's facts are forgotten
+        // (the replacement instance reports afresh).
+        if let Some(f) = self.facts[node].take() {
+            self.pools.reclaimed(&f.labels, &self.config);
+        }
+        self.reported[node] = None;
+        self.cache[node] = None;
+        self.outlook_dirty = true;
         Ok(())
     }
 

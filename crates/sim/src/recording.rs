@@ -59,7 +59,13 @@ impl<'a> Recording<'a> {
             mut trails,
             ..
         } = self;
-        let steps = result.placements.len();
+        // `placements` also lists pods placed again after an eviction: one step per pod, on the
+        // node it ended on.
+        let mut last_node: HashMap<&str, Option<&str>> = HashMap::new();
+        for (pod, node) in &result.placements {
+            last_node.insert(pod.as_str(), node.as_deref());
+        }
+        let steps = last_node.len();
         if trails.last().is_none_or(|s| s.step < steps) {
             trails.push(TrailSample {
                 step: steps,
@@ -72,14 +78,14 @@ impl<'a> Recording<'a> {
         let pods = world
             .pods
             .iter()
-            .zip(&result.placements)
+            .filter_map(|pod| Some((pod, *last_node.get(pod.trace.name.as_str())?)))
             .enumerate()
-            .map(|(i, (pod, (_, node)))| PodRecord {
+            .map(|(i, (pod, node))| PodRecord {
                 step: i + 1,
                 hours: pod.arrival_s().saturating_sub(start_s) as f64 / 3600.0,
                 tenant: pod.tenant.clone(),
                 pod: pod.trace.name.clone(),
-                placed: node.as_deref().map(|name| {
+                placed: node.map(|name| {
                     let price = by_name.get(name).map_or(0.0, |n| n.price);
                     Placed {
                         node: name.to_string(),
@@ -177,6 +183,10 @@ impl Scheduler for Recording<'_> {
         now_ms: u64,
     ) -> Result<(), Error> {
         self.inner.outcome(world, pod, node, outcome, now_ms)
+    }
+
+    fn reclaimed(&mut self, world: &World, node: usize, now_ms: u64) -> Result<(), Error> {
+        self.inner.reclaimed(world, node, now_ms)
     }
 
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {

@@ -162,6 +162,26 @@ impl HttpScheduler {
         Ok(())
     }
 
+    /// `PUT /v1/nodes` naming a reclaimed spot node (forgotten, counted against its pool).
+    pub fn put_reclaimed(&mut self, node: &str) -> Result<(), Error> {
+        self.requests += 1;
+        let res = self
+            .client
+            .put(format!("{}/v1/nodes", self.base_url))
+            .bearer_auth(&self.token)
+            .json(&json!({ "reclaimed": [node] }))
+            .send()?;
+        let status = res.status();
+        if !status.is_success() {
+            return Err(format!(
+                "PUT /v1/nodes (reclaimed): HTTP {status}: {}",
+                res.text().unwrap_or_default()
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// An admin `POST`: (body, `x-aco-binding-ops` of the reply).
     pub fn post_admin(&mut self, path: &str, body: String) -> Result<(String, u64), Error> {
         self.requests += 1;
@@ -221,6 +241,10 @@ impl Scheduler for HttpScheduler {
     ) -> Result<(), Error> {
         let mapped = self.wall_clock(reports);
         self.put_facts(&mapped)
+    }
+
+    fn reclaimed(&mut self, world: &World, node: usize, _now_ms: u64) -> Result<(), Error> {
+        self.put_reclaimed(&world.nodes[node].name)
     }
 
     fn schedule(

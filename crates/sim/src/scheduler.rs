@@ -58,6 +58,11 @@ pub trait Scheduler {
     ) -> Result<(), Error> {
         Ok(())
     }
+    /// A spot node was reclaimed with pods on it (the reporter's `PUT /v1/nodes` `reclaimed`):
+    /// its pool's interruption history learns it. Default: ignored.
+    fn reclaimed(&mut self, _world: &World, _node: usize, _now_ms: u64) -> Result<(), Error> {
+        Ok(())
+    }
     /// Per-tenant (node, τ) best first, for the report and the demo.
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error>;
     /// (decisions whose best score was shared by ≥ 2 nodes, total size of those top sets).

@@ -133,6 +133,13 @@ impl Scheduler for ShadowReplay {
         Ok(())
     }
 
+    fn reclaimed(&mut self, world: &World, node: usize, now_ms: u64) -> Result<(), Error> {
+        self.baseline.reclaimed(world, node, now_ms)?;
+        // The Worker forgets the node's facts; so does the native counterfactual.
+        self.facts.remove(&world.nodes[node].name);
+        self.http.put_reclaimed(&world.nodes[node].name)
+    }
+
     fn schedule(
         &mut self,
         world: &World,

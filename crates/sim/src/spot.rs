@@ -1,5 +1,7 @@
-//! Spot reclamation: without it a spot node in the simulator is simply 60% cheaper, and the
-//! extender's spot penalty for latency-critical pods (`SPOT_PENALTY`) could only cost money.
+//! Spot reclamation: without it a spot node in the simulator is simply 60% cheaper, and η's
+//! reclamation risk (`heuristic::spot_risk`) could only cost money. Each spot node carries its
+//! pool's band as the extender reads it (`SPOT_INTERRUPTION_BAND_LABEL`, the prior) and every
+//! reclamation reaches the extender as the reporter would send it (`Scheduler::reclaimed`).
 //!
 //! Model (documented in docs/simulation.md): each spot node belongs to a pool (its instance
 //! shape: GPU model, GPUs, vCPU, memory — the unit a cloud reclaims by); each pool gets, seeded,
@@ -20,15 +22,52 @@ pub const ADVISOR_BAND_MIDPOINTS: [f64; 5] = [0.025, 0.075, 0.125, 0.175, 0.25];
 
 const MONTH_S: f64 = 720.0 * 3600.0;
 
-/// A spot node's pool: the instance shape.
-fn pool_key(n: &SimNode) -> u64 {
+/// A pool: the instance shape (GPU model, GPUs, milli-CPU, MiB).
+fn pool_key(model: Option<&str>, gpus: u32, cpu_milli: i64, memory_mib: i64) -> u64 {
     rng::key(&format!(
         "{}/{}/{}/{}",
-        n.model.as_deref().unwrap_or(""),
-        n.gpus,
-        n.cpu_milli,
-        n.memory_mib
+        model.unwrap_or(""),
+        gpus,
+        cpu_milli,
+        memory_mib
     ))
+}
+
+/// The instance type a node of this shape carries as `node.kubernetes.io/instance-type` (what
+/// the extender's `SPOT_POOL_LABELS` read), e.g. `v100m16.8g.64c.256g`.
+pub fn instance_type(model: Option<&str>, gpus: u32, cpu_milli: i64, memory_mib: i64) -> String {
+    format!(
+        "{}.{}g.{}c.{}g",
+        model.unwrap_or("cpu").to_ascii_lowercase(),
+        gpus,
+        cpu_milli / 1000,
+        memory_mib / 1024
+    )
+}
+
+/// The monthly interruption frequency of the pool of a shape, for a spot node of it.
+pub fn pool_frequency(
+    seed: u64,
+    model: Option<&str>,
+    gpus: u32,
+    cpu_milli: i64,
+    memory_mib: i64,
+) -> f64 {
+    let key = pool_key(model, gpus, cpu_milli, memory_mib);
+    let band = (rng::unit(&[seed, key, 0x5907]) * ADVISOR_BAND_MIDPOINTS.len() as f64) as usize;
+    ADVISOR_BAND_MIDPOINTS[band.min(ADVISOR_BAND_MIDPOINTS.len() - 1)]
+}
+
+/// The Spot Advisor band of a midpoint, as the extender's band label writes it
+/// (`aco_core::heuristic::spot_risk::band_monthly_fraction` reads it back).
+pub fn band_label(monthly: f64) -> &'static str {
+    match monthly {
+        m if m < 0.05 => "lt5",
+        m if m < 0.10 => "5-10",
+        m if m < 0.15 => "10-15",
+        m if m < 0.20 => "15-20",
+        _ => "gt20",
+    }
 }
 
 /// The monthly interruption frequency of a spot node's pool (0 for on-demand nodes).
@@ -36,9 +75,7 @@ pub fn monthly_frequency(seed: u64, n: &SimNode) -> f64 {
     if !n.spot {
         return 0.0;
     }
-    let band =
-        (rng::unit(&[seed, pool_key(n), 0x5907]) * ADVISOR_BAND_MIDPOINTS.len() as f64) as usize;
-    ADVISOR_BAND_MIDPOINTS[band.min(ADVISOR_BAND_MIDPOINTS.len() - 1)]
+    pool_frequency(seed, n.model.as_deref(), n.gpus, n.cpu_milli, n.memory_mib)
 }
 
 /// Every reclamation in `[start_s, end_s)`, sorted by time (then node): `(time, node index)`.
@@ -104,13 +141,28 @@ mod tests {
         let w = world();
         for a in w.nodes.iter().filter(|n| n.spot) {
             assert!(ADVISOR_BAND_MIDPOINTS.contains(&monthly_frequency(1, a)));
-            for b in w
-                .nodes
-                .iter()
-                .filter(|b| b.spot && pool_key(b) == pool_key(a))
-            {
+            for b in w.nodes.iter().filter(|b| b.spot && shape(b) == shape(a)) {
                 assert_eq!(monthly_frequency(1, a), monthly_frequency(1, b));
             }
         }
+    }
+
+    fn shape(n: &SimNode) -> u64 {
+        pool_key(n.model.as_deref(), n.gpus, n.cpu_milli, n.memory_mib)
+    }
+
+    #[test]
+    fn spot_nodes_carry_their_pools_band_for_the_extender_to_read() {
+        let w = world();
+        for n in w.nodes.iter().filter(|n| n.spot) {
+            let label = &n.labels["aco/spot-interruption-band"];
+            let read = aco_core::node_labels::band_monthly_fraction(label).unwrap();
+            assert_eq!(read, monthly_frequency(1, n), "{}: {label}", n.name);
+        }
+        assert!(w
+            .nodes
+            .iter()
+            .filter(|n| !n.spot)
+            .all(|n| !n.labels.contains_key("aco/spot-interruption-band")));
     }
 }

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::demand::WorkloadClass;
 use crate::filter::RejectCode;
-use crate::heuristic::EtaFactors;
+use crate::heuristic::CostTerms;
 
 /// Rejected nodes kept by name per pod (the rest are only counted by reason): an explanation
 /// stays bounded whatever the cluster's size.
@@ -48,21 +48,25 @@ pub struct Explanation {
     pub filter: Option<FilterRejections>,
 }
 
-/// One candidate's factors, τ and score. Stored as f32 under one-letter keys: 64 of them
-/// go into every decision row, and 7 significant digits are plenty to read a factor by.
+/// One candidate's cost terms ($/h), τ and score. Stored as f32 under two-letter keys: 64 of
+/// them go into every decision row, and 7 significant digits are plenty to read a term by.
+/// Decisions stored before cost terms (keys `r`, `c`, `h`, `s`, `f`) parse with `resources`
+/// absent and explain η alone.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CandidateWhy {
-    #[serde(rename = "r")]
-    pub reliability: f32,
-    #[serde(rename = "c")]
-    pub cost_efficiency: f32,
-    #[serde(rename = "h")]
-    pub sla_headroom: f32,
-    #[serde(rename = "s")]
-    pub spike_safety: f32,
-    /// Absent without per-GPU facts (the factor is then neutral).
-    #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
-    pub fragmentation: Option<f32>,
+    #[serde(rename = "cr", default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<f32>,
+    /// Absent without per-GPU facts.
+    #[serde(rename = "cg", default, skip_serializing_if = "Option::is_none")]
+    pub stranded_gpu: Option<f32>,
+    #[serde(rename = "cq", default)]
+    pub qos_risk: f32,
+    #[serde(rename = "cs", default)]
+    pub reclamation_risk: f32,
+    #[serde(rename = "cf", default)]
+    pub failure_risk: f32,
+    #[serde(rename = "cp", default)]
+    pub slowdown: f32,
     #[serde(rename = "t")]
     pub tau: f32,
     /// The 0–10 score prioritize answered for this node.
@@ -71,16 +75,29 @@ pub struct CandidateWhy {
 }
 
 impl CandidateWhy {
-    pub fn new(factors: &EtaFactors, tau: f64, score: i64) -> Self {
+    pub fn new(terms: &CostTerms, tau: f64, score: i64) -> Self {
         Self {
-            reliability: factors.reliability as f32,
-            cost_efficiency: factors.cost_efficiency as f32,
-            sla_headroom: factors.sla_headroom as f32,
-            spike_safety: factors.spike_safety as f32,
-            fragmentation: factors.fragmentation.map(|f| f as f32),
+            resources: Some(terms.resources as f32),
+            stranded_gpu: terms.stranded_gpu.map(|g| g as f32),
+            qos_risk: terms.qos_risk as f32,
+            reclamation_risk: terms.reclamation_risk as f32,
+            failure_risk: terms.failure_risk as f32,
+            slowdown: terms.slowdown as f32,
             tau: tau as f32,
             score: score.clamp(0, 10) as u8,
         }
+    }
+
+    /// The stored terms, or `None` for a decision stored before cost terms.
+    pub fn terms(&self) -> Option<CostTerms> {
+        Some(CostTerms {
+            resources: f64::from(self.resources?),
+            stranded_gpu: self.stranded_gpu.map(f64::from),
+            qos_risk: f64::from(self.qos_risk),
+            reclamation_risk: f64::from(self.reclamation_risk),
+            failure_risk: f64::from(self.failure_risk),
+            slowdown: f64::from(self.slowdown),
+        })
     }
 }
 
@@ -155,24 +172,21 @@ impl Decision {
             .enumerate()
             .map(|(i, (node, eta))| {
                 let why = stored.and_then(|e| e.candidates.get(i));
+                let terms = why.and_then(CandidateWhy::terms);
                 CandidateExplanation {
                     node: node.clone(),
                     eta: *eta,
-                    factors: why.map(|w| EtaFactors {
-                        reliability: w.reliability as f64,
-                        cost_efficiency: w.cost_efficiency as f64,
-                        sla_headroom: w.sla_headroom as f64,
-                        spike_safety: w.spike_safety as f64,
-                        fragmentation: w.fragmentation.map(f64::from),
-                    }),
+                    cost_per_hour: terms,
+                    total_per_hour: terms.map(|t| t.total()),
                     tau: why.map(|w| w.tau as f64),
                     score: why.map(|w| w.score),
                 }
             })
             .collect();
         let mut notes = vec![
-            "eta = clamp(reliability × costEfficiency × slaHeadroom × spikeSafety × fragmentation, ETA_FLOOR, 1); \
-             fragmentation is absent (neutral) without per-GPU facts; factors and tau are stored as f32"
+            "eta = clamp(exp(-totalPerHour / COST_REFERENCE), ETA_FLOOR, 1), totalPerHour the sum of costPerHour's terms in $/h \
+             (resources, strandedGpu, qosRisk, reclamationRisk, failureRisk, slowdown); strandedGpu is absent without \
+             per-GPU facts; terms and tau are stored as f32"
                 .to_string(),
             "score = round(10 × tau^ALPHA × eta^BETA / best), the best candidate 10 (an explored node is raised to 10, other 10s become 9)"
                 .to_string(),
@@ -186,6 +200,9 @@ impl Decision {
         }
         match stored {
             None => notes.push("this decision was stored before explanations were recorded: eta only".into()),
+            Some(e) if e.candidates.iter().any(|c| c.resources.is_none()) => {
+                notes.push("this decision was stored before cost terms were recorded: eta, tau and score only".into())
+            }
             Some(e) if e.filter.is_none() => notes.push(
                 "filterReasons is null: the filter call of this pod was served by another isolate (or none was made); \
                  rejections are remembered per isolate, at no extra binding operation"
@@ -237,8 +254,10 @@ pub struct CandidateExplanation {
     pub node: String,
     /// η as deposits use it (exact, f64).
     pub eta: f64,
-    /// `null` for decisions stored before explanations.
-    pub factors: Option<EtaFactors>,
+    /// η's cost terms in $/h; `null` for decisions stored before they were recorded.
+    pub cost_per_hour: Option<CostTerms>,
+    /// Their sum: η = `exp(−total / COST_REFERENCE)` within the floor.
+    pub total_per_hour: Option<f64>,
     pub tau: Option<f64>,
     pub score: Option<u8>,
 }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::WorkloadClass;
-use crate::heuristic::{eta, eta_factors, NodeFeatures, OutcomeStats};
+use crate::heuristic::{eta, eta_terms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
 
 /// Persisted as JSON; fields added later read as 0 from older records.
@@ -122,10 +122,10 @@ impl TenantColony {
         config: &Config,
         rng: &mut impl Rng,
     ) -> Prioritized {
-        // η through its factors (bit-identical to `eta`), so the explanation costs no second pass.
+        // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
         let factors: Vec<_> = candidates
             .iter()
-            .map(|f| eta_factors(f, workload, self.outcomes.get(&f.node), config))
+            .map(|f| eta_terms(f, workload, self.outcomes.get(&f.node), config))
             .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
         let taus: Vec<f64> = candidates
@@ -260,12 +260,7 @@ mod tests {
         NodeFeatures {
             node: name.into(),
             cost_per_hour: Some(cost),
-            spot: false,
-            predicted_utilisation: None,
-            spike_probability: None,
-            committed_share: None,
-            pod_share: None,
-            fragmentation_delta: None,
+            ..NodeFeatures::default()
         }
     }
 
@@ -284,7 +279,7 @@ mod tests {
         let mut c = TenantColony::default();
         assert_eq!(
             scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]),
-            vec![1, 10, 10]
+            vec![0, 10, 10]
         );
     }
 
@@ -414,6 +409,8 @@ mod tests {
             node("d", 2.0),
         ];
         nodes[2].fragmentation_delta = Some(-200.0);
+        nodes[2].gpus = Some(4);
+        nodes[2].gpu_scarcity = 0.5;
         let mut rng = SmallRng::seed_from_u64(3);
         let p = c.prioritize(&nodes, WorkloadClass::Batch, 7, &config, &mut rng);
         let e = p.decision.explanation.as_ref().unwrap();
@@ -422,12 +419,13 @@ mod tests {
         assert!(e.explored.is_some(), "q0 = 0 always explores");
         let view = p.decision.explain("uid", "t");
         for cand in &view.candidates {
-            let f = cand.factors.unwrap();
-            // f32 storage: 5 factors, each within 2^-24 relative.
+            let terms = cand.cost_per_hour.unwrap();
+            // f32 storage: each term within 2^-24 relative.
             assert!(
-                (f.product() - cand.eta).abs() <= 1e-6 * cand.eta,
+                (terms.eta(&config) - cand.eta).abs() <= 1e-6 * cand.eta,
                 "{cand:?}"
             );
+            assert_eq!(cand.total_per_hour, Some(terms.total()));
             let replied = p
                 .priorities
                 .iter()
@@ -436,7 +434,7 @@ mod tests {
                 .score;
             assert_eq!(cand.score, Some(replied as u8));
             assert_eq!(cand.tau, Some(config.tau_initial as f32 as f64));
-            assert_eq!(f.fragmentation.is_some(), cand.node == "c");
+            assert_eq!(terms.stranded_gpu.is_some(), cand.node == "c");
         }
         assert!(
             view.notes.iter().any(|n| n.contains("best 3 of 4")),
@@ -456,7 +454,7 @@ mod tests {
         assert_eq!(d.explanation, None);
         let view = d.explain("uid", "t");
         assert_eq!(
-            (view.candidates[0].eta, view.candidates[0].factors),
+            (view.candidates[0].eta, view.candidates[0].cost_per_hour),
             (0.45, None)
         );
         assert!(view

@@ -82,14 +82,20 @@ impl Outcome {
         }
     }
 
-    /// What the trail deposits for this outcome: the quality, times the cost factor of η applied
-    /// to the observed cost when there is one (and the cost factor is on). Reliability learns the
-    /// quality alone — a cheap node is not a more reliable one.
+    /// What the trail deposits for this outcome: the quality, times η's mapping of dollars
+    /// (`exp(−c / COST_REFERENCE)`) applied to the observed cost when there is one (and the cost
+    /// term is on), and divided by the observed slowdown when the node ran the pod slower than
+    /// usual (the performance term on): a slow node cost more for the same work. Reliability
+    /// learns the quality alone — a cheap or fast node is not a more reliable one.
     pub fn deposit_quality(self, config: &Config) -> Result<f64, String> {
         let q = self.quality()?;
-        Ok(match self.cost_per_hour()? {
-            Some(c) if config.eta_factors.cost => q / (1.0 + c / config.cost_reference),
+        let priced = match self.cost_per_hour()? {
+            Some(c) if config.eta_factors.cost => q * (-c / config.cost_reference).exp(),
             _ => q,
+        };
+        Ok(match self.slowdown()? {
+            Some(s) if config.eta_factors.performance => (priced / s.max(1.0)).min(1.0),
+            _ => priced,
         })
     }
 }
@@ -104,7 +110,15 @@ mod tests {
         let o: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":1.0}"#).unwrap();
         assert_eq!(
             (o.quality().unwrap(), o.deposit_quality(&c).unwrap()),
-            (1.0, 0.5)
+            (1.0, (-1.0f64).exp())
+        );
+        let slow: Outcome = serde_json::from_str(r#"{"quality":1,"slowdown":2.0}"#).unwrap();
+        assert_eq!(slow.deposit_quality(&c).unwrap(), 0.5);
+        let fast: Outcome = serde_json::from_str(r#"{"quality":0.9,"slowdown":0.5}"#).unwrap();
+        assert_eq!(
+            fast.deposit_quality(&c).unwrap(),
+            0.9,
+            "faster than usual earns no more than the quality"
         );
         let free: Outcome = serde_json::from_str(r#"{"quality":0.8}"#).unwrap();
         assert_eq!(free.deposit_quality(&c).unwrap(), 0.8);

@@ -406,8 +406,9 @@ mod tests {
             trails.push((quality, trail.tau));
         }
         assert_eq!(
-            trails[0].0, 0.25,
-            "quality 1 at $3/h with COST_REFERENCE=1: 1/(1+3)"
+            trails[0].0,
+            (-3.0f64).exp(),
+            "quality 1 at $3/h with COST_REFERENCE=1: exp(-3)"
         );
         assert_eq!(trails[1].0, 1.0);
         assert!(trails[0].1 < trails[1].1, "{trails:?}");

@@ -399,6 +399,7 @@ impl ColonyStore {
                     .pending
                     .created_ms(&r.key)
                     .into_iter()
+                    .chain(self.pending.evicted_ms(&r.key))
                     .chain(self.index.confirmed(hash, 0).map(|c| c.confirmed_ms))
                     .max();
                 if latest.is_some_and(|t| t >= r.decision.created_ms) {

@@ -17,6 +17,11 @@ pub struct Pending {
     by_age: BTreeSet<(u64, String)>,
     /// (created_ms, key) of the decisions holding an explanation.
     explained: BTreeSet<(u64, String)>,
+    /// When the most recently evicted decisions (at most `cap` of them, in memory only) were
+    /// made, by key: a copy redelivers a decision until its commit is durable, and one evicted
+    /// in between must not be remembered (and counted) again.
+    evicted: BTreeMap<String, u64>,
+    evicted_by_age: BTreeSet<(u64, String)>,
 }
 
 impl Pending {
@@ -32,6 +37,11 @@ impl Pending {
     /// When the pod's decision was made, whatever its age.
     pub fn created_ms(&self, key: &str) -> Option<u64> {
         self.decisions.get(key).map(|d| d.created_ms)
+    }
+
+    /// When the pod's decision was made if it was evicted lately (see `evicted`).
+    pub fn evicted_ms(&self, key: &str) -> Option<u64> {
+        self.evicted.get(key).copied()
     }
 
     /// Inserts (or replaces) a decision; evicts the oldest others beyond `cap`. Returns the keys
@@ -57,9 +67,22 @@ impl Pending {
                 break;
             };
             self.remove(&oldest.1);
+            self.remember_evicted(oldest.clone(), cap.max(1));
             evicted.push(oldest.1);
         }
         evicted
+    }
+
+    fn remember_evicted(&mut self, (created_ms, key): (u64, String), cap: usize) {
+        if let Some(old) = self.evicted.insert(key.clone(), created_ms) {
+            self.evicted_by_age.remove(&(old, key.clone()));
+        }
+        self.evicted_by_age.insert((created_ms, key));
+        while self.evicted.len() > cap {
+            if let Some((_, k)) = self.evicted_by_age.pop_first() {
+                self.evicted.remove(&k);
+            }
+        }
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Decision> {

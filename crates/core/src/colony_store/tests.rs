@@ -118,12 +118,7 @@ fn node(name: &str, cost: f64) -> NodeFeatures {
     NodeFeatures {
         node: name.into(),
         cost_per_hour: Some(cost),
-        spot: false,
-        predicted_utilisation: None,
-        spike_probability: None,
-        committed_share: None,
-        pod_share: None,
-        fragmentation_delta: None,
+        ..NodeFeatures::default()
     }
 }
 
@@ -211,6 +206,24 @@ fn a_decision_replayed_after_its_confirmation_changes_nothing_and_survives_snaps
     assert!(!loaded.is_dirty());
     let replay = loaded.placements(&[place("p", "a")], 2 * SNAPSHOT_EVERY_MS + 300, &config);
     assert_eq!((replay.deposited, replay.duplicates), (0, 1));
+}
+
+#[test]
+fn a_decision_redelivered_after_its_eviction_is_not_counted_again() {
+    let config = Config {
+        max_decisions_per_tenant: 2,
+        ..Config::default()
+    };
+    let mut store = ColonyStore::new(1);
+    let first: Vec<_> = (0..3)
+        .map(|i| decision_for(&format!("p{i}"), 10 + i, &config))
+        .collect();
+    store.record_decisions(first.clone(), true, 20, &config);
+    // The copy sends everything not yet durable again (a placement batch, a read).
+    store.record_decisions(first, true, 30, &config);
+    let counters = &store.colony().counters;
+    assert_eq!((counters.decisions, counters.evicted_decisions), (3, 1));
+    assert_eq!(store.pending_decisions(), 2);
 }
 
 #[test]

@@ -32,8 +32,6 @@
 
 use std::collections::HashMap;
 
-use super::NodeFeatures;
-
 /// One typical pod shape and its frequency (frequencies of a shape list sum to 1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodShape {
@@ -234,14 +232,6 @@ pub fn share_deltas(
 /// FGD's score of a gradient, in (0, 1).
 pub fn sigmoid_score(delta_milli: f64) -> f64 {
     1.0 / (1.0 + (-delta_milli / 1000.0).exp())
-}
-
-/// The η factor: `sigmoid(ΔF / 1000)` from [`NodeFeatures::fragmentation_delta`]; 1.0 (neutral)
-/// when the node has no per-GPU facts. Note that a node *with* facts scores ≤ 1 and one without
-/// scores 1, so in a cluster where only some GPU nodes report per-GPU shares the silent ones are
-/// favoured; where all or none report, the ranking is FGD's.
-pub fn fragmentation_factor(features: &NodeFeatures) -> f64 {
-    features.fragmentation_delta.map_or(1.0, sigmoid_score)
 }
 
 /// Typical shapes of a workload by FGD's rule: each pod's shape `(cpu, GPUs, milli, allowed GPU
@@ -678,6 +668,8 @@ mod tests {
             gpu_free_milli: Some(vec![500, 1000]),
             stale_facts: false,
             unknown: false,
+            profile: Default::default(),
+            committed_share: None,
         };
         let pod = PodDemand {
             key: "p".into(),
@@ -693,8 +685,15 @@ mod tests {
             shape(1000, 1, 1000, 0.5),
         ];
         let delta = |label| {
-            NodeFeatures::for_pod_with_shapes(&node(label), &pod, &config, &shapes)
-                .fragmentation_delta
+            crate::heuristic::NodeFeatures::for_pod_memo(
+                &node(label),
+                &pod,
+                &config,
+                &Default::default(),
+                &shapes,
+                &mut FragmentationMemo::default(),
+            )
+            .fragmentation_delta
         };
         // The figures of `the_gradient_depends_on_the_node_model_when_shapes_name_models`.
         assert_eq!(delta(Some("T4")), Some(250.0));
@@ -791,25 +790,6 @@ mod tests {
             cut.iter().map(|s| s.cpu_milli).collect::<Vec<_>>(),
             vec![1000, 4000]
         );
-    }
-
-    #[test]
-    fn factor_is_neutral_without_per_gpu_facts() {
-        let mut f = NodeFeatures {
-            node: "n".into(),
-            cost_per_hour: None,
-            spot: false,
-            predicted_utilisation: None,
-            spike_probability: None,
-            committed_share: None,
-            pod_share: None,
-            fragmentation_delta: None,
-        };
-        assert_eq!(fragmentation_factor(&f), 1.0);
-        f.fragmentation_delta = Some(0.0);
-        assert_eq!(fragmentation_factor(&f), 0.5);
-        f.fragmentation_delta = Some(2000.0);
-        assert!(fragmentation_factor(&f) > 0.85);
     }
 
     #[test]

@@ -1,34 +1,40 @@
-//! The heuristic desirability η(n) ∈ (0, 1] of a node for a pod:
-//! `reliability × cost_efficiency × sla_headroom × spike_safety × fragmentation`, one factor per
-//! file.
+//! The heuristic desirability η(n) ∈ (0, 1] of a node for a pod, from the expected cost of the
+//! placement in $/h (`placement_cost.rs`): `η = exp(−total / COST_REFERENCE)`. One file per
+//! term's ingredients: `cost.rs` (the pod's marginal share of the bill), `fragmentation.rs`
+//! (FGD's gradient), `headroom.rs` (load after placement), `reliability.rs` (outcome history),
+//! `spot_risk.rs` (interruption rates per spot pool), `outlook.rs` (what the cluster as a whole
+//! says: GPU scarcity, pool histories).
 //!
 //! The Worker turns each candidate's [`NodeState`] into [`NodeFeatures`] (plain numbers, cheap to
-//! send to the tenant's Durable Object); the Durable Object adds the tenant's outcome history
+//! send to the tenant's Durable Object); the colony adds the tenant's outcome history
 //! (reliability) and computes η there.
 
 mod cost;
 mod fragmentation;
 mod headroom;
+mod outlook;
+mod placement_cost;
 mod reliability;
-mod spike;
+pub mod spot_risk;
 
-pub use cost::{cost_efficiency, marginal_cost_per_hour};
+pub use cost::marginal_cost_per_hour;
 pub use fragmentation::{
-    fragmentation, fragmentation_delta, fragmentation_factor, model_that_matters, share_deltas,
-    sigmoid_score, typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
+    fragmentation, fragmentation_delta, model_that_matters, share_deltas, sigmoid_score,
+    typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
 };
-pub use headroom::{headroom_after, is_hot, sla_headroom};
+pub use headroom::{headroom_after, is_hot};
+pub use outlook::{gpu_allocation, gpu_allocation_of_facts, ClusterOutlook};
+pub use placement_cost::{breach_probability, cost_terms, CostTerms};
 pub use reliability::{reliability, OutcomeStats};
-pub use spike::spike_safety;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::{PodDemand, WorkloadClass};
-use crate::node_state::NodeState;
+use crate::node_state::{counted, share, NodeState};
 
 /// What the heuristic needs to know about one candidate node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeFeatures {
     pub node: String,
@@ -47,27 +53,65 @@ pub struct NodeFeatures {
     #[serde(default)]
     pub pod_share: Option<f64>,
     /// FGD's fragmentation gradient `F(before) − F(after)` in milli-GPU for this pod on this
-    /// node (see `fragmentation.rs`); `None` without per-GPU facts (neutral).
+    /// node (see `fragmentation.rs`); `None` without per-GPU facts (the term is absent).
     #[serde(default)]
     pub fragmentation_delta: Option<f64>,
+    /// Physical GPUs of the node (its price per GPU-hour is the price over them).
+    #[serde(default)]
+    pub gpus: Option<u32>,
+    /// The pod's GPU request in milli-GPU (a share, or 1000 per whole GPU).
+    #[serde(default)]
+    pub pod_gpu_milli: f64,
+    /// The cluster's GPU scarcity when the pod is scored ([`ClusterOutlook::gpu_scarcity`]).
+    #[serde(default)]
+    pub gpu_scarcity: f64,
+    /// A spot node's expected reclamations per hour (its pool's posterior rate).
+    #[serde(default)]
+    pub reclaim_rate_per_hour: Option<f64>,
+    /// Latency-critical pods already on the node, when the facts say (else a busy node is
+    /// assumed to host one).
+    #[serde(default)]
+    pub latency_critical_pods: Option<u32>,
+    /// The node's learned run-time slowdown for this workload (1 = as fast as usual).
+    #[serde(default)]
+    pub slowdown: Option<f64>,
 }
 
 impl NodeFeatures {
     pub fn from_state(node: &NodeState, config: &Config) -> Self {
-        let cost_per_hour = node
-            .labels
-            .get(&config.cost_label)
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|c| c.is_finite() && *c >= 0.0);
+        Self::from_state_in(node, config, &ClusterOutlook::default())
+    }
+
+    /// [`NodeFeatures::from_state`] with what the cluster says about GPUs and spot pools.
+    pub fn from_state_in(node: &NodeState, config: &Config, outlook: &ClusterOutlook) -> Self {
+        let profile = &node.profile;
+        let reclaim_rate_per_hour = profile.spot_pool.as_ref().map(|pool| {
+            let history = if outlook.pools.is_empty() {
+                None
+            } else {
+                outlook.pools.get(&pool.name)
+            };
+            spot_risk::posterior_rate(pool.prior_rate_per_hour, history, config)
+        });
         NodeFeatures {
             node: node.name.clone(),
-            cost_per_hour,
-            spot: crate::spot::is_spot(&node.labels, config),
+            cost_per_hour: profile.cost_per_hour,
+            spot: profile.spot,
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
             spike_probability: node.load.map(|l| l.spike_probability),
-            committed_share: committed_share(node, config),
+            committed_share: node.committed_share,
             pod_share: None,
             fragmentation_delta: None,
+            gpus: gpu_allocation(node, config).map(|(_, cap)| (cap / 1000.0).round() as u32),
+            pod_gpu_milli: 0.0,
+            gpu_scarcity: outlook.gpu_scarcity.unwrap_or(0.0),
+            reclaim_rate_per_hour,
+            latency_critical_pods: None,
+            slowdown: if outlook.node_slowdowns.is_empty() {
+                None
+            } else {
+                outlook.node_slowdowns.get(&node.name).copied()
+            },
         }
     }
 
@@ -75,30 +119,29 @@ impl NodeFeatures {
     /// term can price a pod on an already-busy node at its share (packing is what saves money
     /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
     pub fn for_pod(node: &NodeState, pod: &PodDemand, config: &Config) -> Self {
-        Self::for_pod_with_shapes(node, pod, config, &OPENB_DEFAULT_SHAPES)
+        Self::for_pod_memo(
+            node,
+            pod,
+            config,
+            &ClusterOutlook::default(),
+            &OPENB_DEFAULT_SHAPES,
+            &mut FragmentationMemo::default(),
+        )
     }
 
-    /// [`NodeFeatures::for_pod`] against a given list of typical pod shapes (the simulator
-    /// passes its trace's; the Worker uses [`OPENB_DEFAULT_SHAPES`]).
-    pub fn for_pod_with_shapes(
-        node: &NodeState,
-        pod: &PodDemand,
-        config: &Config,
-        shapes: &[PodShape],
-    ) -> Self {
-        Self::for_pod_memo(node, pod, config, shapes, &mut FragmentationMemo::default())
-    }
-
-    /// [`NodeFeatures::for_pod_with_shapes`] for one of a decision's candidates, sharing `memo`
-    /// (one per decision: the pod and the shapes must not change) across them.
+    /// [`NodeFeatures::for_pod`] for one of a decision's candidates in a cluster described by
+    /// `outlook`, against the typical pod `shapes` (the simulator passes its trace's; the Worker
+    /// uses [`OPENB_DEFAULT_SHAPES`]), sharing `memo` (one per decision: the pod and the shapes
+    /// must not change) across the candidates.
     pub fn for_pod_memo(
         node: &NodeState,
         pod: &PodDemand,
         config: &Config,
+        outlook: &ClusterOutlook,
         shapes: &[PodShape],
         memo: &mut FragmentationMemo,
     ) -> Self {
-        let mut features = Self::from_state(node, config);
+        let mut features = Self::from_state_in(node, config, outlook);
         features.pod_share = node.allocatable.as_ref().map(|alloc| {
             pod.request
                 .0
@@ -107,6 +150,8 @@ impl NodeFeatures {
                 .map(|(name, amount)| share(*amount, alloc.get(name)))
                 .fold(0.0, f64::max)
         });
+        let gpus = pod_gpus(pod);
+        features.pod_gpu_milli = f64::from(gpus.num_gpu) * f64::from(gpus.gpu_milli);
         features.fragmentation_delta = node.gpu_free_milli.as_ref().and_then(|free| {
             let alloc_cpu = node
                 .allocatable
@@ -114,7 +159,7 @@ impl NodeFeatures {
                 .map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
             let model = node.gpu_model(config);
-            memo.delta(alloc_cpu - used_cpu, free, model, pod_gpus(pod), shapes)
+            memo.delta(alloc_cpu - used_cpu, free, model, gpus, shapes)
         });
         features
     }
@@ -152,102 +197,26 @@ pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
     }
 }
 
-/// Resources whose shares matter: CPU, memory and GPUs.
-fn counted(name: &str, config: &Config) -> bool {
-    name == "cpu" || name == "memory" || config.gpu_resources.iter().any(|g| g == name)
-}
-
-fn share(amount: i64, allocatable: i64) -> f64 {
-    if allocatable <= 0 {
-        1.0
-    } else {
-        (amount as f64 / allocatable as f64).clamp(0.0, 1.0)
-    }
-}
-
-fn committed_share(node: &NodeState, config: &Config) -> Option<f64> {
-    let (alloc, requested) = (node.allocatable.as_ref()?, node.requested.as_ref()?);
-    Some(
-        requested
-            .0
-            .iter()
-            .filter(|(name, amount)| **amount > 0 && counted(name, config))
-            .map(|(name, amount)| share(*amount, alloc.get(name)))
-            .fold(0.0, f64::max),
-    )
-}
-
-/// η's factors for one node, as [`eta`] multiplies them: what an explanation shows. The
-/// fragmentation factor is `None` without per-GPU facts (it is then neutral, 1.0). Also the
-/// `factors` of an explanation's reply.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EtaFactors {
-    pub reliability: f64,
-    pub cost_efficiency: f64,
-    pub sla_headroom: f64,
-    pub spike_safety: f64,
-    pub fragmentation: Option<f64>,
-}
-
-impl EtaFactors {
-    /// The product in [`eta`]'s order; an absent fragmentation factor multiplies by 1.0, which
-    /// changes no bit of the result.
-    pub fn product(&self) -> f64 {
-        self.reliability
-            * self.cost_efficiency
-            * self.sla_headroom
-            * self.spike_safety
-            * self.fragmentation.unwrap_or(1.0)
-    }
-
-    /// η: the product floored at `eta_floor` (every feasible node keeps a chance) and capped at 1.
-    pub fn eta(&self, config: &Config) -> f64 {
-        let product = self.product();
-        if product.is_finite() {
-            product.clamp(config.eta_floor, 1.0)
-        } else {
-            config.eta_floor
-        }
-    }
-}
-
-/// Every factor of η for one node (see [`EtaFactors`]); [`eta`] is exactly `.eta(config)` of it.
-pub fn eta_factors(
+/// Every term of the placement's expected cost (see [`CostTerms`]); [`eta`] is exactly
+/// `.eta(config)` of it. The explanations' view of η.
+pub fn eta_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
     config: &Config,
-) -> EtaFactors {
-    // A factor left out of `ETA_FACTORS` is exactly 1.0 (fragmentation: absent), so the
-    // product and every explanation read as if that factor did not exist.
-    let on = config.eta_factors;
-    let pick = |enabled: bool, factor: &dyn Fn() -> f64| if enabled { factor() } else { 1.0 };
-    EtaFactors {
-        reliability: pick(on.reliability, &|| {
-            reliability(stats, features.spot, workload, config)
-        }),
-        cost_efficiency: pick(on.cost, &|| cost_efficiency(features, config)),
-        sla_headroom: pick(on.headroom, &|| sla_headroom(features, workload, config)),
-        spike_safety: pick(on.spike, &|| {
-            spike_safety(features.spike_probability, config)
-        }),
-        fragmentation: features
-            .fragmentation_delta
-            .filter(|_| on.fragmentation)
-            .map(|_| fragmentation_factor(features)),
-    }
+) -> CostTerms {
+    cost_terms(features, workload, stats, config)
 }
 
-/// η for one node: the product of the factors, floored at `eta_floor` so that every feasible
-/// node keeps a non-zero chance (exploration never dies) and capped at 1.
+/// η for one node: `exp(−expected $/h / COST_REFERENCE)`, floored at `eta_floor` so that every
+/// feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
 pub fn eta(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
     config: &Config,
 ) -> f64 {
-    eta_factors(features, workload, stats, config).eta(config)
+    cost_terms(features, workload, stats, config).eta(config)
 }
 
 #[cfg(test)]
@@ -266,172 +235,72 @@ mod tests {
             spot,
             predicted_utilisation: util,
             spike_probability: spike,
-            committed_share: None,
-            pod_share: None,
-            fragmentation_delta: None,
+            committed_share: Some(0.3),
+            pod_share: Some(0.1),
+            reclaim_rate_per_hour: spot.then(|| crate::node_labels::hourly_rate(0.1)),
+            ..NodeFeatures::default()
         }
     }
 
     #[test]
-    fn cheaper_busier_spottier_and_spikier_nodes_get_lower_eta() {
+    fn pricier_spottier_busier_and_spikier_nodes_get_lower_eta_for_latency_critical_pods() {
         let c = Config::default();
+        let lc = WorkloadClass::LatencyCritical;
         let base = eta(
             &features(Some(1.0), false, Some(0.3), Some(0.0)),
-            WorkloadClass::LatencyCritical,
+            lc,
             None,
             &c,
         );
-        assert!(
-            eta(
-                &features(Some(3.0), false, Some(0.3), Some(0.0)),
-                WorkloadClass::LatencyCritical,
-                None,
-                &c
-            ) < base
-        );
-        assert!(
-            eta(
-                &features(Some(1.0), true, Some(0.3), Some(0.0)),
-                WorkloadClass::LatencyCritical,
-                None,
-                &c
-            ) < base
-        );
-        assert!(
-            eta(
-                &features(Some(1.0), false, Some(0.7), Some(0.0)),
-                WorkloadClass::LatencyCritical,
-                None,
-                &c
-            ) < base
-        );
-        assert!(
-            eta(
-                &features(Some(1.0), false, Some(0.3), Some(0.9)),
-                WorkloadClass::LatencyCritical,
-                None,
-                &c
-            ) < base
-        );
-    }
-
-    /// The pre-breakdown η, kept here to prove the breakdown changed no score.
-    fn eta_as_before(
-        features: &NodeFeatures,
-        workload: WorkloadClass,
-        stats: Option<&OutcomeStats>,
-        config: &Config,
-    ) -> f64 {
-        let product = reliability(stats, features.spot, workload, config)
-            * cost_efficiency(features, config)
-            * sla_headroom(features, workload, config)
-            * spike_safety(features.spike_probability, config)
-            * fragmentation_factor(features);
-        if product.is_finite() {
-            product.clamp(config.eta_floor, 1.0)
-        } else {
-            config.eta_floor
+        for worse in [
+            features(Some(3.0), false, Some(0.3), Some(0.0)),
+            features(Some(1.0), true, Some(0.3), Some(0.0)),
+            features(Some(1.0), false, Some(0.75), Some(0.0)),
+            features(Some(1.0), false, Some(0.3), Some(0.9)),
+        ] {
+            assert!(eta(&worse, lc, None, &c) < base, "{worse:?}");
         }
     }
 
     #[test]
-    fn the_factors_multiply_to_exactly_eta_with_and_without_fragmentation() {
-        let c = Config::default();
+    fn eta_is_exactly_the_terms_eta_and_a_factor_left_out_zeroes_its_term() {
+        let all = Config::default();
+        let mut f = features(Some(3.2), true, Some(0.75), Some(0.6));
+        f.fragmentation_delta = Some(-400.0);
+        f.gpus = Some(8);
+        f.pod_gpu_milli = 1000.0;
+        f.gpu_scarcity = 0.9;
+        f.slowdown = Some(1.2);
+        let w = WorkloadClass::LatencyCritical;
         let bad = OutcomeStats {
             successes: 1.0,
             failures: 4.0,
         };
-        let mut cases = Vec::new();
-        for (cost, spot, util, spike) in [
-            (Some(0.45), false, Some(0.3), Some(0.1)),
-            (Some(3.2), true, Some(0.9), Some(0.9)),
-            (None, false, None, None),
-            (Some(0.0), true, Some(0.0), Some(1.0)),
+        let full = eta_terms(&f, w, Some(&bad), &all);
+        assert_eq!(eta(&f, w, Some(&bad), &all), full.eta(&all));
+        for (name, term) in [
+            ("cost", full.resources),
+            ("fragmentation", full.stranded_gpu.unwrap()),
+            ("reliability", full.reclamation_risk + full.failure_risk),
+            ("performance", full.slowdown),
         ] {
-            for frag in [None, Some(-350.0), Some(0.0), Some(120.0)] {
-                for pod in [None, Some(0.05), Some(0.95)] {
-                    let mut f = features(cost, spot, util, spike);
-                    f.fragmentation_delta = frag;
-                    f.committed_share = util.map(|u| u / 2.0);
-                    f.pod_share = pod;
-                    cases.push(f);
-                }
-            }
-        }
-        for f in &cases {
-            for w in [WorkloadClass::LatencyCritical, WorkloadClass::Batch] {
-                for stats in [None, Some(&bad)] {
-                    let factors = eta_factors(f, w, stats, &c);
-                    assert_eq!(
-                        factors.fragmentation.is_some(),
-                        f.fragmentation_delta.is_some(),
-                        "{f:?}"
-                    );
-                    let e = eta(f, w, stats, &c);
-                    assert_eq!(
-                        e.to_bits(),
-                        eta_as_before(f, w, stats, &c).to_bits(),
-                        "{f:?}"
-                    );
-                    assert_eq!(e.to_bits(), factors.eta(&c).to_bits());
-                    // Unclamped, η is the product itself, bit for bit; clamped, it is the bound.
-                    let p = factors.product();
-                    if (c.eta_floor..=1.0).contains(&p) {
-                        assert_eq!(e.to_bits(), p.to_bits(), "{f:?}");
-                    } else {
-                        assert!(e == c.eta_floor || e == 1.0, "{f:?}: {p} → {e}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_factor_left_out_of_eta_factors_is_exactly_one_and_the_others_unchanged() {
-        let all = Config::default();
-        let mut f = features(Some(3.2), true, Some(0.7), Some(0.6));
-        f.fragmentation_delta = Some(-400.0);
-        f.committed_share = Some(0.5);
-        f.pod_share = Some(0.1);
-        let w = WorkloadClass::LatencyCritical;
-        let full = eta_factors(&f, w, None, &all);
-        for name in crate::config::EtaFactorSet::NAMES {
+            assert!(
+                term > 0.0,
+                "{name}: every term of this node costs something"
+            );
             let c = Config {
                 eta_factors: crate::config::EtaFactorSet::without(name).unwrap(),
                 ..Config::default()
             };
-            let g = eta_factors(&f, w, None, &c);
-            let expect = |on: &str, v: f64| if on == name { 1.0 } else { v };
-            assert_eq!(
-                g.reliability,
-                expect("reliability", full.reliability),
-                "{name}"
-            );
-            assert_eq!(
-                g.cost_efficiency,
-                expect("cost", full.cost_efficiency),
-                "{name}"
-            );
-            assert_eq!(
-                g.sla_headroom,
-                expect("headroom", full.sla_headroom),
-                "{name}"
-            );
-            assert_eq!(g.spike_safety, expect("spike", full.spike_safety), "{name}");
-            assert_eq!(
-                g.fragmentation,
-                if name == "fragmentation" {
-                    None
-                } else {
-                    full.fragmentation
-                },
-                "{name}"
-            );
-            assert!(
-                g.eta(&c) > full.eta(&all),
-                "{name}: every factor of this node is below 1, so leaving one out raises η"
-            );
+            let g = eta_terms(&f, w, Some(&bad), &c);
+            assert!(g.total() < full.total(), "{name}");
+            assert!(g.eta(&c) >= full.eta(&all), "{name}");
         }
+        let no_headroom = Config {
+            eta_factors: crate::config::EtaFactorSet::without("headroom").unwrap(),
+            ..Config::default()
+        };
+        assert_eq!(eta_terms(&f, w, Some(&bad), &no_headroom).qos_risk, 0.0);
     }
 
     #[test]

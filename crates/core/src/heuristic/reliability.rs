@@ -1,7 +1,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::demand::WorkloadClass;
 
 /// Observed placement outcomes of one node for one tenant.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -11,23 +10,14 @@ pub struct OutcomeStats {
 }
 
 /// Reliability: the posterior mean of a Beta(prior_successes, prior_failures) over the node's
-/// outcome history, times `1 − spot_penalty` when a latency-critical pod would land on spot
-/// capacity (it can be reclaimed at short notice).
-pub fn reliability(
-    stats: Option<&OutcomeStats>,
-    spot: bool,
-    workload: WorkloadClass,
-    config: &Config,
-) -> f64 {
+/// outcome history — the probability that a placement there ends well. The `failureRisk` term of
+/// η's cost prices how far a node's falls below the prior's. (Spot capacity is priced by its
+/// pool's interruption rate, `spot_risk.rs`, not here.)
+pub fn reliability(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
     let s = stats.copied().unwrap_or_default();
     let a = config.reliability_prior_successes + s.successes.max(0.0);
     let b = config.reliability_prior_failures + s.failures.max(0.0);
-    let mean = a / (a + b);
-    if spot && workload.is_latency_critical() {
-        mean * (1.0 - config.spot_penalty)
-    } else {
-        mean
-    }
+    a / (a + b)
 }
 
 #[cfg(test)]
@@ -35,18 +25,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prior_history_and_spot_penalty() {
+    fn prior_and_history() {
         let c = Config::default();
-        assert!((reliability(None, false, WorkloadClass::Batch, &c) - 0.9).abs() < 1e-12);
+        assert!((reliability(None, &c) - 0.9).abs() < 1e-12);
         let bad = OutcomeStats {
             successes: 0.0,
             failures: 10.0,
         };
-        assert!(reliability(Some(&bad), false, WorkloadClass::Batch, &c) < 0.5);
-        assert_eq!(
-            reliability(None, true, WorkloadClass::Batch, &c),
-            reliability(None, false, WorkloadClass::Batch, &c)
-        );
-        assert!((reliability(None, true, WorkloadClass::LatencyCritical, &c) - 0.45).abs() < 1e-12);
+        assert!(reliability(Some(&bad), &c) < 0.5);
+        let good = OutcomeStats {
+            successes: 90.0,
+            failures: 0.0,
+        };
+        assert!(reliability(Some(&good), &c) > 0.98);
     }
 }

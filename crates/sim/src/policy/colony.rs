@@ -42,7 +42,7 @@ impl Policy for Colony {
         let tenant = ctx.pod.demand.tenant.clone();
         let colony = self.colonies.entry(tenant.clone()).or_default();
         let p = colony.prioritize(
-            &features(states, &ctx.pod.demand, ctx.config),
+            &features(states, &ctx.pod.demand, ctx.config, ctx.outlook),
             ctx.pod.demand.workload,
             ctx.now_ms,
             ctx.config,

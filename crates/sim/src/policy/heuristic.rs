@@ -13,7 +13,7 @@ impl Policy for Heuristic {
         "heuristic".into()
     }
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
-        let d: Vec<f64> = features(states, &ctx.pod.demand, ctx.config)
+        let d: Vec<f64> = features(states, &ctx.pod.demand, ctx.config, ctx.outlook)
             .iter()
             .map(|f| eta(f, ctx.pod.demand.workload, None, ctx.config).powf(ctx.config.beta))
             .collect();

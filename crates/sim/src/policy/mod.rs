@@ -5,7 +5,7 @@
 
 use aco_core::config::Config;
 use aco_core::demand::PodDemand;
-use aco_core::heuristic::NodeFeatures;
+use aco_core::heuristic::{ClusterOutlook, NodeFeatures};
 use aco_core::node_state::NodeState;
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -45,6 +45,9 @@ pub struct ScoreCtx<'a> {
     pub pod: &'a SimPod,
     pub alloc: &'a [NodeAlloc],
     pub now_ms: u64,
+    /// What the facts say about the whole cluster (GPU scarcity, spot pools), as the Worker
+    /// computes it from its copy of every node's facts.
+    pub outlook: &'a ClusterOutlook,
 }
 
 pub trait Policy {
@@ -144,6 +147,7 @@ pub(crate) fn features(
     states: &[&NodeState],
     pod: &PodDemand,
     config: &Config,
+    outlook: &ClusterOutlook,
 ) -> Vec<NodeFeatures> {
     let mut memo = aco_core::heuristic::FragmentationMemo::default();
     states
@@ -153,6 +157,7 @@ pub(crate) fn features(
                 s,
                 pod,
                 config,
+                outlook,
                 &aco_core::heuristic::OPENB_DEFAULT_SHAPES,
                 &mut memo,
             )

@@ -72,6 +72,12 @@ impl SatPolicy for SatColony {
         let p = ctx.pod_gpus();
         let pod_gpu = (p.num_gpu * p.gpu_milli) as f64;
         let mut gpus = Vec::with_capacity(candidates.len());
+        // The cluster's GPU scarcity, as the Worker computes it from every node's facts.
+        let (used, cap) = ctx.nodes.iter().fold((0.0, 0.0), |(u, c), n| {
+            let cap = f64::from(n.gpu_cap());
+            (u + cap - f64::from(n.gpu_left()), c + cap)
+        });
+        let gpu_scarcity = if cap > 0.0 { used / cap } else { 0.0 };
         let features: Vec<NodeFeatures> = candidates
             .iter()
             .map(|c| {
@@ -104,6 +110,14 @@ impl SatPolicy for SatColony {
                     committed_share: Some(committed),
                     pod_share: Some(pod_share),
                     fragmentation_delta: frag.map(|(d, _)| d),
+                    gpus: Some(n.gpu_free.len() as u32),
+                    pod_gpu_milli: pod_gpu,
+                    gpu_scarcity,
+                    reclaim_rate_per_hour: s
+                        .spot
+                        .then(|| aco_core::node_labels::prior_rate(&s.labels, ctx.config)),
+                    latency_critical_pods: None,
+                    slowdown: None,
                 }
             })
             .collect();

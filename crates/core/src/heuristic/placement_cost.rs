@@ -1,0 +1,322 @@
+//! η in one currency: what placing the pod on the node is expected to cost the cluster per
+//! hour, term by term, so that the balance between packing, fragmentation and risk is a fact
+//! about dollars and not a tuning of weights.
+//!
+//! | term | $/h |
+//! |---|---|
+//! | `resources` | the pod's marginal share of the node's bill (`cost.rs`): the full price of an idle node it would keep running, its share of a busy one |
+//! | `strandedGpu` | usable GPU capacity the placement takes from typical pods, its own GPUs included — FGD's gradient turned into a cost: `(pod GPU milli − ΔF)/1000 × node $/GPU-h × GPU scarcity` |
+//! | `qosRisk` | expected SLA breaches of latency-critical pods on the node, its own and its neighbours', × `SLA_VIOLATION_COST`, per `EXPECTED_STAY_HOURS` |
+//! | `reclamationRisk` | P(the spot node is reclaimed during the stay) × the loss (a breach for a latency-critical pod, half the run's resources otherwise), per stay |
+//! | `failureRisk` | the node's failure probability above the prior (its outcome history) × the same loss, per stay |
+//! | `slowdown` | the node's learned slowdown for the workload × `resources` (a slower node holds the pod longer) |
+//!
+//! `η = exp(−total / COST_REFERENCE)`, floored at `ETA_FLOOR`: a monotone function of the total,
+//! so the prioritize ranking under η alone is the ranking by expected $/h, and with the trail
+//! `τ^α·η^β` adds `α·ln τ` to `−β·total/COST_REFERENCE`: τ is worth dollars.
+
+use serde::{Deserialize, Serialize};
+
+use super::{marginal_cost_per_hour, reliability, spot_risk, NodeFeatures, OutcomeStats};
+use crate::config::Config;
+use crate::demand::WorkloadClass;
+
+/// Each term of the expected cost of one placement, in $/h (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CostTerms {
+    pub resources: f64,
+    /// `None` without per-GPU facts for the node (the term is then absent, not free).
+    pub stranded_gpu: Option<f64>,
+    pub qos_risk: f64,
+    pub reclamation_risk: f64,
+    pub failure_risk: f64,
+    pub slowdown: f64,
+}
+
+impl CostTerms {
+    /// The expected $/h of the placement.
+    pub fn total(&self) -> f64 {
+        self.resources
+            + self.stranded_gpu.unwrap_or(0.0)
+            + self.qos_risk
+            + self.reclamation_risk
+            + self.failure_risk
+            + self.slowdown
+    }
+
+    /// η = `exp(−total / COST_REFERENCE)`, within `[ETA_FLOOR, 1]` (a non-finite total is the
+    /// floor).
+    pub fn eta(&self, config: &Config) -> f64 {
+        let total = self.total();
+        if !total.is_finite() {
+            return config.eta_floor;
+        }
+        (-total.max(0.0) / config.cost_reference)
+            .exp()
+            .clamp(config.eta_floor, 1.0)
+    }
+}
+
+/// The probability that a latency-critical pod on a node loaded to `load` (fraction of
+/// capacity) sees its SLA broken during its stay: 0 below the SLA threshold
+/// (`1 − LATENCY_CRITICAL_MIN_HEADROOM`) minus `SPIKE_BAND`, 1 above it plus the band, linear
+/// between.
+pub fn breach_probability(load: f64, config: &Config) -> f64 {
+    let threshold = 1.0 - config.latency_critical_min_headroom;
+    let band = config.spike_band.max(1e-9);
+    ((load - (threshold - band)) / (2.0 * band)).clamp(0.0, 1.0)
+}
+
+/// Every term of the expected cost of placing the pod described by `features` (see
+/// [`NodeFeatures::for_pod`]) on its node; `stats` is the node's outcome history for the tenant.
+/// A term whose factor is left out of `ETA_FACTORS` is 0 (`strandedGpu`: absent).
+pub fn cost_terms(
+    features: &NodeFeatures,
+    workload: WorkloadClass,
+    stats: Option<&OutcomeStats>,
+    config: &Config,
+) -> CostTerms {
+    let on = config.eta_factors;
+    let stay = config.expected_stay_hours.max(1e-6);
+    let resources = if on.cost {
+        marginal_cost_per_hour(features, config)
+    } else {
+        0.0
+    };
+    // What a breach or a lost node costs this pod: an SLA violation if it is latency-critical,
+    // else the work lost, on average half the stay's resources.
+    let loss = if workload.is_latency_critical() {
+        config.sla_violation_cost
+    } else {
+        marginal_cost_per_hour(features, config) * stay / 2.0
+    };
+    CostTerms {
+        resources,
+        stranded_gpu: features
+            .fragmentation_delta
+            .filter(|_| on.fragmentation)
+            .map(|delta| stranded_gpu(features, delta, config)),
+        qos_risk: qos_risk(features, workload, config) / stay,
+        reclamation_risk: if on.reliability && features.spot {
+            let rate = features.reclaim_rate_per_hour.unwrap_or(0.0);
+            spot_risk::reclaim_probability(rate, stay) * loss / stay
+        } else {
+            0.0
+        },
+        failure_risk: if on.reliability {
+            let prior = reliability(None, config);
+            (prior - reliability(stats, config)).max(0.0) * loss / stay
+        } else {
+            0.0
+        },
+        slowdown: if on.performance {
+            features.slowdown.map_or(0.0, |s| (s - 1.0) * resources)
+        } else {
+            0.0
+        },
+    }
+}
+
+/// `(pod GPU milli − ΔF)/1000 × $/GPU-h × scarcity`. `pod − ΔF` is the usable idle GPU
+/// capacity (idle milli minus FGD's fragments) the placement removes — never negative, since a
+/// pod can make no more capacity usable than it takes. The node's GPU-hour is its price over its
+/// GPUs.
+fn stranded_gpu(features: &NodeFeatures, delta: f64, config: &Config) -> f64 {
+    let gpus = features.gpus.unwrap_or(0);
+    if gpus == 0 {
+        return 0.0;
+    }
+    let price = features
+        .cost_per_hour
+        .unwrap_or(config.default_cost_per_hour)
+        .max(0.0);
+    let lost_milli = (features.pod_gpu_milli - delta).max(0.0);
+    lost_milli / 1000.0 * price / f64::from(gpus) * features.gpu_scarcity.clamp(0.0, 1.0)
+}
+
+/// Expected breaches × `SLA_VIOLATION_COST` over the stay (divided by the stay by the caller):
+/// the pod's own if it is latency-critical, plus the rise it causes for each latency-critical
+/// neighbour. Needs the node's measured load: without load facts the risk is unknown and left
+/// out (fail open), as everywhere else.
+fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
+    let on = config.eta_factors;
+    let Some(utilisation) = features.predicted_utilisation.filter(|_| on.headroom) else {
+        return 0.0;
+    };
+    let committed = features.committed_share.unwrap_or(0.0);
+    let pod = features.pod_share.unwrap_or(0.0);
+    // Measured load plus the pod's expected use of what it requests; without a measured usage
+    // ratio, requests count as load.
+    let before = utilisation.max(committed);
+    let after = before + pod;
+    let spike = if on.spike {
+        features.spike_probability.unwrap_or(0.0).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let p_before = breach_probability(before, config).max(spike);
+    let p_after = breach_probability(after, config).max(spike);
+    let own = if workload.is_latency_critical() {
+        p_after
+    } else {
+        0.0
+    };
+    // Unknown neighbours: a busy node is assumed to host one latency-critical pod.
+    let neighbours = features
+        .latency_critical_pods
+        .map_or(if committed > 0.0 { 1.0 } else { 0.0 }, f64::from);
+    config.sla_violation_cost * (own + neighbours * (p_after - p_before).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f() -> NodeFeatures {
+        NodeFeatures {
+            node: "n".into(),
+            cost_per_hour: Some(4.0),
+            gpus: Some(4),
+            ..NodeFeatures::default()
+        }
+    }
+
+    #[test]
+    fn an_idle_node_costs_what_opening_it_costs_and_a_busy_one_the_pods_share() {
+        let c = Config::default();
+        let idle = NodeFeatures {
+            committed_share: Some(0.0),
+            pod_share: Some(0.25),
+            ..f()
+        };
+        let busy = NodeFeatures {
+            committed_share: Some(0.5),
+            ..idle.clone()
+        };
+        let b = WorkloadClass::Batch;
+        let opened = 4.0 * (0.25 + 0.75 * c.open_node_idle_fraction);
+        assert_eq!(cost_terms(&idle, b, None, &c).resources, opened);
+        assert_eq!(cost_terms(&busy, b, None, &c).resources, 1.0);
+        assert!(cost_terms(&busy, b, None, &c).eta(&c) > cost_terms(&idle, b, None, &c).eta(&c));
+        assert_eq!(cost_terms(&busy, b, None, &c).eta(&c), (-1.0f64).exp());
+    }
+
+    #[test]
+    fn stranded_gpus_cost_by_scarcity_and_rank_as_fgd() {
+        let c = Config::default();
+        let with = |delta: f64, scarcity: f64| NodeFeatures {
+            fragmentation_delta: Some(delta),
+            pod_gpu_milli: 500.0,
+            gpu_scarcity: scarcity,
+            ..f()
+        };
+        let b = WorkloadClass::Batch;
+        // Empty cluster: stranding costs nothing.
+        assert_eq!(
+            cost_terms(&with(-300.0, 0.0), b, None, &c).stranded_gpu,
+            Some(0.0)
+        );
+        // Full cluster: (500 + 300)/1000 GPU at $1/GPU-h.
+        let full = cost_terms(&with(-300.0, 1.0), b, None, &c)
+            .stranded_gpu
+            .unwrap();
+        assert!((full - 0.8).abs() < 1e-12, "{full}");
+        // A larger gradient (FGD's better node) is the cheaper placement, never below zero.
+        let better = cost_terms(&with(200.0, 1.0), b, None, &c)
+            .stranded_gpu
+            .unwrap();
+        assert!(better < full);
+        assert_eq!(
+            cost_terms(&with(900.0, 1.0), b, None, &c).stranded_gpu,
+            Some(0.0)
+        );
+        assert_eq!(cost_terms(&f(), b, None, &c).stranded_gpu, None);
+    }
+
+    #[test]
+    fn breach_risk_needs_measured_load_and_charges_neighbours_the_rise() {
+        let c = Config::default();
+        let lc = WorkloadClass::LatencyCritical;
+        let loaded = |u: Option<f64>, n: Option<u32>| NodeFeatures {
+            predicted_utilisation: u,
+            committed_share: Some(0.6),
+            pod_share: Some(0.2),
+            latency_critical_pods: n,
+            ..f()
+        };
+        // No measurement: unknown, left out.
+        assert_eq!(cost_terms(&loaded(None, None), lc, None, &c).qos_risk, 0.0);
+        // Load 0.6 → 0.8 after: half way through the band, P = 0.5 for the pod itself.
+        let own = cost_terms(&loaded(Some(0.3), Some(0)), lc, None, &c).qos_risk;
+        assert!((own - 0.5 * c.sla_violation_cost / c.expected_stay_hours).abs() < 1e-9);
+        // A batch pod pays only for the rise it causes its latency-critical neighbours.
+        let b = WorkloadClass::Batch;
+        assert_eq!(
+            cost_terms(&loaded(Some(0.3), Some(0)), b, None, &c).qos_risk,
+            0.0
+        );
+        let two = cost_terms(&loaded(Some(0.3), Some(2)), b, None, &c).qos_risk;
+        assert!((two - 2.0 * own).abs() < 1e-9, "{two} vs {own}");
+        // Below the band, nothing.
+        let quiet = NodeFeatures {
+            committed_share: Some(0.1),
+            ..loaded(Some(0.1), Some(3))
+        };
+        assert_eq!(cost_terms(&quiet, lc, None, &c).qos_risk, 0.0);
+    }
+
+    #[test]
+    fn spot_risk_grows_with_the_pools_rate_and_matters_most_for_latency_critical_pods() {
+        let c = Config::default();
+        let spot = |monthly: f64| NodeFeatures {
+            spot: true,
+            reclaim_rate_per_hour: Some(crate::node_labels::hourly_rate(monthly)),
+            ..f()
+        };
+        let lc = WorkloadClass::LatencyCritical;
+        let low = cost_terms(&spot(0.025), lc, None, &c).reclamation_risk;
+        let high = cost_terms(&spot(0.25), lc, None, &c).reclamation_risk;
+        assert!(low > 0.0 && high > 5.0 * low, "{low} {high}");
+        let batch = cost_terms(&spot(0.25), WorkloadClass::Batch, None, &c).reclamation_risk;
+        assert!(batch < high / 10.0, "{batch}");
+        assert_eq!(cost_terms(&f(), lc, None, &c).reclamation_risk, 0.0);
+    }
+
+    #[test]
+    fn failures_above_the_prior_cost_and_a_clean_history_is_free() {
+        let c = Config::default();
+        let lc = WorkloadClass::LatencyCritical;
+        let bad = OutcomeStats {
+            successes: 0.0,
+            failures: 5.0,
+        };
+        let good = OutcomeStats {
+            successes: 20.0,
+            failures: 0.0,
+        };
+        assert_eq!(cost_terms(&f(), lc, None, &c).failure_risk, 0.0);
+        assert_eq!(cost_terms(&f(), lc, Some(&good), &c).failure_risk, 0.0);
+        assert!(cost_terms(&f(), lc, Some(&bad), &c).failure_risk > 0.0);
+    }
+
+    #[test]
+    fn eta_is_monotone_in_the_total_and_bounded() {
+        let c = Config::default();
+        let mut last = 1.0;
+        for total in [0.0, 0.1, 1.0, 5.0, 50.0] {
+            let t = CostTerms {
+                resources: total,
+                ..CostTerms::default()
+            };
+            let e = t.eta(&c);
+            assert!(e <= last && e >= c.eta_floor, "{total}: {e}");
+            last = e;
+        }
+        let nan = CostTerms {
+            resources: f64::NAN,
+            ..CostTerms::default()
+        };
+        assert_eq!(nan.eta(&c), c.eta_floor);
+    }
+}

@@ -1,0 +1,215 @@
+//! What a node's labels say to the heuristic, read once when its state is assembled rather than
+//! once per pod scored: its price, whether it is spot capacity, its spot pool and the pool's
+//! published interruption band.
+//!
+//! Bands: AWS's Spot Instance Advisor publishes, per instance type and region, the share of
+//! capacity reclaimed over the trailing month in five bands (<5%, 5–10%, 10–15%, 15–20%, >20%).
+//! Label values cannot hold `<`, `>` or `%`, so the band label (`SPOT_INTERRUPTION_BAND_LABEL`,
+//! default `aco/spot-interruption-band`) carries `lt5`, `5-10`, `10-15`, `15-20`, `gt20`, or a
+//! plain percent (`7.5`). A band stands for its midpoint (`gt20`: 25%), the values the
+//! simulator's reclamation model draws from. An unlabelled spot node gets
+//! `SPOT_DEFAULT_INTERRUPTION_PERCENT`.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+
+/// Hours in the month of the Spot Advisor's bands.
+pub const HOURS_PER_MONTH: f64 = 720.0;
+
+/// The label-derived facts of one node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeProfile {
+    /// Price per hour from the cost label; `None` when unlabelled or unreadable.
+    pub cost_per_hour: Option<f64>,
+    pub spot: bool,
+    /// For spot nodes: the pool (`SPOT_POOL_LABELS`' values joined by `/`) and the prior
+    /// reclamation rate per node-hour from the band label (or the default).
+    pub spot_pool: Option<SpotPool>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpotPool {
+    pub name: String,
+    pub prior_rate_per_hour: f64,
+}
+
+impl NodeProfile {
+    pub fn of(labels: &BTreeMap<String, String>, config: &Config) -> Self {
+        let spot = is_spot(labels, config);
+        NodeProfile {
+            cost_per_hour: labels
+                .get(&config.cost_label)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|c| c.is_finite() && *c >= 0.0),
+            spot,
+            spot_pool: spot.then(|| SpotPool {
+                name: pool_of(labels, config),
+                prior_rate_per_hour: prior_rate(labels, config),
+            }),
+        }
+    }
+}
+
+/// Spot capacity: `INSTANCE_TYPE_LABEL` = `spot`/`preemptible`, or one of `SPOT_LABELS`
+/// (values compared case-insensitively). One rule for η's spot terms and for the reporter, which
+/// names reclaimed spot nodes in `PUT /v1/nodes` (`reclaimed`).
+pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
+    let instance_is_spot = labels
+        .get(&config.instance_type_label)
+        .is_some_and(|v| v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible"));
+    instance_is_spot
+        || config.spot_labels.iter().any(|(k, v)| {
+            labels
+                .get(k)
+                .is_some_and(|actual| actual.eq_ignore_ascii_case(v))
+        })
+}
+
+/// The pool of a node: the values of `SPOT_POOL_LABELS` joined by `/` (absent labels empty).
+pub fn pool_of(labels: &BTreeMap<String, String>, config: &Config) -> String {
+    let parts: Vec<&str> = config
+        .spot_pool_labels
+        .iter()
+        .map(|k| labels.get(k).map_or("", String::as_str))
+        .collect();
+    parts.join("/")
+}
+
+/// The monthly interruption fraction a band label stands for, or `None` for a value that is
+/// not a band (the label is then ignored and the default applies).
+pub fn band_monthly_fraction(label: &str) -> Option<f64> {
+    let percent = match label.trim() {
+        "lt5" => 2.5,
+        "5-10" => 7.5,
+        "10-15" => 12.5,
+        "15-20" => 17.5,
+        "gt20" => 25.0,
+        other => other
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))?,
+    };
+    Some(percent / 100.0)
+}
+
+/// A monthly share of instances reclaimed, as a rate per node-hour (Poisson:
+/// `1 − e^{−λ·720 h}` = the share).
+pub fn hourly_rate(monthly_fraction: f64) -> f64 {
+    let p = monthly_fraction.clamp(0.0, 0.999_999);
+    -(1.0 - p).ln() / HOURS_PER_MONTH
+}
+
+/// The prior rate per node-hour of a spot node, from its band label or the default.
+pub fn prior_rate(labels: &BTreeMap<String, String>, config: &Config) -> f64 {
+    let monthly = labels
+        .get(&config.spot_band_label)
+        .and_then(|v| band_monthly_fraction(v))
+        .unwrap_or(config.spot_default_interruption_percent / 100.0);
+    hourly_rate(monthly)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn every_default_spot_label_and_the_instance_type() {
+        let c = Config::default();
+        for spot in [
+            labels(&[("aco/instance-type", "spot")]),
+            labels(&[("aco/instance-type", "Preemptible")]),
+            labels(&[("karpenter.sh/capacity-type", "spot")]),
+            labels(&[("eks.amazonaws.com/capacityType", "SPOT")]),
+            labels(&[("cloud.google.com/gke-spot", "true")]),
+        ] {
+            assert!(is_spot(&spot, &c), "{spot:?}");
+        }
+        for not in [
+            labels(&[]),
+            labels(&[("aco/instance-type", "on-demand")]),
+            labels(&[("karpenter.sh/capacity-type", "on-demand")]),
+            labels(&[("cloud.google.com/gke-spot", "false")]),
+        ] {
+            assert!(!is_spot(&not, &c), "{not:?}");
+        }
+    }
+
+    #[test]
+    fn bands_read_as_their_midpoints_and_garbage_is_ignored() {
+        let table = [
+            ("lt5", Some(0.025)),
+            ("5-10", Some(0.075)),
+            ("10-15", Some(0.125)),
+            ("15-20", Some(0.175)),
+            ("gt20", Some(0.25)),
+            ("7.5", Some(0.075)),
+            (" 12 ", Some(0.12)),
+            ("101", None),
+            ("-1", None),
+            ("often", None),
+            ("NaN", None),
+        ];
+        for (label, want) in table {
+            assert_eq!(band_monthly_fraction(label), want, "{label}");
+        }
+    }
+
+    #[test]
+    fn the_hourly_rate_reproduces_the_monthly_share() {
+        for share in [0.025, 0.125, 0.25] {
+            let rate = hourly_rate(share);
+            let p = 1.0 - (-rate * HOURS_PER_MONTH).exp();
+            assert!((p - share).abs() < 1e-12);
+        }
+        assert_eq!(hourly_rate(0.0), 0.0);
+        assert!(hourly_rate(1.0).is_finite());
+    }
+
+    #[test]
+    fn profiles_read_price_spot_labels_pool_and_band() {
+        let c = Config::default();
+        let p = NodeProfile::of(
+            &labels(&[
+                ("aco/cost-per-hour", "0.45"),
+                ("karpenter.sh/capacity-type", "spot"),
+                ("node.kubernetes.io/instance-type", "g4dn.xlarge"),
+                ("topology.kubernetes.io/zone", "eu-west-1a"),
+                ("aco/spot-interruption-band", "15-20"),
+            ]),
+            &c,
+        );
+        assert_eq!((p.cost_per_hour, p.spot), (Some(0.45), true));
+        let pool = p.spot_pool.unwrap();
+        assert_eq!(pool.name, "g4dn.xlarge/eu-west-1a");
+        assert_eq!(pool.prior_rate_per_hour, hourly_rate(0.175));
+        for l in [
+            &[("aco/instance-type", "spot")][..],
+            &[("eks.amazonaws.com/capacityType", "SPOT")],
+            &[("cloud.google.com/gke-spot", "true")],
+        ] {
+            let p = NodeProfile::of(&labels(l), &c);
+            assert!(p.spot, "{l:?}");
+            let rate = p.spot_pool.unwrap().prior_rate_per_hour;
+            assert_eq!(
+                rate,
+                hourly_rate(c.spot_default_interruption_percent / 100.0)
+            );
+        }
+        let p = NodeProfile::of(
+            &labels(&[
+                ("aco/cost-per-hour", "cheap"),
+                ("karpenter.sh/capacity-type", "on-demand"),
+            ]),
+            &c,
+        );
+        assert_eq!(p, NodeProfile::default());
+    }
+}
