@@ -881,7 +881,10 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         "the Worker ignores the frozen facts as stale",
         Duration::from_millis(FACTS_TTL_MS + 30_000),
         || async {
-            c.env.api.filter_names(&probe, &[node.clone()]).await;
+            c.env
+                .api
+                .filter_names(&probe, std::slice::from_ref(&node))
+                .await;
             let m = c.env.api.metrics().await;
             (support_kube::reporter::sample(&m, stale) >= 1.0).then_some(())
         },
