@@ -15,6 +15,15 @@
 //!   `aco_reporter_bind_to_report_seconds` histogram, interpolated within buckets).
 //!
 //! Prints a Markdown table and writes it to `target/bench-reporter.md`.
+//!
+//! `BENCH_MODE=store`: the memory of the reporter's caches alone, in this process, at
+//! BENCH_STORE_NODES (5,000) nodes and BENCH_STORE_PODS (150,000) pods — the reporter's own
+//! code path: each object deserialised from the JSON an API server sends for a
+//! Deployment-created pod (managed fields, env, probes, projected token volume, five
+//! conditions…), slimmed by `aco_reporter::slim`, applied to the reporter's cache
+//! (`aco_reporter::cache`); then a full relist (`Init`, every object again, `InitDone`), peak RSS
+//! (VmHWM) measured at its end. No control plane: creating 150,000 pods through an API
+//! server takes longer than this machine allows. Writes `target/bench-reporter-store.md`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -338,8 +347,198 @@ fn request_count(before: &str, after: &str) -> f64 {
         .sum()
 }
 
+mod store_memory {
+    use std::sync::Arc;
+
+    use aco_reporter::cache::Cache;
+    use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
+    use aco_reporter::kube::runtime::watcher::Event;
+    use serde_json::{json, Value};
+
+    /// A pod as the API server returns one created by a Deployment's ReplicaSet.
+    fn api_pod(i: usize, node: &str) -> Value {
+        let name = format!("web-{:05}-5d8f9c7b6-{i:06}", i % 3_000);
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": name, "generateName": "web-5d8f9c7b6-", "namespace": format!("team-{}", i % 40),
+                "uid": format!("{:08x}-1c2d-4e5f-8a9b-{i:012x}", i), "resourceVersion": format!("{}", 100_000 + i),
+                "creationTimestamp": "2026-12-01T10:00:00Z",
+                "labels": {"app": "web", "pod-template-hash": "5d8f9c7b6", "scheduling.aco/tenant-id": format!("t{}", i % 40),
+                           "app.kubernetes.io/part-of": "shop", "version": "v42"},
+                "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+                                "kubectl.kubernetes.io/restartedAt": "2026-11-30T08:00:00Z"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f9c7b6",
+                    "uid": "0d9c8b7a-1111-2222-3333-444455556666", "controller": true, "blockOwnerDeletion": true}],
+                "managedFields": [
+                    {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": "2026-12-01T10:00:00Z",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
+                        "f:ownerReferences": {".": {}, "k:{\"uid\":\"0d9c8b7a\"}": {}}}, "f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:env": {}, "f:image": {}, "f:resources": {}}}}}},
+                    {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-12-01T10:00:05Z", "subresource": "status",
+                     "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}, "f:podIPs": {}, "f:startTime": {}}}}
+                ]
+            },
+            "spec": {
+                "schedulerName": "aco-scheduler", "nodeName": node, "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                "serviceAccountName": "default", "serviceAccount": "default", "terminationGracePeriodSeconds": 30,
+                "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+                "securityContext": {"runAsNonRoot": true, "runAsUser": 1000},
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+                "volumes": [{"name": "kube-api-access-abcde", "projected": {"defaultMode": 420, "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+                "containers": [{
+                    "name": "app", "image": "registry.example.com/shop/web:v42", "imagePullPolicy": "IfNotPresent",
+                    "args": ["--port=8080", "--log-level=info"],
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
+                    "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                            {"name": "LOG_FORMAT", "value": "json"}, {"name": "CACHE_SIZE", "value": "256"},
+                            {"name": "DB_HOST", "value": "db.shop.svc.cluster.local"}, {"name": "FEATURES", "value": "a,b,c"}],
+                    "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
+                    "livenessProbe": {"httpGet": {"path": "/livez", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
+                    "volumeMounts": [{"name": "kube-api-access-abcde", "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                    "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}]
+            },
+            "status": {
+                "phase": "Running", "qosClass": "Burstable", "hostIP": "10.0.3.17", "hostIPs": [{"ip": "10.0.3.17"}],
+                "podIP": "10.244.3.91", "podIPs": [{"ip": "10.244.3.91"}], "startTime": "2026-12-01T10:00:01Z",
+                "conditions": [
+                    {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": "2026-12-01T10:00:03Z"},
+                    {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-12-01T10:00:01Z"},
+                    {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-01T10:00:09Z"},
+                    {"type": "ContainersReady", "status": "True", "lastTransitionTime": "2026-12-01T10:00:09Z"},
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-01T10:00:00Z"}],
+                "containerStatuses": [{"name": "app", "ready": true, "started": true, "restartCount": 0,
+                    "image": "registry.example.com/shop/web:v42", "imageID": "registry.example.com/shop/web@sha256:4f1c0d6e8a9b7c5d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d",
+                    "containerID": "containerd://7d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c",
+                    "state": {"running": {"startedAt": "2026-12-01T10:00:04Z"}}, "lastState": {},
+                    "volumeMounts": [{"name": "kube-api-access-abcde", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true, "recursiveReadOnly": "Disabled"}]}]
+            }
+        })
+    }
+
+    fn api_node(i: usize) -> Value {
+        let name = format!("node-{i:05}");
+        let conditions: Vec<Value> = ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
+            .iter()
+            .map(|t| {
+                let status = if *t == "Ready" { "True" } else { "False" };
+                json!({"type": t, "status": status, "lastHeartbeatTime": "2026-12-01T10:00:00Z",
+                       "lastTransitionTime": "2026-11-01T10:00:00Z", "reason": "KubeletReady",
+                       "message": "kubelet is posting ready status"})
+            })
+            .collect();
+        let images: Vec<Value> = (0..30)
+            .map(|k| json!({"names": [format!("registry.example.com/img-{k}@sha256:{k:064x}"), format!("registry.example.com/img-{k}:v1")], "sizeBytes": 123_456_789}))
+            .collect();
+        json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": format!("n-{i:08}"), "resourceVersion": "1",
+                "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                           "node.kubernetes.io/instance-type": "p3.8xlarge", "topology.kubernetes.io/zone": "eu-west-1a",
+                           "karpenter.sh/capacity-type": "spot", "aco/cost-per-hour": "3.06", "aco/gpu-type": "V100M16"},
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {"podCIDR": "10.244.3.0/24", "providerID": format!("aws:///eu-west-1a/i-{i:017x}")},
+            "status": {"capacity": {"cpu": "32", "memory": "244Gi", "nvidia.com/gpu": "4", "pods": "110"},
+                "allocatable": {"cpu": "31850m", "memory": "240Gi", "nvidia.com/gpu": "4", "pods": "110"},
+                "conditions": conditions,
+                "addresses": [{"type": "InternalIP", "address": "10.0.3.17"}, {"type": "Hostname", "address": name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {"machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "6.1", "osImage": "Bottlerocket", "containerRuntimeVersion": "containerd://1.7",
+                    "kubeletVersion": "v1.37.2", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+                "images": images}})
+    }
+
+    /// (VmRSS, VmHWM) of this process in MiB.
+    fn rss() -> (f64, f64) {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+                / 1024.0
+        };
+        (kib("VmRSS:"), kib("VmHWM:"))
+    }
+
+    /// One full list, as the watcher delivers it: Init, InitApply per object, InitDone.
+    fn list<K, F>(cache: &Cache<K>, n: usize, make: F)
+    where
+        K: aco_reporter::kube::Resource<DynamicType = ()> + Clone,
+        F: Fn(usize) -> K,
+    {
+        cache.apply(&Event::Init);
+        for i in 0..n {
+            cache.apply(&Event::InitApply(make(i)));
+        }
+    }
+
+    pub fn run(nodes: usize, pods: usize) -> String {
+        let config = aco_core::config::Config::default();
+        let keep = aco_reporter::slim::annotations_the_worker_reads(&config);
+        let node_text: Vec<String> = (0..16).map(|i| api_node(i).to_string()).collect();
+        let pod_node = |i: usize| format!("node-{:05}", i % nodes.max(1));
+        let make_node = |i: usize| {
+            let mut v: Value = serde_json::from_str(&node_text[i % 16]).unwrap();
+            v["metadata"]["name"] = format!("node-{i:05}").into();
+            let mut n: Node = serde_json::from_value(v).unwrap();
+            aco_reporter::slim::node(&mut n);
+            n
+        };
+        let make_pod = |i: usize| {
+            // Deserialised from the bytes an API server sends, as the watcher does.
+            let text = api_pod(i, &pod_node(i)).to_string();
+            let mut p: Pod = serde_json::from_str(&text).unwrap();
+            aco_reporter::slim::pod(&mut p, &keep);
+            p
+        };
+        let wire_bytes = api_pod(1, "node-00001").to_string().len();
+        let (base, _) = rss();
+        let node_store = Cache::<Node>::default();
+        let pod_store = Cache::<Pod>::default();
+        list(&node_store, nodes, make_node);
+        node_store.apply(&Event::InitDone);
+        list(&pod_store, pods, make_pod);
+        pod_store.apply(&Event::InitDone);
+        let (steady, _) = rss();
+        // A relist in flight (a watch restarted with its resource version gone): the whole
+        // list again, applied in place by the reporter's cache.
+        list(&pod_store, pods, make_pod);
+        let (during, _) = rss();
+        pod_store.apply(&Event::InitDone);
+        let (after, peak) = rss();
+        let held: Vec<Arc<Pod>> = pod_store.state();
+        assert_eq!((held.len(), node_store.state().len()), (pods, nodes));
+        let slim_bytes = serde_json::to_vec(held[0].as_ref()).unwrap().len();
+        let per_pod_kib = (steady - base) * 1024.0 / pods as f64;
+        eprintln!(
+            "store: {nodes} nodes, {pods} pods: base {base:.0} MiB, steady {steady:.0}, relist in flight {during:.0}, after {after:.0}, peak {peak:.0} MiB; {per_pod_kib:.2} KiB per pod (wire {wire_bytes} B, slim JSON {slim_bytes} B)"
+        );
+        format!(
+            "| nodes | pods | RSS steady | relist in flight | peak (VmHWM) | per pod | pod JSON from the API / kept |\n|---:|---:|---:|---:|---:|---:|---:|\n| {nodes} | {pods} | {steady:.0} MiB | {during:.0} MiB | {peak:.0} MiB | {per_pod_kib:.2} KiB | {wire_bytes} B / {slim_bytes} B |\n"
+        )
+    }
+}
+
 #[tokio::main]
 async fn main() {
+    if std::env::var("BENCH_MODE").as_deref() == Ok("store") {
+        let md = store_memory::run(
+            env_usize("BENCH_STORE_NODES", 5_000),
+            env_usize("BENCH_STORE_PODS", 150_000),
+        );
+        println!("{md}");
+        let out = support_kube::repo_root().join("target/bench-reporter-store.md");
+        let _ = std::fs::write(&out, &md);
+        eprintln!("written to {}", out.display());
+        return;
+    }
     let counts: Vec<usize> = std::env::var("BENCH_NODES")
         .unwrap_or_else(|_| "1000,5000".into())
         .split(',')

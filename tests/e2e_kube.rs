@@ -581,6 +581,7 @@ fn collection_path(obj: &Value) -> String {
         "RoleBinding" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
         "ClusterRole" => "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
         "ClusterRoleBinding" => "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
+        "PodDisruptionBudget" => format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"),
         other => panic!("k8s/ ships a {other}: add it here"),
     }
 }
@@ -613,13 +614,19 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         objects.extend(yaml_docs(&k8s.join(r.as_str().unwrap())));
     }
     for gen in kustomization["configMapGenerator"].as_array().unwrap() {
+        // A generator has `files` (scheduler-config.yaml) or `literals` (KEY=VALUE, the
+        // reporter's settings), as kustomize reads them.
         let mut data = serde_json::Map::new();
-        for f in gen["files"].as_array().unwrap() {
+        for f in gen["files"].as_array().into_iter().flatten() {
             let f = f.as_str().unwrap();
             data.insert(
                 f.to_owned(),
                 std::fs::read_to_string(k8s.join(f)).unwrap().into(),
             );
+        }
+        for l in gen["literals"].as_array().into_iter().flatten() {
+            let (k, v) = l.as_str().unwrap().split_once('=').unwrap();
+            data.insert(k.to_owned(), v.into());
         }
         objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": gen["name"], "labels": kustomization["generatorOptions"]["labels"]},

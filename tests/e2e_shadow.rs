@@ -286,10 +286,12 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     .await;
     check(&api.shadow_summary(NS).await.expect("shadow summary"));
 
-    // A shadow pod's outcome: sent once, by the same rules as our pods' outcomes.
+    // A shadow pod's outcome: sent once, by the same rules as our pods' outcomes (a kubelet
+    // eviction: the node's doing, so an outcome is owed).
     kube.merge_patch(
         &format!("/api/v1/namespaces/{NS}/pods/{}/status", names[0]),
-        &serde_json::json!({"status": {"phase": "Failed"}}),
+        &serde_json::json!({"status": {"phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory."}}),
     )
     .await;
     wait_for(

@@ -95,6 +95,30 @@ impl WorkerApi {
         r.json().await.ok()
     }
 
+    /// A names-mode filter (`POST /v1/filter` with `NodeNames`, as kube-scheduler sends it with
+    /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply.
+    pub async fn filter_names(&self, pod: &Value, names: &[String]) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/v1/filter",
+            Some(json!({"Pod": pod, "NodeNames": names})),
+        )
+        .await
+    }
+
+    /// The Worker's Prometheus text (`GET /metrics`).
+    pub async fn metrics(&self) -> String {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert!(r.status().is_success(), "GET /metrics: {}", r.status());
+        r.text().await.unwrap()
+    }
+
     /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`).
     pub async fn table(&self, tenant: &str) -> Value {
         self.call(
@@ -184,13 +208,27 @@ pub struct Env {
 
 impl Env {
     pub async fn start() -> Env {
-        let cp = ControlPlane::start().await;
+        Env::start_with(super::ControlPlaneOptions::default(), &[]).await
+    }
+
+    /// [`Env::start`] with control-plane options (RBAC and kube-controller-manager) and extra
+    /// Worker `[vars]`.
+    pub async fn start_with(options: super::ControlPlaneOptions, vars: &[(&str, &str)]) -> Env {
+        let cp = ControlPlane::start_with(options).await;
         let state = tempfile::Builder::new()
             .prefix("aco-e2e-worker-")
             .tempdir()
             .unwrap();
         let worker_state = state.path().to_path_buf();
-        let worker = start_worker(&cp, &worker_state);
+        let mut opts = StartOptions {
+            persist_dir: Some(worker_state.clone()),
+            https: Some(cp.pki.worker_tls()),
+            ..StartOptions::default()
+        };
+        for (k, v) in vars {
+            opts = opts.var(k, *v);
+        }
+        let worker = WorkerProcess::start(opts);
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
         Env {
             reporter: None,

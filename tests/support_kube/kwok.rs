@@ -32,12 +32,129 @@ pub const FATE: &str = "aco-test/fate";
 /// Pod annotation: Go duration the pod runs before its fate (default `1s`).
 pub const FATE_AFTER: &str = "aco-test/fate-after";
 
+/// Pod annotation: a Job pod that the per-test Stages of [`JobStages`] end (any value).
+pub const JOB: &str = "aco-test/job";
+
+/// How kwok ends annotated Job pods ([`JOB`]), by node: pods on `failing` nodes fail (container
+/// `Error`, exit 1, phase Failed) after `run_ms`; on `slow` nodes they succeed after
+/// `slow_run_ms`; elsewhere after `run_ms`. Success keeps the containers' real start times and
+/// stops native sidecars (init containers with `restartPolicy: Always`) with exit 143, as the
+/// kubelet does at a Job's end.
+#[derive(Clone, Debug, Default)]
+pub struct JobStages {
+    pub failing: Vec<String>,
+    pub slow: Vec<String>,
+    pub run_ms: u64,
+    pub slow_run_ms: u64,
+}
+
+fn job_stage(name: &str, nodes_op: &str, nodes: &[String], delay_ms: u64, fail: bool) -> String {
+    let values = if nodes.is_empty() {
+        "['none']".to_string()
+    } else {
+        format!(
+            "[{}]",
+            nodes
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let (exit, reason, phase, sidecar_exit, sidecar_reason) = if fail {
+        (1, "Error", "Failed", 143, "Error")
+    } else {
+        (0, "Completed", "Succeeded", 143, "Error")
+    };
+    format!(
+        r#"apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: {name}
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.annotations["{JOB}"]'
+      operator: 'Exists'
+    - key: '.spec.nodeName'
+      operator: '{nodes_op}'
+      values: {values}
+  delay:
+    durationMilliseconds: {delay_ms}
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $root := . }}}}
+      containerStatuses:
+      {{{{ range $index, $item := .spec.containers }}}}
+      {{{{ $origin := index $root.status.containerStatuses $index }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: {exit}
+            reason: {reason}
+            startedAt: {{{{ $origin.state.running.startedAt | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      initContainerStatuses:
+      {{{{ range $index, $item := .spec.initContainers }}}}
+      {{{{ $origin := index $root.status.initContainerStatuses $index }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: {sidecar_exit}
+            reason: {sidecar_reason}
+            startedAt: {{{{ $origin.state.running.startedAt | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: {phase}
+"#
+    )
+}
+
+impl JobStages {
+    /// The Stage documents, for [`ControlPlane::start_kwok_with`].
+    pub fn yaml(&self) -> String {
+        let mut special: Vec<String> = self.failing.clone();
+        special.extend(self.slow.iter().cloned());
+        [
+            job_stage("aco-job-fail", "In", &self.failing, self.run_ms, true),
+            job_stage("aco-job-slow", "In", &self.slow, self.slow_run_ms, false),
+            job_stage("aco-job-succeed", "NotIn", &special, self.run_ms, false),
+        ]
+        .join(
+            "---
+",
+        )
+    }
+}
+
 /// metrics-server's `--metric-resolution`: 10 s is the smallest it accepts.
 pub const METRIC_RESOLUTION: Duration = Duration::from_secs(10);
 
 impl ControlPlane {
     /// Starts the kwok controller and waits for its server's /healthz.
     pub async fn start_kwok(&self) -> Server {
+        self.start_kwok_with("").await
+    }
+
+    /// [`ControlPlane::start_kwok`] with extra Stage documents (e.g. [`JobStages::yaml`]).
+    pub async fn start_kwok_with(&self, extra_stages: &str) -> Server {
         let port = free_port();
         let config = repo_root().join("scripts/kube/kwok");
         // kwok also loads ~/.kwok/kwok.yaml when it exists: point its work dir at the test's.
@@ -45,7 +162,9 @@ impl ControlPlane {
         std::fs::create_dir_all(&workdir).unwrap();
         let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
         let path = |f: &str| config.join(f).to_string_lossy().into_owned();
-        let args = strings(&[
+        let extra = self.dir.join("kwok-extra-stages.yaml");
+        std::fs::write(&extra, extra_stages).unwrap();
+        let mut args = strings(&[
             "--kubeconfig",
             &self.kubeconfig.to_string_lossy(),
             "--config",
@@ -70,6 +189,9 @@ impl ControlPlane {
             "--tls-private-key-file",
             &p("kubelet.key"),
         ]);
+        if !extra_stages.trim().is_empty() {
+            args.extend(strings(&["--config", &extra.to_string_lossy()]));
+        }
         let mut kwok = Server::spawn_with_env(
             "kwok",
             &self.dir,

@@ -225,6 +225,16 @@ impl Pki {
     }
 }
 
+/// How the control plane is set up.
+#[derive(Clone, Debug, Default)]
+pub struct ControlPlaneOptions {
+    /// A real cluster's controls: `--authorization-mode=Node,RBAC`, the ServiceAccount and
+    /// TaintNodesByCondition admission plugins on, and kube-controller-manager running
+    /// (Deployments, ReplicaSets, Jobs, PodGC, the node lifecycle and taint eviction controllers,
+    /// service accounts and their tokens). Off: AlwaysAllow, no controllers (the older suites).
+    pub controllers: bool,
+}
+
 pub struct ControlPlane {
     pub dir: PathBuf,
     pub bin: PathBuf,
@@ -235,6 +245,8 @@ pub struct ControlPlane {
     // Dropped in reverse order of start: apiserver before etcd.
     apiserver: Server,
     apiserver_args: Vec<String>,
+    /// kube-controller-manager, with [`ControlPlaneOptions::controllers`].
+    controller_manager: Option<Server>,
     etcd: Server,
     _temp: tempfile::TempDir,
 }
@@ -242,9 +254,16 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Starts etcd and kube-apiserver and waits until the API serves.
     pub async fn start() -> ControlPlane {
+        ControlPlane::start_with(ControlPlaneOptions::default()).await
+    }
+
+    /// [`ControlPlane::start`] with `options` (RBAC and kube-controller-manager).
+    pub async fn start_with(options: ControlPlaneOptions) -> ControlPlane {
         let bin = kube_bin();
+        // ACO_E2E_KEEP=1 keeps the directory (every server's full log) for a post-mortem.
         let temp = tempfile::Builder::new()
             .prefix("aco-kube-")
+            .disable_cleanup(std::env::var_os("ACO_E2E_KEEP").is_some())
             .tempdir()
             .unwrap();
         let dir = temp.path().to_path_buf();
@@ -319,7 +338,11 @@ impl ControlPlane {
             "--service-cluster-ip-range",
             "10.0.0.0/24",
             "--authorization-mode",
-            "AlwaysAllow",
+            if options.controllers {
+                "Node,RBAC"
+            } else {
+                "AlwaysAllow"
+            },
             // The aggregation layer (metrics-server as v1beta1.metrics.k8s.io): the front
             // proxy's CA and allowed name, as kubeadm sets them, and the client cert the
             // apiserver presents to aggregated APIs. Aggregator routing stays off (the
@@ -339,10 +362,15 @@ impl ControlPlane {
             &p("front-proxy-client.crt"),
             "--proxy-client-key-file",
             &p("front-proxy-client.key"),
-            // No controller-manager creates service accounts (pods could not be admitted) and
-            // no node lifecycle controller lifts the not-ready taint new nodes get.
+            // Without kube-controller-manager no controller creates service accounts (pods
+            // could not be admitted) and no node lifecycle controller lifts the not-ready taint
+            // new nodes get; with it, both plugins stay on as in a real cluster.
             "--disable-admission-plugins",
-            "ServiceAccount,TaintNodesByCondition",
+            if options.controllers {
+                ""
+            } else {
+                "ServiceAccount,TaintNodesByCondition"
+            },
             // The default reconciler refuses a loopback advertise address.
             "--endpoint-reconciler-type",
             "none",
@@ -381,7 +409,7 @@ impl ControlPlane {
         )
         .unwrap();
 
-        ControlPlane {
+        let mut cp = ControlPlane {
             dir,
             bin,
             pki,
@@ -390,15 +418,103 @@ impl ControlPlane {
             kube,
             apiserver,
             apiserver_args,
+            controller_manager: None,
             etcd,
             _temp: temp,
+        };
+        if options.controllers {
+            cp.controller_manager = Some(cp.start_controller_manager().await);
         }
+        cp
+    }
+
+    /// kube-controller-manager of the same version, with the admin credentials (its
+    /// controllers are not what the tests check) and the service-account signing key (tokens
+    /// for ServiceAccounts); the node lifecycle controller keeps its defaults (kwok renews the
+    /// node Leases).
+    async fn start_controller_manager(&self) -> Server {
+        let port = free_port();
+        let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
+        let kubeconfig = self.kubeconfig.to_string_lossy().into_owned();
+        let mut server = Server::spawn(
+            "kube-controller-manager",
+            &self.dir,
+            &self.bin.join("kube-controller-manager"),
+            &strings(&[
+                "--kubeconfig",
+                &kubeconfig,
+                "--authentication-kubeconfig",
+                &kubeconfig,
+                "--authorization-kubeconfig",
+                &kubeconfig,
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                &port.to_string(),
+                "--service-account-private-key-file",
+                &p("sa.key"),
+                "--root-ca-file",
+                &p("ca.crt"),
+                "--use-service-account-credentials=false",
+                "--leader-elect=false",
+                "--profiling=false",
+            ]),
+        );
+        let insecure = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        wait_ready(&mut server, Duration::from_secs(120), || {
+            let r = insecure
+                .get(format!("https://127.0.0.1:{port}/healthz"))
+                .send();
+            async move { r.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+        server
+    }
+
+    /// A kubeconfig with a token of ServiceAccount `ns/name` (TokenRequest, 1 h): a client
+    /// holding it has exactly the RBAC bound to that ServiceAccount.
+    pub async fn service_account_kubeconfig(&self, ns: &str, name: &str) -> PathBuf {
+        let reply = self
+            .kube
+            .post(
+                &format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}/token"),
+                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": {"expirationSeconds": 3600}}),
+            )
+            .await;
+        let token = reply["status"]["token"].as_str().expect("token").to_owned();
+        let path = self.dir.join(format!("kubeconfig-{ns}-{name}"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: local\n  context: {{cluster: local, user: {name}, namespace: {ns}}}\ncurrent-context: local\n",
+                self.api_url,
+                self.pki.path("ca.crt").display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// Stops kube-apiserver (SIGTERM): every client's requests fail until
+    /// [`ControlPlane::start_apiserver_again`].
+    pub fn stop_apiserver(&mut self) {
+        self.apiserver.stop();
     }
 
     /// Stops kube-apiserver (SIGTERM) and starts it again on the same port and etcd, waiting
     /// until it serves: every watch of every client breaks and must resume.
     pub async fn restart_apiserver(&mut self) {
         self.apiserver.stop();
+        self.start_apiserver_again().await;
+    }
+
+    /// Starts kube-apiserver again on the same port and etcd after
+    /// [`ControlPlane::stop_apiserver`], waiting until it serves.
+    pub async fn start_apiserver_again(&mut self) {
         // The killed process may hold its listening socket a moment longer: wait until the port
         // is free again (a bind succeeds) before starting the new one on it.
         let addr = host_port(&self.api_url);
@@ -756,6 +872,22 @@ impl Kube {
         .await;
     }
 
+    /// Waits for ServiceAccount `ns/name` (the controller-manager creates `default` in every
+    /// namespace; the ServiceAccount admission plugin refuses pods until it exists).
+    pub async fn wait_service_account(&self, ns: &str, name: &str) {
+        let k = self.clone();
+        wait_for(
+            &format!("service account {ns}/{name}"),
+            Duration::from_secs(60),
+            || {
+                let k = k.clone();
+                let path = format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}");
+                async move { k.get(&path).await.ok().map(|_| ()) }
+            },
+        )
+        .await;
+    }
+
     /// Creates the Node and sets `status.allocatable`/`capacity` (no kubelet does it here).
     pub async fn create_node(&self, node: &Value) {
         let name = node["metadata"]["name"].as_str().unwrap().to_owned();
@@ -875,5 +1007,6 @@ impl Kube {
     }
 }
 pub mod fixtures;
+pub mod install;
 pub mod kwok;
 pub mod reporter;

@@ -112,6 +112,35 @@ impl Reporter {
         Reporter { server, ops }
     }
 
+    /// Starts the reporter as the installed Deployment runs it: `env` and `args` from the
+    /// rendered manifest ([`super::install`]), the API reached with `kubeconfig` (a
+    /// ServiceAccount's token), the test CA trusted, plus `extra` flags (test speeds).
+    pub fn start_installed(
+        cp: &ControlPlane,
+        kubeconfig: &Path,
+        name: &str,
+        env: &[(String, PathBuf)],
+        args: &[String],
+        extra: &[&str],
+    ) -> Reporter {
+        let ops = free_port();
+        let listen = format!("127.0.0.1:{ops}");
+        let ca = cp.pki.path("ca.crt");
+        let mut all: Vec<String> = args.to_vec();
+        all.extend(
+            ["--listen", &listen, "--ca-file", &ca.to_string_lossy()]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        all.extend(extra.iter().map(|s| s.to_string()));
+        let mut vars: Vec<(&str, &Path)> =
+            env.iter().map(|(k, v)| (k.as_str(), v.as_path())).collect();
+        vars.push(("KUBECONFIG", kubeconfig));
+        vars.push(("RUST_LOG", Path::new("info,aco_reporter=debug")));
+        let server = Server::spawn_with_env(name, &cp.dir, &reporter_bin(false), &all, &vars);
+        Reporter { server, ops }
+    }
+
     pub async fn metrics(&self) -> String {
         let url = format!("http://127.0.0.1:{}/metrics", self.ops);
         match reqwest::get(&url).await {

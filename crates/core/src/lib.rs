@@ -20,5 +20,6 @@ pub mod node_labels;
 pub mod node_state;
 pub mod predict;
 pub mod quantity;
+pub mod run_time;
 pub mod shadow;
 pub mod wire;

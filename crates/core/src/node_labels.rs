@@ -51,7 +51,9 @@ impl NodeProfile {
     }
 }
 
-/// Spot capacity: `INSTANCE_TYPE_LABEL` = `spot`/`preemptible`, or one of `SPOT_LABELS`.
+/// Spot capacity: `INSTANCE_TYPE_LABEL` = `spot`/`preemptible`, or one of `SPOT_LABELS`
+/// (values compared case-insensitively). One rule for η's spot terms and for the reporter, which
+/// names reclaimed spot nodes in `PUT /v1/nodes` (`reclaimed`).
 pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
     let instance_is_spot = labels
         .get(&config.instance_type_label)
@@ -116,6 +118,28 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn every_default_spot_label_and_the_instance_type() {
+        let c = Config::default();
+        for spot in [
+            labels(&[("aco/instance-type", "spot")]),
+            labels(&[("aco/instance-type", "Preemptible")]),
+            labels(&[("karpenter.sh/capacity-type", "spot")]),
+            labels(&[("eks.amazonaws.com/capacityType", "SPOT")]),
+            labels(&[("cloud.google.com/gke-spot", "true")]),
+        ] {
+            assert!(is_spot(&spot, &c), "{spot:?}");
+        }
+        for not in [
+            labels(&[]),
+            labels(&[("aco/instance-type", "on-demand")]),
+            labels(&[("karpenter.sh/capacity-type", "on-demand")]),
+            labels(&[("cloud.google.com/gke-spot", "false")]),
+        ] {
+            assert!(!is_spot(&not, &c), "{not:?}");
+        }
     }
 
     #[test]

@@ -66,7 +66,11 @@ impl Acknowledged {
             .filter(|r| full || self.by_node.get(&r.name) != Some(&Fingerprint::of(r)))
             .collect();
         (full || !nodes.is_empty() || !deleted.is_empty()).then_some(Push {
-            batch: NodesBatch { nodes, deleted },
+            batch: NodesBatch {
+                nodes,
+                deleted,
+                reclaimed: Vec::new(),
+            },
             full,
         })
     }

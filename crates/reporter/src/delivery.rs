@@ -1,18 +1,29 @@
 //! At-least-once delivery of placement, outcome and shadow reports: a bounded FIFO queue,
-//! jittered exponential backoff, and what each Worker answer means for the batch in flight.
-//! A batch goes to one endpoint (`/v1/placements` or `/v1/shadow`): [`Queue::take`] takes the
-//! front run of reports for the front report's endpoint, so order is kept per queue.
+//! jittered exponential backoff, per-tenant pacing, and what each Worker answer means for the
+//! batch in flight.
+//!
+//! A batch is one tenant's reports for one endpoint (`/v1/placements` or `/v1/shadow`), in
+//! queue order ([`Queue::take_for`]): the Worker commits each tenant's colony once per request,
+//! so one request per tenant is one commit. [`Pacer`] sends a tenant's reports at most once per
+//! `--tenant-interval` (1 s): at load, everything that tenant has due goes in one request; when
+//! the rate is low a report goes at once (its tenant sent nothing in the last interval); a
+//! tenant with a full batch waiting goes at once too.
+//!
+//! A refusal of the request as a whole (a 4xx naming no item: a wrong URL, a bad cluster id, a
+//! token without rights) is not the reports' fault: delivery stops and backs off with an error
+//! log and the `aco_reporter_delivery_halted` gauge (alert `AcoReporterDeliveryHalted`), keeping
+//! every report; a 401 first re-reads the token file (a rotated Secret).
 //!
 //! Nothing is lost by a full queue: an item that does not fit stays owed in the
 //! [`crate::placements::Ledger`] and is planned again on the next scan. Items leave the queue
 //! only when the Worker acknowledged them or refused them for good (a 4xx naming the item).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use rand::Rng;
 
-use crate::placements::Item;
+use crate::placements::{Endpoint, Item};
 
 #[derive(Debug)]
 pub struct Queue {
@@ -38,19 +49,38 @@ impl Queue {
         Ok(())
     }
 
-    /// Up to `max` items from the front, all for the front item's endpoint (the run stops at the
-    /// first item for another endpoint), removed until [`Queue::put_back`] or acknowledgement.
-    pub fn take(&mut self, max: usize) -> Vec<Item> {
-        let Some(endpoint) = self.items.front().map(|i| i.kind.endpoint()) else {
-            return Vec::new();
-        };
-        let n = self
-            .items
-            .iter()
-            .take(max)
-            .take_while(|i| i.kind.endpoint() == endpoint)
-            .count();
-        self.items.drain(..n).collect()
+    /// Up to `max` items for `endpoint` and `tenant`, in queue order, removed until
+    /// [`Queue::put_back`] or acknowledgement.
+    pub fn take_for(&mut self, endpoint: Endpoint, tenant: &str, max: usize) -> Vec<Item> {
+        let mut taken = Vec::new();
+        let mut rest = VecDeque::with_capacity(self.items.len());
+        for item in self.items.drain(..) {
+            if taken.len() < max && item.kind.endpoint() == endpoint && item.report.tenant == tenant
+            {
+                taken.push(item);
+            } else {
+                rest.push_back(item);
+            }
+        }
+        self.items = rest;
+        taken
+    }
+
+    /// Every (endpoint, tenant) with reports waiting, and how many, in order of first appearance.
+    pub fn waiting(&self) -> Vec<((Endpoint, String), usize)> {
+        let mut out: Vec<((Endpoint, String), usize)> = Vec::new();
+        let mut index: HashMap<(Endpoint, &str), usize> = HashMap::new();
+        for item in &self.items {
+            let key = (item.kind.endpoint(), item.report.tenant.as_str());
+            match index.get(&key) {
+                Some(&i) => out[i].1 += 1,
+                None => {
+                    index.insert(key, out.len());
+                    out.push(((key.0, key.1.to_string()), 1));
+                }
+            }
+        }
+        out
     }
 
     /// Returns an unacknowledged batch to the front, in its order.
@@ -102,6 +132,55 @@ impl Backoff {
     }
 }
 
+/// One request per tenant (and endpoint) per interval at most, except with a full batch waiting.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    interval_ms: u64,
+    last_sent: HashMap<(Endpoint, String), u64>,
+}
+
+impl Pacer {
+    pub fn new(interval: Duration) -> Self {
+        Pacer {
+            interval_ms: interval.as_millis() as u64,
+            last_sent: HashMap::new(),
+        }
+    }
+
+    /// When the next request for `key` may go: now if it sent nothing in the last interval or
+    /// `full` (a whole batch is waiting), else one interval after its last request.
+    pub fn due_at(&self, key: &(Endpoint, String), full: bool, now_ms: u64) -> u64 {
+        match self.last_sent.get(key) {
+            Some(&last) if !full => (last + self.interval_ms).max(now_ms),
+            _ => now_ms,
+        }
+    }
+
+    /// The next (endpoint, tenant) to send and when, from [`Queue::waiting`].
+    pub fn next(
+        &self,
+        waiting: Vec<((Endpoint, String), usize)>,
+        batch_size: usize,
+        now_ms: u64,
+    ) -> Option<((Endpoint, String), u64)> {
+        waiting
+            .into_iter()
+            .map(|(key, n)| {
+                let due = self.due_at(&key, n >= batch_size, now_ms);
+                (key, due)
+            })
+            .min_by_key(|(_, due)| *due)
+    }
+
+    /// A request for `key` went out at `now_ms`; entries older than an interval are forgotten.
+    pub fn sent(&mut self, key: (Endpoint, String), now_ms: u64) {
+        let interval = self.interval_ms;
+        self.last_sent
+            .retain(|_, last| now_ms.saturating_sub(*last) < interval);
+        self.last_sent.insert(key, now_ms);
+    }
+}
+
 /// What to do with a batch after the Worker answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Disposition {
@@ -112,8 +191,13 @@ pub enum Disposition {
     /// The Worker refused item `index` for good (400 naming `placements[index]`): drop that
     /// item, retry the rest at once.
     DropItem(usize),
-    /// The Worker refused the batch for good without naming an item (e.g. 413): split it.
+    /// The batch was too large (413): split it.
     Split,
+    /// 401: the token may have been rotated — re-read it, then retry.
+    Unauthorized,
+    /// The Worker refused the request as a whole (a 4xx naming no item: wrong URL, bad cluster
+    /// id, a token without rights): stop, back off, alert; keep every report.
+    Halt(String),
 }
 
 /// Reads a Worker answer. `field` is the `field` of its JSON error body, if any.
@@ -128,17 +212,21 @@ pub fn disposition(
     };
     match status {
         200..=299 => Disposition::Acknowledged,
-        // 401/403: a token being rotated or a Secret not yet mounted: keep the reports.
-        429 | 500..=599 | 401 | 403 | 408 => Disposition::Retry(
+        429 | 500..=599 | 408 => Disposition::Retry(
             retry_after
                 .and_then(|v| v.trim().parse().ok())
                 .map(Duration::from_secs),
         ),
+        401 => Disposition::Unauthorized,
         413 if batch_len > 1 => Disposition::Split,
+        // One report alone too large can never be taken.
+        413 => Disposition::DropItem(0),
         _ => match field.and_then(item_index) {
             Some(i) if i < batch_len => Disposition::DropItem(i),
-            _ if batch_len > 1 => Disposition::Split,
-            _ => Disposition::DropItem(0),
+            _ => Disposition::Halt(format!(
+                "HTTP {status}{}",
+                field.map(|f| format!(" ({f})")).unwrap_or_default()
+            )),
         },
     }
 }
@@ -183,54 +271,15 @@ mod tests {
             q.push(item(u)).unwrap();
         }
         assert_eq!(q.push(item("d")).unwrap_err().report.pod_uid, "d");
-        let batch = q.take(2);
+        let batch = q.take_for(crate::placements::Endpoint::Placements, "ns", 2);
         assert_eq!(q.len(), 1);
         q.put_back(batch);
-        let uids: Vec<String> = q.take(10).into_iter().map(|i| i.report.pod_uid).collect();
+        let uids: Vec<String> = q
+            .take_for(crate::placements::Endpoint::Placements, "ns", 10)
+            .into_iter()
+            .map(|i| i.report.pod_uid)
+            .collect();
         assert_eq!(uids, ["a", "b", "c"]);
-    }
-
-    #[test]
-    fn a_batch_goes_to_one_endpoint_in_queue_order() {
-        use crate::placements::Endpoint;
-        let mut q = Queue::new(10);
-        let kinds = [
-            Kind::Placement,
-            Kind::Outcome,
-            Kind::Shadow,
-            Kind::ShadowOutcome,
-            Kind::Placement,
-        ];
-        for (i, k) in kinds.iter().enumerate() {
-            q.push(item_of(*k, &i.to_string())).unwrap();
-        }
-        let endpoints_and_uids = |b: &[Item]| {
-            (
-                b[0].kind.endpoint(),
-                b.iter()
-                    .map(|i| i.report.pod_uid.clone())
-                    .collect::<Vec<_>>(),
-            )
-        };
-        assert_eq!(
-            endpoints_and_uids(&q.take(10)),
-            (Endpoint::Placements, vec!["0".into(), "1".into()])
-        );
-        let shadow = q.take(1);
-        assert_eq!(
-            endpoints_and_uids(&shadow),
-            (Endpoint::Shadow, vec!["2".into()])
-        );
-        q.put_back(shadow);
-        assert_eq!(
-            endpoints_and_uids(&q.take(10)),
-            (Endpoint::Shadow, vec!["2".into(), "3".into()])
-        );
-        assert_eq!(
-            endpoints_and_uids(&q.take(10)),
-            (Endpoint::Placements, vec!["4".into()])
-        );
-        assert!(q.take(10).is_empty());
     }
 
     #[test]
@@ -267,23 +316,108 @@ mod tests {
         );
         assert_eq!(
             disposition(Some(401), None, None, 5),
-            Disposition::Retry(None)
+            Disposition::Unauthorized
         );
         assert_eq!(
             disposition(Some(400), None, Some("placements[3].node"), 5),
             Disposition::DropItem(3)
         );
+        // Refused as a whole: never split down and dropped one by one (the old silent loss).
         assert_eq!(
             disposition(Some(400), None, Some("placements batch"), 5),
-            Disposition::Split
+            Disposition::Halt("HTTP 400 (placements batch)".into())
+        );
+        assert_eq!(
+            disposition(Some(404), None, None, 1),
+            Disposition::Halt("HTTP 404".into()),
+            "ACO_WORKER_URL=https://host/v1: /v1/v1/placements"
+        );
+        assert_eq!(
+            disposition(Some(403), None, None, 3),
+            Disposition::Halt("HTTP 403".into())
+        );
+        assert_eq!(
+            disposition(Some(400), None, Some("placements[9].node"), 5),
+            Disposition::Halt("HTTP 400 (placements[9].node)".into()),
+            "an index outside the batch names no item of ours"
         );
         assert_eq!(
             disposition(Some(413), None, Some("placements"), 5),
             Disposition::Split
         );
         assert_eq!(
-            disposition(Some(400), None, None, 1),
+            disposition(Some(413), None, None, 1),
             Disposition::DropItem(0)
         );
+    }
+
+    fn item_for(tenant: &str, uid: &str) -> Item {
+        let mut i = item(uid);
+        i.report.tenant = tenant.into();
+        i
+    }
+
+    #[test]
+    fn a_batch_is_one_tenants_reports_in_queue_order() {
+        use crate::placements::Endpoint;
+        let mut q = Queue::new(10);
+        for (t, u) in [("a", "1"), ("b", "2"), ("a", "3"), ("b", "4"), ("a", "5")] {
+            q.push(item_for(t, u)).unwrap();
+        }
+        q.push(item_of(Kind::Shadow, "6")).unwrap();
+        assert_eq!(
+            q.waiting(),
+            [
+                ((Endpoint::Placements, "a".to_string()), 3),
+                ((Endpoint::Placements, "b".to_string()), 2),
+                ((Endpoint::Shadow, "ns".to_string()), 1)
+            ]
+        );
+        let uids = |b: &[Item]| {
+            b.iter()
+                .map(|i| i.report.pod_uid.clone())
+                .collect::<Vec<_>>()
+        };
+        let a = q.take_for(Endpoint::Placements, "a", 2);
+        assert_eq!(uids(&a), ["1", "3"]);
+        q.put_back(a);
+        assert_eq!(
+            uids(&q.take_for(Endpoint::Placements, "a", 10)),
+            ["1", "3", "5"]
+        );
+        assert_eq!(uids(&q.take_for(Endpoint::Placements, "b", 10)), ["2", "4"]);
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn a_tenant_sends_at_most_once_per_interval_unless_a_full_batch_waits() {
+        use crate::placements::Endpoint;
+        let mut p = Pacer::new(Duration::from_secs(1));
+        let a = (Endpoint::Placements, "a".to_string());
+        let b = (Endpoint::Placements, "b".to_string());
+        // Low rate: at once.
+        assert_eq!(p.due_at(&a, false, 10_000), 10_000);
+        p.sent(a.clone(), 10_000);
+        // Again within the second: wait for the rest of it, gathering what comes.
+        assert_eq!(p.due_at(&a, false, 10_300), 11_000);
+        assert_eq!(
+            p.due_at(&a, true, 10_300),
+            10_300,
+            "a full batch goes at once"
+        );
+        // Another tenant is not held up by a.
+        assert_eq!(
+            p.next(vec![(a.clone(), 3), (b.clone(), 1)], 500, 10_300),
+            Some((b.clone(), 10_300))
+        );
+        p.sent(b.clone(), 10_300);
+        assert_eq!(
+            p.next(vec![(a.clone(), 3), (b.clone(), 1)], 500, 10_400),
+            Some((a.clone(), 11_000))
+        );
+        // After the interval, prompt again; old entries are forgotten.
+        p.sent(a.clone(), 12_000);
+        assert_eq!(p.last_sent.len(), 1);
+        assert_eq!(p.due_at(&b, false, 12_000), 12_000);
     }
 }

@@ -13,9 +13,12 @@
 // expect outside tests. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod attribution;
+pub mod cache;
 pub mod changes;
 pub mod config;
 pub mod delivery;
+pub mod freshness;
 pub mod gpu_share;
 pub mod leader;
 pub mod node_facts;
@@ -23,9 +26,16 @@ pub mod node_metrics;
 pub mod ops_server;
 pub mod outcome;
 pub mod placements;
+pub mod prometheus;
+pub mod reclaim;
 pub mod run;
 pub mod slim;
 pub mod telemetry;
 pub mod time;
 pub mod wire;
 pub mod worker_client;
+
+// The Kubernetes crates at the versions the reporter is built with, for the scale benchmark
+// (`benches/reporter_scale.rs`), which measures the reporter's own cache code.
+pub use k8s_openapi;
+pub use kube;

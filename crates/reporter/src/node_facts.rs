@@ -11,12 +11,15 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::wire::{NodeReport, UtilisationSample};
 
-/// A NodeMetrics reading: usage and the sample's own timestamp.
+/// A load reading and the sample's own timestamp: NodeMetrics usage (CPU, memory), or a busy
+/// fraction computed by the source (Prometheus: the busiest of CPU, memory, GPU).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeUsage {
     pub at_ms: u64,
     pub cpu_milli: i64,
     pub memory_bytes: i64,
+    /// Already a fraction of the node's capacity; used as it is when set.
+    pub busy_fraction: Option<f64>,
 }
 
 /// Pods that still hold their resources: kube-scheduler's cache drops Succeeded and Failed pods.
@@ -135,6 +138,12 @@ pub fn utilisation(
     if now_ms.saturating_sub(usage.at_ms) > max_age_ms {
         return None;
     }
+    if let Some(busy) = usage.busy_fraction.filter(|b| b.is_finite()) {
+        return Some(UtilisationSample {
+            at_ms: usage.at_ms,
+            value: busy.clamp(0.0, 1.0),
+        });
+    }
     let fraction = |used: i64, total: i64| (total > 0).then(|| used.max(0) as f64 / total as f64);
     let cpu = fraction(usage.cpu_milli, allocatable.get("cpu"));
     let memory = fraction(usage.memory_bytes, allocatable.get("memory"));
@@ -181,16 +190,25 @@ pub struct FactsInput<'a> {
     pub latency_label: &'a str,
     pub metrics_max_age_ms: u64,
     pub now_ms: u64,
+    /// Until when the node and pod caches were confirmed by healthy watches
+    /// ([`crate::freshness`]): the report's `observedAtMs`.
+    pub observed_at_ms: u64,
+    /// The node's price from a cost tool (OpenCost), sent as the cost label instead of the
+    /// node's own: `(label key, $/h)`.
+    pub price: Option<(&'a str, f64)>,
 }
 
 pub fn node_report(input: FactsInput<'_>) -> NodeReport {
     let node = input.node;
     let all_labels = node.metadata.labels.clone().unwrap_or_default();
-    let labels: BTreeMap<String, String> = all_labels
+    let mut labels: BTreeMap<String, String> = all_labels
         .iter()
         .filter(|(k, _)| input.label_keys.contains(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if let Some((key, per_hour)) = input.price.filter(|(_, p)| p.is_finite() && *p >= 0.0) {
+        labels.insert(key.to_string(), per_hour.to_string());
+    }
     let allocatable_text: BTreeMap<String, String> = node
         .status
         .as_ref()
@@ -219,7 +237,7 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         allocatable: allocatable_text,
         requested: to_quantity_text(input.requested),
         latency_us,
-        observed_at_ms: input.now_ms,
+        observed_at_ms: input.observed_at_ms,
         utilisation,
         gpu_free_milli: input.gpu_free_milli,
     }
@@ -305,6 +323,7 @@ mod tests {
             at_ms: 10_000,
             cpu_milli: 2_000,
             memory_bytes: 12 << 30,
+            busy_fraction: None,
         };
         let s = utilisation(&u, &alloc, 20_000, 60_000).unwrap();
         assert_eq!(s.at_ms, 10_000);
@@ -314,6 +333,7 @@ mod tests {
             at_ms: 10_000,
             cpu_milli: 9_000,
             memory_bytes: 0,
+            busy_fraction: None,
         };
         assert_eq!(
             utilisation(&over, &alloc, 10_000, 60_000).unwrap().value,
@@ -322,6 +342,17 @@ mod tests {
         assert_eq!(
             utilisation(&u, &ResourceAmounts::default(), 10_000, 60_000),
             None
+        );
+        let prometheus = NodeUsage {
+            busy_fraction: Some(0.85),
+            ..u
+        };
+        assert_eq!(
+            utilisation(&prometheus, &ResourceAmounts::default(), 20_000, 60_000),
+            Some(UtilisationSample {
+                at_ms: 10_000,
+                value: 0.85
+            })
         );
     }
 
@@ -344,6 +375,8 @@ mod tests {
             latency_label: "aco/latency-us",
             metrics_max_age_ms: 60_000,
             now_ms: 5,
+            observed_at_ms: 5,
+            price: None,
         });
         assert_eq!(
             r.labels.keys().collect::<Vec<_>>(),

@@ -34,6 +34,7 @@ pub fn parse(data: &serde_json::Value) -> Option<NodeUsage> {
         at_ms,
         cpu_milli,
         memory_bytes,
+        busy_fraction: None,
     })
 }
 

@@ -10,6 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 
+use crate::freshness::Freshness;
 use crate::telemetry::Telemetry;
 
 #[derive(Clone)]
@@ -17,6 +18,10 @@ pub struct OpsState {
     pub telemetry: Arc<Telemetry>,
     /// Both caches (Nodes, Pods) have synced.
     pub ready: Arc<AtomicBool>,
+    /// Health of the watches and the NodeMetrics poll.
+    pub freshness: Arc<Freshness>,
+    /// Whether NodeMetrics are read at all.
+    pub with_metrics: bool,
 }
 
 async fn metrics(State(s): State<OpsState>) -> impl IntoResponse {
@@ -29,11 +34,24 @@ async fn metrics(State(s): State<OpsState>) -> impl IntoResponse {
     )
 }
 
+/// Ready when the caches have synced and every input is healthy: a broken watch or failing
+/// NodeMetrics poll makes the replica unready (and names the source).
 async fn readyz(State(s): State<OpsState>) -> impl IntoResponse {
-    if s.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok")
+    if !s.ready.load(Ordering::Relaxed) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "caches not synced".to_string(),
+        );
+    }
+    let broken = s.freshness.broken(s.with_metrics);
+    if broken.is_empty() {
+        (StatusCode::OK, "ok".to_string())
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+        let names: Vec<&str> = broken.iter().map(|b| b.as_str()).collect();
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("broken: {}", names.join(", ")),
+        )
     }
 }
 

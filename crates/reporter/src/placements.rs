@@ -20,9 +20,10 @@ use aco_core::demand::tenant_of;
 use aco_core::k8s::PodView;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::outcome::{classify, Fate, OutcomeRules};
+use crate::attribution::{workload_of, Attribution, Decision};
+use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
 use crate::time::ms;
-use crate::wire::{outcome_label, PlacementReport};
+use crate::wire::PlacementReport;
 
 /// Whose pod it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,12 +226,14 @@ pub fn bound_pod(
     })
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Owed {
     placement_queued: bool,
     placement_done: bool,
     outcome_queued: bool,
     outcome_done: bool,
+    /// What the pod's end came to, once decided (final: a success's run time is recorded once).
+    decision: Option<Decision>,
 }
 
 /// How far back a restarted reporter looks for pods that may be unreported.
@@ -249,28 +252,46 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// The decision already made for pod `uid`, if any.
+    pub fn decision(&self, uid: &str) -> Option<Decision> {
+        self.owed.get(uid).and_then(|o| o.decision)
+    }
+
     /// What to queue now for `pod`, given what was queued or acknowledged before. `None` when the
-    /// pod owes nothing new. A placement whose fate is already known carries its outcome.
-    /// `object` is the pod itself: a shadow report carries it (slimmed for the wire).
+    /// pod owes nothing new. A placement whose end is already decided carries its outcome; a
+    /// neutral end settles the outcome with nothing sent. `object` is the pod itself: a shadow
+    /// report carries it (slimmed for the wire).
     pub fn plan(
         &mut self,
         pod: &BoundPod,
         object: &Pod,
-        fate: Option<&Fate>,
+        decision: Option<Decision>,
         now_ms: u64,
         windows: &Windows,
     ) -> Option<Item> {
         let age = now_ms.saturating_sub(pod.bound_at_ms);
         let owed = self.owed.entry(pod.uid.clone()).or_default();
-        let report = |outcome: Option<&Fate>| PlacementReport {
+        if owed.decision.is_none() {
+            owed.decision = decision;
+        }
+        let outcome = match owed.decision {
+            Some(Decision::Report(o)) => Some(o),
+            Some(Decision::Neutral) => {
+                // Nothing to tell: the outcome is settled as it stands.
+                owed.outcome_done = true;
+                None
+            }
+            None => None,
+        };
+        let report = |outcome| PlacementReport {
             pod_uid: pod.uid.clone(),
             namespace: pod.namespace.clone(),
             name: pod.name.clone(),
             tenant: pod.tenant.clone(),
             node: pod.node.clone(),
-            outcome: outcome.map(|f| outcome_label(f.is_success())),
+            outcome,
         };
-        let item = |kind: Kind, outcome: Option<&Fate>| Item {
+        let item = |kind: Kind, outcome| Item {
             kind,
             report: report(outcome),
             bound_at_ms: pod.bound_at_ms,
@@ -278,18 +299,18 @@ impl Ledger {
         };
         if !owed.placement_queued && !owed.placement_done && age <= windows.placement_ms {
             owed.placement_queued = true;
-            owed.outcome_queued = fate.is_some();
-            return Some(item(Kind::placement(pod.role), fate));
+            owed.outcome_queued = outcome.is_some();
+            return Some(item(Kind::placement(pod.role), outcome));
         }
         let placement_settled = owed.placement_done || age > windows.placement_ms;
-        if let Some(f) = fate {
+        if let Some(o) = outcome {
             if placement_settled
                 && !owed.outcome_queued
                 && !owed.outcome_done
                 && age <= windows.outcome_ms
             {
                 owed.outcome_queued = true;
-                return Some(item(Kind::outcome(pod.role), Some(f)));
+                return Some(item(Kind::outcome(pod.role), Some(o)));
             }
         }
         None
@@ -346,41 +367,101 @@ pub struct ScanRules<'a> {
     pub config: &'a Config,
     pub outcome_rules: OutcomeRules,
     pub windows: Windows,
+    /// `--workload-label`: a pod label that names its workload (else its controller does).
+    pub workload_label: Option<&'a str>,
 }
 
-/// Plans the reports owed for every pod in `pods` (the reflector's store), in a stable order.
+/// What a scan found.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Reports to queue, in a stable order.
+    pub items: Vec<Item>,
+    /// UIDs of the live pods seen (deleted ones are not alive).
+    pub alive: HashSet<String>,
+    /// Ends decided in this scan, by verdict kind and reason (for metrics and logs).
+    pub decided: Vec<(&'static str, String)>,
+}
+
+/// Plans the reports owed for every pod in `pods` (the reflector's store, and pods the watch
+/// saw deleted), in a stable order.
 pub fn scan<'a>(
     ledger: &mut Ledger,
-    pods: impl IntoIterator<Item = &'a Pod>,
+    attribution: &mut Attribution,
+    pods: impl IntoIterator<Item = (&'a Pod, Presence)>,
     rules: &ScanRules<'_>,
     now_ms: u64,
-) -> (Vec<Item>, HashSet<String>) {
-    let mut items = Vec::new();
-    let mut alive = HashSet::new();
-    for pod in pods {
+) -> Scan {
+    let mut out = Scan::default();
+    for (pod, presence) in pods {
         if let Some(uid) = &pod.metadata.uid {
-            alive.insert(uid.clone());
+            if !presence.deleted {
+                out.alive.insert(uid.clone());
+            }
         }
         let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else {
             continue;
         };
-        let fate = classify(pod, now_ms, &rules.outcome_rules);
-        if let Some(item) = ledger.plan(&bound, pod, fate.as_ref(), now_ms, &rules.windows) {
-            items.push(item);
+        let decision = match ledger.decision(&bound.uid) {
+            Some(d) => Some(d),
+            None => classify(pod, presence, now_ms, &rules.outcome_rules).and_then(|verdict| {
+                let workload = workload_of(pod, rules.workload_label);
+                let d = attribution.decide(&verdict, workload.as_deref(), &bound.node, &bound.uid);
+                if d.is_some() {
+                    out.decided.push((verdict.kind(), reason_of(&verdict)));
+                }
+                d
+            }),
+        };
+        if let Some(item) = ledger.plan(&bound, pod, decision, now_ms, &rules.windows) {
+            out.items.push(item);
         }
     }
-    items.sort_by(|a, b| {
+    out.items.sort_by(|a, b| {
         a.bound_at_ms
             .cmp(&b.bound_at_ms)
             .then_with(|| a.report.pod_uid.cmp(&b.report.pod_uid))
     });
-    (items, alive)
+    out
+}
+
+fn reason_of(v: &Verdict) -> String {
+    match v {
+        Verdict::NodeFailed(r) | Verdict::Neutral(r) | Verdict::AppError(r) => r.clone(),
+        Verdict::Succeeded { .. } => "Succeeded".into(),
+        Verdict::Healthy => "Healthy".into(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::outcome_label;
     use serde_json::json;
+
+    fn failed_outcome() -> aco_core::colony::Outcome {
+        outcome_label(false)
+    }
+
+    fn succeeded() -> aco_core::colony::Outcome {
+        outcome_label(true)
+    }
+
+    /// A scan of live pods, with a fresh attribution memory (decisions stay in the ledger).
+    fn scan_pods<const N: usize>(
+        ledger: &mut Ledger,
+        pods: [&Pod; N],
+        rules: &ScanRules<'_>,
+        now_ms: u64,
+    ) -> (Vec<Item>, HashSet<String>) {
+        let s = scan(
+            ledger,
+            &mut Attribution::default(),
+            pods.into_iter().map(|p| (p, Presence::default())),
+            rules,
+            now_ms,
+        );
+        (s.items, s.alive)
+    }
 
     const HOUR: u64 = 3_600_000;
     const WINDOWS: Windows = Windows {
@@ -406,11 +487,13 @@ mod tests {
         labels: serde_json::Value,
         phase: &str,
     ) -> Pod {
+        // A Failed pod here failed by the node's doing (a kubelet eviction): an outcome is owed.
+        let reason = (phase == "Failed").then_some("Evicted");
         serde_json::from_value(json!({
             "metadata": {"name": format!("p-{uid}"), "namespace": "team-a", "uid": uid, "labels": labels,
                          "creationTimestamp": "1970-01-01T00:00:01Z"},
             "spec": {"schedulerName": scheduler, "nodeName": node, "containers": [{"name": "c", "image": "x"}]},
-            "status": {"phase": phase, "conditions": [
+            "status": {"phase": phase, "reason": reason, "conditions": [
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": "1970-01-01T00:00:02Z"}]}
         }))
         .unwrap()
@@ -464,6 +547,7 @@ mod tests {
             config,
             outcome_rules: OutcomeRules::default(),
             windows: WINDOWS,
+            workload_label: None,
         }
     }
 
@@ -473,24 +557,24 @@ mod tests {
         let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
-        let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
+        let (items, _) = scan_pods(&mut ledger, [&running], &r, 10_000);
         assert_eq!(items.len(), 1);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
             (Kind::Placement, None)
         );
         // Queued, not yet acknowledged: nothing new.
-        assert!(scan(&mut ledger, [&running], &r, 11_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&running], &r, 11_000).0.is_empty());
         ledger.settle(&items[0]);
-        assert!(scan(&mut ledger, [&running], &r, 12_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&running], &r, 12_000).0.is_empty());
 
         let failed = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Failed");
-        let (items, _) = scan(&mut ledger, [&failed], &r, 13_000);
+        let (items, _) = scan_pods(&mut ledger, [&failed], &r, 13_000);
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].kind, Kind::Outcome);
-        assert_eq!(items[0].report.outcome, Some(outcome_label(false)));
+        assert_eq!(items[0].report.outcome, Some(failed_outcome()));
         ledger.settle(&items[0]);
-        assert!(scan(&mut ledger, [&failed], &r, 14_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&failed], &r, 14_000).0.is_empty());
     }
 
     #[test]
@@ -499,13 +583,13 @@ mod tests {
         let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let done = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Succeeded");
-        let (items, _) = scan(&mut ledger, [&done], &r, 10_000);
+        let (items, _) = scan_pods(&mut ledger, [&done], &r, 10_000);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
-            (Kind::Placement, Some(outcome_label(true)))
+            (Kind::Placement, Some(succeeded()))
         );
         ledger.settle(&items[0]);
-        assert!(scan(&mut ledger, [&done], &r, 11_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&done], &r, 11_000).0.is_empty());
     }
 
     #[test]
@@ -514,9 +598,9 @@ mod tests {
         let r = rules(&config, &schedulers);
         let mut ledger = Ledger::default();
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
-        let (items, _) = scan(&mut ledger, [&running], &r, 10_000);
+        let (items, _) = scan_pods(&mut ledger, [&running], &r, 10_000);
         ledger.unqueue(&items[0]);
-        assert_eq!(scan(&mut ledger, [&running], &r, 11_000).0, items);
+        assert_eq!(scan_pods(&mut ledger, [&running], &r, 11_000).0, items);
     }
 
     #[test]
@@ -526,11 +610,11 @@ mod tests {
         let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
         let failed = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Failed");
         let mut fresh = Ledger::default();
-        let (items, _) = scan(&mut fresh, [&running, &failed], &r, 10_000);
+        let (items, _) = scan_pods(&mut fresh, [&running, &failed], &r, 10_000);
         assert_eq!(items.len(), 2);
         // Two hours after binding: the decision is gone, the outcome is still useful.
         let mut later = Ledger::default();
-        let (items, _) = scan(&mut later, [&running, &failed], &r, 2 * HOUR);
+        let (items, _) = scan_pods(&mut later, [&running, &failed], &r, 2 * HOUR);
         assert_eq!(items.len(), 1);
         assert_eq!(
             (items[0].kind, items[0].report.pod_uid.as_str()),
@@ -538,7 +622,7 @@ mod tests {
         );
         // Past the outcome window: nothing.
         assert!(
-            scan(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR)
+            scan_pods(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR)
                 .0
                 .is_empty()
         );
@@ -551,7 +635,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let a = pod("a", "aco-scheduler", Some("n1"), json!({}), "Running");
         let b = pod("b", "aco-scheduler", Some("n1"), json!({}), "Running");
-        let (items, _) = scan(&mut ledger, [&a, &b], &r, 10_000);
+        let (items, _) = scan_pods(&mut ledger, [&a, &b], &r, 10_000);
         ledger.settle(&items[0]);
         ledger.retain(&HashSet::new());
         assert_eq!(ledger.len(), 1, "b is still queued");
@@ -567,6 +651,7 @@ mod tests {
             config,
             outcome_rules: OutcomeRules::default(),
             windows: WINDOWS,
+            workload_label: None,
         }
     }
 
@@ -647,7 +732,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let running = pod("s1", "default-scheduler", Some("n2"), json!({}), "Running");
         let mine = pod("m1", "aco-scheduler", Some("n1"), json!({}), "Running");
-        let (items, _) = scan(&mut ledger, [&running, &mine], &r, 10_000);
+        let (items, _) = scan_pods(&mut ledger, [&running, &mine], &r, 10_000);
         assert_eq!(items.len(), 2);
         let shadow = items.iter().find(|i| i.kind == Kind::Shadow).unwrap();
         let placement = items.iter().find(|i| i.kind == Kind::Placement).unwrap();
@@ -666,7 +751,7 @@ mod tests {
             ("n2", None)
         );
         assert!(
-            scan(&mut ledger, [&running, &mine], &r, 11_000)
+            scan_pods(&mut ledger, [&running, &mine], &r, 11_000)
                 .0
                 .is_empty(),
             "queued: nothing new"
@@ -674,35 +759,142 @@ mod tests {
         for i in &items {
             ledger.settle(i);
         }
-        assert!(scan(&mut ledger, [&running], &r, 12_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&running], &r, 12_000).0.is_empty());
 
         // Its outcome, by the same rules, to the shadow endpoint.
         let failed = pod("s1", "default-scheduler", Some("n2"), json!({}), "Failed");
-        let (items, _) = scan(&mut ledger, [&failed], &r, 13_000);
+        let (items, _) = scan_pods(&mut ledger, [&failed], &r, 13_000);
         assert_eq!(items.len(), 1);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
-            (Kind::ShadowOutcome, Some(outcome_label(false)))
+            (Kind::ShadowOutcome, Some(failed_outcome()))
         );
         assert_eq!(items[0].kind.endpoint(), Endpoint::Shadow);
         assert!(items[0].pod.is_some());
         ledger.unqueue(&items[0]);
-        let again = scan(&mut ledger, [&failed], &r, 14_000).0;
+        let again = scan_pods(&mut ledger, [&failed], &r, 14_000).0;
         assert_eq!(again, items, "a full queue loses nothing");
         ledger.settle(&again[0]);
-        assert!(scan(&mut ledger, [&failed], &r, 15_000).0.is_empty());
+        assert!(scan_pods(&mut ledger, [&failed], &r, 15_000).0.is_empty());
 
         // A restarted reporter owes the recent shadow pod again (the Worker counts a duplicate).
-        let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 16_000);
+        let (items, _) = scan_pods(&mut Ledger::default(), [&failed], &r, 16_000);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
-            (Kind::Shadow, Some(outcome_label(false)))
+            (Kind::Shadow, Some(failed_outcome()))
         );
         // Two hours later only its outcome; past the outcome window nothing.
-        let (items, _) = scan(&mut Ledger::default(), [&failed], &r, 2 * HOUR);
+        let (items, _) = scan_pods(&mut Ledger::default(), [&failed], &r, 2 * HOUR);
         assert_eq!(items[0].kind, Kind::ShadowOutcome);
-        assert!(scan(&mut Ledger::default(), [&failed], &r, 7 * HOUR)
+        assert!(scan_pods(&mut Ledger::default(), [&failed], &r, 7 * HOUR)
             .0
             .is_empty());
+    }
+
+    #[test]
+    fn neutral_ends_send_the_placement_alone_and_owe_no_outcome() {
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
+        let mut ledger = Ledger::default();
+        let mut attribution = Attribution::default();
+        let running = pod("u1", "aco-scheduler", Some("n1"), json!({}), "Running");
+        let s1 = scan(
+            &mut ledger,
+            &mut attribution,
+            [(&running, Presence::default())],
+            &r,
+            10_000,
+        );
+        ledger.settle(&s1.items[0]);
+        // Scaled down: deleted (the watch's Deleted event), its node still there.
+        let gone = Presence {
+            deleted: true,
+            node_gone: false,
+        };
+        let s2 = scan(
+            &mut ledger,
+            &mut attribution,
+            [(&running, gone)],
+            &r,
+            11_000,
+        );
+        assert!(s2.items.is_empty(), "nothing to tell");
+        assert_eq!(s2.decided, [("neutral", "Deleted".to_string())]);
+        assert!(s2.alive.is_empty(), "a deleted pod is not alive");
+        // A pod deleted with its node before its placement was delivered: both in one item.
+        let orphan = pod("u2", "aco-scheduler", Some("n9"), json!({}), "Running");
+        let with_node = Presence {
+            deleted: true,
+            node_gone: true,
+        };
+        let s3 = scan(
+            &mut ledger,
+            &mut attribution,
+            [(&orphan, with_node)],
+            &r,
+            12_000,
+        );
+        assert_eq!(
+            (s3.items[0].kind, s3.items[0].report.outcome),
+            (Kind::Placement, Some(failed_outcome()))
+        );
+    }
+
+    #[test]
+    fn an_application_error_waits_for_the_workloads_history() {
+        let (config, schedulers) = (Config::default(), schedulers());
+        let r = rules(&config, &schedulers);
+        let mut ledger = Ledger::default();
+        let mut attribution = Attribution::default();
+        let job_pod = |uid: &str, node: &str| {
+            let mut p = pod(uid, "aco-scheduler", Some(node), json!({}), "Running");
+            p.metadata.owner_references = Some(vec![serde_json::from_value(json!(
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j1", "controller": true}))
+            .unwrap()]);
+            let status = p.status.as_mut().unwrap();
+            status.phase = Some("Failed".into());
+            status.reason = None;
+            p
+        };
+        let (a, b) = (job_pod("a", "n1"), job_pod("b", "n1"));
+        let live = |p| (p, Presence::default());
+        let first = scan(&mut ledger, &mut attribution, [live(&a)], &r, 10_000);
+        assert_eq!(
+            first.items[0].report.outcome, None,
+            "placement only: undecided"
+        );
+        ledger.settle(&first.items[0]);
+        // The second failure on the same node: b is the node's, and a too on the next scan.
+        let second = scan(
+            &mut ledger,
+            &mut attribution,
+            [live(&a), live(&b)],
+            &r,
+            11_000,
+        );
+        assert_eq!(
+            (
+                second.items.len(),
+                second.items[0].report.pod_uid.as_str(),
+                second.items[0].report.outcome
+            ),
+            (1, "b", Some(failed_outcome()))
+        );
+        let third = scan(
+            &mut ledger,
+            &mut attribution,
+            [live(&a), live(&b)],
+            &r,
+            12_000,
+        );
+        assert_eq!(
+            (
+                third.items.len(),
+                third.items[0].kind,
+                third.items[0].report.outcome
+            ),
+            (1, Kind::Outcome, Some(failed_outcome()))
+        );
+        assert_eq!(third.items[0].report.pod_uid, "a");
     }
 }

@@ -1,33 +1,38 @@
-//! Wiring: reflectors for Nodes and Pods, the node-facts push loop, the pod scan loop, the
+//! Wiring: watches and caches ([`crate::cache`]) for Nodes and Pods, the node-facts push loop, the pod scan loop, the
 //! delivery loop, leader election, the ops server, and graceful shutdown. Every decision is
 //! made by the pure modules; this file only moves objects between them and the network.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aco_core::colony::Outcome;
 use aco_core::config::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::sync::{watch, Notify};
 
+use crate::attribution::Attribution;
+use crate::cache::Cache;
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
-use crate::delivery::{disposition, Backoff, Disposition, Queue};
+use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
+use crate::freshness::{Freshness, Source};
 use crate::gpu_share::gpu_free_milli;
-use crate::leader::Leadership;
+use crate::leader::{Election, Leadership};
 use crate::node_facts::{
     self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache,
 };
 use crate::ops_server::{self, OpsState};
-use crate::outcome::OutcomeRules;
+use crate::outcome::{OutcomeRules, Presence};
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
+use crate::reclaim::reclaimed;
 use crate::telemetry::Telemetry;
 use crate::wire::{NodesBatch, PlacementsBatch, ShadowBatch, ShadowReport};
 use crate::worker_client::WorkerClient;
@@ -39,10 +44,12 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Placement/outcome reports owed and queued; one lock, never held across an await.
+/// Placement/outcome reports owed and queued, and what the reporter remembers of workloads;
+/// one lock, never held across an await.
 struct Reports {
     ledger: Ledger,
     queue: Queue,
+    attribution: Attribution,
 }
 
 struct Shared {
@@ -50,14 +57,23 @@ struct Shared {
     config: Config,
     client: Client,
     worker: WorkerClient,
+    /// Prometheus, for `--metrics-source prometheus` or `--prices-from-opencost`.
+    prometheus: Option<crate::prometheus::Prometheus>,
     telemetry: Arc<Telemetry>,
-    nodes: Store<Node>,
-    pods: Store<Pod>,
+    freshness: Arc<Freshness>,
+    nodes: Arc<Cache<Node>>,
+    pods: Arc<Cache<Pod>>,
     reports: Mutex<Reports>,
     pod_changed: Notify,
     /// Pods changed since the last scan (by watch events); a scan of only these follows each
     /// change, a full scan every scan interval (time-based fates, forgetting gone pods).
     dirty: Mutex<HashSet<ObjectRef<Pod>>>,
+    /// Pods the watch saw deleted since the last scan, with what was known then (their node
+    /// gone or not): their ends are judged once more before they are forgotten.
+    deleted: Mutex<Vec<(Arc<Pod>, Presence)>>,
+    /// Spot nodes deleted under running pods ([`crate::reclaim`]), not yet acknowledged by the
+    /// Worker: sent in the next `PUT /v1/nodes` as `reclaimed`.
+    reclaimed: Mutex<BTreeSet<String>>,
     /// A re-list happened (watch restarted): the next scan is a full one.
     relisted: AtomicBool,
     queued: Notify,
@@ -95,9 +111,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let worker = WorkerClient::new(&args.worker_url, token, ca.as_deref(), args.request_timeout)?;
+    let prometheus = args.prometheus()?;
     let client = Client::try_default().await?;
     let telemetry = Arc::new(Telemetry::new());
     let ready = Arc::new(AtomicBool::new(false));
+    let freshness = Arc::new(Freshness::default());
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -110,6 +128,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let state = OpsState {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
+            freshness: freshness.clone(),
+            with_metrics: args.load_source() != "none",
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -125,20 +145,32 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
     // and have no placement to report.
-    let (nodes, node_writer) = reflector::store::<Node>();
-    let (pods, pod_writer) = reflector::store::<Pod>();
-    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+    let nodes = Arc::new(Cache::<Node>::default());
+    let pods = Arc::new(Cache::<Pod>::default());
+    let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
+    let watch_config = watch_config(&client).await;
+    let node_events = watcher(Api::<Node>::all(client.clone()), watch_config.clone())
         .default_backoff()
         .modify(crate::slim::node)
-        .reflect(node_writer);
+        .map(move |event| {
+            if let Ok(e) = &event {
+                node_cache.apply(e);
+            }
+            event
+        });
     let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
     let pod_events = watcher(
         Api::<Pod>::all(client.clone()),
-        watcher::Config::default().fields("spec.nodeName!="),
+        watch_config.fields("spec.nodeName!="),
     )
     .default_backoff()
     .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
-    .reflect(pod_writer);
+    .map(move |event| {
+        if let Ok(e) = &event {
+            pod_cache.apply(e);
+        }
+        event
+    });
 
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "aco-reporter".into());
@@ -147,11 +179,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let leadership = if args.leader_elect {
         Leadership::elect(
             client.clone(),
-            &args.lease_namespace,
-            &args.lease_name,
-            &identity,
-            args.lease_duration,
-            args.lease_grace,
+            Election {
+                namespace: args.lease_namespace.clone(),
+                lease: args.lease_name.clone(),
+                identity: identity.clone(),
+                duration: args.lease_duration,
+                grace: args.lease_grace,
+                renew_deadline: args.renew_deadline,
+            },
         )
         .await?
     } else {
@@ -162,16 +197,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         reports: Mutex::new(Reports {
             ledger: Ledger::default(),
             queue: Queue::new(args.queue_capacity),
+            attribution: Attribution::default(),
         }),
         args,
+        prometheus,
         config,
         client,
         worker,
         telemetry: telemetry.clone(),
+        freshness,
         nodes,
         pods,
         pod_changed: Notify::new(),
         dirty: Mutex::new(HashSet::new()),
+        deleted: Mutex::new(Vec::new()),
+        reclaimed: Mutex::new(BTreeSet::new()),
         relisted: AtomicBool::new(true),
         queued: Notify::new(),
         is_leader: leadership.is_leader.clone(),
@@ -182,12 +222,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let node_watch = tokio::spawn(async move {
         let mut events = std::pin::pin!(node_events);
         while let Some(event) = events.next().await {
-            if let Err(e) = event {
-                s.telemetry
-                    .watch_errors
-                    .get_or_create(&Telemetry::kind("nodes"))
-                    .inc();
-                tracing::warn!(error = %e, "node watch error (resuming)");
+            if event.is_ok() {
+                s.freshness.confirmed(Source::Nodes);
+            }
+            match event {
+                Ok(watcher::Event::Delete(node)) => node_deleted(&s, &node),
+                Ok(_) => {}
+                Err(e) => {
+                    s.freshness.failed(Source::Nodes, now_ms());
+                    s.telemetry
+                        .watch_errors
+                        .get_or_create(&Telemetry::kind("nodes"))
+                        .inc();
+                    tracing::warn!(error = %e, "node watch error (resuming)");
+                }
             }
         }
     });
@@ -195,6 +243,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let pod_watch = tokio::spawn(async move {
         let mut events = std::pin::pin!(pod_events);
         while let Some(event) = events.next().await {
+            if event.is_ok() {
+                s.freshness.confirmed(Source::Pods);
+            }
             match event {
                 Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
                     s.dirty
@@ -203,12 +254,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                         .insert(ObjectRef::from_obj(&pod));
                     s.pod_changed.notify_one();
                 }
+                Ok(watcher::Event::Delete(pod)) => {
+                    let node_gone =
+                        bound_node(&pod).is_some_and(|n| s.nodes.get(&ObjectRef::new(n)).is_none());
+                    let presence = Presence {
+                        deleted: true,
+                        node_gone,
+                    };
+                    s.deleted
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((Arc::new(pod), presence));
+                    s.pod_changed.notify_one();
+                }
                 Ok(watcher::Event::InitDone) => {
                     s.relisted.store(true, Ordering::Relaxed);
                     s.pod_changed.notify_one();
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    s.freshness.failed(Source::Pods, now_ms());
                     s.telemetry
                         .watch_errors
                         .get_or_create(&Telemetry::kind("pods"))
@@ -222,7 +287,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     {
         let mut stop = shutdown_rx.clone();
         tokio::select! {
-            r = async { tokio::try_join!(shared.nodes.wait_until_ready(), shared.pods.wait_until_ready()) } => { r?; }
+            _ = async { tokio::join!(shared.nodes.wait_until_ready(), shared.pods.wait_until_ready()) } => {}
             _ = stop.wait_for(|s| *s) => { return Ok(()); }
         }
     }
@@ -267,6 +332,58 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A node left the cluster: remember it as reclaimed when it was spot capacity deleted under
+/// running pods (the pods still in the cache are the ones bound to it at that moment).
+fn node_deleted(s: &Shared, node: &Node) {
+    let Some(name) = node.metadata.name.as_deref() else {
+        return;
+    };
+    let pods = s.pods.state();
+    let on_node = pods
+        .iter()
+        .filter(|p| bound_node(p) == Some(name))
+        .map(|p| p.as_ref());
+    if reclaimed(node, on_node, &s.config) {
+        tracing::info!(
+            node = name,
+            "spot node deleted under running pods: reclaimed"
+        );
+        s.telemetry.reclaimed_nodes.inc();
+        s.reclaimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
+    }
+}
+
+/// How the caches list and watch: from the API server's watch cache (`any_semantic`: no quorum
+/// read of every pod from etcd on start and relist), and as a streaming list (`sendInitialEvents`,
+/// the objects arrive one by one on the watch instead of as one huge LIST response) where the
+/// server serves it — Kubernetes ≥ 1.34, where WatchList is on by default; paged lists before.
+async fn watch_config(client: &Client) -> watcher::Config {
+    let base = watcher::Config::default().any_semantic();
+    match client.apiserver_version().await {
+        Ok(v) => {
+            let minor: u32 = v
+                .minor
+                .trim_end_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .unwrap_or(0);
+            if v.major == "1" && minor >= 34 {
+                tracing::info!(server = %v.git_version, "watches: streaming lists");
+                base.streaming_lists()
+            } else {
+                tracing::info!(server = %v.git_version, "watches: paged lists (no streaming lists before 1.34)");
+                base.page_size(500)
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "server version unknown: paged lists");
+            base.page_size(500)
+        }
+    }
+}
+
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
@@ -303,36 +420,105 @@ async fn push_nodes(s: Arc<Shared>) {
         if s.stopping() {
             break;
         }
+        probe_watches(&s).await;
+        // Every replica shows its inputs' health (the standby's too: AcoReporterSourceBroken
+        // fires when no replica has a healthy input).
+        for source in Source::ALL {
+            let read_at_all = source != Source::NodeMetrics || s.args.load_source() != "none";
+            s.telemetry
+                .source_healthy
+                .get_or_create(&Telemetry::kind(source.as_str()))
+                .set((!read_at_all || s.freshness.healthy(source)) as i64);
+        }
+        s.telemetry.push_ticks.inc();
         if !s.leading() {
             continue;
         }
-        let usage = if s.args.no_node_metrics {
-            HashMap::new()
-        } else {
-            match crate::node_metrics::read(&s.client).await {
-                Ok(u) => u,
-                Err(e) => {
-                    s.telemetry.metrics_unavailable.inc();
-                    tracing::warn!(error = %e, "metrics.k8s.io unavailable: sending no utilisation this round");
-                    HashMap::new()
-                }
-            }
-        };
+        let (usage, prices) = read_load(&s).await;
         let now = now_ms();
-        let reports = build_reports(&s, &usage, &label_keys, &mut cache, now);
-        let Some(push) = acked.diff(reports, now, s.args.full_refresh.as_millis() as u64) else {
+        let observed_at = s.freshness.facts_observed_at(now);
+        s.telemetry
+            .facts_age_seconds
+            .set(now.saturating_sub(observed_at) as f64 / 1000.0);
+        if observed_at < now {
+            tracing::warn!(
+                stale_for_ms = now - observed_at,
+                broken = ?s.freshness.broken(s.args.load_source() != "none"),
+                "a watch is broken: node facts keep the time they were last confirmed"
+            );
+        }
+        let reports = build_reports(
+            &s,
+            &usage,
+            &prices,
+            &label_keys,
+            &mut cache,
+            now,
+            observed_at,
+        );
+        let reclaimed_owed = !s.reclaimed.lock().map(|r| r.is_empty()).unwrap_or(true);
+        let push = acked
+            .diff(reports, now, s.args.full_refresh.as_millis() as u64)
+            .or_else(|| {
+                reclaimed_owed.then(|| Push {
+                    batch: NodesBatch::default(),
+                    full: false,
+                })
+            });
+        let Some(push) = push else {
             continue;
         };
         send_push(&s, push, &mut acked, now).await;
     }
 }
 
+/// Node load from the configured source, and prices with `--prices-from-opencost`; a failing
+/// source gives none this round (counted, logged, and shown broken in `/readyz`).
+async fn read_load(s: &Shared) -> (HashMap<String, node_facts::NodeUsage>, HashMap<String, f64>) {
+    let read = match (s.args.load_source(), &s.prometheus) {
+        ("metrics-server", _) => Some(
+            crate::node_metrics::read(&s.client)
+                .await
+                .map(|u| (u, HashMap::new()))
+                .map_err(|e| e.to_string()),
+        ),
+        ("prometheus", Some(p)) => Some(p.read().await.map(|r| (r.usage, r.prices))),
+        _ => None,
+    };
+    let (usage, mut prices) = match read {
+        None => (HashMap::new(), HashMap::new()),
+        Some(Ok(r)) => {
+            s.freshness.probed(Source::NodeMetrics, now_ms(), 0);
+            r
+        }
+        Some(Err(e)) => {
+            s.freshness.failed(Source::NodeMetrics, now_ms());
+            s.telemetry.metrics_unavailable.inc();
+            tracing::warn!(error = %e, source = s.args.load_source(), "the load source is unavailable: sending no utilisation this round");
+            (HashMap::new(), HashMap::new())
+        }
+    };
+    // Prices from OpenCost beside another load source: the client asks only the price query.
+    if s.args.prices_from_opencost && s.args.load_source() != "prometheus" {
+        if let Some(p) = &s.prometheus {
+            match p.read().await {
+                Ok(r) => prices = r.prices,
+                Err(e) => tracing::warn!(error = %e, "OpenCost prices unavailable this round"),
+            }
+        }
+    }
+    (usage, prices)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn build_reports(
     s: &Shared,
     usage: &HashMap<String, node_facts::NodeUsage>,
+    prices: &HashMap<String, f64>,
     label_keys: &[String],
     cache: &mut RequestCache,
     now: u64,
+    observed_at: u64,
 ) -> Vec<crate::wire::NodeReport> {
     let pods = s.pods.state();
     let mut by_node: HashMap<&str, Vec<&Pod>> = HashMap::new();
@@ -366,6 +552,8 @@ fn build_reports(
             latency_label: &s.args.latency_label,
             metrics_max_age_ms: max_age,
             now_ms: now,
+            observed_at_ms: observed_at,
+            price: prices.get(name).map(|p| (s.config.cost_label.as_str(), *p)),
         });
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
@@ -376,11 +564,46 @@ fn build_reports(
     reports
 }
 
+/// LISTs one Node and one bound Pod (a cheap, cacheable request): a watch that resumed quietly
+/// after an error is confirmed healthy by it ([`crate::freshness`]); a failure marks it broken.
+async fn probe_watches(s: &Shared) {
+    use kube::api::ListParams;
+    let timeout = Duration::from_secs(5);
+    let one = ListParams::default().limit(1);
+    let nodes = Api::<Node>::all(s.client.clone());
+    let pods = Api::<Pod>::all(s.client.clone());
+    let pods_one = one.clone().fields("spec.nodeName!=");
+    let (n, p) = tokio::join!(
+        tokio::time::timeout(timeout, nodes.list_metadata(&one)),
+        tokio::time::timeout(timeout, pods.list_metadata(&pods_one)),
+    );
+    for (source, ok) in [
+        (Source::Nodes, matches!(n, Ok(Ok(_)))),
+        (Source::Pods, matches!(p, Ok(Ok(_)))),
+    ] {
+        if ok {
+            s.freshness
+                .probed(source, now_ms(), crate::freshness::QUIET_MS);
+        } else {
+            s.freshness.failed(source, now_ms());
+        }
+    }
+}
+
 /// Sends a push in chunks; each acknowledged chunk is remembered, the first failure stops
 /// (what was not acknowledged is owed again on the next tick).
 async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
     let Push { batch, full } = push;
     let mut deleted = batch.deleted;
+    // Reclaimed nodes owed (never one that is reported again under the same name: the Worker
+    // refuses a name both reported and reclaimed).
+    let mut reclaimed: Vec<String> = {
+        let owed = s.reclaimed.lock().unwrap_or_else(|e| e.into_inner());
+        owed.iter()
+            .filter(|n| !batch.nodes.iter().any(|r| &r.name == *n))
+            .cloned()
+            .collect()
+    };
     let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch
         .nodes
         .chunks(s.args.node_batch_size)
@@ -395,6 +618,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             batch: NodesBatch {
                 nodes,
                 deleted: std::mem::take(&mut deleted),
+                reclaimed: std::mem::take(&mut reclaimed),
             },
             full: full && i == last,
         };
@@ -410,6 +634,12 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             .inc_by(answer.bytes_sent as u64);
         if answer.ok() {
             acked.acknowledge(&chunk, now);
+            if !chunk.batch.reclaimed.is_empty() {
+                let mut owed = s.reclaimed.lock().unwrap_or_else(|e| e.into_inner());
+                for name in &chunk.batch.reclaimed {
+                    owed.remove(name);
+                }
+            }
             s.telemetry
                 .sent
                 .get_or_create(&kind)
@@ -459,6 +689,7 @@ async fn scan_pods(s: Arc<Shared>) {
             placement_ms: s.config.decision_ttl_ms,
             outcome_ms: s.args.outcome_window.as_millis() as u64,
         },
+        workload_label: s.args.workload_label.as_deref(),
     };
     // The first round is a full scan (relisted starts true).
     let mut last_full = std::time::Instant::now();
@@ -485,18 +716,38 @@ async fn scan_pods(s: Arc<Shared>) {
         } else {
             dirty.iter().filter_map(|r| s.pods.get(r)).collect()
         };
+        let deleted = std::mem::take(&mut *s.deleted.lock().unwrap_or_else(|e| e.into_inner()));
         let now = now_ms();
         let depth = {
             let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
-            let Reports { ledger, queue } = &mut *r;
-            let (items, alive) = scan(ledger, pods.iter().map(|p| p.as_ref()), &rules, now);
-            for item in items {
+            let Reports {
+                ledger,
+                queue,
+                attribution,
+            } = &mut *r;
+            let live = pods.iter().map(|p| (p.as_ref(), Presence::default()));
+            let gone = deleted.iter().map(|(p, presence)| (p.as_ref(), *presence));
+            let found = scan(ledger, attribution, live.chain(gone), &rules, now);
+            for item in &found.items {
+                if let Some(Outcome::Observed(o)) = item.report.outcome {
+                    if let Some(slowdown) = o.slowdown {
+                        tracing::info!(pod = %item.report.pod_uid, name = %item.report.name, node = %item.report.node, slowdown, "run-time slowdown");
+                    }
+                }
+            }
+            for item in found.items {
                 if let Err(item) = queue.push(item) {
                     ledger.unqueue(&item);
                 }
             }
+            for (kind, reason) in &found.decided {
+                s.telemetry
+                    .ends
+                    .get_or_create(&Telemetry::end(kind, reason))
+                    .inc();
+            }
             if full {
-                ledger.retain(&alive);
+                ledger.retain(&found.alive);
             }
             queue.len()
         };
@@ -507,37 +758,75 @@ async fn scan_pods(s: Arc<Shared>) {
     }
 }
 
-/// Sends queued reports in order, with backoff while the Worker is unreachable or refusing.
+/// What the deliverer waits for before its next request.
+enum Next {
+    Send(Endpoint, String),
+    Wait(Duration),
+    Idle,
+}
+
+fn next_batch(s: &Shared, pacer: &Pacer, batch_size: usize) -> Next {
+    let waiting = {
+        let r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+        r.queue.waiting()
+    };
+    let now = now_ms();
+    match pacer.next(waiting, batch_size, now) {
+        None => Next::Idle,
+        Some(((endpoint, tenant), due)) if due <= now => Next::Send(endpoint, tenant),
+        Some((_, due)) => Next::Wait(Duration::from_millis(due - now)),
+    }
+}
+
+/// Sends queued reports, one tenant's per request, paced per tenant ([`Pacer`]), with backoff
+/// while the Worker is unreachable or refusing.
 async fn deliver(s: Arc<Shared>) {
     let mut rng = SmallRng::seed_from_u64(now_ms() ^ 0x5eed);
     let mut backoff = Backoff::new(s.args.backoff_base, s.args.backoff_max);
+    let mut pacer = Pacer::new(s.args.tenant_interval);
     let mut batch_size = s.args.batch_size;
+    let mut token_reloaded = false;
     loop {
-        let batch = {
-            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
-            r.queue.take(batch_size)
-        };
-        if batch.is_empty() {
-            if s.stopping() {
-                break;
+        let (endpoint, tenant) = match next_batch(&s, &pacer, batch_size) {
+            Next::Send(endpoint, tenant) => (endpoint, tenant),
+            Next::Wait(d) => {
+                let mut stop = s.shutdown.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {}
+                    // Shutting down: no pacing, one last round for what is queued.
+                    _ = stop.wait_for(|s| *s) => pacer = Pacer::new(Duration::ZERO),
+                }
+                continue;
             }
-            let mut stop = s.shutdown.clone();
-            tokio::select! {
-                _ = s.queued.notified() => continue,
-                _ = stop.wait_for(|s| *s) => {
-                    // One last round for what is queued; the rest is re-derived by the next leader.
-                    if s.reports.lock().map(|r| r.queue.is_empty()).unwrap_or(true) { break }
-                    continue
+            Next::Idle => {
+                if s.stopping() {
+                    break;
+                }
+                let mut stop = s.shutdown.clone();
+                tokio::select! {
+                    _ = s.queued.notified() => continue,
+                    _ = stop.wait_for(|s| *s) => {
+                        // One last round for what is queued; the rest is re-derived by the next leader.
+                        if s.reports.lock().map(|r| r.queue.is_empty()).unwrap_or(true) { break }
+                        pacer = Pacer::new(Duration::ZERO);
+                        continue
+                    }
                 }
             }
+        };
+        let batch = {
+            let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+            r.queue.take_for(endpoint, &tenant, batch_size)
+        };
+        if batch.is_empty() {
+            continue;
         }
         if !s.leading() && !s.stopping() {
             put_back(&s, batch);
             s.pause(Duration::from_millis(500)).await;
             continue;
         }
-        // One endpoint per batch (Queue::take).
-        let endpoint = batch[0].kind.endpoint();
+        pacer.sent((endpoint, tenant), now_ms());
         let answer = match endpoint {
             Endpoint::Placements => {
                 let body = PlacementsBatch {
@@ -581,14 +870,19 @@ async fn deliver(s: Arc<Shared>) {
                     .inc_by(share as u64);
             }
         }
-        match disposition(
+        let disposition = disposition(
             answer.status,
             answer.retry_after.as_deref(),
             answer.field.as_deref(),
             batch.len(),
-        ) {
+        );
+        if !matches!(disposition, Disposition::Unauthorized) {
+            token_reloaded = false;
+        }
+        match disposition {
             Disposition::Acknowledged => {
                 backoff.succeeded();
+                s.telemetry.delivery_halted.set(0);
                 batch_size = s.args.batch_size;
                 let now = now_ms();
                 {
@@ -623,6 +917,57 @@ async fn deliver(s: Arc<Shared>) {
                 }
                 s.pause(wait).await;
             }
+            Disposition::Unauthorized if !token_reloaded => {
+                // A rotated Secret: the kubelet updates the mounted file; read it again and retry.
+                token_reloaded = true;
+                count_failed(&s, &batch);
+                let reloaded = s.args.token_file.is_some()
+                    && match s.args.admin_token() {
+                        Ok(t) => s.worker.set_token(t),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "re-reading the token file failed");
+                            false
+                        }
+                    };
+                s.telemetry.token_reloads.inc();
+                tracing::warn!(
+                    endpoint = endpoint.path(),
+                    token_changed = reloaded,
+                    "the Worker answered 401; re-read the token file and retrying"
+                );
+                put_back(&s, batch);
+            }
+            Disposition::Unauthorized => {
+                token_reloaded = false;
+                halt(
+                    &s,
+                    &mut backoff,
+                    &mut rng,
+                    endpoint,
+                    batch,
+                    "HTTP 401 (the token file's token is refused)".into(),
+                    &answer.body,
+                )
+                .await;
+                if s.stopping() {
+                    break;
+                }
+            }
+            Disposition::Halt(why) => {
+                halt(
+                    &s,
+                    &mut backoff,
+                    &mut rng,
+                    endpoint,
+                    batch,
+                    why,
+                    &answer.body,
+                )
+                .await;
+                if s.stopping() {
+                    break;
+                }
+            }
             Disposition::DropItem(i) => {
                 let mut batch = batch;
                 let refused = batch.remove(i);
@@ -637,11 +982,36 @@ async fn deliver(s: Arc<Shared>) {
             }
             Disposition::Split => {
                 batch_size = (batch.len() / 2).max(1);
-                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as a whole; splitting it");
+                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as too large; splitting it");
                 put_back(&s, batch);
             }
         }
     }
+}
+
+/// The Worker refused a request as a whole: nothing is dropped; delivery waits (growing backoff,
+/// up to `--backoff-max`) with the halted gauge up and an error log naming the cause, then tries
+/// again (a fixed Worker or configuration resumes it).
+async fn halt(
+    s: &Shared,
+    backoff: &mut Backoff,
+    rng: &mut SmallRng,
+    endpoint: Endpoint,
+    batch: Vec<Item>,
+    why: String,
+    body: &str,
+) {
+    count_failed(s, &batch);
+    s.telemetry.delivery_halted.set(1);
+    s.telemetry
+        .halts
+        .get_or_create(&Telemetry::reason(&why))
+        .inc();
+    let wait = backoff.failed(rng);
+    tracing::error!(endpoint = endpoint.path(), cause = %why, body = %body, worker_url = %s.args.worker_url, ?wait, queued = batch.len(),
+        "the Worker refused the request as a whole (not any one report): delivery halted, nothing dropped; check ACO_WORKER_URL and the token");
+    put_back(s, batch);
+    s.pause(wait).await;
 }
 
 fn put_back(s: &Shared, batch: Vec<Item>) {

@@ -44,7 +44,10 @@ fn slim_container(c: &mut Container) {
 /// ([`annotations_the_worker_reads`]).
 pub fn pod(pod: &mut Pod, extra: &[String]) {
     keep_annotations(pod, &POD_ANNOTATIONS, extra);
-    pod.metadata.owner_references = None;
+    // Only the controller's reference: it names the pod's workload (crate::attribution).
+    if let Some(owners) = pod.metadata.owner_references.as_mut() {
+        owners.retain(|o| o.controller == Some(true));
+    }
     if let Some(spec) = pod.spec.as_mut() {
         spec.containers.iter_mut().for_each(slim_container);
         spec.init_containers
@@ -63,13 +66,39 @@ pub fn pod(pod: &mut Pod, extra: &[String]) {
         spec.dns_config = None;
         spec.readiness_gates = None;
         spec.resource_claims = None;
+        spec.scheduling_gates = None;
+        spec.dns_policy = None;
+        spec.service_account_name = None;
+        spec.service_account = None;
+        spec.termination_grace_period_seconds = None;
+        spec.enable_service_links = None;
+        spec.preemption_policy = None;
     }
     if let Some(status) = pod.status.as_mut() {
         status.message = None;
+        status.pod_ip = None;
         status.pod_ips = None;
+        status.host_ip = None;
         status.host_ips = None;
+        status.nominated_node_name = None;
+        status.qos_class = None;
         status.ephemeral_container_statuses = None;
         status.resource_claim_statuses = None;
+        status.resize = None;
+        // The conditions the pure modules read: PodScheduled (bound time), Ready (healthy
+        // since), DisruptionTarget (why it ended); their messages are not read.
+        if let Some(conditions) = status.conditions.as_mut() {
+            conditions.retain(|c| {
+                matches!(
+                    c.type_.as_str(),
+                    "PodScheduled" | "Ready" | "DisruptionTarget"
+                )
+            });
+            for c in conditions.iter_mut() {
+                c.message = None;
+                c.last_probe_time = None;
+            }
+        }
         for c in status
             .container_statuses
             .iter_mut()
@@ -81,6 +110,22 @@ pub fn pod(pod: &mut Pod, extra: &[String]) {
             c.container_id = None;
             c.volume_mounts = None;
             c.allocated_resources_status = None;
+            c.allocated_resources = None;
+            c.resources = None;
+            c.user = None;
+            c.stop_signal = None;
+            for state in [c.state.as_mut(), c.last_state.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                if let Some(t) = state.terminated.as_mut() {
+                    t.message = None;
+                    t.container_id = None;
+                }
+                if let Some(w) = state.waiting.as_mut() {
+                    w.message = None;
+                }
+            }
         }
     }
 }
@@ -134,7 +179,7 @@ pub fn node(node: &mut Node) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::{classify, Fate, OutcomeRules};
+    use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
     use serde_json::{json, Value};
 
     fn fat_pod() -> Pod {
@@ -168,8 +213,14 @@ mod tests {
         );
         let rules = OutcomeRules::default();
         assert_eq!(
-            classify(&slim, 0, &rules),
-            Some(Fate::Failed("OOMKilled".into()))
+            classify(&slim, Presence::default(), 0, &rules),
+            classify(&fat, Presence::default(), 0, &rules)
+        );
+        assert_eq!(
+            classify(&slim, Presence::default(), 0, &rules),
+            Some(Verdict::NodeFailed(
+                "OOMKilled without a memory limit (node memory)".into()
+            ))
         );
         let config = aco_core::config::Config::default();
         let ours = vec!["aco-scheduler".to_string()];

@@ -21,6 +21,14 @@ pub struct ReasonLabel {
     pub reason: String,
 }
 
+/// A pod's end: the verdict kind (`node_failed`, `succeeded`, `healthy`, `neutral`,
+/// `app_error`) and the reason (the table row's words: `EvictionByEvictionAPI`, `Deleted`, …).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndLabel {
+    pub verdict: String,
+    pub reason: String,
+}
+
 pub struct Telemetry {
     pub registry: Registry,
     /// Reports the Worker acknowledged (nodes: node reports; placements/outcomes: items).
@@ -41,6 +49,23 @@ pub struct Telemetry {
     pub bytes_sent: Family<KindLabel, Counter>,
     /// Requests made to the Worker (answered or not), by endpoint (`nodes`, `placements`, `shadow`).
     pub requests: Family<KindLabel, Counter>,
+    /// Pods' ends as attributed ([`crate::outcome`]), by verdict and reason.
+    pub ends: Family<EndLabel, Counter>,
+    /// Spot nodes found deleted under running pods.
+    pub reclaimed_nodes: Counter,
+    /// 1 while the Worker refuses our requests as a whole (wrong URL, cluster id or token).
+    pub delivery_halted: Gauge,
+    /// Requests refused as a whole, by cause (`HTTP 404`, `HTTP 401 …`).
+    pub halts: Family<ReasonLabel, Counter>,
+    /// Token file re-reads after a 401.
+    pub token_reloads: Counter,
+    /// 1 while a source (`nodes`, `pods`, `node_metrics`) is healthy.
+    pub source_healthy: Family<KindLabel, Gauge>,
+    /// Age of the node facts' observation time at the last push (0 while the watches are healthy).
+    pub facts_age_seconds: Gauge<f64, AtomicU64>,
+    /// Rounds of the node-facts loop, on every replica (leading or not): the loop is alive, and
+    /// a standby's rounds are the chances it had to push and did not.
+    pub push_ticks: Counter,
 }
 
 impl Default for Telemetry {
@@ -69,6 +94,14 @@ impl Telemetry {
             leader: Gauge::default(),
             bytes_sent: Family::default(),
             requests: Family::default(),
+            ends: Family::default(),
+            reclaimed_nodes: Counter::default(),
+            delivery_halted: Gauge::default(),
+            halts: Family::default(),
+            token_reloads: Counter::default(),
+            source_healthy: Family::default(),
+            facts_age_seconds: Gauge::default(),
+            push_ticks: Counter::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -141,7 +174,60 @@ impl Telemetry {
             "Requests made to the Worker (answered or not), by endpoint kind",
             t.requests.clone(),
         );
+        registry.register(
+            "pod_ends",
+            "Ends of our pods by attributed verdict and reason (only node_failed is charged to the node)",
+            t.ends.clone(),
+        );
+        registry.register(
+            "reclaimed_nodes",
+            "Spot nodes deleted while pods that had not been drained were still bound to them",
+            t.reclaimed_nodes.clone(),
+        );
+        registry.register(
+            "delivery_halted",
+            "1 while the Worker refuses requests as a whole (a 4xx naming no report): reports are kept, not sent",
+            t.delivery_halted.clone(),
+        );
+        registry.register(
+            "delivery_halts",
+            "Requests the Worker refused as a whole, by cause",
+            t.halts.clone(),
+        );
+        registry.register(
+            "token_reloads",
+            "Token file re-reads after the Worker answered 401",
+            t.token_reloads.clone(),
+        );
+        registry.register(
+            "source_healthy",
+            "1 while the source (nodes, pods: watches; node_metrics: the poll) is healthy",
+            t.source_healthy.clone(),
+        );
+        registry.register(
+            "facts_age_seconds",
+            "How old the pushed node facts' observation time was (the watches' last confirmation)",
+            t.facts_age_seconds.clone(),
+        );
+        registry.register(
+            "push_ticks",
+            "Rounds of the node-facts loop (every replica; only the leader sends)",
+            t.push_ticks.clone(),
+        );
         t
+    }
+
+    pub fn reason(reason: &str) -> ReasonLabel {
+        ReasonLabel {
+            reason: reason.to_string(),
+        }
+    }
+
+    pub fn end(verdict: &str, reason: &str) -> EndLabel {
+        EndLabel {
+            verdict: verdict.to_string(),
+            reason: reason.to_string(),
+        }
     }
 
     pub fn kind(kind: &str) -> KindLabel {

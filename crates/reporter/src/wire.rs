@@ -43,6 +43,10 @@ pub struct NodesBatch {
     /// Nodes that left the cluster: the Worker forgets their facts.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deleted: Vec<String>,
+    /// Nodes that left because their spot capacity was reclaimed ([`crate::reclaim`]); forgotten
+    /// like `deleted` (a name may be in both), counted against the node's spot pool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reclaimed: Vec<String>,
 }
 
 /// A confirmed placement, or the later outcome of one (same pod, same node, `outcome` set).

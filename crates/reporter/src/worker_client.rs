@@ -29,7 +29,8 @@ impl Answer {
 pub struct WorkerClient {
     http: reqwest::Client,
     base: String,
-    token: String,
+    /// The bearer token; replaced by [`WorkerClient::set_token`] when the mounted Secret rotates.
+    token: std::sync::Arc<std::sync::RwLock<String>>,
 }
 
 impl WorkerClient {
@@ -50,8 +51,16 @@ impl WorkerClient {
         Ok(WorkerClient {
             http: builder.build()?,
             base: base.trim_end_matches('/').to_string(),
-            token,
+            token: std::sync::Arc::new(std::sync::RwLock::new(token)),
         })
+    }
+
+    /// Uses `token` from now on; `true` when it differs from the one in use.
+    pub fn set_token(&self, token: String) -> bool {
+        let mut current = self.token.write().unwrap_or_else(|e| e.into_inner());
+        let changed = *current != token;
+        *current = token;
+        changed
     }
 
     pub async fn send<T: Serialize>(
@@ -70,10 +79,11 @@ impl WorkerClient {
             }
         };
         let bytes_sent = bytes.len();
+        let token = self.token.read().unwrap_or_else(|e| e.into_inner()).clone();
         let result = self
             .http
             .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
+            .bearer_auth(token)
             .header("content-type", "application/json")
             .body(bytes)
             .send()

@@ -1,0 +1,99 @@
+//! Spot reclamation: a spot node (the core's label rule, `aco_core::node_labels::is_spot`) deleted
+//! while pods were still bound to it that had not been drained or evicted first. A cluster
+//! autoscaler's scale-down or `kubectl drain` evicts the node's pods before the node goes, so only
+//! pods that were never asked to leave count: not terminating (`deletionTimestamp`), not finished
+//! (Succeeded/Failed), and not DaemonSet or static (mirror) pods, which a drain leaves in place by
+//! design. The Worker is told in `PUT /v1/nodes` `reclaimed`; the pods' own ends are node-caused
+//! ("node gone", [`crate::outcome`] rows 3 and 8).
+
+use aco_core::config::Config;
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::node_facts::holds_resources;
+
+/// A pod a drain would have evicted: controller-less or owned by something other than a
+/// DaemonSet or the node itself (a static pod's mirror).
+fn drainable(pod: &Pod) -> bool {
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    !controller.is_some_and(|o| o.kind == "DaemonSet" || o.kind == "Node")
+}
+
+/// Whether `node`, just deleted, was reclaimed spot capacity, given the pods bound to it.
+pub fn reclaimed<'a>(
+    node: &Node,
+    pods_on_node: impl IntoIterator<Item = &'a Pod>,
+    config: &Config,
+) -> bool {
+    let labels = node.metadata.labels.clone().unwrap_or_default();
+    if !aco_core::node_labels::is_spot(&labels, config) {
+        return false;
+    }
+    pods_on_node
+        .into_iter()
+        .any(|p| p.metadata.deletion_timestamp.is_none() && holds_resources(p) && drainable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(labels: serde_json::Value) -> Node {
+        serde_json::from_value(json!({"metadata": {"name": "n1", "labels": labels}})).unwrap()
+    }
+
+    fn pod(meta: serde_json::Value, phase: &str) -> Pod {
+        let mut m = json!({"name": "p", "namespace": "ns", "uid": "u"});
+        m.as_object_mut()
+            .unwrap()
+            .extend(meta.as_object().cloned().unwrap_or_default());
+        serde_json::from_value(
+            json!({"metadata": m, "spec": {"nodeName": "n1", "containers": []},
+            "status": {"phase": phase}}),
+        )
+        .unwrap()
+    }
+
+    fn owned_by(kind: &str) -> serde_json::Value {
+        json!({"ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": "x", "uid": "1", "controller": true}]})
+    }
+
+    #[test]
+    fn a_spot_node_deleted_under_running_pods_was_reclaimed() {
+        let c = Config::default();
+        let spot = node(json!({"karpenter.sh/capacity-type": "spot"}));
+        let running = pod(owned_by("ReplicaSet"), "Running");
+        assert!(reclaimed(&spot, [&running], &c));
+        // Not spot: a deleted on-demand node is just deleted.
+        let on_demand = node(json!({"karpenter.sh/capacity-type": "on-demand"}));
+        assert!(!reclaimed(&on_demand, [&running], &c));
+    }
+
+    #[test]
+    fn a_drained_spot_node_was_not_reclaimed() {
+        let c = Config::default();
+        let spot = node(json!({"cloud.google.com/gke-spot": "true"}));
+        assert!(!reclaimed(&spot, [], &c), "empty: drained or never used");
+        let evicting = pod(
+            json!({"deletionTimestamp": "2026-12-01T10:00:00Z", "ownerReferences": []}),
+            "Running",
+        );
+        let done = pod(owned_by("Job"), "Succeeded");
+        let daemon = pod(owned_by("DaemonSet"), "Running");
+        let mirror = pod(owned_by("Node"), "Running");
+        assert!(
+            !reclaimed(&spot, [&evicting, &done, &daemon, &mirror], &c),
+            "a drain leaves DaemonSet and static pods, and evicts the rest"
+        );
+        let bare = pod(json!({}), "Running");
+        assert!(
+            reclaimed(&spot, [&daemon, &bare], &c),
+            "one pod never asked to leave"
+        );
+    }
+}

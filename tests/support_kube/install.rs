@@ -1,0 +1,148 @@
+//! The shipped install (`k8s/`) as a user runs it: the two documented values set in a kustomize
+//! overlay (the reporter's image through `images:`, the Worker URL through the
+//! `aco-reporter-settings` ConfigMap), rendered by the pinned `kustomize` (what
+//! `kubectl apply -k` renders), applied object by object to the control plane; then the
+//! reporter's command line and environment read back from the rendered Deployment, so that the
+//! test runs the reporter exactly as the Deployment would (with its ServiceAccount's token).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use super::{repo_root, ControlPlane, Kube};
+
+/// The rendered objects of `k8s/` with the two values set.
+pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {
+    let overlay = cp.dir.join("install-overlay");
+    std::fs::create_dir_all(&overlay).unwrap();
+    let (name, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
+    // kustomize refuses an absolute resource path: the repository's k8s/ relative to the overlay.
+    let depth = overlay.components().count().saturating_sub(1);
+    let k8s = format!(
+        "{}{}",
+        "../".repeat(depth),
+        repo_root()
+            .join("k8s")
+            .to_string_lossy()
+            .trim_start_matches('/')
+    );
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\nimages:\n  - name: aco-reporter\n    newName: {name}\n    newTag: \"{tag}\"\nconfigMapGenerator:\n  - name: aco-reporter-settings\n    namespace: kube-system\n    behavior: merge\n    literals:\n      - ACO_WORKER_URL={worker_url}\n",
+            k8s
+        ),
+    )
+    .unwrap();
+    let out = Command::new(cp.bin.join("kustomize"))
+        .arg("build")
+        .arg(&overlay)
+        .output()
+        .expect("run kustomize (scripts/build-kube builds it)");
+    assert!(
+        out.status.success(),
+        "kustomize build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| {
+            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
+            serde_json::to_value(v).unwrap()
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The collection an object is created in.
+fn collection(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap();
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+    let (prefix, plural, namespaced) = match kind {
+        "ServiceAccount" => ("/api/v1", "serviceaccounts", true),
+        "ConfigMap" => ("/api/v1", "configmaps", true),
+        "Secret" => ("/api/v1", "secrets", true),
+        "Service" => ("/api/v1", "services", true),
+        "Deployment" => ("/apis/apps/v1", "deployments", true),
+        "PodDisruptionBudget" => ("/apis/policy/v1", "poddisruptionbudgets", true),
+        "ClusterRole" => ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", false),
+        "ClusterRoleBinding" => (
+            "/apis/rbac.authorization.k8s.io/v1",
+            "clusterrolebindings",
+            false,
+        ),
+        "Role" => ("/apis/rbac.authorization.k8s.io/v1", "roles", true),
+        "RoleBinding" => ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", true),
+        other => panic!("install: no collection known for kind {other}"),
+    };
+    if namespaced {
+        format!("{prefix}/namespaces/{ns}/{plural}")
+    } else {
+        format!("{prefix}/{plural}")
+    }
+}
+
+/// Creates every object (as `kubectl apply` would on an empty cluster).
+pub async fn apply(kube: &Kube, objects: &[Value]) {
+    for obj in objects {
+        kube.post(&collection(obj), obj).await;
+    }
+}
+
+/// The reporter container of the rendered `aco-reporter` Deployment.
+pub fn reporter_container(objects: &[Value]) -> Value {
+    let d = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "aco-reporter")
+        .expect("the aco-reporter Deployment");
+    d["spec"]["template"]["spec"]["containers"][0].clone()
+}
+
+/// The reporter's environment as the kubelet would give it: plain values, ConfigMap keys and
+/// the pod's own fields resolved; `ACO_TOKEN_FILE` pointed at `token_file` (the mounted Secret).
+pub fn reporter_env(
+    objects: &[Value],
+    pod_name: &str,
+    token_file: &Path,
+) -> Vec<(String, PathBuf)> {
+    let container = reporter_container(objects);
+    let configmap = |name: &str, key: &str| -> String {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == name)
+            .and_then(|o| o["data"][key].as_str())
+            .unwrap_or_else(|| panic!("ConfigMap {name} key {key}"))
+            .to_owned()
+    };
+    container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap().to_owned();
+            let value = if name == "ACO_TOKEN_FILE" {
+                token_file.to_string_lossy().into_owned()
+            } else if let Some(v) = e["value"].as_str() {
+                v.to_owned()
+            } else if let Some(r) = e["valueFrom"]["configMapKeyRef"].as_object() {
+                configmap(r["name"].as_str().unwrap(), r["key"].as_str().unwrap())
+            } else {
+                match e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+                    Some("metadata.namespace") => "kube-system".into(),
+                    Some("metadata.name") => pod_name.into(),
+                    other => panic!("env {name}: {other:?}"),
+                }
+            };
+            (name, PathBuf::from(value))
+        })
+        .collect()
+}
+
+/// The container's `args`.
+pub fn reporter_args(objects: &[Value]) -> Vec<String> {
+    reporter_container(objects)["args"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default()
+}
