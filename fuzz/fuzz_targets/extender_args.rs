@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use aco_core::config::Config;
 use aco_core::extender::{filter, parse_args, scoring_input};
+use aco_core::heuristic::ClusterOutlook;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -32,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
             "filter error of the wrong kind: {e:?}"
         ),
     }
-    if let Err(e) = scoring_input(&args, &facts, 1_700_000_000_000, &config) {
+    let outlook = ClusterOutlook::default();
+    if let Err(e) = scoring_input(&args, &facts, &outlook, 1_700_000_000_000, &config) {
         assert!(
             (400..500).contains(&e.status),
             "scoring error of the wrong kind: {e:?}"
