@@ -291,7 +291,8 @@ fn argmax(taus: &BTreeMap<String, f64>) -> Option<&str> {
 #[tokio::test]
 async fn tenants_learn_only_from_their_own_placements() {
     let _serial = serial();
-    let env = Env::start_with_reporter().await;
+    // The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone).
+    let env = Env::start_with_reporter_and_vars(&[], &[("ALPHA", "1")]).await;
     let kube = env.kube();
     let nodes = identical_nodes(5, "same");
     env.add_nodes(&nodes).await;

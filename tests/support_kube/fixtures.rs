@@ -248,7 +248,12 @@ impl Env {
 
     /// [`Env::start_with_reporter`] with extra reporter flags (e.g. `--shadow-scheduler-names`).
     pub async fn start_with_reporter_flags(extra: &[&str]) -> Env {
-        let mut env = Env::start().await;
+        Env::start_with_reporter_and_vars(extra, &[]).await
+    }
+
+    /// [`Env::start_with_reporter_flags`] with extra Worker `[vars]` (e.g. `ALPHA=1`).
+    pub async fn start_with_reporter_and_vars(extra: &[&str], vars: &[(&str, &str)]) -> Env {
+        let mut env = Env::start_with(super::ControlPlaneOptions::default(), vars).await;
         let url = env.api.base.clone();
         let flags = [&["--no-node-metrics"], extra].concat();
         env.reporter = Some(Reporter::start(&env.cp, &url, "reporter", &flags, false));
