@@ -509,8 +509,11 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
             break;
         }
     }
+    // Two at least: the first failure is undecided until the second on the same node
+    // (attribution), and η prices a latency-critical pod's failure risk at SLA_VIOLATION_COST,
+    // so the second decided failure already outweighs the price difference.
     assert!(
-        failed_on_cheap >= 3,
+        failed_on_cheap >= 2,
         "the failing pods should have landed on the cheap node first ({failed_on_cheap})"
     );
     let after = lp.scores(&probe, &names).await;
