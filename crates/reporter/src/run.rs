@@ -228,14 +228,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             match event {
                 Ok(watcher::Event::Delete(node)) => node_deleted(&s, &node),
                 Ok(_) => {}
-                Err(e) => {
-                    s.freshness.failed(Source::Nodes, now_ms());
-                    s.telemetry
-                        .watch_errors
-                        .get_or_create(&Telemetry::kind("nodes"))
-                        .inc();
-                    tracing::warn!(error = %e, "node watch error (resuming)");
-                }
+                Err(e) => watch_failed(&s, Source::Nodes, "nodes", &e),
             }
         }
     });
@@ -272,14 +265,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     s.pod_changed.notify_one();
                 }
                 Ok(_) => {}
-                Err(e) => {
-                    s.freshness.failed(Source::Pods, now_ms());
-                    s.telemetry
-                        .watch_errors
-                        .get_or_create(&Telemetry::kind("pods"))
-                        .inc();
-                    tracing::warn!(error = %e, "pod watch error (resuming)");
-                }
+                Err(e) => watch_failed(&s, Source::Pods, "pods", &e),
             }
         }
     });
@@ -334,6 +320,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 /// A node left the cluster: remember it as reclaimed when it was spot capacity deleted under
 /// running pods (the pods still in the cache are the ones bound to it at that moment).
+/// A watch stream's error: its source is no longer fresh, the error is counted by kind, and the
+/// watcher resumes on its own (kube-rs backs off and relists).
+fn watch_failed(s: &Shared, source: Source, kind: &str, e: &watcher::Error) {
+    s.freshness.failed(source, now_ms());
+    s.telemetry
+        .watch_errors
+        .get_or_create(&Telemetry::kind(kind))
+        .inc();
+    tracing::warn!(error = %e, "{kind} watch error (resuming)");
+}
+
 fn node_deleted(s: &Shared, node: &Node) {
     let Some(name) = node.metadata.name.as_deref() else {
         return;
