@@ -6,7 +6,8 @@
 //! ```text
 //! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
 //!                                 │                  ├─ facts::client (isolate copy) ─▶ facts::Facts (one DO per cluster)
-//!                                 │                  └─ colony::client ─▶ colony::Colony (one DO per cluster × tenant)
+//!                                 │                  ├─ colony::client ─▶ colony::Colony (one DO per cluster × tenant)
+//!                                 │                  └─ registry::client ─▶ registry::Registry (one DO: which clusters and colonies exist)
 //!                                 └─ telemetry::record (waitUntil) ─▶ telemetry::Telemetry
 //! ```
 
@@ -23,12 +24,14 @@ mod filter_memory;
 mod http;
 mod metrics_text;
 mod pod_index;
+mod registry;
 mod routes;
 mod sql_transaction;
 mod telemetry;
 
 pub use colony::Colony;
 pub use facts::Facts;
+pub use registry::Registry;
 pub use telemetry::Telemetry;
 
 use worker::{event, Context, Env, Request, Response, Result};

@@ -9,27 +9,8 @@ use aco_core::colony_store::wire::ColonyReport;
 use aco_core::shadow::ShadowSummary;
 use serde::{Deserialize, Serialize};
 
-use crate::telemetry::{Event, BUCKETS};
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Histogram {
-    /// Cumulative counts per bucket of `BUCKETS`.
-    pub buckets: Vec<u64>,
-    pub sum: f64,
-    pub count: u64,
-}
-
-/// The global counters (requests, errors, latency, filter outcomes, facts).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TelemetryState {
-    /// metric name → label text → value.
-    pub counters: BTreeMap<String, BTreeMap<String, f64>>,
-    /// `verb="…"` (with `cluster="…",` for a named cluster) → request duration histogram.
-    pub durations: BTreeMap<String, Histogram>,
-    pub tenants: BTreeSet<String>,
-}
-
-const MAX_TENANTS: usize = 1000;
+use crate::telemetry::state::TelemetryState;
+use crate::telemetry::BUCKETS;
 
 fn help(name: &str) -> &'static str {
     match name {
@@ -45,6 +26,8 @@ fn help(name: &str) -> &'static str {
         "aco_metrics_colony_errors_total" => "Colonies skipped by a /metrics scrape because they did not answer.",
         "aco_extender_auth_failures_total" => "Extender verb requests refused by EXTENDER_AUTH, by mode.",
         "aco_tenants_refused_total" => "Requests naming a tenant outside TENANTS/TENANT_PATTERN, by verb.",
+        "aco_tenant_overflow_total" => "Requests (placements: items) of tenants beyond MAX_COLONIES, which get no colony (η-only scores, placements unknownPod), all under one tenant=\"other\" series, by verb.",
+        "aco_clusters_refused_total" => "Authenticated requests of a named cluster the Registry did not admit (MAX_CLUSTERS reached, or the Registry unreachable).",
         "aco_telemetry_state_resets_total" => "Times the stored telemetry state did not parse and counting restarted from 0.",
         "aco_telemetry_flush_failures_total" => "Scrapes whose own isolate's counters could not be sent first (retried by the next flush).",
         "aco_binding_operations_total" => "Binding operations (KV reads/writes/deletes, Durable Object requests) made by the Worker, by kind.",
@@ -55,80 +38,26 @@ fn help(name: &str) -> &'static str {
     }
 }
 
-impl TelemetryState {
-    pub fn apply(&mut self, event: &Event) {
-        // Series of a named cluster carry its label; the default cluster's keep today's labels.
-        let with_cluster = |labels: &str| match (event.cluster.is_empty(), labels.is_empty()) {
-            (true, _) => labels.to_string(),
-            (false, true) => format!("cluster=\"{}\"", label_value(&event.cluster)),
-            (false, false) => format!("cluster=\"{}\",{labels}", label_value(&event.cluster)),
-        };
-        let verb = with_cluster(&format!("verb=\"{}\"", event.verb));
-        let labels = format!("{verb},code=\"{}\"", event.code);
-        self.add("aco_requests_total", &labels, 1.0);
-        if event.code >= 400 {
-            self.add("aco_request_errors_total", &labels, 1.0);
-        }
-        for (name, labels, by) in &event.counters {
-            self.add(name, &with_cluster(labels), *by);
-        }
-        let h = self.durations.entry(verb).or_default();
-        h.buckets.resize(BUCKETS.len(), 0);
-        for (i, upper) in BUCKETS.iter().enumerate() {
-            if event.seconds <= *upper {
-                h.buckets[i] += 1;
-            }
-        }
-        h.sum += event.seconds.max(0.0);
-        h.count += 1;
-        for t in &event.colonies {
-            if self.tenants.len() < MAX_TENANTS {
-                self.tenants.insert(t.clone());
-            }
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.counters.is_empty() && self.durations.is_empty() && self.tenants.is_empty()
-    }
-
-    /// Adds another state's counts to this one (a batch from an isolate).
-    pub fn merge(&mut self, other: &TelemetryState) {
-        for (name, series) in &other.counters {
-            for (labels, by) in series {
-                self.add(name, labels, *by);
-            }
-        }
-        for (verb, h) in &other.durations {
-            let mine = self.durations.entry(verb.clone()).or_default();
-            mine.buckets.resize(BUCKETS.len().max(h.buckets.len()), 0);
-            for (i, n) in h.buckets.iter().enumerate() {
-                mine.buckets[i] += n;
-            }
-            mine.sum += h.sum;
-            mine.count += h.count;
-        }
-        for t in &other.tenants {
-            if self.tenants.len() < MAX_TENANTS {
-                self.tenants.insert(t.clone());
-            }
-        }
-    }
-
-    pub fn add(&mut self, name: &str, labels: &str, by: f64) {
-        *self
-            .counters
-            .entry(name.to_string())
-            .or_default()
-            .entry(labels.to_string())
-            .or_default() += by;
-    }
-
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (name, series) in &self.counters {
-            let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} counter", help(name));
-            for (labels, value) in series {
+/// Renders every cluster's series, each family once with HELP and TYPE and all clusters'
+/// samples together (the exposition format wants a family's samples in one group); a named
+/// cluster's samples carry `cluster="<id>"` first.
+pub fn render_state(state: &TelemetryState) -> String {
+    let mut out = String::new();
+    let names: BTreeSet<&String> = state
+        .clusters
+        .values()
+        .flat_map(|part| part.counters.keys())
+        .collect();
+    let labelled = |cluster: &str, labels: &str| match (cluster.is_empty(), labels.is_empty()) {
+        (true, _) => labels.to_string(),
+        (false, true) => format!("cluster=\"{}\"", label_value(cluster)),
+        (false, false) => format!("cluster=\"{}\",{labels}", label_value(cluster)),
+    };
+    for name in names {
+        let _ = writeln!(out, "# HELP {name} {}\n# TYPE {name} counter", help(name));
+        for (cluster, part) in &state.clusters {
+            for (labels, value) in part.counters.get(name).into_iter().flatten() {
+                let labels = labelled(cluster, labels);
                 if labels.is_empty() {
                     let _ = writeln!(out, "{name} {value}");
                 } else {
@@ -136,10 +65,13 @@ impl TelemetryState {
                 }
             }
         }
-        if !self.durations.is_empty() {
-            let name = "aco_request_duration_seconds";
-            let _ = writeln!(out, "# HELP {name} Time the Worker spent answering, by verb (Date.now() resolution).\n# TYPE {name} histogram");
-            for (labels, h) in &self.durations {
+    }
+    if state.clusters.values().any(|p| !p.durations.is_empty()) {
+        let name = "aco_request_duration_seconds";
+        let _ = writeln!(out, "# HELP {name} Time the Worker spent answering, by verb (Date.now() resolution).\n# TYPE {name} histogram");
+        for (cluster, part) in &state.clusters {
+            for (verb, h) in &part.durations {
+                let labels = labelled(cluster, verb);
                 for (upper, count) in BUCKETS.iter().zip(&h.buckets) {
                     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{upper}\"}} {count}");
                 }
@@ -148,8 +80,8 @@ impl TelemetryState {
                 let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
             }
         }
-        out
     }
+    out
 }
 
 /// What one tenant's colony reports to a scrape (`GET /metrics` of the Colony DO).
@@ -161,8 +93,11 @@ pub struct ColonyMetrics {
     pub tenant: String,
     pub counters: ColonyCounters,
     pub epoch: u64,
-    /// (node, τ with evaporation applied).
+    /// (node, τ with evaporation applied), the highest `TRAILS_SCRAPED`.
     pub pheromones: Vec<(String, f64)>,
+    /// Nodes with a trail (all of them).
+    #[serde(default)]
+    pub trails: u64,
     /// Shadow mode's summary (zero when the tenant has none).
     #[serde(default)]
     pub shadow: ShadowSummary,
@@ -183,6 +118,7 @@ impl ColonyMetrics {
             counters: r.counters,
             epoch: r.epoch,
             pheromones: r.pheromones,
+            trails: r.trails,
             shadow: r.shadow,
             dropped: r.dropped,
             rows_written: r.rows_written,
@@ -271,7 +207,16 @@ pub fn render_colonies(colonies: &[ColonyMetrics], failed: usize) -> String {
     for c in &sorted {
         let _ = writeln!(out, "aco_colony_epoch{{{}}} {}", colony_labels(c), c.epoch);
     }
-    let _ = writeln!(out, "# HELP aco_pheromone Pheromone level τ per tenant and node (evaporation applied).\n# TYPE aco_pheromone gauge");
+    let _ = writeln!(out, "# HELP aco_pheromone_trails Nodes with a pheromone trail in the tenant's colony.\n# TYPE aco_pheromone_trails gauge");
+    for c in &sorted {
+        let _ = writeln!(
+            out,
+            "aco_pheromone_trails{{{}}} {}",
+            colony_labels(c),
+            c.trails
+        );
+    }
+    let _ = writeln!(out, "# HELP aco_pheromone Pheromone level τ per tenant and node (evaporation applied), the 64 highest per tenant (the whole table: GET /v1/tenants/<t>/pheromones).\n# TYPE aco_pheromone gauge");
     for c in &sorted {
         for (node, tau) in &c.pheromones {
             if tau.is_finite() {
@@ -379,6 +324,7 @@ pub fn label_value(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::Event;
 
     #[test]
     fn counts_requests_errors_and_buckets() {
@@ -401,7 +347,7 @@ mod tests {
             seconds: 0.0,
             ..Default::default()
         });
-        let text = s.render();
+        let text = render_state(&s);
         assert!(text.contains("aco_requests_total{verb=\"filter\",code=\"200\"} 1"));
         assert!(text.contains("aco_request_errors_total{verb=\"filter\",code=\"400\"} 1"));
         assert!(text.contains("aco_filter_nodes_rejected_total{reason=\"gpu_model\"} 2"));
@@ -421,7 +367,7 @@ mod tests {
         };
         e.count("aco_filter_nodes_passed_total", String::new(), 3.0);
         s.apply(&e);
-        assert!(s.render().contains("\naco_filter_nodes_passed_total 3\n"));
+        assert!(render_state(&s).contains("\naco_filter_nodes_passed_total 3\n"));
     }
 
     #[test]
@@ -447,7 +393,7 @@ mod tests {
             seconds: 0.001,
             ..Default::default()
         });
-        let text = s.render();
+        let text = render_state(&s);
         for line in [
             "aco_requests_total{cluster=\"prod\",verb=\"filter\",code=\"200\"} 1",
             "aco_requests_total{verb=\"filter\",code=\"200\"} 1",
@@ -465,33 +411,6 @@ mod tests {
         };
         assert!(render_colonies(&[c], 0)
             .contains("aco_colony_deposits_total{cluster=\"prod\",tenant=\"ml\"} 0\n"));
-    }
-
-    #[test]
-    fn merging_batches_adds_counters_histograms_and_tenants() {
-        let event = |verb: &str, seconds| Event {
-            verb: verb.into(),
-            code: 200,
-            seconds,
-            colonies: vec!["ml".into()],
-            ..Default::default()
-        };
-        let mut one = TelemetryState::default();
-        one.apply(&event("filter", 0.001));
-        let mut two = TelemetryState::default();
-        two.apply(&event("filter", 0.02));
-        two.apply(&event("prioritize", 0.002));
-        let mut both = TelemetryState::default();
-        for e in [
-            event("filter", 0.001),
-            event("filter", 0.02),
-            event("prioritize", 0.002),
-        ] {
-            both.apply(&e);
-        }
-        one.merge(&two);
-        assert_eq!(one, both);
-        assert!(!one.is_empty() && TelemetryState::default().is_empty());
     }
 
     #[test]

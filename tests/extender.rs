@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use support::api::{full_args, pod, Api, TOKEN};
 use support::prometheus::{Prometheus, ScrapeJob};
-use support::{repo_root, StartOptions};
+use support::{object_sqlite_files, repo_root, StartOptions};
 
 /// The OpenB GPU nodes as v1.Node JSON values, `count` of each GPU model, with the labels our
 /// filter and heuristic read added to each.
@@ -1066,31 +1066,6 @@ fn colony_sqlite_files(persist_dir: &std::path::Path) -> Vec<std::path::PathBuf>
     object_sqlite_files(persist_dir, "Colony")
 }
 
-/// The SQLite files of every Durable Object of the classes whose name ends with `class_suffix`.
-fn object_sqlite_files(
-    persist_dir: &std::path::Path,
-    class_suffix: &str,
-) -> Vec<std::path::PathBuf> {
-    let dir = persist_dir.join("do");
-    let mut out = Vec::new();
-    let Ok(classes) = std::fs::read_dir(&dir) else {
-        return out;
-    };
-    for class in classes.flatten() {
-        if !class.file_name().to_string_lossy().ends_with(class_suffix) {
-            continue;
-        }
-        for f in std::fs::read_dir(class.path()).unwrap().flatten() {
-            if f.path().extension().is_some_and(|e| e == "sqlite")
-                && f.file_name() != "metadata.sqlite"
-            {
-                out.push(f.path());
-            }
-        }
-    }
-    out
-}
-
 fn sqlite(file: &std::path::Path, statement: &str) {
     let out = std::process::Command::new("sqlite3")
         .arg(file)
@@ -1967,8 +1942,8 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // The first decision of a tenant in this isolate asks the colony (and seeds the copy)...
     let (ops, first) = prioritize_counting_ops(&api, &cpu("a"), &nodes).await;
     assert_eq!(
-        ops, 2,
-        "the colony, and the node facts (cached for FACTS_CACHE_MS afterwards)"
+        ops, 3,
+        "the registry (the colony's admission, once per isolate), the colony, and the node facts (cached for FACTS_CACHE_MS afterwards)"
     );
     // ...the next ones are scored from the copy: no binding operation before the answer, the
     // same scores (the colony has not changed), the decision sent after the response.
@@ -2018,7 +1993,7 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
 async fn with_colony_snapshot_ms_zero_every_decision_asks_the_colony() {
     let api = Api::start(StartOptions::default().var("COLONY_SNAPSHOT_MS", "0"));
     let nodes = priced_nodes();
-    for (p, expected) in [("a", 2), ("b", 1), ("c", 1)] {
+    for (p, expected) in [("a", 3), ("b", 1), ("c", 1)] {
         let (ops, _) = prioritize_counting_ops(
             &api,
             &pod(p, "sync", json!({}), json!({}), json!({"cpu": "1"})),
@@ -2027,7 +2002,7 @@ async fn with_colony_snapshot_ms_zero_every_decision_asks_the_colony() {
         .await;
         assert_eq!(
             ops, expected,
-            "pod {p}: the colony (and the node facts the first time)"
+            "pod {p}: the colony (and the registry's admission and the node facts the first time)"
         );
     }
     assert_eq!(api.pheromones("sync").await["counters"]["decisions"], 3);

@@ -155,8 +155,9 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     let (status, reply, ops) = shadow(&api, "", batch.clone()).await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(tally(&reply), (4, 4, 0, 0, 0, 0));
-    // One facts read, the colony fetched once (no copy yet), one batch: whatever the batch size.
-    assert!(ops <= 3, "binding operations {ops}");
+    // One facts read, the colony admitted (its first use in this isolate) and fetched once (no
+    // copy yet), one batch: whatever the batch size.
+    assert!(ops <= 4, "binding operations {ops}");
 
     let s = summary(&api, "", "team").await;
     // Busy before the pod (2 CPU of others): price × share. d-alone held nothing before the pod
@@ -392,8 +393,8 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
     .await;
     assert_eq!(tally(&r), (3, 3, 0, 0, 0, 0));
     assert!(
-        ops <= 5,
-        "one facts read and at most two colony requests per tenant: {ops}"
+        ops <= 7,
+        "one facts read and per tenant at most two colony requests and, the first time, its admission: {ops}"
     );
     assert_eq!(summary(&api, "", "team").await["pods"], 1);
     assert_eq!(summary(&api, "", "ml").await["pods"], 2);

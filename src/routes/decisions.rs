@@ -9,9 +9,9 @@ use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::LookupRequest;
 use aco_core::demand::validate_tenant;
 
+use super::admission::admitted_colony;
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony::api::ColonyName;
 use crate::colony::client;
 use crate::http::{json_response, ApiError};
 
@@ -19,14 +19,7 @@ pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     validate_pod_key(key).map_err(|m| ApiError::field(400, "podUid", m))?;
-    if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(
-            404,
-            "tenant",
-            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
-        ));
-    }
-    let colony = ColonyName::new(&call.cluster, tenant);
+    let colony = admitted_colony(call, tenant, "decision").await?;
     // Read your writes: a decision this isolate scored from its copy may not have reached the
     // colony yet (it is sent after the prioritize response).
     client::send_not_durable(&call.bindings, &colony).await?;

@@ -8,8 +8,8 @@ use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
 use aco_core::facts::NodeFacts;
 use rand::{rngs::SmallRng, SeedableRng};
 
+use super::admission::{admit_tenant, TenantAdmission};
 use super::{Call, Handled};
-use crate::colony::api::ColonyName;
 use crate::colony::{client, copy, queue};
 use crate::facts::client as facts_client;
 use crate::filter_memory;
@@ -90,14 +90,35 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     let tenant = input.demand.tenant.clone();
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
-    if !call.config.tenant_allowed(&tenant) {
-        // No colony for a tenant outside TENANTS/TENANT_PATTERN: η alone (τ_initial everywhere),
-        // nothing remembered, so such pods cannot create Durable Objects or grow storage.
-        call.event.count(
-            "aco_tenants_refused_total",
-            "verb=\"prioritize\"".into(),
-            1.0,
-        );
+    let admission = match admit_tenant(call, &tenant, "prioritize").await {
+        Ok(a) => a,
+        // The Registry did not answer: fail open with η alone, creating nothing.
+        Err(e) => {
+            worker::console_error!("prioritize: registry: {}", e.message);
+            call.event.count(
+                "aco_colony_fallback_total",
+                "mode=\"eta_only\",reason=\"registry_unavailable\"".into(),
+                1.0,
+            );
+            TenantAdmission::OverLimit
+        }
+    };
+    let colony = match admission {
+        TenantAdmission::Admitted(colony) => Some(colony),
+        TenantAdmission::NotAllowed => {
+            call.event.count(
+                "aco_tenants_refused_total",
+                "verb=\"prioritize\"".into(),
+                1.0,
+            );
+            None
+        }
+        TenantAdmission::OverLimit => None,
+    };
+    let Some(colony) = colony else {
+        // No colony for a tenant outside TENANTS/TENANT_PATTERN or beyond MAX_COLONIES: η alone
+        // (τ_initial everywhere), nothing remembered, so such pods cannot create Durable
+        // Objects or grow storage.
         let scored = TenantColony::default().prioritize(
             &input.features,
             input.demand.workload,
@@ -106,7 +127,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             &mut rng,
         );
         return Ok(json_response(200, &scored.priorities));
-    }
+    };
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
     // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
     // can call bind.
@@ -120,7 +141,6 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         .await;
     }
     let (workload, now_ms, config) = (input.demand.workload, call.now_ms, call.config.clone());
-    let colony = ColonyName::new(&call.cluster, &tenant);
     // Scored from this isolate's copy of the colony (see colony/copy.rs for the consistency this
     // trades): when it is fresh, no binding operation before the answer; otherwise one, to fetch
     // the colony first. The decision is sent after the response either way.
@@ -179,6 +199,5 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         colony.clone(),
         version,
     )));
-    call.event.colonies.push(colony.object_name());
     Ok(json_response(200, &prioritized.priorities))
 }

@@ -2,9 +2,10 @@
 //! Telemetry Durable Object after the response is sent (`waitUntil`), so metrics never add
 //! latency to a scheduling decision.
 //!
-//! A path is parsed once into a [`Route`]; every match on it is exhaustive, so a new route cannot
-//! be added without its verb label, its methods and its handler.
+//! A path is parsed once into a [`Route`] (`aco_core::route`, the routing as pure data); every
+//! match on it is exhaustive, so a new route cannot be added without its handler.
 
+mod admission;
 mod bind;
 mod decisions;
 mod extender_verbs;
@@ -16,15 +17,19 @@ mod tenants;
 
 use std::rc::Rc;
 
-use aco_core::access::{split_token, ClientCert, ExtenderAuth};
-use aco_core::cluster::{split_cluster, DEFAULT_CLUSTER};
+use aco_core::access::{ClientCert, ExtenderAuth};
+use aco_core::cluster::DEFAULT_CLUSTER;
 use aco_core::config::Config;
+use aco_core::registry::NameKind;
+pub use aco_core::route::Probe;
+use aco_core::route::{parse_path, Method as RouteMethod, PathError, Route};
 use worker::{Context, Date, Env, Method, Request, Response};
 
 use crate::auth::require_admin;
 use crate::bindings::{self, Bindings};
 use crate::env_config;
 use crate::http::{drain, ApiError};
+use crate::registry;
 use crate::telemetry::{self, Event};
 
 /// What a handler gets: the request, the environment, the validated config and the request's
@@ -47,127 +52,6 @@ type Handled = Result<Response, ApiError>;
 /// Work to finish after the response (`waitUntil`): e.g. recording a decision scored locally.
 pub type Deferred = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
 type Routed = (Response, Event, Vec<Deferred>);
-
-/// Health probes, answered before the config is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probe {
-    Livez,
-    Readyz,
-    Version,
-}
-
-/// Every endpoint of the Worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route<'a> {
-    Probe(Probe),
-    Metrics,
-    Filter,
-    Prioritize,
-    Bind,
-    Placements,
-    Nodes,
-    Node(&'a str),
-    Echo,
-    Pheromones(&'a str),
-    // Shadow mode (routes/shadow.rs).
-    Shadow,
-    ShadowSummary(&'a str),
-    /// (tenant, pod key): a UID, or `namespace/name` as two segments.
-    Decision(&'a str, &'a str, Option<&'a str>),
-}
-
-impl<'a> Route<'a> {
-    /// The route for a path's segments (`/v1/nodes/n1` → `["v1", "nodes", "n1"]`).
-    pub fn parse(segments: &[&'a str]) -> Option<Self> {
-        Some(match segments {
-            ["livez"] => Route::Probe(Probe::Livez),
-            ["readyz"] => Route::Probe(Probe::Readyz),
-            ["version"] => Route::Probe(Probe::Version),
-            ["metrics"] => Route::Metrics,
-            ["v1", "filter"] => Route::Filter,
-            ["v1", "prioritize"] => Route::Prioritize,
-            ["v1", "bind"] => Route::Bind,
-            ["v1", "placements"] => Route::Placements,
-            ["v1", "nodes"] => Route::Nodes,
-            ["v1", "nodes", name] => Route::Node(name),
-            ["v1", "echo"] => Route::Echo,
-            ["v1", "tenants", tenant, "pheromones"] => Route::Pheromones(tenant),
-            ["v1", "shadow"] => Route::Shadow,
-            ["v1", "tenants", tenant, "shadow"] => Route::ShadowSummary(tenant),
-            ["v1", "tenants", tenant, "decisions", uid] => Route::Decision(tenant, uid, None),
-            ["v1", "tenants", tenant, "decisions", namespace, name] => {
-                Route::Decision(tenant, namespace, Some(name))
-            }
-            _ => return None,
-        })
-    }
-
-    /// The `verb` label of the request metrics; `None` for health probes, which would otherwise
-    /// dominate the counters.
-    pub fn verb(self) -> Option<&'static str> {
-        Some(match self {
-            Route::Probe(_) => return None,
-            Route::Metrics => "metrics",
-            Route::Filter => "filter",
-            Route::Prioritize => "prioritize",
-            Route::Bind => "bind",
-            Route::Placements => "placements",
-            Route::Nodes => "nodes",
-            Route::Node(_) => "node",
-            Route::Echo => "echo",
-            Route::Pheromones(_) => "pheromones",
-            Route::Shadow => "shadow",
-            Route::ShadowSummary(_) => "shadow_summary",
-            Route::Decision(..) => "decision",
-        })
-    }
-
-    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH` (and `echo`, which answers
-    /// what a verb would read, so it is served to the same callers only).
-    pub fn is_extender_verb(self) -> bool {
-        matches!(
-            self,
-            Route::Filter | Route::Prioritize | Route::Bind | Route::Echo
-        )
-    }
-
-    /// The routes behind `ADMIN_TOKEN`, checked before anything else is done for the request.
-    pub fn needs_admin(self) -> bool {
-        match self {
-            Route::Placements
-            | Route::Nodes
-            | Route::Node(_)
-            | Route::Pheromones(_)
-            | Route::Shadow
-            | Route::ShadowSummary(_)
-            | Route::Decision(..) => true,
-            Route::Probe(_)
-            | Route::Metrics
-            | Route::Filter
-            | Route::Prioritize
-            | Route::Bind
-            | Route::Echo => false,
-        }
-    }
-
-    pub fn methods(self) -> &'static [Method] {
-        match self {
-            Route::Probe(_)
-            | Route::Metrics
-            | Route::Node(_)
-            | Route::ShadowSummary(_)
-            | Route::Decision(..) => &[Method::Get],
-            Route::Nodes => &[Method::Put],
-            Route::Pheromones(_) => &[Method::Get, Method::Delete],
-            Route::Filter
-            | Route::Prioritize
-            | Route::Bind
-            | Route::Placements
-            | Route::Echo
-            | Route::Shadow => &[Method::Post],
-        }
-    }
-}
 
 pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
@@ -230,10 +114,10 @@ fn client_cert(req: &Request) -> Option<ClientCert> {
     })
 }
 
-fn methods_text(methods: &[Method]) -> String {
+fn methods_text(methods: &[RouteMethod]) -> String {
     methods
         .iter()
-        .map(|m| m.as_ref())
+        .map(|m| m.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -247,12 +131,11 @@ async fn route(
     now_ms: u64,
 ) -> (Option<&'static str>, Routed) {
     let env = bindings.env.clone();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
     // `/c/<cluster>/…`: the cluster this request is about (paths without it: the default one).
-    let (cluster, segments) = match split_cluster(&segments) {
-        Ok(split) => split,
-        Err(message) => {
+    // `/t/<token>/v1/<verb>`: the extender verbs' token path (EXTENDER_AUTH=path-token).
+    let (cluster, token, route) = match parse_path(path) {
+        Ok(t) => (t.cluster, t.token, t.route),
+        Err(PathError::Cluster(message)) => {
             drain(&mut req).await;
             return (
                 Some("unknown"),
@@ -263,16 +146,14 @@ async fn route(
                 ),
             );
         }
-    };
-    let (token, segments) = split_token(segments);
-    let Some(route) = Route::parse(segments).filter(|r| token.is_none() || r.is_extender_verb())
-    else {
-        drain(&mut req).await;
-        let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
-        return (
-            Some("unknown"),
-            (e.into_response(), Event::default(), Vec::new()),
-        );
+        Err(PathError::NoRoute) => {
+            drain(&mut req).await;
+            let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
+            return (
+                Some("unknown"),
+                (e.into_response(), Event::default(), Vec::new()),
+            );
+        }
     };
     let verb = route.verb();
     if let Route::Probe(probe) = route {
@@ -333,6 +214,29 @@ async fn route(
     // Only an authenticated request of an allowed cluster carries its label (`/metrics`, served
     // to anyone, does not).
     let authenticated = route.is_extender_verb() || route.needs_admin();
+    // A named cluster exists once the Registry admitted it (MAX_CLUSTERS), before any object or
+    // label is made for it; a refusal, like an unknown id, is counted without a label.
+    if authenticated && cluster != DEFAULT_CLUSTER {
+        let admitted = registry::client::admit(&bindings, NameKind::Cluster, cluster, now_ms).await;
+        let refusal = match admitted {
+            Ok(true) => None,
+            Ok(false) => Some(ApiError::field(
+                404,
+                "cluster",
+                format!(
+                    "cluster {cluster:?} is not served: MAX_CLUSTERS ({}) clusters exist",
+                    config.max_clusters
+                ),
+            )),
+            Err(e) => Some(e),
+        };
+        if let Some(e) = refusal {
+            drain(&mut req).await;
+            let mut event = Event::default();
+            event.count("aco_clusters_refused_total", String::new(), 1.0);
+            return (verb, (e.into_response(), event, Vec::new()));
+        }
+    }
     let event = Event {
         cluster: if cluster == DEFAULT_CLUSTER || !authenticated {
             String::new()
@@ -351,7 +255,10 @@ async fn route(
         cluster: cluster.to_string(),
         deferred: Vec::new(),
     };
-    let result = if !route.methods().contains(&method) {
+    let result = if !route
+        .methods()
+        .contains(&RouteMethod::parse(method.as_ref()))
+    {
         Err(ApiError::new(
             405,
             format!(

@@ -15,9 +15,9 @@ use aco_core::demand::validate_tenant;
 use aco_core::facts::validate_node_name;
 use serde::{Deserialize, Serialize};
 
+use super::admission::{admit_tenant, count_overflow, over_limit, TenantAdmission};
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony::api::ColonyName;
 use crate::colony::{client, copy, queue};
 use crate::http::{json_response, parse_json, read_body, ApiError};
 
@@ -161,7 +161,36 @@ pub async fn deliver(
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
-        let colony = ColonyName::new(&call.cluster, &tenant);
+        let colony = match admit_tenant(call, &tenant, source).await {
+            Ok(TenantAdmission::Admitted(colony)) => colony,
+            // No colony, so no decision any of these pods could confirm: they are unknown
+            // pods, and retrying would not change that. (Callers refuse tenants outside the
+            // policy before they get here.)
+            Ok(refused) => {
+                let why = match refused {
+                    TenantAdmission::OverLimit => {
+                        // One was counted by the admission.
+                        count_overflow(call, source, items.len() as u64 - 1);
+                        over_limit(call, &tenant).message
+                    }
+                    _ => format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
+                };
+                summary.unknown_pod += items.len() as u64;
+                per_tenant.insert(
+                    tenant,
+                    serde_json::json!({"committed": false, "refused": why}),
+                );
+                continue;
+            }
+            Err(e) => {
+                per_tenant.insert(
+                    tenant,
+                    serde_json::json!({"committed": false, "error": e.message}),
+                );
+                first_failure.get_or_insert(e);
+                continue;
+            }
+        };
         // Decisions this isolate scored but has not seen durable go first (applied once).
         let decisions = queue::not_durable(&colony);
         let req = PlacementsRequest {
@@ -198,7 +227,6 @@ pub async fn deliver(
                     "dropped": r.dropped,
                 });
                 per_tenant.insert(tenant.clone(), entry);
-                call.event.colonies.push(colony.object_name());
             }
             Err(e) => {
                 per_tenant.insert(

@@ -21,6 +21,9 @@ use aco_core::k8s::PodView;
 use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
 use serde::{Deserialize, Serialize};
 
+use super::admission::{
+    admit_tenant, admitted_colony, count_overflow, over_limit, TenantAdmission,
+};
 use super::placements::{check_tenant, partial_failure, pod_key};
 use super::{Call, Handled};
 use crate::auth::require_admin;
@@ -170,7 +173,27 @@ pub async fn report(call: &mut Call) -> Handled {
     let mut per_tenant = serde_json::Map::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, reports) in by_tenant {
-        let colony = ColonyName::new(&call.cluster, &tenant);
+        let colony = match admit_tenant(call, &tenant, "shadow").await {
+            Ok(TenantAdmission::Admitted(colony)) => colony,
+            Ok(_) => {
+                // Beyond MAX_COLONIES (the policy was checked in validation): nothing to score
+                // into, and a retry would not change that.
+                count_overflow(call, "shadow", reports.len() as u64 - 1);
+                per_tenant.insert(
+                    tenant.clone(),
+                    serde_json::json!({"committed": false, "refused": over_limit(call, &tenant).message}),
+                );
+                continue;
+            }
+            Err(e) => {
+                per_tenant.insert(
+                    tenant,
+                    serde_json::json!({"committed": false, "error": e.message}),
+                );
+                first_failure.get_or_insert(e);
+                continue;
+            }
+        };
         let result = deliver(call, &cluster, &colony, reports, &config).await;
         match result {
             Ok(r) => {
@@ -180,7 +203,6 @@ pub async fn report(call: &mut Call) -> Handled {
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_feasible += r.not_feasible;
                 per_tenant.insert(tenant, serde_json::json!({"committed": true}));
-                call.event.colonies.push(colony.object_name());
             }
             Err(e) => {
                 per_tenant.insert(
@@ -249,14 +271,7 @@ async fn deliver(
 pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
-    if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(
-            404,
-            "tenant",
-            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
-        ));
-    }
-    let colony = ColonyName::new(&call.cluster, tenant);
+    let colony = admitted_colony(call, tenant, "shadow_summary").await?;
     let s: ShadowSummary = client::call(&call.bindings, &colony, &ShadowSummaryRequest {}).await?;
     Ok(json_response(200, &view(tenant, &call.cluster, &s)))
 }

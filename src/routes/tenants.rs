@@ -3,23 +3,17 @@
 use aco_core::demand::validate_tenant;
 use worker::Method;
 
+use super::admission::admitted_colony;
 use super::{Call, Handled};
 use crate::auth::require_admin;
-use crate::colony::api::{ColonyName, ResetRequest, TableRequest};
+use crate::colony::api::{ResetRequest, TableRequest};
 use crate::colony::{client, copy, queue};
 use crate::http::{json_response, ApiError};
 
 pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
-    if !call.config.tenant_allowed(tenant) {
-        return Err(ApiError::field(
-            404,
-            "tenant",
-            format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
-        ));
-    }
-    let colony = ColonyName::new(&call.cluster, tenant);
+    let colony = admitted_colony(call, tenant, "pheromones").await?;
     let reply = if method == Method::Delete {
         // What this isolate holds for the colony is forgotten with it.
         queue::forget(&colony);

@@ -14,6 +14,7 @@
 
 mod ledger;
 mod object;
+pub mod state;
 
 pub use object::Telemetry;
 
@@ -23,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
-use crate::metrics_text::TelemetryState;
+use state::TelemetryState;
 
 pub const BINDING: &str = "TELEMETRY";
 /// One global instance: it now receives one request per isolate per flush interval.
@@ -44,10 +45,8 @@ pub struct Event {
     pub seconds: f64,
     /// Extra counters: (metric name, labels as `k="v",…` text, increment).
     pub counters: Vec<(String, String, f64)>,
-    /// Colonies (`ColonyName::object_name`) this request wrote to (so `/metrics` knows which to
-    /// ask).
-    pub colonies: Vec<String>,
-    /// The request's cluster, empty for the default one; a `cluster` label on every series.
+    /// The request's cluster, empty for the default one (and for requests counted without a
+    /// label); a `cluster` label on every series of a named one.
     #[serde(default)]
     pub cluster: String,
 }
@@ -87,6 +86,9 @@ struct Local {
     current: TelemetryState,
     next_seq: u64,
     pending: Vec<Batch>,
+    /// Sends of this isolate's batches that failed, since the isolate started. Kept here, not
+    /// sent: a failure to send cannot be counted by sending (see [`isolate_series`]).
+    failed_flushes: u64,
 }
 
 thread_local! {
@@ -144,13 +146,23 @@ fn seal(now_ms: u64) -> Option<Delivery> {
     })
 }
 
-/// Sends every unacknowledged batch; keeps them on failure (the next flush retries).
+/// Sends every unacknowledged batch; keeps them on failure (the next flush retries) and counts
+/// the failure in this isolate.
 pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
     FLUSH_SCHEDULED.with(|s| s.set(false));
     let Some(delivery) = seal(now_ms) else {
         return Ok(());
     };
-    let body = serde_json::to_string(&delivery).map_err(|e| e.to_string())?;
+    let result = send(bindings, &delivery).await;
+    with_local(|l| match &result {
+        Ok(ack) => l.pending.retain(|b| b.seq > ack.applied_through),
+        Err(_) => l.failed_flushes += 1,
+    });
+    result.map(|_| ())
+}
+
+async fn send(bindings: &Bindings, delivery: &Delivery) -> Result<Ack, String> {
+    let body = serde_json::to_string(delivery).map_err(|e| e.to_string())?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(body.into()));
     let req =
@@ -159,12 +171,27 @@ pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
         .do_fetch(BINDING, "Telemetry", INSTANCE, req)
         .await
         .map_err(|e| e.message)?;
-    let ack: Ack = resp
-        .json()
+    if resp.status_code() != 200 {
+        let text = resp.text().await.unwrap_or_default();
+        return Err(format!("telemetry answered {}: {text}", resp.status_code()));
+    }
+    resp.json()
         .await
-        .map_err(|e| format!("telemetry reply: {e}"))?;
-    with_local(|l| l.pending.retain(|b| b.seq > ack.applied_through));
-    Ok(())
+        .map_err(|e| format!("telemetry reply: {e}"))
+}
+
+/// What the answering isolate knows of its own delivery, computed here and never stored: the
+/// one view of telemetry that still works when the Telemetry object does not (Prometheus text,
+/// appended to `/metrics`; each scrape shows the isolate that answered it).
+pub fn isolate_series() -> String {
+    use std::fmt::Write;
+    let (failed, pending) = with_local(|l| (l.failed_flushes, l.pending.len()));
+    let mut out = String::new();
+    let failures = "aco_telemetry_isolate_flush_failures_total";
+    let _ = writeln!(out, "# HELP {failures} Failed sends of this isolate's counters to the Telemetry object since the isolate started (computed in the isolate that answered this scrape; not stored).\n# TYPE {failures} counter\n{failures} {failed}");
+    let pending_name = "aco_telemetry_isolate_pending_batches";
+    let _ = writeln!(out, "# HELP {pending_name} Counter batches of this isolate the Telemetry object has not acknowledged yet (sent again by the next flush).\n# TYPE {pending_name} gauge\n{pending_name} {pending}");
+    out
 }
 
 /// After a request: if no flush is due yet in this isolate, this request's `waitUntil` sends the
@@ -181,7 +208,7 @@ pub fn schedule_flush(
             worker::Delay::from(std::time::Duration::from_millis(flush_ms)).await;
         }
         if let Err(e) = flush(&bindings, worker::Date::now().as_millis()).await {
-            worker::console_error!("telemetry: {e}");
+            worker::console_error!("telemetry: flushing this isolate's counters failed (kept, sent again by the next flush): {e}");
         }
     })
 }

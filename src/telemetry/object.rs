@@ -1,22 +1,28 @@
 //! The Telemetry Durable Object: one global instance gathering every isolate's counter batches
-//! (see `telemetry.rs`), request-duration histograms and the set of tenants seen (so `/metrics`
-//! knows which colonies to ask). State is one JSON row in the object's SQLite storage, written
-//! once per batch delivery that changed something — one row per isolate per flush interval,
-//! not one per request.
+//! (see `telemetry/mod.rs`). State is one row per cluster in the table `parts` (`ledger.rs`),
+//! each bounded by construction (`state.rs`); a delivery rewrites the rows of the clusters it
+//! changed — one row per isolate per flush interval for a one-cluster deployment, not one per
+//! request.
+//!
+//! Internal API: `POST /batches` (`Delivery` → `Ack`), `GET /state` (every cluster's series, as
+//! `TelemetryState` JSON; `metrics_text.rs` renders it in the Worker).
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use worker::{
     durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State,
 };
 
-use super::ledger::TelemetryLedger;
+use super::ledger::{self, ClusterPart, TelemetryLedger};
 use super::Delivery;
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::http::{json_response, text_response};
+use crate::sql_transaction::run_in_transaction;
 
 #[durable_object]
 pub struct Telemetry {
+    state: State,
     sql: SqlStorage,
     ledger: RefCell<Option<TelemetryLedger>>,
 }
@@ -31,47 +37,38 @@ impl Telemetry {
         Ok(f(slot.insert(ledger)))
     }
 
-    /// The stored state. A row that does not parse is logged and replaced by an empty state
-    /// that counts the loss (`aco_telemetry_state_resets_total`): metrics must keep working.
+    /// The stored parts. A row that does not parse is logged and that cluster starts from
+    /// empty counters, counted (`aco_telemetry_state_resets_total`): metrics must keep working.
     fn load(&self) -> Result<TelemetryLedger> {
-        self.sql.exec(
-            "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-            None,
-        )?;
+        self.sql.exec(ledger::CREATE_TABLE, None)?;
         #[derive(serde::Deserialize)]
         struct Row {
-            value: String,
+            cluster: String,
+            body: String,
         }
-        let rows: Vec<Row> = self
-            .sql
-            .exec("SELECT value FROM meta WHERE name = 'ledger'", None)?
-            .to_array()?;
-        let Some(row) = rows.first() else {
-            return Ok(TelemetryLedger::default());
-        };
-        match serde_json::from_str(&row.value) {
-            Ok(ledger) => Ok(ledger),
-            Err(e) => {
-                worker::console_error!(
-                    "telemetry: stored state does not parse ({e}); starting from empty counters"
-                );
-                let mut ledger = TelemetryLedger::default();
-                ledger
-                    .state
-                    .add("aco_telemetry_state_resets_total", "", 1.0);
-                Ok(ledger)
-            }
+        let rows: Vec<Row> = self.sql.exec(ledger::SELECT_ALL, None)?.to_array()?;
+        let (mut ledger, unreadable) =
+            TelemetryLedger::from_rows(rows.iter().map(|r| (r.cluster.as_str(), r.body.as_str())));
+        for problem in &unreadable {
+            worker::console_error!(
+                "telemetry: stored part {problem} does not parse; that cluster starts from empty counters"
+            );
+            ledger.add("aco_telemetry_state_resets_total", "", 1.0);
         }
+        Ok(ledger)
     }
 
-    /// Writes the ledger; returns the SQLite rows written.
-    fn persist(&self) -> Result<usize> {
-        let text = self.with_ledger(|s| serde_json::to_string(s))??;
-        let cursor = self.sql.exec(
-            "INSERT OR REPLACE INTO meta(name, value) VALUES('ledger', ?)",
-            Some(vec![text.into()]),
-        )?;
-        Ok(cursor.rows_written())
+    /// Writes the planned parts' rows in one transaction; returns the SQLite rows written.
+    fn persist(&self, parts: &BTreeMap<String, ClusterPart>) -> Result<usize> {
+        let statements = parts
+            .iter()
+            .map(|(cluster, part)| {
+                let body = TelemetryLedger::row(part)
+                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                Ok((ledger::UPSERT, vec![cluster.as_str().into(), body.into()]))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        run_in_transaction(&self.state.storage(), &self.sql, &statements)
     }
 }
 
@@ -79,6 +76,7 @@ impl DurableObject for Telemetry {
     fn new(state: State, _env: Env) -> Self {
         Self {
             sql: state.storage().sql(),
+            state,
             ledger: RefCell::new(None),
         }
     }
@@ -87,23 +85,23 @@ impl DurableObject for Telemetry {
         match (req.method(), req.path().as_str()) {
             (Method::Post, "/batches") => {
                 let delivery: Delivery = req.json().await?;
-                let (ack, changed) = self.with_ledger(|l| l.receive(&delivery))?;
-                let rows = if changed { self.persist()? } else { 0 };
+                // Planned on copies, written, then kept: a failed write changes nothing and the
+                // isolate (not acknowledged) sends the batches again.
+                let (ack, parts) = self.with_ledger(|l| l.plan(&delivery))?;
+                let rows = if parts.is_empty() {
+                    0
+                } else {
+                    let rows = self.persist(&parts)?;
+                    self.with_ledger(|l| l.commit(parts))?;
+                    rows
+                };
                 let resp = json_response(200, &ack);
                 resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
                 Ok(resp)
             }
-            (Method::Get, "/metrics") => {
-                let (text, tenants) = self.with_ledger(|l| {
-                    (
-                        l.state.render(),
-                        l.state.tenants.iter().cloned().collect::<Vec<_>>(),
-                    )
-                })?;
-                Ok(json_response(
-                    200,
-                    &serde_json::json!({"text": text, "tenants": tenants}),
-                ))
+            (Method::Get, "/state") => {
+                let state = self.with_ledger(|l| l.state())?;
+                Ok(json_response(200, &state))
             }
             _ => Ok(text_response(
                 404,

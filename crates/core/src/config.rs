@@ -106,6 +106,14 @@ pub struct Config {
     /// At most this many remembered decisions per tenant; beyond it the oldest is evicted (and
     /// counted). Bounds what an unauthenticated prioritize caller can make a colony store.
     pub max_decisions_per_tenant: u64,
+    /// At most this many named clusters (`/c/<cluster>`) exist, admitted by the Registry object
+    /// as they are first used; beyond it a new id is refused (404). Bounds the Facts objects and
+    /// `cluster` series anyone may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
+    pub max_clusters: u64,
+    /// At most this many colonies (cluster × tenant, all clusters together) exist; a tenant
+    /// beyond it is scored by η alone, its placements refused, its requests counted under
+    /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
+    pub max_colonies: u64,
     /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`: any
     /// valid name. Pods of another tenant are scored by η alone and their placements refused.
     pub tenant_policy: Option<TenantPolicy>,
@@ -213,6 +221,8 @@ impl Default for Config {
             colony_snapshot_ms: 30_000,
             bind_index: false,
             max_decisions_per_tenant: 10_000,
+            max_clusters: 100,
+            max_colonies: 1_000,
             tenant_policy: None,
             cluster_policy: None,
         }
@@ -335,6 +345,12 @@ pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 
 /// The largest `MAX_DECISIONS_PER_TENANT` accepted.
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
+/// The largest `MAX_CLUSTERS` accepted.
+pub const MAX_CLUSTERS_LIMIT: u64 = 10_000;
+/// The largest `MAX_COLONIES` accepted: one `/metrics` scrape asks every colony, one
+/// subrequest each, within the 10,000 a Worker invocation may make (the rest: registry pages,
+/// telemetry).
+pub const MAX_COLONIES_LIMIT: u64 = 9_000;
 
 /// An allowlist var and a pattern var (`TENANTS`, `TENANT_PATTERN`) read into a policy; `None`
 /// when neither is set. Every listed name must itself be valid (`validate`).
@@ -499,6 +515,8 @@ impl Config {
             };
         }
         num!("MAX_DECISIONS_PER_TENANT", max_decisions_per_tenant);
+        num!("MAX_CLUSTERS", max_clusters);
+        num!("MAX_COLONIES", max_colonies);
         c.tenant_policy = name_policy(
             &lookup,
             ("TENANTS", "TENANT_PATTERN"),
@@ -521,6 +539,14 @@ impl Config {
                 .cluster_policy
                 .as_ref()
                 .is_none_or(|p| p.allows(cluster))
+    }
+
+    /// How many clusters and colonies the Registry object admits.
+    pub fn registry_limits(&self) -> crate::registry::Limits {
+        crate::registry::Limits {
+            max_clusters: self.max_clusters as usize,
+            max_colonies: self.max_colonies as usize,
+        }
     }
 
     /// Whether `tenant` may have a colony (see [`TenantPolicy`]).
@@ -651,6 +677,20 @@ impl Config {
                 "MAX_DECISIONS_PER_TENANT",
                 self.max_decisions_per_tenant as f64,
                 "must be within 1..=1000000",
+            );
+        }
+        if self.max_clusters > MAX_CLUSTERS_LIMIT {
+            return bad(
+                "MAX_CLUSTERS",
+                self.max_clusters as f64,
+                "must be within 0..=10000",
+            );
+        }
+        if !(1..=MAX_COLONIES_LIMIT).contains(&self.max_colonies) {
+            return bad(
+                "MAX_COLONIES",
+                self.max_colonies as f64,
+                "must be within 1..=9000 (a /metrics scrape asks every colony)",
             );
         }
         if self.telemetry_flush_ms > MAX_TELEMETRY_FLUSH_MS {
@@ -841,6 +881,9 @@ mod tests {
                 vec![("MAX_DECISIONS_PER_TENANT", "0")],
                 "MAX_DECISIONS_PER_TENANT",
             ),
+            (vec![("MAX_CLUSTERS", "10001")], "MAX_CLUSTERS"),
+            (vec![("MAX_COLONIES", "0")], "MAX_COLONIES"),
+            (vec![("MAX_COLONIES", "9001")], "MAX_COLONIES"),
             (vec![("TENANTS", "ok,../bad")], "TENANTS"),
             (vec![("TENANT_PATTERN", "team-(")], "TENANT_PATTERN"),
         ] {

@@ -20,6 +20,8 @@ pub mod node_labels;
 pub mod node_state;
 pub mod predict;
 pub mod quantity;
+pub mod registry;
+pub mod route;
 pub mod run_time;
 pub mod shadow;
 pub mod wire;

@@ -617,7 +617,12 @@ impl ColonyStore {
             tenant: self.meta.tenant.clone(),
             counters: self.colony.counters.clone(),
             epoch: self.colony.pheromones.epoch,
-            pheromones: self.colony.pheromones.snapshot(config),
+            pheromones: {
+                let mut trails = self.colony.pheromones.snapshot(config);
+                trails.truncate(wire::TRAILS_SCRAPED);
+                trails
+            },
+            trails: self.colony.pheromones.trails.len() as u64,
             shadow: self.meta.shadow.clone(),
             dropped: self.meta.dropped.clone(),
             rows_written,

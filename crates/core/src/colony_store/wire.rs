@@ -173,6 +173,9 @@ pub struct ConfirmedView {
 /// What the filter verb rejected, attached by the Worker to a decision's explanation.
 pub type FilterReasons = Option<FilterRejections>;
 
+/// Trails per colony a scrape shows, highest τ first (the whole table: `GET …/pheromones`).
+pub const TRAILS_SCRAPED: usize = 64;
+
 /// `Metrics`: what one colony reports to a scrape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -180,8 +183,12 @@ pub struct ColonyReport {
     pub tenant: String,
     pub counters: ColonyCounters,
     pub epoch: u64,
-    /// (node, τ with evaporation applied).
+    /// (node, τ with evaporation applied): the [`TRAILS_SCRAPED`] highest, so that a scrape of
+    /// every colony stays bounded however many nodes the clusters have.
     pub pheromones: Vec<(String, f64)>,
+    /// Nodes with a trail in this colony (all of them, not only those above).
+    #[serde(default)]
+    pub trails: u64,
     #[serde(default)]
     pub shadow: ShadowSummary,
     /// Items refused as invalid, by reason.

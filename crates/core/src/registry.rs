@@ -1,0 +1,301 @@
+//! Which named clusters and which colonies (cluster × tenant) exist: the one place their number
+//! is bounded. An allowlist (`CLUSTERS`/`CLUSTER_PATTERN`, `TENANTS`/`TENANT_PATTERN`) says which
+//! names *may* exist; it does not say how many, and without one any valid name may. So a name is
+//! admitted here, by the Registry Durable Object (one global instance, its single writer), before
+//! the Worker creates anything for it — a Facts object, a Colony object, a telemetry series —
+//! and refused once `MAX_CLUSTERS` / `MAX_COLONIES` are taken. The registry is also the list
+//! `/metrics` pages through, so every admitted colony is scraped however many there are.
+//!
+//! Pure: the object loads the rows, asks [`Registry::admit`] what to write, writes it and calls
+//! [`Registry::commit`]. Tested natively.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{split_colony_name, validate_cluster, DEFAULT_CLUSTER};
+use crate::demand::validate_tenant;
+
+/// The table the object keeps (one row per admitted name; `WITHOUT ROWID`, so an insert is one
+/// row written, not a table row plus an index entry).
+pub const CREATE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS names(kind TEXT NOT NULL, name TEXT NOT NULL, PRIMARY KEY(kind, name)) WITHOUT ROWID";
+pub const SELECT_ALL: &str = "SELECT kind, name FROM names";
+pub const INSERT: &str = "INSERT OR IGNORE INTO names(kind, name) VALUES(?, ?)";
+
+/// Names a page of `GET /names` holds at most: a reply stays far below any body limit (a
+/// colony name is ≤ 63 + 1 + 253 bytes) and `/metrics` reads 1,000 colonies in a few requests.
+pub const PAGE_LIMIT: usize = 500;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NameKind {
+    /// A named cluster (`/c/<cluster>/…`); the default cluster always exists and is not counted.
+    Cluster,
+    /// A colony, by its object name (`aco_core::cluster::colony_name`).
+    Colony,
+}
+
+impl NameKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NameKind::Cluster => "cluster",
+            NameKind::Colony => "colony",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "cluster" => Some(NameKind::Cluster),
+            "colony" => Some(NameKind::Colony),
+            _ => None,
+        }
+    }
+}
+
+/// How many names of each kind may exist (`MAX_CLUSTERS`, `MAX_COLONIES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_clusters: usize,
+    pub max_colonies: usize,
+}
+
+impl Limits {
+    fn of(self, kind: NameKind) -> usize {
+        match kind {
+            NameKind::Cluster => self.max_clusters,
+            NameKind::Colony => self.max_colonies,
+        }
+    }
+}
+
+/// The request `POST /admit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmitRequest {
+    pub kind: NameKind,
+    pub name: String,
+}
+
+/// What `admit` decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// Admitted before: nothing to write.
+    Known,
+    /// Admitted now: the row to write.
+    Admitted,
+    /// Every place is taken; the name stays out.
+    Full,
+}
+
+/// Reply to `POST /admit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmitReply {
+    pub verdict: Verdict,
+    /// Names of this kind admitted, after this request.
+    pub count: usize,
+    pub limit: usize,
+}
+
+impl AdmitReply {
+    pub fn admitted(&self) -> bool {
+        self.verdict != Verdict::Full
+    }
+}
+
+/// Reply to `GET /names?kind=…&after=…`: names in order, `next` the `after` of the next page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Page {
+    pub names: Vec<String>,
+    pub next: Option<String>,
+}
+
+/// A name that is not one the Worker could have made: refused before it is counted.
+pub fn validate(kind: NameKind, name: &str) -> Result<(), String> {
+    match kind {
+        NameKind::Cluster if name == DEFAULT_CLUSTER => {
+            Err("the default cluster is not registered".into())
+        }
+        NameKind::Cluster => validate_cluster(name),
+        NameKind::Colony => {
+            let (cluster, tenant) = split_colony_name(name);
+            if name.contains('/') {
+                validate_cluster(cluster)?;
+            }
+            validate_tenant(tenant)
+        }
+    }
+}
+
+/// Every admitted name, in memory (a few hundred KB at the default limits).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Registry {
+    clusters: BTreeSet<String>,
+    colonies: BTreeSet<String>,
+}
+
+impl Registry {
+    /// From the stored rows; a row of an unknown kind (a later version's) is skipped.
+    pub fn from_rows<'a>(rows: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut r = Registry::default();
+        for (kind, name) in rows {
+            if let Some(kind) = NameKind::parse(kind) {
+                r.set_mut(kind).insert(name.to_string());
+            }
+        }
+        r
+    }
+
+    fn set(&self, kind: NameKind) -> &BTreeSet<String> {
+        match kind {
+            NameKind::Cluster => &self.clusters,
+            NameKind::Colony => &self.colonies,
+        }
+    }
+
+    fn set_mut(&mut self, kind: NameKind) -> &mut BTreeSet<String> {
+        match kind {
+            NameKind::Cluster => &mut self.clusters,
+            NameKind::Colony => &mut self.colonies,
+        }
+    }
+
+    pub fn count(&self, kind: NameKind) -> usize {
+        self.set(kind).len()
+    }
+
+    /// What admitting `name` would do. A name already admitted stays admitted when the limit
+    /// is lowered later (nothing is forgotten; only new names are refused).
+    pub fn admit(&self, kind: NameKind, name: &str, limits: Limits) -> Verdict {
+        let set = self.set(kind);
+        if set.contains(name) {
+            Verdict::Known
+        } else if set.len() >= limits.of(kind) {
+            Verdict::Full
+        } else {
+            Verdict::Admitted
+        }
+    }
+
+    /// After the row of an `Admitted` verdict is written.
+    pub fn commit(&mut self, kind: NameKind, name: &str) {
+        self.set_mut(kind).insert(name.to_string());
+    }
+
+    pub fn reply(&self, kind: NameKind, verdict: Verdict, limits: Limits) -> AdmitReply {
+        AdmitReply {
+            verdict,
+            count: self.count(kind),
+            limit: limits.of(kind),
+        }
+    }
+
+    /// Names of `kind` after `after` (exclusive; `None`: from the first), at most `limit`
+    /// (capped at [`PAGE_LIMIT`]).
+    pub fn page(&self, kind: NameKind, after: Option<&str>, limit: usize) -> Page {
+        use std::ops::Bound;
+        let limit = limit.clamp(1, PAGE_LIMIT);
+        let lower = match after {
+            Some(a) => Bound::Excluded(a.to_string()),
+            None => Bound::Unbounded,
+        };
+        let mut iter = self
+            .set(kind)
+            .range::<String, _>((lower, Bound::Unbounded))
+            .cloned();
+        let names: Vec<String> = iter.by_ref().take(limit).collect();
+        let next = match iter.next() {
+            Some(_) => names.last().cloned(),
+            None => None,
+        };
+        Page { names, next }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        max_clusters: 2,
+        max_colonies: 3,
+    };
+
+    fn admit(r: &mut Registry, kind: NameKind, name: &str) -> Verdict {
+        let v = r.admit(kind, name, LIMITS);
+        if v == Verdict::Admitted {
+            r.commit(kind, name);
+        }
+        v
+    }
+
+    #[test]
+    fn names_are_admitted_until_the_limit_then_refused_and_known_ones_stay() {
+        let mut r = Registry::default();
+        assert_eq!(admit(&mut r, NameKind::Cluster, "a"), Verdict::Admitted);
+        assert_eq!(admit(&mut r, NameKind::Cluster, "a"), Verdict::Known);
+        assert_eq!(admit(&mut r, NameKind::Cluster, "b"), Verdict::Admitted);
+        assert_eq!(admit(&mut r, NameKind::Cluster, "c"), Verdict::Full);
+        assert_eq!(r.count(NameKind::Cluster), 2);
+        // Kinds have their own limits.
+        for t in ["ml", "a/ml", "b/web"] {
+            assert_eq!(admit(&mut r, NameKind::Colony, t), Verdict::Admitted);
+        }
+        assert_eq!(admit(&mut r, NameKind::Colony, "web"), Verdict::Full);
+        assert_eq!(admit(&mut r, NameKind::Colony, "ml"), Verdict::Known);
+        // A lower limit later refuses new names only.
+        let lower = Limits {
+            max_clusters: 1,
+            max_colonies: 1,
+        };
+        assert_eq!(r.admit(NameKind::Cluster, "b", lower), Verdict::Known);
+        assert_eq!(r.admit(NameKind::Cluster, "z", lower), Verdict::Full);
+    }
+
+    #[test]
+    fn rows_round_trip_and_unknown_kinds_are_skipped() {
+        let r = Registry::from_rows([("cluster", "a"), ("colony", "a/ml"), ("later", "x")]);
+        assert_eq!(r.count(NameKind::Cluster), 1);
+        assert_eq!(r.count(NameKind::Colony), 1);
+        assert_eq!(r.admit(NameKind::Colony, "a/ml", LIMITS), Verdict::Known);
+    }
+
+    #[test]
+    fn pages_cover_every_name_once_in_order() {
+        let names: Vec<String> = (0..1234).map(|i| format!("t{i:05}")).collect();
+        let r = Registry::from_rows(names.iter().map(|n| ("colony", n.as_str())));
+        let mut seen = Vec::new();
+        let mut after: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let p = r.page(NameKind::Colony, after.as_deref(), 10_000);
+            assert!(p.names.len() <= PAGE_LIMIT);
+            seen.extend(p.names);
+            pages += 1;
+            match p.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(seen, names);
+        assert_eq!(pages, 3);
+        let empty = Registry::default().page(NameKind::Cluster, None, 10);
+        assert_eq!((empty.names.len(), empty.next), (0, None));
+    }
+
+    #[test]
+    fn only_names_the_worker_could_make_are_valid() {
+        for (kind, name, ok) in [
+            (NameKind::Cluster, "eu-1", true),
+            (NameKind::Cluster, "default", false),
+            (NameKind::Cluster, "Bad_Id", false),
+            (NameKind::Colony, "ml", true),
+            (NameKind::Colony, "eu-1/ml", true),
+            (NameKind::Colony, "EU/ml", false),
+            (NameKind::Colony, "eu-1/", false),
+            (NameKind::Colony, "", false),
+        ] {
+            assert_eq!(validate(kind, name).is_ok(), ok, "{kind:?} {name:?}");
+        }
+    }
+}

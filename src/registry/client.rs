@@ -1,0 +1,108 @@
+//! The Worker's side of the Registry: whether a cluster or colony may exist, asked once per
+//! name per isolate (an admitted name stays admitted, so the answer is kept), and the pages of
+//! admitted colonies `/metrics` reads.
+//!
+//! A refusal is remembered for `FULL_RECHECK_MS` per kind: once the registry is full, a caller
+//! inventing names costs no Durable Object request per name, only the refusal.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+
+use aco_core::registry::{AdmitReply, AdmitRequest, NameKind, Page};
+use worker::{Method, Request, RequestInit};
+
+use super::{BINDING, CLASS, INSTANCE};
+use crate::bindings::Bindings;
+use crate::http::ApiError;
+
+/// How long an isolate takes "full" for an answer before asking again (a place may have been
+/// made by raising the limit).
+const FULL_RECHECK_MS: u64 = 60_000;
+
+#[derive(Default)]
+struct Known {
+    admitted: HashSet<(NameKind, String)>,
+    full_until_ms: BTreeMap<NameKind, u64>,
+}
+
+thread_local! {
+    static KNOWN: RefCell<Known> = RefCell::new(Known::default());
+}
+
+/// Whether `name` may exist: `Ok(true)` admitted (now or before), `Ok(false)` the registry is
+/// full, `Err` the registry did not answer (the caller decides whether to fail open).
+pub async fn admit(
+    bindings: &Bindings,
+    kind: NameKind,
+    name: &str,
+    now_ms: u64,
+) -> Result<bool, ApiError> {
+    let known = KNOWN.with(|k| {
+        let k = k.borrow();
+        if k.admitted.contains(&(kind, name.to_string())) {
+            Some(true)
+        } else if k
+            .full_until_ms
+            .get(&kind)
+            .is_some_and(|until| now_ms < *until)
+        {
+            Some(false)
+        } else {
+            None
+        }
+    });
+    if let Some(answer) = known {
+        return Ok(answer);
+    }
+    let body = serde_json::to_string(&AdmitRequest {
+        kind,
+        name: name.to_string(),
+    })
+    .map_err(|e| ApiError::unavailable("registry request", e))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let req = Request::new_with_init("https://registry/admit", &init)
+        .map_err(|e| ApiError::unavailable("registry", e))?;
+    let mut resp = bindings.do_fetch(BINDING, CLASS, INSTANCE, req).await?;
+    if resp.status_code() != 200 {
+        let text = resp.text().await.unwrap_or_default();
+        return Err(ApiError::new(
+            503,
+            format!("registry refused {kind:?} {name:?}: {text}"),
+        ));
+    }
+    let reply: AdmitReply = resp
+        .json()
+        .await
+        .map_err(|e| ApiError::unavailable("registry reply", e))?;
+    KNOWN.with(|k| {
+        let mut k = k.borrow_mut();
+        if reply.admitted() {
+            k.admitted.insert((kind, name.to_string()));
+            k.full_until_ms.remove(&kind);
+        } else {
+            k.full_until_ms.insert(kind, now_ms + FULL_RECHECK_MS);
+        }
+    });
+    Ok(reply.admitted())
+}
+
+/// One page of admitted names of `kind` after `after`.
+pub async fn page(
+    bindings: &Bindings,
+    kind: NameKind,
+    after: Option<&str>,
+) -> Result<Page, ApiError> {
+    let mut url = worker::Url::parse("https://registry/names")
+        .map_err(|e| ApiError::unavailable("registry", e))?;
+    url.query_pairs_mut().append_pair("kind", kind.as_str());
+    if let Some(after) = after {
+        url.query_pairs_mut().append_pair("after", after);
+    }
+    let req = Request::new(url.as_str(), Method::Get)
+        .map_err(|e| ApiError::unavailable("registry", e))?;
+    let mut resp = bindings.do_fetch(BINDING, CLASS, INSTANCE, req).await?;
+    resp.json()
+        .await
+        .map_err(|e| ApiError::unavailable("registry reply", e))
+}
