@@ -92,8 +92,6 @@ enum Cmd {
             default_value = "synthetic,usage:alibaba,usage:alibaba-300s,usage:google,usage:azure"
         )]
         load_models: Vec<String>,
-        #[arg(long, default_value = "../shared/data/usage")]
-        usage_dir: PathBuf,
         #[arg(long, default_value_t = 5)]
         seeds: u64,
         /// Single-pod probe nodes per seed for the forecast error, and their span in hours.
@@ -602,7 +600,6 @@ fn real_main() -> Result<(), Error> {
         Cmd::Predictors {
             input,
             load_models,
-            usage_dir,
             seeds,
             probes,
             probe_hours,
@@ -610,7 +607,7 @@ fn real_main() -> Result<(), Error> {
             name,
             jobs,
         } => {
-            let models = aco_sim::usage::load_models(&load_models, &repo_path(&usage_dir))?;
+            let models = aco_sim::usage::load_models(&load_models, &repo_path(&input.usage_dir))?;
             let plan = aco_sim::predictor::DynamicsPlan {
                 models,
                 seeds,
