@@ -23,7 +23,7 @@ pub struct Config {
     /// Resource names that count as GPUs.
     pub gpu_resources: Vec<String>,
     pub cost_label: String,
-    /// Node labels carrying network latency in µs, first present wins (fresh KV facts win over labels).
+    /// Node labels carrying network latency in µs, first present wins (fresh reported facts win over labels).
     pub latency_labels: Vec<String>,
     pub instance_type_label: String,
     /// `label=value` pairs that mark spot capacity (value compared case-insensitively).
@@ -502,7 +502,7 @@ impl Config {
         c.tenant_policy = name_policy(
             &lookup,
             ("TENANTS", "TENANT_PATTERN"),
-            crate::demand::validate_tenant,
+            crate::cluster::validate_tenant,
         )?;
         c.cluster_policy = name_policy(
             &lookup,
