@@ -31,5 +31,6 @@ pub mod saturate;
 pub mod scheduler;
 pub mod shadow;
 pub mod spot;
+pub mod spot_pool;
 pub mod trace;
 pub mod usage;

@@ -374,7 +374,7 @@ impl Input {
     }
 
     fn load(&self, seed: u64) -> Result<LoadModel, Error> {
-        let (_, model) = aco_sim::usage::load_models(
+        let (_, model) = aco_sim::load::load_models(
             std::slice::from_ref(&self.load_model),
             &repo_path(&self.usage_dir),
         )?
@@ -607,7 +607,7 @@ fn real_main() -> Result<(), Error> {
             name,
             jobs,
         } => {
-            let models = aco_sim::usage::load_models(&load_models, &repo_path(&input.usage_dir))?;
+            let models = aco_sim::load::load_models(&load_models, &repo_path(&input.usage_dir))?;
             let plan = aco_sim::predictor::DynamicsPlan {
                 models,
                 seeds,
