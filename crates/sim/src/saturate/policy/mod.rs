@@ -1,6 +1,16 @@
 //! Scoring policies of the saturation protocol, one file each, as the ATC '23 authors'
 //! simulator (`hkust-adsl/kubernetes-scheduler-simulator`) scores them: integer scores 0–100
 //! (truncated as there), the highest wins, ties go to the run's seeded node order.
+//!
+//! Shared with the cost/QoS replay (`crate::policy`) where the scoring is the same:
+//! [`FirstFit`] and [`BestFitAtc`] are one type each, implementing both benches' traits, and the
+//! replay's FGD scores with [`state_verdict`]. Kept apart on purpose, because they reproduce the
+//! authors' simulator where the replay reproduces kube-scheduler: the FGD policy itself (here a
+//! share takes the first GPU of the best integer score and ties go to the seeded node order;
+//! the replay's device plugin puts a share on its best-fit GPU and kube-scheduler's random
+//! tie-break decides), random (here a seeded random score per candidate; the replay gives equal
+//! scores to its random tie-break) and the colony (here no load, no outcomes, and the share's
+//! GPU chosen by the gradient).
 
 use aco_core::config::Config;
 use aco_core::heuristic::{PodGpus, PodShape};
@@ -18,10 +28,10 @@ mod gpu_clustering;
 mod gpu_packing;
 mod random;
 
-pub use best_fit::BestFit;
+pub use best_fit::BestFitAtc;
 pub use colony::SatColony;
 pub use dot_product::DotProduct;
-pub use fgd::Fgd;
+pub use fgd::{fgd_score, state_verdict, Fgd, FgdMemo, NodeFree, ShareGpu};
 pub use first_fit::FirstFit;
 pub use gpu_clustering::GpuClustering;
 pub use gpu_packing::GpuPacking;
@@ -101,7 +111,7 @@ pub const ALL: [&str; 8] = [
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn SatPolicy>> {
     Some(match name {
         "fgd" => Box::new(Fgd::default()),
-        "best-fit" => Box::new(BestFit),
+        "best-fit" => Box::new(BestFitAtc),
         "dot-product" => Box::new(DotProduct),
         "gpu-packing" => Box::new(GpuPacking),
         "gpu-clustering" => Box::new(GpuClustering),
