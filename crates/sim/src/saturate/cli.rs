@@ -15,6 +15,7 @@ use clap::Args;
 
 use super::policy as sp;
 use super::report as sr;
+use crate::cli::output::Output;
 use crate::cluster::{World, WorldParams};
 use crate::prices::PriceTable;
 use crate::trace::{self, Error};
@@ -156,7 +157,6 @@ pub fn run(
     let price_table = PriceTable::load(&path(&args.prices))?;
     let config = crate::cluster::sim_config_with(&args.vars)?;
     let published = std::fs::read_to_string(path(&args.published)).unwrap_or_default();
-    std::fs::create_dir_all(&args.out)?;
     let single = variants.len() == 1;
     let (mut all, mut sections, mut per_variant) = (Vec::new(), String::new(), Vec::new());
     for v in &variants {
@@ -235,16 +235,12 @@ pub fn run(
             .unwrap_or_else(|| "saturate-reproduction".into());
         let table = sr::reproduction_table(&all, TOLERANCE);
         println!("{table}");
-        std::fs::write(
-            args.out.join(format!("{name}.md")),
-            format!("{table}{sections}"),
-        )?;
-        std::fs::write(
-            args.out.join(format!("{name}.json")),
-            serde_json::to_string_pretty(&serde_json::json!({
+        Output::new(&args.out, &name).tables(
+            &format!("{table}{sections}"),
+            &serde_json::json!({
                 "reproduction": all,
                 "variants": per_variant,
-            }))?,
+            }),
         )?;
         eprintln!("wrote {}/{name}.md, .json", args.out.display());
     }
@@ -271,15 +267,12 @@ fn write_variant(
     runs: &[super::SatRun],
     policies: &[String],
 ) -> Result<(), Error> {
-    std::fs::write(out.join(format!("{name}.md")), table)?;
-    std::fs::write(
-        out.join(format!("{name}.json")),
-        serde_json::to_string_pretty(rows)?,
-    )?;
+    let output = Output::new(out, name);
+    output.tables(table, rows)?;
     let curves = sr::mean_curves(runs, policies);
-    sr::write_csv(&out.join(format!("{name}.csv")), &curves)?;
+    sr::write_csv(&output.path(".csv"), &curves)?;
     sr::write_svg(
-        &out.join(format!("{name}.svg")),
+        &output.path(".svg"),
         &format!("GPU allocation vs arrived workload — OpenB {variant}, {seeds} seeds"),
         &curves,
     )?;
