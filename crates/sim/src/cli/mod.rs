@@ -1,6 +1,6 @@
-//! The `aco-sim` command line: one file per subcommand (`run.rs`, `ablate.rs`, `replay.rs`,
-//! `explain.rs`; `saturate` lives with its protocol in `crate::saturate::cli`), the flags they
-//! share (`input.rs`) and the writer of their files (`output.rs`).
+//! The `aco-sim` command line: one file per subcommand (`run.rs`, `ablate.rs`, `saturate.rs`,
+//! `replay.rs`, `explain.rs`), the flags the trace-driven ones share (`input.rs`) and the writer
+//! of their files (`output.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,7 @@ pub mod input;
 pub mod output;
 pub mod replay;
 pub mod run;
+pub mod saturate;
 
 #[derive(Parser)]
 #[command(
@@ -37,7 +38,7 @@ pub enum Cmd {
     /// up to 130% of GPU capacity; GPU allocation ratio vs arrived workload per policy.
     /// One or many variants (`--openb gpuspec10,cpu050` or `all`, `--openb-dir` repeatable);
     /// with several, also one reproduction table.
-    Saturate(crate::saturate::cli::SaturateArgs),
+    Saturate(saturate::SaturateArgs),
     /// Drive a running Worker with the trace (the demo): facts, filter, prioritize, placements.
     Replay(replay::ReplayArgs),
     /// Print a remembered decision's explanation from a running Worker
@@ -50,9 +51,7 @@ pub fn main(cmd: Cmd) -> Result<(), Error> {
     match cmd {
         Cmd::Run(args) => run::main(args),
         Cmd::Ablate(args) => ablate::main(args),
-        Cmd::Saturate(args) => {
-            crate::saturate::cli::run(&args, &parse_seeds(&args.seeds)?, repo_path)
-        }
+        Cmd::Saturate(args) => saturate::run(&args, &parse_seeds(&args.seeds)?, repo_path),
         Cmd::Replay(args) => replay::main(args),
         Cmd::Explain(args) => explain::main(args),
     }

@@ -9,7 +9,8 @@ use aco_core::heuristic::PodShape;
 use aco_core::node_state::NodeState;
 
 use super::{Policy, ScoreCtx};
-use crate::saturate::policy::{fgd_score, pod_gpus, state_verdict, FgdMemo, NodeFree, ShareGpu};
+use crate::saturate::policy::fgd::{fgd_score, state_verdict, FgdMemo, NodeFree, ShareGpu};
+use crate::saturate::policy::pod_gpus;
 
 #[derive(Default)]
 pub struct Fgd {

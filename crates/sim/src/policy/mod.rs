@@ -14,9 +14,11 @@ use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
 
 mod best_fit;
+mod best_fit_atc;
 mod cheapest_fit;
 mod colony;
 mod fgd;
+mod first_fit;
 mod heuristic;
 mod k8s_default;
 mod most_allocated;
@@ -24,16 +26,16 @@ mod random;
 mod tetris;
 
 pub use best_fit::BestFit;
+pub use best_fit_atc::BestFitAtc;
 pub use cheapest_fit::CheapestFit;
 pub use colony::Colony;
 pub use fgd::Fgd;
+pub use first_fit::FirstFit;
 pub use heuristic::Heuristic;
 pub use k8s_default::KubeDefault;
 pub use most_allocated::MostAllocated;
 pub use random::RandomPolicy;
 pub use tetris::Tetris;
-// The same scoring as the saturation protocol's (see `crate::saturate::policy`).
-pub use crate::saturate::policy::{BestFitAtc, FirstFit};
 
 /// Per tenant, its trail as (node, τ), best first.
 pub type TenantTrails = Vec<(String, Vec<(String, f64)>)>;

@@ -2,9 +2,9 @@
 //! simulator (`hkust-adsl/kubernetes-scheduler-simulator`) scores them: integer scores 0–100
 //! (truncated as there), the highest wins, ties go to the run's seeded node order.
 //!
-//! Shared with the cost/QoS replay (`crate::policy`) where the scoring is the same:
-//! [`FirstFit`] and [`BestFitAtc`] are one type each, implementing both benches' traits, and the
-//! replay's FGD scores with [`state_verdict`]. Kept apart on purpose, because they reproduce the
+//! Shared with the cost/QoS replay (`crate::policy`, which depends on this module and never the
+//! other way) where the scoring is the same: the replay's first-fit, best-fit-atc and FGD score
+//! with [`first_fit::score`], [`best_fit::score`] and [`fgd::state_verdict`]. Kept apart on purpose, because they reproduce the
 //! authors' simulator where the replay reproduces kube-scheduler: the FGD policy itself (here a
 //! share takes the first GPU of the best integer score and ties go to the seeded node order;
 //! the replay's device plugin puts a share on its best-fit GPU and kube-scheduler's random
@@ -19,19 +19,19 @@ use super::node::SatNode;
 use crate::cluster::{SimNode, SimPod};
 use crate::trace::TracePod;
 
-mod best_fit;
+pub mod best_fit;
 mod colony;
 mod dot_product;
-mod fgd;
-mod first_fit;
+pub mod fgd;
+pub mod first_fit;
 mod gpu_clustering;
 mod gpu_packing;
 mod random;
 
-pub use best_fit::BestFitAtc;
+pub use best_fit::BestFit;
 pub use colony::SatColony;
 pub use dot_product::DotProduct;
-pub use fgd::{fgd_score, state_verdict, Fgd, FgdMemo, NodeFree, ShareGpu};
+pub use fgd::Fgd;
 pub use first_fit::FirstFit;
 pub use gpu_clustering::GpuClustering;
 pub use gpu_packing::GpuPacking;
@@ -111,7 +111,7 @@ pub const ALL: [&str; 8] = [
 pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn SatPolicy>> {
     Some(match name {
         "fgd" => Box::new(Fgd::default()),
-        "best-fit" => Box::new(BestFitAtc),
+        "best-fit" => Box::new(BestFit),
         "dot-product" => Box::new(DotProduct),
         "gpu-packing" => Box::new(GpuPacking),
         "gpu-clustering" => Box::new(GpuClustering),

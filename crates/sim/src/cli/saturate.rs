@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::policy as sp;
-use super::report as sr;
-use crate::cli::output::Output;
+use super::output::Output;
 use crate::cluster::{World, WorldParams};
 use crate::prices::PriceTable;
+use crate::saturate::policy as sp;
+use crate::saturate::report as sr;
 use crate::trace::{self, Error};
 
 /// Points within which FGD and Best-fit must meet the published means.
@@ -172,7 +172,7 @@ pub fn run(
             },
         );
         world.config = config.clone();
-        let shapes = super::shapes_of(&world);
+        let shapes = crate::saturate::shapes_of(&world);
         let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
         eprintln!(
             "{}: {} GPU nodes, {gpus} GPUs, {} trace pods ({}), {} typical shapes, seeds {seeds:?}",
@@ -188,7 +188,7 @@ pub fn run(
             .collect();
         let runs = crate::parallel::map(&jobs_list, args.jobs, |(n, seed)| {
             let mut p = sp::by_name(n, *seed).expect("checked above");
-            let r = super::run(&world, &world.config, &shapes, *seed, p.as_mut());
+            let r = crate::saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
             eprintln!(
                 "{:>15} {} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s",
                 n, v.name, r.at100, r.at130, r.failed, r.decisions_per_s
@@ -264,7 +264,7 @@ fn write_variant(
     seeds: usize,
     table: &str,
     rows: &[sr::SatRow],
-    runs: &[super::SatRun],
+    runs: &[crate::saturate::SatRun],
     policies: &[String],
 ) -> Result<(), Error> {
     let output = Output::new(out, name);
