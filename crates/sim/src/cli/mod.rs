@@ -83,3 +83,27 @@ pub fn parse_seeds(seeds: &str) -> Result<Vec<u64>, Error> {
         None => seeds.split(',').map(number).collect::<Result<_, _>>()?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// clap's own checks of every subcommand (two flags with one id made `predictors` refuse
+    /// every invocation once).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn seeds_are_a_range_or_a_list() {
+        assert_eq!(parse_seeds("1-3").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_seeds("42, 44").unwrap(), vec![42, 44]);
+        assert!(parse_seeds("x")
+            .unwrap_err()
+            .to_string()
+            .contains("--seeds"));
+    }
+}
