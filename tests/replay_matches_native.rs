@@ -5,9 +5,11 @@
 mod support;
 
 use aco_sim::cluster::{worker_vars, World};
-use aco_sim::engine::{run, NativeScheduler, PredictorKind, SimParams};
+use aco_sim::engine::{run, SimParams};
 use aco_sim::load::LoadModel;
+use aco_sim::native::NativeScheduler;
 use aco_sim::policy;
+use aco_sim::predictor::PredictorKind;
 use aco_sim::replay::HttpScheduler;
 use support::{repo_root, StartOptions, WorkerProcess};
 

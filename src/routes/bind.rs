@@ -7,8 +7,8 @@
 //! `BIND_INDEX=true`, else it is the pod's namespace (a pod scored under a label-chosen tenant is
 //! then not found there: counted as unknown, nothing deposited).
 
+use aco_core::cluster::validate_tenant;
 use aco_core::colony_store::wire::PlacementItem;
-use aco_core::demand::validate_tenant;
 use aco_core::facts::validate_node_name;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 

@@ -5,9 +5,9 @@
 //! and the 404 says so) or `DECISION_TTL_MS`. Bounded: `DECISION_KEEP_TOP` candidates and
 //! `FILTER_REJECTIONS_KEPT` rejected nodes.
 
+use aco_core::cluster::validate_tenant;
 use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::LookupRequest;
-use aco_core::demand::validate_tenant;
 
 use super::admission::admitted_colony;
 use super::{Call, Handled};

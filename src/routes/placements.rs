@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use aco_core::cluster::validate_tenant;
 use aco_core::colony::Outcome;
 use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::{PlacementItem, PlacementsRequest};
 use aco_core::config::Config;
-use aco_core::demand::validate_tenant;
 use aco_core::facts::validate_node_name;
 use serde::{Deserialize, Serialize};
 

@@ -12,10 +12,11 @@
 
 use std::collections::BTreeMap;
 
+use aco_core::cluster::validate_tenant;
 use aco_core::colony::{Outcome, TenantColony};
 use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
 use aco_core::config::Config;
-use aco_core::demand::{tenant_of, validate_tenant, DemandError, PodDemand};
+use aco_core::demand::{tenant_of, DemandError, PodDemand};
 use aco_core::facts::validate_node_name;
 use aco_core::k8s::PodView;
 use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};

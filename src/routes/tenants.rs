@@ -1,6 +1,6 @@
 //! `GET /v1/tenants/{tenant}/pheromones` (table and stats) and `DELETE` (reset the colony).
 
-use aco_core::demand::validate_tenant;
+use aco_core::cluster::validate_tenant;
 use worker::Method;
 
 use super::admission::admitted_colony;

@@ -23,6 +23,22 @@ pub fn validate_cluster(id: &str) -> Result<(), String> {
     }
 }
 
+/// Tenant names become Durable Object names and URL segments: keep them to DNS-label-like text.
+pub fn validate_tenant(tenant: &str) -> Result<(), String> {
+    let ok = !tenant.is_empty()
+        && tenant.len() <= 253
+        && tenant
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "tenant {tenant:?} must be 1–253 characters of [A-Za-z0-9._-]"
+        ))
+    }
+}
+
 /// Splits a leading `c/<cluster>` off a path's segments. `Err` for an invalid id.
 pub fn split_cluster<'a, 'b>(segments: &'b [&'a str]) -> Result<(&'a str, &'b [&'a str]), String> {
     match segments {

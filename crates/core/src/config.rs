@@ -1,6 +1,7 @@
-//! Every tunable in one typed struct with the defaults of DESIGN.md §4, read from the Worker's
-//! `[vars]` (string values) and validated once at start. Unknown keys are ignored so that
-//! unrelated vars (e.g. `ADMIN_TOKEN`) can live beside them.
+//! Every tunable in one typed struct, read from the Worker's `[vars]` (string values) and
+//! validated once at start. Each var is declared once, in the `config_keys!` table below: its
+//! field, key, reader, default and checks (README.md "Configuration" documents them). Unknown
+//! keys are ignored so that unrelated vars (e.g. `ADMIN_TOKEN`) can live beside them.
 
 use std::str::FromStr;
 
@@ -15,112 +16,231 @@ pub enum TenantSource {
     Label,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+/// Declares every config var once: its field (with its doc), its `[vars]` key, how its text is
+/// read, its default and the checks of its value. Yields [`Config`] (those fields, then the
+/// `@derived` ones that no single key sets), its `Default`, and the per-key halves of
+/// [`Config::from_vars`] (`read_keys`) and [`Config::validate`] (`check_keys`), all in the order
+/// of the table: vars are read, and values checked, in that order.
+///
+/// A row: `field: Type = "KEY", reader, default, check(ok, "reason"), …;` — `reader` is a
+/// function `(key, text) -> Result<Type, ConfigError>` below, `ok` a predicate on the value.
+macro_rules! config_keys {
+    (
+        $(
+            $(#[$doc:meta])*
+            $field:ident : $ty:ty = $key:literal, $read:ident, $default:expr
+            $(, check($ok:expr, $reason:expr))* ;
+        )*
+        @derived {
+            $(
+                $(#[$xdoc:meta])*
+                $xfield:ident : $xty:ty = $xdefault:expr ;
+            )*
+        }
+    ) => {
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Config {
+            $( $(#[$doc])* pub $field: $ty, )*
+            $( $(#[$xdoc])* pub $xfield: $xty, )*
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Self {
+                    $( $field: $default, )*
+                    $( $xfield: $xdefault, )*
+                }
+            }
+        }
+
+        impl Config {
+            /// Every key of the table that `lookup` has, read into `self`.
+            fn read_keys(
+                &mut self,
+                lookup: &impl Fn(&str) -> Option<String>,
+            ) -> Result<(), ConfigError> {
+                $(
+                    if let Some(v) = lookup($key) {
+                        self.$field = $read($key, &v)?;
+                    }
+                )*
+                Ok(())
+            }
+
+            /// Every check of the table, on the values in `self`.
+            fn check_keys(&self) -> Result<(), ConfigError> {
+                $( $(
+                    if !holds(self.$field, $ok) {
+                        return Err(ConfigError {
+                            key: $key.into(),
+                            value: self.$field.shown(),
+                            reason: $reason.into(),
+                        });
+                    }
+                )* )*
+                Ok(())
+            }
+        }
+    };
+}
+
+config_keys! {
     // --- node labels ---
     /// Node labels naming the GPU model, first present wins.
-    pub gpu_type_labels: Vec<String>,
-    /// Resource names that count as GPUs.
-    pub gpu_resources: Vec<String>,
-    pub cost_label: String,
-    /// Node labels carrying network latency in µs, first present wins (fresh KV facts win over labels).
-    pub latency_labels: Vec<String>,
-    pub instance_type_label: String,
+    gpu_type_labels: Vec<String> = "GPU_TYPE_LABELS", text_list,
+        strings(&["aco/gpu-type", "nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model"]);
+    /// Resource names that count as GPUs. Alibaba's GPU-share resource (thousandths of a GPU)
+    /// counts as a GPU request too.
+    gpu_resources: Vec<String> = "GPU_RESOURCES", text_list,
+        strings(&["nvidia.com/gpu", "alibabacloud.com/gpu-count", "alibabacloud.com/gpu-milli"]);
+    cost_label: String = "COST_LABEL", text, "aco/cost-per-hour".into();
+    /// Node labels carrying network latency in µs, first present wins (fresh reported facts win
+    /// over labels).
+    latency_labels: Vec<String> = "LATENCY_LABELS", text_list,
+        strings(&["aco/latency-us", "nodeLatencyUs"]);
+    instance_type_label: String = "INSTANCE_TYPE_LABEL", text, "aco/instance-type".into();
     /// `label=value` pairs that mark spot capacity (value compared case-insensitively).
-    pub spot_labels: Vec<(String, String)>,
+    spot_labels: Vec<(String, String)> = "SPOT_LABELS", label_pairs, vec![
+        ("karpenter.sh/capacity-type".into(), "spot".into()),
+        ("eks.amazonaws.com/capacityType".into(), "SPOT".into()),
+        ("cloud.google.com/gke-spot".into(), "true".into()),
+    ];
     // --- pod labels / annotations ---
-    pub tenant_label: String,
-    pub tenant_source: TenantSource,
-    pub workload_label: String,
-    pub latency_target_annotations: Vec<String>,
-    pub gpu_models_annotation: String,
+    tenant_label: String = "TENANT_LABEL", text, "scheduling.aco/tenant-id".into();
+    tenant_source: TenantSource = "TENANT_SOURCE", tenant_source_rule,
+        TenantSource::LabelThenNamespace;
+    workload_label: String = "WORKLOAD_LABEL", text, "aco/workload-type".into();
+    latency_target_annotations: Vec<String> = "LATENCY_TARGET_ANNOTATIONS", text_list,
+        strings(&["scheduling.aco/latency-target-us", "latency-target-us"]);
+    gpu_models_annotation: String = "GPU_MODELS_ANNOTATION", text,
+        "scheduling.aco/gpu-models".into();
     // --- colony (MAX–MIN ant system) ---
     /// The trail's weight in `τ^α·η^β`. 0 by default: on the OpenB variants, with node
     /// performance varying as Sinha et al. measured, the trail earned < 10% over η alone and
     /// cost LS QoS (docs/simulation.md "v5"); the trail still learns, so raising it later
     /// starts from what the colony has seen.
-    pub alpha: f64,
-    pub beta: f64,
-    pub rho: f64,
-    pub deposit_q: f64,
-    pub tau_initial: f64,
-    pub tau_min: f64,
-    pub tau_max: f64,
+    alpha: f64 = "ALPHA", number, 0.0,
+        check(
+            finite_at_least_zero,
+            "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)"
+        );
+    beta: f64 = "BETA", number, 2.0, check(positive, "must be a positive finite number");
+    rho: f64 = "RHO", number, 0.05,
+        check(unit, "must be within 0..=1"),
+        check(|v| v > 0.0 && v < 1.0, "must be within (0, 1)");
+    deposit_q: f64 = "DEPOSIT_Q", number, 1.0, check(positive, "must be a positive finite number");
+    tau_initial: f64 = "TAU_INITIAL", number, 1.0;
+    tau_min: f64 = "TAU_MIN", number, 0.1, check(positive, "must be a positive finite number");
+    tau_max: f64 = "TAU_MAX", number, 10.0;
     /// ACS rule: probability of exploiting; 1.0 turns exploration off (default).
-    pub q0: f64,
+    q0: f64 = "Q0", number, 1.0, check(unit, "must be within 0..=1");
     // --- heuristic η ---
+    cost_reference: f64 = "COST_REFERENCE", number, 1.0,
+        check(positive, "must be a positive finite number");
     /// Which factors of η count (`ETA_FACTORS`, default all); a factor left out is 1.0. For
     /// ablations and for clusters where a factor's facts mislead.
-    pub eta_factors: EtaFactorSet,
-    pub cost_reference: f64,
+    eta_factors: EtaFactorSet = "ETA_FACTORS", factor_set, EtaFactorSet::ALL;
     /// Cost assumed for nodes without a cost label.
-    pub default_cost_per_hour: f64,
-    pub reliability_prior_successes: f64,
-    pub reliability_prior_failures: f64,
+    default_cost_per_hour: f64 = "DEFAULT_COST_PER_HOUR", number, 1.0,
+        check(finite_at_least_zero, "must be ≥ 0");
+    reliability_prior_successes: f64 = "RELIABILITY_PRIOR_SUCCESSES", number, 9.0,
+        check(positive, "must be a positive finite number");
+    reliability_prior_failures: f64 = "RELIABILITY_PRIOR_FAILURES", number, 1.0,
+        check(positive, "must be a positive finite number");
     /// Share of an idle node's remaining capacity expected to stay unused while a pod that opens
     /// it keeps it running (`cost.rs`).
-    pub open_node_idle_fraction: f64,
+    open_node_idle_fraction: f64 = "OPEN_NODE_IDLE_FRACTION", number, 0.5,
+        check(unit, "must be within 0..=1");
     /// What one SLA breach of a latency-critical pod costs, in $ (`SLA_VIOLATION_COST`): the
     /// price η's risk terms put on a breach or a reclamation of such a pod.
-    pub sla_violation_cost: f64,
+    sla_violation_cost: f64 = "SLA_VIOLATION_COST", number, 50.0,
+        check(finite_at_least_zero, "must be a finite number of $ ≥ 0");
     /// How long a pod is expected to stay, in hours (`EXPECTED_STAY_HOURS`): the horizon over
     /// which a spot reclamation or a failure can hit it, and over which one-off risks are
     /// spread into $/h.
-    pub expected_stay_hours: f64,
+    expected_stay_hours: f64 = "EXPECTED_STAY_HOURS", number, 1.0,
+        check(positive, "must be a positive finite number");
     /// Node label carrying the spot pool's interruption band (`spot_risk.rs`).
-    pub spot_band_label: String,
+    spot_band_label: String = "SPOT_INTERRUPTION_BAND_LABEL", text,
+        "aco/spot-interruption-band".into();
     /// Monthly share of a spot pool reclaimed, in percent, for spot nodes without a band label.
-    pub spot_default_interruption_percent: f64,
+    spot_default_interruption_percent: f64 = "SPOT_DEFAULT_INTERRUPTION_PERCENT", number, 10.0,
+        check(|v| (0.0..=100.0).contains(&v), "must be a percentage within 0..=100");
     /// Exposure (node-hours) the band prior is worth against what the cluster shows.
-    pub spot_prior_node_hours: f64,
+    spot_prior_node_hours: f64 = "SPOT_PRIOR_NODE_HOURS", number, 720.0,
+        check(positive, "must be a positive finite number");
     /// Node labels whose values name a spot pool (joined with `/`).
-    pub spot_pool_labels: Vec<String>,
-    pub latency_critical_min_headroom: f64,
-    pub spike_threshold: f64,
-    pub spike_band: f64,
-    pub ema_alpha: f64,
-    pub eta_floor: f64,
+    spot_pool_labels: Vec<String> = "SPOT_POOL_LABELS", text_list,
+        strings(&["node.kubernetes.io/instance-type", "topology.kubernetes.io/zone"]);
+    latency_critical_min_headroom: f64 = "LATENCY_CRITICAL_MIN_HEADROOM", number, 0.2,
+        check(unit, "must be within 0..=1");
+    spike_threshold: f64 = "SPIKE_THRESHOLD", number, 0.9, check(unit, "must be within 0..=1");
+    spike_band: f64 = "SPIKE_BAND", number, 0.1,
+        check(positive, "must be a positive finite number");
+    ema_alpha: f64 = "EMA_ALPHA", number, 0.5,
+        check(|v| v > 0.0 && v <= 1.0, "must be within (0, 1]");
+    eta_floor: f64 = "ETA_FLOOR", number, 0.001,
+        check(positive, "must be a positive finite number"),
+        check(|v| v <= 1.0, "must be ≤ 1");
     // --- state and limits ---
-    pub facts_ttl_ms: u64,
-    pub facts_cache_ms: u64,
-    pub decision_ttl_ms: u64,
-    pub decision_keep_top: usize,
+    facts_ttl_ms: u64 = "FACTS_TTL_MS", number, 300_000;
+    facts_cache_ms: u64 = "FACTS_CACHE_MS", number, 5_000;
+    decision_ttl_ms: u64 = "DECISION_TTL_MS", number, 3_600_000,
+        check(minute_to_30_days, MINUTE_TO_30_DAYS);
+    decision_keep_top: usize = "DECISION_KEEP_TOP", number, 64, check(|v| v != 0, "must be ≥ 1");
     /// How long a confirmed placement is remembered, so that replayed reports and the pod's later
     /// outcome count once. Bounded: one row per pod placed in that window.
-    pub confirmed_ttl_ms: u64,
-    pub max_body_bytes: usize,
+    confirmed_ttl_ms: u64 = "CONFIRMED_TTL_MS", number, 21_600_000,
+        check(minute_to_30_days, MINUTE_TO_30_DAYS);
+    /// 16 MiB by default, about 2,200 real-shaped nodes in full-object mode. The Worker's wasm
+    /// memory peaks at 3–5× the body (docs/benchmarks.md "Worker memory": 64.6 MiB at 16.6 MB,
+    /// 185.6 MiB at the 37 MB of 5,000 nodes, beyond the isolate's 128 MB), so larger clusters
+    /// use names mode (nodeCacheCapable) rather than a larger limit.
+    max_body_bytes: usize = "MAX_BODY_BYTES", number, 16 << 20,
+        check(|v| v >= 1024, "must be ≥ 1024");
     /// How long an isolate keeps request counters before sending them to the Telemetry Durable
     /// Object in one batch (0: after every request). `/metrics` is exact for the isolate that
     /// serves it and at most this far behind for the others. At most 20 s: the flush runs in the
     /// request's `waitUntil`, which the platform keeps alive 30 s after the response.
-    pub telemetry_flush_ms: u64,
+    telemetry_flush_ms: u64 = "TELEMETRY_FLUSH_MS", number, 5_000,
+        check(
+            |v| v <= MAX_TELEMETRY_FLUSH_MS,
+            "must be within 0..=20000 (the flush runs in waitUntil)"
+        );
     /// How old an isolate's copy of a tenant's colony (τ table and outcome history) may be for
     /// prioritize to score locally, without waiting for the colony Durable Object (0: always
     /// ask the colony). Every local decision is sent to the colony after the response, and its
     /// reply refreshes the copy when the colony changed.
-    pub colony_snapshot_ms: u64,
+    colony_snapshot_ms: u64 = "COLONY_SNAPSHOT_MS", number, 30_000,
+        check(|v| v <= MAX_COLONY_SNAPSHOT_MS, "must be within 0..=600000 (10 minutes)");
     /// Keep a pod UID → tenant index in KV at every prioritize, so that the `bind` verb (whose
     /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
     /// per decision; without it `bind` uses the pod's namespace as its tenant.
-    pub bind_index: bool,
+    bind_index: bool = "BIND_INDEX", flag, false;
     /// At most this many remembered decisions per tenant; beyond it the oldest is evicted (and
     /// counted). Bounds what an unauthenticated prioritize caller can make a colony store.
-    pub max_decisions_per_tenant: u64,
+    max_decisions_per_tenant: u64 = "MAX_DECISIONS_PER_TENANT", number, 10_000,
+        check(|v| (1..=MAX_DECISIONS_LIMIT).contains(&v), "must be within 1..=1000000");
     /// At most this many named clusters (`/c/<cluster>`) exist, admitted by the Registry object
     /// as they are first used; beyond it a new id is refused (404). Bounds the Facts objects and
     /// `cluster` series anyone may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
-    pub max_clusters: u64,
+    max_clusters: u64 = "MAX_CLUSTERS", number, 100,
+        check(|v| v <= MAX_CLUSTERS_LIMIT, "must be within 0..=10000");
     /// At most this many colonies (cluster × tenant, all clusters together) exist; a tenant
     /// beyond it is scored by η alone, its placements refused, its requests counted under
     /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
-    pub max_colonies: u64,
-    /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`: any
-    /// valid name. Pods of another tenant are scored by η alone and their placements refused.
-    pub tenant_policy: Option<TenantPolicy>,
-    /// Which named clusters (`/c/<cluster>/…`) are served (`CLUSTERS` list and/or
-    /// `CLUSTER_PATTERN`); `None`: any valid id. Another id is refused (404) before any object,
-    /// row or telemetry label exists for it.
-    pub cluster_policy: Option<TenantPolicy>,
+    max_colonies: u64 = "MAX_COLONIES", number, 1_000,
+        check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (a /metrics scrape asks every colony)");
+    @derived {
+        /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`:
+        /// any valid name. Pods of another tenant are scored by η alone and their placements
+        /// refused.
+        tenant_policy: Option<TenantPolicy> = None;
+        /// Which named clusters (`/c/<cluster>/…`) are served (`CLUSTERS` list and/or
+        /// `CLUSTER_PATTERN`); `None`: any valid id. Another id is refused (404) before any object,
+        /// row or telemetry label exists for it.
+        cluster_policy: Option<TenantPolicy> = None;
+    }
 }
 
 /// An allowlist of tenant names and/or a regular expression a name must match entirely.
@@ -145,87 +265,6 @@ impl TenantPolicy {
                 .pattern
                 .as_ref()
                 .is_some_and(|(_, re)| re.is_match(tenant))
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        let s = |v: &str| v.to_string();
-        Self {
-            gpu_type_labels: vec![
-                s("aco/gpu-type"),
-                s("nvidia.com/gpu.product"),
-                s("alibabacloud.com/gpu-card-model"),
-            ],
-            // Alibaba's GPU-share resource (thousandths of a GPU) counts as a GPU request too.
-            gpu_resources: vec![
-                s("nvidia.com/gpu"),
-                s("alibabacloud.com/gpu-count"),
-                s("alibabacloud.com/gpu-milli"),
-            ],
-            cost_label: s("aco/cost-per-hour"),
-            latency_labels: vec![s("aco/latency-us"), s("nodeLatencyUs")],
-            instance_type_label: s("aco/instance-type"),
-            spot_labels: vec![
-                (s("karpenter.sh/capacity-type"), s("spot")),
-                (s("eks.amazonaws.com/capacityType"), s("SPOT")),
-                (s("cloud.google.com/gke-spot"), s("true")),
-            ],
-            tenant_label: s("scheduling.aco/tenant-id"),
-            tenant_source: TenantSource::LabelThenNamespace,
-            workload_label: s("aco/workload-type"),
-            latency_target_annotations: vec![
-                s("scheduling.aco/latency-target-us"),
-                s("latency-target-us"),
-            ],
-            gpu_models_annotation: s("scheduling.aco/gpu-models"),
-            alpha: 0.0,
-            beta: 2.0,
-            rho: 0.05,
-            deposit_q: 1.0,
-            tau_initial: 1.0,
-            tau_min: 0.1,
-            tau_max: 10.0,
-            q0: 1.0,
-            eta_factors: EtaFactorSet::ALL,
-            cost_reference: 1.0,
-            default_cost_per_hour: 1.0,
-            reliability_prior_successes: 9.0,
-            reliability_prior_failures: 1.0,
-            open_node_idle_fraction: 0.5,
-            sla_violation_cost: 50.0,
-            expected_stay_hours: 1.0,
-            spot_band_label: s("aco/spot-interruption-band"),
-            spot_default_interruption_percent: 10.0,
-            spot_prior_node_hours: 720.0,
-            spot_pool_labels: vec![
-                s("node.kubernetes.io/instance-type"),
-                s("topology.kubernetes.io/zone"),
-            ],
-            latency_critical_min_headroom: 0.2,
-            spike_threshold: 0.9,
-            spike_band: 0.1,
-            ema_alpha: 0.5,
-            eta_floor: 0.001,
-            facts_ttl_ms: 300_000,
-            facts_cache_ms: 5_000,
-            decision_ttl_ms: 3_600_000,
-            decision_keep_top: 64,
-            confirmed_ttl_ms: 21_600_000,
-            // 16 MiB, about 2,200 real-shaped nodes in full-object mode. The Worker's wasm memory
-            // peaks at 3–5× the body (docs/benchmarks.md "Worker memory": 64.6 MiB at 16.6 MB,
-            // 185.6 MiB at the 37 MB of 5,000 nodes, beyond the isolate's 128 MB), so larger
-            // clusters use names mode (nodeCacheCapable) rather than a larger limit.
-            max_body_bytes: 16 << 20,
-            telemetry_flush_ms: 5_000,
-            colony_snapshot_ms: 30_000,
-            bind_index: false,
-            max_decisions_per_tenant: 10_000,
-            max_clusters: 100,
-            max_colonies: 1_000,
-            tenant_policy: None,
-            cluster_policy: None,
-        }
     }
 }
 
@@ -359,11 +398,6 @@ fn name_policy(
     (list_var, pattern_var): (&str, &str),
     validate: fn(&str) -> Result<(), String>,
 ) -> Result<Option<TenantPolicy>, ConfigError> {
-    let err = |key: &str, value: &str, reason: &str| ConfigError {
-        key: key.into(),
-        value: value.into(),
-        reason: reason.into(),
-    };
     let names = lookup(list_var).map(|v| list(&v)).unwrap_or_default();
     for n in &names {
         validate(n).map_err(|reason| err(list_var, n, &reason))?;
@@ -393,134 +427,129 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+fn err(key: &str, value: &str, reason: &str) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        value: value.into(),
+        reason: reason.into(),
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+// --- readers: a var's text → its field ---
+
+fn number<T: FromStr>(key: &str, v: &str) -> Result<T, ConfigError> {
+    T::from_str(v.trim()).map_err(|_| err(key, v, "not a number"))
+}
+
+fn text(_: &str, v: &str) -> Result<String, ConfigError> {
+    Ok(v.trim().to_string())
+}
+
+fn text_list(_: &str, v: &str) -> Result<Vec<String>, ConfigError> {
+    Ok(list(v))
+}
+
+fn label_pairs(key: &str, v: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    list(v)
+        .into_iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((k, val)) if !k.is_empty() => Ok((k.to_string(), val.to_string())),
+            _ => Err(err(key, v, "expected comma-separated label=value pairs")),
+        })
+        .collect()
+}
+
+fn tenant_source_rule(key: &str, v: &str) -> Result<TenantSource, ConfigError> {
+    match v.trim() {
+        "label-then-namespace" => Ok(TenantSource::LabelThenNamespace),
+        "namespace" => Ok(TenantSource::Namespace),
+        "label" => Ok(TenantSource::Label),
+        _ => Err(err(
+            key,
+            v,
+            "expected label-then-namespace, namespace or label",
+        )),
+    }
+}
+
+fn factor_set(key: &str, v: &str) -> Result<EtaFactorSet, ConfigError> {
+    EtaFactorSet::parse(v).map_err(|reason| err(key, v, &reason))
+}
+
+fn flag(key: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(err(key, v, "expected true or false")),
+    }
+}
+
+// --- checks: a value → whether it is allowed ---
+
+fn holds<T: Copy>(value: T, ok: impl Fn(T) -> bool) -> bool {
+    ok(value)
+}
+
+fn unit(v: f64) -> bool {
+    (0.0..=1.0).contains(&v)
+}
+
+fn positive(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
+fn finite_at_least_zero(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+/// The bounds of the TTLs of what a colony remembers about a pod.
+fn minute_to_30_days(v: u64) -> bool {
+    (MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&v)
+}
+
+const MINUTE_TO_30_DAYS: &str = "must be within 60000..=2592000000 (1 minute to 30 days)";
+
+/// A checked value as an error shows it (integers through `f64`, as they always were).
+trait Shown {
+    fn shown(&self) -> String;
+}
+
+impl Shown for f64 {
+    fn shown(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Shown for u64 {
+    fn shown(&self) -> String {
+        (*self as f64).to_string()
+    }
+}
+
+impl Shown for usize {
+    fn shown(&self) -> String {
+        (*self as f64).to_string()
+    }
+}
+
 impl Config {
     /// Builds the config from `[vars]`: `lookup("RHO")` returns the var's text if set.
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let mut c = Config::default();
-        let err = |key: &str, value: &str, reason: &str| ConfigError {
-            key: key.into(),
-            value: value.into(),
-            reason: reason.into(),
-        };
-        macro_rules! num {
-            ($key:literal, $field:ident) => {
-                if let Some(v) = lookup($key) {
-                    c.$field =
-                        FromStr::from_str(v.trim()).map_err(|_| err($key, &v, "not a number"))?;
-                }
-            };
-        }
-        macro_rules! text_list {
-            ($key:literal, $field:ident) => {
-                if let Some(v) = lookup($key) {
-                    c.$field = list(&v);
-                }
-            };
-        }
-        macro_rules! text {
-            ($key:literal, $field:ident) => {
-                if let Some(v) = lookup($key) {
-                    c.$field = v.trim().to_string();
-                }
-            };
-        }
-        text_list!("GPU_TYPE_LABELS", gpu_type_labels);
-        text_list!("GPU_RESOURCES", gpu_resources);
-        text!("COST_LABEL", cost_label);
-        text_list!("LATENCY_LABELS", latency_labels);
-        text!("INSTANCE_TYPE_LABEL", instance_type_label);
-        if let Some(v) = lookup("SPOT_LABELS") {
-            c.spot_labels = list(&v)
-                .into_iter()
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, val)) if !k.is_empty() => Ok((k.to_string(), val.to_string())),
-                    _ => Err(err(
-                        "SPOT_LABELS",
-                        &v,
-                        "expected comma-separated label=value pairs",
-                    )),
-                })
-                .collect::<Result<_, _>>()?;
-        }
-        text!("TENANT_LABEL", tenant_label);
-        if let Some(v) = lookup("TENANT_SOURCE") {
-            c.tenant_source = match v.trim() {
-                "label-then-namespace" => TenantSource::LabelThenNamespace,
-                "namespace" => TenantSource::Namespace,
-                "label" => TenantSource::Label,
-                _ => {
-                    return Err(err(
-                        "TENANT_SOURCE",
-                        &v,
-                        "expected label-then-namespace, namespace or label",
-                    ))
-                }
-            };
-        }
-        text!("WORKLOAD_LABEL", workload_label);
-        text_list!("LATENCY_TARGET_ANNOTATIONS", latency_target_annotations);
-        text!("GPU_MODELS_ANNOTATION", gpu_models_annotation);
-        num!("ALPHA", alpha);
-        num!("BETA", beta);
-        num!("RHO", rho);
-        num!("DEPOSIT_Q", deposit_q);
-        num!("TAU_INITIAL", tau_initial);
-        num!("TAU_MIN", tau_min);
-        num!("TAU_MAX", tau_max);
-        num!("Q0", q0);
-        num!("COST_REFERENCE", cost_reference);
-        if let Some(v) = lookup("ETA_FACTORS") {
-            c.eta_factors =
-                EtaFactorSet::parse(&v).map_err(|reason| err("ETA_FACTORS", &v, &reason))?;
-        }
-        num!("DEFAULT_COST_PER_HOUR", default_cost_per_hour);
-        num!("RELIABILITY_PRIOR_SUCCESSES", reliability_prior_successes);
-        num!("RELIABILITY_PRIOR_FAILURES", reliability_prior_failures);
         for (old, now) in REPLACED_VARS {
             if let Some(v) = lookup(old) {
                 return Err(err(old, &v, &format!("no longer read: {now}")));
             }
         }
-        num!("OPEN_NODE_IDLE_FRACTION", open_node_idle_fraction);
-        num!("SLA_VIOLATION_COST", sla_violation_cost);
-        num!("EXPECTED_STAY_HOURS", expected_stay_hours);
-        text!("SPOT_INTERRUPTION_BAND_LABEL", spot_band_label);
-        num!(
-            "SPOT_DEFAULT_INTERRUPTION_PERCENT",
-            spot_default_interruption_percent
-        );
-        num!("SPOT_PRIOR_NODE_HOURS", spot_prior_node_hours);
-        text_list!("SPOT_POOL_LABELS", spot_pool_labels);
-        num!(
-            "LATENCY_CRITICAL_MIN_HEADROOM",
-            latency_critical_min_headroom
-        );
-        num!("SPIKE_THRESHOLD", spike_threshold);
-        num!("SPIKE_BAND", spike_band);
-        num!("EMA_ALPHA", ema_alpha);
-        num!("ETA_FLOOR", eta_floor);
-        num!("FACTS_TTL_MS", facts_ttl_ms);
-        num!("FACTS_CACHE_MS", facts_cache_ms);
-        num!("DECISION_TTL_MS", decision_ttl_ms);
-        num!("DECISION_KEEP_TOP", decision_keep_top);
-        num!("CONFIRMED_TTL_MS", confirmed_ttl_ms);
-        num!("MAX_BODY_BYTES", max_body_bytes);
-        num!("TELEMETRY_FLUSH_MS", telemetry_flush_ms);
-        num!("COLONY_SNAPSHOT_MS", colony_snapshot_ms);
-        if let Some(v) = lookup("BIND_INDEX") {
-            c.bind_index = match v.trim() {
-                "true" => true,
-                "false" => false,
-                _ => return Err(err("BIND_INDEX", &v, "expected true or false")),
-            };
-        }
-        num!("MAX_DECISIONS_PER_TENANT", max_decisions_per_tenant);
-        num!("MAX_CLUSTERS", max_clusters);
-        num!("MAX_COLONIES", max_colonies);
+        let mut c = Config::default();
+        c.read_keys(&lookup)?;
         c.tenant_policy = name_policy(
             &lookup,
             ("TENANTS", "TENANT_PATTERN"),
-            crate::demand::validate_tenant,
+            crate::cluster::validate_tenant,
         )?;
         c.cluster_policy = name_policy(
             &lookup,
@@ -554,87 +583,11 @@ impl Config {
         self.tenant_policy.as_ref().is_none_or(|p| p.allows(tenant))
     }
 
-    /// Checks ranges and relations (`τ_min ≤ τ_initial ≤ τ_max`, probabilities in [0, 1], …).
+    /// Checks ranges (each key's, in the table) and relations between keys
+    /// (`τ_min ≤ τ_initial ≤ τ_max`, …).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, value: f64, reason: &str| {
-            Err(ConfigError {
-                key: key.into(),
-                value: value.to_string(),
-                reason: reason.into(),
-            })
-        };
-        let unit = [
-            ("RHO", self.rho),
-            ("Q0", self.q0),
-            ("OPEN_NODE_IDLE_FRACTION", self.open_node_idle_fraction),
-            (
-                "LATENCY_CRITICAL_MIN_HEADROOM",
-                self.latency_critical_min_headroom,
-            ),
-            ("SPIKE_THRESHOLD", self.spike_threshold),
-        ];
-        for (key, v) in unit {
-            if !(0.0..=1.0).contains(&v) {
-                return bad(key, v, "must be within 0..=1");
-            }
-        }
-        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
-            return bad(
-                "ALPHA",
-                self.alpha,
-                "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)",
-            );
-        }
-        let positive = [
-            ("BETA", self.beta),
-            ("DEPOSIT_Q", self.deposit_q),
-            ("TAU_MIN", self.tau_min),
-            ("COST_REFERENCE", self.cost_reference),
-            (
-                "RELIABILITY_PRIOR_SUCCESSES",
-                self.reliability_prior_successes,
-            ),
-            (
-                "RELIABILITY_PRIOR_FAILURES",
-                self.reliability_prior_failures,
-            ),
-            ("SPIKE_BAND", self.spike_band),
-            ("EXPECTED_STAY_HOURS", self.expected_stay_hours),
-            ("SPOT_PRIOR_NODE_HOURS", self.spot_prior_node_hours),
-            ("ETA_FLOOR", self.eta_floor),
-        ];
-        for (key, v) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(key, v, "must be a positive finite number");
-            }
-        }
-        if !(self.ema_alpha > 0.0 && self.ema_alpha <= 1.0) {
-            return bad("EMA_ALPHA", self.ema_alpha, "must be within (0, 1]");
-        }
-        if !(self.rho > 0.0 && self.rho < 1.0) {
-            return bad("RHO", self.rho, "must be within (0, 1)");
-        }
-        if !(self.sla_violation_cost.is_finite() && self.sla_violation_cost >= 0.0) {
-            return bad(
-                "SLA_VIOLATION_COST",
-                self.sla_violation_cost,
-                "must be a finite number of $ ≥ 0",
-            );
-        }
-        if !(0.0..=100.0).contains(&self.spot_default_interruption_percent) {
-            return bad(
-                "SPOT_DEFAULT_INTERRUPTION_PERCENT",
-                self.spot_default_interruption_percent,
-                "must be a percentage within 0..=100",
-            );
-        }
-        if !(self.default_cost_per_hour.is_finite() && self.default_cost_per_hour >= 0.0) {
-            return bad(
-                "DEFAULT_COST_PER_HOUR",
-                self.default_cost_per_hour,
-                "must be ≥ 0",
-            );
-        }
+        self.check_keys()?;
+        let bad = |key: &str, value: f64, reason: &str| Err(err(key, &value.to_string(), reason));
         if !(self.tau_min <= self.tau_initial
             && self.tau_initial <= self.tau_max
             && self.tau_max.is_finite())
@@ -652,74 +605,8 @@ impl Config {
                 "TAU_MAX/TAU_MIN above 1e6 lets one node take every pod",
             );
         }
-        if self.eta_floor > 1.0 {
-            return bad("ETA_FLOOR", self.eta_floor, "must be ≤ 1");
-        }
-        if self.decision_keep_top == 0 {
-            return bad("DECISION_KEEP_TOP", 0.0, "must be ≥ 1");
-        }
-        if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.confirmed_ttl_ms) {
-            return bad(
-                "CONFIRMED_TTL_MS",
-                self.confirmed_ttl_ms as f64,
-                "must be within 60000..=2592000000 (1 minute to 30 days)",
-            );
-        }
-        if !(MIN_CONFIRMED_TTL_MS..=MAX_CONFIRMED_TTL_MS).contains(&self.decision_ttl_ms) {
-            return bad(
-                "DECISION_TTL_MS",
-                self.decision_ttl_ms as f64,
-                "must be within 60000..=2592000000 (1 minute to 30 days)",
-            );
-        }
-        if !(1..=MAX_DECISIONS_LIMIT).contains(&self.max_decisions_per_tenant) {
-            return bad(
-                "MAX_DECISIONS_PER_TENANT",
-                self.max_decisions_per_tenant as f64,
-                "must be within 1..=1000000",
-            );
-        }
-        if self.max_clusters > MAX_CLUSTERS_LIMIT {
-            return bad(
-                "MAX_CLUSTERS",
-                self.max_clusters as f64,
-                "must be within 0..=10000",
-            );
-        }
-        if !(1..=MAX_COLONIES_LIMIT).contains(&self.max_colonies) {
-            return bad(
-                "MAX_COLONIES",
-                self.max_colonies as f64,
-                "must be within 1..=9000 (a /metrics scrape asks every colony)",
-            );
-        }
-        if self.telemetry_flush_ms > MAX_TELEMETRY_FLUSH_MS {
-            return bad(
-                "TELEMETRY_FLUSH_MS",
-                self.telemetry_flush_ms as f64,
-                "must be within 0..=20000 (the flush runs in waitUntil)",
-            );
-        }
-        if self.colony_snapshot_ms > MAX_COLONY_SNAPSHOT_MS {
-            return bad(
-                "COLONY_SNAPSHOT_MS",
-                self.colony_snapshot_ms as f64,
-                "must be within 0..=600000 (10 minutes)",
-            );
-        }
-        if self.max_body_bytes < 1024 {
-            return bad(
-                "MAX_BODY_BYTES",
-                self.max_body_bytes as f64,
-                "must be ≥ 1024",
-            );
-        }
         if self.gpu_resources.is_empty() {
-            return Err(ConfigError {
-                key: "GPU_RESOURCES".into(),
-                value: String::new(),
-                reason: "must name at least one resource".into(),
-            });
+            return Err(err("GPU_RESOURCES", "", "must name at least one resource"));
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! What a pod asks of a node, read once per request from the pod object and the config:
 //! its resource request, GPU wishes, latency target, workload class and tenant.
 
+use crate::cluster::validate_tenant;
 use crate::config::{Config, TenantSource};
 use crate::k8s::{pod_request, PodView, ResourceAmounts, ResourceError};
 
@@ -62,22 +63,6 @@ pub enum DemandError {
     /// No tenant can be derived (e.g. `TENANT_SOURCE=label` and the label is missing).
     #[error("pod has no tenant: {0}")]
     Tenant(String),
-}
-
-/// Tenant names become Durable Object names and URL segments: keep them to DNS-label-like text.
-pub fn validate_tenant(tenant: &str) -> Result<(), String> {
-    let ok = !tenant.is_empty()
-        && tenant.len() <= 253
-        && tenant
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "tenant {tenant:?} must be 1–253 characters of [A-Za-z0-9._-]"
-        ))
-    }
 }
 
 impl PodDemand {

@@ -1,5 +1,5 @@
-//! Node facts: what the in-cluster reporter tells us about each node (`PUT /v1/nodes`), kept in
-//! KV as one record per node. A report is merged into the stored record: identity facts (labels,
+//! Node facts: what the in-cluster reporter tells us about each node (`PUT /v1/nodes`), kept by
+//! the cluster's Facts Durable Object as one record per node (`facts_shards`). A report is merged into the stored record: identity facts (labels,
 //! allocatable) replace the old ones; measurements (requested resources, latency, utilisation)
 //! carry the time they were observed, so that readers can ignore them once stale.
 
@@ -54,7 +54,7 @@ impl<T> Observed<T> {
     }
 }
 
-/// The KV record for one node.
+/// The stored record for one node (in its Facts shard).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeFacts {
@@ -294,7 +294,7 @@ mod tests {
             json["gpuFreeMilli"],
             serde_json::json!({"value": [1000, 250, 0], "atMs": 1500})
         );
-        // A KV record written before the field existed.
+        // A record written before the field existed.
         let old: NodeFacts = serde_json::from_str(r#"{"name":"n0","labels":{},"allocatable":null,"requested":null,"latencyUs":null,"load":null,"updatedAtMs":5}"#).unwrap();
         assert_eq!(old.gpu_free_milli, None);
         let too_many = NodeReport {

@@ -1,5 +1,5 @@
 //! The view of one candidate node that the filter and the heuristic work on: the node object
-//! (when kube-scheduler sent it) overlaid with fresh KV facts. Stale measurements are dropped
+//! (when kube-scheduler sent it) overlaid with fresh facts (from the cluster's Facts Durable Object). Stale measurements are dropped
 //! here, in one place, so that every rule fails open the same way.
 
 use std::collections::BTreeMap;

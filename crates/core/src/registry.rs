@@ -13,8 +13,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{split_colony_name, validate_cluster, DEFAULT_CLUSTER};
-use crate::demand::validate_tenant;
+use crate::cluster::{split_colony_name, validate_cluster, validate_tenant, DEFAULT_CLUSTER};
 
 /// The table the object keeps (one row per admitted name; `WITHOUT ROWID`, so an insert is one
 /// row written, not a table row plus an index entry).

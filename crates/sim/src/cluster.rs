@@ -228,15 +228,16 @@ fn make_node(idx: usize, n: &TraceNode, prices: &PriceTable, p: &WorldParams) ->
     let model = n.model.as_deref();
     labels.insert(
         "node.kubernetes.io/instance-type".to_string(),
-        crate::spot::instance_type(model, n.gpus, n.cpu_milli, n.memory_mib),
+        crate::spot_pool::instance_type(model, n.gpus, n.cpu_milli, n.memory_mib),
     );
     if spot {
         // The pool's Spot Advisor band, as a platform team labels its spot node pools: the
         // extender's prior for the interruption rate the engine then draws reclamations from.
-        let monthly = crate::spot::pool_frequency(p.seed, model, n.gpus, n.cpu_milli, n.memory_mib);
+        let monthly =
+            crate::spot_pool::pool_frequency(p.seed, model, n.gpus, n.cpu_milli, n.memory_mib);
         labels.insert(
             "aco/spot-interruption-band".to_string(),
-            crate::spot::band_label(monthly).to_string(),
+            crate::spot_pool::band_label(monthly).to_string(),
         );
     }
     if let Some(m) = &n.model {

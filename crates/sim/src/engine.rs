@@ -27,8 +27,6 @@ use aco_core::colony::{ObservedOutcome, Outcome};
 // The engine's collaborators, re-exported where callers have always found them.
 pub use crate::alloc::NodeAlloc;
 pub use crate::facts_report::{FactReport, ReportBatch, Sample};
-pub use crate::native::NativeScheduler;
-pub use crate::predictor::PredictorKind;
 pub use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
 
 /// Knobs of the simulation (not of the world or the load).
@@ -835,7 +833,9 @@ fn progress_bar(enabled: bool, len: u64, label: &str) -> indicatif::ProgressBar 
 mod tests {
     use super::*;
     use crate::cluster::{WorldParams, GPU_MILLI_RESOURCE};
+    use crate::native::NativeScheduler;
     use crate::policy;
+    use crate::predictor::PredictorKind;
     use crate::prices::PriceTable;
     use crate::trace::{TraceNode, TracePod};
     use aco_core::facts::{NodeFacts, NodeReport};

@@ -7,11 +7,14 @@
 //! scoring policies, [`engine`] the discrete-event simulation and its metrics, [`replay`] the HTTP
 //! scheduler ([`shadow`] its shadow mode), [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
 //! [`replay_record::ReplayRecord`] that [`html_report`] draws as the demo's HTML report.
+//! [`saturate`] is the ATC '23 saturation protocol, [`ablate`] the ablations, and [`cli`] the
+//! `aco-sim` command line (one file per subcommand).
 
+pub mod ablate;
 pub mod alloc;
+pub mod cli;
 pub mod cluster;
 pub mod engine;
-pub mod eta_ablation;
 pub mod explain;
 pub mod facts_report;
 pub mod html_report;
@@ -31,5 +34,6 @@ pub mod saturate;
 pub mod scheduler;
 pub mod shadow;
 pub mod spot;
+pub mod spot_pool;
 pub mod trace;
 pub mod usage;

@@ -40,6 +40,7 @@
 //! request-weighted sum of several offsets of it, which is smoother. Still a pure function of
 //! `(seed, pod, t)`.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::rng;
@@ -216,6 +217,30 @@ pub fn node_utilisation(
         0.0
     };
     c.max(g).clamp(0.0, 1.0)
+}
+
+/// Load models by name: `synthetic` (the default model) or `usage:<series>` (the default model's
+/// pod bases with the shape of the shipped series `<series>` from `dir`). Labels are the names.
+pub fn load_models(specs: &[String], dir: &Path) -> Result<Vec<(String, LoadModel)>, String> {
+    specs
+        .iter()
+        .map(|spec| {
+            let spec = spec.trim();
+            let model = match spec.strip_prefix("usage:") {
+                None if spec == "synthetic" => LoadModel::default(),
+                None => {
+                    return Err(format!(
+                        "unknown load model {spec:?}; use synthetic or usage:<series>"
+                    ))
+                }
+                Some(name) => LoadModel {
+                    usage: Some(Arc::new(UsageSeries::load(dir, name)?)),
+                    ..LoadModel::default()
+                },
+            };
+            Ok((spec.to_string(), model))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -416,5 +441,16 @@ mod tests {
         );
         assert!((u - 0.5).abs() < 1e-12, "{u}");
         assert_eq!(node_utilisation(&m, &[], 8000.0, 0.0, 0), 0.0);
+    }
+
+    #[test]
+    fn load_models_are_named_synthetic_or_by_usage_series() {
+        let e = load_models(&["usage:borg".into()], Path::new(".")).unwrap_err();
+        assert!(e.contains("unknown usage series"), "{e}");
+        assert!(load_models(&["sine".into()], Path::new("."))
+            .unwrap_err()
+            .contains("synthetic or usage:"));
+        let m = load_models(&["synthetic".into()], Path::new(".")).unwrap();
+        assert_eq!(m[0].1, LoadModel::default());
     }
 }

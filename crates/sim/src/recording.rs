@@ -202,9 +202,11 @@ impl Scheduler for Recording<'_> {
 mod tests {
     use super::*;
     use crate::cluster::WorldParams;
-    use crate::engine::{run, NativeScheduler, PredictorKind, SimParams};
+    use crate::engine::{run, SimParams};
     use crate::load::LoadModel;
+    use crate::native::NativeScheduler;
     use crate::policy;
+    use crate::predictor::PredictorKind;
     use crate::prices::PriceTable;
 
     fn sample_world() -> World {

@@ -14,9 +14,6 @@
 //! only the Alibaba 10 s series carries short bursts.
 
 use std::path::Path;
-use std::sync::Arc;
-
-use crate::load::LoadModel;
 
 /// The shipped series, by the name used in `--load-models usage:<name>`: (file, CPU column, step).
 pub const SOURCES: &[(&str, &str, &str, u64)] = &[
@@ -158,30 +155,6 @@ impl UsageSeries {
     }
 }
 
-/// Load models by name: `synthetic` (the default model) or `usage:<series>` (the default model's
-/// pod bases with the shape of the shipped series `<series>` from `dir`). Labels are the names.
-pub fn load_models(specs: &[String], dir: &Path) -> Result<Vec<(String, LoadModel)>, String> {
-    specs
-        .iter()
-        .map(|spec| {
-            let spec = spec.trim();
-            let model = match spec.strip_prefix("usage:") {
-                None if spec == "synthetic" => LoadModel::default(),
-                None => {
-                    return Err(format!(
-                        "unknown load model {spec:?}; use synthetic or usage:<series>"
-                    ))
-                }
-                Some(name) => LoadModel {
-                    usage: Some(Arc::new(UsageSeries::load(dir, name)?)),
-                    ..LoadModel::default()
-                },
-            };
-            Ok((spec.to_string(), model))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,12 +207,5 @@ mod tests {
     fn unknown_series_lists_the_known_ones() {
         let e = UsageSeries::load(Path::new("."), "borg").unwrap_err();
         assert!(e.contains("alibaba, alibaba-300s, google, azure"), "{e}");
-        let e = load_models(&["usage:borg".into()], Path::new(".")).unwrap_err();
-        assert!(e.contains("unknown usage series"), "{e}");
-        assert!(load_models(&["sine".into()], Path::new("."))
-            .unwrap_err()
-            .contains("synthetic or usage:"));
-        let m = load_models(&["synthetic".into()], Path::new(".")).unwrap();
-        assert_eq!(m[0].1, LoadModel::default());
     }
 }

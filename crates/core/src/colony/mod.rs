@@ -1,4 +1,4 @@
-//! One tenant's colony: its pheromone table, per-node outcome history and counters, and the
+//! One colony (a tenant's in one cluster; `cluster::colony_name`): its pheromone table, per-node outcome history and counters, and the
 //! things that happen to it — a prioritize decision (read-only on the trail), a confirmed
 //! placement (the only thing that deposits) and a pod's later outcome (reliability only; see
 //! `report.rs` for how replays are recognised). The extender's own argmax never deposits:

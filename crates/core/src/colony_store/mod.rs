@@ -1,4 +1,4 @@
-//! How a tenant's colony is kept: in memory, authoritative, and persisted as a ledger — the
+//! How a colony (one per cluster × tenant) is kept: in memory, authoritative, and persisted as a ledger — the
 //! Facts object's pattern (`facts_shards`) for the Colony object. Pure: the Worker's
 //! `src/colony/object.rs` loads the rows, hands requests to [`ColonyStore`], runs the
 //! statements a [`Commit`] lists in one transaction, and tells the store it committed.
@@ -159,7 +159,7 @@ fn corrupt(what: impl Into<String>, detail: impl std::fmt::Display) -> CorruptSt
     }
 }
 
-/// One tenant's colony and everything it remembers, with what is not yet committed.
+/// One colony (a cluster × tenant) and everything it remembers, with what is not yet committed.
 #[derive(Debug, Clone)]
 pub struct ColonyStore {
     meta: StoreMeta,

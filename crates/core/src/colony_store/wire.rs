@@ -1,6 +1,6 @@
 //! The bodies exchanged between the Worker and a Colony object (its internal API; the paths and
 //! the pairing of request and reply types are the Worker's `src/colony/api.rs`). The tenant is
-//! not in any of them: the object is the tenant's colony, named once by the caller.
+//! not in any of them: the object is one cluster × tenant's colony, named once by the caller.
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! says: GPU scarcity, pool histories).
 //!
 //! The Worker turns each candidate's [`NodeState`] into [`NodeFeatures`] (plain numbers, cheap to
-//! send to the tenant's Durable Object); the colony adds the tenant's outcome history
+//! send to the Colony Durable Object of the cluster × tenant); the colony adds the tenant's outcome history
 //! (reliability) and computes η there.
 
 mod cost;

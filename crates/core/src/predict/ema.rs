@@ -4,7 +4,7 @@ use super::Predictor;
 
 /// Exponential moving average of utilisation plus an EMA of the absolute one-step error
 /// (its volatility). `alpha` weights the newest sample: 0.5 by default (the seed's ablation
-/// winner). Serialisable so the Worker can keep it in KV between fact reports.
+/// winner). Serialisable so the Facts Durable Object can keep it between fact reports.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ema {

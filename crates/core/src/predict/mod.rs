@@ -1,8 +1,8 @@
 //! Load predictors: turn a node's utilisation samples (0.0–1.0, oldest first) into a
 //! forecast of its next utilisation and a probability that it spikes.
 //!
-//! The Worker keeps an [`Ema`] per node in KV (its state is serde-serialisable and updated on
-//! every `PUT /v1/nodes`); the simulator's ablation swaps in the other predictors through the
+//! The Worker keeps an [`Ema`] per node in its facts, in the cluster's Facts Durable Object (its
+//! state is serde-serialisable and updated on every `PUT /v1/nodes`); the simulator's ablation swaps in the other predictors through the
 //! [`Predictor`] trait. Predictors never see clocks: samples arrive in order and the caller
 //! decides what "stale" means.
 

@@ -5,21 +5,19 @@
 //! still puts a share on its best-fit GPU (FGD's GPU choice is not passed down), and ties go to
 //! the replay's random tie-break, not a seeded node order.
 
-use std::collections::HashMap;
-
-use aco_core::heuristic::{fragmentation_delta, model_that_matters, sigmoid_score, PodShape};
+use aco_core::heuristic::PodShape;
 use aco_core::node_state::NodeState;
 
 use super::{Policy, ScoreCtx};
-use crate::saturate::policy::{pod_gpus, MAX_NODE_SCORE};
+use crate::saturate::policy::fgd::{fgd_score, state_verdict, FgdMemo, NodeFree, ShareGpu};
+use crate::saturate::policy::pod_gpus;
 
 #[derive(Default)]
 pub struct Fgd {
     /// Typical shapes of the world's trace; computed on the first decision.
     shapes: Option<Vec<PodShape>>,
-    /// Per decision: (GPU model, free CPU, free milli per GPU) → score (nodes in the same state
-    /// score alike).
-    memo: HashMap<(Option<String>, i64, Vec<u32>), f64>,
+    /// Per decision: node state → verdict (nodes in the same state score alike).
+    memo: FgdMemo,
 }
 
 impl Policy for Fgd {
@@ -36,47 +34,15 @@ impl Policy for Fgd {
             .iter()
             .map(|c| {
                 let a = &ctx.alloc[*c];
-                let key = (
-                    model_that_matters(ctx.world.nodes[*c].model.as_deref(), shapes)
-                        .map(String::from),
-                    ctx.world.nodes[*c].cpu_milli - a.cpu_used,
-                    a.gpu_used.iter().map(|u| 1000 - u).collect::<Vec<u32>>(),
-                );
-                if let Some(s) = self.memo.get(&key) {
-                    return *s;
-                }
-                let s = fragmentation_delta(key.1, &key.2, key.0.as_deref(), pod, shapes)
-                    .map_or(0.0, |(d, _)| {
-                        (sigmoid_score(d) * MAX_NODE_SCORE as f64) as i64 as f64
-                    });
-                self.memo.insert(key, s);
-                s
-            })
-            .collect()
-    }
-}
-
-/// Best-fit as the ATC '23 authors code it (the saturation protocol's `best-fit`):
-/// `int((1 − Σ 0.5·(free − request)/maxSpec) × 100)` over CPU (128 cores) and GPU (8 GPUs),
-/// memory ignored — unlike this replay's `best-fit` (mean free fraction over CPU, memory, GPU).
-pub struct BestFitAtc;
-
-impl Policy for BestFitAtc {
-    fn name(&self) -> String {
-        "best-fit-atc".into()
-    }
-    fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], _: &[&NodeState]) -> Vec<f64> {
-        use crate::saturate::policy::{MAX_SPEC_CPU, MAX_SPEC_GPU};
-        let p = pod_gpus(&ctx.pod.trace);
-        let req_gpu = (p.num_gpu * p.gpu_milli) as f64;
-        candidates
-            .iter()
-            .map(|c| {
-                let (n, a) = (&ctx.world.nodes[*c], &ctx.alloc[*c]);
-                let gpu_free = (n.gpus * 1000 - a.gpu_used_milli()) as f64;
-                let s = 0.5 * (n.cpu_milli - a.cpu_used - p.cpu_milli) as f64 / MAX_SPEC_CPU
-                    + 0.5 * (gpu_free - req_gpu) / MAX_SPEC_GPU;
-                ((1.0 - s) * MAX_NODE_SCORE as f64) as i64 as f64
+                let free: Vec<u32> = a.gpu_used.iter().map(|u| 1000 - u).collect();
+                let node = NodeFree {
+                    model: ctx.world.nodes[*c].model.as_deref(),
+                    cpu_left: ctx.world.nodes[*c].cpu_milli - a.cpu_used,
+                    gpu_free: &free,
+                };
+                // ΔF of the best-gradient GPU for a share (the GPU itself is not passed down).
+                state_verdict(&mut self.memo, node, pod, shapes, ShareGpu::BestGradient)
+                    .map_or(0.0, |(d, _)| fgd_score(d) as f64)
             })
             .collect()
     }

@@ -14,6 +14,7 @@ use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
 
 mod best_fit;
+mod best_fit_atc;
 mod cheapest_fit;
 mod colony;
 mod fgd;
@@ -25,9 +26,10 @@ mod random;
 mod tetris;
 
 pub use best_fit::BestFit;
+pub use best_fit_atc::BestFitAtc;
 pub use cheapest_fit::CheapestFit;
 pub use colony::Colony;
-pub use fgd::{BestFitAtc, Fgd};
+pub use fgd::Fgd;
 pub use first_fit::FirstFit;
 pub use heuristic::Heuristic;
 pub use k8s_default::KubeDefault;

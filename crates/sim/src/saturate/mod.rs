@@ -6,7 +6,6 @@
 //! capacity against arrived workload (requested GPUs of every submitted pod, failed ones
 //! included, / capacity). Ties between equal scores go to a seeded node order.
 
-pub mod cli;
 pub mod node;
 pub mod policy;
 pub mod report;

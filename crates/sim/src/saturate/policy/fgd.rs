@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use aco_core::heuristic::{fragmentation_delta, model_that_matters, share_deltas, sigmoid_score};
+use aco_core::heuristic::{
+    fragmentation_delta, model_that_matters, share_deltas, sigmoid_score, PodGpus, PodShape,
+};
 
 use super::{Ctx, SatPolicy, Verdict, MAX_NODE_SCORE};
 
@@ -46,16 +48,48 @@ pub fn fgd_verdict(
     choice: ShareGpu,
 ) -> Option<(f64, Option<usize>)> {
     let n = &ctx.nodes[node];
-    let model = model_that_matters(n.model.as_deref(), ctx.shapes);
-    let key = (model.map(String::from), n.cpu_left, n.gpu_free.clone());
+    state_verdict(
+        memo,
+        NodeFree {
+            model: n.model.as_deref(),
+            cpu_left: n.cpu_left,
+            gpu_free: &n.gpu_free,
+        },
+        ctx.pod_gpus(),
+        ctx.shapes,
+        choice,
+    )
+}
+
+/// What FGD reads of a node: its GPU model, free milli-CPU and free milli per GPU.
+pub struct NodeFree<'a> {
+    pub model: Option<&'a str>,
+    pub cpu_left: i64,
+    pub gpu_free: &'a [u32],
+}
+
+/// [`fgd_verdict`] of a node state, whichever bench holds it (the replay's FGD scores with it
+/// too, `crate::policy::Fgd`).
+pub fn state_verdict(
+    memo: &mut FgdMemo,
+    node: NodeFree,
+    p: PodGpus,
+    shapes: &[PodShape],
+    choice: ShareGpu,
+) -> Option<(f64, Option<usize>)> {
+    let model = model_that_matters(node.model, shapes);
+    let key = (
+        model.map(String::from),
+        node.cpu_left,
+        node.gpu_free.to_vec(),
+    );
     if let Some(v) = memo.get(&key) {
         return *v;
     }
-    let p = ctx.pod_gpus();
     let share = p.num_gpu == 1 && p.gpu_milli < 1000;
     let v = if share && choice == ShareGpu::FirstBestScore {
         let mut best: Option<(i64, usize, f64)> = None;
-        for (gpu, d) in share_deltas(n.cpu_left, &n.gpu_free, model, p, ctx.shapes) {
+        for (gpu, d) in share_deltas(node.cpu_left, node.gpu_free, model, p, shapes) {
             let s = fgd_score(d);
             if best.is_none_or(|(b, _, _)| s > b) {
                 best = Some((s, gpu, d));
@@ -63,7 +97,7 @@ pub fn fgd_verdict(
         }
         best.map(|(_, gpu, d)| (d, Some(gpu)))
     } else {
-        fragmentation_delta(n.cpu_left, &n.gpu_free, model, p, ctx.shapes)
+        fragmentation_delta(node.cpu_left, node.gpu_free, model, p, shapes)
             .map(|(d, gpus)| (d, share.then(|| gpus[0])))
     };
     memo.insert(key, v);

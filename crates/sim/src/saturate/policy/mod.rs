@@ -1,6 +1,16 @@
 //! Scoring policies of the saturation protocol, one file each, as the ATC '23 authors'
 //! simulator (`hkust-adsl/kubernetes-scheduler-simulator`) scores them: integer scores 0–100
 //! (truncated as there), the highest wins, ties go to the run's seeded node order.
+//!
+//! Shared with the cost/QoS replay (`crate::policy`, which depends on this module and never the
+//! other way) where the scoring is the same: the replay's first-fit, best-fit-atc and FGD score
+//! with [`first_fit::score`], [`best_fit::score`] and [`fgd::state_verdict`]. Kept apart on purpose, because they reproduce the
+//! authors' simulator where the replay reproduces kube-scheduler: the FGD policy itself (here a
+//! share takes the first GPU of the best integer score and ties go to the seeded node order;
+//! the replay's device plugin puts a share on its best-fit GPU and kube-scheduler's random
+//! tie-break decides), random (here a seeded random score per candidate; the replay gives equal
+//! scores to its random tie-break) and the colony (here no load, no outcomes, and the share's
+//! GPU chosen by the gradient).
 
 use aco_core::config::Config;
 use aco_core::heuristic::{PodGpus, PodShape};
@@ -9,11 +19,11 @@ use super::node::SatNode;
 use crate::cluster::{SimNode, SimPod};
 use crate::trace::TracePod;
 
-mod best_fit;
+pub mod best_fit;
 mod colony;
 mod dot_product;
-mod fgd;
-mod first_fit;
+pub mod fgd;
+pub mod first_fit;
 mod gpu_clustering;
 mod gpu_packing;
 mod random;

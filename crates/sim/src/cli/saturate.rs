@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::policy as sp;
-use super::report as sr;
+use super::output::Output;
 use crate::cluster::{World, WorldParams};
 use crate::prices::PriceTable;
+use crate::saturate::policy as sp;
+use crate::saturate::report as sr;
 use crate::trace::{self, Error};
 
 /// Points within which FGD and Best-fit must meet the published means.
@@ -156,7 +157,6 @@ pub fn run(
     let price_table = PriceTable::load(&path(&args.prices))?;
     let config = crate::cluster::sim_config_with(&args.vars)?;
     let published = std::fs::read_to_string(path(&args.published)).unwrap_or_default();
-    std::fs::create_dir_all(&args.out)?;
     let single = variants.len() == 1;
     let (mut all, mut sections, mut per_variant) = (Vec::new(), String::new(), Vec::new());
     for v in &variants {
@@ -172,7 +172,7 @@ pub fn run(
             },
         );
         world.config = config.clone();
-        let shapes = super::shapes_of(&world);
+        let shapes = crate::saturate::shapes_of(&world);
         let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
         eprintln!(
             "{}: {} GPU nodes, {gpus} GPUs, {} trace pods ({}), {} typical shapes, seeds {seeds:?}",
@@ -188,7 +188,7 @@ pub fn run(
             .collect();
         let runs = crate::parallel::map(&jobs_list, args.jobs, |(n, seed)| {
             let mut p = sp::by_name(n, *seed).expect("checked above");
-            let r = super::run(&world, &world.config, &shapes, *seed, p.as_mut());
+            let r = crate::saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
             eprintln!(
                 "{:>15} {} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s",
                 n, v.name, r.at100, r.at130, r.failed, r.decisions_per_s
@@ -235,16 +235,12 @@ pub fn run(
             .unwrap_or_else(|| "saturate-reproduction".into());
         let table = sr::reproduction_table(&all, TOLERANCE);
         println!("{table}");
-        std::fs::write(
-            args.out.join(format!("{name}.md")),
-            format!("{table}{sections}"),
-        )?;
-        std::fs::write(
-            args.out.join(format!("{name}.json")),
-            serde_json::to_string_pretty(&serde_json::json!({
+        Output::new(&args.out, &name).tables(
+            &format!("{table}{sections}"),
+            &serde_json::json!({
                 "reproduction": all,
                 "variants": per_variant,
-            }))?,
+            }),
         )?;
         eprintln!("wrote {}/{name}.md, .json", args.out.display());
     }
@@ -268,18 +264,15 @@ fn write_variant(
     seeds: usize,
     table: &str,
     rows: &[sr::SatRow],
-    runs: &[super::SatRun],
+    runs: &[crate::saturate::SatRun],
     policies: &[String],
 ) -> Result<(), Error> {
-    std::fs::write(out.join(format!("{name}.md")), table)?;
-    std::fs::write(
-        out.join(format!("{name}.json")),
-        serde_json::to_string_pretty(rows)?,
-    )?;
+    let output = Output::new(out, name);
+    output.tables(table, rows)?;
     let curves = sr::mean_curves(runs, policies);
-    sr::write_csv(&out.join(format!("{name}.csv")), &curves)?;
+    sr::write_csv(&output.path(".csv"), &curves)?;
     sr::write_svg(
-        &out.join(format!("{name}.svg")),
+        &output.path(".svg"),
         &format!("GPU allocation vs arrived workload — OpenB {variant}, {seeds} seeds"),
         &curves,
     )?;

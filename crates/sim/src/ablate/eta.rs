@@ -1,4 +1,4 @@
-//! `aco-sim ablate`: where the colony's cost and QoS come from, in the cost/QoS replay. The colony
+//! `aco-sim ablate eta`: where the colony's cost and QoS come from, in the cost/QoS replay. The colony
 //! with each factor of η left out (`ETA_FACTORS`), with the trail on (`ALPHA=1`; the default is
 //! η alone) under each kind of outcome report, beside η alone and the baselines a platform team would pick instead,
 //! over several seeds (mean ± sd). Each variant is a policy plus Worker vars and an outcome mode,
@@ -8,9 +8,11 @@ use aco_core::config::EtaFactorSet;
 use serde::Serialize;
 
 use crate::cluster::{sim_config_with, World};
-use crate::engine::{run, Metrics, NativeScheduler, OutcomeReports, PredictorKind, SimParams};
+use crate::engine::{run, Metrics, OutcomeReports, SimParams};
 use crate::load::LoadModel;
+use crate::native::NativeScheduler;
 use crate::policy;
+use crate::predictor::PredictorKind;
 use crate::report::mean_sd;
 use crate::trace::Error;
 
