@@ -52,8 +52,13 @@ impl OpKind {
     }
 }
 
+/// Where an invocation's final counts go: a counter (name, labels, increment) of the isolate's
+/// telemetry, handed in by the router so that this module needs none.
+pub type CountSink = fn(&str, &str, f64);
+
 #[derive(Default)]
 struct Tally {
+    sink: Option<CountSink>,
     used: Cell<u32>,
     by_kind: RefCell<BTreeMap<OpKind, u32>>,
     /// SQLite rows written by Durable Objects on this invocation's behalf, by class.
@@ -64,15 +69,18 @@ impl Drop for Tally {
     /// When the invocation's last piece of work (including `waitUntil`) lets go of its count,
     /// the count joins this isolate's telemetry, so work done after the response is priced too.
     fn drop(&mut self) {
+        let Some(count) = self.sink else {
+            return;
+        };
         for (kind, n) in self.by_kind.get_mut().iter() {
-            crate::telemetry::count(
+            count(
                 "aco_binding_operations_total",
                 &format!("kind=\"{}\"", kind.as_str()),
                 *n as f64,
             );
         }
         for (class, rows) in self.rows_written.get_mut().iter() {
-            crate::telemetry::count(
+            count(
                 "aco_do_rows_written_total",
                 &format!("class=\"{class}\""),
                 *rows as f64,
@@ -155,10 +163,17 @@ fn kv_unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
 }
 
 impl Bindings {
-    pub fn new(env: Env) -> Self {
+    /// The bindings of one invocation; its operation counts go to `sink` when the invocation's
+    /// last work lets go of them.
+    pub fn new(env: Env, sink: CountSink) -> Self {
         Self {
             env,
-            ops: Ops::default(),
+            ops: Ops(Rc::new(Tally {
+                sink: Some(sink),
+                used: Cell::default(),
+                by_kind: RefCell::default(),
+                rows_written: RefCell::default(),
+            })),
         }
     }
 

@@ -57,7 +57,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
     let method = req.method();
     let path = req.path();
-    let bindings = Bindings::new(env.clone());
+    let bindings = Bindings::new(env.clone(), telemetry::count);
     let (verb, (response, mut event, deferred)) =
         route(method, &path, req, bindings.clone(), started).await;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
