@@ -1,5 +1,5 @@
 //! Every call to a binding (KV, Durable Object stubs) goes through [`Bindings`], which counts it
-//! against the platform's limits per invocation (DESIGN.md §10, re-checked Dec 2026): 10,000
+//! against the platform's limits per invocation (Cloudflare's Workers limits page, re-checked Dec 2026): 10,000
 //! subrequests on Workers Paid (fetches, Durable Object calls, binding calls; [`LIMIT`]), of
 //! which at most 1,000 KV operations ([`KV_LIMIT`], KV's own page; a bulk read counts once).
 //!

@@ -1,5 +1,5 @@
 //! Node reports (PUT /v1/nodes items): parse, validate, fold into a record; a valid report's
-//! record serialises and reads back equal (it is stored in KV).
+//! record serialises and reads back equal (the Facts object stores it as JSON in a shard row).
 #![no_main]
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, NodeReport};

@@ -15,7 +15,7 @@ fn ema_blends_and_round_trips_through_json() {
     assert!((ema.forecast().unwrap() - 0.4).abs() < 1e-12);
     assert!((ema.volatility() - 0.2).abs() < 1e-12);
 
-    // The Worker keeps this state in KV as JSON. serde_json (without its `float_roundtrip`
+    // The Facts object keeps this state in its shard rows as JSON. serde_json (without its `float_roundtrip`
     // feature) may parse a float back 1 ULP off, so compare with a tolerance.
     let json = serde_json::to_string(&ema).unwrap();
     let back: Ema = serde_json::from_str(&json).unwrap();
