@@ -2,7 +2,8 @@
 //! record serialises and reads back equal (it is stored in KV).
 #![no_main]
 use aco_core::config::Config;
-use aco_core::facts::{NodeFacts, NodeReport};
+use aco_core::api::nodes::NodeReport;
+use aco_core::facts::NodeFacts;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
