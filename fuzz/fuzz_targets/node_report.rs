@@ -1,8 +1,8 @@
 //! Node reports (PUT /v1/nodes items): parse, validate, fold into a record; a valid report's
 //! record serialises and reads back equal (it is stored in KV).
 #![no_main]
-use aco_core::config::Config;
 use aco_core::api::nodes::NodeReport;
+use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
 use libfuzzer_sys::fuzz_target;
 
