@@ -5,15 +5,14 @@
 //! still schedule without it. Run by `scripts/e2e` (needs the control plane binaries).
 #![cfg(feature = "e2e")]
 
-mod support;
-mod support_kube;
-
 use std::time::Duration;
 
+use aco_testkit::kube::fixtures::*;
+
+use aco_testkit::kube::{ControlPlane, SchedulerConfig};
+use aco_testkit::openb::pick_gpu_nodes;
+use aco_testkit::{StartOptions, WorkerProcess};
 use serde_json::Value;
-use support::{StartOptions, WorkerProcess};
-use support_kube::fixtures::*;
-use support_kube::{ControlPlane, SchedulerConfig};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "e2e-extender-token-0123456789abcdefghijklmnop";

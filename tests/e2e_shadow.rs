@@ -31,16 +31,13 @@
 
 #![cfg(feature = "e2e")]
 
-mod support;
-mod support_kube;
-
 use std::time::Duration;
 
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::kube::kwok::quantity;
+use aco_testkit::kube::reporter::Reporter;
+use aco_testkit::kube::{wait_for, SchedulerConfig};
 use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::kwok::quantity;
-use support_kube::reporter::Reporter;
-use support_kube::{wait_for, SchedulerConfig};
 
 /// The tenant is the namespace (no tenant label).
 const NS: &str = "shop";

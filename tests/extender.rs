@@ -1,37 +1,14 @@
 //! Integration tests of the built Worker on Miniflare (workerd, real Durable Objects and KV),
 //! driven over HTTP with real v1.Node objects from the OpenB trace and real-shaped v1.Pods.
 
-mod support;
+use std::time::Duration;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
+use aco_testkit::api::{full_args, pod, Api};
+use aco_testkit::openb::openb_nodes;
+use aco_testkit::prometheus::{Prometheus, ScrapeJob};
+use aco_testkit::StartOptions;
+use aco_testkit::{now_ms, ADMIN_TOKEN};
 use serde_json::{json, Value};
-use support::api::{full_args, pod, Api, TOKEN};
-use support::prometheus::{Prometheus, ScrapeJob};
-use support::{repo_root, StartOptions};
-
-/// The OpenB GPU nodes as v1.Node JSON values, `count` of each GPU model, with the labels our
-/// filter and heuristic read added to each.
-fn openb_nodes(per_model: usize) -> Vec<Value> {
-    let path = repo_root().join("../shared/data/openb/openb_node_list_gpu_node.yaml");
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let node: Value = serde::Deserialize::deserialize(doc).expect("OpenB node YAML");
-        let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
-            .as_str()
-            .unwrap_or("CPU")
-            .to_string();
-        let n = seen.entry(model).or_default();
-        if *n < per_model {
-            *n += 1;
-            out.push(node);
-        }
-    }
-    out
-}
 
 fn label(node: &mut Value, key: &str, value: &str) {
     node["metadata"]["labels"][key] = json!(value);
@@ -39,13 +16,6 @@ fn label(node: &mut Value, key: &str, value: &str) {
 
 fn name(node: &Value) -> String {
     node["metadata"]["name"].as_str().unwrap().to_string()
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 fn gpu_pod(name: &str, models: Option<&str>) -> Value {
@@ -1414,7 +1384,7 @@ async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object
     for i in 0..20 {
         assert_eq!(put_nodes(format!("/c/x{i}/v1/nodes"), None).await, 404);
         assert_eq!(
-            put_nodes(format!("/c/x{i}/v1/nodes"), Some(TOKEN)).await,
+            put_nodes(format!("/c/x{i}/v1/nodes"), Some(ADMIN_TOKEN)).await,
             404
         );
         let (status, body) = api
@@ -1451,7 +1421,10 @@ async fn refused_and_unauthenticated_cluster_requests_add_no_label_and_no_object
     );
 
     // Authenticated calls of the allowed cluster are labelled and stored.
-    assert_eq!(put_nodes("/c/prod/v1/nodes".into(), Some(TOKEN)).await, 200);
+    assert_eq!(
+        put_nodes("/c/prod/v1/nodes".into(), Some(ADMIN_TOKEN)).await,
+        200
+    );
     let (status, body) = api
         .post_raw(&format!("/c/prod/t/{TOKEN_A}/v1/echo"), "{\"a\":1}".into())
         .await;
@@ -1908,7 +1881,7 @@ async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_
                 .header("content-type", "application/json")
                 .body(body.clone());
             if *admin {
-                req = req.bearer_auth(TOKEN);
+                req = req.bearer_auth(ADMIN_TOKEN);
             }
             let r = req.send().await.unwrap();
             let status = r.status();
@@ -2328,7 +2301,7 @@ async fn the_explanation_route_needs_the_admin_token_and_names_an_unknown_or_bad
     let r = api
         .http
         .post(api.worker.url(path))
-        .bearer_auth(TOKEN)
+        .bearer_auth(ADMIN_TOKEN)
         .send()
         .await
         .unwrap();
@@ -2350,7 +2323,7 @@ async fn an_explanation_stays_bounded_with_many_nodes() {
             api.worker
                 .url("/v1/tenants/research/decisions/uid-research-wide"),
         )
-        .bearer_auth(TOKEN)
+        .bearer_auth(ADMIN_TOKEN)
         .send()
         .await
         .unwrap();

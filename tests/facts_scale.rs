@@ -5,24 +5,14 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
-#[path = "../crates/core/benches/fixtures.rs"]
-mod fixtures;
-mod support;
+use aco_testkit::fixtures;
 
+use aco_testkit::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{StartOptions, WorkerProcess};
 
-const TOKEN: &str = "dev-admin-token";
 /// Shards of the Facts object (`aco_core::facts_shards::SHARDS`).
 const SHARDS: u64 = 16;
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 fn node_name(i: usize) -> String {
     format!("bench-node-{i:05}")
@@ -99,7 +89,7 @@ impl Api {
         self.send(
             self.http
                 .put(self.worker.url("/v1/nodes"))
-                .bearer_auth(TOKEN)
+                .bearer_auth(ADMIN_TOKEN)
                 .json(batch),
         )
         .await
@@ -129,7 +119,7 @@ impl Api {
             .send(
                 self.http
                     .get(self.worker.url("/v1/nodes/probe-node"))
-                    .bearer_auth(TOKEN),
+                    .bearer_auth(ADMIN_TOKEN),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.body);
@@ -141,7 +131,7 @@ impl Api {
             .send(
                 self.http
                     .get(self.worker.url(&format!("/v1/nodes/{name}")))
-                    .bearer_auth(TOKEN),
+                    .bearer_auth(ADMIN_TOKEN),
             )
             .await;
         match r.status.as_u16() {

@@ -1,10 +1,9 @@
 //! Integration-test harness: runs the built Worker (`build/`, from `bash scripts/build-worker`)
-//! in Miniflare through `tests/support/miniflare.mjs`, which takes every binding and `[vars]`
+//! in Miniflare through `crates/testkit/miniflare.mjs`, which takes every binding and `[vars]`
 //! from `wrangler.toml`.
 //!
 //! ```ignore
-//! mod support;
-//! use support::{StartOptions, WorkerProcess};
+//! use aco_testkit::{StartOptions, WorkerProcess};
 //!
 //! #[tokio::test]
 //! async fn livez() {
@@ -21,13 +20,8 @@
 //! Worker's log printed. Starting and stopping are blocking (a second or two), which is fine
 //! inside `#[tokio::test]`.
 //!
-//! [`process`] holds the process-group handling (spawn, stop, free ports) that this harness and
-//! the control plane's (`tests/support_kube`) share.
-#![allow(dead_code)]
-
-pub mod api;
-pub mod process;
-pub mod prometheus;
+//! [`crate::process`] holds the process-group handling (spawn, stop, free ports) that this
+//! harness and the control plane's ([`crate::kube`]) share.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -39,7 +33,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use process::{ProcessGroup, TERM_GRACE};
+use crate::process::{ProcessGroup, TERM_GRACE};
+use crate::repo_root;
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,8 +75,6 @@ pub struct WorkerProcess {
     options: StartOptions,
     running: Option<Running>,
     logs: Arc<Mutex<String>>,
-    /// Set by a test that exceeds the binding budget on purpose.
-    budget_exceeded_expected: bool,
     // Declared last so that it is removed after the process is gone.
     _temp_dir: Option<TempDir>,
 }
@@ -91,10 +84,6 @@ struct Running {
     // Held open: miniflare.mjs (--watch-stdin) exits when it closes, so even a test binary
     // killed with SIGKILL does not leave servers behind.
     _stdin: ChildStdin,
-}
-
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 impl WorkerProcess {
@@ -124,7 +113,6 @@ impl WorkerProcess {
             options,
             running: None,
             logs: Arc::new(Mutex::new(String::new())),
-            budget_exceeded_expected: false,
             _temp_dir: temp_dir,
         };
         worker.spawn();
@@ -179,7 +167,7 @@ impl WorkerProcess {
         let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
         let mut cmd = Command::new(node);
         cmd.current_dir(&root)
-            .arg(root.join("tests/support/miniflare.mjs"))
+            .arg(root.join("crates/testkit/miniflare.mjs"))
             .arg("--watch-stdin")
             .arg("--persist")
             .arg(&self.persist_dir);
@@ -275,13 +263,6 @@ impl WorkerProcess {
     }
 }
 
-impl WorkerProcess {
-    /// For a test that drives the Worker over the binding budget on purpose.
-    pub fn expect_budget_exceeded(&mut self) {
-        self.budget_exceeded_expected = true;
-    }
-}
-
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.stop();
@@ -291,7 +272,7 @@ impl Drop for WorkerProcess {
                 self.persist_dir.display(),
                 self.logs()
             );
-        } else if !self.budget_exceeded_expected && self.logs().contains(BUDGET_EXCEEDED) {
+        } else if self.logs().contains(BUDGET_EXCEEDED) {
             panic!(
                 "the Worker refused a binding operation beyond the platform's limits per invocation (10,000 subrequests, 1,000 KV operations); its log:\n{}",
                 self.logs()

@@ -1,19 +1,16 @@
-//! Fixtures shared by the end-to-end test and the throughput benchmark: the Worker (through the
-//! shared Miniflare harness in `tests/support`) over HTTPS with the control plane's CA, its admin
-//! API, OpenB nodes with the labels the Worker reads, and pod builders.
-#![allow(dead_code)]
+//! Fixtures shared by the end-to-end tests and the kube benches: the Worker (through the
+//! Miniflare launcher, [`crate::worker`]) over HTTPS with the control plane's CA, its admin API,
+//! nodes with the labels the Worker reads (OpenB's come from [`crate::openb`]), and pod builders.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::reporter::Reporter;
 use super::{ControlPlane, Kube, SchedulerConfig, SCHEDULER_NAME};
-use crate::support::{StartOptions, WorkerProcess};
-
-pub const ADMIN_TOKEN: &str = "dev-admin-token";
+use crate::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 // ---------------------------------------------------------------------------------------------
 // the Worker's admin API
@@ -69,15 +66,6 @@ impl WorkerApi {
             Some(json!({ "nodes": facts })),
         )
         .await;
-    }
-
-    pub async fn report_placements(&self, placements: Vec<Value>) -> Value {
-        self.call(
-            reqwest::Method::POST,
-            "/v1/placements",
-            Some(json!({ "placements": placements })),
-        )
-        .await
     }
 
     /// The facts the Worker stores for a node (`GET /v1/nodes/{name}`), `None` until it has some.
@@ -313,52 +301,7 @@ pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess
 }
 
 // ---------------------------------------------------------------------------------------------
-// nodes from the OpenB trace
-
-pub fn openb_dir() -> PathBuf {
-    let dir = super::repo_root().join("../shared/data/openb");
-    assert!(
-        dir.is_dir(),
-        "{} is missing (the OpenB trace lives in shared/ beside the repo)",
-        dir.display()
-    );
-    dir
-}
-
-/// The OpenB GPU nodes (v1.Node objects), in file order.
-pub fn openb_gpu_nodes() -> Vec<Value> {
-    let text = std::fs::read_to_string(openb_dir().join("openb_node_list_gpu_node.yaml")).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .filter_map(|doc| {
-            let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).ok()?;
-            let j: Value = serde_json::to_value(v).ok()?;
-            (j["kind"] == "Node").then_some(j)
-        })
-        .collect()
-}
-
-/// The OpenB CPU-only nodes (`openb_node_list_all_node.csv` rows without a GPU model) as
-/// v1.Node objects named `openb-cpu-NNNN` (the CSV's own names collide with the GPU list's).
-pub fn openb_cpu_nodes() -> Vec<Value> {
-    let text = std::fs::read_to_string(openb_dir().join("openb_node_list_all_node.csv")).unwrap();
-    text.lines()
-        .skip(1)
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split(',').collect();
-            (f.len() >= 5 && f[4].trim().is_empty()).then(|| (f[1].to_owned(), f[2].to_owned()))
-        })
-        .enumerate()
-        .map(|(i, (cpu_milli, mem_mib))| {
-            let name = format!("openb-cpu-{i:04}");
-            let res = json!({"cpu": format!("{cpu_milli}m"), "memory": format!("{mem_mib}Mi"), "pods": "110"});
-            json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
-                "status": {"allocatable": res, "capacity": res},
-            })
-        })
-        .collect()
-}
+// nodes
 
 /// A CPU-only node named `name` with this allocatable (and capacity) and 110 pods.
 pub fn cpu_node(name: &str, cpu: &str, memory: &str) -> Value {
@@ -368,27 +311,6 @@ pub fn cpu_node(name: &str, cpu: &str, memory: &str) -> Value {
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
         "status": {"allocatable": res, "capacity": res},
     })
-}
-
-/// First OpenB GPU node of each model in `models` (in that order, repeats pick the next one).
-pub fn pick_gpu_nodes(models: &[&str]) -> Vec<Value> {
-    let all = openb_gpu_nodes();
-    let mut used = std::collections::HashSet::new();
-    models
-        .iter()
-        .map(|m| {
-            let n = all
-                .iter()
-                .find(|n| {
-                    n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"] == *m
-                        && !used.contains(n["metadata"]["name"].as_str().unwrap())
-                })
-                .unwrap_or_else(|| panic!("no OpenB node of model {m}"))
-                .clone();
-            used.insert(n["metadata"]["name"].as_str().unwrap().to_owned());
-            n
-        })
-        .collect()
 }
 
 /// Turns a node (e.g. from [`openb_gpu_nodes`]) into one kwok manages, as kwokctl's node
@@ -451,13 +373,6 @@ pub fn label(v: &Value, key: &str) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
-}
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 /// The `PUT /v1/nodes` entry the in-cluster reporter would send for this node.

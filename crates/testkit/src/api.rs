@@ -1,16 +1,13 @@
 //! The HTTP client of the integration tests: a started Worker plus helpers for its routes
-//! (admin calls with the bearer token, facts, placements, scores, polling `/metrics`). Shared by
-//! `tests/extender.rs` and `tests/shadow.rs`.
+//! (admin calls with the bearer token, facts, placements, scores, polling `/metrics`), and the
+//! pod as kube-scheduler sends it to the extender.
 
 use std::time::Duration;
 
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 
-use super::{StartOptions, WorkerProcess};
-
-/// The admin bearer token of `wrangler.toml`'s development `[vars]`.
-pub const TOKEN: &str = "dev-admin-token";
+use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 pub fn pod(
     name: &str,
@@ -90,7 +87,7 @@ impl Api {
         let mut req = self
             .http
             .request(method, self.worker.url(path))
-            .bearer_auth(TOKEN);
+            .bearer_auth(ADMIN_TOKEN);
         if let Some(b) = body {
             req = req.json(&b);
         }
@@ -124,7 +121,7 @@ impl Api {
         let r = self
             .http
             .put(self.worker.url("/v1/nodes"))
-            .bearer_auth(TOKEN)
+            .bearer_auth(ADMIN_TOKEN)
             .header("content-type", "application/json")
             .body(body)
             .send()

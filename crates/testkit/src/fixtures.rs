@@ -1,11 +1,11 @@
-//! Real-shaped extender requests for benchmarks: OpenB v1.Node objects (the derived sample in
+//! Real-shaped extender requests: OpenB v1.Node objects (the derived sample in
 //! `crates/core/tests/data`) replicated to any count with unique names, plus the labels the
-//! extender reads, and a GPU pod. Shared by the core criterion bench and the HTTP bench.
-#![allow(dead_code)]
+//! extender reads, and a GPU pod. Shared by the core criterion bench, the HTTP bench and the
+//! facts-at-scale tests.
 
 use serde_json::{json, Value};
 
-const SAMPLE: &str = include_str!("../tests/data/openb_node_sample.yaml");
+const SAMPLE: &str = include_str!("../../core/tests/data/openb_node_sample.yaml");
 
 pub fn nodes(count: usize) -> Vec<Value> {
     let templates: Vec<Value> = serde_yaml::Deserializer::from_str(SAMPLE)
