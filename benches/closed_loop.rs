@@ -19,6 +19,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::openb::openb_cpu_nodes;
@@ -124,7 +126,7 @@ async fn run(
             Duration::from_secs(120),
             || async {
                 let first = hot.iter().next()?;
-                let f = env.api.node_facts(first).await?;
+                let f = env.api.try_node_facts(first).await?;
                 (f["load"].is_object()).then_some(())
             },
         )

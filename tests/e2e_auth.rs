@@ -7,6 +7,10 @@
 
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+
+use aco_testkit::api::WorkerApi;
+
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::kube::{ControlPlane, SchedulerConfig};
@@ -43,7 +47,8 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
     for n in &nodes {
         cp.kube.create_node(n).await;
     }
-    api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+    api.put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
+        .await;
     let ns = "tokened";
     cp.kube.create_namespace(ns).await;
     let gpu_pod = |name: &str, models: &str| {
@@ -86,7 +91,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
             .any(|n| name_of(n) == node && label(n, "aco/gpu-type").starts_with("V100")),
         "{node}"
     );
-    let decisions = api.table(ns).await["counters"]["decisions"]
+    let decisions = api.pheromones(ns).await["counters"]["decisions"]
         .as_u64()
         .unwrap_or(0);
     assert!(decisions >= 1, "prioritize went through the token path");
@@ -128,7 +133,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
         .await;
     eprintln!("wrong token: a100-wrong-token bound to {node} without the Worker");
     assert_eq!(
-        api.table(ns).await["counters"]["decisions"]
+        api.pheromones(ns).await["counters"]["decisions"]
             .as_u64()
             .unwrap_or(0),
         decisions,

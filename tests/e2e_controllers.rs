@@ -31,6 +31,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
@@ -194,7 +196,7 @@ impl Cluster {
     }
 
     async fn table(&self, tenant: &str) -> Value {
-        self.env.api.table(tenant).await
+        self.env.api.pheromones(tenant).await
     }
 
     /// Failures the tenant's colony has recorded per node.
@@ -690,7 +692,7 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
     })
     .await;
     c.env.api.wait_deposits(ns, 2, TENANT_WAIT).await;
-    assert!(c.env.api.node_facts(&spot).await.is_some());
+    assert!(c.env.api.try_node_facts(&spot).await.is_some());
 
     // The cloud reclaims it: the Node object goes, its pods are still bound (nothing drained).
     let deleted_at = Instant::now();
@@ -700,7 +702,7 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
         TENANT_WAIT,
         || async {
             let reclaimed = r.metric("aco_reporter_reclaimed_nodes_total").await >= 1.0;
-            (reclaimed && c.env.api.node_facts(&spot).await.is_none()).then_some(())
+            (reclaimed && c.env.api.try_node_facts(&spot).await.is_none()).then_some(())
         },
     )
     .await;
@@ -828,7 +830,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     let node = c.nodes[0].clone();
     // `requested.atMs`: when the reporter says its inputs were observed.
     let observed = |f: &Value| f["requested"]["atMs"].as_u64();
-    let before = c.env.api.node_facts(&node).await.unwrap();
+    let before = c.env.api.try_node_facts(&node).await.unwrap();
     eprintln!("facts before the outage: {before}");
     c.env.cp.stop_apiserver();
     let stopped = now_ms();
@@ -863,7 +865,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         || async { (b.metric("aco_reporter_leader").await == 0.0).then_some(()) },
     )
     .await;
-    let during = c.env.api.node_facts(&node).await.unwrap();
+    let during = c.env.api.try_node_facts(&node).await.unwrap();
     eprintln!("facts during the outage: {during}");
     let t = observed(&during).expect("requested.atMs");
     assert!(
@@ -884,10 +886,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         "the Worker ignores the frozen facts as stale",
         Duration::from_millis(FACTS_TTL_MS + 30_000),
         || async {
-            c.env
-                .api
-                .filter_names(&probe, std::slice::from_ref(&node))
-                .await;
+            c.env.api.filter(&probe, std::slice::from_ref(&node)).await;
             let m = c.env.api.metrics().await;
             (aco_testkit::kube::reporter::sample(&m, stale) >= 1.0).then_some(())
         },
@@ -1030,7 +1029,7 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
     let facts = |name: String| {
         let api = &c.env.api;
         async move {
-            let f = api.node_facts(&name).await?;
+            let f = api.try_node_facts(&name).await?;
             let level = f["load"]["value"]["level"].as_f64()?;
             let price = f["labels"]["aco/cost-per-hour"].as_str()?.to_owned();
             Some((level, price))

@@ -26,6 +26,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use aco_testkit::api::WorkerApi;
+
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};

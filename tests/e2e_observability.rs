@@ -23,6 +23,10 @@
 
 use std::path::{Path, PathBuf};
 
+use aco_testkit::api::WorkerHttp;
+
+use aco_testkit::api::WorkerApi;
+
 use aco_testkit::repo_root;
 use serde_json::Value;
 
@@ -488,7 +492,7 @@ mod e2e {
                 || {
                     let name = name.clone();
                     async move {
-                        api.node_facts(&name)
+                        api.try_node_facts(&name)
                             .await
                             .filter(|f| f["requested"].is_object())
                     }
@@ -507,7 +511,7 @@ mod e2e {
             || {
                 let api = &api;
                 let doomed = doomed.clone();
-                async move { api.node_facts(&doomed).await.is_none().then_some(()) }
+                async move { api.try_node_facts(&doomed).await.is_none().then_some(()) }
             },
         )
         .await;

@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::kube::kwok::{FATE, USAGE_CPU};
@@ -113,7 +115,7 @@ impl Loop {
 
     // Colony reads go through the shared fixtures (`WorkerApi`), as in the kube-scheduler suite.
     async fn table(&self, tenant: &str) -> Value {
-        self.env.api.table(tenant).await
+        self.env.api.pheromones(tenant).await
     }
 
     async fn deposits(&self, tenant: &str) -> u64 {

@@ -33,6 +33,8 @@
 
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::kube::kwok::quantity;
 use aco_testkit::kube::reporter::Reporter;
@@ -118,7 +120,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
             || {
                 let name = name.clone();
                 async move {
-                    let f = api.node_facts(&name).await?;
+                    let f = api.try_node_facts(&name).await?;
                     (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
                 }
             },

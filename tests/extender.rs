@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::api::{full_args, pod, Api};
 use aco_testkit::openb::openb_nodes;
 use aco_testkit::prometheus::{Prometheus, ScrapeJob};

@@ -5,6 +5,8 @@
 //! pods is `price × pod share` (largest share over CPU, memory, GPUs of the node's allocatable);
 //! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
+use aco_testkit::api::WorkerHttp;
+
 use aco_testkit::api::{pod, Api};
 use aco_testkit::StartOptions;
 use aco_testkit::{now_ms, ADMIN_TOKEN};

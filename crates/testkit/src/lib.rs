@@ -7,6 +7,7 @@
 //! - [`kube`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kwok,
 //!   metrics-server, the reporter), one file per concern.
 //! - [`process`]: the process-group handling every launcher uses.
+//! - [`pods`]: the v1.Pod envelope of both pod builders.
 //! - [`fixtures`]: real-shaped extender requests (OpenB nodes replicated to any count);
 //!   [`openb`]: the OpenB trace's nodes as v1.Node objects.
 //!
@@ -18,6 +19,8 @@ pub mod fixtures;
 #[cfg(feature = "launchers")]
 pub mod kube;
 pub mod openb;
+#[cfg(feature = "launchers")]
+pub mod pods;
 #[cfg(feature = "launchers")]
 pub mod process;
 #[cfg(feature = "launchers")]

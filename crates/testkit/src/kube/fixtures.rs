@@ -2,184 +2,16 @@
 //! Miniflare launcher, [`crate::worker`]) over HTTPS with the control plane's CA, its admin API,
 //! nodes with the labels the Worker reads (OpenB's come from [`crate::openb`]), and pod builders.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::reporter::Reporter;
-use super::{ControlPlane, Kube, SchedulerConfig, SCHEDULER_NAME};
-use crate::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
-
-// ---------------------------------------------------------------------------------------------
-// the Worker's admin API
-
-pub struct WorkerApi {
-    pub base: String,
-    http: reqwest::Client,
-}
-
-impl WorkerApi {
-    pub fn new(worker: &WorkerProcess, ca_pem: &[u8]) -> WorkerApi {
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap();
-        WorkerApi {
-            base: worker.base_url.clone(),
-            http,
-        }
-    }
-
-    /// `https://127.0.0.1:PORT/v1` — the urlPrefix kube-scheduler gets.
-    pub fn url_prefix(&self) -> String {
-        format!("{}/v1", self.base)
-    }
-
-    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self
-            .http
-            .request(method.clone(), format!("{}{path}", self.base))
-            .bearer_auth(ADMIN_TOKEN);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let r = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
-        let status = r.status();
-        let text = r.text().await.unwrap();
-        assert!(
-            status.is_success(),
-            "{method} {path}: HTTP {status}: {text}"
-        );
-        serde_json::from_str(&text).unwrap_or(Value::Null)
-    }
-
-    pub async fn put_nodes(&self, facts: Vec<Value>) {
-        self.call(
-            reqwest::Method::PUT,
-            "/v1/nodes",
-            Some(json!({ "nodes": facts })),
-        )
-        .await;
-    }
-
-    /// The facts the Worker stores for a node (`GET /v1/nodes/{name}`), `None` until it has some.
-    pub async fn node_facts(&self, name: &str) -> Option<Value> {
-        let r = self
-            .http
-            .get(format!("{}/v1/nodes/{name}", self.base))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .ok()?;
-        if !r.status().is_success() {
-            return None;
-        }
-        r.json().await.ok()
-    }
-
-    /// A names-mode filter (`POST /v1/filter` with `NodeNames`, as kube-scheduler sends it with
-    /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply.
-    pub async fn filter_names(&self, pod: &Value, names: &[String]) -> Value {
-        self.call(
-            reqwest::Method::POST,
-            "/v1/filter",
-            Some(json!({"Pod": pod, "NodeNames": names})),
-        )
-        .await
-    }
-
-    /// The Worker's Prometheus text (`GET /metrics`).
-    pub async fn metrics(&self) -> String {
-        let r = self
-            .http
-            .get(format!("{}/metrics", self.base))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .expect("GET /metrics");
-        assert!(r.status().is_success(), "GET /metrics: {}", r.status());
-        r.text().await.unwrap()
-    }
-
-    /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`).
-    pub async fn table(&self, tenant: &str) -> Value {
-        self.call(
-            reqwest::Method::GET,
-            &format!("/v1/tenants/{tenant}/pheromones"),
-            None,
-        )
-        .await
-    }
-
-    /// The tenant's shadow summary (`GET /v1/tenants/{t}/shadow`), `None` while the Worker
-    /// answers anything but 2xx.
-    pub async fn shadow_summary(&self, tenant: &str) -> Option<Value> {
-        let r = self
-            .http
-            .get(format!("{}/v1/tenants/{tenant}/shadow", self.base))
-            .bearer_auth(ADMIN_TOKEN)
-            .send()
-            .await
-            .ok()?;
-        if !r.status().is_success() {
-            return None;
-        }
-        r.json().await.ok()
-    }
-
-    pub async fn deposits(&self, tenant: &str) -> u64 {
-        self.table(tenant).await["counters"]["deposits"]
-            .as_u64()
-            .unwrap_or(0)
-    }
-
-    /// Waits until the tenant's colony has exactly `n` deposits, failing at once if it ever
-    /// has more (a placement counted twice).
-    pub async fn wait_deposits(&self, tenant: &str, n: u64, timeout: Duration) {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let d = self.deposits(tenant).await;
-            assert!(
-                d <= n,
-                "tenant {tenant}: {d} deposits, more than the {n} pods bound"
-            );
-            if d == n {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "tenant {tenant}: {d} deposits after {timeout:?}, want {n}"
-            );
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-    }
-
-    /// node → tau for a tenant (empty when the tenant has no trail yet).
-    pub async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
-        let table = self
-            .call(
-                reqwest::Method::GET,
-                &format!("/v1/tenants/{tenant}/pheromones"),
-                None,
-            )
-            .await;
-        table["nodes"]
-            .as_array()
-            .map(|nodes| {
-                nodes
-                    .iter()
-                    .filter_map(|n| Some((n["node"].as_str()?.to_owned(), n["tau"].as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
+use super::{ControlPlane, Kube, SchedulerConfig};
+use crate::api::{WorkerApi, WorkerHttp};
+use crate::pods::pod_object;
+use crate::{now_ms, StartOptions, WorkerProcess};
 
 // ---------------------------------------------------------------------------------------------
 // fixture: control plane + Worker over HTTPS
@@ -268,7 +100,7 @@ impl Env {
         }
         if self.reporter.is_none() {
             self.api
-                .put_nodes(nodes.iter().map(facts_of).collect())
+                .put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
                 .await;
             return;
         }
@@ -281,7 +113,7 @@ impl Env {
                     let name = name.clone();
                     async move {
                         self.api
-                            .node_facts(&name)
+                            .try_node_facts(&name)
                             .await
                             .filter(|f| f["requested"].is_object())
                     }
@@ -403,6 +235,7 @@ pub struct PodOpts<'a> {
     pub affinity: Option<Value>,
 }
 
+/// A pod for a test to create in the API server (500m CPU and 512Mi unless told, GPUs as limits).
 pub fn pod(ns: &str, name: &str, o: PodOpts) -> Value {
     let mut resources = json!({"requests": {"cpu": if o.cpu.is_empty() { "500m" } else { o.cpu },
                                             "memory": if o.memory.is_empty() { "512Mi" } else { o.memory }}});
@@ -419,18 +252,13 @@ pub fn pod(ns: &str, name: &str, o: PodOpts) -> Value {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.into()))
         .collect();
-    let mut spec = json!({
-        "schedulerName": SCHEDULER_NAME,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}],
-    });
+    let container =
+        json!({"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources});
+    let mut pod = pod_object(ns, name, labels.into(), annotations.into(), container);
     if let Some(a) = o.affinity {
-        spec["affinity"] = a;
+        pod["spec"]["affinity"] = a;
     }
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations},
-        "spec": spec,
-    })
+    pod
 }
 
 pub async fn create_pods(kube: &Kube, pods: &[Value]) -> Vec<String> {
