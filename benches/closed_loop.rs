@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::kube::fixtures::*;
 
+use aco_testkit::nodes::name_of;
 use aco_testkit::openb::openb_cpu_nodes;
 
 use aco_testkit::kube::kwok::{quantity, USAGE_CPU};

@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use aco_testkit::kube::fixtures::*;
-
 use aco_testkit::openb::openb_gpu_nodes;
 
 use aco_testkit::kube::{host_port, Extender, Kube, SchedulerConfig};

@@ -28,10 +28,10 @@
 use std::time::{Duration, Instant};
 
 use aco_testkit::kube::fixtures::*;
-
-use aco_testkit::openb::{openb_cpu_nodes, openb_gpu_nodes};
+use aco_testkit::nodes::name_of;
 
 use aco_testkit::kube::reporter::{sample, Reporter};
+use aco_testkit::openb::{openb_cpu_nodes, openb_gpu_nodes};
 use serde_json::Value;
 
 fn env_usize(name: &str, default: usize) -> usize {

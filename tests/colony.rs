@@ -5,7 +5,6 @@
 use std::time::{Duration, Instant};
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::api::{pod, Api};
 use aco_testkit::StartOptions;
 use futures::future::join_all;

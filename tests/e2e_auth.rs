@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
+use aco_testkit::api::WorkerApi;
 use aco_testkit::api::WorkerHttp;
 
-use aco_testkit::api::WorkerApi;
-
 use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
 
 use aco_testkit::kube::{ControlPlane, SchedulerConfig};
 use aco_testkit::openb::pick_gpu_nodes;

@@ -32,9 +32,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::kube::fixtures::*;
 
+use aco_testkit::nodes::name_of;
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 
 use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};

@@ -27,14 +27,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use aco_testkit::api::WorkerApi;
-
 use aco_testkit::api::WorkerHttp;
 
 use aco_testkit::kube::fixtures::*;
-
-use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
+use aco_testkit::nodes::name_of;
 
 use aco_testkit::kube::{host_port, Kube, ProxyMode, SchedulerConfig};
+use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 use serde_json::{json, Value};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 /// The colony's default τ_initial (wrangler.toml / aco-core Config).

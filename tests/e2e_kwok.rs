@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
 
 use aco_testkit::kube::kwok::{
     quantity, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION, USAGE_CPU, USAGE_MEMORY,

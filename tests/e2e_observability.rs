@@ -23,10 +23,6 @@
 
 use std::path::{Path, PathBuf};
 
-use aco_testkit::api::WorkerHttp;
-
-use aco_testkit::api::WorkerApi;
-
 use aco_testkit::repo_root;
 use serde_json::Value;
 
@@ -367,9 +363,11 @@ mod e2e {
     use serde_json::{json, Value};
 
     use super::*;
+    use aco_testkit::api::{WorkerApi, WorkerHttp};
     use aco_testkit::kube::fixtures::*;
     use aco_testkit::kube::reporter::Reporter;
     use aco_testkit::kube::{wait_for, ControlPlane, SchedulerConfig};
+    use aco_testkit::nodes::name_of;
     use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
     use aco_testkit::prometheus::{ApiError, Prometheus, ScrapeJob};
     use aco_testkit::{StartOptions, WorkerProcess};

@@ -27,12 +27,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::kube::kwok::{FATE, USAGE_CPU};
 use aco_testkit::kube::reporter::Reporter;
 use aco_testkit::kube::{wait_for, ProxyMode, Server};
+use aco_testkit::nodes::name_of;
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 use serde_json::{json, Value};
 

@@ -34,11 +34,12 @@
 use std::time::Duration;
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::kube::fixtures::*;
+
 use aco_testkit::kube::kwok::quantity;
 use aco_testkit::kube::reporter::Reporter;
 use aco_testkit::kube::{wait_for, SchedulerConfig};
+use aco_testkit::nodes::name_of;
 use serde_json::Value;
 
 /// The tenant is the namespace (no tenant label).

@@ -5,8 +5,9 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
+// The real-shaped nodes of the measurements.
+#[cfg(feature = "measure")]
 use aco_testkit::fixtures;
-
 use aco_testkit::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -380,7 +381,7 @@ async fn measure_worker_memory_of_full_object_requests() {
         api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
             .await;
         let start = api.memory().await;
-        let body = json!({"Pod": fixtures::gpu_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
+        let body = json!({"Pod": fixtures::bench_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
         let mut after = Vec::new();
         for verb in ["/v1/filter", "/v1/prioritize"] {
             let r = api.verb(verb, body.clone()).await;

@@ -6,7 +6,6 @@
 //! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
 use aco_testkit::api::WorkerHttp;
-
 use aco_testkit::api::{pod, Api};
 use aco_testkit::StartOptions;
 use aco_testkit::{now_ms, ADMIN_TOKEN};

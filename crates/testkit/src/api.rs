@@ -31,6 +31,19 @@ pub fn pod(
     pod
 }
 
+/// A pending pod of tenant `research` asking for one GPU, 4 CPU and 16 GiB, allowed on `models`
+/// (`scheduling.aco/gpu-models`) if given.
+pub fn gpu_pod(name: &str, models: Option<&str>) -> Value {
+    let annotations = models.map_or(json!({}), |m| json!({ "scheduling.aco/gpu-models": m }));
+    pod(
+        name,
+        "research",
+        json!({}),
+        annotations,
+        json!({"cpu": "4", "memory": "16Gi", "alibabacloud.com/gpu-count": "1"}),
+    )
+}
+
 /// ExtenderArgs in full-Nodes mode, each node pretty-printed so that its bytes are distinctive.
 pub fn full_args(pod: &Value, nodes: &[Value]) -> (String, Vec<String>) {
     let items: Vec<String> = nodes
@@ -375,6 +388,16 @@ pub trait WorkerHttp {
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// A decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}`): status and reply.
+    async fn explanation(&self, tenant: &str, pod_uid: &str) -> (StatusCode, Value) {
+        self.admin(
+            Method::GET,
+            &format!("/v1/tenants/{tenant}/decisions/{pod_uid}"),
+            None,
+        )
+        .await
     }
 
     /// node → tau for a tenant (empty when the tenant has no trail yet).

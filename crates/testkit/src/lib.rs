@@ -6,7 +6,9 @@
 //! - [`prometheus`]: a real Prometheus scraping given targets.
 //! - [`kube`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kwok,
 //!   metrics-server, the reporter), one file per concern.
-//! - [`process`]: the process-group handling every launcher uses.
+//! - [`process`]: the process-group handling every launcher uses; [`state`]: the Worker's
+//!   Durable Object SQLite files on disk.
+//! - [`nodes`]: small reads and edits of node JSON.
 //! - [`pods`]: the v1.Pod envelope of both pod builders.
 //! - [`fixtures`]: real-shaped extender requests (OpenB nodes replicated to any count);
 //!   [`openb`]: the OpenB trace's nodes as v1.Node objects.
@@ -18,6 +20,7 @@ pub mod api;
 pub mod fixtures;
 #[cfg(feature = "launchers")]
 pub mod kube;
+pub mod nodes;
 pub mod openb;
 #[cfg(feature = "launchers")]
 pub mod pods;
@@ -25,6 +28,7 @@ pub mod pods;
 pub mod process;
 #[cfg(feature = "launchers")]
 pub mod prometheus;
+pub mod state;
 #[cfg(feature = "launchers")]
 pub mod worker;
 
@@ -32,7 +36,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[cfg(feature = "launchers")]
-pub use worker::{StartOptions, WorkerProcess};
+pub use worker::{trail_on, StartOptions, WorkerProcess};
 
 /// The admin bearer token of `wrangler.toml`'s development `[vars]`.
 pub const ADMIN_TOKEN: &str = "dev-admin-token";

@@ -87,3 +87,27 @@ pub fn openb_nodes(per_model: usize) -> Vec<Value> {
         })
         .collect()
 }
+
+/// Four OpenB nodes (one per model) priced 0.45, 0.45, 1.20 and 3.20 $/h
+/// (`aco/cost-per-hour`).
+pub fn priced_nodes() -> Vec<Value> {
+    let mut nodes = openb_nodes(1);
+    nodes.truncate(4);
+    for (node, cost) in nodes.iter_mut().zip(["0.45", "0.45", "1.20", "3.20"]) {
+        crate::nodes::set_label(node, "aco/cost-per-hour", cost);
+    }
+    nodes
+}
+
+/// `n` nodes with long (253-character) names: the largest decision a prioritize call can make.
+pub fn long_named_nodes(n: usize) -> Vec<Value> {
+    let base = priced_nodes();
+    (0..n)
+        .map(|i| {
+            let mut node = base[i % base.len()].clone();
+            let prefix = format!("n{i:04}-");
+            node["metadata"]["name"] = json!(format!("{prefix}{}", "x".repeat(253 - prefix.len())));
+            node
+        })
+        .collect()
+}

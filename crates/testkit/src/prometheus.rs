@@ -3,7 +3,7 @@
 //! every second. It runs in its own process group with its state in a temporary directory, and
 //! is stopped (SIGTERM, then SIGKILL) on drop, also while a failing test unwinds.
 //!
-//! Used by the Miniflare suite (`tests/extender.rs`: a deposit counter read back through
+//! Used by the Miniflare suite (`tests/metrics.rs`: a deposit counter read back through
 //! Prometheus) and the observability end-to-end test (`tests/e2e_observability.rs`: every
 //! dashboard panel's query against scrapes of the Worker and the reporter).
 

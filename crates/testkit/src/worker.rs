@@ -60,6 +60,12 @@ pub struct StartOptions {
     pub cf: Option<serde_json::Value>,
 }
 
+/// The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone and lets the
+/// trail learn unseen).
+pub fn trail_on() -> StartOptions {
+    StartOptions::default().var("ALPHA", "1")
+}
+
 impl StartOptions {
     /// Convenience: `StartOptions::default().var("ALPHA", "0.3")`.
     pub fn var(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {

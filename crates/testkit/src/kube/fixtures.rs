@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use super::reporter::Reporter;
 use super::{ControlPlane, Kube, SchedulerConfig};
 use crate::api::{WorkerApi, WorkerHttp};
+use crate::nodes::name_of;
 use crate::pods::pod_object;
 use crate::{now_ms, StartOptions, WorkerProcess};
 
@@ -194,10 +195,6 @@ pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Va
         }
     }
     node
-}
-
-pub fn name_of(v: &Value) -> String {
-    v["metadata"]["name"].as_str().unwrap().to_owned()
 }
 
 pub fn label(v: &Value, key: &str) -> String {
