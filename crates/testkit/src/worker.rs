@@ -2,15 +2,16 @@
 //! in Miniflare through `crates/testkit/miniflare.mjs`, which takes every binding and `[vars]`
 //! from `wrangler.toml`.
 //!
-//! ```ignore
+//! In a `#[tokio::test]` (compiled here, not run: it needs the built Worker):
+//!
+//! ```no_run
+//! # async fn livez() {
 //! use aco_testkit::{StartOptions, WorkerProcess};
 //!
-//! #[tokio::test]
-//! async fn livez() {
-//!     let worker = WorkerProcess::start(StartOptions::default());
-//!     let res = reqwest::get(worker.url("/livez")).await.unwrap();
-//!     assert_eq!(res.status(), 200);
-//! }
+//! let worker = WorkerProcess::start(StartOptions::default());
+//! let res = reqwest::get(worker.url("/livez")).await.unwrap();
+//! assert_eq!(res.status(), 200);
+//! # }
 //! ```
 //!
 //! Each `WorkerProcess` is its own Node + workerd process group on a free port, with Durable
