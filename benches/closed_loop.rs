@@ -16,18 +16,18 @@
 //! their total $/h, latency-critical pods on hot nodes, deposits. Writes
 //! `target/bench-closed-loop.md`.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-#[path = "../tests/support_kube/mod.rs"]
-mod support_kube;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::kube::fixtures::*;
+
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::openb_cpu_nodes;
+
+use aco_testkit::kube::kwok::{quantity, USAGE_CPU};
+use aco_testkit::kube::reporter::Reporter;
 use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::kwok::{quantity, USAGE_CPU};
-use support_kube::reporter::Reporter;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -99,7 +99,7 @@ async fn run(
         }
     }
     // metrics-server needs two scrapes to report a rate.
-    support_kube::wait_for(
+    aco_testkit::kube::wait_for(
         "NodeMetrics of the hot nodes",
         Duration::from_secs(120),
         || async {
@@ -121,12 +121,12 @@ async fn run(
         r.wait_nodes_reported(nodes.len(), Duration::from_secs(120))
             .await;
         // Until the hot nodes' utilisation reached the Worker.
-        support_kube::wait_for(
+        aco_testkit::kube::wait_for(
             "utilisation of the hot nodes at the Worker",
             Duration::from_secs(120),
             || async {
                 let first = hot.iter().next()?;
-                let f = env.api.node_facts(first).await?;
+                let f = env.api.try_node_facts(first).await?;
                 (f["load"].is_object()).then_some(())
             },
         )
@@ -227,7 +227,7 @@ async fn main() {
     }
     println!("{md}");
     let _ = std::fs::write(
-        support_kube::repo_root().join("target/bench-closed-loop.md"),
+        aco_testkit::repo_root().join("target/bench-closed-loop.md"),
         &md,
     );
 }

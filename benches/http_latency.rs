@@ -7,14 +7,11 @@
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
 //! the sample count, BENCH_VARS='{"K":"v"}' to override [vars]). Prints a Markdown table.
 
-#[path = "../crates/core/benches/fixtures.rs"]
-mod fixtures;
-#[path = "../tests/support/mod.rs"]
-mod support;
+use aco_testkit::fixtures;
 
 use std::time::{Duration, Instant};
 
-use support::{StartOptions, WorkerProcess};
+use aco_testkit::{StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -54,7 +51,7 @@ async fn main() {
         let body = if mode == "names" {
             let put = client
                 .put(worker.url("/v1/nodes"))
-                .bearer_auth("dev-admin-token")
+                .bearer_auth(ADMIN_TOKEN)
                 .body(fixtures::node_facts_report(n))
                 .send()
                 .await

@@ -9,16 +9,13 @@
 //! aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the edge distance.
 //! Prints a Markdown table and writes it to `target/bench-kube.md`.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-#[path = "../tests/support_kube/mod.rs"]
-mod support_kube;
-
 use std::time::{Duration, Instant};
 
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::openb::openb_gpu_nodes;
+
+use aco_testkit::kube::{host_port, Extender, Kube, SchedulerConfig};
 use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::{host_port, Extender, Kube, SchedulerConfig};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -193,13 +190,13 @@ async fn main() {
         table.push_str(&format!("| {name} | {done} | {secs:.1} | {rate:.1} |\n"));
     }
     println!("\n{table}");
-    let out = support_kube::repo_root().join("target/bench-kube.md");
+    let out = aco_testkit::repo_root().join("target/bench-kube.md");
     std::fs::write(&out, &table).unwrap();
     eprintln!("written to {}", out.display());
 }
 
 fn kube_version() -> String {
-    let out = std::process::Command::new(support_kube::kube_bin().join("kube-scheduler"))
+    let out = std::process::Command::new(aco_testkit::kube::kube_bin().join("kube-scheduler"))
         .arg("--version")
         .output();
     out.ok()

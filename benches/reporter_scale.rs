@@ -25,16 +25,14 @@
 //! (VmHWM) measured at its end. No control plane: creating 150,000 pods through an API
 //! server takes longer than this machine allows. Writes `target/bench-reporter-store.md`.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-#[path = "../tests/support_kube/mod.rs"]
-mod support_kube;
-
 use std::time::{Duration, Instant};
 
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
+
+use aco_testkit::kube::reporter::{sample, Reporter};
+use aco_testkit::openb::{openb_cpu_nodes, openb_gpu_nodes};
 use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::reporter::{sample, Reporter};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -153,7 +151,11 @@ fn bound_pod(ns: &str, name: &str, node: &str) -> Value {
     p
 }
 
-async fn create_all(kube: &support_kube::Kube, objects: &[Value], path: impl Fn(&Value) -> String) {
+async fn create_all(
+    kube: &aco_testkit::kube::Kube,
+    objects: &[Value],
+    path: impl Fn(&Value) -> String,
+) {
     for chunk in objects.chunks(32) {
         let paths: Vec<String> = chunk.iter().map(&path).collect();
         futures::future::join_all(chunk.iter().zip(&paths).map(|(o, p)| kube.post(p, o))).await;
@@ -205,7 +207,7 @@ async fn run(
         t.elapsed().as_secs_f64()
     );
 
-    support_kube::reporter::reporter_bin(true); // built before the clock starts
+    aco_testkit::kube::reporter::reporter_bin(true); // built before the clock starts
     let started = Instant::now();
     let url = env.api.base.clone();
     let reporter = Reporter::start(
@@ -534,7 +536,7 @@ async fn main() {
             env_usize("BENCH_STORE_PODS", 150_000),
         );
         println!("{md}");
-        let out = support_kube::repo_root().join("target/bench-reporter-store.md");
+        let out = aco_testkit::repo_root().join("target/bench-reporter-store.md");
         let _ = std::fs::write(&out, &md);
         eprintln!("written to {}", out.display());
         return;
@@ -568,7 +570,7 @@ async fn main() {
         ));
     }
     println!("{md}");
-    let out = support_kube::repo_root().join("target/bench-reporter.md");
+    let out = aco_testkit::repo_root().join("target/bench-reporter.md");
     let _ = std::fs::write(&out, &md);
     eprintln!("written to {}", out.display());
 }

@@ -6,7 +6,7 @@
 //! Cloudflare refuses the operation beyond a limit ("Too many API requests by single Worker
 //! invocation"); Miniflare does not. So the Worker enforces the same budgets itself: an
 //! operation beyond one fails with 503 and logs [`BUDGET_EXCEEDED`], which the test harness
-//! treats as a failed test (tests/support/mod.rs). Work done after the response (`waitUntil`)
+//! treats as a failed test (crates/testkit/src/worker.rs). Work done after the response (`waitUntil`)
 //! belongs to the same invocation and spends from the same budget: hand it a clone.
 //!
 //! The counts also feed the cost model: each kind is exported as

@@ -3,11 +3,10 @@
 //! `MAX_CLUSTERS` create nothing and are counted; `/metrics` lists every admitted colony
 //! however many; telemetry keeps one bounded row per cluster and survives a restart.
 
-mod support;
-
+use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_testkit::state::object_sqlite_files;
+use aco_testkit::{StartOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
-use support::api::{full_args, pod, Api, TOKEN};
-use support::{object_sqlite_files, StartOptions};
 
 fn node(name: &str) -> Value {
     json!({
@@ -104,7 +103,7 @@ async fn clusters_beyond_max_clusters_are_refused_before_any_object_or_label() {
         let req = api
             .http
             .put(api.worker.url(&format!("/c/{cluster}/v1/nodes")))
-            .bearer_auth(TOKEN)
+            .bearer_auth(ADMIN_TOKEN)
             .json(&json!({"nodes": [{"name": "n1"}]}));
         async move {
             let r = req.send().await.unwrap();

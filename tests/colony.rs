@@ -2,15 +2,14 @@
 //! and `setAlarm` included), exactly-once learning across a `kill -9` of workerd, and poison
 //! items that must not block a tenant's learning.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::api::{pod, Api};
+use aco_testkit::StartOptions;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::api::{pod, Api};
-use support::StartOptions;
 
 const NODES: [(&str, &str); 4] = [
     ("node-a", "0.45"),
@@ -209,7 +208,7 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
         let http = http.clone();
         async move {
             http.post(url)
-                .bearer_auth(support::api::TOKEN)
+                .bearer_auth(aco_testkit::ADMIN_TOKEN)
                 .json(&b)
                 .send()
                 .await

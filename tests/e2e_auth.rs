@@ -5,15 +5,18 @@
 //! still schedule without it. Run by `scripts/e2e` (needs the control plane binaries).
 #![cfg(feature = "e2e")]
 
-mod support;
-mod support_kube;
-
 use std::time::Duration;
 
+use aco_testkit::api::WorkerApi;
+use aco_testkit::api::WorkerHttp;
+
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
+
+use aco_testkit::kube::{ControlPlane, SchedulerConfig};
+use aco_testkit::openb::pick_gpu_nodes;
+use aco_testkit::{StartOptions, WorkerProcess};
 use serde_json::Value;
-use support::{StartOptions, WorkerProcess};
-use support_kube::fixtures::*;
-use support_kube::{ControlPlane, SchedulerConfig};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "e2e-extender-token-0123456789abcdefghijklmnop";
@@ -44,7 +47,8 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
     for n in &nodes {
         cp.kube.create_node(n).await;
     }
-    api.put_nodes(nodes.iter().map(facts_of).collect()).await;
+    api.put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
+        .await;
     let ns = "tokened";
     cp.kube.create_namespace(ns).await;
     let gpu_pod = |name: &str, models: &str| {
@@ -87,7 +91,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
             .any(|n| name_of(n) == node && label(n, "aco/gpu-type").starts_with("V100")),
         "{node}"
     );
-    let decisions = api.table(ns).await["counters"]["decisions"]
+    let decisions = api.pheromones(ns).await["counters"]["decisions"]
         .as_u64()
         .unwrap_or(0);
     assert!(decisions >= 1, "prioritize went through the token path");
@@ -129,7 +133,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
         .await;
     eprintln!("wrong token: a100-wrong-token bound to {node} without the Worker");
     assert_eq!(
-        api.table(ns).await["counters"]["decisions"]
+        api.pheromones(ns).await["counters"]["decisions"]
             .as_u64()
             .unwrap_or(0),
         decisions,

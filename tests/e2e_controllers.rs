@@ -3,7 +3,7 @@
 //! **kube-controller-manager** (Deployments, ReplicaSets, Jobs, PodGC, the node lifecycle and
 //! taint eviction controllers, service accounts), kube-scheduler through the Worker, kwok's fake
 //! kubelets. The reporter is **installed** from `k8s/` as a user does it (kustomize overlay with
-//! the image and the Worker URL, `tests/support_kube/install.rs`) and runs with the token of its
+//! the image and the Worker URL, `crates/testkit/src/kube/install.rs`) and runs with the token of its
 //! ServiceAccount, so the shipped RBAC is what it gets: a missing verb breaks a watch or the
 //! Lease and fails these tests.
 //!
@@ -26,19 +26,22 @@
 
 #![allow(clippy::await_holding_lock)]
 
-mod support;
-mod support_kube;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::kube::fixtures::*;
+
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
+
+use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
+use aco_testkit::kube::reporter::Reporter;
+use aco_testkit::kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
+use aco_testkit::{now_ms, ADMIN_TOKEN};
 use serde_json::{json, Value};
-use support_kube::fixtures::*;
-use support_kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
-use support_kube::reporter::Reporter;
-use support_kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(120);
 const TENANT_WAIT: Duration = Duration::from_secs(90);
@@ -163,7 +166,7 @@ impl Cluster {
         }
     }
 
-    fn kube(&self) -> &support_kube::Kube {
+    fn kube(&self) -> &aco_testkit::kube::Kube {
         self.env.kube()
     }
 
@@ -193,7 +196,7 @@ impl Cluster {
     }
 
     async fn table(&self, tenant: &str) -> Value {
-        self.env.api.table(tenant).await
+        self.env.api.pheromones(tenant).await
     }
 
     /// Failures the tenant's colony has recorded per node.
@@ -377,7 +380,8 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     // Preemption: fillers take 70% of every node; a high-priority pod needing half a node
     // makes kube-scheduler preempt one of them.
     let alloc = |n: &Value| {
-        support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap()
+        aco_testkit::kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap())
+            .unwrap()
     };
     let min_cpu = nodes.iter().map(alloc).fold(f64::MAX, f64::min);
     kube.post(
@@ -454,7 +458,7 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
         TENANT_WAIT,
         || async {
             let m = r.metrics().await;
-            let s = |k: &str| support_kube::reporter::sample(&m, k);
+            let s = |k: &str| aco_testkit::kube::reporter::sample(&m, k);
             (s(&deleted) >= 5.0 && s(&evicted) >= 1.0 && s(&own_oom) >= 1.0).then_some(())
         },
     )
@@ -569,7 +573,8 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
     // kept off the flaky node: slower on the slow node.
     c.namespace("train").await;
     let alloc = |n: &Value| {
-        support_kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap()).unwrap()
+        aco_testkit::kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap())
+            .unwrap()
     };
     let cpu = format!(
         "{}m",
@@ -687,7 +692,7 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
     })
     .await;
     c.env.api.wait_deposits(ns, 2, TENANT_WAIT).await;
-    assert!(c.env.api.node_facts(&spot).await.is_some());
+    assert!(c.env.api.try_node_facts(&spot).await.is_some());
 
     // The cloud reclaims it: the Node object goes, its pods are still bound (nothing drained).
     let deleted_at = Instant::now();
@@ -697,7 +702,7 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_charged() {
         TENANT_WAIT,
         || async {
             let reclaimed = r.metric("aco_reporter_reclaimed_nodes_total").await >= 1.0;
-            (reclaimed && c.env.api.node_facts(&spot).await.is_none()).then_some(())
+            (reclaimed && c.env.api.try_node_facts(&spot).await.is_none()).then_some(())
         },
     )
     .await;
@@ -748,7 +753,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     // reach the Worker.
     let proxy = c.env.cp.start_proxy(
         "api-proxy",
-        &support_kube::host_port(&c.env.cp.api_url),
+        &aco_testkit::kube::host_port(&c.env.cp.api_url),
         Duration::ZERO,
     );
     let mut a = c
@@ -778,7 +783,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     .await;
     assert_eq!(b.metric("aco_reporter_leader").await, 0.0);
 
-    proxy.set_mode(support_kube::ProxyMode::Refuse).await;
+    proxy.set_mode(aco_testkit::kube::ProxyMode::Refuse).await;
     let cut = Instant::now();
     wait_for("a steps down", Duration::from_secs(15), || async {
         (a.metric("aco_reporter_leader").await == 0.0).then_some(())
@@ -825,7 +830,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     let node = c.nodes[0].clone();
     // `requested.atMs`: when the reporter says its inputs were observed.
     let observed = |f: &Value| f["requested"]["atMs"].as_u64();
-    let before = c.env.api.node_facts(&node).await.unwrap();
+    let before = c.env.api.try_node_facts(&node).await.unwrap();
     eprintln!("facts before the outage: {before}");
     c.env.cp.stop_apiserver();
     let stopped = now_ms();
@@ -860,7 +865,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         || async { (b.metric("aco_reporter_leader").await == 0.0).then_some(()) },
     )
     .await;
-    let during = c.env.api.node_facts(&node).await.unwrap();
+    let during = c.env.api.try_node_facts(&node).await.unwrap();
     eprintln!("facts during the outage: {during}");
     let t = observed(&during).expect("requested.atMs");
     assert!(
@@ -881,12 +886,9 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
         "the Worker ignores the frozen facts as stale",
         Duration::from_millis(FACTS_TTL_MS + 30_000),
         || async {
-            c.env
-                .api
-                .filter_names(&probe, std::slice::from_ref(&node))
-                .await;
+            c.env.api.filter(&probe, std::slice::from_ref(&node)).await;
             let m = c.env.api.metrics().await;
-            (support_kube::reporter::sample(&m, stale) >= 1.0).then_some(())
+            (aco_testkit::kube::reporter::sample(&m, stale) >= 1.0).then_some(())
         },
     )
     .await;
@@ -919,7 +921,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
 async fn a_worker_url_ending_in_v1_is_refused_at_start() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(support_kube::reporter::reporter_bin(false))
+    let out = std::process::Command::new(aco_testkit::kube::reporter::reporter_bin(false))
         .env("ACO_WORKER_URL", "https://aco.example.workers.dev/v1")
         .env("ACO_ADMIN_TOKEN", "t")
         .env("KUBECONFIG", dir.path().join("none"))
@@ -990,7 +992,7 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
     );
     let (url, _server) = exporter(series).await;
     let prometheus =
-        support::prometheus::Prometheus::start(&[support::prometheus::ScrapeJob::new(
+        aco_testkit::prometheus::Prometheus::start(&[aco_testkit::prometheus::ScrapeJob::new(
             "dcgm", &url,
         )]);
     wait_for(
@@ -1027,7 +1029,7 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
     let facts = |name: String| {
         let api = &c.env.api;
         async move {
-            let f = api.node_facts(&name).await?;
+            let f = api.try_node_facts(&name).await?;
             let level = f["load"]["value"]["level"].as_f64()?;
             let price = f["labels"]["aco/cost-per-hour"].as_str()?.to_owned();
             Some((level, price))

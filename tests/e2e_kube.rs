@@ -22,16 +22,19 @@
 // the lock only keeps two control planes from running at once.
 #![allow(clippy::await_holding_lock)]
 
-mod support;
-mod support_kube;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use aco_testkit::api::WorkerApi;
+use aco_testkit::api::WorkerHttp;
+
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
+
+use aco_testkit::kube::{host_port, Kube, ProxyMode, SchedulerConfig};
+use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 use serde_json::{json, Value};
-use support_kube::fixtures::*;
-use support_kube::{host_port, Kube, ProxyMode, SchedulerConfig};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 /// The colony's default τ_initial (wrangler.toml / aco-core Config).
 const TAU_INITIAL: f64 = 1.0;
@@ -44,7 +47,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// The FailedScheduling events of a pod (waits until at least one is there).
 async fn failed_scheduling_messages(kube: &Kube, ns: &str, name: &str) -> Vec<String> {
-    support_kube::wait_for(
+    aco_testkit::kube::wait_for(
         &format!("FailedScheduling event of {ns}/{name}"),
         BIND_TIMEOUT,
         || async move {
@@ -484,7 +487,7 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
         .cp
         .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
     let mut config = env.worker_config(false);
-    if let support_kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
+    if let aco_testkit::kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
         *url_prefix = format!("https://{}/v1", proxy.addr);
     }
     let mut sched = env.cp.start_scheduler("scheduler", &config).await;
@@ -606,7 +609,7 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
     let _serial = serial();
     let env = Env::start_with_reporter().await;
     let kube = env.kube();
-    let k8s = support_kube::repo_root().join("k8s");
+    let k8s = aco_testkit::repo_root().join("k8s");
 
     let kustomization = &yaml_docs(&k8s.join("kustomization.yaml"))[0];
     let ns = kustomization["namespace"].as_str().unwrap();
@@ -727,4 +730,4 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
     }
 }
 
-const SCHEDULER_NAME_STR: &str = support_kube::SCHEDULER_NAME;
+const SCHEDULER_NAME_STR: &str = aco_testkit::kube::SCHEDULER_NAME;

@@ -13,17 +13,17 @@
 //!     OOM-killed container, for `restartPolicy: Never` and `Always`
 //!     (`scripts/kube/kwok/fates.yaml`).
 
-mod support;
-mod support_kube;
-
 use std::time::Duration;
 
-use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::kwok::{
+use aco_testkit::kube::fixtures::*;
+use aco_testkit::nodes::name_of;
+
+use aco_testkit::kube::kwok::{
     quantity, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION, USAGE_CPU, USAGE_MEMORY,
 };
-use support_kube::{wait_for, ControlPlane, Kube};
+use aco_testkit::kube::{wait_for, ControlPlane, Kube};
+use aco_testkit::openb::pick_gpu_nodes;
+use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const NS: &str = "kwok-e2e";

@@ -23,16 +23,8 @@
 
 use std::path::{Path, PathBuf};
 
+use aco_testkit::repo_root;
 use serde_json::Value;
-
-#[cfg(feature = "e2e")]
-mod support;
-#[cfg(feature = "e2e")]
-mod support_kube;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 const DASHBOARD: &str = "k8s/observability/grafana-dashboard.json";
 const RULES: &str = "k8s/observability/prometheus-rules.yaml";
@@ -370,12 +362,15 @@ mod e2e {
 
     use serde_json::{json, Value};
 
-    use super::support::prometheus::{ApiError, Prometheus, ScrapeJob};
-    use super::support::{StartOptions, WorkerProcess};
-    use super::support_kube::fixtures::*;
-    use super::support_kube::reporter::Reporter;
-    use super::support_kube::{wait_for, ControlPlane, SchedulerConfig};
     use super::*;
+    use aco_testkit::api::{WorkerApi, WorkerHttp};
+    use aco_testkit::kube::fixtures::*;
+    use aco_testkit::kube::reporter::Reporter;
+    use aco_testkit::kube::{wait_for, ControlPlane, SchedulerConfig};
+    use aco_testkit::nodes::name_of;
+    use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
+    use aco_testkit::prometheus::{ApiError, Prometheus, ScrapeJob};
+    use aco_testkit::{StartOptions, WorkerProcess};
 
     const BIND_TIMEOUT: Duration = Duration::from_secs(90);
     /// How long Prometheus may take, after the workload, until every panel has data.
@@ -495,7 +490,7 @@ mod e2e {
                 || {
                     let name = name.clone();
                     async move {
-                        api.node_facts(&name)
+                        api.try_node_facts(&name)
                             .await
                             .filter(|f| f["requested"].is_object())
                     }
@@ -514,7 +509,7 @@ mod e2e {
             || {
                 let api = &api;
                 let doomed = doomed.clone();
-                async move { api.node_facts(&doomed).await.is_none().then_some(()) }
+                async move { api.try_node_facts(&doomed).await.is_none().then_some(()) }
             },
         )
         .await;

@@ -22,18 +22,19 @@
 
 #![allow(clippy::await_holding_lock)]
 
-mod support;
-mod support_kube;
-
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::kube::fixtures::*;
+
+use aco_testkit::kube::kwok::{FATE, USAGE_CPU};
+use aco_testkit::kube::reporter::Reporter;
+use aco_testkit::kube::{wait_for, ProxyMode, Server};
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 use serde_json::{json, Value};
-use support_kube::fixtures::*;
-use support_kube::kwok::{FATE, USAGE_CPU};
-use support_kube::reporter::Reporter;
-use support_kube::{wait_for, ProxyMode, Server};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -102,7 +103,7 @@ impl Loop {
         Reporter::start(&self.env.cp, &self.reporter_worker_url, name, extra, false)
     }
 
-    fn kube(&self) -> &support_kube::Kube {
+    fn kube(&self) -> &aco_testkit::kube::Kube {
         self.env.kube()
     }
 
@@ -114,7 +115,7 @@ impl Loop {
 
     // Colony reads go through the shared fixtures (`WorkerApi`), as in the kube-scheduler suite.
     async fn table(&self, tenant: &str) -> Value {
-        self.env.api.table(tenant).await
+        self.env.api.pheromones(tenant).await
     }
 
     async fn deposits(&self, tenant: &str) -> u64 {
@@ -353,10 +354,11 @@ async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node()
 
     // Make names[0] hot: pods bound directly with tiny requests but high real usage.
     let hot = &names[0];
-    let alloc_milli =
-        support_kube::kwok::quantity(nodes[0]["status"]["allocatable"]["cpu"].as_str().unwrap())
-            .unwrap()
-            * 1000.0;
+    let alloc_milli = aco_testkit::kube::kwok::quantity(
+        nodes[0]["status"]["allocatable"]["cpu"].as_str().unwrap(),
+    )
+    .unwrap()
+        * 1000.0;
     let per_pod = format!("{}m", (alloc_milli * 0.9 / 4.0) as u64);
     for i in 0..4 {
         kube.create_pod(&bound_elsewhere(
@@ -558,7 +560,7 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     let mut lp = Loop::start(&nodes, false).await;
     // The reporter reaches the Worker through a proxy we can cut; kube-scheduler does not, so
     // decisions are still made (and remembered) while the reporter cannot report.
-    let upstream = support_kube::host_port(&lp.env.api.base);
+    let upstream = aco_testkit::kube::host_port(&lp.env.api.base);
     let proxy = lp
         .env
         .cp

@@ -31,16 +31,16 @@
 
 #![cfg(feature = "e2e")]
 
-mod support;
-mod support_kube;
-
 use std::time::Duration;
 
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::kube::fixtures::*;
+
+use aco_testkit::kube::kwok::quantity;
+use aco_testkit::kube::reporter::Reporter;
+use aco_testkit::kube::{wait_for, SchedulerConfig};
+use aco_testkit::nodes::name_of;
 use serde_json::Value;
-use support_kube::fixtures::*;
-use support_kube::kwok::quantity;
-use support_kube::reporter::Reporter;
-use support_kube::{wait_for, SchedulerConfig};
 
 /// The tenant is the namespace (no tenant label).
 const NS: &str = "shop";
@@ -121,7 +121,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
             || {
                 let name = name.clone();
                 async move {
-                    let f = api.node_facts(&name).await?;
+                    let f = api.try_node_facts(&name).await?;
                     (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
                 }
             },

@@ -5,24 +5,15 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
-#[path = "../crates/core/benches/fixtures.rs"]
-mod fixtures;
-mod support;
-
+// The real-shaped nodes of the measurements.
+#[cfg(feature = "measure")]
+use aco_testkit::fixtures;
+use aco_testkit::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{StartOptions, WorkerProcess};
 
-const TOKEN: &str = "dev-admin-token";
 /// Shards of the Facts object (`aco_core::facts_shards::SHARDS`).
 const SHARDS: u64 = 16;
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 fn node_name(i: usize) -> String {
     format!("bench-node-{i:05}")
@@ -99,7 +90,7 @@ impl Api {
         self.send(
             self.http
                 .put(self.worker.url("/v1/nodes"))
-                .bearer_auth(TOKEN)
+                .bearer_auth(ADMIN_TOKEN)
                 .json(batch),
         )
         .await
@@ -129,7 +120,7 @@ impl Api {
             .send(
                 self.http
                     .get(self.worker.url("/v1/nodes/probe-node"))
-                    .bearer_auth(TOKEN),
+                    .bearer_auth(ADMIN_TOKEN),
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.body);
@@ -141,7 +132,7 @@ impl Api {
             .send(
                 self.http
                     .get(self.worker.url(&format!("/v1/nodes/{name}")))
-                    .bearer_auth(TOKEN),
+                    .bearer_auth(ADMIN_TOKEN),
             )
             .await;
         match r.status.as_u16() {
@@ -390,7 +381,7 @@ async fn measure_worker_memory_of_full_object_requests() {
         api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
             .await;
         let start = api.memory().await;
-        let body = json!({"Pod": fixtures::gpu_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
+        let body = json!({"Pod": fixtures::bench_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
         let mut after = Vec::new();
         for verb in ["/v1/filter", "/v1/prioritize"] {
             let r = api.verb(verb, body.clone()).await;

@@ -10,12 +10,11 @@
 //! `cluster` label exists beyond the allowed one. `HTTP_FUZZ_REQUESTS` (default 600) sets the length: the long run in
 //! docs/fuzzing.md used 20,000.
 
-mod support;
-
+use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_testkit::state::object_sqlite_files;
+use aco_testkit::{StartOptions, ADMIN_TOKEN};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde_json::json;
-use support::api::{full_args, pod, Api, TOKEN};
-use support::{object_sqlite_files, StartOptions};
 
 const PATH_TOKEN: &str = "fuzz-path-token-0123456789abcdefghijklmnop";
 
@@ -136,9 +135,9 @@ async fn methods_prefixes_paths_and_headers_never_get_a_5xx_and_strangers_make_n
         match rng.random_range(0..6) {
             0 if !strangers => {
                 by_admin += 1;
-                req = req.bearer_auth(TOKEN)
+                req = req.bearer_auth(ADMIN_TOKEN)
             }
-            1 => req = req.bearer_auth(mangle(TOKEN, &mut rng)),
+            1 => req = req.bearer_auth(mangle(ADMIN_TOKEN, &mut rng)),
             2 => req = req.header("authorization", "Basic Zm9vOmJhcg=="),
             3 => req = req.header("authorization", "Bearer"),
             _ => {}

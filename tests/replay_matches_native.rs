@@ -2,8 +2,6 @@
 //! native simulation of the colony does: same core code, same facts, same tie-break RNG.
 //! Needs the built Worker (`bash scripts/build-worker`).
 
-mod support;
-
 use aco_sim::cluster::{worker_vars, World};
 use aco_sim::engine::{run, SimParams};
 use aco_sim::load::LoadModel;
@@ -11,7 +9,7 @@ use aco_sim::native::NativeScheduler;
 use aco_sim::policy;
 use aco_sim::predictor::PredictorKind;
 use aco_sim::replay::HttpScheduler;
-use support::{repo_root, StartOptions, WorkerProcess};
+use aco_testkit::{repo_root, StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 fn sample_world(seed: u64) -> World {
     aco_sim::cluster::sample_world(&repo_root(), seed).unwrap()
@@ -53,7 +51,7 @@ fn replay_placements_equal_the_native_colony() {
         options = options.var(k, v);
     }
     let worker = WorkerProcess::start(options);
-    let mut http = HttpScheduler::new(&worker.base_url, "dev-admin-token", &world).unwrap();
+    let mut http = HttpScheduler::new(&worker.base_url, ADMIN_TOKEN, &world).unwrap();
     let got = run(&world, &load, &params, &mut http)
         .unwrap_or_else(|e| panic!("replay failed: {e}\n{}", worker.logs()));
 

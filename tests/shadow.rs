@@ -5,21 +5,12 @@
 //! pods is `price × pod share` (largest share over CPU, memory, GPUs of the node's allocatable);
 //! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
-mod support;
-
-use std::time::{SystemTime, UNIX_EPOCH};
-
+use aco_testkit::api::WorkerHttp;
+use aco_testkit::api::{pod, Api};
+use aco_testkit::StartOptions;
+use aco_testkit::{now_ms, ADMIN_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
-use support::api::{pod, Api, TOKEN};
-use support::StartOptions;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
 
 /// Every node: 8 CPU, 32 GiB.
 const CPU: f64 = 8.0;
@@ -80,7 +71,7 @@ async fn shadow(api: &Api, prefix: &str, placements: Value) -> (reqwest::StatusC
     let r = api
         .http
         .post(api.worker.url(&format!("{prefix}/v1/shadow")))
-        .bearer_auth(TOKEN)
+        .bearer_auth(ADMIN_TOKEN)
         .json(&json!({ "placements": placements }))
         .send()
         .await

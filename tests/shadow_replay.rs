@@ -3,8 +3,6 @@
 //! tenant equals the simulator's own, computed natively with the same core function over the
 //! same facts (`aco_sim::shadow`). Needs the built Worker (`bash scripts/build-worker`).
 
-mod support;
-
 use aco_sim::cluster::{worker_vars, World};
 use aco_sim::engine::{run, SimParams};
 use aco_sim::load::LoadModel;
@@ -13,7 +11,7 @@ use aco_sim::policy;
 use aco_sim::predictor::PredictorKind;
 use aco_sim::replay::HttpScheduler;
 use aco_sim::shadow::ShadowReplay;
-use support::{repo_root, StartOptions, WorkerProcess};
+use aco_testkit::{repo_root, StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 fn sample_world(seed: u64) -> World {
     aco_sim::cluster::sample_world(&repo_root(), seed).unwrap()
@@ -46,7 +44,7 @@ fn the_workers_shadow_summary_equals_the_simulators() {
         world.config.clone(),
         PredictorKind::Ema(world.config.ema_alpha),
     );
-    let http = HttpScheduler::new(&worker.base_url, "dev-admin-token", &world).unwrap();
+    let http = HttpScheduler::new(&worker.base_url, ADMIN_TOKEN, &world).unwrap();
     let mut shadow = ShadowReplay::new(baseline, http, world.config.clone());
     let result = run(&world, &load, &params, &mut shadow)
         .unwrap_or_else(|e| panic!("shadow replay failed: {e}\n{}", worker.logs()));

@@ -1,9 +1,7 @@
 //! Smoke tests of the Miniflare harness: the built Worker starts, answers, and restarts on the
 //! same state directory. Real behaviour is tested in the other integration tests.
 
-mod support;
-
-use support::{StartOptions, WorkerProcess};
+use aco_testkit::{StartOptions, WorkerProcess};
 
 #[tokio::test]
 async fn livez_answers_200() {

@@ -1,8 +1,9 @@
 //! Node reports (PUT /v1/nodes items): parse, validate, fold into a record; a valid report's
 //! record serialises and reads back equal (the Facts object stores it as JSON in a shard row).
 #![no_main]
+use aco_core::api::nodes::NodeReport;
 use aco_core::config::Config;
-use aco_core::facts::{NodeFacts, NodeReport};
+use aco_core::facts::NodeFacts;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use std::rc::Rc;
 
+use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
 use aco_core::facts_shards::{shard_of, SHARDS};
@@ -30,7 +31,7 @@ use aco_core::heuristic::ClusterOutlook;
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
-use crate::facts::{self, PutReply, SnapshotReply};
+use crate::facts::{self, SnapshotReply};
 use crate::http::ApiError;
 
 /// One cluster's facts as this isolate last fetched them.
@@ -190,7 +191,7 @@ pub async fn put(
     cluster: &str,
     batch: String,
     now_ms: u64,
-) -> Result<PutReply, ApiError> {
+) -> Result<NodesReply, ApiError> {
     let (status, text) = call(
         bindings,
         cluster,

@@ -5,4 +5,4 @@
 pub mod client;
 mod object;
 
-pub use object::{Facts, PutReply, SnapshotReply, BINDING, CLASS};
+pub use object::{Facts, SnapshotReply, BINDING, CLASS};

@@ -23,8 +23,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
+use aco_core::api::nodes::{NodesBatch, NodesReply};
 use aco_core::facts_shards::{
-    decode_pools, decode_shard, stamp_lag_ms, FactsBatch, FactsTable, POOLS_ROW, SHARDS,
+    decode_pools, decode_shard, stamp_lag_ms, FactsTable, POOLS_ROW, SHARDS,
 };
 use aco_core::heuristic::spot_risk::SpotPools;
 use serde::{Deserialize, Serialize};
@@ -41,20 +42,6 @@ use crate::sql_transaction::run_in_transaction;
 pub const BINDING: &str = "FACTS";
 /// Class label of the binding counters (`aco_do_rows_written_total{class}`).
 pub const CLASS: &str = "Facts";
-
-/// Reply to `PUT /nodes`.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PutReply {
-    /// Distinct nodes reported.
-    pub stored: usize,
-    /// Distinct names deleted.
-    pub forgotten: usize,
-    /// SQLite rows this batch wrote (0 when nothing changed materially).
-    pub rows_written: u64,
-    /// Nodes the cluster has after the batch.
-    pub nodes: usize,
-}
 
 /// One shard as served to readers.
 #[derive(Debug, Serialize, Deserialize)]
@@ -198,7 +185,7 @@ impl Facts {
     }
 
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
-        let batch: FactsBatch = match serde_json::from_str::<FactsBatch>(body)
+        let batch: NodesBatch = match serde_json::from_str::<NodesBatch>(body)
             .map_err(|e| (None::<String>, e.to_string()))
         {
             Ok(b) => b,
@@ -240,7 +227,7 @@ impl Facts {
         }
         Ok(reply(
             200,
-            &PutReply {
+            &NodesReply {
                 stored,
                 forgotten,
                 rows_written,

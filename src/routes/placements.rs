@@ -7,13 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
 use aco_core::cluster::validate_tenant;
-use aco_core::colony::Outcome;
 use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::{PlacementItem, PlacementsRequest};
 use aco_core::config::Config;
 use aco_core::facts::validate_node_name;
-use serde::{Deserialize, Serialize};
 
 use super::admission::{admit_tenant, count_overflow, over_limit, TenantAdmission};
 use super::{Call, Handled};
@@ -23,49 +22,6 @@ use crate::http::{json_response, parse_json, read_body, ApiError};
 
 /// At most this many placements per request.
 const MAX_BATCH: usize = 5_000;
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Report {
-    pod_uid: Option<String>,
-    namespace: Option<String>,
-    name: Option<String>,
-    tenant: Option<String>,
-    node: String,
-    outcome: Option<Outcome>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Batch {
-    placements: Vec<Report>,
-}
-
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub received: u64,
-    pub deposited: u64,
-    pub outcomes: u64,
-    pub duplicates: u64,
-    pub unknown_pod: u64,
-    pub not_a_candidate: u64,
-}
-
-/// A report's pod key: its UID, else `namespace/name` (the colony's key for the pod).
-pub(super) fn pod_key(
-    uid: Option<&str>,
-    namespace: Option<&str>,
-    name: Option<&str>,
-) -> Option<String> {
-    match (uid, namespace, name) {
-        (Some(uid), _, _) if !uid.is_empty() => Some(uid.to_string()),
-        (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
-            Some(format!("{ns}/{name}"))
-        }
-        _ => None,
-    }
-}
 
 /// A reported tenant is a valid name and allowed by `TENANTS` / `TENANT_PATTERN`.
 pub(super) fn check_tenant(tenant: &str, config: &Config) -> Result<(), String> {
@@ -101,15 +57,16 @@ pub(super) fn partial_failure(
 }
 
 /// A report made ready for its colony: (tenant, item).
-fn validate(i: usize, r: Report, config: &Config) -> Result<(String, PlacementItem), ApiError> {
+fn validate(
+    i: usize,
+    r: PlacementReport,
+    config: &Config,
+) -> Result<(String, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
-    let key = pod_key(
-        r.pod_uid.as_deref(),
-        r.namespace.as_deref(),
-        r.name.as_deref(),
-    )
-    .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    let key = r.pod_key().ok_or_else(|| {
+        ApiError::field(400, field("podUid"), "need podUid, or namespace and name")
+    })?;
     validate_pod_key(&key).map_err(|m| ApiError::field(400, field("podUid"), m))?;
     let tenant = r
         .tenant
@@ -148,13 +105,13 @@ pub async fn deliver(
     call: &mut Call,
     items: Vec<(String, PlacementItem)>,
     source: &str,
-) -> Result<Summary, ApiError> {
+) -> Result<PlacementsSummary, ApiError> {
     let mut by_tenant: BTreeMap<String, Vec<PlacementItem>> = BTreeMap::new();
     let received = items.len() as u64;
     for (tenant, item) in items {
         by_tenant.entry(tenant).or_default().push(item);
     }
-    let mut summary = Summary {
+    let mut summary = PlacementsSummary {
         received,
         ..Default::default()
     };
@@ -251,7 +208,7 @@ pub async fn deliver(
 pub async fn placements(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let batch: Batch = parse_json(&body, "placements batch")?;
+    let batch: PlacementsBatch = parse_json(&body, "placements batch")?;
     if batch.placements.len() > MAX_BATCH {
         return Err(ApiError::field(
             413,

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport};
 use aco_core::cluster::validate_tenant;
 use aco_core::colony::{Outcome, TenantColony};
 use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
@@ -20,12 +21,11 @@ use aco_core::demand::{tenant_of, DemandError, PodDemand};
 use aco_core::facts::validate_node_name;
 use aco_core::k8s::PodView;
 use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
-use serde::{Deserialize, Serialize};
 
 use super::admission::{
     admit_tenant, admitted_colony, count_overflow, over_limit, TenantAdmission,
 };
-use super::placements::{check_tenant, partial_failure, pod_key};
+use super::placements::{check_tenant, partial_failure};
 use super::{Call, Handled};
 use crate::auth::require_admin;
 use crate::colony::api::{ColonyName, ShadowSummaryRequest};
@@ -36,35 +36,6 @@ use crate::http::{json_response, parse_json, read_body, ApiError};
 /// At most this many pods per request: each is scored against every node of the cluster, so a
 /// batch of 1,000 over 5,000 nodes is 5 M node evaluations, a few seconds of CPU.
 pub const MAX_BATCH: usize = 1_000;
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Report {
-    pod_uid: Option<String>,
-    namespace: Option<String>,
-    name: Option<String>,
-    tenant: Option<String>,
-    node: String,
-    pod: Option<serde_json::Value>,
-    outcome: Option<Outcome>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Batch {
-    placements: Vec<Report>,
-}
-
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub received: u64,
-    pub scored: u64,
-    pub outcomes: u64,
-    pub duplicates: u64,
-    pub unknown_pod: u64,
-    pub not_feasible: u64,
-}
 
 /// A report made ready for scoring.
 struct Valid {
@@ -77,24 +48,24 @@ struct Valid {
     outcome: Option<Outcome>,
 }
 
-fn validate(i: usize, r: Report, config: &Config) -> Result<Valid, ApiError> {
+fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
+    let reported_key = r.pod_key();
     let raw = r
         .pod
         .ok_or_else(|| ApiError::field(400, field("pod"), "need the v1.Pod as bound"))?;
     let mut pod: PodView = serde_json::from_value(raw)
         .map_err(|e| ApiError::field(400, field("pod"), format!("invalid Pod: {e}")))?;
     // The report's key, else the pod's own (its UID, else namespace/name).
-    let key = pod_key(
-        r.pod_uid.as_deref(),
-        r.namespace.as_deref(),
-        r.name.as_deref(),
-    )
-    .or_else(|| {
-        (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty()).then(|| pod.decision_key())
-    })
-    .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?;
+    let key = reported_key
+        .or_else(|| {
+            (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty())
+                .then(|| pod.decision_key())
+        })
+        .ok_or_else(|| {
+            ApiError::field(400, field("podUid"), "need podUid, or namespace and name")
+        })?;
     let tenant = match r.tenant {
         Some(t) => t,
         None => tenant_of(&pod, config).map_err(|e| {
@@ -137,7 +108,7 @@ fn validate(i: usize, r: Report, config: &Config) -> Result<Valid, ApiError> {
 pub async fn report(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let batch: Batch = parse_json(&body, "shadow batch")?;
+    let batch: ShadowBatch = parse_json(&body, "shadow batch")?;
     if batch.placements.len() > MAX_BATCH {
         return Err(ApiError::field(
             413,
@@ -151,7 +122,7 @@ pub async fn report(call: &mut Call) -> Handled {
         .enumerate()
         .map(|(i, r)| validate(i, r, &call.config))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut summary = Summary {
+    let mut summary = ShadowBatchSummary {
         received: reports.len() as u64,
         ..Default::default()
     };

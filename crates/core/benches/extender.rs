@@ -2,7 +2,7 @@
 //! only deserialising the same request: into a `serde_json::Value` (every field), and with our own
 //! `parse_args` (raw node bytes kept, only the needed fields typed). Run: `cargo bench -p aco-core --bench extender`.
 
-mod fixtures;
+use aco_testkit::fixtures;
 
 use std::collections::HashMap;
 

@@ -7,38 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::nodes::NodeReport;
 use crate::config::Config;
-use crate::k8s::{parse_resource_list, unique_keys_opt, RawResourceList, ResourceAmounts};
+use crate::k8s::{parse_resource_list, ResourceAmounts};
 use crate::predict::{Ema, Predictor};
-
-/// One node in a `PUT /v1/nodes` batch. Every field but `name` is optional.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NodeReport {
-    pub name: String,
-    #[serde(default, deserialize_with = "unique_keys_opt")]
-    pub labels: Option<BTreeMap<String, String>>,
-    #[serde(default, deserialize_with = "unique_keys_opt")]
-    pub allocatable: Option<RawResourceList>,
-    #[serde(default, deserialize_with = "unique_keys_opt")]
-    pub requested: Option<RawResourceList>,
-    pub latency_us: Option<f64>,
-    /// When `requested`/`latencyUs` were observed (unix ms); defaults to the time of the request.
-    pub observed_at_ms: Option<u64>,
-    #[serde(default)]
-    pub utilisation: Vec<UtilisationSample>,
-    /// Free share of each physical GPU in milli-GPU (0–1000, index = GPU index), as observed at
-    /// `observedAtMs`. Read by the fragmentation factor of η (`heuristic/fragmentation.rs`).
-    pub gpu_free_milli: Option<Vec<u32>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UtilisationSample {
-    pub at_ms: u64,
-    /// Fraction of the node's capacity in use, 0.0–1.0.
-    pub value: f64,
-}
 
 /// A measurement and when it was observed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

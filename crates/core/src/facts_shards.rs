@@ -21,10 +21,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-
+use crate::api::nodes::NodesBatch;
 use crate::config::Config;
-use crate::facts::{validate_node_name, FactsError, NodeFacts, NodeReport, Observed};
+use crate::facts::{validate_node_name, FactsError, NodeFacts, Observed};
 use crate::heuristic::spot_risk::SpotPools;
 use crate::predict::Ema;
 
@@ -64,22 +63,6 @@ pub fn shard_of(name: &str) -> usize {
     (h % SHARDS as u64) as usize
 }
 
-/// `PUT /v1/nodes`: reports, and the names of nodes that left the cluster.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FactsBatch {
-    #[serde(default)]
-    pub nodes: Vec<NodeReport>,
-    /// Nodes that no longer exist: their facts are forgotten.
-    #[serde(default)]
-    pub deleted: Vec<String>,
-    /// Nodes that left because their spot capacity was reclaimed (deleted while pods were bound
-    /// to them, not drained first): forgotten like `deleted` (a name may be in both), and
-    /// counted against the node's spot pool, whose interruption rate η's spot risk learns.
-    #[serde(default)]
-    pub reclaimed: Vec<String>,
-}
-
 /// A batch that cannot be applied; `status` is 400 or 413.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchError {
@@ -88,7 +71,7 @@ pub struct BatchError {
     pub message: String,
 }
 
-impl FactsBatch {
+impl NodesBatch {
     /// Checks every report and name before anything is applied, so that a bad batch changes
     /// nothing.
     pub fn validate(&self, now_ms: u64) -> Result<(), BatchError> {
@@ -329,7 +312,7 @@ impl FactsTable {
 
     /// Merges a validated batch into copies of the affected records (EMA folded on write, as
     /// `NodeFacts::apply` does), and decides which shards to rewrite. The table is unchanged.
-    pub fn plan(&self, batch: &FactsBatch, now_ms: u64, config: &Config) -> Plan {
+    pub fn plan(&self, batch: &NodesBatch, now_ms: u64, config: &Config) -> Plan {
         let mut plan = Plan::default();
         for report in &batch.nodes {
             let record = plan
@@ -490,6 +473,7 @@ impl FactsTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::nodes::NodeReport;
 
     fn report(name: &str, at_ms: u64, util: f64) -> NodeReport {
         serde_json::from_value(serde_json::json!({
@@ -505,15 +489,15 @@ mod tests {
         .unwrap()
     }
 
-    fn batch(reports: Vec<NodeReport>, deleted: &[&str]) -> FactsBatch {
-        FactsBatch {
+    fn batch(reports: Vec<NodeReport>, deleted: &[&str]) -> NodesBatch {
+        NodesBatch {
             nodes: reports,
             deleted: deleted.iter().map(|s| s.to_string()).collect(),
             reclaimed: Vec::new(),
         }
     }
 
-    fn apply(table: &mut FactsTable, b: &FactsBatch, now_ms: u64) -> usize {
+    fn apply(table: &mut FactsTable, b: &NodesBatch, now_ms: u64) -> usize {
         let plan = table.plan(b, now_ms, &Config::default());
         let rows = table.rows(&plan).unwrap().len();
         table.commit(plan);
@@ -655,7 +639,7 @@ mod tests {
         let c = Config::default();
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
         let minute = 60_000;
-        let rows_of = |t: &mut FactsTable, b: &FactsBatch, now: u64| {
+        let rows_of = |t: &mut FactsTable, b: &NodesBatch, now: u64| {
             let plan = t.plan(b, now, &c);
             let rows = t.rows(&plan).unwrap();
             t.commit(plan);
@@ -688,7 +672,7 @@ mod tests {
             .iter()
             .all(|(id, _)| *id != POOLS_ROW));
         // A reclamation is written at once and counted once, whatever the retries.
-        let reclaim: FactsBatch =
+        let reclaim: NodesBatch =
             serde_json::from_value(serde_json::json!({"reclaimed": ["a", "a"], "deleted": ["a"]}))
                 .unwrap();
         let rows = rows_of(&mut t, &reclaim, 17 * minute);
@@ -716,7 +700,7 @@ mod tests {
     fn reclaimed_nodes_are_forgotten_and_validated_like_deleted_ones() {
         let mut t = FactsTable::new(MAX_STAMP_LAG_MS);
         apply(&mut t, &batch(vec![report("a", 1, 0.1)], &[]), 10);
-        let b: FactsBatch =
+        let b: NodesBatch =
             serde_json::from_value(serde_json::json!({"deleted": ["a"], "reclaimed": ["a"]}))
                 .unwrap();
         b.validate(20).unwrap();
@@ -724,7 +708,7 @@ mod tests {
         assert_eq!(plan.forgotten(), 1, "a name in both lists is one node");
         t.commit(plan);
         assert!(t.get("a").is_none());
-        let both: FactsBatch = serde_json::from_value(serde_json::json!({
+        let both: NodesBatch = serde_json::from_value(serde_json::json!({
             "nodes": [{"name": "b"}], "reclaimed": ["x", "b"]
         }))
         .unwrap();
@@ -803,27 +787,27 @@ mod tests {
 
     #[test]
     fn batch_validation_names_the_field_and_caps_the_size() {
-        let bad = FactsBatch {
+        let bad = NodesBatch {
             nodes: vec![report("ok", 1, 0.1), report("Bad", 1, 0.1)],
-            ..FactsBatch::default()
+            ..NodesBatch::default()
         };
         assert_eq!(bad.validate(10).unwrap_err().field, "nodes[1].name");
         let both = batch(vec![report("x", 1, 0.1)], &["y", "x"]);
         let e = both.validate(10).unwrap_err();
         assert_eq!((e.status, e.field.as_str()), (400, "deleted[1]"));
-        let many = FactsBatch {
+        let many = NodesBatch {
             nodes: vec![NodeReport::default(); MAX_BATCH + 1],
-            ..FactsBatch::default()
+            ..NodesBatch::default()
         };
         assert_eq!(many.validate(10).unwrap_err().status, 413);
-        let full = FactsBatch {
+        let full = NodesBatch {
             nodes: (0..MAX_BATCH)
                 .map(|i| NodeReport {
                     name: format!("n{i}"),
                     ..Default::default()
                 })
                 .collect(),
-            ..FactsBatch::default()
+            ..NodesBatch::default()
         };
         assert!(full.validate(10).is_ok());
     }

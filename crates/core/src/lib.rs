@@ -5,6 +5,7 @@
 //! same code runs natively (tests, simulator, benchmarks) and unchanged in wasm (the Worker).
 
 pub mod access;
+pub mod api;
 pub mod cluster;
 pub mod colony;
 pub mod colony_store;

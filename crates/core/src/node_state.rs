@@ -163,7 +163,7 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::NodeReport;
+    use crate::api::nodes::NodeReport;
 
     fn facts(json: &str, now: u64) -> NodeFacts {
         let r: NodeReport = serde_json::from_str(json).unwrap();

@@ -326,8 +326,8 @@ pub fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::nodes::NodeReport;
     use crate::colony::{PheromoneTable, Trail};
-    use crate::facts::NodeReport;
     use crate::heuristic::OutcomeStats;
     use crate::k8s::PodView;
 

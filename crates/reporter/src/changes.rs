@@ -4,14 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::wire::{NodeReport, NodesBatch};
+use aco_core::api::nodes::{NodeReport, NodesBatch};
+use aco_core::k8s::RawResourceList;
 
 /// The part of a report that is compared: everything but the observation time.
 #[derive(Debug, Clone, PartialEq)]
 struct Fingerprint {
-    labels: BTreeMap<String, String>,
-    allocatable: BTreeMap<String, String>,
-    requested: BTreeMap<String, String>,
+    labels: Option<BTreeMap<String, String>>,
+    allocatable: Option<RawResourceList>,
+    requested: Option<RawResourceList>,
     latency_us: Option<u64>,
     newest_sample_ms: Option<u64>,
     gpu_free_milli: Option<Vec<u32>>,
@@ -96,18 +97,19 @@ impl Acknowledged {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::UtilisationSample;
+    use aco_core::api::nodes::UtilisationSample;
+    use aco_core::k8s::QuantityText;
 
     const FULL: u64 = 120_000;
 
     fn report(name: &str, cpu: &str, at: u64) -> NodeReport {
         NodeReport {
             name: name.into(),
-            labels: BTreeMap::new(),
-            allocatable: BTreeMap::from([("cpu".into(), "8".into())]),
-            requested: BTreeMap::from([("cpu".into(), cpu.into())]),
+            labels: Some(BTreeMap::new()),
+            allocatable: Some(BTreeMap::from([("cpu".into(), QuantityText("8".into()))])),
+            requested: Some(BTreeMap::from([("cpu".into(), QuantityText(cpu.into()))])),
             latency_us: None,
-            observed_at_ms: at,
+            observed_at_ms: Some(at),
             utilisation: vec![],
             gpu_free_milli: None,
         }

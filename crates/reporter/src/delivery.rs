@@ -55,8 +55,7 @@ impl Queue {
         let mut taken = Vec::new();
         let mut rest = VecDeque::with_capacity(self.items.len());
         for item in self.items.drain(..) {
-            if taken.len() < max && item.kind.endpoint() == endpoint && item.report.tenant == tenant
-            {
+            if taken.len() < max && item.kind.endpoint() == endpoint && item.tenant() == tenant {
                 taken.push(item);
             } else {
                 rest.push_back(item);
@@ -71,7 +70,7 @@ impl Queue {
         let mut out: Vec<((Endpoint, String), usize)> = Vec::new();
         let mut index: HashMap<(Endpoint, &str), usize> = HashMap::new();
         for item in &self.items {
-            let key = (item.kind.endpoint(), item.report.tenant.as_str());
+            let key = (item.kind.endpoint(), item.tenant());
             match index.get(&key) {
                 Some(&i) => out[i].1 += 1,
                 None => {
@@ -241,7 +240,7 @@ fn item_index(field: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::placements::Kind;
-    use crate::wire::PlacementReport;
+    use aco_core::api::placements::PlacementReport;
     use rand::{rngs::SmallRng, SeedableRng};
 
     fn item(uid: &str) -> Item {
@@ -252,10 +251,10 @@ mod tests {
         Item {
             kind,
             report: PlacementReport {
-                pod_uid: uid.into(),
-                namespace: "ns".into(),
-                name: uid.into(),
-                tenant: "ns".into(),
+                pod_uid: Some(uid.into()),
+                namespace: Some("ns".into()),
+                name: Some(uid.into()),
+                tenant: Some("ns".into()),
                 node: "n".into(),
                 outcome: None,
             },
@@ -270,14 +269,14 @@ mod tests {
         for u in ["a", "b", "c"] {
             q.push(item(u)).unwrap();
         }
-        assert_eq!(q.push(item("d")).unwrap_err().report.pod_uid, "d");
+        assert_eq!(q.push(item("d")).unwrap_err().uid(), "d");
         let batch = q.take_for(crate::placements::Endpoint::Placements, "ns", 2);
         assert_eq!(q.len(), 1);
         q.put_back(batch);
         let uids: Vec<String> = q
             .take_for(crate::placements::Endpoint::Placements, "ns", 10)
             .into_iter()
-            .map(|i| i.report.pod_uid)
+            .map(|i| i.uid().to_string())
             .collect();
         assert_eq!(uids, ["a", "b", "c"]);
     }
@@ -353,7 +352,7 @@ mod tests {
 
     fn item_for(tenant: &str, uid: &str) -> Item {
         let mut i = item(uid);
-        i.report.tenant = tenant.into();
+        i.report.tenant = Some(tenant.into());
         i
     }
 
@@ -373,11 +372,7 @@ mod tests {
                 ((Endpoint::Shadow, "ns".to_string()), 1)
             ]
         );
-        let uids = |b: &[Item]| {
-            b.iter()
-                .map(|i| i.report.pod_uid.clone())
-                .collect::<Vec<_>>()
-        };
+        let uids = |b: &[Item]| b.iter().map(|i| i.uid().to_string()).collect::<Vec<_>>();
         let a = q.take_for(Endpoint::Placements, "a", 2);
         assert_eq!(uids(&a), ["1", "3"]);
         q.put_back(a);

@@ -32,7 +32,6 @@ pub mod run;
 pub mod slim;
 pub mod telemetry;
 pub mod time;
-pub mod wire;
 pub mod worker_client;
 
 // The Kubernetes crates at the versions the reporter is built with, for the scale benchmark

@@ -4,12 +4,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::config::Config;
-use aco_core::k8s::{pod_request, PodView, ResourceAmounts};
+use aco_core::k8s::{pod_request, PodView, QuantityText, RawResourceList, ResourceAmounts};
 use aco_core::quantity;
 use k8s_openapi::api::core::v1::{Node, Pod};
-
-use crate::wire::{NodeReport, UtilisationSample};
 
 /// A load reading and the sample's own timestamp: NodeMetrics usage (CPU, memory), or a busy
 /// fraction computed by the source (Prometheus: the busiest of CPU, memory, GPU).
@@ -94,18 +93,18 @@ pub fn requested_sum<'a>(
 }
 
 /// Integer amounts back to Kubernetes quantity text: `cpu` in milli, the rest in units.
-pub fn to_quantity_text(amounts: &ResourceAmounts) -> BTreeMap<String, String> {
+pub fn to_quantity_text(amounts: &ResourceAmounts) -> RawResourceList {
     amounts
         .0
         .iter()
         .map(|(name, n)| {
             (
                 name.clone(),
-                if name == "cpu" {
+                QuantityText(if name == "cpu" {
                     format!("{n}m")
                 } else {
                     n.to_string()
-                },
+                }),
             )
         })
         .collect()
@@ -209,11 +208,15 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
     if let Some((key, per_hour)) = input.price.filter(|(_, p)| p.is_finite() && *p >= 0.0) {
         labels.insert(key.to_string(), per_hour.to_string());
     }
-    let allocatable_text: BTreeMap<String, String> = node
+    let allocatable_text: RawResourceList = node
         .status
         .as_ref()
         .and_then(|s| s.allocatable.as_ref())
-        .map(|a| a.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
+        .map(|a| {
+            a.iter()
+                .map(|(k, v)| (k.clone(), QuantityText(v.0.clone())))
+                .collect()
+        })
         .unwrap_or_default();
     let latency_us = all_labels
         .get(input.latency_label)
@@ -233,11 +236,12 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         .collect();
     NodeReport {
         name: node.metadata.name.clone().unwrap_or_default(),
-        labels,
-        allocatable: allocatable_text,
-        requested: to_quantity_text(input.requested),
+        // The reporter always sends identity and requests: a node without labels reports `{}`.
+        labels: Some(labels),
+        allocatable: Some(allocatable_text),
+        requested: Some(to_quantity_text(input.requested)),
         latency_us,
-        observed_at_ms: input.observed_at_ms,
+        observed_at_ms: Some(input.observed_at_ms),
         utilisation,
         gpu_free_milli: input.gpu_free_milli,
     }
@@ -298,7 +302,7 @@ mod tests {
         let sum = requested_sum(pods.iter(), &mut cache);
         assert_eq!(sum.get("cpu"), 1_500);
         assert_eq!(sum.get("memory"), 1 << 30);
-        assert_eq!(to_quantity_text(&sum)["cpu"], "1500m");
+        assert_eq!(to_quantity_text(&sum)["cpu"].0, "1500m");
     }
 
     #[test]
@@ -379,7 +383,7 @@ mod tests {
             price: None,
         });
         assert_eq!(
-            r.labels.keys().collect::<Vec<_>>(),
+            r.labels.as_ref().unwrap().keys().collect::<Vec<_>>(),
             [
                 "aco/gpu-type",
                 "aco/latency-us",
@@ -387,8 +391,17 @@ mod tests {
             ]
         );
         assert_eq!(r.latency_us, Some(250.0));
-        assert_eq!(r.allocatable["memory"], "16Gi");
-        assert_eq!(r.requested["cpu"], "1500m");
+        assert_eq!(r.allocatable.as_ref().unwrap()["memory"].0, "16Gi");
+        assert_eq!(r.requested.as_ref().unwrap()["cpu"].0, "1500m");
         assert!(r.utilisation.is_empty());
+        // The bytes the reporter has always sent (the shape is `aco_core::api::nodes`'s now).
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            concat!(
+                r#"{"name":"n1","labels":{"aco/gpu-type":"T4","aco/latency-us":"250","karpenter.sh/capacity-type":"spot"},"#,
+                r#""allocatable":{"cpu":"8","memory":"16Gi","nvidia.com/gpu":"1"},"requested":{"cpu":"1500m"},"#,
+                r#""latencyUs":250.0,"observedAtMs":5}"#
+            )
+        );
     }
 }

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::attribution::{workload_of, Attribution, Decision};
 use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
 use crate::time::ms;
-use crate::wire::PlacementReport;
+use aco_core::api::placements::PlacementReport;
 
 /// Whose pod it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -158,6 +158,18 @@ pub struct Item {
     pub pod: Option<Arc<Pod>>,
 }
 
+impl Item {
+    /// The pod's UID, the ledger's key (the reporter always names the pod by it).
+    pub fn uid(&self) -> &str {
+        self.report.pod_uid.as_deref().unwrap_or_default()
+    }
+
+    /// The pod's tenant (the reporter always sends it), by which deliveries are batched.
+    pub fn tenant(&self) -> &str {
+        self.report.tenant.as_deref().unwrap_or_default()
+    }
+}
+
 /// Why a pod of ours is not reported (counted by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
@@ -284,10 +296,10 @@ impl Ledger {
             None => None,
         };
         let report = |outcome| PlacementReport {
-            pod_uid: pod.uid.clone(),
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            tenant: pod.tenant.clone(),
+            pod_uid: Some(pod.uid.clone()),
+            namespace: Some(pod.namespace.clone()),
+            name: Some(pod.name.clone()),
+            tenant: Some(pod.tenant.clone()),
             node: pod.node.clone(),
             outcome,
         };
@@ -318,7 +330,7 @@ impl Ledger {
 
     /// The Worker took the item (or refused it for good: retrying could never succeed).
     pub fn settle(&mut self, item: &Item) {
-        let owed = self.owed.entry(item.report.pod_uid.clone()).or_default();
+        let owed = self.owed.entry(item.uid().to_string()).or_default();
         if item.kind.is_placement() {
             owed.placement_queued = false;
             owed.placement_done = true;
@@ -334,7 +346,7 @@ impl Ledger {
 
     /// The item could not be queued (queue full): it will be planned again on the next scan.
     pub fn unqueue(&mut self, item: &Item) {
-        if let Some(owed) = self.owed.get_mut(&item.report.pod_uid) {
+        if let Some(owed) = self.owed.get_mut(item.uid()) {
             if item.kind.is_placement() {
                 owed.placement_queued = false;
                 if item.report.outcome.is_some() {
@@ -419,7 +431,7 @@ pub fn scan<'a>(
     out.items.sort_by(|a, b| {
         a.bound_at_ms
             .cmp(&b.bound_at_ms)
-            .then_with(|| a.report.pod_uid.cmp(&b.report.pod_uid))
+            .then_with(|| a.uid().cmp(b.uid()))
     });
     out
 }
@@ -435,15 +447,15 @@ fn reason_of(v: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::outcome_label;
+    use aco_core::colony::{Outcome, OutcomeLabel};
     use serde_json::json;
 
-    fn failed_outcome() -> aco_core::colony::Outcome {
-        outcome_label(false)
+    fn failed_outcome() -> Outcome {
+        Outcome::Label(OutcomeLabel::Failed)
     }
 
-    fn succeeded() -> aco_core::colony::Outcome {
-        outcome_label(true)
+    fn succeeded() -> Outcome {
+        Outcome::Label(OutcomeLabel::Succeeded)
     }
 
     /// A scan of live pods, with a fresh attribution memory (decisions stay in the ledger).
@@ -616,10 +628,7 @@ mod tests {
         let mut later = Ledger::default();
         let (items, _) = scan_pods(&mut later, [&running, &failed], &r, 2 * HOUR);
         assert_eq!(items.len(), 1);
-        assert_eq!(
-            (items[0].kind, items[0].report.pod_uid.as_str()),
-            (Kind::Outcome, "u2")
-        );
+        assert_eq!((items[0].kind, items[0].uid()), (Kind::Outcome, "u2"));
         // Past the outcome window: nothing.
         assert!(
             scan_pods(&mut Ledger::default(), [&running, &failed], &r, 7 * HOUR)
@@ -875,7 +884,7 @@ mod tests {
         assert_eq!(
             (
                 second.items.len(),
-                second.items[0].report.pod_uid.as_str(),
+                second.items[0].uid(),
                 second.items[0].report.outcome
             ),
             (1, "b", Some(failed_outcome()))
@@ -895,6 +904,6 @@ mod tests {
             ),
             (1, Kind::Outcome, Some(failed_outcome()))
         );
-        assert_eq!(third.items[0].report.pod_uid, "a");
+        assert_eq!(third.items[0].uid(), "a");
     }
 }

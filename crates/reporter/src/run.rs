@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aco_core::api::nodes::{NodeReport, NodesBatch};
+use aco_core::api::placements::PlacementsBatch;
+use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::Outcome;
 use aco_core::config::Config;
 use futures::StreamExt;
@@ -34,7 +37,6 @@ use crate::outcome::{OutcomeRules, Presence};
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
 use crate::reclaim::reclaimed;
 use crate::telemetry::Telemetry;
-use crate::wire::{NodesBatch, PlacementsBatch, ShadowBatch, ShadowReport};
 use crate::worker_client::WorkerClient;
 
 pub fn now_ms() -> u64 {
@@ -516,7 +518,7 @@ fn build_reports(
     cache: &mut RequestCache,
     now: u64,
     observed_at: u64,
-) -> Vec<crate::wire::NodeReport> {
+) -> Vec<NodeReport> {
     let pods = s.pods.state();
     let mut by_node: HashMap<&str, Vec<&Pod>> = HashMap::new();
     let mut alive = HashSet::new();
@@ -601,7 +603,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             .cloned()
             .collect()
     };
-    let mut chunks: Vec<Vec<crate::wire::NodeReport>> = batch
+    let mut chunks: Vec<Vec<NodeReport>> = batch
         .nodes
         .chunks(s.args.node_batch_size)
         .map(<[_]>::to_vec)
@@ -728,7 +730,7 @@ async fn scan_pods(s: Arc<Shared>) {
             for item in &found.items {
                 if let Some(Outcome::Observed(o)) = item.report.outcome {
                     if let Some(slowdown) = o.slowdown {
-                        tracing::info!(pod = %item.report.pod_uid, name = %item.report.name, node = %item.report.node, slowdown, "run-time slowdown");
+                        tracing::info!(pod = %item.uid(), name = ?item.report.name, node = %item.report.node, slowdown, "run-time slowdown");
                     }
                 }
             }
@@ -839,10 +841,7 @@ async fn deliver(s: Arc<Shared>) {
                 let none = Pod::default();
                 let placements = batch
                     .iter()
-                    .map(|i| ShadowReport {
-                        placement: &i.report,
-                        pod: i.pod.as_deref().unwrap_or(&none),
-                    })
+                    .map(|i| ShadowReport::of(&i.report, i.pod.as_deref().unwrap_or(&none)))
                     .collect();
                 s.worker
                     .send(
@@ -972,7 +971,7 @@ async fn deliver(s: Arc<Shared>) {
                     .rejected
                     .get_or_create(&Telemetry::kind(refused.kind.as_str()))
                     .inc();
-                tracing::error!(pod = %refused.report.pod_uid, field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
+                tracing::error!(pod = %refused.uid(), field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
                 let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
                 r.ledger.settle(&refused);
                 r.queue.put_back(batch);

@@ -317,4 +317,50 @@ mod tests {
             "GPU share, GPU models, latency target"
         );
     }
+
+    #[test]
+    fn a_shadow_report_parses_as_the_worker_reads_it_and_its_pod_as_the_worker_reads_pods() {
+        use aco_core::api::placements::PlacementReport;
+        use aco_core::api::shadow::{ShadowBatch, ShadowReport};
+        use aco_core::colony::{Outcome, OutcomeLabel};
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "team-a", "uid": "u1", "labels": {"aco/workload-type": "latency-critical"},
+                         "annotations": {"scheduling.aco/latency-target-us": "800"}},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": "n1",
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]}
+        }))
+        .unwrap();
+        let pod = wire_pod(&pod);
+        let placement = PlacementReport {
+            pod_uid: Some("u1".into()),
+            namespace: Some("team-a".into()),
+            name: Some("p".into()),
+            tenant: Some("team-a".into()),
+            node: "n1".into(),
+            outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
+        };
+        let sent = ShadowBatch {
+            placements: vec![ShadowReport::of(&placement, &pod)],
+        };
+        let text = serde_json::to_string(&sent).unwrap();
+        // The Worker's own parse of the batch (the pod as JSON), then of the pod.
+        let received: ShadowBatch = serde_json::from_str(&text).unwrap();
+        let item = &received.placements[0];
+        assert_eq!(item.pod_key().as_deref(), Some("u1"));
+        assert_eq!(item.outcome, placement.outcome);
+        let pod_json = item.pod.clone().unwrap();
+        assert_eq!(pod_json["spec"]["nodeName"], "n1");
+        let view: aco_core::k8s::PodView = serde_json::from_value(pod_json).unwrap();
+        let demand = aco_core::demand::PodDemand::from_pod(&view, &Config::default()).unwrap();
+        assert_eq!(
+            (
+                demand.key.as_str(),
+                demand.tenant.as_str(),
+                demand.latency_target_us
+            ),
+            ("u1", "team-a", Some(800.0))
+        );
+        assert!(demand.workload.is_latency_critical());
+        assert_eq!(demand.request.get("cpu"), 500);
+    }
 }

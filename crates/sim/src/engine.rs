@@ -26,7 +26,7 @@ use aco_core::colony::{ObservedOutcome, Outcome};
 
 // The engine's collaborators, re-exported where callers have always found them.
 pub use crate::alloc::NodeAlloc;
-pub use crate::facts_report::{FactReport, ReportBatch, Sample};
+pub use crate::facts_report::ReportBatch;
 pub use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
 
 /// Knobs of the simulation (not of the world or the load).
@@ -838,7 +838,9 @@ mod tests {
     use crate::predictor::PredictorKind;
     use crate::prices::PriceTable;
     use crate::trace::{TraceNode, TracePod};
-    use aco_core::facts::{NodeFacts, NodeReport};
+    use aco_core::api::nodes::{NodeReport, UtilisationSample};
+    use aco_core::facts::NodeFacts;
+    use aco_core::k8s::QuantityText;
 
     fn prices() -> PriceTable {
         PriceTable::load(
@@ -1106,28 +1108,31 @@ mod tests {
     #[test]
     fn fact_reports_fold_the_same_natively_and_through_json() {
         let mut requested = BTreeMap::new();
-        requested.insert("cpu".to_string(), "1500m".to_string());
-        requested.insert(GPU_MILLI_RESOURCE.to_string(), "460".to_string());
+        requested.insert("cpu".to_string(), QuantityText("1500m".to_string()));
+        requested.insert(
+            GPU_MILLI_RESOURCE.to_string(),
+            QuantityText("460".to_string()),
+        );
         let mut labels = BTreeMap::new();
         labels.insert("aco/gpu-type".to_string(), "T4".to_string());
-        let r = FactReport {
+        let r = NodeReport {
             name: "n1".into(),
             labels: Some(labels.clone()),
             allocatable: Some(
                 labels
                     .iter()
-                    .map(|_| ("cpu".to_string(), "8".to_string()))
+                    .map(|_| ("cpu".to_string(), QuantityText("8".to_string())))
                     .collect(),
             ),
-            requested,
-            latency_us: 120.0,
-            observed_at_ms: 60_000,
+            requested: Some(requested),
+            latency_us: Some(120.0),
+            observed_at_ms: Some(60_000),
             utilisation: vec![
-                Sample {
+                UtilisationSample {
                     at_ms: 45_000,
                     value: 0.25,
                 },
-                Sample {
+                UtilisationSample {
                     at_ms: 60_000,
                     value: 0.75,
                 },
@@ -1138,7 +1143,7 @@ mod tests {
         let wire: NodeReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         wire.validate("nodes[0]", 60_000).unwrap();
         let (mut a, mut b) = (NodeFacts::default(), NodeFacts::default());
-        a.apply(&r.to_core(), 60_000, &config);
+        a.apply(&r, 60_000, &config);
         b.apply(&wire, 60_000, &config);
         assert_eq!(a, b);
         assert_eq!(a.load.unwrap().value.samples, 2);

@@ -1,65 +1,9 @@
-//! What the simulated in-cluster reporter sends (`PUT /v1/nodes`, camelCase JSON), and its
-//! conversion to the core's `NodeReport`.
+//! What the simulated in-cluster reporter sends (`PUT /v1/nodes`): one round of it in the
+//! simulator's own terms ([`ReportBatch`]), turned into the Worker's `NodeReport`s
+//! (`aco_core::api::nodes`, the shape the reporter sends too).
 
-use std::collections::BTreeMap;
-
-use aco_core::facts::{NodeReport, UtilisationSample};
+use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::k8s::QuantityText;
-use serde::Serialize;
-
-/// One node's facts as `PUT /v1/nodes` carries them (camelCase JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FactReport {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocatable: Option<BTreeMap<String, String>>,
-    pub requested: BTreeMap<String, String>,
-    pub latency_us: f64,
-    pub observed_at_ms: u64,
-    pub utilisation: Vec<Sample>,
-    /// Free milli-GPU per physical GPU (GPU nodes; what the reporter sends from the GPU-share
-    /// device plugin's annotations), read by η's fragmentation factor.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_free_milli: Option<Vec<u32>>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Sample {
-    pub at_ms: u64,
-    pub value: f64,
-}
-
-fn raw(list: &BTreeMap<String, String>) -> BTreeMap<String, QuantityText> {
-    list.iter()
-        .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
-        .collect()
-}
-
-impl FactReport {
-    pub fn to_core(&self) -> NodeReport {
-        NodeReport {
-            name: self.name.clone(),
-            labels: self.labels.clone(),
-            allocatable: self.allocatable.as_ref().map(raw),
-            requested: Some(raw(&self.requested)),
-            latency_us: Some(self.latency_us),
-            observed_at_ms: Some(self.observed_at_ms),
-            utilisation: self
-                .utilisation
-                .iter()
-                .map(|s| UtilisationSample {
-                    at_ms: s.at_ms,
-                    value: s.value,
-                })
-                .collect(),
-            gpu_free_milli: self.gpu_free_milli.clone(),
-        }
-    }
-}
 
 /// One round of the simulated reporter in the simulator's own terms: the allocation of every
 /// node and its utilisation samples. [`ReportBatch::to_wire`] turns it into the `PUT /v1/nodes`
@@ -77,32 +21,41 @@ pub struct ReportBatch<'a> {
 }
 
 impl ReportBatch<'_> {
-    pub fn samples(&self, node: usize) -> impl Iterator<Item = Sample> + '_ {
+    pub fn samples(&self, node: usize) -> impl Iterator<Item = UtilisationSample> + '_ {
         let k = self.sample_ms.len();
         self.sample_ms
             .iter()
             .zip(&self.util[node * k..(node + 1) * k])
-            .map(|(at_ms, value)| Sample {
+            .map(|(at_ms, value)| UtilisationSample {
                 at_ms: *at_ms,
                 value: *value,
             })
     }
 
     /// The wire reports of this round, one per node in cluster order.
-    pub fn to_wire(&self, world: &crate::cluster::World) -> Vec<FactReport> {
+    pub fn to_wire(&self, world: &crate::cluster::World) -> Vec<NodeReport> {
         world.nodes.iter().map(|n| self.wire(n)).collect()
     }
 
-    pub fn wire(&self, n: &crate::cluster::SimNode) -> FactReport {
-        FactReport {
+    pub fn wire(&self, n: &crate::cluster::SimNode) -> NodeReport {
+        NodeReport {
             name: n.name.clone(),
             labels: self.first.then(|| n.labels.clone()),
-            allocatable: self.first.then(|| n.allocatable.clone()),
-            requested: self.alloc[n.idx].requested(),
-            latency_us: n.latency_us,
-            observed_at_ms: self.observed_at_ms,
+            allocatable: self.first.then(|| quantity_text(&n.allocatable)),
+            requested: Some(quantity_text(&self.alloc[n.idx].requested())),
+            latency_us: Some(n.latency_us),
+            observed_at_ms: Some(self.observed_at_ms),
             utilisation: self.samples(n.idx).collect(),
             gpu_free_milli: self.alloc[n.idx].gpu_free_milli(),
         }
     }
+}
+
+/// The simulator's quantities (Kubernetes text already) as the wire carries them.
+pub fn quantity_text(
+    list: &std::collections::BTreeMap<String, String>,
+) -> aco_core::k8s::RawResourceList {
+    list.iter()
+        .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
+        .collect()
 }

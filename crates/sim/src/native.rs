@@ -20,11 +20,12 @@ use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::facts_report::{FactReport, ReportBatch};
+use crate::facts_report::ReportBatch;
 use crate::policy::{select_host, Policy, ScoreCtx};
 use crate::predictor::PredictorKind;
 use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
 use crate::trace::Error;
+use aco_core::api::nodes::{NodeReport, UtilisationSample};
 
 /// What changed in a node's facts since its cached state was built.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -159,7 +160,7 @@ impl NativeScheduler {
         self.outlook_dirty = true;
     }
 
-    fn observe(&mut self, node: usize, samples: impl Iterator<Item = crate::facts_report::Sample>) {
+    fn observe(&mut self, node: usize, samples: impl Iterator<Item = UtilisationSample>) {
         if let Some(p) = &mut self.predictors[node] {
             for s in samples {
                 if self.last_sample_ms[node].is_none_or(|last| s.at_ms > last) {
@@ -325,7 +326,7 @@ impl Scheduler for NativeScheduler {
         self.policy.name()
     }
 
-    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error> {
+    fn report(&mut self, world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error> {
         self.ensure(world);
         let index: std::collections::HashMap<&str, usize> = if reports.len() == world.nodes.len() {
             Default::default()
@@ -345,7 +346,7 @@ impl Scheduler for NativeScheduler {
             let before = self.before(node);
             self.facts[node]
                 .get_or_insert_with(NodeFacts::default)
-                .apply(&r.to_core(), now_ms, &self.config);
+                .apply(r, now_ms, &self.config);
             self.exposed(node, before);
             self.observe(node, r.utilisation.iter().copied());
             // Wire reports carry no allocation to compare, so the requested value may differ.
@@ -382,7 +383,7 @@ impl Scheduler for NativeScheduler {
                 // Identity, a new allocation or the first report: the wire path, exactly.
                 self.facts[node]
                     .get_or_insert_with(NodeFacts::default)
-                    .apply(&batch.wire(n).to_core(), now_ms, &self.config);
+                    .apply(&batch.wire(n), now_ms, &self.config);
                 self.reported[node] = Some(key);
             } else {
                 // `NodeFacts::apply` of the same report, minus re-parsing an unchanged `requested`.

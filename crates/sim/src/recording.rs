@@ -11,7 +11,6 @@ use rand::rngs::StdRng;
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimNode, SimPod, World};
 use crate::engine::RunResult;
-use crate::facts_report::FactReport;
 use crate::replay_record::{NodeInfo, Placed, PodRecord, ReplayRecord, TrailSample};
 use crate::scheduler::{Scheduler, TenantTrails};
 use crate::trace::Error;
@@ -133,7 +132,12 @@ impl Scheduler for Recording<'_> {
         self.inner.name()
     }
 
-    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error> {
+    fn report(
+        &mut self,
+        world: &World,
+        reports: &[aco_core::api::nodes::NodeReport],
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.inner.report(world, reports, now_ms)
     }
 

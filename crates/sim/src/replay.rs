@@ -8,13 +8,14 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aco_core::api::nodes::{NodeReport, NodesBatch};
+use aco_core::api::placements::{PlacementReport, PlacementsBatch};
 use rand::rngs::StdRng;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::facts_report::FactReport;
 use crate::policy::select_host;
 use crate::scheduler::{Scheduler, TenantTrails};
 use crate::trace::Error;
@@ -125,7 +126,7 @@ impl HttpScheduler {
 impl HttpScheduler {
     /// The reports with sim timestamps made wall-clock ones (the Worker judges freshness by its
     /// clock); their order — all the EMA depends on — is kept.
-    pub fn wall_clock(&mut self, reports: &[FactReport]) -> Vec<FactReport> {
+    pub fn wall_clock(&mut self, reports: &[NodeReport]) -> Vec<NodeReport> {
         let samples = reports.first().map_or(0, |r| r.utilisation.len()) as u64;
         let base = wall_ms().max(self.last_at_ms + samples + 1);
         self.last_at_ms = base;
@@ -135,20 +136,23 @@ impl HttpScheduler {
             for (i, s) in r.utilisation.iter_mut().enumerate() {
                 s.at_ms = base - (n - 1 - i as u64);
             }
-            r.observed_at_ms = base;
+            r.observed_at_ms = Some(base);
         }
         mapped
     }
 
     /// `PUT /v1/nodes`, 200 nodes per request.
-    pub fn put_facts<T: serde::Serialize>(&mut self, reports: &[T]) -> Result<(), Error> {
+    pub fn put_facts(&mut self, reports: &[NodeReport]) -> Result<(), Error> {
         for chunk in reports.chunks(200) {
             self.requests += 1;
             let res = self
                 .client
                 .put(format!("{}/v1/nodes", self.base_url))
                 .bearer_auth(&self.token)
-                .json(&json!({ "nodes": chunk }))
+                .json(&NodesBatch {
+                    nodes: chunk.to_vec(),
+                    ..NodesBatch::default()
+                })
                 .send()?;
             let status = res.status();
             if !status.is_success() {
@@ -169,7 +173,10 @@ impl HttpScheduler {
             .client
             .put(format!("{}/v1/nodes", self.base_url))
             .bearer_auth(&self.token)
-            .json(&json!({ "reclaimed": [node] }))
+            .json(&NodesBatch {
+                reclaimed: vec![node.to_string()],
+                ..NodesBatch::default()
+            })
             .send()?;
         let status = res.status();
         if !status.is_success() {
@@ -228,6 +235,23 @@ impl HttpScheduler {
     }
 }
 
+/// What the reporter sends for `pod` bound to `node` (`POST /v1/placements`, and the placement
+/// part of a `POST /v1/shadow` item).
+pub(crate) fn placement_report(
+    pod: &SimPod,
+    node: &str,
+    outcome: Option<aco_core::colony::Outcome>,
+) -> PlacementReport {
+    PlacementReport {
+        pod_uid: Some(pod.uid.clone()),
+        namespace: Some(pod.namespace.clone()),
+        name: Some(pod.trace.name.clone()),
+        tenant: Some(pod.tenant.clone()),
+        node: node.to_string(),
+        outcome,
+    }
+}
+
 impl Scheduler for HttpScheduler {
     fn name(&self) -> String {
         "colony (HTTP replay)".into()
@@ -236,7 +260,7 @@ impl Scheduler for HttpScheduler {
     fn report(
         &mut self,
         _world: &World,
-        reports: &[FactReport],
+        reports: &[NodeReport],
         _now_ms: u64,
     ) -> Result<(), Error> {
         let mapped = self.wall_clock(reports);
@@ -323,11 +347,10 @@ impl Scheduler for HttpScheduler {
         node: usize,
         _now_ms: u64,
     ) -> Result<(), Error> {
-        let body = json!({"placements": [{
-            "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
-            "tenant": pod.tenant, "node": world.nodes[node].name,
-        }]});
-        self.post("/v1/placements", body.to_string(), true)?;
+        let body = PlacementsBatch {
+            placements: vec![placement_report(pod, &world.nodes[node].name, None)],
+        };
+        self.post("/v1/placements", serde_json::to_string(&body)?, true)?;
         Ok(())
     }
 
@@ -339,11 +362,14 @@ impl Scheduler for HttpScheduler {
         outcome: aco_core::colony::Outcome,
         _now_ms: u64,
     ) -> Result<(), Error> {
-        let body = json!({"placements": [{
-            "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
-            "tenant": pod.tenant, "node": world.nodes[node].name, "outcome": outcome,
-        }]});
-        self.post("/v1/placements", body.to_string(), true)?;
+        let body = PlacementsBatch {
+            placements: vec![placement_report(
+                pod,
+                &world.nodes[node].name,
+                Some(outcome),
+            )],
+        };
+        self.post("/v1/placements", serde_json::to_string(&body)?, true)?;
         Ok(())
     }
 

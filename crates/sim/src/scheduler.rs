@@ -6,8 +6,9 @@ use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::facts_report::{FactReport, ReportBatch};
+use crate::facts_report::ReportBatch;
 use crate::trace::Error;
+use aco_core::api::nodes::NodeReport;
 
 pub use crate::policy::TenantTrails;
 
@@ -15,7 +16,7 @@ pub use crate::policy::TenantTrails;
 pub trait Scheduler {
     fn name(&self) -> String;
     /// Delivers fact reports (the in-cluster reporter's `PUT /v1/nodes`).
-    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error>;
+    fn report(&mut self, world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error>;
     /// One reporter round in the simulator's terms; by default its wire reports go to
     /// [`Scheduler::report`]. The native pipeline folds it directly (same facts, no strings).
     fn report_batch(

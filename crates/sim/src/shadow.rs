@@ -13,19 +13,20 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use aco_core::api::nodes::NodeReport;
+use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::TenantColony;
 use aco_core::config::Config;
-use aco_core::facts::{NodeFacts, NodeReport};
-use aco_core::k8s::QuantityText;
+use aco_core::facts::NodeFacts;
 use aco_core::shadow::{ShadowCluster, ShadowSummary};
 use rand::rngs::StdRng;
 use serde_json::{json, Value};
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::facts_report::FactReport;
+use crate::facts_report::quantity_text;
 use crate::native::NativeScheduler;
-use crate::replay::HttpScheduler;
+use crate::replay::{placement_report, HttpScheduler};
 use crate::scheduler::{Scheduler, TenantTrails};
 use crate::trace::Error;
 
@@ -122,14 +123,13 @@ impl Scheduler for ShadowReplay {
         format!("{} (shadow mode over HTTP)", self.baseline.name())
     }
 
-    fn report(&mut self, world: &World, reports: &[FactReport], now_ms: u64) -> Result<(), Error> {
+    fn report(&mut self, world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error> {
         // The baseline decides on the sim's own clock; the Worker and the native counterfactual
         // see the same reports on the wall clock.
         self.baseline.report(world, reports, now_ms)?;
         let mapped = self.http.wall_clock(reports);
         self.http.put_facts(&mapped)?;
-        let core: Vec<NodeReport> = mapped.iter().map(FactReport::to_core).collect();
-        self.fold(&core, wall_ms());
+        self.fold(&mapped, wall_ms());
         Ok(())
     }
 
@@ -164,36 +164,26 @@ impl Scheduler for ShadowReplay {
         self.baseline.placed(world, alloc, pod, node, now_ms)?;
         let name = &world.nodes[node].name;
         // The reporter's push on the pod event: the node's requested now counts the pod.
-        let requested = alloc[node].requested();
         let at = wall_ms();
-        let wire = json!({"name": name, "requested": requested, "observedAtMs": at});
-        self.http.put_facts(std::slice::from_ref(&wire))?;
         let report = NodeReport {
             name: name.clone(),
-            labels: None,
-            allocatable: None,
-            requested: Some(
-                requested
-                    .iter()
-                    .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
-                    .collect(),
-            ),
-            latency_us: None,
+            requested: Some(quantity_text(&alloc[node].requested())),
             observed_at_ms: Some(at),
-            utilisation: Vec::new(),
-            gpu_free_milli: None,
+            ..NodeReport::default()
         };
+        self.http.put_facts(std::slice::from_ref(&report))?;
         self.fold(std::slice::from_ref(&report), at);
 
         let mut bound = pod.json.clone();
         bound["spec"]["nodeName"] = json!(name);
         bound["spec"]["schedulerName"] = json!("default-scheduler");
-        let body = json!({"placements": [{
-            "podUid": pod.uid, "namespace": pod.namespace, "name": pod.trace.name,
-            "tenant": pod.tenant, "node": name, "pod": bound,
-        }]});
+        let body = ShadowBatch {
+            placements: vec![ShadowReport::of(&placement_report(pod, name, None), bound)],
+        };
         let started = Instant::now();
-        let (_, ops) = self.http.post_admin("/v1/shadow", body.to_string())?;
+        let (_, ops) = self
+            .http
+            .post_admin("/v1/shadow", serde_json::to_string(&body)?)?;
         self.cost.wall_s += started.elapsed().as_secs_f64();
         self.cost.requests += 1;
         self.cost.binding_ops += ops;

@@ -83,9 +83,10 @@ pub fn check_node(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<
 
 #[cfg(test)]
 pub(crate) mod test_support {
+    use crate::api::nodes::NodeReport;
     use crate::config::Config;
     use crate::demand::PodDemand;
-    use crate::facts::{NodeFacts, NodeReport};
+    use crate::facts::NodeFacts;
     use crate::k8s::{NodeView, PodView};
     use crate::node_state::NodeState;
 

@@ -326,7 +326,7 @@ mod tests {
             r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"8","memory":"32Gi","nvidia.com/gpu":"4"}}}"#,
         )
         .unwrap();
-        let report: crate::facts::NodeReport =
+        let report: crate::api::nodes::NodeReport =
             serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#)
                 .unwrap();
         let mut facts = crate::facts::NodeFacts::default();

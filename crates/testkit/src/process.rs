@@ -1,12 +1,11 @@
 //! Servers in their own process group: the one place the test harnesses start and stop
-//! processes — the Worker on Miniflare (`support`) and the control plane, kwok and
-//! metrics-server (`support_kube`).
+//! processes — the Worker on Miniflare ([`crate::worker`]) and the control plane, kwok and
+//! metrics-server ([`crate::kube`]).
 //!
 //! A [`ProcessGroup`] is a child that leads a new process group, so that everything it starts
 //! (workerd under node, the server under `scripts/kube/run-bound`) is signalled together.
 //! [`ProcessGroup::stop`] sends SIGTERM to the group, SIGKILL after a grace period, and reaps the
 //! leader; dropping the value does the same, also while a failing test unwinds.
-#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;

@@ -2,7 +2,7 @@
 // Runs the built Worker (build/index.js + its wasm, from `bash scripts/build-worker`) in
 // Miniflare, configured from wrangler.toml (the single source of bindings and [vars]).
 //
-//   node tests/support/miniflare.mjs [--persist DIR] [--port N] [--vars JSON]
+//   node crates/testkit/miniflare.mjs [--persist DIR] [--port N] [--vars JSON]
 //                                    [--https-key FILE --https-cert FILE] [--cf JSON] [--watch-stdin]
 //
 // Prints exactly one line `READY <url>` (no trailing slash) on stdout once it serves requests,

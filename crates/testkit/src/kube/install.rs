@@ -10,7 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::{repo_root, ControlPlane, Kube};
+use super::{ControlPlane, Kube};
+use crate::repo_root;
 
 /// The rendered objects of `k8s/` with the two values set.
 pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {

@@ -3,17 +3,16 @@
 //! every second. It runs in its own process group with its state in a temporary directory, and
 //! is stopped (SIGTERM, then SIGKILL) on drop, also while a failing test unwinds.
 //!
-//! Used by the Miniflare suite (`tests/extender.rs`: a deposit counter read back through
+//! Used by the Miniflare suite (`tests/metrics.rs`: a deposit counter read back through
 //! Prometheus) and the observability end-to-end test (`tests/e2e_observability.rs`: every
 //! dashboard panel's query against scrapes of the Worker and the reporter).
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::process::{free_port, ProcessGroup};
+use crate::process::{free_port, ProcessGroup};
 
 /// One scrape job: `url` is the target's base URL (`http://…` or `https://…`, no path);
 /// `ca_file` the CA that signed an HTTPS target's certificate.

@@ -1,11 +1,11 @@
-//! Real-shaped extender requests for benchmarks: OpenB v1.Node objects (the derived sample in
+//! Real-shaped extender requests: OpenB v1.Node objects (the derived sample in
 //! `crates/core/tests/data`) replicated to any count with unique names, plus the labels the
-//! extender reads, and a GPU pod. Shared by the core criterion bench and the HTTP bench.
-#![allow(dead_code)]
+//! extender reads, and a GPU pod. Shared by the core criterion bench, the HTTP bench and the
+//! facts-at-scale tests.
 
 use serde_json::{json, Value};
 
-const SAMPLE: &str = include_str!("../tests/data/openb_node_sample.yaml");
+const SAMPLE: &str = include_str!("../../core/tests/data/openb_node_sample.yaml");
 
 pub fn nodes(count: usize) -> Vec<Value> {
     let templates: Vec<Value> = serde_yaml::Deserializer::from_str(SAMPLE)
@@ -26,7 +26,7 @@ pub fn nodes(count: usize) -> Vec<Value> {
         .collect()
 }
 
-pub fn gpu_pod() -> Value {
+pub fn bench_pod() -> Value {
     json!({
         "metadata": {"name": "bench-pod", "namespace": "bench", "uid": "bench-uid",
                      "labels": {"aco/workload-type": "latency-critical"},
@@ -42,7 +42,7 @@ pub fn extender_args_names(count: usize) -> String {
         .iter()
         .map(|n| n["metadata"]["name"].clone())
         .collect();
-    json!({"Pod": gpu_pod(), "NodeNames": names}).to_string()
+    json!({"Pod": bench_pod(), "NodeNames": names}).to_string()
 }
 
 /// `PUT /v1/nodes` body with the facts names mode needs for the same nodes (labels, allocatable).
@@ -56,6 +56,6 @@ pub fn node_facts_report(count: usize) -> String {
 
 /// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
 pub fn extender_args(count: usize) -> String {
-    json!({"Pod": gpu_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null})
+    json!({"Pod": bench_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null})
         .to_string()
 }

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{free_port, repo_root, ControlPlane, Server};
+use super::{ControlPlane, Server};
+use crate::process::free_port;
+use crate::repo_root;
 
 /// The reporter binary, built once per test process (`cargo build -p aco-reporter`, a no-op
 /// when it is up to date), so that a stale binary is never tested. `release` for benchmarks.
@@ -83,7 +85,7 @@ impl Reporter {
             "--ca-file",
             &ca,
             "--token",
-            super::fixtures::ADMIN_TOKEN,
+            crate::ADMIN_TOKEN,
             "--listen",
             &listen,
             "--leader-elect",

@@ -19,7 +19,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{base64, free_port, repo_root, strings, wait_ready, ControlPlane, Server};
+use super::scheduler_config::base64;
+use super::{strings, wait_ready, ControlPlane, Server};
+use crate::process::free_port;
+use crate::repo_root;
 
 /// Node annotation that puts a node under kwok's management (`--manage-nodes-with-annotation-selector`).
 pub const KWOK_NODE_ANNOTATION: &str = "kwok.x-k8s.io/node";

@@ -1,17 +1,17 @@
 //! Integration-test harness: runs the built Worker (`build/`, from `bash scripts/build-worker`)
-//! in Miniflare through `tests/support/miniflare.mjs`, which takes every binding and `[vars]`
+//! in Miniflare through `crates/testkit/miniflare.mjs`, which takes every binding and `[vars]`
 //! from `wrangler.toml`.
 //!
-//! ```ignore
-//! mod support;
-//! use support::{StartOptions, WorkerProcess};
+//! In a `#[tokio::test]` (compiled here, not run: it needs the built Worker):
 //!
-//! #[tokio::test]
-//! async fn livez() {
-//!     let worker = WorkerProcess::start(StartOptions::default());
-//!     let res = reqwest::get(worker.url("/livez")).await.unwrap();
-//!     assert_eq!(res.status(), 200);
-//! }
+//! ```no_run
+//! # async fn livez() {
+//! use aco_testkit::{StartOptions, WorkerProcess};
+//!
+//! let worker = WorkerProcess::start(StartOptions::default());
+//! let res = reqwest::get(worker.url("/livez")).await.unwrap();
+//! assert_eq!(res.status(), 200);
+//! # }
 //! ```
 //!
 //! Each `WorkerProcess` is its own Node + workerd process group on a free port, with Durable
@@ -21,13 +21,8 @@
 //! Worker's log printed. Starting and stopping are blocking (a second or two), which is fine
 //! inside `#[tokio::test]`.
 //!
-//! [`process`] holds the process-group handling (spawn, stop, free ports) that this harness and
-//! the control plane's (`tests/support_kube`) share.
-#![allow(dead_code)]
-
-pub mod api;
-pub mod process;
-pub mod prometheus;
+//! [`crate::process`] holds the process-group handling (spawn, stop, free ports) that this
+//! harness and the control plane's ([`crate::kube`]) share.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -39,7 +34,8 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use process::{ProcessGroup, TERM_GRACE};
+use crate::process::{ProcessGroup, TERM_GRACE};
+use crate::repo_root;
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -65,6 +61,12 @@ pub struct StartOptions {
     pub cf: Option<serde_json::Value>,
 }
 
+/// The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone and lets the
+/// trail learn unseen).
+pub fn trail_on() -> StartOptions {
+    StartOptions::default().var("ALPHA", "1")
+}
+
 impl StartOptions {
     /// Convenience: `StartOptions::default().var("ALPHA", "0.3")`.
     pub fn var(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
@@ -80,8 +82,6 @@ pub struct WorkerProcess {
     options: StartOptions,
     running: Option<Running>,
     logs: Arc<Mutex<String>>,
-    /// Set by a test that exceeds the binding budget on purpose.
-    budget_exceeded_expected: bool,
     // Declared last so that it is removed after the process is gone.
     _temp_dir: Option<TempDir>,
 }
@@ -91,10 +91,6 @@ struct Running {
     // Held open: miniflare.mjs (--watch-stdin) exits when it closes, so even a test binary
     // killed with SIGKILL does not leave servers behind.
     _stdin: ChildStdin,
-}
-
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 impl WorkerProcess {
@@ -124,7 +120,6 @@ impl WorkerProcess {
             options,
             running: None,
             logs: Arc::new(Mutex::new(String::new())),
-            budget_exceeded_expected: false,
             _temp_dir: temp_dir,
         };
         worker.spawn();
@@ -179,7 +174,7 @@ impl WorkerProcess {
         let node = std::env::var_os("NODE").unwrap_or_else(|| "node".into());
         let mut cmd = Command::new(node);
         cmd.current_dir(&root)
-            .arg(root.join("tests/support/miniflare.mjs"))
+            .arg(root.join("crates/testkit/miniflare.mjs"))
             .arg("--watch-stdin")
             .arg("--persist")
             .arg(&self.persist_dir);
@@ -275,13 +270,6 @@ impl WorkerProcess {
     }
 }
 
-impl WorkerProcess {
-    /// For a test that drives the Worker over the binding budget on purpose.
-    pub fn expect_budget_exceeded(&mut self) {
-        self.budget_exceeded_expected = true;
-    }
-}
-
 impl Drop for WorkerProcess {
     fn drop(&mut self) {
         self.stop();
@@ -291,7 +279,7 @@ impl Drop for WorkerProcess {
                 self.persist_dir.display(),
                 self.logs()
             );
-        } else if !self.budget_exceeded_expected && self.logs().contains(BUDGET_EXCEEDED) {
+        } else if self.logs().contains(BUDGET_EXCEEDED) {
             panic!(
                 "the Worker refused a binding operation beyond the platform's limits per invocation (10,000 subrequests, 1,000 KV operations); its log:\n{}",
                 self.logs()

@@ -1,0 +1,415 @@
+//! The HTTP client of the tests: [`WorkerHttp`], every helper for the Worker's routes (extender
+//! verbs; admin calls with the bearer token: facts, placements, colony tables, shadow summaries,
+//! `/metrics`), written once for both ways a test reaches a Worker — [`Api`], which owns a
+//! Miniflare Worker on HTTP and follows its restarts, and [`WorkerApi`], a Worker served over
+//! HTTPS beside a control plane (the kube suites). Also the pod as kube-scheduler sends it to
+//! the extender, and `ExtenderArgs` in full-Nodes mode.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::pods::pod_object;
+use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN};
+
+/// A pending pod as kube-scheduler sends it to the extender (requests are its limits too).
+pub fn pod(
+    name: &str,
+    namespace: &str,
+    labels: Value,
+    annotations: Value,
+    requests: Value,
+) -> Value {
+    let container = json!({"name": "main", "image": "busybox",
+                           "resources": {"requests": requests.clone(), "limits": requests}});
+    let mut pod = pod_object(namespace, name, labels, annotations, container);
+    pod["metadata"]["uid"] = format!("uid-{namespace}-{name}").into();
+    pod["metadata"]["creationTimestamp"] = "2026-11-29T10:00:00Z".into();
+    pod["status"] = json!({"phase": "Pending", "qosClass": "Guaranteed"});
+    pod
+}
+
+/// A pending pod of tenant `research` asking for one GPU, 4 CPU and 16 GiB, allowed on `models`
+/// (`scheduling.aco/gpu-models`) if given.
+pub fn gpu_pod(name: &str, models: Option<&str>) -> Value {
+    let annotations = models.map_or(json!({}), |m| json!({ "scheduling.aco/gpu-models": m }));
+    pod(
+        name,
+        "research",
+        json!({}),
+        annotations,
+        json!({"cpu": "4", "memory": "16Gi", "alibabacloud.com/gpu-count": "1"}),
+    )
+}
+
+/// ExtenderArgs in full-Nodes mode, each node pretty-printed so that its bytes are distinctive.
+pub fn full_args(pod: &Value, nodes: &[Value]) -> (String, Vec<String>) {
+    let items: Vec<String> = nodes
+        .iter()
+        .map(|n| serde_json::to_string_pretty(n).unwrap())
+        .collect();
+    let body = format!(
+        r#"{{"Pod":{},"Nodes":{{"metadata":{{}},"items":[{}]}},"NodeNames":null}}"#,
+        pod,
+        items.join(",")
+    );
+    (body, items)
+}
+
+/// A Worker this test owns (Miniflare, HTTP): `worker.restart()` and the like keep working, the
+/// next call goes to the new port.
+pub struct Api {
+    pub worker: WorkerProcess,
+    pub http: Client,
+}
+
+impl Api {
+    pub fn start(options: StartOptions) -> Self {
+        Self {
+            worker: WorkerProcess::start(options),
+            // No idle connections kept: workerd closes idle keep-alive connections on its own
+            // schedule, and a request sent on one as it closes fails with `IncompleteMessage`
+            // (hyper's keep-alive race; seen under load with 100 requests in flight). A fresh
+            // connection per request costs the tests nothing that they measure.
+            http: Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("reqwest client"),
+        }
+    }
+}
+
+/// A Worker reached by URL over HTTPS, trusted through the control plane's CA (the kube suites,
+/// where the Worker is kube-scheduler's extender).
+pub struct WorkerApi {
+    pub base: String,
+    http: Client,
+}
+
+impl WorkerApi {
+    pub fn new(worker: &WorkerProcess, ca_pem: &[u8]) -> WorkerApi {
+        let http = Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        WorkerApi {
+            base: worker.base_url.clone(),
+            http,
+        }
+    }
+}
+
+impl WorkerHttp for Api {
+    fn base(&self) -> String {
+        self.worker.base_url.clone()
+    }
+    fn http(&self) -> &Client {
+        &self.http
+    }
+}
+
+impl WorkerHttp for WorkerApi {
+    fn base(&self) -> String {
+        self.base.clone()
+    }
+    fn http(&self) -> &Client {
+        &self.http
+    }
+}
+
+/// The Worker's routes as the tests call them. Helpers that assert say so; the others return
+/// the status for the test to check.
+// The futures are awaited where they are made (no `Send` bound needed, none promised).
+#[allow(async_fn_in_trait)]
+pub trait WorkerHttp {
+    /// `http(s)://127.0.0.1:PORT`, no trailing slash.
+    fn base(&self) -> String;
+    fn http(&self) -> &Client;
+
+    /// `base` + `path` (`path` starts with `/`).
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base())
+    }
+
+    /// `…/v1` — the urlPrefix kube-scheduler gets.
+    fn url_prefix(&self) -> String {
+        self.url("/v1")
+    }
+
+    /// An extender verb (no credentials): status and body as sent.
+    async fn post_raw(&self, path: &str, body: String) -> (StatusCode, String) {
+        let r = self
+            .http()
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    }
+
+    /// [`WorkerHttp::post_raw`], asserting 200; the JSON reply.
+    async fn post(&self, path: &str, body: String) -> Value {
+        let (status, text) = self.post_raw(path, body).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// An admin call (bearer [`ADMIN_TOKEN`]): status and text of the reply.
+    async fn admin_text(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, String) {
+        let mut req = self
+            .http()
+            .request(method.clone(), self.url(path))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = r.status();
+        (status, r.text().await.unwrap())
+    }
+
+    /// An admin call: status and JSON reply (the text as a JSON string if it is not JSON).
+    async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let (status, text) = self.admin_text(method, path, body).await;
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// An admin call asserting a 2xx reply; its JSON (`null` if it is not JSON).
+    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Value {
+        let (status, text) = self.admin_text(method.clone(), path, body).await;
+        assert!(
+            status.is_success(),
+            "{method} {path}: HTTP {status}: {text}"
+        );
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    /// `PUT /v1/nodes` of these reports, asserting 200.
+    async fn put_facts(&self, nodes: impl serde::Serialize) {
+        let (status, body) = self
+            .admin(Method::PUT, "/v1/nodes", Some(json!({ "nodes": nodes })))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    async fn put_batch(&self, batch: Value) -> (StatusCode, Value) {
+        self.admin(Method::PUT, "/v1/nodes", Some(batch)).await
+    }
+
+    /// `PUT /v1/nodes` with a body as written (e.g. with a key repeated, which a `Value` cannot hold).
+    async fn put_batch_raw(&self, body: String) -> (StatusCode, Value) {
+        let r = self
+            .http()
+            .put(self.url("/v1/nodes"))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// The stored facts of one node (`None` when the Worker has none; any other answer fails).
+    async fn node_facts(&self, node: &str) -> Option<Value> {
+        let (status, body) = self
+            .admin(Method::GET, &format!("/v1/nodes/{node}"), None)
+            .await;
+        match status.as_u16() {
+            200 => Some(body),
+            404 => None,
+            _ => panic!("GET /v1/nodes/{node}: {status} {body}"),
+        }
+    }
+
+    /// The stored facts of one node, `None` while the Worker has none or does not answer 2xx
+    /// (for polling while a reporter or the Worker starts).
+    async fn try_node_facts(&self, name: &str) -> Option<Value> {
+        self.try_get(&format!("/v1/nodes/{name}")).await
+    }
+
+    /// An admin `GET`'s JSON, `None` unless it answers 2xx with JSON.
+    async fn try_get(&self, path: &str) -> Option<Value> {
+        let r = self
+            .http()
+            .get(self.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .ok()?;
+        if !r.status().is_success() {
+            return None;
+        }
+        r.json().await.ok()
+    }
+
+    /// A names-mode filter (`POST /v1/filter` with `NodeNames`, as kube-scheduler sends it with
+    /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply, asserting 200.
+    async fn filter(&self, pod: &Value, names: &[String]) -> Value {
+        self.post(
+            "/v1/filter",
+            json!({"Pod": pod, "NodeNames": names}).to_string(),
+        )
+        .await
+    }
+
+    /// Which of `names` a names-mode (nodeCacheCapable) filter passes for a small CPU pod;
+    /// the others' reasons.
+    async fn filter_names(&self, names: &[&str]) -> (Vec<String>, Value) {
+        let probe = pod("probe", "ops", json!({}), json!({}), json!({"cpu": "1"}));
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let reply = self.filter(&probe, &names).await;
+        let passed = reply["NodeNames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        (passed, reply["FailedNodes"].clone())
+    }
+
+    /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`), asserting success.
+    async fn pheromones(&self, tenant: &str) -> Value {
+        self.call(
+            Method::GET,
+            &format!("/v1/tenants/{tenant}/pheromones"),
+            None,
+        )
+        .await
+    }
+
+    /// `POST /v1/placements` of these reports, asserting 200; the summary.
+    async fn place(&self, placements: Value) -> Value {
+        let (status, body) = self
+            .admin(
+                Method::POST,
+                "/v1/placements",
+                Some(json!({ "placements": placements })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Scores as a map host → score.
+    async fn scores(&self, pod: &Value, nodes: &[Value]) -> BTreeMap<String, i64> {
+        let reply = self.post("/v1/prioritize", full_args(pod, nodes).0).await;
+        reply
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hp| {
+                (
+                    hp["Host"].as_str().unwrap().to_string(),
+                    hp["Score"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// The Worker's Prometheus text (`GET /metrics`).
+    async fn metrics(&self) -> String {
+        let r = self
+            .http()
+            .get(self.url("/metrics"))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert!(r.status().is_success(), "GET /metrics: {}", r.status());
+        r.text().await.unwrap()
+    }
+
+    /// Polls /metrics until it contains `needle` (metrics are recorded after each response).
+    async fn metrics_containing(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = self.metrics().await;
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "metrics never contained {needle}:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The tenant's shadow summary (`GET /v1/tenants/{t}/shadow`), `None` while the Worker
+    /// answers anything but 2xx.
+    async fn shadow_summary(&self, tenant: &str) -> Option<Value> {
+        self.try_get(&format!("/v1/tenants/{tenant}/shadow")).await
+    }
+
+    async fn deposits(&self, tenant: &str) -> u64 {
+        self.pheromones(tenant).await["counters"]["deposits"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Waits until the tenant's colony has exactly `n` deposits, failing at once if it ever
+    /// has more (a placement counted twice).
+    async fn wait_deposits(&self, tenant: &str, n: u64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let d = self.deposits(tenant).await;
+            assert!(
+                d <= n,
+                "tenant {tenant}: {d} deposits, more than the {n} pods bound"
+            );
+            if d == n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tenant {tenant}: {d} deposits after {timeout:?}, want {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// A decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}`): status and reply.
+    async fn explanation(&self, tenant: &str, pod_uid: &str) -> (StatusCode, Value) {
+        self.admin(
+            Method::GET,
+            &format!("/v1/tenants/{tenant}/decisions/{pod_uid}"),
+            None,
+        )
+        .await
+    }
+
+    /// node → tau for a tenant (empty when the tenant has no trail yet).
+    async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
+        self.pheromones(tenant).await["nodes"]
+            .as_array()
+            .map(|nodes| {
+                nodes
+                    .iter()
+                    .filter_map(|n| Some((n["node"].as_str()?.to_owned(), n["tau"].as_f64()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,219 @@
+//! The Kubernetes API of a test's control plane: plain HTTPS + JSON with the admin client
+//! certificate.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{wait_for, Pki};
+
+#[derive(Clone)]
+pub struct Kube {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Kube {
+    pub fn new(base: &str, pki: &Pki) -> Kube {
+        let mut identity = std::fs::read(pki.path("admin.crt")).unwrap();
+        identity.extend(std::fs::read(pki.path("admin.key")).unwrap());
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&pki.ca_pem()).unwrap())
+            .identity(reqwest::Identity::from_pem(&identity).unwrap())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        Kube {
+            base: base.to_owned(),
+            http,
+        }
+    }
+
+    pub async fn get_raw(&self, path: &str) -> reqwest::Result<(u16, String)> {
+        let r = self.http.get(format!("{}{path}", self.base)).send().await?;
+        Ok((r.status().as_u16(), r.text().await?))
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+        let r = req.send().await.map_err(|e| format!("{what}: {e}"))?;
+        let status = r.status();
+        let text = r.text().await.map_err(|e| format!("{what}: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("{what}: HTTP {status}: {text}"));
+        }
+        serde_json::from_str(&text).map_err(|e| format!("{what}: {e}: {text}"))
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, String> {
+        self.send(
+            self.http.get(format!("{}{path}", self.base)),
+            &format!("GET {path}"),
+        )
+        .await
+    }
+    pub async fn post(&self, path: &str, body: &Value) -> Value {
+        self.send(
+            self.http.post(format!("{}{path}", self.base)).json(body),
+            &format!("POST {path}"),
+        )
+        .await
+        .unwrap()
+    }
+    pub async fn merge_patch(&self, path: &str, body: &Value) -> Value {
+        let req = self
+            .http
+            .patch(format!("{}{path}", self.base))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(body.to_string());
+        self.send(req, &format!("PATCH {path}")).await.unwrap()
+    }
+    pub async fn delete(&self, path: &str) -> Result<Value, String> {
+        let req = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .json(&json!({"gracePeriodSeconds": 0}));
+        self.send(req, &format!("DELETE {path}")).await
+    }
+
+    pub async fn create_namespace(&self, name: &str) {
+        self.post(
+            "/api/v1/namespaces",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+        .await;
+    }
+
+    /// Waits for ServiceAccount `ns/name` (the controller-manager creates `default` in every
+    /// namespace; the ServiceAccount admission plugin refuses pods until it exists).
+    pub async fn wait_service_account(&self, ns: &str, name: &str) {
+        let k = self.clone();
+        wait_for(
+            &format!("service account {ns}/{name}"),
+            Duration::from_secs(60),
+            || {
+                let k = k.clone();
+                let path = format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}");
+                async move { k.get(&path).await.ok().map(|_| ()) }
+            },
+        )
+        .await;
+    }
+
+    /// Creates the Node and sets `status.allocatable`/`capacity` (no kubelet does it here).
+    pub async fn create_node(&self, node: &Value) {
+        let name = node["metadata"]["name"].as_str().unwrap().to_owned();
+        let mut spec = node.clone();
+        spec.as_object_mut().unwrap().remove("status");
+        self.post("/api/v1/nodes", &spec).await;
+        let status = &node["status"];
+        self.merge_patch(
+            &format!("/api/v1/nodes/{name}/status"),
+            &json!({"status": {"allocatable": status["allocatable"], "capacity": status["capacity"]}}),
+        )
+        .await;
+    }
+
+    pub async fn create_pod(&self, pod: &Value) -> Value {
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .expect("pod namespace");
+        self.post(&format!("/api/v1/namespaces/{ns}/pods"), pod)
+            .await
+    }
+
+    pub async fn pod(&self, ns: &str, name: &str) -> Value {
+        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
+            .await
+            .unwrap()
+    }
+
+    pub async fn pods(&self, ns: &str) -> Vec<Value> {
+        let list = self
+            .get(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Deletes every pod of the namespace at once (grace period 0: there is no kubelet).
+    pub async fn delete_pods(&self, ns: &str) {
+        self.delete(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap();
+        let k = self.clone();
+        let ns = ns.to_owned();
+        wait_for("pods deleted", Duration::from_secs(60), || {
+            let (k, ns) = (k.clone(), ns.clone());
+            async move { k.pods(&ns).await.is_empty().then_some(()) }
+        })
+        .await;
+    }
+
+    /// Events about a pod (core/v1 view of what kube-scheduler records).
+    pub async fn pod_events(&self, ns: &str, pod: &str) -> Vec<Value> {
+        let list = self
+            .get(&format!(
+                "/api/v1/namespaces/{ns}/events?fieldSelector=involvedObject.name%3D{pod}"
+            ))
+            .await
+            .unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the pod has a node, returns the node name.
+    pub async fn wait_bound(&self, ns: &str, name: &str, timeout: Duration) -> String {
+        wait_for(
+            &format!("pod {ns}/{name} to be bound"),
+            timeout,
+            || async move {
+                let pod = self.pod(ns, name).await;
+                pod["spec"]["nodeName"].as_str().map(str::to_owned)
+            },
+        )
+        .await
+    }
+
+    /// Waits until every pod of `names` is bound; returns their node names in order.
+    pub async fn wait_all_bound(
+        &self,
+        ns: &str,
+        names: &[String],
+        timeout: Duration,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        let deadline = Instant::now() + timeout;
+        for n in names {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(1));
+            out.push(self.wait_bound(ns, n, left).await);
+        }
+        out
+    }
+
+    /// Waits until kube-scheduler has marked the pod unschedulable; returns the condition message.
+    pub async fn wait_unschedulable(&self, ns: &str, name: &str, timeout: Duration) -> String {
+        wait_for(
+            &format!("pod {ns}/{name} to be Unschedulable"),
+            timeout,
+            || async move {
+                let pod = self.pod(ns, name).await;
+                assert!(
+                    pod["spec"]["nodeName"].as_str().is_none(),
+                    "pod {ns}/{name} was bound: {}",
+                    pod["spec"]["nodeName"]
+                );
+                pod["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .find_map(|c| {
+                        (c["type"] == "PodScheduled"
+                            && c["status"] == "False"
+                            && c["reason"] == "Unschedulable")
+                            .then(|| c["message"].as_str().unwrap_or_default().to_owned())
+                    })
+            },
+        )
+        .await
+    }
+}

@@ -1,0 +1,266 @@
+//! Fixtures shared by the end-to-end tests and the kube benches: the Worker (through the
+//! Miniflare launcher, [`crate::worker`]) over HTTPS with the control plane's CA, its admin API,
+//! nodes with the labels the Worker reads (OpenB's come from [`crate::openb`]), and pod builders.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::reporter::Reporter;
+use super::{ControlPlane, Kube, SchedulerConfig};
+use crate::api::{WorkerApi, WorkerHttp};
+use crate::nodes::name_of;
+use crate::pods::pod_object;
+use crate::{now_ms, StartOptions, WorkerProcess};
+
+// ---------------------------------------------------------------------------------------------
+// fixture: control plane + Worker over HTTPS
+
+pub struct Env {
+    /// The in-cluster reporter feeding the Worker, when the test runs one (dropped first).
+    pub reporter: Option<Reporter>,
+    pub cp: ControlPlane,
+    pub worker: Option<WorkerProcess>,
+    pub api: WorkerApi,
+    pub worker_state: PathBuf,
+    _state: tempfile::TempDir,
+}
+
+impl Env {
+    pub async fn start() -> Env {
+        Env::start_with(super::ControlPlaneOptions::default(), &[]).await
+    }
+
+    /// [`Env::start`] with control-plane options (RBAC and kube-controller-manager) and extra
+    /// Worker `[vars]`.
+    pub async fn start_with(options: super::ControlPlaneOptions, vars: &[(&str, &str)]) -> Env {
+        let cp = ControlPlane::start_with(options).await;
+        let state = tempfile::Builder::new()
+            .prefix("aco-e2e-worker-")
+            .tempdir()
+            .unwrap();
+        let worker_state = state.path().to_path_buf();
+        let mut opts = StartOptions {
+            persist_dir: Some(worker_state.clone()),
+            https: Some(cp.pki.worker_tls()),
+            ..StartOptions::default()
+        };
+        for (k, v) in vars {
+            opts = opts.var(k, *v);
+        }
+        let worker = WorkerProcess::start(opts);
+        let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+        Env {
+            reporter: None,
+            cp,
+            worker: Some(worker),
+            api,
+            worker_state,
+            _state: state,
+        }
+    }
+
+    /// [`Env::start`] plus the real `aco-reporter` binary feeding the Worker (no NodeMetrics:
+    /// these nodes have no kubelet): node facts and placements come from it, not from the test.
+    pub async fn start_with_reporter() -> Env {
+        Env::start_with_reporter_flags(&[]).await
+    }
+
+    /// [`Env::start_with_reporter`] with extra reporter flags (e.g. `--shadow-scheduler-names`).
+    pub async fn start_with_reporter_flags(extra: &[&str]) -> Env {
+        Env::start_with_reporter_and_vars(extra, &[]).await
+    }
+
+    /// [`Env::start_with_reporter_flags`] with extra Worker `[vars]` (e.g. `ALPHA=1`).
+    pub async fn start_with_reporter_and_vars(extra: &[&str], vars: &[(&str, &str)]) -> Env {
+        let mut env = Env::start_with(super::ControlPlaneOptions::default(), vars).await;
+        let url = env.api.base.clone();
+        let flags = [&["--no-node-metrics"], extra].concat();
+        env.reporter = Some(Reporter::start(&env.cp, &url, "reporter", &flags, false));
+        env
+    }
+
+    pub fn kube(&self) -> &Kube {
+        &self.cp.kube
+    }
+
+    pub fn worker_config(&self, node_cache_capable: bool) -> SchedulerConfig {
+        SchedulerConfig::worker(
+            self.api.url_prefix(),
+            self.cp.pki.ca_pem(),
+            node_cache_capable,
+        )
+    }
+
+    /// Creates the Node objects; with a reporter, waits until the Worker has its facts for
+    /// every one of them, else (benchmarks) pushes the facts a reporter would send.
+    pub async fn add_nodes(&self, nodes: &[Value]) {
+        for chunk in nodes.chunks(16) {
+            futures::future::join_all(chunk.iter().map(|n| self.kube().create_node(n))).await;
+        }
+        if self.reporter.is_none() {
+            self.api
+                .put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
+                .await;
+            return;
+        }
+        for n in nodes {
+            let name = name_of(n);
+            super::wait_for(
+                &format!("the reporter's facts for {name}"),
+                Duration::from_secs(60),
+                || {
+                    let name = name.clone();
+                    async move {
+                        self.api
+                            .try_node_facts(&name)
+                            .await
+                            .filter(|f| f["requested"].is_object())
+                    }
+                },
+            )
+            .await;
+        }
+    }
+}
+
+pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess {
+    WorkerProcess::start(StartOptions {
+        persist_dir: Some(state.to_path_buf()),
+        https: Some(cp.pki.worker_tls()),
+        ..StartOptions::default()
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// nodes
+
+/// A CPU-only node named `name` with this allocatable (and capacity) and 110 pods.
+pub fn cpu_node(name: &str, cpu: &str, memory: &str) -> Value {
+    let res = json!({"cpu": cpu, "memory": memory, "pods": "110"});
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
+        "status": {"allocatable": res, "capacity": res},
+    })
+}
+
+/// Turns a node (e.g. from [`openb_gpu_nodes`]) into one kwok manages, as kwokctl's node
+/// template has it: annotations `kwok.x-k8s.io/node: fake` (kwok's selector),
+/// `metrics.k8s.io/resource-metrics-path` (where metrics-server scrapes it on kwok's server) and
+/// `node.alpha.kubernetes.io/ttl: "0"`, label `type: kwok`, and a Hostname address. Labels,
+/// allocatable and capacity are kept; kwok adds InternalIP 127.0.0.1, the kubelet port, node
+/// info and the Ready condition. Create it with [`create_kwok_nodes`] (status included).
+pub fn kwok_node(mut node: Value) -> Value {
+    let name = name_of(&node);
+    let meta = node["metadata"].as_object_mut().unwrap();
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    annotations[super::kwok::KWOK_NODE_ANNOTATION] = "fake".into();
+    annotations["node.alpha.kubernetes.io/ttl"] = "0".into();
+    annotations["metrics.k8s.io/resource-metrics-path"] =
+        format!("/metrics/nodes/{name}/metrics/resource").into();
+    meta.entry("labels").or_insert_with(|| json!({}))["type"] = "kwok".into();
+    node["status"]["addresses"] = json!([{"type": "Hostname", "address": name}]);
+    node
+}
+
+/// Creates nodes with their status in one request (a kubelet registers a node that way; kwok
+/// must not see a node without its allocatable).
+pub async fn create_kwok_nodes(kube: &Kube, nodes: &[Value]) {
+    for chunk in nodes.chunks(16) {
+        futures::future::join_all(chunk.iter().map(|n| kube.post("/api/v1/nodes", n))).await;
+    }
+}
+
+/// Adds the labels the Worker reads and mirrors the OpenB GPU count as `nvidia.com/gpu`.
+pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Value {
+    let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+        .as_str()
+        .map(str::to_owned);
+    let labels = node["metadata"]["labels"].as_object_mut().unwrap();
+    if let Some(m) = &model {
+        labels.insert("aco/gpu-type".into(), m.clone().into());
+    }
+    labels.insert("aco/cost-per-hour".into(), format!("{cost}").into());
+    labels.insert("aco/latency-us".into(), latency_us.to_string().into());
+    labels.insert(
+        "aco/instance-type".into(),
+        if spot { "spot" } else { "on-demand" }.into(),
+    );
+    for key in ["allocatable", "capacity"] {
+        let res = node["status"][key].as_object_mut().unwrap();
+        if let Some(g) = res.get("alibabacloud.com/gpu-count").cloned() {
+            res.insert("nvidia.com/gpu".into(), g);
+        }
+    }
+    node
+}
+
+pub fn label(v: &Value, key: &str) -> String {
+    v["metadata"]["labels"][key]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `PUT /v1/nodes` entry the in-cluster reporter would send for this node.
+pub fn facts_of(node: &Value) -> Value {
+    let labels = node["metadata"]["labels"].clone();
+    let latency: u64 = label(node, "aco/latency-us").parse().unwrap_or(0);
+    json!({
+        "name": name_of(node),
+        "labels": labels,
+        "allocatable": node["status"]["allocatable"],
+        "requested": {"cpu": "0", "memory": "0"},
+        "latencyUs": latency,
+        "observedAtMs": now_ms(),
+        "utilisation": [{"atMs": now_ms(), "value": 0.2}],
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// pods
+
+#[derive(Default)]
+pub struct PodOpts<'a> {
+    pub cpu: &'a str,
+    pub memory: &'a str,
+    pub gpus: u32,
+    pub labels: Vec<(&'a str, String)>,
+    pub annotations: Vec<(&'a str, String)>,
+    pub affinity: Option<Value>,
+}
+
+/// A pod for a test to create in the API server (500m CPU and 512Mi unless told, GPUs as limits).
+pub fn pod(ns: &str, name: &str, o: PodOpts) -> Value {
+    let mut resources = json!({"requests": {"cpu": if o.cpu.is_empty() { "500m" } else { o.cpu },
+                                            "memory": if o.memory.is_empty() { "512Mi" } else { o.memory }}});
+    if o.gpus > 0 {
+        resources["limits"] = json!({"nvidia.com/gpu": o.gpus.to_string()});
+    }
+    let labels: serde_json::Map<String, Value> = o
+        .labels
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
+    let annotations: serde_json::Map<String, Value> = o
+        .annotations
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect();
+    let container =
+        json!({"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources});
+    let mut pod = pod_object(ns, name, labels.into(), annotations.into(), container);
+    if let Some(a) = o.affinity {
+        pod["spec"]["affinity"] = a;
+    }
+    pod
+}
+
+pub async fn create_pods(kube: &Kube, pods: &[Value]) -> Vec<String> {
+    for chunk in pods.chunks(16) {
+        futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
+    }
+    pods.iter().map(name_of).collect()
+}

@@ -1,0 +1,43 @@
+//! A real Kubernetes control plane for the end-to-end tests: etcd, kube-apiserver and
+//! kube-scheduler built by `scripts/build-kube` (pinned in `scripts/kube/go.mod`), plus
+//! `aco-netem-proxy` (delay / failure injection between kube-scheduler and the Worker).
+//!
+//! Every server binds 127.0.0.1 on a free port, runs in its own process group under
+//! `scripts/kube/run-bound` (which stops the group when the test process goes away, even on
+//! SIGKILL) and is stopped by process-group id on drop, also while a failing test unwinds.
+//! The flags mirror `scripts/kube-up`; keep them in step.
+//!
+//! [`kwok`] adds fake kubelets (kwok) and metrics-server behind the aggregation layer.
+//!
+//! The kube-scheduler configuration is `k8s/scheduler-config.yaml` — the file the shipped
+//! ConfigMap is generated from — with only the local differences applied
+//! ([`SchedulerConfig::render`]).
+//!
+//! One file per concern: [`server`] (a server's process group and log, polling helpers),
+//! [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
+//! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
+//! [`install`], [`kwok`], [`reporter`].
+
+pub mod api;
+pub mod control_plane;
+pub mod fixtures;
+pub mod install;
+pub mod kwok;
+pub mod pki;
+pub mod proxy;
+pub mod reporter;
+pub mod scheduler_config;
+pub mod server;
+
+pub use api::Kube;
+pub use control_plane::{kube_bin, ControlPlane, ControlPlaneOptions};
+pub use pki::Pki;
+pub use proxy::{host_port, Proxy, ProxyMode};
+pub use scheduler_config::{Extender, SchedulerConfig};
+pub use server::{wait_for, wait_ready, Server};
+
+pub const SCHEDULER_NAME: &str = "aco-scheduler";
+
+pub(crate) fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}

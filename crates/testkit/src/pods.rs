@@ -1,0 +1,23 @@
+//! The v1.Pod both pod builders start from: [`crate::api::pod`] (the pod as kube-scheduler
+//! sends it to the extender: UID, creation time, `Pending` status, limits = requests) and
+//! [`crate::kube::fixtures::pod`] (a pod a test creates in the API server: defaults, GPU
+//! limits, affinity). They differ in what the other side of each adds, not in the envelope.
+
+use serde_json::{json, Value};
+
+use crate::kube::SCHEDULER_NAME;
+
+/// A pod of one `container`, for our scheduler (`aco-scheduler`).
+pub fn pod_object(
+    ns: &str,
+    name: &str,
+    labels: Value,
+    annotations: Value,
+    container: Value,
+) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations},
+        "spec": {"schedulerName": SCHEDULER_NAME, "containers": [container]},
+    })
+}

@@ -1,0 +1,255 @@
+//! Bad inputs on the built Worker in Miniflare: 4xx JSON naming the problem and no state
+//! changed, and mutated bodies on every route never answered with a 5xx.
+
+use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::priced_nodes;
+use aco_testkit::{now_ms, StartOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
+    let api = Api::start(StartOptions::default().var("MAX_BODY_BYTES", "65536"));
+    let nodes = priced_nodes();
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        ("/v1/filter", "{not json".into(), 400, "invalid ExtenderArgs"),
+        ("/v1/filter", r#"{"Pod":{"metadata":{"name":"p"}},"NodeNames":"n1"}"#.into(), 400, "invalid ExtenderArgs"),
+        ("/v1/filter", r#"{"Pod":{"metadata":{"name":"p"}}}"#.into(), 400, "neither Nodes nor NodeNames"),
+        ("/v1/prioritize", json!({"Pod": pod("p", "n", json!({}), json!({}), json!({"cpu": "two"})), "NodeNames": []}).to_string(), 400, "Pod.spec.containers[0].resources.requests.cpu"),
+        ("/v1/filter", json!({"Pod": {}, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"allocatable": {"memory": "12XB"}}}]}}).to_string(), 400, "Nodes.items[0].status.allocatable.memory"),
+        ("/v1/bind", r#"{"PodName":"p"}"#.into(), 400, "ExtenderBindingArgs"),
+        ("/v1/bind", json!({"PodName": "p", "PodNamespace": "n", "PodUID": "u", "Node": "n".repeat(254)}).to_string(), 400, "not a valid Kubernetes name"),
+        ("/v1/nope", "{}".into(), 404, "no route"),
+    ];
+    for (path, body, status, needle) in cases {
+        let (got, text) = api.post_raw(path, body).await;
+        assert_eq!(got.as_u16(), status, "{path}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+        let message = format!("{} {}", v["error"], v["field"]);
+        assert!(message.contains(needle), "{path}: {message}");
+    }
+    let r = api
+        .http
+        .get(api.worker.url("/v1/filter"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    // Oversized: drained without being stored, then refused with a message.
+    let oversized = format!(r#"{{"Pod":{{}},"NodeNames":["{}"]}}"#, "x".repeat(70_000));
+    let r = api
+        .http
+        .post(api.worker.url("/v1/filter"))
+        .body(oversized)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("exceeds the limit"),
+        "{v}"
+    );
+
+    // Admin endpoints need the token.
+    let r = api
+        .http
+        .put(api.worker.url("/v1/nodes"))
+        .json(&json!({"nodes": []}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = api
+        .http
+        .get(api.worker.url("/v1/tenants/a/pheromones"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // A facts batch with one bad report stores nothing.
+    let (status, body) = api
+        .admin(reqwest::Method::PUT, "/v1/nodes", Some(json!({"nodes": [{"name": "good", "latencyUs": 5}, {"name": "bad", "utilisation": [{"atMs": 1, "value": 7}]}]})))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "nodes[1].utilisation[0].value");
+    let filter =
+        json!({"Pod": pod("p", "n", json!({}), json!({}), json!({})), "NodeNames": ["good"]})
+            .to_string();
+    assert!(api.post("/v1/filter", filter).await["FailedNodes"]["good"]
+        .as_str()
+        .unwrap()
+        .contains("no node facts"));
+
+    // A placement batch with one bad item deposits nothing.
+    api.scores(&pod("p1", "iso", json!({}), json!({}), json!({})), &nodes)
+        .await;
+    let (status, body) = api
+        .admin(
+            reqwest::Method::POST,
+            "/v1/placements",
+            Some(json!({"placements": [
+            {"podUid": "uid-iso-p1", "namespace": "iso", "node": name_of(&nodes[0])},
+            {"podUid": "x", "namespace": "iso", "node": name_of(&nodes[0]), "outcome": 3.5}]})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["field"], "placements[1].outcome");
+    assert_eq!(api.pheromones("iso").await["epoch"], 0);
+    let (status, body) = api
+        .admin(
+            reqwest::Method::GET,
+            "/v1/tenants/bad..%2F/pheromones",
+            None,
+        )
+        .await;
+    assert!(status == 400 || status == 404, "{status} {body}");
+
+    // The Worker is still healthy and the failures are counted.
+    assert_eq!(
+        api.http
+            .get(api.worker.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    api.metrics_containing("aco_request_errors_total{verb=\"filter\",code=\"413\"} 1")
+        .await;
+}
+
+/// A mutation of `base`: flipped, inserted, deleted or duplicated bytes, truncation, or a JSON
+/// token spliced in (seeded, so a failure reproduces).
+fn mutate(base: &[u8], rng: &mut rand::rngs::SmallRng) -> Vec<u8> {
+    use rand::Rng;
+    const TOKENS: [&str; 12] = [
+        "null",
+        "-1",
+        "1e999",
+        "\"\"",
+        "[]",
+        "{}",
+        "\"\\u0000\"",
+        "true",
+        "0.5",
+        "\"x\"",
+        "99999999999999999999",
+        "\"-\"",
+    ];
+    let mut b = base.to_vec();
+    for _ in 0..rng.random_range(1..=3) {
+        if b.is_empty() {
+            break;
+        }
+        let i = rng.random_range(0..b.len());
+        match rng.random_range(0..6) {
+            0 => b[i] ^= 1 << rng.random_range(0..8),
+            1 => b.insert(i, rng.random()),
+            2 => {
+                let end = (i + rng.random_range(1..16)).min(b.len());
+                b.drain(i..end);
+            }
+            3 => {
+                let end = (i + rng.random_range(1..32)).min(b.len());
+                let chunk = b[i..end].to_vec();
+                b.splice(i..i, chunk);
+            }
+            4 => b.truncate(i),
+            _ => {
+                let t = TOKENS[rng.random_range(0..TOKENS.len())].as_bytes();
+                let end = (i + rng.random_range(0..8)).min(b.len());
+                b.splice(i..end, t.iter().copied());
+            }
+        }
+    }
+    b
+}
+
+#[tokio::test]
+async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_nothing() {
+    use rand::SeedableRng;
+    let api = Api::start(StartOptions::default());
+    let nodes: Vec<Value> = priced_nodes().into_iter().take(3).collect();
+    let node_names: Vec<String> = nodes.iter().map(name_of).collect();
+    let p = pod(
+        "fz",
+        "fuzzed",
+        json!({}),
+        json!({"scheduling.aco/latency-target-us": "500"}),
+        json!({"cpu": "1", "memory": "1Gi"}),
+    );
+    api.put_facts(json!([{"name": node_names[0], "latencyUs": 100, "allocatable": {"cpu": "8"}, "requested": {"cpu": "1"},
+        "utilisation": [{"atMs": now_ms(), "value": 0.5}], "observedAtMs": now_ms()}])).await;
+    api.scores(&p, &nodes).await;
+    let names_args = json!({"Pod": p, "NodeNames": node_names}).to_string();
+    let bases: Vec<(reqwest::Method, &str, bool, String)> = vec![
+        (reqwest::Method::POST, "/v1/filter", false, full_args(&p, &nodes).0),
+        (reqwest::Method::POST, "/v1/filter", false, names_args.clone()),
+        (reqwest::Method::POST, "/v1/prioritize", false, full_args(&p, &nodes).0),
+        (reqwest::Method::POST, "/v1/prioritize", false, names_args),
+        (reqwest::Method::POST, "/v1/bind", false, json!({"PodName": "fz", "PodNamespace": "fuzzed", "PodUID": "uid-fuzzed-fz", "Node": node_names[1]}).to_string()),
+        (reqwest::Method::POST, "/v1/placements", true, json!({"placements": [{"podUid": "uid-fuzzed-fz", "namespace": "fuzzed", "node": node_names[0], "outcome": "succeeded"}]}).to_string()),
+        (reqwest::Method::PUT, "/v1/nodes", true, json!({"nodes": [{"name": node_names[1], "labels": {"aco/gpu-type": "T4"}, "allocatable": {"cpu": "4", "memory": "8Gi"},
+            "latencyUs": 50, "observedAtMs": now_ms(), "utilisation": [{"atMs": now_ms(), "value": 0.3}], "gpuFreeMilli": [500]}], "deleted": [node_names[2]]}).to_string()),
+        (reqwest::Method::POST, "/v1/echo", false, "{\"a\":1}".into()),
+    ];
+    // The state a request could touch: the tenant's colony and the nodes' stored facts (not
+    // where its commits stand, which the backstop alarm moves on its own).
+    let snapshot = || async {
+        let mut table = api.pheromones("fuzzed").await;
+        if let Some(t) = table.as_object_mut() {
+            t.remove("uncommitted");
+            t.remove("durableSeq");
+        }
+        let mut facts = Vec::new();
+        for n in &node_names {
+            facts.push(api.node_facts(n).await);
+        }
+        (table, facts)
+    };
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(0xAC0);
+    let mut state = snapshot().await;
+    let (mut sent, mut accepted) = (0, 0);
+    for (method, path, admin, base) in &bases {
+        for _ in 0..40 {
+            let body = mutate(base.as_bytes(), &mut rng);
+            let mut req = api
+                .http
+                .request(method.clone(), api.worker.url(path))
+                .header("content-type", "application/json")
+                .body(body.clone());
+            if *admin {
+                req = req.bearer_auth(ADMIN_TOKEN);
+            }
+            let r = req.send().await.unwrap();
+            let status = r.status();
+            let text = r.text().await.unwrap();
+            sent += 1;
+            assert!(
+                status.as_u16() < 500,
+                "{method} {path} → {status}: {text}\nbody: {}",
+                String::from_utf8_lossy(&body)
+            );
+            let now = snapshot().await;
+            if status.is_success() {
+                accepted += 1;
+                state = now;
+            } else {
+                assert!(
+                    status.is_client_error() && serde_json::from_str::<Value>(&text).is_ok(),
+                    "{status}: {text}"
+                );
+                assert_eq!(
+                    now,
+                    state,
+                    "rejected {method} {path} ({status}: {text}) changed state\nbody: {}",
+                    String::from_utf8_lossy(&body)
+                );
+            }
+        }
+    }
+    eprintln!("HTTP fuzz: {sent} mutated requests, {accepted} accepted, none 5xx, rejected ones changed nothing");
+}

@@ -1,0 +1,304 @@
+//! The colony's state on the built Worker in Miniflare: it survives a restart, a corrupt stored
+//! value is an error that is counted and a reset repairs, remembered decisions are capped per
+//! tenant, tenants outside the allowlist get η scores and no colony.
+//!
+//! With `--features measure` also the storage per remembered decision of README "Limits"
+//! (`cargo test --features measure --test colony_state measure -- --nocapture`).
+
+use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::{long_named_nodes, priced_nodes};
+use aco_testkit::state::{colony_sqlite_files, sqlite};
+use aco_testkit::StartOptions;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn colony_state_survives_a_restart_of_the_runtime() {
+    let state = tempfile::tempdir().unwrap();
+    let mut api = Api::start(StartOptions {
+        persist_dir: Some(state.path().to_path_buf()),
+        ..Default::default()
+    });
+    let nodes = priced_nodes();
+    api.put_facts(json!([{"name": "persisted-node", "latencyUs": 12}]))
+        .await;
+    for i in 0..3 {
+        api.scores(
+            &pod(
+                &format!("p{i}"),
+                "keep",
+                json!({}),
+                json!({}),
+                json!({"cpu": "1"}),
+            ),
+            &nodes,
+        )
+        .await;
+    }
+    api.place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1])}, {"podUid": "uid-keep-p1", "namespace": "keep", "node": name_of(&nodes[1])}])).await;
+    let before = api.pheromones("keep").await;
+
+    api.worker.restart();
+    let after = api.pheromones("keep").await;
+    assert_eq!(after["nodes"], before["nodes"]);
+    assert_eq!(after["epoch"], 2);
+    assert_eq!(after["pendingDecisions"], 1);
+    // The third decision is still remembered and still deposits; confirmations survived (a
+    // replay is a duplicate); node facts survived too.
+    assert_eq!(
+        api.place(
+            json!([{"podUid": "uid-keep-p2", "namespace": "keep", "node": name_of(&nodes[0])}])
+        )
+        .await["deposited"],
+        1
+    );
+    let replay = api
+        .place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1])}]))
+        .await;
+    assert_eq!(
+        (replay["deposited"].as_u64(), replay["duplicates"].as_u64()),
+        (Some(0), Some(1)),
+        "{replay}"
+    );
+    assert_eq!(api.pheromones("keep").await["epoch"], 3);
+    let body = json!({"Pod": pod("q", "keep", json!({}), json!({"scheduling.aco/latency-target-us": "20"}), json!({})), "NodeNames": ["persisted-node"]});
+    assert_eq!(
+        api.post("/v1/filter", body.to_string()).await["NodeNames"],
+        json!(["persisted-node"])
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it() {
+    let mut api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(
+        &pod("c1", "corrupt", json!({}), json!({}), json!({"cpu": "1"})),
+        &nodes,
+    )
+    .await;
+    api.place(
+        json!([{"podUid": "uid-corrupt-c1", "namespace": "corrupt", "node": name_of(&nodes[0])}]),
+    )
+    .await;
+    // A scrape sends this isolate's counters (and the tenants seen) to the Telemetry object; a
+    // restart would otherwise lose what is younger than TELEMETRY_FLUSH_MS.
+    api.metrics_containing("aco_colony_deposits_total{tenant=\"corrupt\"} 1")
+        .await;
+    api.worker.while_stopped(|dir| {
+        let files = colony_sqlite_files(dir);
+        assert_eq!(files.len(), 1, "{files:?}");
+        sqlite(&files[0], "UPDATE snapshot SET body = 'not-a-number'");
+    });
+
+    // Not a silent 0: the colony refuses, the verb answers 503 naming the value...
+    let (status, body) = api
+        .admin(reqwest::Method::GET, "/v1/tenants/corrupt/pheromones", None)
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("snapshot["),
+        "{body}"
+    );
+    // Scores are advisory: prioritize still answers, from η alone (no copy of the colony survived
+    // the restart), and counts why.
+    let (status, body) = api
+        .post_raw(
+            "/v1/prioritize",
+            full_args(
+                &pod("c2", "corrupt", json!({}), json!({}), json!({"cpu": "1"})),
+                &nodes,
+            )
+            .0,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let scores: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(scores.as_array().map(Vec::len), Some(nodes.len()), "{body}");
+    // ...counted, and the scrape still answers, skipping the colony and counting that too.
+    let text = api
+        .metrics_containing("aco_colony_errors_total{reason=\"corrupt_state\"} 2")
+        .await;
+    assert!(
+        text.contains("aco_colony_fallback_total{mode=\"eta_only\",reason=\"corrupt_state\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("aco_metrics_colonies{result=\"failed\"} 1"),
+        "{text}"
+    );
+    api.metrics_containing("aco_metrics_colony_errors_total 1")
+        .await;
+    assert!(api
+        .worker
+        .logs()
+        .contains("corrupt colony state: snapshot["));
+    // Reset repairs it.
+    let (status, body) = api
+        .admin(
+            reqwest::Method::DELETE,
+            "/v1/tenants/corrupt/pheromones",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(api.pheromones("corrupt").await["epoch"], 0);
+}
+
+/// Sends `count` prioritize calls for distinct pods of `tenant` (8 at a time).
+async fn flood(api: &Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]) {
+    use futures::StreamExt;
+    let bodies: Vec<String> = (0..count)
+        .map(|i| {
+            full_args(
+                &pod(
+                    &format!("{tag}{i}"),
+                    tenant,
+                    json!({}),
+                    json!({}),
+                    json!({"cpu": "1"}),
+                ),
+                nodes,
+            )
+            .0
+        })
+        .collect();
+    let api_ref = api;
+    futures::stream::iter(bodies)
+        .map(|b| async move { assert_eq!(api_ref.post_raw("/v1/prioritize", b).await.0, 200) })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// [`flood`], then the on-disk size of the colonies' databases (stopping and restarting the
+/// Worker: counter increments of the last second may be lost, see colony_do.rs).
+#[cfg(feature = "measure")]
+async fn flood_prioritize(
+    api: &mut Api,
+    tenant: &str,
+    tag: &str,
+    count: usize,
+    nodes: &[Value],
+) -> u64 {
+    flood(api, tenant, tag, count, nodes).await;
+    api.worker.while_stopped(|dir| {
+        colony_sqlite_files(dir)
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum()
+    })
+}
+
+#[tokio::test]
+async fn remembered_decisions_are_capped_per_tenant_oldest_first() {
+    let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "20"));
+    let nodes = long_named_nodes(64);
+    flood(&api, "flood", "f", 30, &nodes).await;
+    // Read before any restart; decisions scored from the isolate's colony copy reach the colony
+    // with (at the latest) this read.
+    let table = api.pheromones("flood").await;
+    assert_eq!(table["pendingDecisions"], 20, "{table}");
+    assert_eq!(table["counters"]["evictedDecisions"], 10);
+    assert_eq!(table["counters"]["decisions"], 30);
+    // The survivors are the newest: an evicted pod's placement is unknown, a kept one deposits.
+    let oldest_kept = (0..30).rev().take(20).min().unwrap();
+    assert_eq!(oldest_kept, 10);
+    let s = api
+        .place(
+            json!([{"podUid": "uid-flood-f29", "namespace": "flood", "node": name_of(&nodes[0])}]),
+        )
+        .await;
+    assert_eq!(s["deposited"], 1, "{s}");
+    api.metrics_containing("aco_colony_evicted_decisions_total{tenant=\"flood\"} 10")
+        .await;
+    let bytes = api.worker.while_stopped(|dir| {
+        colony_sqlite_files(dir)
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum::<u64>()
+    });
+    eprintln!("colony database after 30 decisions of 64 long-named nodes, 20 kept: {bytes} bytes");
+}
+
+#[tokio::test]
+async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
+    let api = Api::start(
+        StartOptions::default()
+            .var("TENANTS", "ml")
+            .var("TENANT_PATTERN", "team-[a-z]+"),
+    );
+    let nodes = priced_nodes();
+    for tenant in ["ml", "team-a", "intruder"] {
+        let scores = api
+            .scores(
+                &pod("p", tenant, json!({}), json!({}), json!({"cpu": "1"})),
+                &nodes,
+            )
+            .await;
+        assert_eq!(scores.len(), nodes.len(), "{tenant} is scored");
+    }
+    assert_eq!(api.pheromones("ml").await["counters"]["decisions"], 1);
+    assert_eq!(api.pheromones("team-a").await["counters"]["decisions"], 1);
+    let (status, body) = api
+        .admin(
+            reqwest::Method::GET,
+            "/v1/tenants/intruder/pheromones",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = api
+        .admin(
+            reqwest::Method::POST,
+            "/v1/placements",
+            Some(json!({"placements": [
+            {"podUid": "uid-ml-p", "namespace": "ml", "node": name_of(&nodes[0])},
+            {"podUid": "uid-intruder-p", "namespace": "intruder", "node": name_of(&nodes[0])}]})),
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["field"].as_str()),
+        (400, Some("placements[1].tenant")),
+        "{body}"
+    );
+    assert_eq!(
+        api.pheromones("ml").await["epoch"],
+        0,
+        "the rejected batch changed nothing"
+    );
+    api.metrics_containing("aco_tenants_refused_total{verb=\"prioritize\"} 1")
+        .await;
+}
+
+/// The figure in README "Limits": what an unauthenticated caller (EXTENDER_AUTH=none) can make
+/// one tenant store. A measurement, not a test (the cap itself is asserted by
+/// `remembered_decisions_are_capped_per_tenant_oldest_first`): compiled only with the `measure`
+/// feature, `cargo test --features measure --test colony_state measure -- --nocapture`.
+#[cfg(feature = "measure")]
+#[tokio::test]
+async fn measure_storage_per_remembered_decision() {
+    for (label, nodes) in [
+        ("OpenB names", {
+            let mut v = Vec::new();
+            while v.len() < 64 {
+                v.extend(aco_testkit::openb::openb_nodes(16));
+            }
+            v.truncate(64);
+            v
+        }),
+        ("253-char names", long_named_nodes(64)),
+    ] {
+        let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "1000"));
+        let empty = flood_prioritize(&mut api, "measure", "a", 1, &nodes).await;
+        let full = flood_prioritize(&mut api, "measure", "b", 999, &nodes).await;
+        let more = flood_prioritize(&mut api, "measure", "c", 1000, &nodes).await;
+        let table = api.pheromones("measure").await;
+        eprintln!(
+            "{label}: 1 decision {empty} B, 1000 decisions {full} B ({:.0} B/decision), +1000 more beyond the cap {more} B; pending {} evicted {}",
+            (full - empty) as f64 / 999.0,
+            table["pendingDecisions"],
+            table["counters"]["evictedDecisions"]
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! Explanations (`GET /v1/tenants/{t}/decisions/{podUid}`, docs/explanations.md) on the built
+//! Worker in Miniflare: every candidate's factors, τ and score and the filter's rejections, the
+//! admin token and bad pod names, and a bound size with many nodes.
+
+use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
+use aco_testkit::nodes::name_of;
+use aco_testkit::openb::{long_named_nodes, priced_nodes};
+use aco_testkit::{StartOptions, ADMIN_TOKEN};
+use serde_json::{json, Value};
+
+// ---- Explanations (GET /v1/tenants/{t}/decisions/{podUid}, docs/explanations.md) ----
+
+/// The GPU model label of an OpenB node.
+fn gpu_model(n: &Value) -> String {
+    n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Filter over `nodes`, then prioritize over the nodes that passed, as kube-scheduler does.
+/// Returns (the filter reply, host → score of the prioritize reply).
+async fn filter_then_prioritize(
+    api: &Api,
+    pod: &Value,
+    nodes: &[Value],
+) -> (Value, std::collections::BTreeMap<String, i64>) {
+    let filtered = api.post("/v1/filter", full_args(pod, nodes).0).await;
+    let passed: Vec<&str> = filtered["NodeNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let passing: Vec<Value> = nodes
+        .iter()
+        .filter(|n| passed.contains(&name_of(n).as_str()))
+        .cloned()
+        .collect();
+    (filtered, api.scores(pod, &passing).await)
+}
+
+/// Every candidate of an explanation: its cost terms add up to its total, η is
+/// `exp(−total / COST_REFERENCE)` within the floor (defaults), its score is the one prioritize
+/// answered, τ is what the colony holds.
+fn check_candidates(e: &Value, scores: &std::collections::BTreeMap<String, i64>, tau: f64) {
+    let candidates = e["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), scores.len(), "{e}");
+    for c in candidates {
+        let node = c["node"].as_str().unwrap();
+        let terms = c["costPerHour"].as_object().unwrap();
+        let sum: f64 = terms.values().filter_map(Value::as_f64).sum();
+        let total = c["totalPerHour"].as_f64().unwrap();
+        assert!((sum - total).abs() <= 1e-9 + 1e-6 * total, "{node}: {c}");
+        let eta = c["eta"].as_f64().unwrap();
+        let expected = (-total).exp().clamp(0.001, 1.0);
+        assert!(
+            (expected - eta).abs() <= 1e-6 * eta,
+            "{node}: exp(−{total}) = {expected} vs η {eta}: {c}"
+        );
+        assert_eq!(c["score"].as_i64(), Some(scores[node]), "{node}: {c}");
+        assert!(
+            (c["tau"].as_f64().unwrap() - tau).abs() < 1e-6,
+            "{node}: {c}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters_rejections() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    // Three models allowed: the fourth node is rejected by GPU model.
+    let allowed: Vec<String> = nodes[..3].iter().map(gpu_model).collect();
+    let tau = api.pheromones("research").await["tauInitialNow"]
+        .as_f64()
+        .unwrap();
+    // The first decision of the tenant asks the colony (PrioritizeRequest carries the filter's
+    // rejections); the second is scored from the isolate's copy and sent after the response.
+    for pod_name in ["first", "second"] {
+        let p = gpu_pod(pod_name, Some(&allowed.join("|")));
+        let (filtered, scores) = filter_then_prioritize(&api, &p, &nodes).await;
+        let (status, e) = api
+            .explanation("research", &format!("uid-research-{pod_name}"))
+            .await;
+        assert_eq!(status, 200, "{e}");
+        assert_eq!(
+            (
+                e["podUid"].as_str(),
+                e["tenant"].as_str(),
+                e["candidateCount"].as_u64()
+            ),
+            (
+                Some(&*format!("uid-research-{pod_name}")),
+                Some("research"),
+                Some(3)
+            )
+        );
+        check_candidates(&e, &scores, tau);
+        // Best first: the cheapest candidates (0.45/h) cost the least per hour and score 10.
+        assert_eq!(e["candidates"][0]["score"], 10, "{e}");
+        let cost = |n: &Value| {
+            e["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["node"] == name_of(n))
+                .unwrap()["costPerHour"]["resources"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(cost(&nodes[0]) < cost(&nodes[2]), "{e}");
+        assert_eq!(e["explored"], Value::Null);
+        let rejected = name_of(&nodes[3]);
+        let f = &e["filterReasons"];
+        assert_eq!(
+            (
+                f["passed"].as_u64(),
+                f["rejected"].as_u64(),
+                f["byReason"]["gpu_model"].as_u64()
+            ),
+            (Some(3), Some(1), Some(1)),
+            "{e}"
+        );
+        assert_eq!(f["nodes"][0]["node"], rejected.as_str());
+        assert_eq!(f["nodes"][0]["code"], "gpu_model");
+        assert_eq!(f["nodes"][0]["unresolvable"], true);
+        assert_eq!(
+            f["nodes"][0]["reason"], filtered["FailedAndUnresolvableNodes"][&rejected],
+            "the reason kube-scheduler was given"
+        );
+    }
+    // A prioritize this isolate saw no filter for: explained, the filter's part null with a note.
+    let p = gpu_pod("unfiltered", Some(&allowed.join("|")));
+    let scores = api.scores(&p, &nodes[..3]).await;
+    let (status, e) = api.explanation("research", "uid-research-unfiltered").await;
+    assert_eq!(status, 200, "{e}");
+    check_candidates(&e, &scores, tau);
+    assert_eq!(e["filterReasons"], Value::Null, "{e}");
+    assert!(
+        e["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("filterReasons is null")),
+        "{e}"
+    );
+    // A confirmed placement deletes the decision: the 404 names the pod and says so.
+    let s = api.place(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[0])}])).await;
+    assert_eq!(s["deposited"], 1, "{s}");
+    let (status, e) = api.explanation("research", "uid-research-first").await;
+    assert_eq!(status, 404, "{e}");
+    assert_eq!(e["field"], "podUid");
+    assert!(e["error"].as_str().unwrap().contains("confirmed"), "{e}");
+    assert_eq!(e["confirmed"]["node"], name_of(&nodes[0]).as_str());
+}
+
+#[tokio::test]
+async fn the_explanation_route_needs_the_admin_token_and_names_an_unknown_or_bad_pod() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    api.scores(
+        &pod("p", "team", json!({}), json!({}), json!({"cpu": "1"})),
+        &nodes,
+    )
+    .await;
+    let path = "/v1/tenants/team/decisions/uid-team-p";
+    let r = api.http.get(api.worker.url(path)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = api
+        .http
+        .get(api.worker.url(path))
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let (status, e) = api.explanation("team", "uid-team-p").await;
+    assert_eq!(status, 200, "{e}");
+    let (status, e) = api.explanation("team", "no-such-pod").await;
+    assert_eq!(status, 404, "{e}");
+    assert_eq!(e["field"], "podUid");
+    assert!(e["error"].as_str().unwrap().contains("no-such-pod"), "{e}");
+    let (status, e) = api.explanation("team", "a%20b").await;
+    assert_eq!(
+        (status.as_u16(), e["field"].as_str()),
+        (400, Some("podUid")),
+        "{e}"
+    );
+    let (status, e) = api.explanation("not%2Fa%20tenant", "uid-team-p").await;
+    assert_eq!(
+        (status.as_u16(), e["field"].as_str()),
+        (400, Some("tenant")),
+        "{e}"
+    );
+    // A pod without a UID is remembered as namespace/name, and asked for the same way.
+    let mut no_uid = pod("anon", "team", json!({}), json!({}), json!({"cpu": "1"}));
+    no_uid["metadata"]["uid"] = json!("");
+    api.scores(&no_uid, &nodes).await;
+    let (status, e) = api.explanation("team", "team/anon").await;
+    assert_eq!(status, 200, "{e}");
+    // In a named cluster, the cluster's colony answers (not the default cluster's).
+    let (status, e) = api
+        .admin(
+            reqwest::Method::GET,
+            "/c/other/v1/tenants/team/decisions/uid-team-p",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{e}");
+    let r = api
+        .http
+        .post(api.worker.url(path))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+}
+
+#[tokio::test]
+async fn an_explanation_stays_bounded_with_many_nodes() {
+    let api = Api::start(StartOptions::default());
+    // 400 nodes with 253-character names, 100 of each of four GPU models; two models allowed.
+    let nodes = long_named_nodes(400);
+    let allowed: Vec<String> = nodes[..2].iter().map(gpu_model).collect();
+    let p = gpu_pod("wide", Some(&allowed.join("|")));
+    let (_, scores) = filter_then_prioritize(&api, &p, &nodes).await;
+    assert_eq!(scores.len(), 200);
+    let r = api
+        .http
+        .get(
+            api.worker
+                .url("/v1/tenants/research/decisions/uid-research-wide"),
+        )
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let e: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (
+            e["candidateCount"].as_u64(),
+            e["candidates"].as_array().unwrap().len()
+        ),
+        (Some(200), 64),
+        "DECISION_KEEP_TOP"
+    );
+    let f = &e["filterReasons"];
+    assert_eq!(
+        (
+            f["rejected"].as_u64(),
+            f["byReason"]["gpu_model"].as_u64(),
+            f["nodes"].as_array().unwrap().len()
+        ),
+        (Some(200), Some(200), 64)
+    );
+    assert!(
+        e["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("64 of 200 rejected")),
+        "{e}"
+    );
+    // 64 candidates and 64 rejections with the longest node names: tens of KB, whatever the cluster.
+    eprintln!(
+        "explanation of 200 candidates and 200 rejections (253-character names): {} bytes",
+        text.len()
+    );
+    assert!(text.len() < 96 * 1024, "{} bytes", text.len());
+}

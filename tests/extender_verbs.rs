@@ -1,0 +1,391 @@
+//! The extender verbs on the built Worker in Miniflare: filter in full-Nodes and names mode
+//! (GPU models, headroom from the reporter's facts, latency targets, unusable annotations), and
+//! prioritize (η in dollars: price, spot and load risk; equal nodes equal; scored from the
+//! isolate's copy of the colony).
+
+use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
+use aco_testkit::nodes::{name_of, set_label};
+use aco_testkit::openb::{openb_nodes, priced_nodes};
+use aco_testkit::{now_ms, trail_on, StartOptions};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn full_nodes_mode_keeps_allowed_gpu_models_and_echoes_node_bytes() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(2);
+    let (body, items) = full_args(&gpu_pod("train", Some("V100M16|V100M32")), &nodes);
+    let (status, text) = api.post_raw("/v1/filter", body).await;
+    assert_eq!(status, 200, "{text}");
+    let reply: Value = serde_json::from_str(&text).unwrap();
+
+    let model = |n: &Value| {
+        n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let expected: Vec<String> = nodes
+        .iter()
+        .filter(|n| model(n).starts_with("V100"))
+        .map(name_of)
+        .collect();
+    assert_eq!(expected.len(), 4);
+    let passed: Vec<String> = reply["NodeNames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(passed, expected);
+    // kube-scheduler uses the returned objects as they are: each must be the original bytes.
+    for (node, item) in nodes.iter().zip(&items) {
+        assert_eq!(
+            text.contains(item.as_str()),
+            model(node).starts_with("V100"),
+            "{}",
+            name_of(node)
+        );
+    }
+    assert_eq!(reply["Nodes"]["items"].as_array().unwrap().len(), 4);
+    let unresolvable = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert_eq!(unresolvable.len(), nodes.len() - 4);
+    let t4 = nodes.iter().find(|n| model(n) == "T4").unwrap();
+    assert!(unresolvable[&name_of(t4)].as_str().unwrap().contains("T4"));
+    assert_eq!(reply["Error"], "");
+}
+
+#[tokio::test]
+async fn lowercase_keys_from_old_schedulers_are_accepted() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(1);
+    let body = format!(
+        r#"{{"pod":{},"nodes":{{"items":{}}}}}"#,
+        gpu_pod("p", None),
+        serde_json::to_string(&nodes).unwrap()
+    );
+    let reply = api.post("/v1/filter", body).await;
+    assert_eq!(reply["NodeNames"].as_array().unwrap().len(), nodes.len());
+}
+
+#[tokio::test]
+async fn cpu_memory_and_gpu_headroom_use_requested_facts() {
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(1);
+    let (a, b) = (name_of(&nodes[0]), name_of(&nodes[1]));
+    // Node a is nearly full of CPU; node b has all its GPUs taken.
+    api.put_facts(json!([
+        {"name": a, "requested": {"cpu": "62", "memory": "1Gi"}},
+        {"name": b, "requested": {"alibabacloud.com/gpu-count": nodes[1]["status"]["allocatable"]["alibabacloud.com/gpu-count"]}}
+    ]))
+    .await;
+    let reply = api
+        .post("/v1/filter", full_args(&gpu_pod("p", None), &nodes[..2]).0)
+        .await;
+    let failed = reply["FailedNodes"].as_object().unwrap();
+    assert!(
+        failed[&a].as_str().unwrap().starts_with("insufficient cpu"),
+        "{reply}"
+    );
+    assert!(
+        failed[&b]
+            .as_str()
+            .unwrap()
+            .starts_with("insufficient alibabacloud.com/gpu-count"),
+        "{reply}"
+    );
+    assert_eq!(reply["NodeNames"], json!([]));
+    assert_eq!(reply["Nodes"]["items"], json!([]));
+}
+
+#[tokio::test]
+async fn names_mode_reads_stored_node_facts_and_rejects_unknown_names() {
+    let api = Api::start(StartOptions::default());
+    api.put_facts(json!([
+        {"name": "gpu-a10", "labels": {"aco/gpu-type": "A10", "aco/latency-us": "80"}, "allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "1"}},
+        {"name": "gpu-t4", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "80"}, "allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "4"}},
+        {"name": "cpu-1", "labels": {"aco/latency-us": "40"}, "allocatable": {"cpu": "64", "memory": "256Gi"}}
+    ]))
+    .await;
+    let gpu = pod(
+        "infer",
+        "prod",
+        json!({}),
+        json!({"scheduling.aco/gpu-models": "A10"}),
+        json!({"nvidia.com/gpu": "1", "cpu": "2"}),
+    );
+    let body =
+        json!({"Pod": gpu, "Nodes": null, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1", "ghost"]})
+            .to_string();
+    let reply = api.post("/v1/filter", body).await;
+    assert_eq!(reply["NodeNames"], json!(["gpu-a10"]));
+    assert_eq!(reply["Nodes"], Value::Null);
+    assert!(reply["FailedNodes"]["ghost"]
+        .as_str()
+        .unwrap()
+        .contains("no node facts"));
+    assert!(reply["FailedAndUnresolvableNodes"]["gpu-t4"]
+        .as_str()
+        .unwrap()
+        .contains("T4"));
+    assert!(reply["FailedAndUnresolvableNodes"]["cpu-1"]
+        .as_str()
+        .unwrap()
+        .contains("GPU"));
+
+    let cpu = pod("web", "prod", json!({}), json!({}), json!({"cpu": "1"}));
+    let body = json!({"Pod": cpu, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1"]}).to_string();
+    assert_eq!(
+        api.post("/v1/filter", body).await["NodeNames"],
+        json!(["gpu-a10", "gpu-t4", "cpu-1"])
+    );
+}
+
+#[tokio::test]
+async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
+    let api = Api::start(StartOptions::default());
+    let mut nodes = openb_nodes(1);
+    nodes.truncate(3);
+    set_label(&mut nodes[0], "aco/latency-us", "50");
+    set_label(&mut nodes[1], "aco/latency-us", "200");
+    // nodes[2] has no latency label at all.
+    let (n0, n1, n2) = (name_of(&nodes[0]), name_of(&nodes[1]), name_of(&nodes[2]));
+    let lc = pod(
+        "quote",
+        "trading",
+        json!({"aco/workload-type": "latency-critical"}),
+        json!({"scheduling.aco/latency-target-us": "100"}),
+        json!({"cpu": "1"}),
+    );
+
+    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([n0]));
+    let unresolvable = &reply["FailedAndUnresolvableNodes"];
+    assert!(
+        unresolvable[&n1].as_str().unwrap().contains("exceeds"),
+        "{reply}"
+    );
+    assert!(
+        unresolvable[&n2].as_str().unwrap().contains("unknown"),
+        "{reply}"
+    );
+
+    // A fresh measurement wins over the label; a stale one is ignored (fail open to the label).
+    let old = now_ms() - 3_600_000;
+    api.put_facts(
+        json!([{"name": n1, "latencyUs": 30}, {"name": n0, "latencyUs": 900, "observedAtMs": old}]),
+    )
+    .await;
+    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([n0, n1]));
+    api.metrics_containing("aco_stale_node_facts_total{verb=\"filter\"} 1")
+        .await;
+
+    // Pods without a target ignore latency entirely.
+    let plain = pod(
+        "batch",
+        "trading",
+        json!({}),
+        json!({}),
+        json!({"cpu": "1"}),
+    );
+    assert_eq!(
+        api.post("/v1/filter", full_args(&plain, &nodes).0).await["NodeNames"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn prioritize_prefers_cheaper_nodes_and_scores_equal_nodes_equally() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let scores = api
+        .scores(
+            &pod("p", "team", json!({}), json!({}), json!({"cpu": "1"})),
+            &nodes,
+        )
+        .await;
+    let s: Vec<i64> = nodes.iter().map(|n| scores[&name_of(n)]).collect();
+    assert!(s.iter().all(|x| (0..=10).contains(x)), "{s:?}");
+    assert_eq!((s[0], s[1]), (10, 10), "{s:?}");
+    assert!(s[1] > s[2] && s[2] > s[3], "{s:?}");
+    // Reversing the input order changes nothing.
+    let mut reversed = nodes.clone();
+    reversed.reverse();
+    assert_eq!(
+        api.scores(
+            &pod("p2", "team", json!({}), json!({}), json!({"cpu": "1"})),
+            &reversed
+        )
+        .await,
+        scores
+    );
+}
+
+#[tokio::test]
+async fn spot_and_loaded_nodes_carry_their_risk_in_dollars_for_latency_critical_pods() {
+    let api = Api::start(StartOptions::default());
+    let mut nodes = priced_nodes();
+    nodes.truncate(3);
+    for n in nodes.iter_mut() {
+        set_label(n, "aco/cost-per-hour", "1.0");
+    }
+    set_label(&mut nodes[1], "aco/instance-type", "spot");
+    let t = now_ms();
+    api.put_facts(json!([{"name": name_of(&nodes[2]), "utilisation": [{"atMs": t - 2000, "value": 0.9}, {"atMs": t - 1000, "value": 0.97}]}])).await;
+    let pod_of = |name: &str, class: &str| {
+        pod(
+            name,
+            "team",
+            json!({"aco/workload-type": class}),
+            json!({}),
+            json!({"cpu": "1"}),
+        )
+    };
+    let s = api.scores(&pod_of("lc", "latency-critical"), &nodes).await;
+    assert_eq!(s[&name_of(&nodes[0])], 10, "{s:?}");
+    // Breaching the SLA on the loaded node costs more than the node: it ranks last.
+    assert!(s[&name_of(&nodes[2])] < s[&name_of(&nodes[1])], "{s:?}");
+    api.scores(&pod_of("b", "batch"), &nodes).await;
+    let terms = |e: &Value, n: &Value, term: &str| {
+        e["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["node"] == name_of(n))
+            .unwrap()["costPerHour"][term]
+            .as_f64()
+            .unwrap()
+    };
+    let (status, lc) = api.explanation("team", "uid-team-lc").await;
+    assert_eq!(status, 200, "{lc}");
+    let (status, batch) = api.explanation("team", "uid-team-b").await;
+    assert_eq!(status, 200, "{batch}");
+    // Reclamation is priced only on the spot node, and dearer for the pod whose SLA it breaks
+    // than for a batch pod that loses part of its run.
+    assert_eq!(terms(&lc, &nodes[0], "reclamationRisk"), 0.0, "{lc}");
+    assert!(terms(&lc, &nodes[1], "reclamationRisk") > 0.0, "{lc}");
+    assert!(
+        terms(&lc, &nodes[1], "reclamationRisk") > terms(&batch, &nodes[1], "reclamationRisk"),
+        "{lc} vs {batch}"
+    );
+    assert!(
+        terms(&lc, &nodes[2], "qosRisk") > terms(&lc, &nodes[0], "qosRisk"),
+        "{lc}"
+    );
+}
+
+#[tokio::test]
+async fn unusable_pod_annotation_keeps_the_pod_pending_with_a_reason() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let p = pod(
+        "p",
+        "n",
+        json!({}),
+        json!({"scheduling.aco/latency-target-us": "asap"}),
+        json!({}),
+    );
+    let reply = api.post("/v1/filter", full_args(&p, &nodes).0).await;
+    assert_eq!(reply["NodeNames"], json!([]));
+    let reasons = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert_eq!(reasons.len(), nodes.len());
+    assert!(reasons
+        .values()
+        .all(|r| r.as_str().unwrap().contains("asap")));
+}
+
+/// Binding operations a response reports (`x-aco-binding-ops`) and its JSON body.
+async fn prioritize_counting_ops(api: &Api, pod: &Value, nodes: &[Value]) -> (u64, Value) {
+    let r = api
+        .http
+        .post(api.worker.url("/v1/prioritize"))
+        .body(full_args(pod, nodes).0)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let ops = r.headers()["x-aco-binding-ops"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    (ops, r.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and_learning_is_unchanged(
+) {
+    let api = Api::start(trail_on());
+    let nodes = priced_nodes();
+    let cpu = |p: &str| pod(p, "copy", json!({}), json!({}), json!({"cpu": "1"}));
+    // The first decision of a tenant in this isolate asks the colony (and seeds the copy)...
+    let (ops, first) = prioritize_counting_ops(&api, &cpu("a"), &nodes).await;
+    assert_eq!(
+        ops, 3,
+        "the registry (the colony's admission, once per isolate), the colony, and the node facts (cached for FACTS_CACHE_MS afterwards)"
+    );
+    // ...the next ones are scored from the copy: no binding operation before the answer, the
+    // same scores (the colony has not changed), the decision sent after the response.
+    let (ops, second) = prioritize_counting_ops(&api, &cpu("b"), &nodes).await;
+    assert_eq!((ops, &second), (0, &first));
+    // A placement of the locally scored pod deposits exactly once, even if it overtook the
+    // decision's delivery (the batch carries the isolate's unacknowledged decisions).
+    let placed = json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": name_of(&nodes[2]), "outcome": "succeeded"}]);
+    let s = api.place(placed.clone()).await;
+    assert_eq!(
+        (s["deposited"].as_u64(), s["unknownPod"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let s = api.place(placed).await;
+    assert_eq!(s["duplicates"], 1, "{s}");
+    // The colony moved on; the placement batch's reply brought this isolate's copy up to date,
+    // so the next decision is local too and already sees the deposit; so is the one after.
+    let (ops, third) = prioritize_counting_ops(&api, &cpu("c"), &nodes).await;
+    assert_eq!(ops, 0);
+    assert_ne!(
+        third,
+        first,
+        "the deposit on {} changed the scores",
+        name_of(&nodes[2])
+    );
+    let (ops, fourth) = prioritize_counting_ops(&api, &cpu("d"), &nodes).await;
+    assert_eq!((ops, &fourth), (0, &third));
+    let table = api.pheromones("copy").await;
+    assert_eq!(
+        (
+            table["epoch"].as_u64(),
+            table["counters"]["decisions"].as_u64()
+        ),
+        (Some(1), Some(4)),
+        "{table}"
+    );
+    assert_eq!(
+        table["pendingDecisions"], 3,
+        "a, c and d are remembered; b was confirmed: {table}"
+    );
+    api.metrics_containing("aco_colony_local_decisions_total")
+        .await;
+}
+
+#[tokio::test]
+async fn with_colony_snapshot_ms_zero_every_decision_asks_the_colony() {
+    let api = Api::start(StartOptions::default().var("COLONY_SNAPSHOT_MS", "0"));
+    let nodes = priced_nodes();
+    for (p, expected) in [("a", 3), ("b", 1), ("c", 1)] {
+        let (ops, _) = prioritize_counting_ops(
+            &api,
+            &pod(p, "sync", json!({}), json!({}), json!({"cpu": "1"})),
+            &nodes,
+        )
+        .await;
+        assert_eq!(
+            ops, expected,
+            "pod {p}: the colony (and the registry's admission and the node facts the first time)"
+        );
+    }
+    assert_eq!(api.pheromones("sync").await["counters"]["decisions"], 3);
+}
