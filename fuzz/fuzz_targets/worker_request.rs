@@ -9,10 +9,11 @@
 //! id; every route a path names accepts at least one method; admin and extender guards never
 //! overlap.
 #![no_main]
+use aco_core::api::nodes::NodesBatch;
 use aco_core::cluster::{validate_cluster, DEFAULT_CLUSTER};
 use aco_core::config::Config;
 use aco_core::extender::{filter, parse_args};
-use aco_core::facts_shards::{FactsBatch, FactsTable};
+use aco_core::facts_shards::FactsTable;
 use aco_core::route::{parse_path, Method, Probe, Route};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
@@ -208,7 +209,7 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
             }
         }
         Route::Nodes => {
-            if let Ok(batch) = serde_json::from_str::<FactsBatch>(text) {
+            if let Ok(batch) = serde_json::from_str::<NodesBatch>(text) {
                 let now = 1_700_000_000_000;
                 if batch.validate(now).is_ok() {
                     let table =
