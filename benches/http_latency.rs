@@ -5,7 +5,9 @@
 //! sequential, as kube-scheduler sends them (one pod at a time); every prioritize is a new pod.
 //!
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
-//! the sample count, BENCH_VARS='{"K":"v"}' to override [vars]). Prints a Markdown table.
+//! the sample count, WARMUP=… the warm-up requests per route, BENCH_CASES=names:1000,names:5000
+//! to choose the cases (`full` or `names`, node count), BENCH_VARS='{"K":"v"}' to override
+//! [vars]). Prints a Markdown table.
 
 #[path = "../crates/core/benches/fixtures.rs"]
 mod fixtures;
@@ -31,6 +33,32 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
+    let warmup: usize = std::env::var("WARMUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let cases: Vec<(String, usize)> = match std::env::var("BENCH_CASES") {
+        Ok(list) => list
+            .split(',')
+            .map(|case| {
+                let (mode, n) = case
+                    .trim()
+                    .split_once(':')
+                    .expect("BENCH_CASES items are mode:nodes");
+                assert!(mode == "full" || mode == "names", "mode {mode:?}");
+                (mode.to_string(), n.parse().expect("node count"))
+            })
+            .collect(),
+        Err(_) => [
+            ("full", 6usize),
+            ("full", 100),
+            ("full", 1_000),
+            ("names", 100),
+            ("names", 1_000),
+        ]
+        .map(|(m, n)| (m.to_string(), n))
+        .to_vec(),
+    };
     // BENCH_VARS='{"COLONY_SNAPSHOT_MS":"0"}': the same run with other [vars] (e.g. the
     // synchronous prioritize path, for comparison).
     let mut options = StartOptions::default();
@@ -44,13 +72,8 @@ async fn main() {
     println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) |");
     println!("|---|---:|---|---:|---:|---:|---:|");
     let mut pod_serial = 0u64;
-    for (mode, n) in [
-        ("full", 6usize),
-        ("full", 100),
-        ("full", 1_000),
-        ("names", 100),
-        ("names", 1_000),
-    ] {
+    for (mode, n) in cases {
+        let mode = mode.as_str();
         let body = if mode == "names" {
             let put = client
                 .put(worker.url("/v1/nodes"))
@@ -82,7 +105,7 @@ async fn main() {
                     .body(b)
                     .send()
             };
-            for _ in 0..10 {
+            for _ in 0..warmup {
                 let r = send().await.expect("warm-up request");
                 assert_eq!(r.status(), 200, "{route}");
                 r.bytes().await.unwrap();
