@@ -127,7 +127,10 @@ pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiErr
         .unwrap_or(0);
     if declared > limit {
         drain(req).await;
-        return Err(too_large(declared, limit));
+        return Err(too_large(
+            &format!("{declared} bytes (Content-Length)"),
+            limit,
+        ));
     }
     let mut body = Vec::with_capacity(declared);
     let mut total = 0usize;
@@ -140,18 +143,16 @@ pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiErr
         }
     }
     if total > limit {
-        return Err(too_large(total, limit));
+        return Err(too_large(&format!("{total} bytes"), limit));
     }
     String::from_utf8(body)
         .map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
 }
 
-fn too_large(bytes: usize, limit: usize) -> ApiError {
+fn too_large(size: &str, limit: usize) -> ApiError {
     ApiError::new(
         413,
-        format!(
-            "request body of {bytes} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"
-        ),
+        format!("request body of {size} exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"),
     )
 }
 
