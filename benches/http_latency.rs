@@ -5,7 +5,10 @@
 //! sequential, as kube-scheduler sends them (one pod at a time); every prioritize is a new pod.
 //!
 //! Run: `bash scripts/build-worker && cargo bench --bench http_latency` (ITERATIONS=… to change
-//! the sample count, BENCH_VARS='{"K":"v"}' to override [vars]). Prints a Markdown table.
+//! the sample count, WARMUP=… the warm-up requests per route, BENCH_CASES=names:1000,names:5000
+//! to choose the cases (`full` or `names`, node count), BENCH_VARS='{"K":"v"}' to override
+//! [vars]). Prints a Markdown table; its last column is the Worker's own mean time per request
+//! (its request-duration histogram read from `/metrics` before and after the samples).
 
 use aco_testkit::fixtures;
 
@@ -15,6 +18,32 @@ use aco_testkit::{StartOptions, WorkerProcess, ADMIN_TOKEN};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// The Worker's own time answering `verb` so far (sum in seconds, count), from its
+/// `aco_request_duration_seconds` histogram (workerd's clock advances in local runs, at 1 ms
+/// resolution): from body read to response built, without the transfer.
+async fn worker_seconds(
+    client: &reqwest::Client,
+    worker: &WorkerProcess,
+    verb: &str,
+) -> (f64, f64) {
+    let text = client
+        .get(worker.url("/metrics"))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .unwrap_or_default();
+    let read = |what: &str| {
+        let prefix = format!("aco_request_duration_seconds_{what}{{verb=\"{verb}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (read("sum"), read("count"))
 }
 
 fn ms(d: Duration) -> String {
@@ -28,6 +57,32 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
+    let warmup: usize = std::env::var("WARMUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let cases: Vec<(String, usize)> = match std::env::var("BENCH_CASES") {
+        Ok(list) => list
+            .split(',')
+            .map(|case| {
+                let (mode, n) = case
+                    .trim()
+                    .split_once(':')
+                    .expect("BENCH_CASES items are mode:nodes");
+                assert!(mode == "full" || mode == "names", "mode {mode:?}");
+                (mode.to_string(), n.parse().expect("node count"))
+            })
+            .collect(),
+        Err(_) => [
+            ("full", 6usize),
+            ("full", 100),
+            ("full", 1_000),
+            ("names", 100),
+            ("names", 1_000),
+        ]
+        .map(|(m, n)| (m.to_string(), n))
+        .to_vec(),
+    };
     // BENCH_VARS='{"COLONY_SNAPSHOT_MS":"0"}': the same run with other [vars] (e.g. the
     // synchronous prioritize path, for comparison).
     let mut options = StartOptions::default();
@@ -38,16 +93,11 @@ async fn main() {
     }
     let worker = WorkerProcess::start(options);
     let client = reqwest::Client::new();
-    println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) |");
-    println!("|---|---:|---|---:|---:|---:|---:|");
+    println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) | Worker's own mean ms |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|");
     let mut pod_serial = 0u64;
-    for (mode, n) in [
-        ("full", 6usize),
-        ("full", 100),
-        ("full", 1_000),
-        ("names", 100),
-        ("names", 1_000),
-    ] {
+    for (mode, n) in cases {
+        let mode = mode.as_str();
         let body = if mode == "names" {
             let put = client
                 .put(worker.url("/v1/nodes"))
@@ -79,11 +129,13 @@ async fn main() {
                     .body(b)
                     .send()
             };
-            for _ in 0..10 {
+            for _ in 0..warmup {
                 let r = send().await.expect("warm-up request");
                 assert_eq!(r.status(), 200, "{route}");
                 r.bytes().await.unwrap();
             }
+            let verb = route.trim_start_matches("/v1/");
+            let (sum_before, count_before) = worker_seconds(&client, &worker, verb).await;
             let mut samples = Vec::with_capacity(iterations);
             for _ in 0..iterations {
                 let started = Instant::now();
@@ -93,6 +145,8 @@ async fn main() {
                 samples.push(started.elapsed());
                 assert_eq!(status, 200, "{route}");
             }
+            let (sum_after, count_after) = worker_seconds(&client, &worker, verb).await;
+            let own_ms = (sum_after - sum_before) * 1000.0 / (count_after - count_before).max(1.0);
             samples.sort();
             let median = percentile(&samples, 0.5);
             match route {
@@ -107,7 +161,7 @@ async fn main() {
                 "".into()
             };
             println!(
-                "| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} |",
+                "| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} | {own_ms:.2} |",
                 ms(median),
                 ms(percentile(&samples, 0.99))
             );

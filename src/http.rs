@@ -107,9 +107,11 @@ pub fn text_response(status: u16, body: String, content_type: &str) -> Response 
         .fixed(body.into_bytes())
 }
 
-/// Reads the body as UTF-8, keeping at most `limit` bytes (413 above it). An oversized body is
-/// still drained, without being stored, so the client receives the 413 and its message instead
-/// of a connection reset in the middle of its upload.
+/// Reads the body as UTF-8, keeping at most `limit` bytes (413 above it). A body whose
+/// Content-Length is over the limit is refused before any of it is kept; one that declares less
+/// than it sends is cut off by the same limit while streaming, keeping at most `limit` bytes.
+/// An oversized body is still drained, without being stored, so the client receives the 413
+/// and its message instead of a connection reset in the middle of its upload.
 pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiError> {
     use futures::StreamExt;
     let unreadable =
@@ -123,7 +125,14 @@ pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiErr
         .flatten()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .unwrap_or(0);
-    let mut body = Vec::with_capacity(declared.min(limit));
+    if declared > limit {
+        drain(req).await;
+        return Err(too_large(
+            &format!("{declared} bytes (Content-Length)"),
+            limit,
+        ));
+    }
+    let mut body = Vec::with_capacity(declared);
     let mut total = 0usize;
     let mut stream = req.stream().map_err(unreadable)?;
     while let Some(chunk) = stream.next().await {
@@ -134,15 +143,17 @@ pub async fn read_body(req: &mut Request, limit: usize) -> Result<String, ApiErr
         }
     }
     if total > limit {
-        return Err(ApiError::new(
-            413,
-            format!(
-                "request body of {total} bytes exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"
-            ),
-        ));
+        return Err(too_large(&format!("{total} bytes"), limit));
     }
     String::from_utf8(body)
         .map_err(|e| ApiError::new(400, format!("request body is not UTF-8: {e}")))
+}
+
+fn too_large(size: &str, limit: usize) -> ApiError {
+    ApiError::new(
+        413,
+        format!("request body of {size} exceeds the limit of {limit} bytes (MAX_BODY_BYTES)"),
+    )
 }
 
 /// Consumes whatever is left of the request body, so that answering early (401, 404, 405…)

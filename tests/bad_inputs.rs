@@ -47,8 +47,18 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
     assert_eq!(r.status(), 413);
     let v: Value = r.json().await.unwrap();
     assert!(
-        v["error"].as_str().unwrap().contains("exceeds the limit"),
-        "{v}"
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("(Content-Length) exceeds the limit"),
+        "refused from its Content-Length, before reading: {v}"
+    );
+    // Without a Content-Length (chunked), the same limit is met while streaming.
+    let reply = post_chunked(&api.worker.base_url, "/v1/filter", &"x".repeat(70_000));
+    assert!(reply.starts_with("HTTP/1.1 413"), "{reply}");
+    assert!(
+        reply.contains("request body of 70000 bytes exceeds the limit"),
+        "{reply}"
     );
 
     // Admin endpoints need the token.
@@ -117,7 +127,7 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
             .status(),
         200
     );
-    api.metrics_containing("aco_request_errors_total{verb=\"filter\",code=\"413\"} 1")
+    api.metrics_containing("aco_request_errors_total{verb=\"filter\",code=\"413\"} 2")
         .await;
 }
 
@@ -252,4 +262,26 @@ async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_
         }
     }
     eprintln!("HTTP fuzz: {sent} mutated requests, {accepted} accepted, none 5xx, rejected ones changed nothing");
+}
+
+/// POSTs `body` with `Transfer-Encoding: chunked` (no Content-Length, as a streaming client
+/// sends it) over a plain socket, in 8 KiB chunks; returns the raw reply.
+fn post_chunked(base_url: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let host = base_url.trim_start_matches("http://");
+    let mut socket = std::net::TcpStream::connect(host).unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    for chunk in body.as_bytes().chunks(8192) {
+        request.push_str(&format!("{:x}\r\n", chunk.len()));
+        request.push_str(std::str::from_utf8(chunk).unwrap());
+        request.push_str("\r\n");
+    }
+    request.push_str("0\r\n\r\n");
+    socket.write_all(request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    socket.read_to_string(&mut reply).unwrap();
+    reply
 }

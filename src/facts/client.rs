@@ -11,6 +11,10 @@
 //! of the shard — at most `stamp_lag_ms` (60 s) behind in any observation time. A `PUT` marks this
 //! isolate's copy stale, so that the isolate reads its own writes.
 //!
+//! Verbs read the copy in place: [`load`] hands out the current [`ClusterFacts`] (an `Rc`, no
+//! record copied), and a refresh builds the next one beside it, sharing the shards it did not
+//! rewrite, so a request that holds the old one keeps reading a consistent snapshot.
+//!
 //! Concurrent misses in one isolate each make their own request rather than awaiting a shared
 //! one: a Rust waker fired by one request's fetch would poll the other request inside the first
 //! one's I/O context, which workerd refuses or warns about ("a promise was resolved from a
@@ -24,7 +28,7 @@ use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
-use aco_core::facts::NodeFacts;
+use aco_core::facts::{FactsLookup, NodeFacts};
 use aco_core::facts_shards::{shard_of, SHARDS};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
@@ -34,7 +38,35 @@ use crate::bindings::Bindings;
 use crate::facts::{self, SnapshotReply};
 use crate::http::ApiError;
 
+/// One cluster's node facts, as of one version of this isolate's copy: immutable once handed
+/// out; the next version shares the shards it did not change.
+#[derive(Clone)]
+pub struct ClusterFacts {
+    shards: Vec<Rc<HashMap<String, NodeFacts>>>,
+}
+
+impl Default for ClusterFacts {
+    fn default() -> Self {
+        Self {
+            shards: vec![Rc::default(); SHARDS],
+        }
+    }
+}
+
+impl ClusterFacts {
+    fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
+        self.shards.iter().flat_map(|shard| shard.values())
+    }
+}
+
+impl FactsLookup for ClusterFacts {
+    fn get(&self, name: &str) -> Option<&NodeFacts> {
+        self.shards[shard_of(name)].get(name)
+    }
+}
+
 /// One cluster's facts as this isolate last fetched them.
+#[derive(Default)]
 struct Snapshot {
     /// Instance and sequence number of the Facts object the copy is from.
     version: Option<(u64, u64)>,
@@ -43,24 +75,11 @@ struct Snapshot {
     /// Bumped by a `PUT` through this isolate; a fetch that began before it does not make the
     /// copy fresh (it may predate the write).
     generation: u64,
-    shards: Vec<HashMap<String, NodeFacts>>,
+    facts: Rc<ClusterFacts>,
     /// Every spot pool's history, as of `version`.
     pools: SpotPools,
     /// What η reads of the whole cluster, computed from this copy once per version.
     outlook: Option<((u64, u64), Rc<ClusterOutlook>)>,
-}
-
-impl Default for Snapshot {
-    fn default() -> Self {
-        Self {
-            version: None,
-            fetched_at_ms: None,
-            generation: 0,
-            shards: vec![HashMap::new(); SHARDS],
-            pools: SpotPools::default(),
-            outlook: None,
-        }
-    }
 }
 
 thread_local! {
@@ -71,14 +90,14 @@ fn with_snapshot<T>(cluster: &str, f: impl FnOnce(&mut Snapshot) -> T) -> T {
     SNAPSHOTS.with(|s| f(s.borrow_mut().entry(cluster.to_string()).or_default()))
 }
 
-/// Facts for the given nodes of `cluster` (nodes without facts are missing from the map).
-pub async fn load<'a>(
+/// The facts of `cluster`'s nodes, refreshed first when the copy is older than `cache_ms`:
+/// the isolate's snapshot itself, shared, for the verbs to read in place.
+pub async fn load(
     bindings: &Bindings,
     cluster: &str,
-    names: impl Iterator<Item = &'a str>,
     now_ms: u64,
     cache_ms: u64,
-) -> Result<HashMap<String, NodeFacts>, ApiError> {
+) -> Result<Rc<ClusterFacts>, ApiError> {
     let fresh = with_snapshot(cluster, |s| {
         s.fetched_at_ms
             .is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms)
@@ -86,15 +105,7 @@ pub async fn load<'a>(
     if !fresh {
         refresh(bindings, cluster, now_ms).await?;
     }
-    Ok(with_snapshot(cluster, |s| {
-        names
-            .filter_map(|name| {
-                s.shards[shard_of(name)]
-                    .get(name)
-                    .map(|f| (name.to_string(), f.clone()))
-            })
-            .collect()
-    }))
+    Ok(with_snapshot(cluster, |s| s.facts.clone()))
 }
 
 /// What the cluster's facts say as a whole (GPU scarcity, spot pools), from this isolate's copy
@@ -107,7 +118,7 @@ pub fn outlook(cluster: &str, now_ms: u64, config: &Config) -> Rc<ClusterOutlook
             Some((v, o)) if *v == version => o.clone(),
             _ => {
                 let o = Rc::new(ClusterOutlook::from_facts(
-                    s.shards.iter().flat_map(HashMap::values),
+                    s.facts.nodes(),
                     s.pools.pools.clone(),
                     now_ms,
                     config,
@@ -135,9 +146,9 @@ pub async fn load_all(
         refresh(bindings, cluster, now_ms).await?;
     }
     Ok(with_snapshot(cluster, |s| {
-        s.shards
-            .iter()
-            .flat_map(|shard| shard.iter().map(|(n, f)| (n.clone(), f.clone())))
+        s.facts
+            .nodes()
+            .map(|f| (f.name.clone(), f.clone()))
             .collect()
     }))
 }
@@ -162,16 +173,20 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
         };
         // A reply older than the copy (a concurrent fetch finished first) is not applied.
         if newer {
+            // A new version beside the one requests may still hold (copying 16 pointers).
+            let facts = Rc::make_mut(&mut s.facts);
             if reply.full {
-                s.shards.iter_mut().for_each(HashMap::clear);
+                *facts = ClusterFacts::default();
             }
             for shard in reply.shards {
-                if let Some(slot) = s.shards.get_mut(shard.id) {
-                    *slot = shard
-                        .nodes
-                        .into_iter()
-                        .map(|f| (f.name.clone(), f))
-                        .collect();
+                if let Some(slot) = facts.shards.get_mut(shard.id) {
+                    *slot = Rc::new(
+                        shard
+                            .nodes
+                            .into_iter()
+                            .map(|f| (f.name.clone(), f))
+                            .collect(),
+                    );
                 }
             }
             s.pools = reply.pools;

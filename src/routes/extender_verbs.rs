@@ -1,30 +1,26 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
-use std::collections::HashMap;
+use std::rc::Rc;
 
 use aco_core::colony::TenantColony;
 use aco_core::colony_store::wire::DecisionRecord;
-use aco_core::extender::{filter as run_filter, parse_args, scoring_input, Args};
-use aco_core::facts::NodeFacts;
+use aco_core::extender::{filter as run_filter, parse_args, scoring_input};
 use rand::{rngs::SmallRng, SeedableRng};
 
 use super::admission::{admit_tenant, TenantAdmission};
 use super::{Call, Handled};
 use crate::colony::{client, copy, queue};
-use crate::facts::client as facts_client;
+use crate::facts::client::{self as facts_client, ClusterFacts};
 use crate::filter_memory;
 use crate::http::{json_response, json_response_sized, read_body, ApiError};
 use crate::pod_index;
 
-/// Node facts of every candidate (isolate cache, then KV).
-async fn candidate_facts(
-    call: &Call,
-    args: &Args<'_>,
-) -> Result<HashMap<String, NodeFacts>, ApiError> {
+/// The cluster's node facts, read in place by the verb (this isolate's copy, refreshed from
+/// the Facts object when older than `FACTS_CACHE_MS`).
+async fn cluster_facts(call: &Call) -> Result<Rc<ClusterFacts>, ApiError> {
     facts_client::load(
         &call.bindings,
         &call.cluster,
-        args.node_names(),
         call.now_ms,
         call.config.facts_cache_ms,
     )
@@ -34,8 +30,8 @@ async fn candidate_facts(
 pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
-    let facts = candidate_facts(call, &args).await?;
-    let mut outcome = run_filter(&args, &facts, call.now_ms, &call.config)?;
+    let facts = cluster_facts(call).await?;
+    let mut outcome = run_filter(&args, &*facts, call.now_ms, &call.config)?;
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
     filter_memory::remember(
         &call.cluster,
@@ -68,9 +64,9 @@ pub async fn filter(call: &mut Call) -> Handled {
 pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let args = parse_args(&body, &call.config)?;
-    let facts = candidate_facts(call, &args).await?;
+    let facts = cluster_facts(call).await?;
     let outlook = facts_client::outlook(&call.cluster, call.now_ms, &call.config);
-    let input = scoring_input(&args, &facts, &outlook, call.now_ms, &call.config)?;
+    let input = scoring_input(&args, &*facts, &outlook, call.now_ms, &call.config)?;
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(
@@ -199,5 +195,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         colony.clone(),
         version,
     )));
-    Ok(json_response(200, &prioritized.priorities))
+    // About one `{"Host":…,"Score":n}` per name of the body: the buffer allocated once.
+    let size_hint = body.len() + 24 * prioritized.priorities.len();
+    Ok(json_response_sized(200, &prioritized.priorities, size_hint))
 }

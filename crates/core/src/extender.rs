@@ -3,13 +3,18 @@
 //! [`NodeState`], then filter or compute heuristic features. Transport, storage and the
 //! colony's Durable Object stay outside.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+#[cfg(test)]
+use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
 use crate::colony::FilterRejections;
 use crate::config::Config;
 use crate::demand::{DemandError, PodDemand};
+use crate::facts::FactsLookup;
+#[cfg(test)]
 use crate::facts::NodeFacts;
 use crate::filter::{check_node, RejectCode};
 use crate::heuristic::NodeFeatures;
@@ -40,7 +45,8 @@ impl BadRequest {
 /// One candidate node as sent by kube-scheduler.
 #[derive(Debug)]
 pub struct Candidate<'a> {
-    pub name: String,
+    /// Borrowed from the body in names mode (unless escaped); the node object's otherwise.
+    pub name: Cow<'a, str>,
     /// The node object's exact bytes (full-`Nodes` mode), echoed in the filter reply.
     pub raw: Option<&'a RawValue>,
     pub view: Option<NodeView>,
@@ -124,7 +130,7 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
                     format!("Nodes.items[{i}].metadata.name")
                 })?;
                 out.push(Candidate {
-                    name: view.metadata.name.clone(),
+                    name: Cow::Owned(view.metadata.name.clone()),
                     raw: Some(raw),
                     view: Some(view),
                 });
@@ -170,23 +176,28 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
 
 impl Args<'_> {
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
-        self.candidates.iter().map(|c| c.name.as_str())
+        self.candidates.iter().map(|c| c.name.as_ref())
     }
 
     fn states<'s>(
         &'s self,
-        facts: &'s HashMap<String, NodeFacts>,
+        facts: &'s impl FactsLookup,
         now_ms: u64,
         config: &'s Config,
-    ) -> impl Iterator<Item = Result<NodeState, BadRequest>> + 's {
+    ) -> impl Iterator<Item = Result<NodeState<'s>, BadRequest>> + 's {
         self.candidates.iter().enumerate().map(move |(i, c)| {
+            // Named only by errors of a node object's fields: no String per name-only candidate.
+            let field = match c.view {
+                Some(_) => format!("Nodes.items[{i}]"),
+                None => String::new(),
+            };
             NodeState::assemble(
                 &c.name,
                 c.view.as_ref(),
                 facts.get(&c.name),
                 now_ms,
                 config,
-                &format!("Nodes.items[{i}]"),
+                &field,
             )
             .map_err(|e| BadRequest::new(e.field.clone(), e.to_string()))
         })
@@ -208,7 +219,7 @@ pub struct FilterOutcome<'a> {
 /// The `filter` verb.
 pub fn filter<'a>(
     args: &Args<'a>,
-    facts: &HashMap<String, NodeFacts>,
+    facts: &impl FactsLookup,
     now_ms: u64,
     config: &Config,
 ) -> Result<FilterOutcome<'a>, BadRequest> {
@@ -227,7 +238,7 @@ pub fn filter<'a>(
             let message = e.to_string();
             for c in &args.candidates {
                 rejections.note(&c.name, RejectCode::PodInvalid, &message, true);
-                unresolvable.insert(c.name.clone(), message.clone());
+                unresolvable.insert(c.name.to_string(), message.clone());
             }
             rejected.insert(RejectCode::PodInvalid, args.candidates.len() as u64);
             None
@@ -254,7 +265,7 @@ pub fn filter<'a>(
                     } else {
                         &mut failed
                     };
-                    map.insert(candidate.name.clone(), r.reason);
+                    map.insert(candidate.name.to_string(), r.reason);
                 }
             }
         }
@@ -291,7 +302,7 @@ pub struct ScoringInput {
 /// cluster `outlook` (GPU scarcity, spot pools) computed from every node's facts.
 pub fn scoring_input(
     args: &Args<'_>,
-    facts: &HashMap<String, NodeFacts>,
+    facts: &impl FactsLookup,
     outlook: &crate::heuristic::ClusterOutlook,
     now_ms: u64,
     config: &Config,
@@ -353,7 +364,7 @@ mod tests {
             .unwrap()
             .trim();
         assert!(json.contains(&format!("{original}}}")), "{json}");
-        assert_eq!(out.result.node_names, Some(vec!["gpu-v100".to_string()]));
+        assert_eq!(out.result.node_names, Some(vec![Cow::Borrowed("gpu-v100")]));
         assert_eq!(out.result.failed_and_unresolvable_nodes.len(), 2);
         assert_eq!(out.rejected[&RejectCode::GpuModel], 1);
         assert_eq!(out.rejected[&RejectCode::NoGpu], 1);
@@ -389,7 +400,7 @@ mod tests {
         );
         let out = filter(&args, &facts, 0, &c).unwrap();
         assert!(out.result.nodes.is_none());
-        assert_eq!(out.result.node_names, Some(vec!["known".to_string()]));
+        assert_eq!(out.result.node_names, Some(vec![Cow::Borrowed("known")]));
         assert!(out.result.failed_nodes["ghost"].contains("no node facts"));
     }
 

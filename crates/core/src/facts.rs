@@ -198,6 +198,19 @@ impl NodeFacts {
     }
 }
 
+/// Where the verbs find a candidate's facts, read in place: a map built for one call (tests,
+/// the simulator) or a reader's shared copy of the whole cluster (the Worker's isolate), so
+/// that a request never copies the records it reads.
+pub trait FactsLookup {
+    fn get(&self, name: &str) -> Option<&NodeFacts>;
+}
+
+impl FactsLookup for std::collections::HashMap<String, NodeFacts> {
+    fn get(&self, name: &str) -> Option<&NodeFacts> {
+        std::collections::HashMap::get(self, name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! (when kube-scheduler sent it) overlaid with fresh facts (from the cluster's Facts Durable Object). Stale measurements are dropped
 //! here, in one place, so that every rule fails open the same way.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::config::Config;
@@ -10,10 +11,13 @@ use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
 use crate::node_labels::NodeProfile;
 use crate::predict::{spike_probability, Predictor};
 
+/// Name and labels are borrowed from the request and the facts it was assembled from (a
+/// verb reads thousands of candidates, each with tens of labels); [`NodeState::into_owned`]
+/// for a state kept beyond them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NodeState {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
+pub struct NodeState<'a> {
+    pub name: Cow<'a, str>,
+    pub labels: Cow<'a, BTreeMap<String, String>>,
     /// Unknown when only a name was sent and no facts carry allocatable.
     pub allocatable: Option<ResourceAmounts>,
     /// Resources already requested by pods on the node (fresh facts only).
@@ -85,23 +89,26 @@ fn keep_fresh<T: Clone>(
     value
 }
 
-impl NodeState {
+/// The labels of a node known by name only and without facts.
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+impl<'a> NodeState<'a> {
     /// Builds the state from the node object (full-`Nodes` mode) and/or its facts.
     /// `field` names the node in errors (e.g. `Nodes.items[3]`).
     pub fn assemble(
-        name: &str,
-        node: Option<&NodeView>,
-        facts: Option<&NodeFacts>,
+        name: &'a str,
+        node: Option<&'a NodeView>,
+        facts: Option<&'a NodeFacts>,
         now_ms: u64,
         config: &Config,
         field: &str,
     ) -> Result<Self, ResourceError> {
         let ttl = config.facts_ttl_ms;
-        let mut labels = facts.map(|f| f.labels.clone()).unwrap_or_default();
+        let mut labels = facts.map_or(&NO_LABELS, |f| &f.labels);
         let mut allocatable = facts.and_then(NodeFacts::allocatable_amounts);
         if let Some(node) = node {
             // The object kube-scheduler sent is authoritative for identity.
-            labels = node.metadata.labels.clone();
+            labels = &node.metadata.labels;
             allocatable = Some(parse_resource_list(
                 &node.status.allocatable,
                 &format!("{field}.status.allocatable"),
@@ -136,10 +143,10 @@ impl NodeState {
         });
         let requested = requested.map(ResourceAmounts);
         Ok(NodeState {
-            name: name.to_string(),
-            profile: NodeProfile::of(&labels, config),
+            name: Cow::Borrowed(name),
+            profile: NodeProfile::of(labels, config),
             committed_share: committed_share(allocatable.as_ref(), requested.as_ref(), config),
-            labels,
+            labels: Cow::Borrowed(labels),
             allocatable,
             requested,
             latency_us,
@@ -150,8 +157,25 @@ impl NodeState {
         })
     }
 
+    /// The same state owning its name and labels, to be kept beyond the request or facts.
+    pub fn into_owned(self) -> NodeState<'static> {
+        NodeState {
+            name: Cow::Owned(self.name.into_owned()),
+            labels: Cow::Owned(self.labels.into_owned()),
+            allocatable: self.allocatable,
+            requested: self.requested,
+            latency_us: self.latency_us,
+            load: self.load,
+            gpu_free_milli: self.gpu_free_milli,
+            stale_facts: self.stale_facts,
+            unknown: self.unknown,
+            profile: self.profile,
+            committed_share: self.committed_share,
+        }
+    }
+
     /// The node's GPU model, from the first configured GPU-type label present.
-    pub fn gpu_model<'a>(&'a self, config: &Config) -> Option<&'a str> {
+    pub fn gpu_model<'s>(&'s self, config: &Config) -> Option<&'s str> {
         config
             .gpu_type_labels
             .iter()

@@ -66,7 +66,7 @@ pub enum NotScored {
 /// pod of the batch (assembling is the expensive part: labels, allocatable, EMA forecast).
 pub struct ShadowCluster<'a> {
     /// By name, ascending (the tie-break order).
-    states: Vec<NodeState>,
+    states: Vec<NodeState<'a>>,
     facts: &'a HashMap<String, NodeFacts>,
     now_ms: u64,
 }
@@ -124,7 +124,7 @@ impl<'a> ShadowCluster<'a> {
             let total = eta_terms(
                 &features,
                 pod.workload,
-                colony.outcomes.get(&state.name),
+                colony.outcomes.get(state.name.as_ref()),
                 config,
             )
             .total();

@@ -9,6 +9,7 @@
 //! uses the node objects of the filter reply as they are, so each passing node must be echoed
 //! byte for byte; we parse only the few fields we need from each item ([`crate::k8s::NodeView`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -25,9 +26,11 @@ pub struct ExtenderArgs<'a> {
         rename = "NodeNames",
         alias = "nodenames",
         alias = "nodeNames",
+        borrow,
         default
     )]
-    pub node_names: Option<Vec<String>>,
+    /// Borrowed from the body unless a name has JSON escapes: no `String` per candidate.
+    pub node_names: Option<Vec<Cow<'a, str>>>,
 }
 
 /// A `v1.NodeList` whose items stay raw.
@@ -43,8 +46,9 @@ pub struct RawNodeList<'a> {
 pub struct ExtenderFilterResult<'a> {
     #[serde(rename = "Nodes")]
     pub nodes: Option<NodeListOut<'a>>,
+    /// Borrowed from the request: a passing node's name is not copied.
     #[serde(rename = "NodeNames")]
-    pub node_names: Option<Vec<String>>,
+    pub node_names: Option<Vec<Cow<'a, str>>>,
     #[serde(rename = "FailedNodes")]
     pub failed_nodes: BTreeMap<String, String>,
     #[serde(rename = "FailedAndUnresolvableNodes")]
@@ -126,7 +130,7 @@ mod tests {
             let items = args.nodes.unwrap().items;
             assert_eq!(items.len(), 1);
             assert_eq!(items[0].get().to_lowercase(), NODE_ITEM.to_lowercase());
-            assert_eq!(args.node_names, Some(vec!["node1".to_string()]));
+            assert_eq!(args.node_names, Some(vec![Cow::Borrowed("node1")]));
         }
     }
 

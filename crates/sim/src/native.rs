@@ -60,7 +60,8 @@ pub struct NativeScheduler {
     facts: Vec<Option<NodeFacts>>,
     predictors: Vec<Option<Box<dyn Predictor>>>,
     last_sample_ms: Vec<Option<u64>>,
-    cache: Vec<Option<NodeState>>,
+    /// Owned states (`NodeState<'static>`): kept across decisions, beyond any one borrow.
+    cache: Vec<Option<NodeState<'static>>>,
     dirty: Vec<Dirty>,
     /// Per node: the allocation its folded `requested` was parsed from.
     reported: Vec<Option<AllocKey>>,
@@ -187,7 +188,7 @@ impl NativeScheduler {
     /// only the fields it needs, so the caller can keep `config` borrowed.
     #[allow(clippy::too_many_arguments)]
     fn state<'s>(
-        cache: &'s mut [Option<NodeState>],
+        cache: &'s mut [Option<NodeState<'static>>],
         dirty: &mut [Dirty],
         facts: &[Option<NodeFacts>],
         predictors: &[Option<Box<dyn Predictor>>],
@@ -196,7 +197,7 @@ impl NativeScheduler {
         world: &World,
         node: usize,
         now_ms: u64,
-    ) -> &'s NodeState {
+    ) -> &'s NodeState<'static> {
         let facts = facts[node].as_ref();
         let slot = &mut cache[node];
         match (slot.is_some(), dirty[node]) {
@@ -223,7 +224,8 @@ impl NativeScheduler {
                 let n = &world.nodes[node];
                 let mut s =
                     NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
-                        .expect("derived nodes parse");
+                        .expect("derived nodes parse")
+                        .into_owned();
                 overlay_predictor(&mut s, predictors[node].as_deref(), kind, config);
                 *slot = Some(s);
             }

@@ -140,13 +140,22 @@ impl TenantColony {
         self.counters.decisions += 1;
         self.counters.explorations += explored.is_some() as u64;
 
-        let mut ranked: Vec<usize> = (0..candidates.len()).collect();
-        ranked.sort_by(|&a, &b| {
+        // Best first, ties by name, then by position: a strict total order, so partitioning
+        // out the kept few and sorting only them keeps exactly what sorting all would.
+        let by_rank = |&a: &usize, &b: &usize| {
             desirabilities[b]
                 .total_cmp(&desirabilities[a])
                 .then_with(|| candidates[a].node.cmp(&candidates[b].node))
-        });
-        let kept = &ranked[..ranked.len().min(config.decision_keep_top)];
+                .then(a.cmp(&b))
+        };
+        let mut ranked: Vec<usize> = (0..candidates.len()).collect();
+        let keep = ranked.len().min(config.decision_keep_top);
+        if keep < ranked.len() {
+            ranked.select_nth_unstable_by(keep, by_rank);
+        }
+        let kept = &mut ranked[..keep];
+        kept.sort_unstable_by(by_rank);
+        let kept = &*kept;
         let etas_kept = kept
             .iter()
             .map(|&i| (candidates[i].node.clone(), etas[i]))

@@ -52,7 +52,7 @@ mod tests {
     const GPU_POD: &str = r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":"V100M16|V100M32"}},
         "spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#;
 
-    fn gpu_node(label: &str, model: &str, gpus: &str) -> NodeState {
+    fn gpu_node(label: &str, model: &str, gpus: &str) -> NodeState<'static> {
         node(&format!(
             r#"{{"metadata":{{"name":"g","labels":{{"{label}":"{model}"}}}},"status":{{"allocatable":{{"cpu":"8","nvidia.com/gpu":"{gpus}"}}}}}}"#
         ))

@@ -95,7 +95,7 @@ pub(crate) mod test_support {
         PodDemand::from_pod(&pod, &Config::default()).unwrap()
     }
 
-    pub fn node(json: &str) -> NodeState {
+    pub fn node(json: &str) -> NodeState<'static> {
         let view: NodeView = serde_json::from_str(json).unwrap();
         NodeState::assemble(
             &view.metadata.name.clone(),
@@ -106,9 +106,10 @@ pub(crate) mod test_support {
             "n",
         )
         .unwrap()
+        .into_owned()
     }
 
-    pub fn node_with_facts(json: &str, facts: &str) -> NodeState {
+    pub fn node_with_facts(json: &str, facts: &str) -> NodeState<'static> {
         let view: NodeView = serde_json::from_str(json).unwrap();
         let report: NodeReport = serde_json::from_str(facts).unwrap();
         let mut f = NodeFacts::default();
@@ -122,6 +123,7 @@ pub(crate) mod test_support {
             "n",
         )
         .unwrap()
+        .into_owned()
     }
 }
 

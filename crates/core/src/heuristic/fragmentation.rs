@@ -657,10 +657,12 @@ mod tests {
         let amounts = |cpu: i64| ResourceAmounts([("cpu".to_string(), cpu)].into());
         let node = |label: Option<&str>| NodeState {
             name: "n".into(),
-            labels: label
-                .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
-                .into_iter()
-                .collect(),
+            labels: std::borrow::Cow::Owned(
+                label
+                    .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
+                    .into_iter()
+                    .collect(),
+            ),
             allocatable: Some(amounts(8000)),
             requested: Some(amounts(0)),
             latency_us: None,

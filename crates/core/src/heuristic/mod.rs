@@ -94,7 +94,7 @@ impl NodeFeatures {
             spot_risk::posterior_rate(pool.prior_rate_per_hour, history, config)
         });
         NodeFeatures {
-            node: node.name.clone(),
+            node: node.name.to_string(),
             cost_per_hour: profile.cost_per_hour,
             spot: profile.spot,
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
@@ -110,7 +110,7 @@ impl NodeFeatures {
             slowdown: if outlook.node_slowdowns.is_empty() {
                 None
             } else {
-                outlook.node_slowdowns.get(&node.name).copied()
+                outlook.node_slowdowns.get(node.name.as_ref()).copied()
             },
         }
     }
@@ -348,7 +348,9 @@ mod tests {
                 r#"{{"metadata":{{"name":"n","labels":{labels}}}}}"#
             ))
             .unwrap();
-            NodeState::assemble("n", Some(&v), None, 0, &c, "n").unwrap()
+            NodeState::assemble("n", Some(&v), None, 0, &c, "n")
+                .unwrap()
+                .into_owned()
         };
         let f = NodeFeatures::from_state(
             &state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#),

@@ -117,8 +117,8 @@ impl ClusterOutlook {
     }
 
     /// The outlook of the cluster whose every node state is `states`.
-    pub fn from_states<'a>(
-        states: impl IntoIterator<Item = &'a NodeState>,
+    pub fn from_states<'a, 'n: 'a>(
+        states: impl IntoIterator<Item = &'a NodeState<'n>>,
         pools: BTreeMap<String, PoolHistory>,
         config: &Config,
     ) -> Self {
@@ -141,7 +141,7 @@ mod tests {
         alloc: &[(&str, i64)],
         requested: &[(&str, i64)],
         free: Option<Vec<u32>>,
-    ) -> NodeState {
+    ) -> NodeState<'static> {
         let amounts = |v: &[(&str, i64)]| {
             ResourceAmounts(v.iter().map(|(k, a)| (k.to_string(), *a)).collect())
         };

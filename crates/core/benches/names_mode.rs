@@ -1,0 +1,90 @@
+//! Names mode (`nodeCacheCapable: true`) natively, stage by stage, over 1,000 and 5,000 nodes
+//! whose facts are held in one shared map, as the Worker's isolate holds them: `parse_args` of
+//! the names, the per-request copy of the candidates' facts the Worker used to make (`copy`),
+//! `filter` (parse + rules + reply) and `prioritize` (parse + features + colony + reply) reading
+//! the shared facts in place. Run: `cargo bench -p aco-core --bench names_mode`.
+
+use std::collections::HashMap;
+
+use aco_core::api::nodes::NodeReport;
+use aco_core::colony::TenantColony;
+use aco_core::config::Config;
+use aco_core::extender::{filter, parse_args, scoring_input};
+use aco_core::facts::NodeFacts;
+use aco_core::heuristic::ClusterOutlook;
+use aco_testkit::fixtures;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use rand::{rngs::SmallRng, SeedableRng};
+
+/// The facts a `PUT /v1/nodes` of the same nodes leaves in the Facts object.
+fn facts(count: usize, config: &Config) -> HashMap<String, NodeFacts> {
+    #[derive(serde::Deserialize)]
+    struct Batch {
+        nodes: Vec<NodeReport>,
+    }
+    let batch: Batch = serde_json::from_str(&fixtures::node_facts_report(count)).unwrap();
+    batch
+        .nodes
+        .iter()
+        .map(|r| {
+            let mut f = NodeFacts::default();
+            f.apply(r, 0, config);
+            (f.name.clone(), f)
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let config = Config::default();
+    let mut group = c.benchmark_group("names_mode");
+    for n in [1_000usize, 5_000] {
+        let body = fixtures::extender_args_names(n);
+        let shared = facts(n, &config);
+        let outlook = ClusterOutlook::from_facts(shared.values(), Default::default(), 0, &config);
+        group.throughput(Throughput::Elements(n as u64));
+        group.sample_size(20);
+        group.bench_with_input(BenchmarkId::new("parse_args", n), &body, |b, body| {
+            b.iter(|| parse_args(body, &config).unwrap().candidates.len())
+        });
+        group.bench_with_input(BenchmarkId::new("copy", n), &body, |b, body| {
+            let args = parse_args(body, &config).unwrap();
+            b.iter(|| {
+                args.node_names()
+                    .filter_map(|name| shared.get(name).map(|f| (name.to_string(), f.clone())))
+                    .collect::<HashMap<_, _>>()
+                    .len()
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("filter", n), &body, |b, body| {
+            b.iter(|| {
+                let args = parse_args(body, &config).unwrap();
+                let out = filter(&args, &shared, 0, &config).unwrap();
+                serde_json::to_vec(&out.result).unwrap().len()
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("scoring_input", n), &body, |b, body| {
+            b.iter(|| {
+                let args = parse_args(body, &config).unwrap();
+                scoring_input(&args, &shared, &outlook, 0, &config)
+                    .unwrap()
+                    .features
+                    .len()
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("prioritize", n), &body, |b, body| {
+            let mut colony = TenantColony::default();
+            let mut rng = SmallRng::seed_from_u64(1);
+            b.iter(|| {
+                let args = parse_args(body, &config).unwrap();
+                let input = scoring_input(&args, &shared, &outlook, 0, &config).unwrap();
+                let p =
+                    colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
+                serde_json::to_vec(&p.priorities).unwrap().len()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
