@@ -353,8 +353,14 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
             .then_some(())
     })
     .await;
-    // A drain of the survivor: the Eviction API (the ReplicaSet replaces it).
-    let survivor = name_of(&c.pods_where(ns, bound).await[0]);
+    // A drain of the survivor: the Eviction API (the ReplicaSet replaces it). Chosen among the
+    // pods not terminating: a scaled-down pod may still be listed, and gone by the eviction.
+    let survivor = name_of(
+        &c.pods_where(ns, |p| {
+            bound(p) && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .await[0],
+    );
     kube.post(
         &format!("/api/v1/namespaces/{ns}/pods/{survivor}/eviction"),
         &json!({"apiVersion": "policy/v1", "kind": "Eviction",
@@ -637,12 +643,23 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
     )
     .await;
     eprintln!("{on_slow} of 15 pods on the slow node; slowdowns: {slowdowns:?}");
+    // kwok's timestamps have whole-second resolution and a run on a fast node is ~1 s, so one
+    // fast run can read 2× the median under load: the fast nodes are judged by their median,
+    // the slow node by every run.
+    let mut fast: Vec<f64> = Vec::new();
     for (node, s) in &slowdowns {
         if *node == slow {
             assert!(*s > 2.0, "slow node {node}: {s}");
         } else {
-            assert!(*s < 1.5, "fast node {node}: {s}");
+            fast.push(*s);
         }
+    }
+    fast.sort_by(f64::total_cmp);
+    if let Some(median) = fast.get(fast.len() / 2) {
+        assert!(
+            *median < 1.5,
+            "fast nodes' median slowdown {median}: {fast:?}"
+        );
     }
     let succeeded = r
         .metric("aco_reporter_pod_ends_total{verdict=\"succeeded\",reason=\"Succeeded\"}")
