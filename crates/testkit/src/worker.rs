@@ -315,28 +315,3 @@ fn append_log(logs: &Mutex<String>, text: &str) {
     }
     logs.push_str(text);
 }
-
-/// The SQLite files of every Durable Object of the classes whose name ends with `class_suffix`.
-pub fn object_sqlite_files(
-    persist_dir: &std::path::Path,
-    class_suffix: &str,
-) -> Vec<std::path::PathBuf> {
-    let dir = persist_dir.join("do");
-    let mut out = Vec::new();
-    let Ok(classes) = std::fs::read_dir(&dir) else {
-        return out;
-    };
-    for class in classes.flatten() {
-        if !class.file_name().to_string_lossy().ends_with(class_suffix) {
-            continue;
-        }
-        for f in std::fs::read_dir(class.path()).unwrap().flatten() {
-            if f.path().extension().is_some_and(|e| e == "sqlite")
-                && f.file_name() != "metadata.sqlite"
-            {
-                out.push(f.path());
-            }
-        }
-    }
-    out
-}
