@@ -19,9 +19,27 @@ pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
     match (features.committed_share, features.pod_share) {
         (Some(committed), Some(pod)) if committed > 0.0 => price * pod,
         // An idle node: the pod's share, and the part of the rest expected to stay unused.
-        (Some(_), Some(pod)) => price * (pod + (1.0 - pod) * config.open_node_idle_fraction),
+        (Some(_), Some(pod)) => {
+            let idle = config.open_node_idle_fraction * idle_taper(features.gpu_scarcity);
+            price * (pod + (1.0 - pod) * idle)
+        }
         _ => price,
     }
+}
+
+/// How much of `OPEN_NODE_IDLE_FRACTION` an opened node is charged at GPU scarcity `s`:
+/// `(1 − s)³`. The rest of an opened node stays idle only while the cluster has room elsewhere
+/// for the pods that would fill it; as free GPUs run out every node is needed anyway, and
+/// keeping pods off fresh nodes only strands GPUs (FGD's whole free nodes are what the large
+/// pods need). The exponent is chosen on the shipped OpenB variants under the saturation
+/// protocol (docs/simulation.md, v6; seed 42): 1 left the colony below FGD on the default trace
+/// (94.96% against 95.43% at 130%), 2 on gpushare40 and multigpu20 (by 0.45 and 0.26 points); 3
+/// is the smallest at or above FGD on all five.
+pub fn idle_taper(scarcity: f64) -> f64 {
+    if scarcity.is_nan() {
+        return 1.0;
+    }
+    (1.0 - scarcity.clamp(0.0, 1.0)).powi(3)
 }
 
 #[cfg(test)]
@@ -36,6 +54,28 @@ mod tests {
             pod_share: pod,
             ..NodeFeatures::default()
         }
+    }
+
+    #[test]
+    fn opening_a_node_is_charged_less_as_free_gpus_run_out() {
+        let c = Config::default();
+        let opened = |scarcity: f64| NodeFeatures {
+            gpu_scarcity: scarcity,
+            ..f(Some(4.0), Some(0.0), Some(0.2))
+        };
+        let at = |s: f64| marginal_cost_per_hour(&opened(s), &c);
+        assert!((at(0.0) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction)).abs() < 1e-12);
+        assert!((at(0.5) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction / 8.0)).abs() < 1e-12);
+        // A full cluster: only the pod's share, as on a busy node.
+        assert!((at(1.0) - 0.8).abs() < 1e-12);
+        assert!(at(0.2) > at(0.6) && at(0.6) > at(0.9));
+        assert_eq!(idle_taper(f64::NAN), 1.0);
+        // A busy node's share does not depend on scarcity.
+        let busy = NodeFeatures {
+            gpu_scarcity: 0.9,
+            ..f(Some(4.0), Some(0.5), Some(0.2))
+        };
+        assert!((marginal_cost_per_hour(&busy, &c) - 0.8).abs() < 1e-12);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use fragmentation::{
     typical_shapes, FragmentationMemo, PodGpus, PodShape, OPENB_DEFAULT_SHAPES,
 };
 pub use headroom::{headroom_after, is_hot};
-pub use outlook::{gpu_allocation, gpu_allocation_of_facts, ClusterOutlook};
+pub use outlook::{gpu_allocation, gpu_allocation_of_facts, ClusterOutlook, GpuNodeAccount};
 pub use placement_cost::{breach_probability, cost_terms, CostTerms};
 pub use reliability::{reliability, OutcomeStats};
 
@@ -65,6 +65,10 @@ pub struct NodeFeatures {
     /// The cluster's GPU scarcity when the pod is scored ([`ClusterOutlook::gpu_scarcity`]).
     #[serde(default)]
     pub gpu_scarcity: f64,
+    /// The cluster's price of a GPU-hour ([`ClusterOutlook::gpu_hour_price`]); without it,
+    /// the node's own price over its GPUs.
+    #[serde(default)]
+    pub gpu_hour_price: Option<f64>,
     /// A spot node's expected reclamations per hour (its pool's posterior rate).
     #[serde(default)]
     pub reclaim_rate_per_hour: Option<f64>,
@@ -105,6 +109,7 @@ impl NodeFeatures {
             gpus: gpu_allocation(node, config).map(|(_, cap)| (cap / 1000.0).round() as u32),
             pod_gpu_milli: 0.0,
             gpu_scarcity: outlook.gpu_scarcity.unwrap_or(0.0),
+            gpu_hour_price: outlook.gpu_hour_price,
             reclaim_rate_per_hour,
             latency_critical_pods: None,
             slowdown: if outlook.node_slowdowns.is_empty() {

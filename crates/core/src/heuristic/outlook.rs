@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::spot_risk::PoolHistory;
 use crate::config::Config;
 use crate::facts::NodeFacts;
+use crate::node_labels::NodeProfile;
 use crate::node_state::NodeState;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -18,6 +19,12 @@ pub struct ClusterOutlook {
     /// Stranded GPU capacity is priced by it: near nothing in an empty cluster, at the GPU's
     /// full hourly price in a full one.
     pub gpu_scarcity: Option<f64>,
+    /// What a GPU-hour costs in this cluster: the GPU nodes' prices over their GPUs (unlabelled
+    /// nodes at `DEFAULT_COST_PER_HOUR`). Stranded capacity is priced at it wherever it is
+    /// stranded: the GPU pods it turns away would pay the cluster's rate, not that node's
+    /// (`None`: no GPU facts).
+    #[serde(default)]
+    pub gpu_hour_price: Option<f64>,
     /// Per spot pool (`spot_risk::pool_of`), its reclamations and observed node-hours.
     #[serde(default)]
     pub pools: BTreeMap<String, PoolHistory>,
@@ -89,13 +96,48 @@ fn allocation(
     Some((1000.0 * used.clamp(0, cap) as f64, 1000.0 * cap as f64))
 }
 
+/// A GPU node's share of the cluster's GPU accounts: `(allocated, capacity)` milli-GPU and its
+/// price per hour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuNodeAccount {
+    pub allocated_milli: f64,
+    pub capacity_milli: f64,
+    pub cost_per_hour: f64,
+}
+
+impl GpuNodeAccount {
+    fn of(
+        allocation: Option<(f64, f64)>,
+        cost_per_hour: Option<f64>,
+        config: &Config,
+    ) -> Option<Self> {
+        allocation.map(|(allocated_milli, capacity_milli)| Self {
+            allocated_milli,
+            capacity_milli,
+            cost_per_hour: cost_per_hour
+                .unwrap_or(config.default_cost_per_hour)
+                .max(0.0),
+        })
+    }
+}
+
 impl ClusterOutlook {
-    /// The GPU scarcity of a cluster from its nodes' `(allocated, capacity)` milli-GPU.
-    pub fn scarcity_of(allocations: impl IntoIterator<Item = (f64, f64)>) -> Option<f64> {
-        let (used, cap) = allocations
-            .into_iter()
-            .fold((0.0, 0.0), |(u, c), (du, dc)| (u + du, c + dc));
-        (cap > 0.0).then(|| (used / cap).clamp(0.0, 1.0))
+    /// The outlook's GPU figures (scarcity and the price of a GPU-hour) from every GPU node's
+    /// account; no spot pools, no slowdowns.
+    pub fn of_gpu_nodes(accounts: impl IntoIterator<Item = GpuNodeAccount>) -> Self {
+        let (mut used, mut cap, mut price) = (0.0, 0.0, 0.0);
+        for a in accounts {
+            used += a.allocated_milli;
+            cap += a.capacity_milli;
+            price += a.cost_per_hour;
+        }
+        let has_gpus = cap > 0.0;
+        Self {
+            gpu_scarcity: has_gpus.then(|| (used / cap).clamp(0.0, 1.0)),
+            gpu_hour_price: has_gpus.then(|| price / (cap / 1000.0)),
+            pools: BTreeMap::new(),
+            node_slowdowns: BTreeMap::new(),
+        }
     }
 
     /// The outlook of the cluster whose every node's facts are `facts` (fresh measurements only).
@@ -106,13 +148,14 @@ impl ClusterOutlook {
         config: &Config,
     ) -> Self {
         Self {
-            gpu_scarcity: Self::scarcity_of(
-                facts
-                    .into_iter()
-                    .filter_map(|f| gpu_allocation_of_facts(f, now_ms, config)),
-            ),
             pools,
-            node_slowdowns: BTreeMap::new(),
+            ..Self::of_gpu_nodes(facts.into_iter().filter_map(|f| {
+                GpuNodeAccount::of(
+                    gpu_allocation_of_facts(f, now_ms, config),
+                    NodeProfile::of(&f.labels, config).cost_per_hour,
+                    config,
+                )
+            }))
         }
     }
 
@@ -123,11 +166,10 @@ impl ClusterOutlook {
         config: &Config,
     ) -> Self {
         Self {
-            gpu_scarcity: Self::scarcity_of(
-                states.into_iter().filter_map(|s| gpu_allocation(s, config)),
-            ),
             pools,
-            node_slowdowns: BTreeMap::new(),
+            ..Self::of_gpu_nodes(states.into_iter().filter_map(|s| {
+                GpuNodeAccount::of(gpu_allocation(s, config), s.profile.cost_per_hour, config)
+            }))
         }
     }
 }
@@ -173,5 +215,28 @@ mod tests {
         assert_eq!(o.gpu_scarcity, Some(3500.0 / 6000.0));
         let none = ClusterOutlook::from_states([&cpu], BTreeMap::new(), &c);
         assert_eq!(none.gpu_scarcity, None);
+        assert_eq!(none.gpu_hour_price, None);
+    }
+
+    #[test]
+    fn a_gpu_hour_costs_the_gpu_nodes_prices_over_their_gpus() {
+        let c = Config::default();
+        let priced = |price: &str, gpus: i64| {
+            let mut s = state(&[("nvidia.com/gpu", gpus)], &[], None);
+            let labels = [(c.cost_label.clone(), price.to_string())].into();
+            s.profile = NodeProfile::of(&labels, &c);
+            s
+        };
+        let (two, eight) = (priced("3.0", 2), priced("21.0", 8));
+        // An unlabelled GPU node counts at DEFAULT_COST_PER_HOUR; a CPU node not at all.
+        let unlabelled = state(&[("nvidia.com/gpu", 1)], &[], None);
+        let cpu = state(&[("cpu", 8000)], &[], None);
+        let o = ClusterOutlook::from_states([&two, &eight, &unlabelled, &cpu], BTreeMap::new(), &c);
+        let expected = (3.0 + 21.0 + c.default_cost_per_hour) / 11.0;
+        assert!(
+            (o.gpu_hour_price.unwrap() - expected).abs() < 1e-12,
+            "{o:?}"
+        );
+        assert_eq!(o.gpu_scarcity, Some(0.0));
     }
 }

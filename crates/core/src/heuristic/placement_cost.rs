@@ -5,7 +5,7 @@
 //! | term | $/h |
 //! |---|---|
 //! | `resources` | the pod's marginal share of the node's bill (`cost.rs`): the full price of an idle node it would keep running, its share of a busy one |
-//! | `strandedGpu` | usable GPU capacity the placement takes from typical pods, its own GPUs included — FGD's gradient turned into a cost: `(pod GPU milli − ΔF)/1000 × node $/GPU-h × GPU scarcity` |
+//! | `strandedGpu` | usable GPU capacity the placement takes from typical pods, its own GPUs included — FGD's gradient turned into a cost: `(pod GPU milli − ΔF)/1000 × the cluster's $/GPU-h × s/(1−s)` at GPU scarcity `s` |
 //! | `qosRisk` | expected SLA breaches of latency-critical pods on the node, its own and its neighbours', × `SLA_VIOLATION_COST`, per `EXPECTED_STAY_HOURS` |
 //! | `reclamationRisk` | P(the spot node is reclaimed during the stay) × the loss (a breach for a latency-critical pod, half the run's resources otherwise), per stay |
 //! | `failureRisk` | the node's failure probability above the prior (its outcome history) × the same loss, per stay |
@@ -118,21 +118,45 @@ pub fn cost_terms(
     }
 }
 
-/// `(pod GPU milli − ΔF)/1000 × $/GPU-h × scarcity`. `pod − ΔF` is the usable idle GPU
+/// `(pod GPU milli − ΔF)/1000 × $/GPU-h × scarcity premium`. `pod − ΔF` is the usable idle GPU
 /// capacity (idle milli minus FGD's fragments) the placement removes — never negative, since a
-/// pod can make no more capacity usable than it takes. The node's GPU-hour is its price over its
-/// GPUs.
+/// pod can make no more capacity usable than it takes. The GPU-hour is the cluster's
+/// ([`ClusterOutlook::gpu_hour_price`](super::ClusterOutlook::gpu_hour_price)), so that
+/// between two nodes the one FGD prefers is always the cheaper to strand on (with each node's
+/// own price, a cheap-GPU node that fragments more beat a dear one that fragments less); the
+/// node's own price over its GPUs only when the cluster's is unknown.
 fn stranded_gpu(features: &NodeFeatures, delta: f64, config: &Config) -> f64 {
     let gpus = features.gpus.unwrap_or(0);
     if gpus == 0 {
         return 0.0;
     }
-    let price = features
-        .cost_per_hour
-        .unwrap_or(config.default_cost_per_hour)
-        .max(0.0);
+    let gpu_hour = features.gpu_hour_price.unwrap_or_else(|| {
+        features
+            .cost_per_hour
+            .unwrap_or(config.default_cost_per_hour)
+            .max(0.0)
+            / f64::from(gpus)
+    });
     let lost_milli = (features.pod_gpu_milli - delta).max(0.0);
-    lost_milli / 1000.0 * price / f64::from(gpus) * features.gpu_scarcity.clamp(0.0, 1.0)
+    lost_milli / 1000.0 * gpu_hour.max(0.0) * scarcity_premium(features.gpu_scarcity)
+}
+
+/// The highest scarcity [`scarcity_premium`] prices (a cluster 99% allocated: 99 GPU-hours per
+/// stranded GPU-hour), so that a full cluster's premium stays finite.
+pub const MAX_PRICED_SCARCITY: f64 = 0.99;
+
+/// What a stranded GPU-hour costs the cluster per GPU-hour, at GPU scarcity `s` (allocated over
+/// capacity): `s / (1 − s)`, the congestion price of capacity — the expected demand queued per
+/// unit of capacity taken out of service at utilisation `s` (M/M/1). Near nothing in an empty
+/// cluster (0.1 at 10%), a GPU-hour at half full, and dominant in a full one (19 at 95%), as the
+/// issue asks; capped at [`MAX_PRICED_SCARCITY`]. A premium linear in `s` left the idle-node
+/// charge in charge of a full cluster: 94.58% GPU allocation against FGD's 95.43% (v5).
+pub fn scarcity_premium(scarcity: f64) -> f64 {
+    if scarcity.is_nan() {
+        return 0.0;
+    }
+    let s = scarcity.clamp(0.0, MAX_PRICED_SCARCITY);
+    s / (1.0 - s)
 }
 
 /// Expected breaches × `SLA_VIOLATION_COST` over the stay (divided by the stay by the caller):
@@ -217,11 +241,16 @@ mod tests {
             cost_terms(&with(-300.0, 0.0), b, None, &c).stranded_gpu,
             Some(0.0)
         );
-        // Full cluster: (500 + 300)/1000 GPU at $1/GPU-h.
+        // Half full: (500 + 300)/1000 GPU at the node's $1/GPU-h, premium 1.
+        let half = cost_terms(&with(-300.0, 0.5), b, None, &c)
+            .stranded_gpu
+            .unwrap();
+        assert!((half - 0.8).abs() < 1e-12, "{half}");
+        // Full cluster: the premium is capped at 99 GPU-hours per stranded GPU-hour.
         let full = cost_terms(&with(-300.0, 1.0), b, None, &c)
             .stranded_gpu
             .unwrap();
-        assert!((full - 0.8).abs() < 1e-12, "{full}");
+        assert!((full - 0.8 * 99.0).abs() < 1e-9, "{full}");
         // A larger gradient (FGD's better node) is the cheaper placement, never below zero.
         let better = cost_terms(&with(200.0, 1.0), b, None, &c)
             .stranded_gpu
@@ -232,6 +261,48 @@ mod tests {
             Some(0.0)
         );
         assert_eq!(cost_terms(&f(), b, None, &c).stranded_gpu, None);
+    }
+
+    #[test]
+    fn the_scarcity_premium_is_the_congestion_price_and_stays_finite() {
+        assert_eq!(scarcity_premium(0.0), 0.0);
+        assert!((scarcity_premium(0.1) - 1.0 / 9.0).abs() < 1e-12);
+        assert_eq!(scarcity_premium(0.5), 1.0);
+        assert!((scarcity_premium(0.95) - 19.0).abs() < 1e-9);
+        assert!((scarcity_premium(1.0) - 99.0).abs() < 1e-9);
+        // Unknown scarcity is an empty cluster's (fail open, as everywhere in η).
+        assert_eq!(scarcity_premium(f64::NAN), 0.0);
+        // Monotone: a fuller cluster never prices stranding lower.
+        let steps: Vec<f64> = (0..=100)
+            .map(|i| scarcity_premium(f64::from(i) / 100.0))
+            .collect();
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+    }
+
+    #[test]
+    fn stranding_is_priced_at_the_clusters_gpu_hour_so_fgds_node_is_the_cheaper() {
+        let c = Config::default();
+        let b = WorkloadClass::Batch;
+        // A cheap-GPU node that fragments more and a dear one that fragments less.
+        let node = |cost: f64, delta: f64, cluster: Option<f64>| NodeFeatures {
+            cost_per_hour: Some(cost),
+            fragmentation_delta: Some(delta),
+            pod_gpu_milli: 1000.0,
+            gpu_scarcity: 0.8,
+            gpu_hour_price: cluster,
+            ..f()
+        };
+        let stranded = |n: &NodeFeatures| cost_terms(n, b, None, &c).stranded_gpu.unwrap();
+        let (cheap, dear) = ((2.0, -600.0), (16.0, 0.0));
+        // With each node's own price the fragmenting cheap node looks cheaper to strand on …
+        assert!(stranded(&node(cheap.0, cheap.1, None)) < stranded(&node(dear.0, dear.1, None)));
+        // … with the cluster's price the node FGD prefers (larger ΔF) is.
+        let (a, d) = (
+            stranded(&node(cheap.0, cheap.1, Some(2.0))),
+            stranded(&node(dear.0, dear.1, Some(2.0))),
+        );
+        assert!(d < a, "{d} < {a}");
+        assert!((a - 1.6 * 2.0 * 4.0).abs() < 1e-9, "{a}");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use aco_core::colony::{relative_desirabilities, Decision, TenantColony};
-use aco_core::heuristic::{eta_terms, NodeFeatures};
+use aco_core::heuristic::{eta_terms, ClusterOutlook, GpuNodeAccount, NodeFeatures};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -72,12 +72,18 @@ impl SatPolicy for SatColony {
         let p = ctx.pod_gpus();
         let pod_gpu = (p.num_gpu * p.gpu_milli) as f64;
         let mut gpus = Vec::with_capacity(candidates.len());
-        // The cluster's GPU scarcity, as the Worker computes it from every node's facts.
-        let (used, cap) = ctx.nodes.iter().fold((0.0, 0.0), |(u, c), n| {
-            let cap = f64::from(n.gpu_cap());
-            (u + cap - f64::from(n.gpu_left()), c + cap)
-        });
-        let gpu_scarcity = if cap > 0.0 { used / cap } else { 0.0 };
+        // The cluster's GPU scarcity and price of a GPU-hour, as the Worker computes them from
+        // every node's facts.
+        let outlook = ClusterOutlook::of_gpu_nodes(ctx.nodes.iter().zip(ctx.sim_nodes).filter_map(
+            |(n, s)| {
+                let cap = f64::from(n.gpu_cap());
+                (cap > 0.0).then(|| GpuNodeAccount {
+                    allocated_milli: cap - f64::from(n.gpu_left()),
+                    capacity_milli: cap,
+                    cost_per_hour: s.price,
+                })
+            },
+        ));
         let features: Vec<NodeFeatures> = candidates
             .iter()
             .map(|c| {
@@ -112,7 +118,8 @@ impl SatPolicy for SatColony {
                     fragmentation_delta: frag.map(|(d, _)| d),
                     gpus: Some(n.gpu_free.len() as u32),
                     pod_gpu_milli: pod_gpu,
-                    gpu_scarcity,
+                    gpu_scarcity: outlook.gpu_scarcity.unwrap_or(0.0),
+                    gpu_hour_price: outlook.gpu_hour_price,
                     reclaim_rate_per_hour: s
                         .spot
                         .then(|| aco_core::node_labels::prior_rate(&s.labels, ctx.config)),
