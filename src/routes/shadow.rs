@@ -137,7 +137,9 @@ pub async fn report(call: &mut Call) -> Handled {
         config.facts_cache_ms,
     )
     .await?;
-    let cluster = ShadowCluster::new(&facts, call.now_ms, &config);
+    // The outlook prioritize would score with, from the copy load_all just refreshed.
+    let outlook = facts_client::outlook(&call.cluster, call.now_ms, &config);
+    let cluster = ShadowCluster::new(&facts, &outlook, call.now_ms, &config);
     let mut by_tenant: BTreeMap<String, Vec<Valid>> = BTreeMap::new();
     for r in reports {
         by_tenant.entry(r.tenant.clone()).or_default().push(r);

@@ -33,7 +33,10 @@ use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
 use crate::filter::check_node;
-use crate::heuristic::{eta_terms, is_hot, marginal_cost_per_hour, NodeFeatures};
+use crate::heuristic::{
+    eta_terms, is_hot, marginal_cost_per_hour, ClusterOutlook, FragmentationMemo, NodeFeatures,
+    OPENB_DEFAULT_SHAPES,
+};
 use crate::node_state::NodeState;
 
 /// What the colony would have done with one pod, against what was done.
@@ -68,11 +71,21 @@ pub struct ShadowCluster<'a> {
     /// By name, ascending (the tie-break order).
     states: Vec<NodeState<'a>>,
     facts: &'a HashMap<String, NodeFacts>,
+    /// What prioritize knows of the whole cluster (GPU scarcity and price, spot pools), so that
+    /// the counterfactual ranks as prioritize would have.
+    outlook: &'a ClusterOutlook,
     now_ms: u64,
 }
 
 impl<'a> ShadowCluster<'a> {
-    pub fn new(facts: &'a HashMap<String, NodeFacts>, now_ms: u64, config: &Config) -> Self {
+    /// `outlook` is the one prioritize scores with for these facts (the Worker's
+    /// `facts_client::outlook`; [`ClusterOutlook::from_facts`] elsewhere).
+    pub fn new(
+        facts: &'a HashMap<String, NodeFacts>,
+        outlook: &'a ClusterOutlook,
+        now_ms: u64,
+        config: &Config,
+    ) -> Self {
         let mut names: Vec<&String> = facts.keys().collect();
         names.sort();
         // With no node object, assembling reads parsed facts only and cannot fail; a node that
@@ -84,6 +97,7 @@ impl<'a> ShadowCluster<'a> {
         Self {
             states,
             facts,
+            outlook,
             now_ms,
         }
     }
@@ -111,6 +125,18 @@ impl<'a> ShadowCluster<'a> {
             NodeState::assemble(chosen, None, Some(&before), self.now_ms, config, chosen)
                 .map_err(|_| NotScored::UnknownNode)?;
         let mut best: Option<(f64, NodeFeatures)> = None;
+        // One memo per decision, as prioritize's (the pod and the shapes are fixed).
+        let mut memo = FragmentationMemo::default();
+        let features_of = |state: &NodeState, memo: &mut FragmentationMemo| {
+            NodeFeatures::for_pod_memo(
+                state,
+                pod,
+                config,
+                self.outlook,
+                &OPENB_DEFAULT_SHAPES,
+                memo,
+            )
+        };
         for state in &self.states {
             let state = if state.name == chosen {
                 &chosen_state
@@ -120,7 +146,7 @@ impl<'a> ShadowCluster<'a> {
             if check_node(pod, state, config).is_err() {
                 continue;
             }
-            let features = NodeFeatures::for_pod(state, pod, config);
+            let features = features_of(state, &mut memo);
             let total = eta_terms(
                 &features,
                 pod.workload,
@@ -139,7 +165,7 @@ impl<'a> ShadowCluster<'a> {
             }
         }
         let (_, colony_features) = best.ok_or(NotScored::NotFeasible)?;
-        let chosen_features = NodeFeatures::for_pod(&chosen_state, pod, config);
+        let chosen_features = features_of(&chosen_state, &mut memo);
         Ok(ShadowVerdict {
             agree: colony_features.node == chosen,
             colony_cost_per_hour: marginal_cost_per_hour(&colony_features, config),
@@ -370,7 +396,8 @@ mod tests {
             alpha: 1.0,
             ..Config::default()
         };
-        ShadowCluster::new(&facts, NOW, &config).score(pod, chosen, colony, &config)
+        let outlook = ClusterOutlook::from_facts(facts.values(), Default::default(), NOW, &config);
+        ShadowCluster::new(&facts, &outlook, NOW, &config).score(pod, chosen, colony, &config)
     }
 
     #[test]
@@ -665,6 +692,41 @@ mod tests {
         )
         .is_err());
         assert!(r3.is_none() && s.pods == 1);
+    }
+
+    #[test]
+    fn the_counterfactual_ranks_with_the_clusters_outlook_as_prioritize_does() {
+        let config = Config::default();
+        let spot = |name: &str, price: f64| {
+            let (n, mut f) = node(name, price, "0", Some(0.1));
+            f.labels
+                .insert(config.instance_type_label.clone(), "spot".into());
+            (n, f)
+        };
+        let facts: HashMap<String, NodeFacts> =
+            [spot("a-spot", 0.5), node("b-steady", 1.0, "0", Some(0.1))].into();
+        let lc = pod("2", Some("latency-critical"));
+        let pool = crate::node_labels::pool_of(&facts["a-spot"].labels, &config);
+        let quiet = ClusterOutlook::from_facts(facts.values(), Default::default(), NOW, &config);
+        // The pool has lost a node every ten hours of a year's exposure.
+        let history = crate::heuristic::spot_risk::PoolHistory {
+            reclamations: 876.0,
+            node_hours: 8760.0,
+        };
+        let stormy = ClusterOutlook {
+            pools: [(pool, history)].into(),
+            ..quiet.clone()
+        };
+        let choice = |outlook: &ClusterOutlook| {
+            ShadowCluster::new(&facts, outlook, NOW, &config)
+                .score(&lc, "b-steady", &TenantColony::default(), &config)
+                .unwrap()
+                .colony_choice
+        };
+        // At the pool's prior rate the cheap spot node wins; with what the cluster has shown of
+        // the pool, the latency-critical pod keeps off it — as prioritize would score it.
+        assert_eq!(choice(&quiet), "a-spot");
+        assert_eq!(choice(&stormy), "b-steady");
     }
 
     #[test]

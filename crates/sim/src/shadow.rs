@@ -18,6 +18,7 @@ use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::TenantColony;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
+use aco_core::heuristic::ClusterOutlook;
 use aco_core::shadow::{ShadowCluster, ShadowSummary};
 use rand::rngs::StdRng;
 use serde_json::{json, Value};
@@ -193,7 +194,10 @@ impl Scheduler for ShadowReplay {
         if !self.reported.insert(pod.uid.clone()) {
             return Ok(());
         }
-        let cluster = ShadowCluster::new(&self.facts, wall_ms(), &self.config);
+        let now = wall_ms();
+        let outlook =
+            ClusterOutlook::from_facts(self.facts.values(), Default::default(), now, &self.config);
+        let cluster = ShadowCluster::new(&self.facts, &outlook, now, &self.config);
         let colony = TenantColony::default();
         match cluster.score(&pod.demand, name, &colony, &self.config) {
             Ok(v) => self.native.entry(pod.tenant.clone()).or_default().add(&v),
