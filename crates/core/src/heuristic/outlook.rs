@@ -15,9 +15,11 @@ use crate::node_state::NodeState;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterOutlook {
-    /// Allocated GPU capacity over the cluster's GPU capacity, 0–1 (`None`: no GPU facts).
-    /// Stranded GPU capacity is priced by it: near nothing in an empty cluster, at the GPU's
-    /// full hourly price in a full one.
+    /// How scarce usable GPUs are, 0–1 (`None`: no GPU facts): on the GPU nodes, the largest of
+    /// the allocated shares of GPU, CPU and memory capacity — a free GPU is usable only with
+    /// CPU and memory beside it, so a cluster whose GPU nodes are out of CPU is as full for a
+    /// GPU pod as one out of GPUs. Stranded GPU capacity is priced by it (near nothing in an
+    /// empty cluster, dominant in a full one) and the idle-node charge fades with it.
     pub gpu_scarcity: Option<f64>,
     /// What a GPU-hour costs in this cluster: the GPU nodes' prices over their GPUs (unlabelled
     /// nodes at `DEFAULT_COST_PER_HOUR`). Stranded capacity is priced at it wherever it is
@@ -96,24 +98,37 @@ fn allocation(
     Some((1000.0 * used.clamp(0, cap) as f64, 1000.0 * cap as f64))
 }
 
-/// A GPU node's share of the cluster's GPU accounts: `(allocated, capacity)` milli-GPU and its
-/// price per hour.
+/// A GPU node's part of the cluster's GPU accounts: `(allocated, capacity)` of its GPUs
+/// (milli-GPU), CPU (milli) and memory (any unit, the same for both), and its price per hour.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuNodeAccount {
-    pub allocated_milli: f64,
-    pub capacity_milli: f64,
+    pub gpu_milli: (f64, f64),
+    pub cpu_milli: (f64, f64),
+    pub memory: (f64, f64),
     pub cost_per_hour: f64,
 }
 
 impl GpuNodeAccount {
     fn of(
-        allocation: Option<(f64, f64)>,
+        gpu: Option<(f64, f64)>,
+        allocatable: Option<&BTreeMap<String, i64>>,
+        requested: Option<&BTreeMap<String, i64>>,
         cost_per_hour: Option<f64>,
         config: &Config,
     ) -> Option<Self> {
-        allocation.map(|(allocated_milli, capacity_milli)| Self {
-            allocated_milli,
-            capacity_milli,
+        let pair = |name: &str| {
+            let cap = allocatable
+                .and_then(|a| a.get(name))
+                .copied()
+                .unwrap_or(0)
+                .max(0);
+            let used = requested.and_then(|r| r.get(name)).copied().unwrap_or(0);
+            (used.clamp(0, cap) as f64, cap as f64)
+        };
+        gpu.map(|gpu_milli| Self {
+            gpu_milli,
+            cpu_milli: pair("cpu"),
+            memory: pair("memory"),
             cost_per_hour: cost_per_hour
                 .unwrap_or(config.default_cost_per_hour)
                 .max(0.0),
@@ -125,16 +140,27 @@ impl ClusterOutlook {
     /// The outlook's GPU figures (scarcity and the price of a GPU-hour) from every GPU node's
     /// account; no spot pools, no slowdowns.
     pub fn of_gpu_nodes(accounts: impl IntoIterator<Item = GpuNodeAccount>) -> Self {
-        let (mut used, mut cap, mut price) = (0.0, 0.0, 0.0);
+        let (mut gpu, mut cpu, mut memory, mut price) = ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 0.0);
+        let add = |sum: &mut (f64, f64), (used, cap): (f64, f64)| {
+            sum.0 += used;
+            sum.1 += cap;
+        };
         for a in accounts {
-            used += a.allocated_milli;
-            cap += a.capacity_milli;
+            add(&mut gpu, a.gpu_milli);
+            add(&mut cpu, a.cpu_milli);
+            add(&mut memory, a.memory);
             price += a.cost_per_hour;
         }
-        let has_gpus = cap > 0.0;
+        let share = |(used, cap): (f64, f64)| if cap > 0.0 { used / cap } else { 0.0 };
+        let has_gpus = gpu.1 > 0.0;
         Self {
-            gpu_scarcity: has_gpus.then(|| (used / cap).clamp(0.0, 1.0)),
-            gpu_hour_price: has_gpus.then(|| price / (cap / 1000.0)),
+            gpu_scarcity: has_gpus.then(|| {
+                share(gpu)
+                    .max(share(cpu))
+                    .max(share(memory))
+                    .clamp(0.0, 1.0)
+            }),
+            gpu_hour_price: has_gpus.then(|| price / (gpu.1 / 1000.0)),
             pools: BTreeMap::new(),
             node_slowdowns: BTreeMap::new(),
         }
@@ -152,6 +178,10 @@ impl ClusterOutlook {
             ..Self::of_gpu_nodes(facts.into_iter().filter_map(|f| {
                 GpuNodeAccount::of(
                     gpu_allocation_of_facts(f, now_ms, config),
+                    f.allocatable.as_ref(),
+                    f.requested
+                        .as_ref()
+                        .and_then(|o| o.fresh(now_ms, config.facts_ttl_ms)),
                     NodeProfile::of(&f.labels, config).cost_per_hour,
                     config,
                 )
@@ -168,7 +198,13 @@ impl ClusterOutlook {
         Self {
             pools,
             ..Self::of_gpu_nodes(states.into_iter().filter_map(|s| {
-                GpuNodeAccount::of(gpu_allocation(s, config), s.profile.cost_per_hour, config)
+                GpuNodeAccount::of(
+                    gpu_allocation(s, config),
+                    s.allocatable.as_ref().map(|a| &a.0),
+                    s.requested.as_ref().map(|r| &r.0),
+                    s.profile.cost_per_hour,
+                    config,
+                )
             }))
         }
     }
@@ -216,6 +252,35 @@ mod tests {
         let none = ClusterOutlook::from_states([&cpu], BTreeMap::new(), &c);
         assert_eq!(none.gpu_scarcity, None);
         assert_eq!(none.gpu_hour_price, None);
+    }
+
+    #[test]
+    fn gpus_without_cpu_beside_them_are_as_scarce_as_allocated_ones() {
+        let c = Config::default();
+        // Half the GPUs free, but the GPU nodes' CPU 90% requested; a busy CPU node does not count.
+        let gpu_node = state(
+            &[("nvidia.com/gpu", 4), ("cpu", 10_000), ("memory", 100)],
+            &[("nvidia.com/gpu", 2), ("cpu", 9_000), ("memory", 10)],
+            None,
+        );
+        let cpu_node = state(&[("cpu", 10_000)], &[("cpu", 10_000)], None);
+        let o = ClusterOutlook::from_states([&gpu_node, &cpu_node], BTreeMap::new(), &c);
+        assert!((o.gpu_scarcity.unwrap() - 0.9).abs() < 1e-12, "{o:?}");
+        // Memory counts the same way; GPUs stay the measure when they are the scarcest.
+        let memory_bound = state(
+            &[("nvidia.com/gpu", 4), ("memory", 100)],
+            &[("nvidia.com/gpu", 1), ("memory", 80)],
+            None,
+        );
+        let o = ClusterOutlook::from_states([&memory_bound], BTreeMap::new(), &c);
+        assert!((o.gpu_scarcity.unwrap() - 0.8).abs() < 1e-12, "{o:?}");
+        let gpu_bound = state(
+            &[("nvidia.com/gpu", 4), ("cpu", 8000)],
+            &[("nvidia.com/gpu", 3)],
+            None,
+        );
+        let o = ClusterOutlook::from_states([&gpu_bound], BTreeMap::new(), &c);
+        assert_eq!(o.gpu_scarcity, Some(0.75));
     }
 
     #[test]

@@ -73,13 +73,14 @@ impl SatPolicy for SatColony {
         let pod_gpu = (p.num_gpu * p.gpu_milli) as f64;
         let mut gpus = Vec::with_capacity(candidates.len());
         // The cluster's GPU scarcity and price of a GPU-hour, as the Worker computes them from
-        // every node's facts.
+        // every node's facts (allocated GPU, CPU and memory of the GPU nodes).
         let outlook = ClusterOutlook::of_gpu_nodes(ctx.nodes.iter().zip(ctx.sim_nodes).filter_map(
             |(n, s)| {
                 let cap = f64::from(n.gpu_cap());
                 (cap > 0.0).then(|| GpuNodeAccount {
-                    allocated_milli: cap - f64::from(n.gpu_left()),
-                    capacity_milli: cap,
+                    gpu_milli: (cap - f64::from(n.gpu_left()), cap),
+                    cpu_milli: ((n.cpu_cap - n.cpu_left) as f64, n.cpu_cap as f64),
+                    memory: ((n.mem_cap - n.mem_left) as f64, n.mem_cap as f64),
                     cost_per_hour: s.price,
                 })
             },
