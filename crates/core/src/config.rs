@@ -196,7 +196,7 @@ config_keys! {
     /// memory peaks at 3–5× the body (docs/benchmarks.md "Worker memory": 64.6 MiB at 16.6 MB,
     /// 185.6 MiB at the 37 MB of 5,000 nodes, beyond the isolate's 128 MB), so larger clusters
     /// use names mode (nodeCacheCapable) rather than a larger limit.
-    max_body_bytes: usize = "MAX_BODY_BYTES", number, 16 << 20,
+    max_body_bytes: usize = "MAX_BODY_BYTES", number, 40 << 20,
         check(|v| v >= 1024, "must be ≥ 1024");
     /// How long an isolate keeps request counters before sending them to the Telemetry Durable
     /// Object in one batch (0: after every request). `/metrics` is exact for the isolate that
