@@ -97,6 +97,20 @@ pub fn json_response_sized<T: Serialize + ?Sized>(
         .fixed(body)
 }
 
+/// A 200 JSON reply sent chunk by chunk as the client reads it (each chunk copied to the
+/// runtime when it is pulled), for replies that are mostly the request's own bytes.
+pub fn stream_response(
+    chunks: impl Iterator<Item = Vec<u8>> + 'static,
+) -> Result<Response, ApiError> {
+    let headers = worker::Headers::new();
+    let _ = headers.set("content-type", "application/json");
+    worker::ResponseBuilder::new()
+        .with_status(200)
+        .with_headers(headers)
+        .from_stream(futures::stream::iter(chunks.map(Ok::<_, worker::Error>)))
+        .map_err(|e| ApiError::new(503, format!("reply stream: {e}")))
+}
+
 pub fn text_response(status: u16, body: String, content_type: &str) -> Response {
     // `ResponseBuilder::fixed` cannot fail; a header that cannot be set leaves the body intact.
     let headers = worker::Headers::new();

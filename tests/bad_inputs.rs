@@ -4,7 +4,7 @@
 use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
-use aco_testkit::{now_ms, StartOptions, ADMIN_TOKEN};
+use aco_testkit::{fixtures, now_ms, StartOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -133,6 +133,63 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
 
 /// A mutation of `base`: flipped, inserted, deleted or duplicated bytes, truncation, or a JSON
 /// token spliced in (seeded, so a failure reproduces).
+#[tokio::test]
+async fn a_node_that_does_not_read_late_in_a_long_list_is_a_400_naming_it_not_half_a_200() {
+    // The verbs judge each node as they read it; the answer is known to be a 200 only after the
+    // last one, so a bad node anywhere is a complete 400 naming it.
+    let api = Api::start(StartOptions::default());
+    let pod = fixtures::bench_pod();
+    let body = |nodes: &[Value]| {
+        json!({"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": null})
+            .to_string()
+    };
+    let good = fixtures::nodes(3000);
+    let mut bad_allocatable = good.clone();
+    bad_allocatable[2990]["status"]["allocatable"]["cpu"] = json!("many");
+    let mut bad_name = good.clone();
+    bad_name[2997]["metadata"]["name"] = json!(7);
+    // A node the verb cannot judge early, one that does not read late: the latter is the answer,
+    // as when the whole list was parsed before any node was judged.
+    let mut both = bad_name.clone();
+    both[10]["status"]["allocatable"]["cpu"] = json!("many");
+    let whole = body(&good);
+    let cases = [
+        (
+            body(&bad_allocatable),
+            "Nodes.items[2990].status.allocatable.cpu",
+        ),
+        (body(&bad_name), "Nodes.items[2997].metadata.name"),
+        (body(&both), "Nodes.items[2997].metadata.name"),
+        // Cut short after the last node: the body is refused whole.
+        (
+            whole[..whole.len() - 20].to_string(),
+            "invalid ExtenderArgs",
+        ),
+    ];
+    for verb in ["/v1/filter", "/v1/prioritize"] {
+        for (body, needle) in &cases {
+            let (status, text) = api.post_raw(verb, body.clone()).await;
+            assert_eq!(
+                status,
+                400,
+                "{verb} {needle}: {}",
+                &text[..text.len().min(300)]
+            );
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+            let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+            assert!(
+                keys.iter().all(|k| ["error", "field"].contains(k)),
+                "{verb}: {keys:?}"
+            );
+            let message = format!("{} {}", v["field"], v["error"]);
+            assert!(message.contains(needle), "{verb}: {message}");
+        }
+    }
+    let (status, text) = api.post_raw("/v1/filter", whole).await;
+    assert_eq!(status, 200, "{}", &text[..text.len().min(300)]);
+}
+
 fn mutate(base: &[u8], rng: &mut rand::rngs::SmallRng) -> Vec<u8> {
     use rand::Rng;
     const TOKENS: [&str; 12] = [

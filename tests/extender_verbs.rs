@@ -55,6 +55,35 @@ async fn full_nodes_mode_keeps_allowed_gpu_models_and_echoes_node_bytes() {
 }
 
 #[tokio::test]
+async fn nodes_sent_before_the_pod_get_the_same_replies_byte_for_byte() {
+    // kube-scheduler writes Pod first; the Worker judges each node as it reads it, and holds the
+    // nodes that come before the pod until it has it.
+    let api = Api::start(StartOptions::default());
+    let nodes = openb_nodes(2);
+    let pod = gpu_pod("train", Some("V100M16|V100M32"));
+    let items = serde_json::to_string(&nodes).unwrap();
+    let list = format!(r#"{{"metadata":{{}},"items":{items}}}"#);
+    let pod_first = format!(r#"{{"Pod":{pod},"Nodes":{list},"NodeNames":null}}"#);
+    let nodes_first = format!(r#"{{"NodeNames":null,"Nodes":{list},"Pod":{pod}}}"#);
+    for verb in ["/v1/filter", "/v1/prioritize"] {
+        let (status, expected) = api.post_raw(verb, pod_first.clone()).await;
+        assert_eq!(status, 200, "{verb}: {expected}");
+        let (status, text) = api.post_raw(verb, nodes_first.clone()).await;
+        assert_eq!(status, 200, "{verb}: {text}");
+        assert_eq!(text, expected, "{verb}");
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        let (answered, expected) = match verb {
+            "/v1/filter" => (reply["Nodes"]["items"].as_array().unwrap().len(), 4),
+            _ => (reply.as_array().unwrap().len(), nodes.len()),
+        };
+        assert_eq!(
+            answered, expected,
+            "{verb}: the V100 nodes pass; every node is scored"
+        );
+    }
+}
+
+#[tokio::test]
 async fn lowercase_keys_from_old_schedulers_are_accepted() {
     let api = Api::start(StartOptions::default());
     let nodes = openb_nodes(1);

@@ -5,8 +5,6 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
-// The real-shaped nodes of the measurements.
-#[cfg(feature = "measure")]
 use aco_testkit::fixtures;
 use aco_testkit::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 use reqwest::StatusCode;
@@ -60,7 +58,12 @@ impl Api {
     fn start(options: StartOptions) -> Self {
         Self {
             worker: WorkerProcess::start(options),
-            http: reqwest::Client::new(),
+            // A connection per request: building tens of MB of nodes between two requests can
+            // outlast workerd's keep-alive, and a pooled connection closed under an upload fails.
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap(),
         }
     }
 
@@ -300,56 +303,96 @@ async fn facts_survive_a_restart_a_bad_batch_changes_nothing_and_deleted_nodes_a
     assert!((level(&in_memory) - level(&before)).abs() <= 0.02);
 }
 
-/// Real-shaped v1.Node objects as kube-scheduler sends them in full-object mode: the OpenB
-/// sample (the benches' fixtures) plus what a real node carries besides — `status.images` (21
-/// images, each a digest and a tag), conditions with messages, addresses, nodeInfo, the usual
-/// well-known labels and annotations — about 7.4 KB of JSON each, the size of the 37 MB
-/// for 5,000 nodes.
-#[cfg(feature = "measure")]
-fn real_shaped_nodes(count: usize) -> Vec<Value> {
-    fixtures::nodes(count)
-        .into_iter()
+/// Full-object mode reads each node object as it comes, keeping only what the verb needs; names
+/// mode reads the same nodes' facts. Same nodes, same answers: every filter list and every score.
+#[tokio::test]
+async fn full_objects_of_3000_real_nodes_filter_and_score_as_names_mode() {
+    let api = Api::start(StartOptions::default());
+    let nodes = fixtures::real_shaped_nodes(3000);
+    let t = now_ms();
+    // What names mode reads of a node object (labels, allocatable), and what both modes read from
+    // facts (requested: some nodes too busy for the pod).
+    let reports: Vec<Value> = nodes
+        .iter()
         .enumerate()
-        .map(|(i, mut node)| {
-            let labels = &mut node["metadata"]["labels"];
-            for (k, v) in [
-                ("beta.kubernetes.io/arch", "amd64"),
-                ("beta.kubernetes.io/os", "linux"),
-                ("kubernetes.io/arch", "amd64"),
-                ("kubernetes.io/os", "linux"),
-                ("node.kubernetes.io/instance-type", "ecs.gn7i-c32g1.8xlarge"),
-                ("topology.kubernetes.io/region", "cn-hangzhou"),
-                ("topology.kubernetes.io/zone", "cn-hangzhou-h"),
-                ("node-role.kubernetes.io/worker", ""),
-            ] {
-                labels[k] = json!(v);
-            }
-            node["metadata"]["annotations"] = json!({
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-                "csi.volume.kubernetes.io/nodeid": format!("{{\"diskplugin.csi.alibabacloud.com\":\"i-bp1{i:017}\"}}"),
-            });
-            node["metadata"]["uid"] = json!(format!("6c1f{i:08}-3b5e-4d0a-9a7e-1c2b3d4e5f60"));
-            node["metadata"]["resourceVersion"] = json!(format!("{}", 81_234_567 + i));
-            node["spec"]["podCIDR"] = json!(format!("10.{}.{}.0/24", i / 256, i % 256));
-            node["spec"]["providerID"] = json!(format!("alicloud://cn-hangzhou.i-bp1{i:017}"));
-            let status = &mut node["status"];
-            status["addresses"] = json!([{"type": "InternalIP", "address": format!("10.0.{}.{}", i / 250, i % 250)}, {"type": "Hostname", "address": node_name(i)}]);
-            status["conditions"] = json!(["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"].iter().map(|c| json!({
-                "type": c, "status": if *c == "Ready" { "True" } else { "False" },
-                "lastHeartbeatTime": "2026-11-29T10:00:00Z", "lastTransitionTime": "2026-11-01T08:00:00Z",
-                "reason": format!("Kubelet{c}"), "message": format!("kubelet has no {c} (condition reported by the node's kubelet)")})).collect::<Vec<_>>());
-            status["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": 10250}});
-            status["nodeInfo"] = json!({"machineID": format!("{i:032x}"), "systemUUID": format!("{i:032X}"), "bootID": format!("{:032x}", i * 7),
-                "kernelVersion": "5.10.134-16.al8.x86_64", "osImage": "Alibaba Cloud Linux 3", "containerRuntimeVersion": "containerd://1.6.28",
-                "kubeletVersion": "v1.31.1-aliyun.1", "kubeProxyVersion": "v1.31.1-aliyun.1", "operatingSystem": "linux", "architecture": "amd64"});
-            status["images"] = json!((0..21).map(|k| json!({
-                "names": [format!("registry.cn-hangzhou.aliyuncs.com/team-{}/service-{k}@sha256:{:064x}", k % 7, (i * 131 + k) as u128 * 0x9e37_79b9_7f4a_7c15),
-                          format!("registry.cn-hangzhou.aliyuncs.com/team-{}/service-{k}:v1.{k}.{}", k % 7, i % 10)],
-                "sizeBytes": 104_857_600 + k * 1_048_576})).collect::<Vec<_>>());
-            node
+        .map(|(i, n)| {
+            json!({"name": n["metadata"]["name"], "labels": n["metadata"]["labels"],
+                   "allocatable": n["status"]["allocatable"], "observedAtMs": t,
+                   "requested": {"cpu": format!("{}m", (i % 11) * 9000), "memory": "16Gi"}})
         })
-        .collect()
+        .collect();
+    let pod = fixtures::bench_pod();
+    let names: Vec<&Value> = nodes.iter().map(|n| &n["metadata"]["name"]).collect();
+    let full = json!({"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": null})
+        .to_string();
+    let by_name = json!({"Pod": pod, "NodeNames": names}).to_string();
+    assert!(full.len() > 20_000_000, "{} bytes", full.len());
+    api.put_ok(&json!({"nodes": reports})).await;
+
+    let (f, n) = (
+        api.verb("/v1/filter", full.clone()).await,
+        api.verb("/v1/filter", by_name.clone()).await,
+    );
+    assert_eq!(
+        (f.status.as_u16(), n.status.as_u16()),
+        (200, 200),
+        "{} {}",
+        f.body["error"],
+        n.body["error"]
+    );
+    for key in [
+        "NodeNames",
+        "FailedNodes",
+        "FailedAndUnresolvableNodes",
+        "Error",
+    ] {
+        assert_eq!(f.body[key], n.body[key], "{key}");
+    }
+    let passed = f.body["NodeNames"].as_array().unwrap();
+    let failed = f.body["FailedNodes"].as_object().unwrap();
+    let unresolvable = f.body["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert!(passed.len() > 300 && !failed.is_empty() && !unresolvable.is_empty());
+    assert_eq!(passed.len() + failed.len() + unresolvable.len(), 3000);
+    // Full-object mode echoes exactly the passing objects, in order, as they were sent.
+    let sent: std::collections::HashMap<&str, &Value> = nodes
+        .iter()
+        .map(|n| (n["metadata"]["name"].as_str().unwrap(), n))
+        .collect();
+    let expected: Vec<&Value> = passed
+        .iter()
+        .map(|name| sent[name.as_str().unwrap()])
+        .collect();
+    let echoed: Vec<&Value> = f.body["Nodes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(echoed, expected);
+    assert_eq!(n.body["Nodes"], Value::Null);
+
+    let (f, n) = (
+        api.verb("/v1/prioritize", full).await,
+        api.verb("/v1/prioritize", by_name).await,
+    );
+    assert_eq!(
+        (f.status.as_u16(), n.status.as_u16()),
+        (200, 200),
+        "{} {}",
+        f.body,
+        n.body
+    );
+    assert_eq!(f.body, n.body, "every host, every score, the same order");
+    let scores: std::collections::BTreeSet<i64> = f
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["Score"].as_i64().unwrap())
+        .collect();
+    assert!(
+        f.body.as_array().unwrap().len() == 3000 && scores.len() > 1,
+        "{scores:?}"
+    );
 }
 
 /// docs/benchmarks.md "Worker memory": wasm linear memory of a fresh isolate (read from
@@ -366,10 +409,17 @@ async fn measure_worker_memory_of_full_object_requests() {
         Err(_) => StartOptions::default(),
     };
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    eprintln!("| request | body MB | wasm memory at start MiB | after filter MiB | after prioritize MiB |");
+    // workerd's peak resident memory: the isolates' JS heaps (request chunks, reply chunks) and
+    // wasm memories, locally the Durable Objects' too, and the runtime itself.
+    let rss = |api: &Api| {
+        api.worker
+            .workerd_peak_rss_bytes()
+            .map_or("?".to_string(), |b| format!("{:.0}", mib(b)))
+    };
+    eprintln!("| request | body MB | wasm memory at start MiB | after filter MiB | after prioritize MiB | workerd peak RSS at start MiB | after both MiB |");
     let sizes: Vec<usize> = std::env::var("MEASURE_NODES")
         .ok()
-        .map_or(vec![1_000, 2_000, 5_000], |v| {
+        .map_or(vec![1_000, 2_500, 5_000, 10_000], |v| {
             v.split(',').map(|n| n.parse().unwrap()).collect()
         });
     let limit: usize = std::env::var("MEASURE_MAX_BODY_BYTES")
@@ -377,11 +427,12 @@ async fn measure_worker_memory_of_full_object_requests() {
             v.parse().unwrap()
         });
     for n in sizes {
+        // Built before the Worker starts, so that its start-up figures are not the build's.
+        let body = json!({"Pod": fixtures::bench_pod(), "Nodes": {"metadata": {}, "items": fixtures::real_shaped_nodes(n)}, "NodeNames": null}).to_string();
         let api = Api::start(options());
         api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
             .await;
-        let start = api.memory().await;
-        let body = json!({"Pod": fixtures::bench_pod(), "Nodes": {"metadata": {}, "items": real_shaped_nodes(n)}, "NodeNames": null}).to_string();
+        let (start, rss_start) = (api.memory().await, rss(&api));
         let mut after = Vec::new();
         for verb in ["/v1/filter", "/v1/prioritize"] {
             let r = api.verb(verb, body.clone()).await;
@@ -394,16 +445,18 @@ async fn measure_worker_memory_of_full_object_requests() {
             );
             after.push(api.memory().await);
         }
-        if body.len() > limit {
-            eprintln!("| full objects, {n} nodes | {:.1} | {:.1} | 413 above MAX_BODY_BYTES = {limit}: {:.1} | {:.1} |", body.len() as f64 / 1e6, mib(start), mib(after[0]), mib(after[1]));
-            continue;
-        }
+        let refused = if body.len() > limit {
+            format!("413 above MAX_BODY_BYTES = {limit}: ")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "| full objects, {n} nodes | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "| full objects, {n} nodes | {:.1} | {:.1} | {refused}{:.1} | {:.1} | {rss_start} | {} |",
             body.len() as f64 / 1e6,
             mib(start),
             mib(after[0]),
-            mib(after[1])
+            mib(after[1]),
+            rss(&api)
         );
     }
     let api = Api::start(options());
@@ -412,7 +465,7 @@ async fn measure_worker_memory_of_full_object_requests() {
         .await;
     api.put_ok(&json!({"nodes": [{"name": "probe-node"}]}))
         .await;
-    let start = api.memory().await;
+    let (start, rss_start) = (api.memory().await, rss(&api));
     let names: Vec<String> = (0..10_000).step_by(2).map(node_name).collect();
     let mut after = Vec::new();
     let body = json!({"Pod": pod("probe"), "NodeNames": names}).to_string();
@@ -422,11 +475,12 @@ async fn measure_worker_memory_of_full_object_requests() {
         after.push(api.memory().await);
     }
     eprintln!(
-        "| names, 5,000 of 10,000 reported nodes | {:.1} | {:.1} (after the PUT) | {:.1} | {:.1} |",
+        "| names, 5,000 of 10,000 reported nodes | {:.1} | {:.1} (after the PUT) | {:.1} | {:.1} | {rss_start} (after the PUT) | {} |",
         body.len() as f64 / 1e6,
         mib(start),
         mib(after[0]),
-        mib(after[1])
+        mib(after[1]),
+        rss(&api)
     );
 }
 

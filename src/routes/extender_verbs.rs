@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use aco_core::colony::TenantColony;
 use aco_core::colony_store::wire::DecisionRecord;
-use aco_core::extender::{filter as run_filter, parse_args, scoring_input};
+use aco_core::extender::{filter_body, parse_args, scoring_input_body, FilterReply};
 use rand::{rngs::SmallRng, SeedableRng};
 
 use super::admission::{admit_tenant, TenantAdmission};
@@ -12,7 +12,7 @@ use super::{Call, Handled};
 use crate::colony::{client, copy, queue};
 use crate::facts::client::{self as facts_client, ClusterFacts};
 use crate::filter_memory;
-use crate::http::{json_response, json_response_sized, read_body, ApiError};
+use crate::http::{json_response, json_response_sized, read_body, stream_response, ApiError};
 use crate::pod_index;
 
 /// The cluster's node facts, read in place by the verb (this isolate's copy, refreshed from
@@ -27,15 +27,33 @@ async fn cluster_facts(call: &Call) -> Result<Rc<ClusterFacts>, ApiError> {
     .await
 }
 
+/// The facts a verb judges `body` against, fetched before the body is parsed (the verbs judge
+/// each node as it is read). If they cannot be had, a body the client got wrong is still its
+/// 400, as when the body was read first; a good one gets the 503.
+async fn facts_for(call: &Call, body: &str) -> Result<Rc<ClusterFacts>, ApiError> {
+    match cluster_facts(call).await {
+        Ok(facts) => Ok(facts),
+        Err(e) => {
+            parse_args(body, &call.config)?;
+            Err(e)
+        }
+    }
+}
+
+/// Chunks of the filter reply sent while kube-scheduler reads it.
+const REPLY_CHUNK_BYTES: usize = 64 << 10;
+
 pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let args = parse_args(&body, &call.config)?;
-    let facts = cluster_facts(call).await?;
-    let mut outcome = run_filter(&args, &*facts, call.now_ms, &call.config)?;
+    let facts = facts_for(call, &body).await?;
+    // Every node is judged before the answer is known to be a 200: a node that does not read,
+    // however late in the list, is a 400 and nothing of a 200 has been sent.
+    let streamed = filter_body(&body, &*facts, call.now_ms, &call.config)?;
+    let mut outcome = streamed.output;
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
     filter_memory::remember(
         &call.cluster,
-        &args.pod.decision_key(),
+        &streamed.pod.decision_key(),
         call.now_ms,
         std::mem::take(&mut outcome.rejections),
     );
@@ -57,16 +75,18 @@ pub async fn filter(call: &mut Call) -> Handled {
         "verb=\"filter\"".into(),
         outcome.stale as f64,
     );
-    // The reply echoes the passing nodes' bytes: at most about the request's size.
-    Ok(json_response_sized(200, &outcome.result, body.len() + 4096))
+    // The reply echoes the passing nodes' bytes: sent from the request body, chunk by chunk,
+    // never copied into one reply buffer.
+    let reply = FilterReply::of(&mut outcome.result, &body)
+        .ok_or_else(|| ApiError::new(503, "filter reply: a node's bytes are not the request's"))?;
+    stream_response(reply.chunks(body, REPLY_CHUNK_BYTES))
 }
 
 pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let args = parse_args(&body, &call.config)?;
-    let facts = cluster_facts(call).await?;
+    let facts = facts_for(call, &body).await?;
     let outlook = facts_client::outlook(&call.cluster, call.now_ms, &call.config);
-    let input = scoring_input(&args, &*facts, &outlook, call.now_ms, &call.config)?;
+    let input = scoring_input_body(&body, &*facts, &outlook, call.now_ms, &call.config)?.output;
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(
@@ -195,7 +215,13 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         colony.clone(),
         version,
     )));
-    // About one `{"Host":…,"Score":n}` per name of the body: the buffer allocated once.
-    let size_hint = body.len() + 24 * prioritized.priorities.len();
+    // `{"Host":…,"Score":n},` per candidate: the buffer allocated once (not from the body's
+    // size, which in full-object mode is mostly node objects the reply does not carry).
+    let size_hint = prioritized
+        .priorities
+        .iter()
+        .map(|p| p.host.len() + 24)
+        .sum::<usize>()
+        + 2;
     Ok(json_response_sized(200, &prioritized.priorities, size_hint))
 }

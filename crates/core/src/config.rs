@@ -192,11 +192,12 @@ config_keys! {
     /// outcome count once. Bounded: one row per pod placed in that window.
     confirmed_ttl_ms: u64 = "CONFIRMED_TTL_MS", number, 21_600_000,
         check(minute_to_30_days, MINUTE_TO_30_DAYS);
-    /// 16 MiB by default, about 2,200 real-shaped nodes in full-object mode. The Worker's wasm
-    /// memory peaks at 3–5× the body (docs/benchmarks.md "Worker memory": 64.6 MiB at 16.6 MB,
-    /// 185.6 MiB at the 37 MB of 5,000 nodes, beyond the isolate's 128 MB), so larger clusters
-    /// use names mode (nodeCacheCapable) rather than a larger limit.
-    max_body_bytes: usize = "MAX_BODY_BYTES", number, 16 << 20,
+    /// 40 MiB by default, about 5,600 real-shaped nodes in full-object mode. The verbs judge each
+    /// node object as they read it and stream the filter reply from the body, so the Worker's
+    /// wasm memory is the body plus 1–3 MiB (docs/benchmarks.md "Worker memory of large
+    /// requests": 39 MiB for the 37 MB of 5,000 nodes, 77 MiB for 10,000); the isolate's 128 MB
+    /// also holds the JavaScript side, so larger clusters use names mode (nodeCacheCapable).
+    max_body_bytes: usize = "MAX_BODY_BYTES", number, 40 << 20,
         check(|v| v >= 1024, "must be ≥ 1024");
     /// How long an isolate keeps request counters before sending them to the Telemetry Durable
     /// Object in one batch (0: after every request). `/metrics` is exact for the isolate that
