@@ -468,7 +468,13 @@ fn table(s: &ColonyStore, config: &Config) -> serde_json::Value {
         .into_iter()
         .map(|(node, tau)| {
             let o = c.outcomes.get(&node).copied().unwrap_or_default();
-            serde_json::json!({"node": node, "tau": tau, "successes": o.successes, "failures": o.failures})
+            serde_json::json!({
+                "node": node,
+                "tau": tau,
+                "successes": o.successes,
+                "failures": o.failures,
+                "outcomesAsOfMs": o.as_of_ms,
+            })
         })
         .collect();
     let d = s.durability();

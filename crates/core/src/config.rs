@@ -147,6 +147,10 @@ config_keys! {
         check(positive, "must be a positive finite number");
     reliability_prior_failures: f64 = "RELIABILITY_PRIOR_FAILURES", number, 1.0,
         check(positive, "must be a positive finite number");
+    /// How fast a node's outcome history fades, in ms (`OUTCOME_HALF_LIFE_MS`; 0 = never): its
+    /// successes and failures halve every half-life, so reliability judges what the node has
+    /// shown lately (`reliability.rs`).
+    outcome_half_life_ms: u64 = "OUTCOME_HALF_LIFE_MS", number, 3_600_000;
     /// Share of an idle node's remaining capacity expected to stay unused while a pod that opens
     /// it keeps it running (`cost.rs`).
     open_node_idle_fraction: f64 = "OPEN_NODE_IDLE_FRACTION", number, 0.5,

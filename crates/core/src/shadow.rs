@@ -150,7 +150,9 @@ impl<'a> ShadowCluster<'a> {
             let total = eta_terms(
                 &features,
                 pod.workload,
-                colony.outcomes.get(state.name.as_ref()),
+                colony
+                    .outcomes_at(&state.name, self.now_ms, config)
+                    .as_ref(),
                 config,
             )
             .total();
@@ -295,6 +297,15 @@ pub enum ShadowEffect {
     Duplicate,
 }
 
+/// One shadow report as [`report`] applies it: the node the pod was seen on, its score there,
+/// and the outcome if the reporter sent one.
+#[derive(Debug, Clone, Copy)]
+pub struct ShadowReport<'a> {
+    pub node: &'a str,
+    pub score: &'a ShadowScore,
+    pub outcome: Option<Outcome>,
+}
+
 /// Applies one shadow report to the tenant's colony and summary, given what is remembered of the
 /// pod (`record`, updated in place). Learning follows real outcomes only: an outcome moves the
 /// node's reliability (as a placement's outcome does), and nothing ever deposits pheromone — the
@@ -304,16 +315,20 @@ pub fn report(
     colony: &mut TenantColony,
     summary: &mut ShadowSummary,
     record: &mut Option<ShadowRecord>,
-    node: &str,
-    score: &ShadowScore,
-    outcome: Option<Outcome>,
+    report: ShadowReport,
     now_ms: u64,
+    config: &Config,
 ) -> Result<ShadowEffect, String> {
+    let ShadowReport {
+        node,
+        score,
+        outcome,
+    } = report;
     let quality = outcome.map(Outcome::quality).transpose()?;
     if let Some(r) = record {
         return Ok(match quality {
             Some(q) if !r.outcome_recorded && r.node == node => {
-                colony.record_outcome(node, q);
+                colony.record_outcome(node, q, now_ms, config);
                 r.outcome_recorded = true;
                 ShadowEffect::Outcome
             }
@@ -339,7 +354,7 @@ pub fn report(
         }
     };
     if let Some(q) = quality {
-        colony.record_outcome(node, q);
+        colony.record_outcome(node, q, now_ms, config);
     }
     *record = Some(ShadowRecord {
         node: node.to_string(),
@@ -512,6 +527,7 @@ mod tests {
             OutcomeStats {
                 successes: 0.0,
                 failures: 5.0,
+                as_of_ms: NOW,
             },
         );
         let v = verdict(
@@ -592,6 +608,14 @@ mod tests {
         );
     }
 
+    fn sr<'a>(node: &'a str, score: &'a ShadowScore, outcome: Option<Outcome>) -> ShadowReport<'a> {
+        ShadowReport {
+            node,
+            score,
+            outcome,
+        }
+    }
+
     #[test]
     fn reports_count_once_outcomes_apply_once_and_tau_never_moves() {
         let config = Config::default();
@@ -618,7 +642,15 @@ mod tests {
         ];
         for (i, (n, o, effect)) in steps.into_iter().enumerate() {
             assert_eq!(
-                report(&mut c, &mut s, &mut r, n, &score, o, 10 + i as u64).unwrap(),
+                report(
+                    &mut c,
+                    &mut s,
+                    &mut r,
+                    sr(n, &score, o),
+                    10 + i as u64,
+                    &config
+                )
+                .unwrap(),
                 effect,
                 "step {i}"
             );
@@ -628,7 +660,8 @@ mod tests {
             c.outcomes["a"],
             OutcomeStats {
                 successes: 0.0,
-                failures: 1.0
+                failures: 1.0,
+                as_of_ms: 13,
             }
         );
         assert!(!c.outcomes.contains_key("b"));
@@ -654,10 +687,9 @@ mod tests {
                 &mut c,
                 &mut s,
                 &mut r2,
-                "b",
-                &ShadowScore::NotFeasible,
-                Some(Outcome::Quality(1.0)),
-                20
+                sr("b", &ShadowScore::NotFeasible, Some(Outcome::Quality(1.0))),
+                20,
+                &config,
             )
             .unwrap(),
             ShadowEffect::NotFeasible { outcome: true }
@@ -672,10 +704,9 @@ mod tests {
                 &mut c,
                 &mut s,
                 &mut r3,
-                "z",
-                &ShadowScore::UnknownNode,
-                None,
-                30
+                sr("z", &ShadowScore::UnknownNode, None),
+                30,
+                &config,
             )
             .unwrap(),
             ShadowEffect::UnknownPod
@@ -685,10 +716,9 @@ mod tests {
             &mut c,
             &mut s,
             &mut r3,
-            "a",
-            &score,
-            Some(Outcome::Quality(2.0)),
-            30
+            sr("a", &score, Some(Outcome::Quality(2.0))),
+            30,
+            &config,
         )
         .is_err());
         assert!(r3.is_none() && s.pods == 1);

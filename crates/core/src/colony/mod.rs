@@ -100,16 +100,25 @@ pub enum PlacementEffect {
 }
 
 impl TenantColony {
-    /// η of every candidate for this tenant and workload.
+    /// `node`'s outcome history for this tenant as it stands at `now_ms` (faded).
+    pub fn outcomes_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
+        self.outcomes.get(node).map(|s| s.at(now_ms, config))
+    }
+
+    /// η of every candidate for this tenant and workload at `now_ms`.
     pub fn etas(
         &self,
         candidates: &[NodeFeatures],
         workload: WorkloadClass,
+        now_ms: u64,
         config: &Config,
     ) -> Vec<f64> {
         candidates
             .iter()
-            .map(|f| eta(f, workload, self.outcomes.get(&f.node), config))
+            .map(|f| {
+                let stats = self.outcomes_at(&f.node, now_ms, config);
+                eta(f, workload, stats.as_ref(), config)
+            })
             .collect()
     }
 
@@ -125,7 +134,10 @@ impl TenantColony {
         // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
         let factors: Vec<_> = candidates
             .iter()
-            .map(|f| eta_terms(f, workload, self.outcomes.get(&f.node), config))
+            .map(|f| {
+                let stats = self.outcomes_at(&f.node, now_ms, config);
+                eta_terms(f, workload, stats.as_ref(), config)
+            })
             .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
         let taus: Vec<f64> = candidates
@@ -197,6 +209,7 @@ impl TenantColony {
         decision: Option<&Decision>,
         node: &str,
         outcome: Option<Outcome>,
+        now_ms: u64,
         config: &Config,
     ) -> Result<PlacementEffect, String> {
         outcome.map(Outcome::quality).transpose()?;
@@ -205,7 +218,7 @@ impl TenantColony {
             return Ok(PlacementEffect::UnknownPod);
         };
         Ok(
-            match self.confirm_decision(decision, node, outcome, config)? {
+            match self.confirm_decision(decision, node, outcome, now_ms, config)? {
                 Confirmation::Deposited {
                     node,
                     amount,
@@ -231,6 +244,7 @@ impl TenantColony {
         decision: &Decision,
         node: &str,
         outcome: Option<Outcome>,
+        now_ms: u64,
         config: &Config,
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
@@ -240,7 +254,7 @@ impl TenantColony {
             return Ok(Confirmation::NotACandidate);
         };
         if let Some(q) = reported {
-            self.record_outcome(node, q);
+            self.record_outcome(node, q, now_ms, config);
         }
         let quality = deposit.unwrap_or(eta_then);
         let amount = config.deposit_q * quality;
@@ -309,7 +323,7 @@ mod tests {
             c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
-        let effect = c.confirm(Some(&p.decision), "b", None, &config).unwrap();
+        let effect = c.confirm(Some(&p.decision), "b", None, 0, &config).unwrap();
         assert!(matches!(
             effect,
             PlacementEffect::Deposited { exact: true, .. }
@@ -325,7 +339,7 @@ mod tests {
         let config = Config::default();
         let mut c = TenantColony::default();
         assert_eq!(
-            c.confirm(None, "a", None, &config).unwrap(),
+            c.confirm(None, "a", None, 0, &config).unwrap(),
             PlacementEffect::UnknownPod
         );
         let mut rng = SmallRng::seed_from_u64(1);
@@ -337,7 +351,8 @@ mod tests {
             &mut rng,
         );
         assert_eq!(
-            c.confirm(Some(&p.decision), "zzz", None, &config).unwrap(),
+            c.confirm(Some(&p.decision), "zzz", None, 0, &config)
+                .unwrap(),
             PlacementEffect::NotACandidate
         );
         assert_eq!(c.pheromones, PheromoneTable::default());
@@ -349,8 +364,44 @@ mod tests {
             (1, 1)
         );
         assert!(c
-            .confirm(Some(&p.decision), "a", Some(Outcome::Quality(2.0)), &config)
+            .confirm(
+                Some(&p.decision),
+                "a",
+                Some(Outcome::Quality(2.0)),
+                0,
+                &config
+            )
             .is_err());
+    }
+
+    #[test]
+    fn a_nodes_failures_fade_and_it_is_ranked_as_before_them() {
+        let config = Config::default();
+        let lc = WorkloadClass::LatencyCritical;
+        let mut c = TenantColony::default();
+        let nodes = [node("a", 1.0), node("b", 1.01)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let fresh = c.prioritize(&nodes, lc, 0, &config, &mut rng).priorities;
+        for _ in 0..3 {
+            let p = c.prioritize(&nodes, lc, 0, &config, &mut rng);
+            let failed = Some(Outcome::Label(OutcomeLabel::Failed));
+            c.confirm(Some(&p.decision), "a", failed, 0, &config)
+                .unwrap();
+        }
+        let soon = c
+            .prioritize(&nodes, lc, 60_000, &config, &mut rng)
+            .priorities;
+        assert!(soon[0].score < soon[1].score, "{soon:?}");
+        // Twenty half-lives on, three failures weigh ~3e-6 of one: a's η is the prior's again.
+        let later_ms = 20 * config.outcome_half_life_ms;
+        let later = c
+            .prioritize(&nodes, lc, later_ms, &config, &mut rng)
+            .priorities;
+        assert_eq!(later, fresh);
+        assert_eq!(
+            c.outcomes["a"].failures, 3.0,
+            "reading fades nothing that is stored"
+        );
     }
 
     #[test]
@@ -365,6 +416,7 @@ mod tests {
                 Some(&p.decision),
                 "a",
                 Some(Outcome::Label(OutcomeLabel::Failed)),
+                0,
                 &config,
             )
             .unwrap();
@@ -415,6 +467,7 @@ mod tests {
             OutcomeStats {
                 successes: 1.0,
                 failures: 3.0,
+                as_of_ms: 0,
             },
         );
         let mut nodes = vec![
@@ -549,7 +602,8 @@ mod tests {
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
         let p = t1.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
-        t1.confirm(Some(&p.decision), "a", None, &config).unwrap();
+        t1.confirm(Some(&p.decision), "a", None, 0, &config)
+            .unwrap();
         assert_eq!(scores(&mut t2, &nodes), vec![10, 10]);
         assert_ne!(scores(&mut t1, &nodes), vec![10, 10]);
     }

@@ -92,7 +92,7 @@ impl TenantColony {
         let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         if let Some(decision) = &record.decision {
             return Ok(
-                match self.confirm_decision(decision, node, outcome, config)? {
+                match self.confirm_decision(decision, node, outcome, now_ms, config)? {
                     Confirmation::Deposited {
                         node,
                         amount,
@@ -130,7 +130,7 @@ impl TenantColony {
                     self.counters.non_candidate_placements += 1;
                     return Ok(ReportEffect::NotACandidate);
                 }
-                self.record_outcome(&confirmed.node, q);
+                self.record_outcome(&confirmed.node, q, now_ms, config);
                 let delta = config.deposit_q * (dq - confirmed.deposit_quality);
                 let trail =
                     self.pheromones
@@ -153,10 +153,9 @@ impl TenantColony {
 
     /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
     /// node's reliability posterior.
-    pub(crate) fn record_outcome(&mut self, node: &str, q: f64) {
+    pub(crate) fn record_outcome(&mut self, node: &str, q: f64, now_ms: u64, config: &Config) {
         let stats = self.outcomes.entry(node.to_string()).or_default();
-        stats.successes += q;
-        stats.failures += 1.0 - q;
+        stats.record(q, now_ms, config);
         self.counters.failed_outcomes += (q < 0.5) as u64;
     }
 }
@@ -272,7 +271,8 @@ mod tests {
             c.outcomes["a"],
             OutcomeStats {
                 successes: 0.0,
-                failures: 1.0
+                failures: 1.0,
+                as_of_ms: 300,
             }
         );
         assert_eq!(c.pheromones, trail, "replays revise nothing");

@@ -77,6 +77,7 @@ impl ColonyStore {
                 OutcomeStats {
                     successes,
                     failures,
+                    as_of_ms: now_ms,
                 },
             );
         }

@@ -37,7 +37,7 @@ use serde_json::Value;
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
 use crate::facts::validate_node_name;
-use crate::shadow::{ShadowEffect, ShadowSummary};
+use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
 pub use ledger::{LedgerEntry, SnapshotBody};
 pub use legacy::{LegacyRows, LEGACY_TABLES};
@@ -545,10 +545,13 @@ impl ColonyStore {
                 &mut self.colony,
                 &mut self.meta.shadow,
                 &mut record,
-                &item.node,
-                &item.score,
-                item.outcome,
+                ShadowReport {
+                    node: &item.node,
+                    score: &item.score,
+                    outcome: item.outcome,
+                },
                 now_ms,
+                config,
             ) {
                 Ok(e) => e,
                 Err(_) => {

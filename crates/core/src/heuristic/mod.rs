@@ -280,6 +280,7 @@ mod tests {
         let bad = OutcomeStats {
             successes: 1.0,
             failures: 4.0,
+            as_of_ms: 0,
         };
         let full = eta_terms(&f, w, Some(&bad), &all);
         assert_eq!(eta(&f, w, Some(&bad), &all), full.eta(&all));

@@ -361,10 +361,12 @@ mod tests {
         let bad = OutcomeStats {
             successes: 0.0,
             failures: 5.0,
+            as_of_ms: 0,
         };
         let good = OutcomeStats {
             successes: 20.0,
             failures: 0.0,
+            as_of_ms: 0,
         };
         assert_eq!(cost_terms(&f(), lc, None, &c).failure_risk, 0.0);
         assert_eq!(cost_terms(&f(), lc, Some(&good), &c).failure_risk, 0.0);

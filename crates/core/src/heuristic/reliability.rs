@@ -2,11 +2,47 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
-/// Observed placement outcomes of one node for one tenant.
+/// Observed placement outcomes of one node for one tenant, as of `as_of_ms`. Both counts fade
+/// with a half-life of `OUTCOME_HALF_LIFE_MS`: a node is judged by what it has shown lately, so a
+/// hot spell or a bad week does not keep a tenant's pods off it for good (as the trail
+/// evaporates, and for the same reason).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutcomeStats {
     pub successes: f64,
     pub failures: f64,
+    /// When the counts were last brought up to date; records written before outcomes faded read
+    /// as 0 (their counts then fade from the epoch, i.e. are forgotten).
+    #[serde(default, rename = "asOfMs")]
+    pub as_of_ms: u64,
+}
+
+impl OutcomeStats {
+    /// The counts as they stand at `now_ms` (never earlier than `as_of_ms`: a clock that steps
+    /// back does not bring outcomes back).
+    pub fn at(&self, now_ms: u64, config: &Config) -> OutcomeStats {
+        let keep = fade(now_ms.saturating_sub(self.as_of_ms), config);
+        OutcomeStats {
+            successes: self.successes * keep,
+            failures: self.failures * keep,
+            as_of_ms: self.as_of_ms.max(now_ms),
+        }
+    }
+
+    /// One outcome of quality `q` at `now_ms`: `q` successes and `1 − q` failures.
+    pub fn record(&mut self, q: f64, now_ms: u64, config: &Config) {
+        *self = self.at(now_ms, config);
+        self.successes += q;
+        self.failures += 1.0 - q;
+    }
+}
+
+/// Share of an outcome's weight left after `elapsed_ms` (1 when `OUTCOME_HALF_LIFE_MS` is 0:
+/// outcomes never fade).
+fn fade(elapsed_ms: u64, config: &Config) -> f64 {
+    match config.outcome_half_life_ms {
+        0 => 1.0,
+        half_life => 0.5f64.powf(elapsed_ms as f64 / half_life as f64),
+    }
 }
 
 /// Reliability: the posterior mean of a Beta(prior_successes, prior_failures) over the node's
@@ -31,12 +67,45 @@ mod tests {
         let bad = OutcomeStats {
             successes: 0.0,
             failures: 10.0,
+            as_of_ms: 0,
         };
         assert!(reliability(Some(&bad), &c) < 0.5);
         let good = OutcomeStats {
             successes: 90.0,
             failures: 0.0,
+            as_of_ms: 0,
         };
         assert!(reliability(Some(&good), &c) > 0.98);
+    }
+
+    #[test]
+    fn outcomes_halve_every_half_life_and_a_new_one_counts_whole() {
+        let c = Config::default();
+        let h = c.outcome_half_life_ms;
+        let mut s = OutcomeStats::default();
+        s.record(0.0, 1_000, &c);
+        s.record(0.0, 1_000, &c);
+        let later = s.at(1_000 + h, &c);
+        assert!((later.failures - 1.0).abs() < 1e-12, "{later:?}");
+        assert_eq!(later.as_of_ms, 1_000 + h);
+        s.record(1.0, 1_000 + 2 * h, &c);
+        assert!((s.failures - 0.5).abs() < 1e-12 && (s.successes - 1.0).abs() < 1e-12);
+        // A clock that steps back changes nothing.
+        assert_eq!(s.at(0, &c), s);
+        // Faded history moves reliability back towards the prior.
+        let fresh = reliability(Some(&s), &c);
+        let old = reliability(Some(&s.at(1_000 + 40 * h, &c)), &c);
+        assert!(fresh < old && (old - reliability(None, &c)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_half_life_of_zero_never_forgets() {
+        let c = Config {
+            outcome_half_life_ms: 0,
+            ..Config::default()
+        };
+        let mut s = OutcomeStats::default();
+        s.record(0.0, 0, &c);
+        assert_eq!(s.at(u64::MAX, &c).failures, 1.0);
     }
 }

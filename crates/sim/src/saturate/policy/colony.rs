@@ -147,8 +147,8 @@ impl SatPolicy for SatColony {
             let totals: Vec<f64> = features
                 .iter()
                 .map(|f| {
-                    let stats = colony.outcomes.get(&f.node);
-                    eta_terms(f, ctx.sim_pod.demand.workload, stats, ctx.config).total()
+                    let stats = colony.outcomes_at(&f.node, ctx.step * 1000, ctx.config);
+                    eta_terms(f, ctx.sim_pod.demand.workload, stats.as_ref(), ctx.config).total()
                 })
                 .collect();
             return relative_desirabilities(&taus, &totals, ctx.config)
@@ -178,6 +178,7 @@ impl SatPolicy for SatColony {
             pending.as_ref(),
             &ctx.sim_nodes[node].name,
             None,
+            ctx.step * 1000,
             ctx.config,
         );
     }
