@@ -655,23 +655,24 @@ mod tests {
         use crate::node_state::NodeState;
         let config = Config::default();
         let amounts = |cpu: i64| ResourceAmounts([("cpu".to_string(), cpu)].into());
-        let node = |label: Option<&str>| NodeState {
-            name: "n".into(),
-            labels: std::borrow::Cow::Owned(
-                label
-                    .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
-                    .into_iter()
-                    .collect(),
-            ),
-            allocatable: Some(amounts(8000)),
-            requested: Some(amounts(0)),
-            latency_us: None,
-            load: None,
-            gpu_free_milli: Some(vec![500, 1000]),
-            stale_facts: false,
-            unknown: false,
-            profile: Default::default(),
-            committed_share: None,
+        let node = |label: Option<&str>| {
+            let labels: std::collections::BTreeMap<_, _> = label
+                .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
+                .into_iter()
+                .collect();
+            NodeState {
+                name: "n".into(),
+                profile: crate::node_labels::NodeProfile::of(&labels, &config),
+                labels: std::borrow::Cow::Owned(labels),
+                allocatable: Some(amounts(8000)),
+                requested: Some(amounts(0)),
+                latency_us: None,
+                load: None,
+                gpu_free_milli: Some(vec![500, 1000]),
+                stale_facts: false,
+                unknown: false,
+                committed_share: None,
+            }
         };
         let pod = PodDemand {
             key: "p".into(),

@@ -163,7 +163,7 @@ impl NodeFeatures {
                 .as_ref()
                 .map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
-            let model = node.gpu_model(config);
+            let model = node.gpu_model();
             memo.delta(alloc_cpu - used_cpu, free, model, gpus, shapes)
         });
         features

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::spot_risk::PoolHistory;
 use crate::config::Config;
 use crate::facts::NodeFacts;
-use crate::node_labels::NodeProfile;
+use crate::node_labels;
 use crate::node_state::NodeState;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -182,7 +182,7 @@ impl ClusterOutlook {
                     f.requested
                         .as_ref()
                         .and_then(|o| o.fresh(now_ms, config.facts_ttl_ms)),
-                    NodeProfile::of(&f.labels, config).cost_per_hour,
+                    node_labels::cost_per_hour(&f.labels, config),
                     config,
                 )
             }))
@@ -214,6 +214,7 @@ impl ClusterOutlook {
 mod tests {
     use super::*;
     use crate::k8s::ResourceAmounts;
+    use crate::node_labels::NodeProfile;
 
     fn state(
         alloc: &[(&str, i64)],
