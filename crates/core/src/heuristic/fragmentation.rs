@@ -32,6 +32,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 /// One typical pod shape and its frequency (frequencies of a shape list sum to 1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodShape {
@@ -118,11 +120,11 @@ pub struct PodGpus {
 pub struct FragmentationMemo {
     /// GPU model (`""`: none) → free CPU → per-GPU free shares → gradient (nested so that a hit
     /// borrows the model and the slice and allocates nothing).
-    values: HashMap<String, HashMap<i64, GradientByGpus>>,
+    values: FxHashMap<String, FxHashMap<i64, GradientByGpus>>,
 }
 
 /// Per-GPU free shares → gradient (`None`: the pod does not fit).
-type GradientByGpus = HashMap<Vec<u32>, Option<f64>>;
+type GradientByGpus = FxHashMap<Vec<u32>, Option<f64>>;
 
 impl FragmentationMemo {
     /// The gradient of placing `pod` on a node of `node_model` with `cpu_free` and `gpu_free`,
@@ -138,7 +140,7 @@ impl FragmentationMemo {
     ) -> Option<f64> {
         let model = model_that_matters(node_model, shapes).unwrap_or("");
         if !self.values.contains_key(model) {
-            self.values.insert(model.to_string(), HashMap::new());
+            self.values.insert(model.to_string(), FxHashMap::default());
         }
         let by_gpus = self
             .values
