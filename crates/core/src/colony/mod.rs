@@ -128,10 +128,24 @@ impl TenantColony {
             .map(|f| eta_terms(f, workload, self.outcomes.get(&f.node), config))
             .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
-        let taus: Vec<f64> = candidates
-            .iter()
-            .map(|f| self.pheromones.tau(&f.node, config))
-            .collect();
+        // τ^α is 1 whatever τ when α = 0 (τ stays within [TAU_MIN, TAU_MAX], positive and
+        // finite), so the trail is then read only for the candidates the explanation keeps.
+        let trail_matters = config.alpha != 0.0;
+        let taus: Vec<f64> = if trail_matters {
+            candidates
+                .iter()
+                .map(|f| self.pheromones.tau(&f.node, config))
+                .collect()
+        } else {
+            vec![1.0; candidates.len()]
+        };
+        let tau_of = |i: usize| {
+            if trail_matters {
+                taus[i]
+            } else {
+                self.pheromones.tau(&candidates[i].node, config)
+            }
+        };
         let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
         let desirabilities = relative_desirabilities(&taus, &totals, config);
         let mut scores = to_scores(&desirabilities);
@@ -163,7 +177,7 @@ impl TenantColony {
         let explanation = Explanation {
             candidates: kept
                 .iter()
-                .map(|&i| CandidateWhy::new(&factors[i], taus[i], scores[i]))
+                .map(|&i| CandidateWhy::new(&factors[i], tau_of(i), scores[i]))
                 .collect(),
             explored: explored.clone(),
             filter: None,
