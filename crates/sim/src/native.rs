@@ -10,7 +10,7 @@
 
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, Observed};
-use aco_core::filter::check_node;
+use aco_core::filter::{check_node_for, PodWants};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
 use aco_core::k8s::ResourceAmounts;
@@ -429,6 +429,7 @@ impl Scheduler for NativeScheduler {
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
         let mut passed = Vec::with_capacity(candidates.len());
+        let wants = PodWants::of(&pod.demand, &self.config);
         for &c in candidates {
             let state = Self::state(
                 &mut self.cache,
@@ -441,7 +442,7 @@ impl Scheduler for NativeScheduler {
                 c,
                 now_ms,
             );
-            if check_node(&pod.demand, state, &self.config).is_ok() {
+            if check_node_for(&wants, state, &self.config).is_ok() {
                 passed.push(c);
             }
         }
