@@ -34,6 +34,14 @@ impl NodeAlloc {
         })
     }
 
+    /// [`NodeAlloc::gpu_free_milli`] written into `into` (emptied first), reusing its buffer: the
+    /// reporter resends every GPU node's shares before almost every decision. False without GPUs.
+    pub fn gpu_free_milli_into(&self, into: &mut Vec<u32>) -> bool {
+        into.clear();
+        into.extend(self.gpu_used.iter().map(|u| 1000u32.saturating_sub(*u)));
+        !self.gpu_used.is_empty()
+    }
+
     pub fn gpu_used_milli(&self) -> u32 {
         self.gpu_used.iter().sum()
     }

@@ -294,11 +294,16 @@ fn refresh(
         stale |= v.is_none();
         v
     });
-    s.gpu_free_milli = facts.and_then(|f| f.gpu_free_milli.as_ref()).and_then(|o| {
-        let v = o.fresh(now_ms, ttl).cloned();
+    let gpu_free_milli = facts.and_then(|f| f.gpu_free_milli.as_ref()).and_then(|o| {
+        let v = o.fresh(now_ms, ttl);
         stale |= v.is_none();
         v
     });
+    // Copied into the state's own buffer when it has one (every refresh of a GPU node).
+    match (gpu_free_milli, &mut s.gpu_free_milli) {
+        (Some(fresh), Some(mine)) => mine.clone_from(fresh),
+        (fresh, mine) => *mine = fresh.cloned(),
+    }
     s.latency_us = fact_latency.or_else(|| {
         config
             .latency_labels
@@ -396,9 +401,13 @@ impl Scheduler for NativeScheduler {
                     value: n.latency_us,
                     at_ms: at,
                 });
+                let mut shares = f.gpu_free_milli.take().map_or_else(Vec::new, |o| o.value);
                 f.gpu_free_milli = batch.alloc[node]
-                    .gpu_free_milli()
-                    .map(|value| Observed { value, at_ms: at });
+                    .gpu_free_milli_into(&mut shares)
+                    .then_some(Observed {
+                        value: shares,
+                        at_ms: at,
+                    });
                 let mut load = f.load.take().unwrap_or(Observed {
                     value: Ema::new(self.config.ema_alpha),
                     at_ms: 0,
