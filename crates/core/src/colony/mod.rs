@@ -70,6 +70,15 @@ pub struct Prioritized {
     pub explored: Option<String>,
 }
 
+/// [`Prioritized`] without the host names: what a caller that holds the candidates needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// 0–10, in the order of the candidates given.
+    pub scores: Vec<i64>,
+    pub decision: Decision,
+    pub explored: Option<String>,
+}
+
 /// What confirming a remembered decision did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirmation {
@@ -122,6 +131,31 @@ impl TenantColony {
         config: &Config,
         rng: &mut impl Rng,
     ) -> Prioritized {
+        let scored = self.score(candidates, workload, now_ms, config, rng);
+        Prioritized {
+            priorities: candidates
+                .iter()
+                .zip(scored.scores)
+                .map(|(f, score)| HostPriority {
+                    host: f.node.clone(),
+                    score,
+                })
+                .collect(),
+            decision: scored.decision,
+            explored: scored.explored,
+        }
+    }
+
+    /// [`TenantColony::prioritize`] without copying every candidate's name into its priority
+    /// (the simulator scores ~1,000 candidates per decision and reads only the scores).
+    pub fn score(
+        &mut self,
+        candidates: &[NodeFeatures],
+        workload: WorkloadClass,
+        now_ms: u64,
+        config: &Config,
+        rng: &mut impl Rng,
+    ) -> Scored {
         // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
         let factors: Vec<_> = candidates
             .iter()
@@ -182,15 +216,8 @@ impl TenantColony {
             explored: explored.clone(),
             filter: None,
         };
-        Prioritized {
-            priorities: candidates
-                .iter()
-                .zip(scores)
-                .map(|(f, score)| HostPriority {
-                    host: f.node.clone(),
-                    score,
-                })
-                .collect(),
+        Scored {
+            scores,
             decision: Decision {
                 created_ms: now_ms,
                 workload,
