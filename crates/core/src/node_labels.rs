@@ -1,6 +1,6 @@
-//! What a node's labels say to the heuristic, read once when its state is assembled rather than
-//! once per pod scored: its price, whether it is spot capacity, its spot pool and the pool's
-//! published interruption band.
+//! What a node's labels say to the heuristic and the filter, read once when its state is
+//! assembled rather than once per pod scored: its price, its GPU model, whether it is spot
+//! capacity, its spot pool and the pool's published interruption band.
 //!
 //! Bands: AWS's Spot Instance Advisor publishes, per instance type and region, the share of
 //! capacity reclaimed over the trailing month in five bands (<5%, 5–10%, 10–15%, 15–20%, >20%).
@@ -22,6 +22,8 @@ pub const HOURS_PER_MONTH: f64 = 720.0;
 pub struct NodeProfile {
     /// Price per hour from the cost label; `None` when unlabelled or unreadable.
     pub cost_per_hour: Option<f64>,
+    /// The first configured GPU-type label's value (`GPU_TYPE_LABELS`); `None` without one.
+    pub gpu_model: Option<String>,
     pub spot: bool,
     /// For spot nodes: the pool (`SPOT_POOL_LABELS`' values joined by `/`) and the prior
     /// reclamation rate per node-hour from the band label (or the default).
@@ -38,10 +40,8 @@ impl NodeProfile {
     pub fn of(labels: &BTreeMap<String, String>, config: &Config) -> Self {
         let spot = is_spot(labels, config);
         NodeProfile {
-            cost_per_hour: labels
-                .get(&config.cost_label)
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|c| c.is_finite() && *c >= 0.0),
+            cost_per_hour: cost_per_hour(labels, config),
+            gpu_model: gpu_model(labels, config).map(str::to_string),
             spot,
             spot_pool: spot.then(|| SpotPool {
                 name: pool_of(labels, config),
@@ -49,6 +49,23 @@ impl NodeProfile {
             }),
         }
     }
+}
+
+/// The price per hour of the cost label (`COST_LABEL`); `None` when absent or unreadable.
+pub fn cost_per_hour(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
+    labels
+        .get(&config.cost_label)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|c| c.is_finite() && *c >= 0.0)
+}
+
+/// The node's GPU model: the value of the first configured GPU-type label present.
+pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, config: &Config) -> Option<&'l str> {
+    config
+        .gpu_type_labels
+        .iter()
+        .find_map(|k| labels.get(k))
+        .map(String::as_str)
 }
 
 /// Spot capacity: `INSTANCE_TYPE_LABEL` = `spot`/`preemptible`, or one of `SPOT_LABELS`

@@ -174,13 +174,10 @@ impl<'a> NodeState<'a> {
         }
     }
 
-    /// The node's GPU model, from the first configured GPU-type label present.
-    pub fn gpu_model<'s>(&'s self, config: &Config) -> Option<&'s str> {
-        config
-            .gpu_type_labels
-            .iter()
-            .find_map(|k| self.labels.get(k))
-            .map(String::as_str)
+    /// The node's GPU model, from the first configured GPU-type label present (read once, by
+    /// [`NodeProfile::of`]: the filter and the heuristic ask for it per candidate).
+    pub fn gpu_model(&self) -> Option<&str> {
+        self.profile.gpu_model.as_deref()
     }
 }
 
@@ -221,7 +218,7 @@ mod tests {
         );
         let c = Config::default();
         let s = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
-        assert_eq!(s.gpu_model(&c), Some("T4"));
+        assert_eq!(s.gpu_model(), Some("T4"));
         assert_eq!(s.allocatable.unwrap().get("cpu"), 4000);
         assert!(s.load.unwrap().spike_probability > 0.5);
         let s = NodeState::assemble("m", None, None, 20, &c, "x").unwrap();

@@ -26,12 +26,20 @@ impl NodeAlloc {
 
     /// Free milli-GPU per physical GPU, as the reporter's `gpuFreeMilli` (None without GPUs).
     pub fn gpu_free_milli(&self) -> Option<Vec<u32>> {
-        (!self.gpu_used.is_empty()).then(|| {
-            self.gpu_used
-                .iter()
-                .map(|u| 1000u32.saturating_sub(*u))
-                .collect()
-        })
+        (!self.gpu_used.is_empty()).then(|| self.gpu_free_shares().collect())
+    }
+
+    /// The free milli-GPU of each physical GPU, in order.
+    pub fn gpu_free_shares(&self) -> impl Iterator<Item = u32> + '_ {
+        self.gpu_used.iter().map(|u| 1000u32.saturating_sub(*u))
+    }
+
+    /// [`NodeAlloc::gpu_free_milli`] written into `into` (emptied first), reusing its buffer: the
+    /// reporter resends every GPU node's shares before almost every decision. False without GPUs.
+    pub fn gpu_free_milli_into(&self, into: &mut Vec<u32>) -> bool {
+        into.clear();
+        into.extend(self.gpu_free_shares());
+        !self.gpu_used.is_empty()
     }
 
     pub fn gpu_used_milli(&self) -> u32 {

@@ -180,6 +180,9 @@ struct Sim<'a> {
     params: &'a SimParams,
     alloc: Vec<NodeAlloc>,
     shares: Vec<Vec<LoadShare>>,
+    /// Per node, [`Sim::util_bound`] of its `shares`, kept until they change (the monitor asks
+    /// for it for every node hosting an LS pod at every tick).
+    util_bounds: Vec<Option<f64>>,
     slots: HashMap<usize, (usize, Vec<(usize, u32)>)>,
     ls: BTreeMap<usize, LsWatch>,
     ls_nodes: BTreeMap<usize, usize>,
@@ -291,6 +294,16 @@ impl Sim<'_> {
         c.max(g) * (1.0 + 1e-9) + 1e-12
     }
 
+    /// [`Sim::util_bound`], computed once per change of the node's pods.
+    fn kept_util_bound(&mut self, node: usize) -> f64 {
+        if let Some(bound) = self.util_bounds[node] {
+            return bound;
+        }
+        let bound = self.util_bound(node);
+        self.util_bounds[node] = Some(bound);
+        bound
+    }
+
     fn cost_at(&self, t: u64) -> f64 {
         self.closed_cost + (self.open_rate * t as f64 - self.open_offset) / 3600.0
     }
@@ -307,15 +320,19 @@ impl Sim<'_> {
         );
         let mut failed = Vec::new();
         for node in nodes {
-            // Exact shortcuts (speed, issue 9): a node whose LS pods can no longer change (all
-            // violated and past their safe horizon or already unsafe) or whose utilisation cannot
-            // reach either threshold (upper bound of the load model) would be skipped below anyway.
+            // Exact shortcuts (speed, issue 9): a node whose utilisation cannot reach either
+            // threshold (upper bound of the load model) or whose LS pods can no longer change
+            // (all violated and past their safe horizon or already unsafe) would be skipped
+            // below anyway. The bound first: it is kept between ticks.
+            if self.kept_util_bound(node) < floor {
+                continue;
+            }
             let live = self.alloc[node].pods.iter().any(|p| {
                 self.ls
                     .get(p)
                     .is_some_and(|w| !w.violated || (!w.unsafe_ && t <= w.landed_s + safe_h))
             });
-            if !live || self.util_bound(node) < floor {
+            if !live {
                 continue;
             }
             let u = self.util(node, t);
@@ -372,6 +389,7 @@ impl Sim<'_> {
             cpu_milli: pod.trace.cpu_milli as f64,
             gpu_milli,
         });
+        self.util_bounds[node] = None;
         self.slots.insert(pod.idx, (node, slots));
         if self.alloc[node].pods.len() == 1 {
             let price = self.world.nodes[node].price;
@@ -446,6 +464,7 @@ impl Sim<'_> {
         let key = rng::key(&pod.trace.name);
         if let Some(i) = self.shares[node].iter().position(|s| s.pod_key == key) {
             self.shares[node].remove(i);
+            self.util_bounds[node] = None;
         }
         if self.alloc[node].pods.is_empty() {
             let price = self.world.nodes[node].price;
@@ -531,6 +550,7 @@ pub fn run_observed(
         params,
         alloc: world.nodes.iter().map(NodeAlloc::new).collect(),
         shares: vec![Vec::new(); world.nodes.len()],
+        util_bounds: vec![None; world.nodes.len()],
         slots: HashMap::new(),
         ls: BTreeMap::new(),
         ls_nodes: BTreeMap::new(),

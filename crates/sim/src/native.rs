@@ -10,7 +10,7 @@
 
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, Observed};
-use aco_core::filter::check_node;
+use aco_core::filter::{check_node_for, PodWants};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
 use aco_core::k8s::ResourceAmounts;
@@ -21,6 +21,7 @@ use rand::rngs::StdRng;
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
 use crate::facts_report::ReportBatch;
+use crate::gpu_accounts::GpuAccounts;
 use crate::policy::{select_host, Policy, ScoreCtx};
 use crate::predictor::PredictorKind;
 use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
@@ -74,6 +75,8 @@ pub struct NativeScheduler {
     /// The cluster outlook η reads, recomputed from the facts after each report or reclamation.
     outlook: ClusterOutlook,
     outlook_dirty: bool,
+    /// The outlook's per-node GPU accounts (fast path; the reference recomputes them all).
+    accounts: GpuAccounts,
     /// Per node, every tenant's observed slowdowns `(sum, count)`, when η learns a cluster-wide
     /// per-node slowdown (`with_cluster_slowdowns`); `None` otherwise.
     slowdowns: Option<Vec<(f64, f64)>>,
@@ -105,6 +108,7 @@ impl NativeScheduler {
             pools: SpotPools::default(),
             outlook: ClusterOutlook::default(),
             outlook_dirty: true,
+            accounts: GpuAccounts::default(),
             slowdowns: None,
         }
     }
@@ -294,11 +298,16 @@ fn refresh(
         stale |= v.is_none();
         v
     });
-    s.gpu_free_milli = facts.and_then(|f| f.gpu_free_milli.as_ref()).and_then(|o| {
-        let v = o.fresh(now_ms, ttl).cloned();
+    let gpu_free_milli = facts.and_then(|f| f.gpu_free_milli.as_ref()).and_then(|o| {
+        let v = o.fresh(now_ms, ttl);
         stale |= v.is_none();
         v
     });
+    // Copied into the state's own buffer when it has one (every refresh of a GPU node).
+    match (gpu_free_milli, &mut s.gpu_free_milli) {
+        (Some(fresh), Some(mine)) => mine.clone_from(fresh),
+        (fresh, mine) => *mine = fresh.cloned(),
+    }
     s.latency_us = fact_latency.or_else(|| {
         config
             .latency_labels
@@ -353,6 +362,7 @@ impl Scheduler for NativeScheduler {
             self.observe(node, r.utilisation.iter().copied());
             // Wire reports carry no allocation to compare, so the requested value may differ.
             self.reported[node] = None;
+            self.accounts.forget(node);
             self.touch(node, true);
         }
         Ok(())
@@ -387,6 +397,7 @@ impl Scheduler for NativeScheduler {
                     .get_or_insert_with(NodeFacts::default)
                     .apply(&batch.wire(n), now_ms, &self.config);
                 self.reported[node] = Some(key);
+                self.accounts.forget(node);
             } else {
                 // `NodeFacts::apply` of the same report, minus re-parsing an unchanged `requested`.
                 let f = self.facts[node].as_mut().unwrap();
@@ -396,9 +407,22 @@ impl Scheduler for NativeScheduler {
                     value: n.latency_us,
                     at_ms: at,
                 });
-                f.gpu_free_milli = batch.alloc[node]
-                    .gpu_free_milli()
-                    .map(|value| Observed { value, at_ms: at });
+                let alloc = &batch.alloc[node];
+                let shares_unchanged = match &f.gpu_free_milli {
+                    Some(o) => {
+                        !alloc.gpu_used.is_empty()
+                            && o.value.iter().copied().eq(alloc.gpu_free_shares())
+                    }
+                    None => alloc.gpu_used.is_empty(),
+                };
+                if !shares_unchanged {
+                    self.accounts.forget(node);
+                }
+                let mut shares = f.gpu_free_milli.take().map_or_else(Vec::new, |o| o.value);
+                f.gpu_free_milli = alloc.gpu_free_milli_into(&mut shares).then_some(Observed {
+                    value: shares,
+                    at_ms: at,
+                });
                 let mut load = f.load.take().unwrap_or(Observed {
                     value: Ema::new(self.config.ema_alpha),
                     at_ms: 0,
@@ -429,6 +453,7 @@ impl Scheduler for NativeScheduler {
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
         let mut passed = Vec::with_capacity(candidates.len());
+        let wants = PodWants::of(&pod.demand, &self.config);
         for &c in candidates {
             let state = Self::state(
                 &mut self.cache,
@@ -441,7 +466,7 @@ impl Scheduler for NativeScheduler {
                 c,
                 now_ms,
             );
-            if check_node(&pod.demand, state, &self.config).is_ok() {
+            if check_node_for(&wants, state, &self.config).is_ok() {
                 passed.push(c);
             }
         }
@@ -455,12 +480,21 @@ impl Scheduler for NativeScheduler {
                     .map(|c| self.cache[*c].as_ref().unwrap())
                     .collect();
                 if self.outlook_dirty {
-                    self.outlook = ClusterOutlook::from_facts(
-                        self.facts.iter().flatten(),
-                        self.pools.pools.clone(),
-                        now_ms,
-                        &self.config,
-                    );
+                    self.outlook = if self.reference {
+                        ClusterOutlook::from_facts(
+                            self.facts.iter().flatten(),
+                            self.pools.pools.clone(),
+                            now_ms,
+                            &self.config,
+                        )
+                    } else {
+                        self.accounts.outlook(
+                            &self.facts,
+                            self.pools.pools.clone(),
+                            now_ms,
+                            &self.config,
+                        )
+                    };
                     if let Some(s) = &self.slowdowns {
                         self.outlook.node_slowdowns = s
                             .iter()
@@ -548,6 +582,7 @@ impl Scheduler for NativeScheduler {
         }
         self.reported[node] = None;
         self.cache[node] = None;
+        self.accounts.forget(node);
         self.outlook_dirty = true;
         Ok(())
     }

@@ -70,6 +70,15 @@ pub struct Prioritized {
     pub explored: Option<String>,
 }
 
+/// [`Prioritized`] without the host names: what a caller that holds the candidates needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// 0–10, in the order of the candidates given.
+    pub scores: Vec<i64>,
+    pub decision: Decision,
+    pub explored: Option<String>,
+}
+
 /// What confirming a remembered decision did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirmation {
@@ -131,6 +140,31 @@ impl TenantColony {
         config: &Config,
         rng: &mut impl Rng,
     ) -> Prioritized {
+        let scored = self.score(candidates, workload, now_ms, config, rng);
+        Prioritized {
+            priorities: candidates
+                .iter()
+                .zip(scored.scores)
+                .map(|(f, score)| HostPriority {
+                    host: f.node.clone(),
+                    score,
+                })
+                .collect(),
+            decision: scored.decision,
+            explored: scored.explored,
+        }
+    }
+
+    /// [`TenantColony::prioritize`] without copying every candidate's name into its priority
+    /// (the simulator scores ~1,000 candidates per decision and reads only the scores).
+    pub fn score(
+        &mut self,
+        candidates: &[NodeFeatures],
+        workload: WorkloadClass,
+        now_ms: u64,
+        config: &Config,
+        rng: &mut impl Rng,
+    ) -> Scored {
         // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
         let factors: Vec<_> = candidates
             .iter()
@@ -140,10 +174,24 @@ impl TenantColony {
             })
             .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
-        let taus: Vec<f64> = candidates
-            .iter()
-            .map(|f| self.pheromones.tau(&f.node, config))
-            .collect();
+        // τ^α is 1 whatever τ when α = 0 (τ stays within [TAU_MIN, TAU_MAX], positive and
+        // finite), so the trail is then read only for the candidates the explanation keeps.
+        let trail_matters = config.alpha != 0.0;
+        let taus: Vec<f64> = if trail_matters {
+            candidates
+                .iter()
+                .map(|f| self.pheromones.tau(&f.node, config))
+                .collect()
+        } else {
+            vec![1.0; candidates.len()]
+        };
+        let tau_of = |i: usize| {
+            if trail_matters {
+                taus[i]
+            } else {
+                self.pheromones.tau(&candidates[i].node, config)
+            }
+        };
         let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
         let desirabilities = relative_desirabilities(&taus, &totals, config);
         let mut scores = to_scores(&desirabilities);
@@ -175,20 +223,13 @@ impl TenantColony {
         let explanation = Explanation {
             candidates: kept
                 .iter()
-                .map(|&i| CandidateWhy::new(&factors[i], taus[i], scores[i]))
+                .map(|&i| CandidateWhy::new(&factors[i], tau_of(i), scores[i]))
                 .collect(),
             explored: explored.clone(),
             filter: None,
         };
-        Prioritized {
-            priorities: candidates
-                .iter()
-                .zip(scores)
-                .map(|(f, score)| HostPriority {
-                    host: f.node.clone(),
-                    score,
-                })
-                .collect(),
+        Scored {
+            scores,
             decision: Decision {
                 created_ms: now_ms,
                 workload,

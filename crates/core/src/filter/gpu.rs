@@ -11,7 +11,7 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
     if !pod.wants_gpu() {
         return Ok(());
     }
-    let Some(model) = node.gpu_model(config) else {
+    let Some(model) = node.gpu_model() else {
         return Err(Rejection::unresolvable(
             RejectCode::NoGpu,
             format!(

@@ -9,18 +9,24 @@ use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::node_state::NodeState;
 
-pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
+/// The checked resources (CPU, memory, then `GPU_RESOURCES`) the pod requests, with their
+/// amounts (> 0), in the order the first shortfall is reported in: read once per pod, not once
+/// per node judged.
+pub(super) fn wanted<'a>(pod: &PodDemand, config: &'a Config) -> Vec<(&'a str, i64)> {
+    ["cpu", "memory"]
+        .into_iter()
+        .chain(config.gpu_resources.iter().map(String::as_str))
+        .map(|resource| (resource, pod.request.get(resource)))
+        .filter(|(_, want)| *want > 0)
+        .collect()
+}
+
+/// `wanted` is [`wanted`] of the pod.
+pub(super) fn check(wanted: &[(&str, i64)], node: &NodeState) -> Result<(), Rejection> {
     let Some(allocatable) = &node.allocatable else {
         return Ok(());
     };
-    let checked = ["cpu", "memory"]
-        .into_iter()
-        .chain(config.gpu_resources.iter().map(String::as_str));
-    for resource in checked {
-        let want = pod.request.get(resource);
-        if want <= 0 {
-            continue;
-        }
+    for &(resource, want) in wanted {
         let total = allocatable.get(resource);
         let used = node.requested.as_ref().map_or(0, |r| r.get(resource));
         let free = total.saturating_sub(used);
@@ -55,6 +61,10 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
 mod tests {
     use super::super::test_support::*;
     use super::*;
+
+    fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
+        super::check(&wanted(pod, config), node)
+    }
 
     const NODE: &str = r#"{"metadata":{"name":"n","labels":{"aco/gpu-type":"T4"}},"status":{"allocatable":{"cpu":"4","memory":"8Gi","nvidia.com/gpu":"2"}}}"#;
 

@@ -32,6 +32,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 /// One typical pod shape and its frequency (frequencies of a shape list sum to 1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodShape {
@@ -116,13 +118,17 @@ pub struct PodGpus {
 /// a hit returns the value the computation would.
 #[derive(Debug, Default)]
 pub struct FragmentationMemo {
-    /// GPU model (`""`: none) → free CPU → per-GPU free shares → gradient (nested so that a hit
-    /// borrows the model and the slice and allocates nothing).
-    values: HashMap<String, HashMap<i64, GradientByGpus>>,
+    /// Nodes whose model does not matter ([`model_that_matters`] is `None`): free CPU → per-GPU
+    /// free shares → gradient. Apart from the by-model ones so that the common case (no shape
+    /// names a model) compares no model string.
+    any_model: FxHashMap<i64, GradientByGpus>,
+    /// GPU model → the same (nested so that a hit borrows the model and the slice and allocates
+    /// nothing).
+    by_model: FxHashMap<String, FxHashMap<i64, GradientByGpus>>,
 }
 
 /// Per-GPU free shares → gradient (`None`: the pod does not fit).
-type GradientByGpus = HashMap<Vec<u32>, Option<f64>>;
+type GradientByGpus = FxHashMap<Vec<u32>, Option<f64>>;
 
 impl FragmentationMemo {
     /// The gradient of placing `pod` on a node of `node_model` with `cpu_free` and `gpu_free`,
@@ -136,20 +142,35 @@ impl FragmentationMemo {
         pod: PodGpus,
         shapes: &[PodShape],
     ) -> Option<f64> {
-        let model = model_that_matters(node_model, shapes).unwrap_or("");
-        if !self.values.contains_key(model) {
-            self.values.insert(model.to_string(), HashMap::new());
-        }
-        let by_gpus = self
-            .values
-            .get_mut(model)
-            .map(|by_cpu| by_cpu.entry(cpu_free).or_default())?;
+        let by_cpu = match model_that_matters(node_model, shapes) {
+            None => &mut self.any_model,
+            Some(model) => {
+                if !self.by_model.contains_key(model) {
+                    self.by_model
+                        .insert(model.to_string(), FxHashMap::default());
+                }
+                self.by_model.get_mut(model)?
+            }
+        };
+        let by_gpus = by_cpu.entry(cpu_free).or_default();
         if let Some(v) = by_gpus.get(gpu_free) {
             return *v;
         }
         let v = fragmentation_delta(cpu_free, gpu_free, node_model, pod, shapes).map(|(d, _)| d);
         by_gpus.insert(gpu_free.to_vec(), v);
         v
+    }
+}
+
+#[cfg(test)]
+impl FragmentationMemo {
+    /// How many states the memo holds a gradient for.
+    fn entries(&self) -> usize {
+        std::iter::once(&self.any_model)
+            .chain(self.by_model.values())
+            .flat_map(|by_cpu| by_cpu.values())
+            .map(|by_gpus| by_gpus.len())
+            .sum()
     }
 }
 
@@ -655,23 +676,24 @@ mod tests {
         use crate::node_state::NodeState;
         let config = Config::default();
         let amounts = |cpu: i64| ResourceAmounts([("cpu".to_string(), cpu)].into());
-        let node = |label: Option<&str>| NodeState {
-            name: "n".into(),
-            labels: std::borrow::Cow::Owned(
-                label
-                    .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
-                    .into_iter()
-                    .collect(),
-            ),
-            allocatable: Some(amounts(8000)),
-            requested: Some(amounts(0)),
-            latency_us: None,
-            load: None,
-            gpu_free_milli: Some(vec![500, 1000]),
-            stale_facts: false,
-            unknown: false,
-            profile: Default::default(),
-            committed_share: None,
+        let node = |label: Option<&str>| {
+            let labels: std::collections::BTreeMap<_, _> = label
+                .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
+                .into_iter()
+                .collect();
+            NodeState {
+                name: "n".into(),
+                profile: crate::node_labels::NodeProfile::of(&labels, &config),
+                labels: std::borrow::Cow::Owned(labels),
+                allocatable: Some(amounts(8000)),
+                requested: Some(amounts(0)),
+                latency_us: None,
+                load: None,
+                gpu_free_milli: Some(vec![500, 1000]),
+                stale_facts: false,
+                unknown: false,
+                committed_share: None,
+            }
         };
         let pod = PodDemand {
             key: "p".into(),
@@ -825,19 +847,13 @@ mod tests {
             memo.delta(8_000, &[1000, 1000], Some("P100"), pod, &shapes),
             "the model is part of the state"
         );
-        let entries: usize = memo
-            .values
-            .values()
-            .flat_map(|by_cpu| by_cpu.values())
-            .map(|m| m.len())
-            .sum();
-        assert_eq!(entries, 5, "one entry per distinct state");
+        assert_eq!(memo.entries(), 5, "one entry per distinct state");
         // Shapes that name no model: nodes of every model in one state share one entry.
         let mut plain = FragmentationMemo::default();
         for model in [None, Some("T4"), Some("P100")] {
             plain.delta(8_000, &[1000, 1000], model, pod, &OPENB_DEFAULT_SHAPES);
         }
-        assert_eq!(plain.values.len(), 1);
+        assert_eq!(plain.entries(), 1);
         assert_eq!(model_that_matters(Some("T4"), &OPENB_DEFAULT_SHAPES), None);
         assert_eq!(model_that_matters(Some("T4"), &shapes), Some("T4"));
     }

@@ -14,6 +14,7 @@ mod fragmentation;
 mod headroom;
 mod outlook;
 mod placement_cost;
+mod pod_footprint;
 mod reliability;
 pub mod spot_risk;
 
@@ -25,13 +26,14 @@ pub use fragmentation::{
 pub use headroom::{headroom_after, is_hot};
 pub use outlook::{gpu_allocation, gpu_allocation_of_facts, ClusterOutlook, GpuNodeAccount};
 pub use placement_cost::{breach_probability, cost_terms, CostTerms};
+pub use pod_footprint::PodFootprint;
 pub use reliability::{reliability, OutcomeStats};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::{PodDemand, WorkloadClass};
-use crate::node_state::{counted, share, NodeState};
+use crate::node_state::NodeState;
 
 /// What the heuristic needs to know about one candidate node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -146,16 +148,23 @@ impl NodeFeatures {
         shapes: &[PodShape],
         memo: &mut FragmentationMemo,
     ) -> Self {
+        let pod = PodFootprint::of(pod, config);
+        Self::for_pod_with(node, &pod, config, outlook, shapes, memo)
+    }
+
+    /// [`NodeFeatures::for_pod_memo`] with the pod read once for all the candidates
+    /// ([`PodFootprint::of`]).
+    pub fn for_pod_with(
+        node: &NodeState,
+        pod: &PodFootprint,
+        config: &Config,
+        outlook: &ClusterOutlook,
+        shapes: &[PodShape],
+        memo: &mut FragmentationMemo,
+    ) -> Self {
         let mut features = Self::from_state_in(node, config, outlook);
-        features.pod_share = node.allocatable.as_ref().map(|alloc| {
-            pod.request
-                .0
-                .iter()
-                .filter(|(name, amount)| **amount > 0 && counted(name, config))
-                .map(|(name, amount)| share(*amount, alloc.get(name)))
-                .fold(0.0, f64::max)
-        });
-        let gpus = pod_gpus(pod);
+        features.pod_share = node.allocatable.as_ref().map(|alloc| pod.share_of(alloc));
+        let gpus = pod.gpus;
         features.pod_gpu_milli = f64::from(gpus.num_gpu) * f64::from(gpus.gpu_milli);
         features.fragmentation_delta = node.gpu_free_milli.as_ref().and_then(|free| {
             let alloc_cpu = node
@@ -163,7 +172,7 @@ impl NodeFeatures {
                 .as_ref()
                 .map_or(i64::MAX / 4, |a| a.get("cpu"));
             let used_cpu = node.requested.as_ref().map_or(0, |r| r.get("cpu"));
-            let model = node.gpu_model(config);
+            let model = node.gpu_model();
             memo.delta(alloc_cpu - used_cpu, free, model, gpus, shapes)
         });
         features

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::spot_risk::PoolHistory;
 use crate::config::Config;
 use crate::facts::NodeFacts;
-use crate::node_labels::NodeProfile;
+use crate::node_labels;
 use crate::node_state::NodeState;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -109,6 +109,21 @@ pub struct GpuNodeAccount {
 }
 
 impl GpuNodeAccount {
+    /// The account of the node whose facts are `facts` (fresh measurements only); `None` for a
+    /// node with no GPU. What [`ClusterOutlook::from_facts`] sums.
+    pub fn of_facts(facts: &NodeFacts, now_ms: u64, config: &Config) -> Option<Self> {
+        Self::of(
+            gpu_allocation_of_facts(facts, now_ms, config),
+            facts.allocatable.as_ref(),
+            facts
+                .requested
+                .as_ref()
+                .and_then(|o| o.fresh(now_ms, config.facts_ttl_ms)),
+            node_labels::cost_per_hour(&facts.labels, config),
+            config,
+        )
+    }
+
     fn of(
         gpu: Option<(f64, f64)>,
         allocatable: Option<&BTreeMap<String, i64>>,
@@ -175,17 +190,11 @@ impl ClusterOutlook {
     ) -> Self {
         Self {
             pools,
-            ..Self::of_gpu_nodes(facts.into_iter().filter_map(|f| {
-                GpuNodeAccount::of(
-                    gpu_allocation_of_facts(f, now_ms, config),
-                    f.allocatable.as_ref(),
-                    f.requested
-                        .as_ref()
-                        .and_then(|o| o.fresh(now_ms, config.facts_ttl_ms)),
-                    NodeProfile::of(&f.labels, config).cost_per_hour,
-                    config,
-                )
-            }))
+            ..Self::of_gpu_nodes(
+                facts
+                    .into_iter()
+                    .filter_map(|f| GpuNodeAccount::of_facts(f, now_ms, config)),
+            )
         }
     }
 
@@ -214,6 +223,7 @@ impl ClusterOutlook {
 mod tests {
     use super::*;
     use crate::k8s::ResourceAmounts;
+    use crate::node_labels::NodeProfile;
 
     fn state(
         alloc: &[(&str, i64)],

@@ -41,7 +41,7 @@ impl Policy for Colony {
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
         let tenant = ctx.pod.demand.tenant.clone();
         let colony = self.colonies.entry(tenant.clone()).or_default();
-        let p = colony.prioritize(
+        let p = colony.score(
             &features(states, &ctx.pod.demand, ctx.config, ctx.outlook),
             ctx.pod.demand.workload,
             ctx.now_ms,
@@ -49,7 +49,7 @@ impl Policy for Colony {
             &mut self.rng,
         );
         self.pending = Some((tenant, p.decision));
-        p.priorities.iter().map(|h| h.score as f64).collect()
+        p.scores.iter().map(|s| *s as f64).collect()
     }
     fn placed(&mut self, ctx: &ScoreCtx, node: usize, scored: bool) {
         let tenant = ctx.pod.demand.tenant.clone();

@@ -152,12 +152,13 @@ pub(crate) fn features(
     outlook: &ClusterOutlook,
 ) -> Vec<NodeFeatures> {
     let mut memo = aco_core::heuristic::FragmentationMemo::default();
+    let pod = aco_core::heuristic::PodFootprint::of(pod, config);
     states
         .iter()
         .map(|s| {
-            NodeFeatures::for_pod_memo(
+            NodeFeatures::for_pod_with(
                 s,
-                pod,
+                &pod,
                 config,
                 outlook,
                 &aco_core::heuristic::OPENB_DEFAULT_SHAPES,

@@ -1,0 +1,40 @@
+//! What the features of η read of the pod being scored, read once per decision rather than once
+//! per candidate: the pod's counted requests (its share of a node) and its GPUs as FGD counts
+//! them.
+
+use super::{pod_gpus, PodGpus};
+use crate::config::Config;
+use crate::demand::PodDemand;
+use crate::k8s::ResourceAmounts;
+use crate::node_state::{counted, share};
+
+/// The pod's side of [`super::NodeFeatures::for_pod_with`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodFootprint<'p> {
+    /// The pod's requests (> 0) of counted resources (CPU, memory, GPUs), in the request's order.
+    counted: Vec<(&'p str, i64)>,
+    pub gpus: PodGpus,
+}
+
+impl<'p> PodFootprint<'p> {
+    pub fn of(pod: &'p PodDemand, config: &Config) -> Self {
+        Self {
+            counted: pod
+                .request
+                .0
+                .iter()
+                .filter(|(name, amount)| **amount > 0 && counted(name, config))
+                .map(|(name, amount)| (name.as_str(), *amount))
+                .collect(),
+            gpus: pod_gpus(pod),
+        }
+    }
+
+    /// The largest share of `allocatable` the pod would take over its counted resources.
+    pub fn share_of(&self, allocatable: &ResourceAmounts) -> f64 {
+        self.counted
+            .iter()
+            .map(|(name, amount)| share(*amount, allocatable.get(name)))
+            .fold(0.0, f64::max)
+    }
+}
