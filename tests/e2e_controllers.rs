@@ -563,7 +563,9 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
         Duration::from_secs(240),
         || async {
             let f = c.failures("batch").await;
-            (f.get(&flaky).copied().unwrap_or(0.0) >= 2.0).then_some(f)
+            // Counts fade with OUTCOME_HALF_LIFE_MS (1 h): minutes fade an outcome by far less
+            // than half of one, so the rounded count is the number of outcomes recorded.
+            (f.get(&flaky).copied().unwrap_or(0.0).round() >= 2.0).then_some(f)
         },
     )
     .await;

@@ -477,6 +477,9 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
                 .find(|e| e["node"] == n)
                 .and_then(|e| e["failures"].as_f64())
                 .unwrap_or(0.0)
+                // Counts fade with OUTCOME_HALF_LIFE_MS (1 h): minutes fade an outcome by far
+                // less than half of one, so the rounded count is the outcomes recorded.
+                .round()
         };
         // Wait for this pod's outcome to be recorded before the next one is scored.
         // The first failure stays undecided until the second one on the same node.
@@ -499,7 +502,8 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
                             .into_iter()
                             .flatten()
                             .find(|e| e["node"] == n0.as_str())?["failures"]
-                            .as_f64()?;
+                            .as_f64()?
+                            .round();
                         (f >= want).then_some(())
                     }
                 },

@@ -259,11 +259,10 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
     }
     let table = api.pheromones("replay").await;
     let trail = trail_of(&table, &x);
-    assert_eq!(
-        (trail["successes"].as_f64(), trail["failures"].as_f64()),
-        (Some(1.0), Some(1.0)),
-        "{table}"
-    );
+    // The earlier failure has faded (OUTCOME_HALF_LIFE_MS, 1 h) for the moments since it.
+    let failures = trail["failures"].as_f64().unwrap();
+    assert_eq!(trail["successes"].as_f64(), Some(1.0), "{table}");
+    assert!(failures > 0.999 && failures <= 1.0, "{table}");
     assert!(
         table["nodes"]
             .as_array()

@@ -24,6 +24,9 @@ fn replay_placements_equal_the_native_colony() {
     // minutes: the pools' learning is compared elsewhere (`facts_shards`, `spot_risk`); here a
     // prior worth 10^12 node-hours keeps every spot rate at its band on both sides.
     world.config.spot_prior_node_hours = 1e12;
+    // Likewise outcomes fade by the clock (OUTCOME_HALF_LIFE_MS): over the replay's seconds they
+    // would not, over the trace's hours they do; the fade is compared in `reliability.rs`.
+    world.config.outcome_half_life_ms = 0;
     let load = LoadModel {
         seed,
         ..LoadModel::default()
@@ -46,7 +49,8 @@ fn replay_placements_equal_the_native_colony() {
         .var("FACTS_CACHE_MS", "0")
         .var("Q0", "1")
         .var("EMA_ALPHA", "0.5")
-        .var("SPOT_PRIOR_NODE_HOURS", "1e12");
+        .var("SPOT_PRIOR_NODE_HOURS", "1e12")
+        .var("OUTCOME_HALF_LIFE_MS", "0");
     for (k, v) in worker_vars() {
         options = options.var(k, v);
     }
