@@ -199,7 +199,9 @@ impl Cluster {
         self.env.api.pheromones(tenant).await
     }
 
-    /// Failures the tenant's colony has recorded per node.
+    /// Failures the tenant's colony has recorded per node. The stored counts fade with
+    /// OUTCOME_HALF_LIFE_MS (1 h): a test's minutes fade an outcome by far less than half of one,
+    /// so the rounded count is the number of failed outcomes recorded.
     async fn failures(&self, tenant: &str) -> BTreeMap<String, f64> {
         let t = self.table(tenant).await;
         t["nodes"]
@@ -209,7 +211,7 @@ impl Cluster {
             .map(|e| {
                 (
                     e["node"].as_str().unwrap_or_default().to_owned(),
-                    e["failures"].as_f64().unwrap_or(0.0),
+                    e["failures"].as_f64().unwrap_or(0.0).round(),
                 )
             })
             .collect()
@@ -563,9 +565,7 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
         Duration::from_secs(240),
         || async {
             let f = c.failures("batch").await;
-            // Counts fade with OUTCOME_HALF_LIFE_MS (1 h): minutes fade an outcome by far less
-            // than half of one, so the rounded count is the number of outcomes recorded.
-            (f.get(&flaky).copied().unwrap_or(0.0).round() >= 2.0).then_some(f)
+            (f.get(&flaky).copied().unwrap_or(0.0) >= 2.0).then_some(f)
         },
     )
     .await;
