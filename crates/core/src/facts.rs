@@ -34,8 +34,8 @@ pub struct NodeFacts {
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Parsed allocatable (cpu in milli, others in units), if ever reported.
-    pub allocatable: Option<BTreeMap<String, i64>>,
-    pub requested: Option<Observed<BTreeMap<String, i64>>>,
+    pub allocatable: Option<ResourceAmounts>,
+    pub requested: Option<Observed<ResourceAmounts>>,
     pub latency_us: Option<Observed<f64>>,
     /// EMA state of utilisation, and when its newest sample was taken.
     pub load: Option<Observed<Ema>>,
@@ -155,12 +155,12 @@ impl NodeFacts {
             self.labels = labels.clone();
         }
         if let Some(list) = &report.allocatable {
-            self.allocatable = parse_resource_list(list, "allocatable").ok().map(|a| a.0);
+            self.allocatable = parse_resource_list(list, "allocatable").ok();
         }
         if let Some(list) = &report.requested {
             if let Ok(amounts) = parse_resource_list(list, "requested") {
                 self.requested = Some(Observed {
-                    value: amounts.0,
+                    value: amounts,
                     at_ms: observed_at,
                 });
             }
@@ -191,10 +191,6 @@ impl NodeFacts {
         }
         self.load = (load.value.samples > 0).then_some(load);
         self.updated_at_ms = now_ms;
-    }
-
-    pub fn allocatable_amounts(&self) -> Option<ResourceAmounts> {
-        self.allocatable.clone().map(ResourceAmounts)
     }
 }
 
@@ -230,8 +226,8 @@ mod tests {
         r.validate("nodes[0]", 2000).unwrap();
         f.apply(&r, 2000, &Config::default());
         assert_eq!(f.labels["aco/gpu-type"], "T4");
-        assert_eq!(f.allocatable.as_ref().unwrap()["cpu"], 8000);
-        assert_eq!(f.requested.as_ref().unwrap().value["cpu"], 500);
+        assert_eq!(f.allocatable.as_ref().unwrap().get("cpu"), 8000);
+        assert_eq!(f.requested.as_ref().unwrap().value.get("cpu"), 500);
         assert_eq!(
             f.latency_us,
             Some(Observed {

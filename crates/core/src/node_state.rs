@@ -11,17 +11,18 @@ use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
 use crate::node_labels::NodeProfile;
 use crate::predict::{spike_probability, Predictor};
 
-/// Name and labels are borrowed from the request and the facts it was assembled from (a
-/// verb reads thousands of candidates, each with tens of labels); [`NodeState::into_owned`]
-/// for a state kept beyond them.
+/// Name, labels and resource amounts are borrowed from the request and the facts it was
+/// assembled from (a verb reads thousands of candidates, each with tens of labels and two
+/// maps of amounts); [`NodeState::into_owned`] for a state kept beyond them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeState<'a> {
     pub name: Cow<'a, str>,
     pub labels: Cow<'a, BTreeMap<String, String>>,
-    /// Unknown when only a name was sent and no facts carry allocatable.
-    pub allocatable: Option<ResourceAmounts>,
+    /// Unknown when only a name was sent and no facts carry allocatable. Owned when parsed
+    /// from the node object kube-scheduler sent, else borrowed from the facts.
+    pub allocatable: Option<Cow<'a, ResourceAmounts>>,
     /// Resources already requested by pods on the node (fresh facts only).
-    pub requested: Option<ResourceAmounts>,
+    pub requested: Option<Cow<'a, ResourceAmounts>>,
     /// Network latency in µs: fresh fact, else label.
     pub latency_us: Option<f64>,
     /// Forecast utilisation and spike probability (fresh facts only).
@@ -77,16 +78,26 @@ pub struct LoadOutlook {
 }
 
 /// The value of a measurement if it is fresh; flags `stale` when one exists but is too old.
+fn fresh<'f, T>(
+    observed: Option<&'f Observed<T>>,
+    now_ms: u64,
+    ttl_ms: u64,
+    stale: &mut bool,
+) -> Option<&'f T> {
+    let observed = observed?;
+    let value = observed.fresh(now_ms, ttl_ms);
+    *stale |= value.is_none();
+    value
+}
+
+/// [`fresh`], copied out (for the small values a state owns).
 fn keep_fresh<T: Clone>(
     observed: Option<&Observed<T>>,
     now_ms: u64,
     ttl_ms: u64,
     stale: &mut bool,
 ) -> Option<T> {
-    let observed = observed?;
-    let value = observed.fresh(now_ms, ttl_ms).cloned();
-    *stale |= value.is_none();
-    value
+    fresh(observed, now_ms, ttl_ms, stale).cloned()
 }
 
 /// The labels of a node known by name only and without facts.
@@ -105,18 +116,21 @@ impl<'a> NodeState<'a> {
     ) -> Result<Self, ResourceError> {
         let ttl = config.facts_ttl_ms;
         let mut labels = facts.map_or(&NO_LABELS, |f| &f.labels);
-        let mut allocatable = facts.and_then(NodeFacts::allocatable_amounts);
+        let mut allocatable = facts
+            .and_then(|f| f.allocatable.as_ref())
+            .map(Cow::Borrowed);
         if let Some(node) = node {
             // The object kube-scheduler sent is authoritative for identity.
             labels = &node.metadata.labels;
-            allocatable = Some(parse_resource_list(
+            allocatable = Some(Cow::Owned(parse_resource_list(
                 &node.status.allocatable,
                 &format!("{field}.status.allocatable"),
-            )?);
+            )?));
         }
         let mut stale = false;
-        let requested =
-            facts.and_then(|f| keep_fresh(f.requested.as_ref(), now_ms, ttl, &mut stale));
+        let requested = facts
+            .and_then(|f| fresh(f.requested.as_ref(), now_ms, ttl, &mut stale))
+            .map(Cow::Borrowed);
         let fact_latency =
             facts.and_then(|f| keep_fresh(f.latency_us.as_ref(), now_ms, ttl, &mut stale));
         let load = facts.and_then(|f| keep_fresh(f.load.as_ref(), now_ms, ttl, &mut stale));
@@ -141,11 +155,10 @@ impl<'a> NodeState<'a> {
                 ),
             })
         });
-        let requested = requested.map(ResourceAmounts);
         Ok(NodeState {
             name: Cow::Borrowed(name),
             profile: NodeProfile::of(labels, config),
-            committed_share: committed_share(allocatable.as_ref(), requested.as_ref(), config),
+            committed_share: committed_share(allocatable.as_deref(), requested.as_deref(), config),
             labels: Cow::Borrowed(labels),
             allocatable,
             requested,
@@ -162,8 +175,8 @@ impl<'a> NodeState<'a> {
         NodeState {
             name: Cow::Owned(self.name.into_owned()),
             labels: Cow::Owned(self.labels.into_owned()),
-            allocatable: self.allocatable,
-            requested: self.requested,
+            allocatable: self.allocatable.map(|a| Cow::Owned(a.into_owned())),
+            requested: self.requested.map(|r| Cow::Owned(r.into_owned())),
             latency_us: self.latency_us,
             load: self.load,
             gpu_free_milli: self.gpu_free_milli,

@@ -13,7 +13,8 @@ use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::{check_node_for, PodWants};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
-use aco_core::k8s::ResourceAmounts;
+use std::borrow::Cow;
+
 use aco_core::node_state::{LoadOutlook, NodeState};
 use aco_core::predict::{spike_probability, Ema, Predictor};
 use rand::rngs::StdRng;
@@ -150,7 +151,7 @@ impl NativeScheduler {
     /// [`NativeScheduler::exposed`] can accrue its spot exposure as the Facts object does.
     fn before(&self, node: usize) -> Option<(bool, u64)> {
         let r = self.facts[node].as_ref()?.requested.as_ref()?;
-        Some((r.value.values().any(|v| *v > 0), r.at_ms))
+        Some((r.value.0.values().any(|v| *v > 0), r.at_ms))
     }
 
     /// After a node's facts changed: its pool accrues the time since `before` (see
@@ -283,7 +284,7 @@ fn refresh(
             }
             Some(v) => {
                 if requested_changed || s.requested.is_none() {
-                    s.requested = Some(ResourceAmounts(v.clone()));
+                    s.requested = Some(Cow::Owned(v.clone()));
                 }
             }
         },
@@ -328,8 +329,11 @@ fn refresh(
         })
     });
     s.stale_facts = stale;
-    s.committed_share =
-        aco_core::node_state::committed_share(s.allocatable.as_ref(), s.requested.as_ref(), config);
+    s.committed_share = aco_core::node_state::committed_share(
+        s.allocatable.as_deref(),
+        s.requested.as_deref(),
+        config,
+    );
 }
 
 impl Scheduler for NativeScheduler {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::spot_risk::PoolHistory;
 use crate::config::Config;
 use crate::facts::NodeFacts;
+use crate::k8s::ResourceAmounts;
 use crate::node_labels;
 use crate::node_state::NodeState;
 
@@ -42,8 +43,8 @@ pub struct ClusterOutlook {
 pub fn gpu_allocation(state: &NodeState, config: &Config) -> Option<(f64, f64)> {
     allocation(
         state.gpu_free_milli.as_deref(),
-        state.allocatable.as_ref().map(|a| &a.0),
-        state.requested.as_ref().map(|r| &r.0),
+        state.allocatable.as_deref(),
+        state.requested.as_deref(),
         config,
     )
 }
@@ -69,8 +70,8 @@ pub fn gpu_allocation_of_facts(
 
 fn allocation(
     free: Option<&[u32]>,
-    allocatable: Option<&BTreeMap<String, i64>>,
-    requested: Option<&BTreeMap<String, i64>>,
+    allocatable: Option<&ResourceAmounts>,
+    requested: Option<&ResourceAmounts>,
     config: &Config,
 ) -> Option<(f64, f64)> {
     if let Some(free) = free {
@@ -81,12 +82,12 @@ fn allocation(
         let free: f64 = free.iter().map(|f| f64::from(*f).min(1000.0)).sum();
         return Some(((cap - free).max(0.0), cap));
     }
-    let whole = |amounts: &BTreeMap<String, i64>| -> i64 {
+    let whole = |amounts: &ResourceAmounts| -> i64 {
         config
             .gpu_resources
             .iter()
             .filter(|r| !r.ends_with("-milli"))
-            .map(|r| amounts.get(r).copied().unwrap_or(0))
+            .map(|r| amounts.get(r))
             .max()
             .unwrap_or(0)
     };
@@ -126,18 +127,14 @@ impl GpuNodeAccount {
 
     fn of(
         gpu: Option<(f64, f64)>,
-        allocatable: Option<&BTreeMap<String, i64>>,
-        requested: Option<&BTreeMap<String, i64>>,
+        allocatable: Option<&ResourceAmounts>,
+        requested: Option<&ResourceAmounts>,
         cost_per_hour: Option<f64>,
         config: &Config,
     ) -> Option<Self> {
         let pair = |name: &str| {
-            let cap = allocatable
-                .and_then(|a| a.get(name))
-                .copied()
-                .unwrap_or(0)
-                .max(0);
-            let used = requested.and_then(|r| r.get(name)).copied().unwrap_or(0);
+            let cap = allocatable.map_or(0, |a| a.get(name)).max(0);
+            let used = requested.map_or(0, |r| r.get(name));
             (used.clamp(0, cap) as f64, cap as f64)
         };
         gpu.map(|gpu_milli| Self {
@@ -209,8 +206,8 @@ impl ClusterOutlook {
             ..Self::of_gpu_nodes(states.into_iter().filter_map(|s| {
                 GpuNodeAccount::of(
                     gpu_allocation(s, config),
-                    s.allocatable.as_ref().map(|a| &a.0),
-                    s.requested.as_ref().map(|r| &r.0),
+                    s.allocatable.as_deref(),
+                    s.requested.as_deref(),
                     s.profile.cost_per_hour,
                     config,
                 )
@@ -222,7 +219,8 @@ impl ClusterOutlook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::ResourceAmounts;
+    use std::borrow::Cow;
+
     use crate::node_labels::NodeProfile;
 
     fn state(
@@ -236,8 +234,8 @@ mod tests {
         NodeState {
             name: "n".into(),
             labels: Default::default(),
-            allocatable: Some(amounts(alloc)),
-            requested: Some(amounts(requested)),
+            allocatable: Some(Cow::Owned(amounts(alloc))),
+            requested: Some(Cow::Owned(amounts(requested))),
             latency_us: None,
             load: None,
             gpu_free_milli: free,

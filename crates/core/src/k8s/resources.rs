@@ -7,7 +7,9 @@ use super::{PodView, RawResourceList};
 use crate::quantity::{Quantity, QuantityError};
 
 /// Amounts per resource name: `cpu` in milli-CPU, every other resource in whole units.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Stored as the bare map (`{"cpu":4000}`), so a facts record keeps its JSON shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct ResourceAmounts(pub BTreeMap<String, i64>);
 
 impl ResourceAmounts {
