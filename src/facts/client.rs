@@ -21,9 +21,9 @@
 //! different request context"). Such fetches are deltas from the same version, and a reply older
 //! than the copy is not applied, so they cost one operation each and never go back in time.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
-
 use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
@@ -32,6 +32,7 @@ use aco_core::facts::{FactsLookup, NodeFacts};
 use aco_core::facts_shards::{shard_of, SHARDS};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
+use aco_core::node_labels::LabelReading;
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
@@ -42,7 +43,22 @@ use crate::http::ApiError;
 /// out; the next version shares the shards it did not change.
 #[derive(Clone)]
 pub struct ClusterFacts {
-    shards: Vec<Rc<HashMap<String, NodeFacts>>>,
+    shards: Vec<Rc<HashMap<String, Record>>>,
+}
+
+/// A node's facts and what its labels say, read when the record arrives rather than by every
+/// verb over every candidate.
+#[derive(Clone)]
+struct Record {
+    facts: NodeFacts,
+    reading: LabelReading,
+}
+
+impl Record {
+    fn read(facts: NodeFacts, config: &Config) -> Self {
+        let reading = LabelReading::of(&facts.labels, config);
+        Self { facts, reading }
+    }
 }
 
 impl Default for ClusterFacts {
@@ -55,13 +71,36 @@ impl Default for ClusterFacts {
 
 impl ClusterFacts {
     fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
-        self.shards.iter().flat_map(|shard| shard.values())
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.values().map(|r| &r.facts))
+    }
+
+    /// Every record's labels read again under `config`.
+    fn read_again(&mut self, config: &Config) {
+        for shard in &mut self.shards {
+            for record in Rc::make_mut(shard).values_mut() {
+                record.reading = LabelReading::of(&record.facts.labels, config);
+            }
+        }
     }
 }
 
 impl FactsLookup for ClusterFacts {
     fn get(&self, name: &str) -> Option<&NodeFacts> {
-        self.shards[shard_of(name)].get(name)
+        self.shards[shard_of(name)].get(name).map(|r| &r.facts)
+    }
+
+    /// The reading kept beside the record, made under the isolate's config ([`load`] reads
+    /// every record again should a call come with another).
+    fn get_read(
+        &self,
+        name: &str,
+        _config: &Config,
+    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        self.shards[shard_of(name)]
+            .get(name)
+            .map(|r| (&r.facts, Cow::Borrowed(&r.reading)))
     }
 }
 
@@ -76,6 +115,8 @@ struct Snapshot {
     /// copy fresh (it may predate the write).
     generation: u64,
     facts: Rc<ClusterFacts>,
+    /// The config the records' labels were read under.
+    read_with: Option<Rc<Config>>,
     /// Every spot pool's history, as of `version`.
     pools: SpotPools,
     /// What η reads of the whole cluster, computed from this copy once per version.
@@ -96,16 +137,19 @@ pub async fn load(
     bindings: &Bindings,
     cluster: &str,
     now_ms: u64,
-    cache_ms: u64,
+    config: &Rc<Config>,
 ) -> Result<Rc<ClusterFacts>, ApiError> {
     let fresh = with_snapshot(cluster, |s| {
         s.fetched_at_ms
-            .is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms)
+            .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts_cache_ms)
     });
     if !fresh {
-        refresh(bindings, cluster, now_ms).await?;
+        refresh(bindings, cluster, now_ms, config).await?;
     }
-    Ok(with_snapshot(cluster, |s| s.facts.clone()))
+    Ok(with_snapshot(cluster, |s| {
+        read_under(s, config);
+        s.facts.clone()
+    }))
 }
 
 /// What the cluster's facts say as a whole (GPU scarcity, spot pools), from this isolate's copy
@@ -136,14 +180,14 @@ pub async fn load_all(
     bindings: &Bindings,
     cluster: &str,
     now_ms: u64,
-    cache_ms: u64,
+    config: &Rc<Config>,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
     let fresh = with_snapshot(cluster, |s| {
         s.fetched_at_ms
-            .is_some_and(|at| now_ms.saturating_sub(at) <= cache_ms)
+            .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts_cache_ms)
     });
     if !fresh {
-        refresh(bindings, cluster, now_ms).await?;
+        refresh(bindings, cluster, now_ms, config).await?;
     }
     Ok(with_snapshot(cluster, |s| {
         s.facts
@@ -153,8 +197,22 @@ pub async fn load_all(
     }))
 }
 
+/// Makes the copy's label readings `config`'s. The isolate's config never changes, so this
+/// reads nothing again after its first call (on an empty copy).
+fn read_under(s: &mut Snapshot, config: &Rc<Config>) {
+    if !s.read_with.as_ref().is_some_and(|c| Rc::ptr_eq(c, config)) {
+        Rc::make_mut(&mut s.facts).read_again(config);
+        s.read_with = Some(config.clone());
+    }
+}
+
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
-async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), ApiError> {
+async fn refresh(
+    bindings: &Bindings,
+    cluster: &str,
+    now_ms: u64,
+    config: &Rc<Config>,
+) -> Result<(), ApiError> {
     let (version, generation) = with_snapshot(cluster, |s| (s.version, s.generation));
     let path = match version {
         Some((instance, seq)) => format!("/snapshot?instance={instance}&seq={seq}"),
@@ -174,6 +232,7 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
         // A reply older than the copy (a concurrent fetch finished first) is not applied.
         if newer {
             // A new version beside the one requests may still hold (copying 16 pointers).
+            read_under(s, config);
             let facts = Rc::make_mut(&mut s.facts);
             if reply.full {
                 *facts = ClusterFacts::default();
@@ -184,7 +243,7 @@ async fn refresh(bindings: &Bindings, cluster: &str, now_ms: u64) -> Result<(), 
                         shard
                             .nodes
                             .into_iter()
-                            .map(|f| (f.name.clone(), f))
+                            .map(|f| (f.name.clone(), Record::read(f, config)))
                             .collect(),
                     );
                 }

@@ -18,13 +18,7 @@ use crate::pod_index;
 /// The cluster's node facts, read in place by the verb (this isolate's copy, refreshed from
 /// the Facts object when older than `FACTS_CACHE_MS`).
 async fn cluster_facts(call: &Call) -> Result<Rc<ClusterFacts>, ApiError> {
-    facts_client::load(
-        &call.bindings,
-        &call.cluster,
-        call.now_ms,
-        call.config.facts_cache_ms,
-    )
-    .await
+    facts_client::load(&call.bindings, &call.cluster, call.now_ms, &call.config).await
 }
 
 /// The facts a verb judges `body` against, fetched before the body is parsed (the verbs judge

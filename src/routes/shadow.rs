@@ -130,13 +130,7 @@ pub async fn report(call: &mut Call) -> Handled {
         return Ok(json_response(200, &summary));
     }
     let config = call.config.clone();
-    let facts = facts_client::load_all(
-        &call.bindings,
-        &call.cluster,
-        call.now_ms,
-        config.facts_cache_ms,
-    )
-    .await?;
+    let facts = facts_client::load_all(&call.bindings, &call.cluster, call.now_ms, &config).await?;
     // The outlook prioritize would score with, from the copy load_all just refreshed.
     let outlook = facts_client::outlook(&call.cluster, call.now_ms, &config);
     let cluster = ShadowCluster::new(&facts, &outlook, call.now_ms, &config);

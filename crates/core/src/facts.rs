@@ -3,6 +3,7 @@
 //! allocatable) replace the old ones; measurements (requested resources, latency, utilisation)
 //! carry the time they were observed, so that readers can ignore them once stale.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::nodes::NodeReport;
 use crate::config::Config;
 use crate::k8s::{parse_resource_list, ResourceAmounts};
+use crate::node_labels::LabelReading;
 use crate::predict::{Ema, Predictor};
 
 /// A measurement and when it was observed.
@@ -199,6 +201,14 @@ impl NodeFacts {
 /// that a request never copies the records it reads.
 pub trait FactsLookup {
     fn get(&self, name: &str) -> Option<&NodeFacts>;
+
+    /// [`FactsLookup::get`] with what the record's labels say under `config`: read here, or
+    /// borrowed where the lookup keeps a reading beside each record (the Worker's copy,
+    /// read again only when a record changes).
+    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        self.get(name)
+            .map(|f| (f, Cow::Owned(LabelReading::of(&f.labels, config))))
+    }
 }
 
 impl FactsLookup for std::collections::HashMap<String, NodeFacts> {

@@ -51,6 +51,37 @@ impl NodeProfile {
     }
 }
 
+/// Everything the verbs read from a node's labels: its profile and its latency label. Read
+/// once per facts record where the lookup keeps it beside the record
+/// ([`crate::facts::FactsLookup::get_read`]): a verb over 5,000 candidates would otherwise
+/// look up tens of label keys in each one's map, which was most of a names-mode call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabelReading {
+    pub profile: NodeProfile,
+    /// Network latency in µs from the first `LATENCY_LABELS` key present that reads as one.
+    pub latency_us: Option<f64>,
+}
+
+impl LabelReading {
+    pub fn of(labels: &BTreeMap<String, String>, config: &Config) -> Self {
+        LabelReading {
+            profile: NodeProfile::of(labels, config),
+            latency_us: latency_us(labels, config),
+        }
+    }
+}
+
+/// The latency label (`LATENCY_LABELS`, first present key) in µs; `None` when absent or not a
+/// finite, non-negative number.
+pub fn latency_us(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
+    config
+        .latency_labels
+        .iter()
+        .find_map(|key| labels.get(key))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
 /// The price per hour of the cost label (`COST_LABEL`); `None` when absent or unreadable.
 pub fn cost_per_hour(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
     labels

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::config::Config;
 use crate::facts::{NodeFacts, Observed};
 use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
-use crate::node_labels::NodeProfile;
+use crate::node_labels::{LabelReading, NodeProfile};
 use crate::predict::{spike_probability, Predictor};
 
 /// Name, labels and resource amounts are borrowed from the request and the facts it was
@@ -33,8 +33,9 @@ pub struct NodeState<'a> {
     pub stale_facts: bool,
     /// True when kube-scheduler sent only the name and we hold no facts for it at all.
     pub unknown: bool,
-    /// What its labels say (price, spot pool), read once here.
-    pub profile: NodeProfile,
+    /// What its labels say (price, spot pool): read once per facts record where the facts
+    /// lookup keeps it (borrowed), else here.
+    pub profile: Cow<'a, NodeProfile>,
     /// Share of allocatable already requested (the largest over CPU, memory and GPUs) from fresh
     /// facts; `Some(0.0)` is a node known idle.
     pub committed_share: Option<f64>,
@@ -114,11 +115,27 @@ impl<'a> NodeState<'a> {
         config: &Config,
         field: &str,
     ) -> Result<Self, ResourceError> {
+        Self::assemble_read(name, node, facts, None, now_ms, config, field)
+    }
+
+    /// [`NodeState::assemble`] with the facts' labels already read
+    /// ([`crate::facts::FactsLookup::get_read`]), used when no node object was sent (its
+    /// labels win); `None` reads whichever labels count here.
+    pub fn assemble_read(
+        name: &'a str,
+        node: Option<&'a NodeView>,
+        facts: Option<&'a NodeFacts>,
+        facts_reading: Option<Cow<'a, LabelReading>>,
+        now_ms: u64,
+        config: &Config,
+        field: &str,
+    ) -> Result<Self, ResourceError> {
         let ttl = config.facts_ttl_ms;
         let mut labels = facts.map_or(&NO_LABELS, |f| &f.labels);
         let mut allocatable = facts
             .and_then(|f| f.allocatable.as_ref())
             .map(Cow::Borrowed);
+        let mut reading = facts_reading;
         if let Some(node) = node {
             // The object kube-scheduler sent is authoritative for identity.
             labels = &node.metadata.labels;
@@ -126,7 +143,13 @@ impl<'a> NodeState<'a> {
                 &node.status.allocatable,
                 &format!("{field}.status.allocatable"),
             )?));
+            reading = None;
         }
+        let reading = reading.unwrap_or_else(|| Cow::Owned(LabelReading::of(labels, config)));
+        let (profile, label_latency) = match reading {
+            Cow::Borrowed(r) => (Cow::Borrowed(&r.profile), r.latency_us),
+            Cow::Owned(r) => (Cow::Owned(r.profile), r.latency_us),
+        };
         let mut stale = false;
         let requested = facts
             .and_then(|f| fresh(f.requested.as_ref(), now_ms, ttl, &mut stale))
@@ -136,14 +159,7 @@ impl<'a> NodeState<'a> {
         let load = facts.and_then(|f| keep_fresh(f.load.as_ref(), now_ms, ttl, &mut stale));
         let gpu_free_milli =
             facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
-        let latency_us = fact_latency.or_else(|| {
-            config
-                .latency_labels
-                .iter()
-                .find_map(|key| labels.get(key))
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-        });
+        let latency_us = fact_latency.or(label_latency);
         let load = load.and_then(|ema| {
             ema.forecast().map(|u| LoadOutlook {
                 predicted_utilisation: u,
@@ -157,7 +173,7 @@ impl<'a> NodeState<'a> {
         });
         Ok(NodeState {
             name: Cow::Borrowed(name),
-            profile: NodeProfile::of(labels, config),
+            profile,
             committed_share: committed_share(allocatable.as_deref(), requested.as_deref(), config),
             labels: Cow::Borrowed(labels),
             allocatable,
@@ -182,7 +198,7 @@ impl<'a> NodeState<'a> {
             gpu_free_milli: self.gpu_free_milli,
             stale_facts: self.stale_facts,
             unknown: self.unknown,
-            profile: self.profile,
+            profile: Cow::Owned(self.profile.into_owned()),
             committed_share: self.committed_share,
         }
     }
@@ -252,5 +268,41 @@ mod tests {
         );
         let s = NodeState::assemble("n", None, Some(&f), 11 + c.facts_ttl_ms, &c, "x").unwrap();
         assert_eq!((s.gpu_free_milli, s.stale_facts), (None, true));
+    }
+
+    #[test]
+    fn a_kept_label_reading_gives_the_state_assemble_reads_and_a_node_object_overrides_it() {
+        let c = Config::default();
+        let f = facts(
+            r#"{"name":"n","labels":{"aco/gpu-type":"T4","aco/latency-us":"300","aco/cost-per-hour":"2.5"},"allocatable":{"cpu":"4"}}"#,
+            10,
+        );
+        let read = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
+        let reading = LabelReading::of(&f.labels, &c);
+        let with_reading = |node| {
+            let reading = Some(Cow::Borrowed(&reading));
+            NodeState::assemble_read("n", node, Some(&f), reading, 20, &c, "x").unwrap()
+        };
+        let kept = with_reading(None);
+        assert_eq!(kept, read);
+        assert!(matches!(kept.profile, Cow::Borrowed(_)));
+        assert_eq!(
+            (
+                kept.gpu_model(),
+                kept.latency_us,
+                kept.profile.cost_per_hour
+            ),
+            (Some("T4"), Some(300.0), Some(2.5))
+        );
+        // The object kube-scheduler sent names another model: its labels count, not the reading.
+        let node: NodeView = serde_json::from_str(
+            r#"{"metadata":{"name":"n","labels":{"aco/gpu-type":"A100"}},"status":{"allocatable":{"cpu":"4"}}}"#,
+        )
+        .unwrap();
+        let s = with_reading(Some(&node));
+        assert_eq!(
+            (s.gpu_model(), s.latency_us, s.profile.cost_per_hour),
+            (Some("A100"), None, None)
+        );
     }
 }

@@ -242,10 +242,16 @@ fn state_of<'s>(
         Some(_) => format!("Nodes.items[{i}]"),
         None => String::new(),
     };
-    NodeState::assemble(
+    // A node object's labels win over the facts': their reading is asked for only without one.
+    let (facts, reading) = match c.view {
+        Some(_) => (facts.get(&c.name), None),
+        None => facts.get_read(&c.name, config).unzip(),
+    };
+    NodeState::assemble_read(
         &c.name,
         c.view.as_ref(),
-        facts.get(&c.name),
+        facts,
+        reading,
         now_ms,
         config,
         &field,

@@ -683,7 +683,9 @@ mod tests {
                 .collect();
             NodeState {
                 name: "n".into(),
-                profile: crate::node_labels::NodeProfile::of(&labels, &config),
+                profile: std::borrow::Cow::Owned(crate::node_labels::NodeProfile::of(
+                    &labels, &config,
+                )),
                 labels: std::borrow::Cow::Owned(labels),
                 allocatable: Some(std::borrow::Cow::Owned(amounts(8000))),
                 requested: Some(std::borrow::Cow::Owned(amounts(0))),

@@ -297,7 +297,7 @@ mod tests {
         let priced = |price: &str, gpus: i64| {
             let mut s = state(&[("nvidia.com/gpu", gpus)], &[], None);
             let labels = [(c.cost_label.clone(), price.to_string())].into();
-            s.profile = NodeProfile::of(&labels, &c);
+            s.profile = Cow::Owned(NodeProfile::of(&labels, &c));
             s
         };
         let (two, eight) = (priced("3.0", 2), priced("21.0", 8));
