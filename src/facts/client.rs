@@ -28,7 +28,7 @@ use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
-use aco_core::facts::{FactsLookup, NodeFacts};
+use aco_core::facts::{FactsLookup, NodeFacts, ReadFacts};
 use aco_core::facts_shards::{shard_of, SHARDS};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
@@ -40,25 +40,11 @@ use crate::facts::{self, SnapshotReply};
 use crate::http::ApiError;
 
 /// One cluster's node facts, as of one version of this isolate's copy: immutable once handed
-/// out; the next version shares the shards it did not change.
+/// out; the next version shares the shards it did not change. Each record's labels are read
+/// when it arrives ([`ReadFacts`]), not by every verb over every candidate.
 #[derive(Clone)]
 pub struct ClusterFacts {
-    shards: Vec<Rc<HashMap<String, Record>>>,
-}
-
-/// A node's facts and what its labels say, read when the record arrives rather than by every
-/// verb over every candidate.
-#[derive(Clone)]
-struct Record {
-    facts: NodeFacts,
-    reading: LabelReading,
-}
-
-impl Record {
-    fn read(facts: NodeFacts, config: &Config) -> Self {
-        let reading = LabelReading::of(&facts.labels, config);
-        Self { facts, reading }
-    }
+    shards: Vec<Rc<HashMap<String, ReadFacts>>>,
 }
 
 impl Default for ClusterFacts {
@@ -80,27 +66,21 @@ impl ClusterFacts {
     fn read_again(&mut self, config: &Config) {
         for shard in &mut self.shards {
             for record in Rc::make_mut(shard).values_mut() {
-                record.reading = LabelReading::of(&record.facts.labels, config);
+                record.read_again(config);
             }
         }
     }
 }
 
+/// The readings are the isolate's config's ([`load`] reads every record again should a call
+/// come with another).
 impl FactsLookup for ClusterFacts {
     fn get(&self, name: &str) -> Option<&NodeFacts> {
-        self.shards[shard_of(name)].get(name).map(|r| &r.facts)
+        FactsLookup::get(&*self.shards[shard_of(name)], name)
     }
 
-    /// The reading kept beside the record, made under the isolate's config ([`load`] reads
-    /// every record again should a call come with another).
-    fn get_read(
-        &self,
-        name: &str,
-        _config: &Config,
-    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
-        self.shards[shard_of(name)]
-            .get(name)
-            .map(|r| (&r.facts, Cow::Borrowed(&r.reading)))
+    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        FactsLookup::get_read(&*self.shards[shard_of(name)], name, config)
     }
 }
 
@@ -243,7 +223,7 @@ async fn refresh(
                         shard
                             .nodes
                             .into_iter()
-                            .map(|f| (f.name.clone(), Record::read(f, config)))
+                            .map(|f| (f.name.clone(), ReadFacts::read(f, config)))
                             .collect(),
                     );
                 }

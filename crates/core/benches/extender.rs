@@ -14,7 +14,7 @@ use rand::{rngs::SmallRng, SeedableRng};
 
 fn bench(c: &mut Criterion) {
     let config = Config::default();
-    let facts = HashMap::new();
+    let facts: HashMap<String, aco_core::facts::NodeFacts> = HashMap::new();
     let mut group = c.benchmark_group("extender");
     for n in [6usize, 100, 1_000, 5_000] {
         let body = fixtures::extender_args(n);

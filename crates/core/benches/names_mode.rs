@@ -1,8 +1,10 @@
 //! Names mode (`nodeCacheCapable: true`) natively, stage by stage, over 1,000 and 5,000 nodes
-//! whose facts are held in one shared map, as the Worker's isolate holds them: `parse_args` of
-//! the names, the per-request copy of the candidates' facts the Worker used to make (`copy`),
-//! `filter` (parse + rules + reply) and `prioritize` (parse + features + colony + reply) reading
-//! the shared facts in place. Run: `cargo bench -p aco-core --bench names_mode`.
+//! whose facts are held in one shared map with their labels read (`ReadFacts`), as the Worker's
+//! isolate holds them: `parse_args` of the names, the per-request copy of the candidates' facts
+//! the Worker used to make (`copy`), `filter` (parse + rules + reply) — and `filter_reading_labels`,
+//! the same over bare records whose labels every call reads — and `prioritize` (parse +
+//! features + colony + reply) reading the shared facts in place.
+//! Run: `cargo bench -p aco-core --bench names_mode`.
 
 use std::collections::HashMap;
 
@@ -10,7 +12,7 @@ use aco_core::api::nodes::NodeReport;
 use aco_core::colony::TenantColony;
 use aco_core::config::Config;
 use aco_core::extender::{filter, parse_args, scoring_input};
-use aco_core::facts::NodeFacts;
+use aco_core::facts::{NodeFacts, ReadFacts};
 use aco_core::heuristic::ClusterOutlook;
 use aco_testkit::fixtures;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -40,6 +42,10 @@ fn bench(c: &mut Criterion) {
     for n in [1_000usize, 5_000] {
         let body = fixtures::extender_args_names(n);
         let shared = facts(n, &config);
+        let kept: HashMap<String, ReadFacts> = shared
+            .iter()
+            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &config)))
+            .collect();
         let outlook = ClusterOutlook::from_facts(shared.values(), Default::default(), 0, &config);
         group.throughput(Throughput::Elements(n as u64));
         group.sample_size(20);
@@ -58,14 +64,25 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("filter", n), &body, |b, body| {
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
-                let out = filter(&args, &shared, 0, &config).unwrap();
+                let out = filter(&args, &kept, 0, &config).unwrap();
                 serde_json::to_vec(&out.result).unwrap().len()
             })
         });
+        group.bench_with_input(
+            BenchmarkId::new("filter_reading_labels", n),
+            &body,
+            |b, body| {
+                b.iter(|| {
+                    let args = parse_args(body, &config).unwrap();
+                    let out = filter(&args, &shared, 0, &config).unwrap();
+                    serde_json::to_vec(&out.result).unwrap().len()
+                })
+            },
+        );
         group.bench_with_input(BenchmarkId::new("scoring_input", n), &body, |b, body| {
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
-                scoring_input(&args, &shared, &outlook, 0, &config)
+                scoring_input(&args, &kept, &outlook, 0, &config)
                     .unwrap()
                     .features
                     .len()
@@ -76,7 +93,7 @@ fn bench(c: &mut Criterion) {
             let mut rng = SmallRng::seed_from_u64(1);
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
-                let input = scoring_input(&args, &shared, &outlook, 0, &config).unwrap();
+                let input = scoring_input(&args, &kept, &outlook, 0, &config).unwrap();
                 let p =
                     colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
                 serde_json::to_vec(&p.priorities).unwrap().len()

@@ -4,7 +4,7 @@
 //! carry the time they were observed, so that readers can ignore them once stale.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -211,9 +211,45 @@ pub trait FactsLookup {
     }
 }
 
-impl FactsLookup for std::collections::HashMap<String, NodeFacts> {
+impl FactsLookup for HashMap<String, NodeFacts> {
     fn get(&self, name: &str) -> Option<&NodeFacts> {
-        std::collections::HashMap::get(self, name)
+        HashMap::get(self, name)
+    }
+}
+
+/// A facts record and what its labels say under the config it was read with: the form a
+/// long-lived copy keeps (the Worker's isolate), so that the verbs borrow the reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadFacts {
+    pub facts: NodeFacts,
+    pub reading: LabelReading,
+}
+
+impl ReadFacts {
+    pub fn read(facts: NodeFacts, config: &Config) -> Self {
+        let reading = LabelReading::of(&facts.labels, config);
+        Self { facts, reading }
+    }
+
+    /// The labels read again, under another config.
+    pub fn read_again(&mut self, config: &Config) {
+        self.reading = LabelReading::of(&self.facts.labels, config);
+    }
+}
+
+/// Records read under one config: `get_read` hands out their readings whatever `config` it is
+/// asked with, so the holder reads them again when its config changes.
+impl FactsLookup for HashMap<String, ReadFacts> {
+    fn get(&self, name: &str) -> Option<&NodeFacts> {
+        HashMap::get(self, name).map(|r| &r.facts)
+    }
+
+    fn get_read(
+        &self,
+        name: &str,
+        _config: &Config,
+    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        HashMap::get(self, name).map(|r| (&r.facts, Cow::Borrowed(&r.reading)))
     }
 }
 

@@ -533,6 +533,54 @@ mod tests {
         format!(r#"{{"Pod":{pod},"Nodes":{NODES},"NodeNames":null}}"#)
     }
 
+    fn no_facts() -> HashMap<String, crate::facts::NodeFacts> {
+        HashMap::new()
+    }
+
+    /// The Worker keeps each record's label reading beside it: the verbs answer as they do
+    /// over bare records whose labels every call reads (the fixture's latency labels fail
+    /// some nodes, so the readings decide answers).
+    #[test]
+    fn kept_label_readings_answer_as_labels_read_per_call() {
+        use crate::api::nodes::NodeReport;
+        use crate::facts::{NodeFacts, ReadFacts};
+        use crate::heuristic::ClusterOutlook;
+        use aco_testkit::fixtures;
+        #[derive(serde::Deserialize)]
+        struct Batch {
+            nodes: Vec<NodeReport>,
+        }
+        let c = Config::default();
+        let batch: Batch = serde_json::from_str(&fixtures::node_facts_report(40)).unwrap();
+        let bare: HashMap<String, NodeFacts> = batch
+            .nodes
+            .iter()
+            .map(|r| {
+                let mut f = NodeFacts::default();
+                f.apply(r, 0, &c);
+                (f.name.clone(), f)
+            })
+            .collect();
+        let kept: HashMap<String, ReadFacts> = bare
+            .iter()
+            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &c)))
+            .collect();
+        let body = fixtures::extender_args_names(40);
+        let args = parse_args(&body, &c).unwrap();
+        let read = filter(&args, &bare, 0, &c).unwrap();
+        assert_eq!(read.rejected.get(&RejectCode::LatencyExceeded), Some(&5));
+        assert_eq!(
+            serde_json::to_string(&filter(&args, &kept, 0, &c).unwrap().result).unwrap(),
+            serde_json::to_string(&read.result).unwrap()
+        );
+        let outlook = ClusterOutlook::from_facts(bare.values(), Default::default(), 0, &c);
+        let features = |facts: &dyn Fn(&Args) -> ScoringInput| facts(&args).features;
+        assert_eq!(
+            features(&|a| scoring_input(a, &kept, &outlook, 0, &c).unwrap()),
+            features(&|a| scoring_input(a, &bare, &outlook, 0, &c).unwrap())
+        );
+    }
+
     #[test]
     fn full_mode_echoes_passing_nodes_byte_for_byte() {
         let b = body(
@@ -540,7 +588,7 @@ mod tests {
         );
         let c = Config::default();
         let args = parse_args(&b, &c).unwrap();
-        let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
+        let out = filter(&args, &no_facts(), 0, &c).unwrap();
         let json = serde_json::to_string(&out.result).unwrap();
         let original = NODES
             .split("},\n")
@@ -597,7 +645,7 @@ mod tests {
         let b = body(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"100"}}}]}}"#);
         let args = parse_args(&b, &c).unwrap();
         let json =
-            serde_json::to_string(&filter(&args, &HashMap::new(), 0, &c).unwrap().result).unwrap();
+            serde_json::to_string(&filter(&args, &no_facts(), 0, &c).unwrap().result).unwrap();
         assert!(
             json.starts_with(r#"{"Nodes":{"metadata":{},"items":[]},"NodeNames":[]"#),
             "{json}"
@@ -609,14 +657,14 @@ mod tests {
         let c = Config::default();
         let b = body(r#"{"metadata":{"annotations":{"scheduling.aco/latency-target-us":"soon"}}}"#);
         let args = parse_args(&b, &c).unwrap();
-        let out = filter(&args, &HashMap::new(), 0, &c).unwrap();
+        let out = filter(&args, &no_facts(), 0, &c).unwrap();
         assert_eq!(out.passed, 0);
         assert!(out
             .result
             .failed_and_unresolvable_nodes
             .values()
             .all(|m| m.contains("soon")));
-        assert!(scoring_input(&args, &HashMap::new(), &Default::default(), 0, &c).is_err());
+        assert!(scoring_input(&args, &no_facts(), &Default::default(), 0, &c).is_err());
     }
 
     #[test]
@@ -646,7 +694,7 @@ mod tests {
         ] {
             let e = match parse_args(b, &c) {
                 Err(e) => e,
-                Ok(args) => filter(&args, &HashMap::new(), 0, &c).unwrap_err(),
+                Ok(args) => filter(&args, &no_facts(), 0, &c).unwrap_err(),
             };
             assert_eq!(e.status, 400);
             let text = format!("{:?} {}", e.field, e.message);
