@@ -17,7 +17,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let config = Config::default();
     let now = 1_700_000_000_000;
-    let (facts, outlook) = (HashMap::new(), ClusterOutlook::default());
+    let facts: HashMap<String, aco_core::facts::NodeFacts> = HashMap::new();
+    let outlook = ClusterOutlook::default();
     let error = |e: BadRequest| (e.status, e.field, e.message);
     let reply = |r: &aco_core::wire::ExtenderFilterResult| serde_json::to_string(r).unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 #![no_main]
 use aco_core::api::nodes::NodeReport;
 use aco_core::config::Config;
-use aco_core::facts::NodeFacts;
+use aco_core::facts::{NodeFacts, ReadFacts};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,5 +22,6 @@ fuzz_target!(|data: &[u8]| {
     let back: NodeFacts = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("stored facts do not read back: {e}: {text}"));
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
-    let _ = facts.allocatable_amounts();
+    // What the verbs read of its labels, as the Worker reads it when the record arrives.
+    let _ = ReadFacts::read(back, &config);
 });
