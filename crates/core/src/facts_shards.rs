@@ -362,7 +362,7 @@ impl FactsTable {
             let (Some(then), Some(now)) = (&before.requested, &record.requested) else {
                 continue;
             };
-            let busy = then.value.0.values().any(|v| *v > 0);
+            let busy = then.value.any_positive();
             plan.pools
                 .observed(&before.labels, busy, then.at_ms, now.at_ms, config);
         }

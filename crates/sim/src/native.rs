@@ -8,13 +8,13 @@
 //! and never change). [`NativeScheduler::reference`] keeps the unoptimised path (wire reports,
 //! full reassembly); `tests::fast_path_places_exactly_as_the_reference` holds them equal.
 
+use std::borrow::Cow;
+
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::{check_node_for, PodWants};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
-use std::borrow::Cow;
-
 use aco_core::node_state::{LoadOutlook, NodeState};
 use aco_core::predict::{spike_probability, Ema, Predictor};
 use rand::rngs::StdRng;
@@ -151,7 +151,7 @@ impl NativeScheduler {
     /// [`NativeScheduler::exposed`] can accrue its spot exposure as the Facts object does.
     fn before(&self, node: usize) -> Option<(bool, u64)> {
         let r = self.facts[node].as_ref()?.requested.as_ref()?;
-        Some((r.value.0.values().any(|v| *v > 0), r.at_ms))
+        Some((r.value.any_positive(), r.at_ms))
     }
 
     /// After a node's facts changed: its pool accrues the time since `before` (see

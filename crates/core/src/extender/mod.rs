@@ -574,10 +574,13 @@ mod tests {
             serde_json::to_string(&read.result).unwrap()
         );
         let outlook = ClusterOutlook::from_facts(bare.values(), Default::default(), 0, &c);
-        let features = |facts: &dyn Fn(&Args) -> ScoringInput| facts(&args).features;
         assert_eq!(
-            features(&|a| scoring_input(a, &kept, &outlook, 0, &c).unwrap()),
-            features(&|a| scoring_input(a, &bare, &outlook, 0, &c).unwrap())
+            scoring_input(&args, &kept, &outlook, 0, &c)
+                .unwrap()
+                .features,
+            scoring_input(&args, &bare, &outlook, 0, &c)
+                .unwrap()
+                .features
         );
     }
 

@@ -21,6 +21,11 @@ impl ResourceAmounts {
         self.0.contains_key(name)
     }
 
+    /// Some resource above 0: of a node's requested amounts, a node that holds pods' requests.
+    pub fn any_positive(&self) -> bool {
+        self.0.values().any(|v| *v > 0)
+    }
+
     fn add(&mut self, other: &ResourceAmounts) {
         for (name, amount) in &other.0 {
             let slot = self.0.entry(name.clone()).or_insert(0);
