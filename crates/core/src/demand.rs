@@ -74,11 +74,8 @@ impl PodDemand {
             .gpu_resources
             .iter()
             .filter_map(|name| {
-                request
-                    .0
-                    .get(name)
-                    .filter(|n| **n > 0)
-                    .map(|n| (name.clone(), *n))
+                let amount = request.get(name);
+                (amount > 0).then(|| (name.clone(), amount))
             })
             .collect();
         let allowed_gpu_models = meta

@@ -64,10 +64,9 @@ pub fn committed_share(
     let (alloc, requested) = (allocatable?, requested?);
     Some(
         requested
-            .0
             .iter()
-            .filter(|(name, amount)| **amount > 0 && counted(name, config))
-            .map(|(name, amount)| share(*amount, alloc.get(name)))
+            .filter(|(name, amount)| *amount > 0 && counted(name, config))
+            .map(|(name, amount)| share(amount, alloc.get(name)))
             .fold(0.0, f64::max),
     )
 }

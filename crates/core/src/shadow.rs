@@ -185,9 +185,9 @@ impl<'a> ShadowCluster<'a> {
 pub fn without_pod(facts: &NodeFacts, pod: &PodDemand) -> NodeFacts {
     let mut before = facts.clone();
     if let Some(requested) = &mut before.requested {
-        for (name, amount) in &pod.request.0 {
-            if let Some(r) = requested.value.0.get_mut(name) {
-                *r = r.saturating_sub(*amount).max(0);
+        for (name, amount) in pod.request.iter() {
+            if let Some(r) = requested.value.get_mut(name) {
+                *r = r.saturating_sub(amount).max(0);
             }
         }
     }

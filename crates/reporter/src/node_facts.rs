@@ -84,9 +84,8 @@ pub fn requested_sum<'a>(
 ) -> ResourceAmounts {
     let mut total = ResourceAmounts::default();
     for pod in pods.into_iter().filter(|p| holds_resources(p)) {
-        for (name, amount) in cache.get(pod).0 {
-            let slot = total.0.entry(name).or_insert(0);
-            *slot = slot.saturating_add(amount);
+        for (name, amount) in cache.get(pod).iter() {
+            total.add_to(name, amount);
         }
     }
     total
@@ -95,11 +94,10 @@ pub fn requested_sum<'a>(
 /// Integer amounts back to Kubernetes quantity text: `cpu` in milli, the rest in units.
 pub fn to_quantity_text(amounts: &ResourceAmounts) -> RawResourceList {
     amounts
-        .0
         .iter()
         .map(|(name, n)| {
             (
-                name.clone(),
+                name.to_string(),
                 QuantityText(if name == "cpu" {
                     format!("{n}m")
                 } else {
@@ -173,7 +171,7 @@ pub fn allocatable(node: &Node) -> ResourceAmounts {
             quantity::parse_value(&q.0)
         };
         if let Ok(v) = parsed {
-            out.0.insert(name.clone(), v);
+            out.insert(name.as_str(), v);
         }
     }
     out
@@ -319,10 +317,7 @@ mod tests {
 
     #[test]
     fn utilisation_is_the_busier_resource_and_stale_samples_are_dropped() {
-        let alloc = ResourceAmounts(BTreeMap::from([
-            ("cpu".into(), 8_000),
-            ("memory".into(), 16 << 30),
-        ]));
+        let alloc = ResourceAmounts::from([("cpu", 8_000), ("memory", 16 << 30)]);
         let u = NodeUsage {
             at_ms: 10_000,
             cpu_milli: 2_000,
@@ -369,7 +364,7 @@ mod tests {
         }))
         .unwrap();
         let keys = labels_the_worker_reads(&Config::default());
-        let requested = ResourceAmounts(BTreeMap::from([("cpu".into(), 1_500)]));
+        let requested = ResourceAmounts::from([("cpu", 1_500)]);
         let r = node_report(FactsInput {
             node: &node,
             requested: &requested,

@@ -675,7 +675,7 @@ mod tests {
         use crate::k8s::ResourceAmounts;
         use crate::node_state::NodeState;
         let config = Config::default();
-        let amounts = |cpu: i64| ResourceAmounts([("cpu".to_string(), cpu)].into());
+        let amounts = |cpu: i64| ResourceAmounts::from([("cpu", cpu)]);
         let node = |label: Option<&str>| {
             let labels: std::collections::BTreeMap<_, _> = label
                 .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))

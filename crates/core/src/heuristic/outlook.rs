@@ -228,9 +228,8 @@ mod tests {
         requested: &[(&str, i64)],
         free: Option<Vec<u32>>,
     ) -> NodeState<'static> {
-        let amounts = |v: &[(&str, i64)]| {
-            ResourceAmounts(v.iter().map(|(k, a)| (k.to_string(), *a)).collect())
-        };
+        let amounts =
+            |v: &[(&str, i64)]| v.iter().map(|(k, a)| (*k, *a)).collect::<ResourceAmounts>();
         NodeState {
             name: "n".into(),
             labels: Default::default(),

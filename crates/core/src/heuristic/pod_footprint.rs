@@ -21,10 +21,8 @@ impl<'p> PodFootprint<'p> {
         Self {
             counted: pod
                 .request
-                .0
                 .iter()
-                .filter(|(name, amount)| **amount > 0 && counted(name, config))
-                .map(|(name, amount)| (name.as_str(), *amount))
+                .filter(|(name, amount)| *amount > 0 && counted(name, config))
                 .collect(),
             gpus: pod_gpus(pod),
         }

@@ -8,36 +8,111 @@ use crate::quantity::{Quantity, QuantityError};
 
 /// Amounts per resource name: `cpu` in milli-CPU, every other resource in whole units.
 /// Stored as the bare map (`{"cpu":4000}`), so a facts record keeps its JSON shape.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct ResourceAmounts(pub BTreeMap<String, i64>);
+///
+/// Held as a list sorted by name rather than a `BTreeMap`: a node or pod names a handful of
+/// resources, and [`ResourceAmounts::get`] runs for every candidate of every decision — a scan
+/// that compares lengths first rejects most names without comparing their bytes, where the
+/// tree's ordered search compares bytes at every step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceAmounts(Vec<(String, i64)>);
 
 impl ResourceAmounts {
     pub fn get(&self, name: &str) -> i64 {
-        self.0.get(name).copied().unwrap_or(0)
+        self.find(name).map_or(0, |i| self.0[i].1)
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.find(name).is_some()
+    }
+
+    /// The amount of `name`, to change in place, if it is listed.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut i64> {
+        self.find(name).map(|i| &mut self.0[i].1)
+    }
+
+    /// Sets `name` to `amount`, replacing any amount it had.
+    pub fn insert(&mut self, name: impl Into<String>, amount: i64) {
+        *self.slot(name.into()) = amount;
+    }
+
+    /// Adds `amount` to `name` (from 0 when it is not listed), saturating.
+    pub fn add_to(&mut self, name: impl Into<String>, amount: i64) {
+        let slot = self.slot(name.into());
+        *slot = slot.saturating_add(amount);
+    }
+
+    /// Every listed resource and its amount, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> + '_ {
+        self.0.iter().map(|(name, amount)| (name.as_str(), *amount))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// Some resource above 0: of a node's requested amounts, a node that holds pods' requests.
     pub fn any_positive(&self) -> bool {
-        self.0.values().any(|v| *v > 0)
+        self.0.iter().any(|(_, v)| *v > 0)
+    }
+
+    fn find(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|(n, _)| n == name)
+    }
+
+    /// The amount of `name`, inserted at 0 in name order when it is not listed.
+    fn slot(&mut self, name: String) -> &mut i64 {
+        let i = match self.0.binary_search_by(|(n, _)| n.as_str().cmp(&name)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (name, 0));
+                i
+            }
+        };
+        &mut self.0[i].1
     }
 
     fn add(&mut self, other: &ResourceAmounts) {
         for (name, amount) in &other.0 {
-            let slot = self.0.entry(name.clone()).or_insert(0);
-            *slot = slot.saturating_add(*amount);
+            self.add_to(name.as_str(), *amount);
         }
     }
 
     fn max_with(&mut self, other: &ResourceAmounts) {
         for (name, amount) in &other.0 {
-            let slot = self.0.entry(name.clone()).or_insert(0);
+            let slot = self.slot(name.clone());
             *slot = (*slot).max(*amount);
         }
+    }
+}
+
+/// Later amounts of a name replace earlier ones, as a map's insert does.
+impl<S: Into<String>> FromIterator<(S, i64)> for ResourceAmounts {
+    fn from_iter<I: IntoIterator<Item = (S, i64)>>(iter: I) -> Self {
+        let mut out = ResourceAmounts::default();
+        for (name, amount) in iter {
+            out.insert(name, amount);
+        }
+        out
+    }
+}
+
+impl<const N: usize> From<[(&str, i64); N]> for ResourceAmounts {
+    fn from(entries: [(&str, i64); N]) -> Self {
+        entries.into_iter().collect()
+    }
+}
+
+impl serde::Serialize for ResourceAmounts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, amount)| (name, amount)))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ResourceAmounts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, i64>::deserialize(deserializer)?;
+        // Already in name order: no search per insert.
+        Ok(ResourceAmounts(map.into_iter().collect()))
     }
 }
 
@@ -98,7 +173,7 @@ pub fn parse_resource_list(
                 input: text.0.clone(),
             }));
         }
-        out.0.insert(name.clone(), amount);
+        out.insert(name.as_str(), amount);
     }
     Ok(out)
 }
@@ -118,8 +193,10 @@ fn container_request(
         &container.resources.limits,
         &format!("{field}.resources.limits"),
     )?;
-    for (name, limit) in limits.0 {
-        amounts.0.entry(name).or_insert(limit);
+    for (name, limit) in limits.iter() {
+        if !amounts.contains(name) {
+            amounts.insert(name, limit);
+        }
     }
     Ok(amounts)
 }
