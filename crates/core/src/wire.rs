@@ -67,11 +67,12 @@ pub struct NodeListOut<'a> {
 #[derive(Debug, Default, Serialize)]
 pub struct EmptyObject {}
 
-/// One entry of the prioritize reply (a bare JSON array of these).
+/// One entry of the prioritize reply (a bare JSON array of these). The host is borrowed from
+/// the candidates scored: a reply of 5,000 entries copies no name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostPriority {
-    #[serde(rename = "Host", alias = "host")]
-    pub host: String,
+pub struct HostPriority<'a> {
+    #[serde(rename = "Host", alias = "host", borrow)]
+    pub host: Cow<'a, str>,
     #[serde(rename = "Score", alias = "score")]
     pub score: i64,
 }

@@ -142,7 +142,7 @@ mod tests {
             ..NodeFeatures::default()
         };
         let mut rng = StdRng::seed_from_u64(1);
-        let p = TenantColony::default().prioritize(
+        let p = TenantColony::default().score(
             &[node("cheap", 0.4), node("dear", 3.2)],
             WorkloadClass::Batch,
             0,

@@ -20,6 +20,7 @@ pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
 pub use score::{desirability, explore, relative_desirabilities, to_scores};
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rand::Rng;
@@ -62,9 +63,9 @@ pub struct TenantColony {
 
 /// The result of scoring one pod's candidates.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prioritized {
-    /// In the order of the candidates given.
-    pub priorities: Vec<HostPriority>,
+pub struct Prioritized<'a> {
+    /// In the order of the candidates given, naming them by borrow.
+    pub priorities: Vec<HostPriority<'a>>,
     /// To remember under the pod's key until its placement is confirmed.
     pub decision: Decision,
     pub explored: Option<String>,
@@ -132,21 +133,21 @@ impl TenantColony {
     }
 
     /// Scores the candidates 0–10 with `τ^α·η^β`. Does not touch the trail.
-    pub fn prioritize(
+    pub fn prioritize<'a>(
         &mut self,
-        candidates: &[NodeFeatures],
+        candidates: &'a [NodeFeatures],
         workload: WorkloadClass,
         now_ms: u64,
         config: &Config,
         rng: &mut impl Rng,
-    ) -> Prioritized {
+    ) -> Prioritized<'a> {
         let scored = self.score(candidates, workload, now_ms, config, rng);
         Prioritized {
             priorities: candidates
                 .iter()
                 .zip(scored.scores)
                 .map(|(f, score)| HostPriority {
-                    host: f.node.clone(),
+                    host: Cow::Borrowed(&f.node),
                     score,
                 })
                 .collect(),
@@ -384,7 +385,7 @@ mod tests {
             PlacementEffect::UnknownPod
         );
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = c.prioritize(
+        let p = c.score(
             &[node("a", 1.0)],
             WorkloadClass::Batch,
             0,

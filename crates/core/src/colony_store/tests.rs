@@ -124,7 +124,7 @@ fn node(name: &str, cost: f64) -> NodeFeatures {
 
 fn decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
     let mut rng = SmallRng::seed_from_u64(1);
-    let p = TenantColony::default().prioritize(
+    let p = TenantColony::default().score(
         &[node("a", 1.0), node("b", 2.0)],
         WorkloadClass::Batch,
         now_ms,
