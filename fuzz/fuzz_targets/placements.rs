@@ -27,7 +27,7 @@ enum Op {
 }
 
 /// Built from JSON (as the Worker sends it to the colony), so optional fields added later default.
-fn node(i: u8, cost: u8) -> NodeFeatures {
+fn node(i: u8, cost: u8) -> NodeFeatures<'static> {
     serde_json::from_value(serde_json::json!({
         "node": format!("n{}", i % 8),
         "costPerHour": cost as f64 / 16.0,

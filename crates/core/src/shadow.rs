@@ -127,16 +127,16 @@ impl<'a> ShadowCluster<'a> {
         let mut best: Option<(f64, NodeFeatures)> = None;
         // One memo per decision, as prioritize's (the pod and the shapes are fixed).
         let mut memo = FragmentationMemo::default();
-        let features_of = |state: &NodeState, memo: &mut FragmentationMemo| {
-            NodeFeatures::for_pod_memo(
-                state,
-                pod,
-                config,
-                self.outlook,
-                &OPENB_DEFAULT_SHAPES,
-                memo,
-            )
-        };
+        // A fn, not a closure: the features borrow the name of the state they are given.
+        fn features_of<'s>(
+            state: &NodeState<'s>,
+            pod: &PodDemand,
+            config: &Config,
+            outlook: &ClusterOutlook,
+            memo: &mut FragmentationMemo,
+        ) -> NodeFeatures<'s> {
+            NodeFeatures::for_pod_memo(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
+        }
         for state in &self.states {
             let state = if state.name == chosen {
                 &chosen_state
@@ -146,7 +146,7 @@ impl<'a> ShadowCluster<'a> {
             if check_node(pod, state, config).is_err() {
                 continue;
             }
-            let features = features_of(state, &mut memo);
+            let features = features_of(state, pod, config, self.outlook, &mut memo);
             let total = eta_terms(
                 &features,
                 pod.workload,
@@ -167,7 +167,7 @@ impl<'a> ShadowCluster<'a> {
             }
         }
         let (_, colony_features) = best.ok_or(NotScored::NotFeasible)?;
-        let chosen_features = features_of(&chosen_state, &mut memo);
+        let chosen_features = features_of(&chosen_state, pod, config, self.outlook, &mut memo);
         Ok(ShadowVerdict {
             agree: colony_features.node == chosen,
             colony_cost_per_hour: marginal_cost_per_hour(&colony_features, config),
@@ -175,7 +175,7 @@ impl<'a> ShadowCluster<'a> {
             latency_critical: pod.workload.is_latency_critical(),
             chosen_hot: is_hot(&chosen_features, config),
             colony_hot: is_hot(&colony_features, config),
-            colony_choice: colony_features.node,
+            colony_choice: colony_features.node.into_owned(),
             chosen: chosen.to_string(),
         })
     }

@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn renders_every_candidate_and_the_missing_filter() {
-        let node = |n: &str, cost: f64| NodeFeatures {
+        let node = |n: &'static str, cost: f64| NodeFeatures {
             node: n.into(),
             cost_per_hour: Some(cost),
             predicted_utilisation: Some(0.2),

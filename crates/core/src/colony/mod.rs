@@ -196,8 +196,8 @@ impl TenantColony {
         let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
         let desirabilities = relative_desirabilities(&taus, &totals, config);
         let mut scores = to_scores(&desirabilities);
-        let explored =
-            explore(&mut scores, &desirabilities, config, rng).map(|i| candidates[i].node.clone());
+        let explored = explore(&mut scores, &desirabilities, config, rng)
+            .map(|i| candidates[i].node.to_string());
         self.counters.decisions += 1;
         self.counters.explorations += explored.is_some() as u64;
 
@@ -219,7 +219,7 @@ impl TenantColony {
         let kept = &*kept;
         let etas_kept = kept
             .iter()
-            .map(|&i| (candidates[i].node.clone(), etas[i]))
+            .map(|&i| (candidates[i].node.to_string(), etas[i]))
             .collect();
         let explanation = Explanation {
             candidates: kept
@@ -318,9 +318,9 @@ mod tests {
     use super::*;
     use rand::{rngs::SmallRng, SeedableRng};
 
-    fn node(name: &str, cost: f64) -> NodeFeatures {
+    fn node(name: &str, cost: f64) -> NodeFeatures<'static> {
         NodeFeatures {
-            node: name.into(),
+            node: name.to_owned().into(),
             cost_per_hour: Some(cost),
             ..NodeFeatures::default()
         }

@@ -114,9 +114,9 @@ fn commit(store: &mut ColonyStore, db: &mut Tables, now_ms: u64, config: &Config
     db.rows_written - before
 }
 
-fn node(name: &str, cost: f64) -> NodeFeatures {
+fn node(name: &str, cost: f64) -> NodeFeatures<'static> {
     NodeFeatures {
-        node: name.into(),
+        node: name.to_owned().into(),
         cost_per_hour: Some(cost),
         ..NodeFeatures::default()
     }

@@ -394,20 +394,21 @@ pub fn filter<'a>(
 
 /// What the `prioritize` verb sends to the tenant's colony.
 #[derive(Debug)]
-pub struct ScoringInput {
+pub struct ScoringInput<'a> {
     pub demand: PodDemand,
-    pub features: Vec<NodeFeatures>,
+    /// Naming the candidates by borrow from the body (unless a name has JSON escapes).
+    pub features: Vec<NodeFeatures<'a>>,
     pub stale: u64,
 }
 
 /// The Worker half of the `prioritize` verb, candidate by candidate: a node's features, nothing
 /// else of it.
-struct ScoringVerb<'f, F> {
+struct ScoringVerb<'f, 'a, F> {
     facts: &'f F,
     outlook: &'f crate::heuristic::ClusterOutlook,
     now_ms: u64,
     config: &'f Config,
-    features: Vec<NodeFeatures>,
+    features: Vec<NodeFeatures<'a>>,
     stale: u64,
     memo: crate::heuristic::FragmentationMemo,
 }
@@ -416,8 +417,8 @@ fn unusable_pod(e: &DemandError) -> BadRequest {
     BadRequest::new("Pod", e.to_string())
 }
 
-impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, F> {
-    type Output = ScoringInput;
+impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, 'a, F> {
+    type Output = ScoringInput<'a>;
 
     fn candidate(
         &mut self,
@@ -428,14 +429,15 @@ impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, F> {
         let demand = demand.as_ref().map_err(unusable_pod)?;
         let state = state_of(i, c, self.facts, self.now_ms, self.config)?;
         self.stale += state.stale_facts as u64;
-        self.features.push(NodeFeatures::for_pod_memo(
+        let features = NodeFeatures::for_pod_memo(
             &state,
             demand,
             self.config,
             self.outlook,
             &crate::heuristic::OPENB_DEFAULT_SHAPES,
             &mut self.memo,
-        ));
+        );
+        self.features.push(features.renamed(c.name.clone()));
         Ok(())
     }
 
@@ -443,7 +445,7 @@ impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, F> {
         self,
         demand: &Result<PodDemand, DemandError>,
         _full_nodes: bool,
-    ) -> Result<ScoringInput, BadRequest> {
+    ) -> Result<ScoringInput<'a>, BadRequest> {
         Ok(ScoringInput {
             demand: demand.as_ref().map_err(unusable_pod)?.clone(),
             features: self.features,
@@ -452,7 +454,7 @@ impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, F> {
     }
 }
 
-impl<'f, F: FactsLookup> ScoringVerb<'f, F> {
+impl<'f, F: FactsLookup> ScoringVerb<'f, '_, F> {
     fn new(
         facts: &'f F,
         outlook: &'f crate::heuristic::ClusterOutlook,
@@ -474,13 +476,13 @@ impl<'f, F: FactsLookup> ScoringVerb<'f, F> {
 
 /// The Worker half of the `prioritize` verb over parsed arguments: heuristic features for every
 /// candidate, in the cluster `outlook` (GPU scarcity, spot pools) computed from every node's facts.
-pub fn scoring_input(
-    args: &Args<'_>,
+pub fn scoring_input<'a>(
+    args: &Args<'a>,
     facts: &impl FactsLookup,
     outlook: &crate::heuristic::ClusterOutlook,
     now_ms: u64,
     config: &Config,
-) -> Result<ScoringInput, BadRequest> {
+) -> Result<ScoringInput<'a>, BadRequest> {
     let verb = ScoringVerb::new(facts, outlook, now_ms, config, args.candidates.len());
     replay(args, verb)
 }
@@ -506,13 +508,13 @@ pub fn filter_body<'a>(
 
 /// The `prioritize` verb's features read straight from the body, as [`filter_body`]: the same
 /// answer and the same errors as [`parse_args`] then [`scoring_input`].
-pub fn scoring_input_body(
-    body: &str,
+pub fn scoring_input_body<'a>(
+    body: &'a str,
     facts: &impl FactsLookup,
     outlook: &crate::heuristic::ClusterOutlook,
     now_ms: u64,
     config: &Config,
-) -> Result<Streamed<ScoringInput>, BadRequest> {
+) -> Result<Streamed<ScoringInput<'a>>, BadRequest> {
     stream::run(
         body,
         config,

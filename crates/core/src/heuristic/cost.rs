@@ -46,7 +46,7 @@ pub fn idle_taper(scarcity: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn f(cost: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures {
+    fn f(cost: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures<'static> {
         NodeFeatures {
             node: "n".into(),
             cost_per_hour: cost,

@@ -24,7 +24,7 @@ pub fn is_hot(features: &NodeFeatures, config: &Config) -> bool {
 mod tests {
     use super::*;
 
-    fn f(util: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures {
+    fn f(util: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures<'static> {
         NodeFeatures {
             node: "n".into(),
             predicted_utilisation: util,

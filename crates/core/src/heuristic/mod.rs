@@ -29,17 +29,20 @@ pub use placement_cost::{breach_probability, cost_terms, CostTerms};
 pub use pod_footprint::PodFootprint;
 pub use reliability::{reliability, OutcomeStats};
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::{PodDemand, WorkloadClass};
 use crate::node_state::NodeState;
 
-/// What the heuristic needs to know about one candidate node.
+/// What the heuristic needs to know about one candidate node. The name is borrowed where it can
+/// be (from the request body or the facts): a decision over 5,000 candidates copies no name.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeFeatures {
-    pub node: String,
+pub struct NodeFeatures<'a> {
+    pub node: Cow<'a, str>,
     /// Price per hour from the cost label; `None` when unlabelled (the configured default applies).
     pub cost_per_hour: Option<f64>,
     pub spot: bool,
@@ -83,13 +86,13 @@ pub struct NodeFeatures {
     pub slowdown: Option<f64>,
 }
 
-impl NodeFeatures {
-    pub fn from_state(node: &NodeState, config: &Config) -> Self {
+impl<'a> NodeFeatures<'a> {
+    pub fn from_state(node: &NodeState<'a>, config: &Config) -> Self {
         Self::from_state_in(node, config, &ClusterOutlook::default())
     }
 
     /// [`NodeFeatures::from_state`] with what the cluster says about GPUs and spot pools.
-    pub fn from_state_in(node: &NodeState, config: &Config, outlook: &ClusterOutlook) -> Self {
+    pub fn from_state_in(node: &NodeState<'a>, config: &Config, outlook: &ClusterOutlook) -> Self {
         let profile = &node.profile;
         let reclaim_rate_per_hour = profile.spot_pool.as_ref().map(|pool| {
             let history = if outlook.pools.is_empty() {
@@ -100,7 +103,7 @@ impl NodeFeatures {
             spot_risk::posterior_rate(pool.prior_rate_per_hour, history, config)
         });
         NodeFeatures {
-            node: node.name.to_string(),
+            node: node.name.clone(),
             cost_per_hour: profile.cost_per_hour,
             spot: profile.spot,
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
@@ -125,7 +128,7 @@ impl NodeFeatures {
     /// Features of `node` for one pod: adds the pod's own share of the node, so that the cost
     /// term can price a pod on an already-busy node at its share (packing is what saves money
     /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
-    pub fn for_pod(node: &NodeState, pod: &PodDemand, config: &Config) -> Self {
+    pub fn for_pod(node: &NodeState<'a>, pod: &PodDemand, config: &Config) -> Self {
         Self::for_pod_memo(
             node,
             pod,
@@ -141,7 +144,7 @@ impl NodeFeatures {
     /// uses [`OPENB_DEFAULT_SHAPES`]), sharing `memo` (one per decision: the pod and the shapes
     /// must not change) across the candidates.
     pub fn for_pod_memo(
-        node: &NodeState,
+        node: &NodeState<'a>,
         pod: &PodDemand,
         config: &Config,
         outlook: &ClusterOutlook,
@@ -155,7 +158,7 @@ impl NodeFeatures {
     /// [`NodeFeatures::for_pod_memo`] with the pod read once for all the candidates
     /// ([`PodFootprint::of`]).
     pub fn for_pod_with(
-        node: &NodeState,
+        node: &NodeState<'a>,
         pod: &PodFootprint,
         config: &Config,
         outlook: &ClusterOutlook,
@@ -176,6 +179,28 @@ impl NodeFeatures {
             memo.delta(alloc_cpu - used_cpu, free, model, gpus, shapes)
         });
         features
+    }
+
+    /// The same features under another borrow of the name: the Worker's verbs judge a candidate
+    /// through a short borrow of it, and keep its features as long as the request body.
+    pub fn renamed<'b>(&self, node: Cow<'b, str>) -> NodeFeatures<'b> {
+        NodeFeatures {
+            node,
+            cost_per_hour: self.cost_per_hour,
+            spot: self.spot,
+            predicted_utilisation: self.predicted_utilisation,
+            spike_probability: self.spike_probability,
+            committed_share: self.committed_share,
+            pod_share: self.pod_share,
+            fragmentation_delta: self.fragmentation_delta,
+            gpus: self.gpus,
+            pod_gpu_milli: self.pod_gpu_milli,
+            gpu_scarcity: self.gpu_scarcity,
+            gpu_hour_price: self.gpu_hour_price,
+            reclaim_rate_per_hour: self.reclaim_rate_per_hour,
+            latency_critical_pods: self.latency_critical_pods,
+            slowdown: self.slowdown,
+        }
     }
 }
 
@@ -242,7 +267,7 @@ mod tests {
         spot: bool,
         util: Option<f64>,
         spike: Option<f64>,
-    ) -> NodeFeatures {
+    ) -> NodeFeatures<'static> {
         NodeFeatures {
             node: "n".into(),
             cost_per_hour: cost,

@@ -197,7 +197,7 @@ fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -
 mod tests {
     use super::*;
 
-    fn f() -> NodeFeatures {
+    fn f() -> NodeFeatures<'static> {
         NodeFeatures {
             node: "n".into(),
             cost_per_hour: Some(4.0),

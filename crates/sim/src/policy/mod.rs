@@ -145,12 +145,12 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
 }
 
 /// Per-pod features, exactly as the Worker's `scoring_input` computes them.
-pub(crate) fn features(
-    states: &[&NodeState],
+pub(crate) fn features<'s>(
+    states: &[&NodeState<'s>],
     pod: &PodDemand,
     config: &Config,
     outlook: &ClusterOutlook,
-) -> Vec<NodeFeatures> {
+) -> Vec<NodeFeatures<'s>> {
     let mut memo = aco_core::heuristic::FragmentationMemo::default();
     let pod = aco_core::heuristic::PodFootprint::of(pod, config);
     states

@@ -9,6 +9,7 @@
 //! `colony-raw` is an ablation, not something the extender can do: it binds the argmax of the
 //! unrounded `τ^α·η^β`, measuring what kube-scheduler's 0–10 extender scores cost.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use aco_core::colony::{relative_desirabilities, Decision, TenantColony};
@@ -109,7 +110,7 @@ impl SatPolicy for SatColony {
                 };
                 gpus.push(frag.and_then(|(_, g)| g));
                 NodeFeatures {
-                    node: s.name.clone(),
+                    node: Cow::Borrowed(&s.name),
                     cost_per_hour: Some(s.price),
                     spot: s.spot,
                     predicted_utilisation: None,
