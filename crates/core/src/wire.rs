@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
 /// `ExtenderArgs`: the body of `filter` and `prioritize`. Borrowed from the request body.
@@ -27,10 +27,25 @@ pub struct ExtenderArgs<'a> {
         alias = "nodenames",
         alias = "nodeNames",
         borrow,
-        default
+        default,
+        deserialize_with = "borrowed_names"
     )]
     /// Borrowed from the body unless a name has JSON escapes: no `String` per candidate.
     pub node_names: Option<Vec<Cow<'a, str>>>,
+}
+
+/// One of `NodeNames`, borrowed from the body unless it has JSON escapes. serde borrows a
+/// `Cow<str>` only where `#[serde(borrow)]` marks it; inside a `Vec` it would always allocate.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct BorrowedName<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+/// `NodeNames` as [`BorrowedName`]s, returned as the `Cow`s they hold.
+pub fn borrowed_names<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<Cow<'a, str>>>, D::Error> {
+    let names = Option::<Vec<BorrowedName<'a>>>::deserialize(d)?;
+    Ok(names.map(|names| names.into_iter().map(|n| n.0).collect()))
 }
 
 /// A `v1.NodeList` whose items stay raw.

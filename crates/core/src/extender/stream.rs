@@ -23,6 +23,14 @@ use super::{json_error, name_candidates, node_candidate, pod_of, BadRequest, Str
 use crate::config::Config;
 use crate::demand::{DemandError, PodDemand};
 use crate::k8s::PodView;
+use crate::wire::borrowed_names;
+
+/// `NodeNames`, each name borrowed from the body unless it has JSON escapes.
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct BorrowedNames<'a>(
+    #[serde(borrow, deserialize_with = "borrowed_names")] Option<Vec<Cow<'a, str>>>,
+);
 
 /// Reads `body` and runs `verb` over its candidates as they are read.
 pub(super) fn run<'a, V: Verb<'a>>(
@@ -212,7 +220,7 @@ impl<'de, V: Verb<'de>> Visitor<'de> for Args<'_, 'de, '_, V> {
                 }
                 Key::NodeNames => {
                     once(&mut names, "NodeNames")?;
-                    self.0.names = map.next_value()?;
+                    self.0.names = map.next_value::<BorrowedNames<'de>>()?.0;
                 }
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -228,7 +236,7 @@ impl<'de, V: Verb<'de>> Visitor<'de> for Args<'_, 'de, '_, V> {
             .ok_or_else(|| de::Error::invalid_length(0, &"struct ExtenderArgs with 3 elements"))?;
         self.0.pod(pod);
         if seq.next_element_seed(NodeList(&mut *self.0))?.is_some() {
-            self.0.names = seq.next_element()?.unwrap_or_default();
+            self.0.names = seq.next_element::<BorrowedNames<'de>>()?.and_then(|n| n.0);
         }
         Ok(())
     }
@@ -314,6 +322,7 @@ impl<'de, V: Verb<'de>> Visitor<'de> for Items<'_, 'de, '_, V> {
 mod tests {
     //! Read node by node, every body gives what parsing it first gives: the same reply, counts,
     //! rejections and features, or the same error.
+    use std::borrow::Cow;
     use std::collections::HashMap;
 
     use crate::config::Config;
@@ -380,6 +389,30 @@ mod tests {
 
     fn items(list: &[&str]) -> String {
         format!(r#"{{"metadata":{{}},"items":[{}]}}"#, list.join(","))
+    }
+
+    /// Names are read without a `String` each, parsed or streamed, unless they have escapes.
+    #[test]
+    fn node_names_are_borrowed_from_the_body_unless_escaped() {
+        let c = Config::default();
+        let facts: HashMap<String, NodeFacts> = ["known", "kn0wn"]
+            .map(|n| (n.to_string(), NodeFacts::default()))
+            .into_iter()
+            .collect();
+        let body =
+            r#"{"Pod":{"metadata":{"name":"p","uid":"u1"}},"NodeNames":["known","kn\u0030wn"]}"#;
+        let borrowed = |names: &[Cow<'_, str>]| {
+            names
+                .iter()
+                .map(|n| (n.to_string(), matches!(n, Cow::Borrowed(_))))
+                .collect::<Vec<_>>()
+        };
+        let want = vec![("known".to_string(), true), ("kn0wn".to_string(), false)];
+        let parsed = parse_args(body, &c).unwrap();
+        let names: Vec<_> = parsed.candidates.iter().map(|n| n.name.clone()).collect();
+        assert_eq!(borrowed(&names), want, "parsed");
+        let streamed = filter_body(body, &facts, 5, &c).unwrap().output.result;
+        assert_eq!(borrowed(&streamed.node_names.unwrap()), want, "streamed");
     }
 
     #[test]
