@@ -31,13 +31,13 @@ impl ResourceAmounts {
     }
 
     /// Sets `name` to `amount`, replacing any amount it had.
-    pub fn insert(&mut self, name: impl Into<String>, amount: i64) {
-        *self.slot(name.into()) = amount;
+    pub fn insert(&mut self, name: &str, amount: i64) {
+        *self.slot(name) = amount;
     }
 
     /// Adds `amount` to `name` (from 0 when it is not listed), saturating.
-    pub fn add_to(&mut self, name: impl Into<String>, amount: i64) {
-        let slot = self.slot(name.into());
+    pub fn add_to(&mut self, name: &str, amount: i64) {
+        let slot = self.slot(name);
         *slot = slot.saturating_add(amount);
     }
 
@@ -59,12 +59,13 @@ impl ResourceAmounts {
         self.0.iter().position(|(n, _)| n == name)
     }
 
-    /// The amount of `name`, inserted at 0 in name order when it is not listed.
-    fn slot(&mut self, name: String) -> &mut i64 {
-        let i = match self.0.binary_search_by(|(n, _)| n.as_str().cmp(&name)) {
+    /// The amount of `name`, inserted at 0 in name order when it is not listed (the only case
+    /// that allocates its name).
+    fn slot(&mut self, name: &str) -> &mut i64 {
+        let i = match self.0.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
             Ok(i) => i,
             Err(i) => {
-                self.0.insert(i, (name, 0));
+                self.0.insert(i, (name.to_owned(), 0));
                 i
             }
         };
@@ -73,24 +74,24 @@ impl ResourceAmounts {
 
     fn add(&mut self, other: &ResourceAmounts) {
         for (name, amount) in &other.0 {
-            self.add_to(name.as_str(), *amount);
+            self.add_to(name, *amount);
         }
     }
 
     fn max_with(&mut self, other: &ResourceAmounts) {
         for (name, amount) in &other.0 {
-            let slot = self.slot(name.clone());
+            let slot = self.slot(name);
             *slot = (*slot).max(*amount);
         }
     }
 }
 
 /// Later amounts of a name replace earlier ones, as a map's insert does.
-impl<S: Into<String>> FromIterator<(S, i64)> for ResourceAmounts {
+impl<S: AsRef<str>> FromIterator<(S, i64)> for ResourceAmounts {
     fn from_iter<I: IntoIterator<Item = (S, i64)>>(iter: I) -> Self {
         let mut out = ResourceAmounts::default();
         for (name, amount) in iter {
-            out.insert(name, amount);
+            out.insert(name.as_ref(), amount);
         }
         out
     }
