@@ -43,7 +43,21 @@ pub struct NodeState<'a> {
 
 /// Resources whose shares matter: CPU, memory and GPUs.
 pub fn counted(name: &str, config: &Config) -> bool {
-    name == "cpu" || name == "memory" || config.gpu_resources.iter().any(|g| g == name)
+    counted_name(name, config).is_some()
+}
+
+/// [`counted`], answering with the name as spelled here or in the config: a borrow that
+/// outlives the pod the name was read from.
+pub fn counted_name<'c>(name: &str, config: &'c Config) -> Option<&'c str> {
+    match name {
+        "cpu" => Some("cpu"),
+        "memory" => Some("memory"),
+        _ => config
+            .gpu_resources
+            .iter()
+            .map(String::as_str)
+            .find(|g| *g == name),
+    }
 }
 
 /// `amount` as a share of `allocatable`, 0–1 (1 when nothing is allocatable).

@@ -32,10 +32,10 @@ use crate::colony::{Outcome, TenantColony};
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
-use crate::filter::check_node;
+use crate::filter::{check_node_for, WantedResources};
 use crate::heuristic::{
     eta_terms, is_hot, marginal_cost_per_hour, ClusterOutlook, FragmentationMemo, NodeFeatures,
-    OPENB_DEFAULT_SHAPES,
+    PodFootprint, OPENB_DEFAULT_SHAPES,
 };
 use crate::node_state::NodeState;
 
@@ -127,26 +127,28 @@ impl<'a> ShadowCluster<'a> {
         let mut best: Option<(f64, NodeFeatures)> = None;
         // One memo per decision, as prioritize's (the pod and the shapes are fixed).
         let mut memo = FragmentationMemo::default();
+        let wanted = WantedResources::of(pod, config);
         // A fn, not a closure: the features borrow the name of the state they are given.
         fn features_of<'s>(
             state: &NodeState<'s>,
-            pod: &PodDemand,
+            pod: &PodFootprint,
             config: &Config,
             outlook: &ClusterOutlook,
             memo: &mut FragmentationMemo,
         ) -> NodeFeatures<'s> {
-            NodeFeatures::for_pod_memo(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
+            NodeFeatures::for_pod_with(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
         }
+        let footprint = PodFootprint::of(pod, config);
         for state in &self.states {
             let state = if state.name == chosen {
                 &chosen_state
             } else {
                 state
             };
-            if check_node(pod, state, config).is_err() {
+            if check_node_for(pod, &wanted, state, config).is_err() {
                 continue;
             }
-            let features = features_of(state, pod, config, self.outlook, &mut memo);
+            let features = features_of(state, &footprint, config, self.outlook, &mut memo);
             let total = eta_terms(
                 &features,
                 pod.workload,
@@ -167,7 +169,8 @@ impl<'a> ShadowCluster<'a> {
             }
         }
         let (_, colony_features) = best.ok_or(NotScored::NotFeasible)?;
-        let chosen_features = features_of(&chosen_state, pod, config, self.outlook, &mut memo);
+        let chosen_features =
+            features_of(&chosen_state, &footprint, config, self.outlook, &mut memo);
         Ok(ShadowVerdict {
             agree: colony_features.node == chosen,
             colony_cost_per_hour: marginal_cost_per_hour(&colony_features, config),

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use aco_core::config::Config;
 use aco_core::facts::{NodeFacts, Observed};
-use aco_core::filter::{check_node_for, PodWants};
+use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
 use aco_core::node_state::{LoadOutlook, NodeState};
@@ -457,7 +457,7 @@ impl Scheduler for NativeScheduler {
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
         let mut passed = Vec::with_capacity(candidates.len());
-        let wants = PodWants::of(&pod.demand, &self.config);
+        let wanted = WantedResources::of(&pod.demand, &self.config);
         for &c in candidates {
             let state = Self::state(
                 &mut self.cache,
@@ -470,7 +470,7 @@ impl Scheduler for NativeScheduler {
                 c,
                 now_ms,
             );
-            if check_node_for(&wants, state, &self.config).is_ok() {
+            if check_node_for(&pod.demand, &wanted, state, &self.config).is_ok() {
                 passed.push(c);
             }
         }

@@ -16,8 +16,8 @@ use crate::demand::{DemandError, PodDemand};
 use crate::facts::FactsLookup;
 #[cfg(test)]
 use crate::facts::NodeFacts;
-use crate::filter::{check_node, RejectCode};
-use crate::heuristic::NodeFeatures;
+use crate::filter::{check_node_for, RejectCode, WantedResources};
+use crate::heuristic::{NodeFeatures, PodFootprint};
 use crate::k8s::{parse_json_at, NodeView, PodView};
 use crate::node_state::NodeState;
 use crate::wire::{EmptyObject, ExtenderArgs, ExtenderFilterResult, NodeListOut};
@@ -286,6 +286,9 @@ struct FilterVerb<'f, 'a, F> {
     rejections: FilterRejections,
     /// The message of an unusable annotation, once, and the candidates it failed.
     pod_invalid: Option<(String, u64)>,
+    /// The pod's checked requests, read at its first candidate (every candidate is judged
+    /// against the same pod).
+    wanted: Option<WantedResources<'f>>,
 }
 
 impl<'f, F: FactsLookup> FilterVerb<'f, '_, F> {
@@ -302,6 +305,7 @@ impl<'f, F: FactsLookup> FilterVerb<'f, '_, F> {
             stale: 0,
             rejections: FilterRejections::default(),
             pod_invalid: None,
+            wanted: None,
         }
     }
 }
@@ -332,7 +336,10 @@ impl<'a, F: FactsLookup> Verb<'a> for FilterVerb<'_, 'a, F> {
         };
         let state = state_of(i, c, self.facts, self.now_ms, self.config)?;
         self.stale += state.stale_facts as u64;
-        match check_node(demand, &state, self.config) {
+        let wanted = self
+            .wanted
+            .get_or_insert_with(|| WantedResources::of(demand, self.config));
+        match check_node_for(demand, wanted, &state, self.config) {
             Ok(()) => {
                 self.names.push(c.name.clone());
                 self.items.extend(c.raw);
@@ -411,6 +418,9 @@ struct ScoringVerb<'f, 'a, F> {
     features: Vec<NodeFeatures<'a>>,
     stale: u64,
     memo: crate::heuristic::FragmentationMemo,
+    /// The pod's side of the features, read at its first candidate (as the filter's
+    /// requests are).
+    footprint: Option<PodFootprint<'f>>,
 }
 
 fn unusable_pod(e: &DemandError) -> BadRequest {
@@ -429,9 +439,12 @@ impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, 'a, F> {
         let demand = demand.as_ref().map_err(unusable_pod)?;
         let state = state_of(i, c, self.facts, self.now_ms, self.config)?;
         self.stale += state.stale_facts as u64;
-        let features = NodeFeatures::for_pod_memo(
+        let footprint = self
+            .footprint
+            .get_or_insert_with(|| PodFootprint::of(demand, self.config));
+        let features = NodeFeatures::for_pod_with(
             &state,
-            demand,
+            footprint,
             self.config,
             self.outlook,
             &crate::heuristic::OPENB_DEFAULT_SHAPES,
@@ -470,6 +483,7 @@ impl<'f, F: FactsLookup> ScoringVerb<'f, '_, F> {
             features: Vec::with_capacity(candidates),
             stale: 0,
             memo: Default::default(),
+            footprint: None,
         }
     }
 }

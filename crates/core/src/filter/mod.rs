@@ -70,30 +70,24 @@ impl Rejection {
 /// Runs every rule on one node; the first rejection wins. Unresolvable rules run first so that
 /// a node that cannot ever fit is reported as such even when it is also full.
 pub fn check_node(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
-    check_node_for(&PodWants::of(pod, config), node, config)
+    check_node_for(pod, &WantedResources::of(pod, config), node, config)
 }
 
-/// What the rules read of one pod, read once for all the nodes it is judged against (a
-/// decision judges every node of the cluster).
-#[derive(Debug, Clone)]
-pub struct PodWants<'a> {
-    pub pod: &'a PodDemand,
-    /// The checked resources the pod requests (see `resources.rs`).
-    resources: Vec<(&'a str, i64)>,
-}
+/// The checked resources a pod requests (see `resources.rs`), read once for all the nodes it is
+/// judged against: a verb or a decision judges every candidate of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WantedResources<'c>(Vec<(&'c str, i64)>);
 
-impl<'a> PodWants<'a> {
-    pub fn of(pod: &'a PodDemand, config: &'a Config) -> Self {
-        Self {
-            pod,
-            resources: resources::wanted(pod, config),
-        }
+impl<'c> WantedResources<'c> {
+    pub fn of(pod: &PodDemand, config: &'c Config) -> Self {
+        Self(resources::wanted(pod, config))
     }
 }
 
-/// [`check_node`] of the pod `wants` was read from.
+/// [`check_node`], with `wanted` read of `pod` by [`WantedResources::of`].
 pub fn check_node_for(
-    wants: &PodWants,
+    pod: &PodDemand,
+    wanted: &WantedResources,
     node: &NodeState,
     config: &Config,
 ) -> Result<(), Rejection> {
@@ -103,9 +97,9 @@ pub fn check_node_for(
             "no node facts reported for this node (PUT /v1/nodes); cannot check constraints".into(),
         ));
     }
-    gpu::check(wants.pod, node, config)?;
-    latency::check(wants.pod, node)?;
-    resources::check(&wants.resources, node)
+    gpu::check(pod, node, config)?;
+    latency::check(pod, node)?;
+    resources::check(&wanted.0, node)
 }
 
 #[cfg(test)]

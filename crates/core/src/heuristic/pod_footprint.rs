@@ -6,23 +6,25 @@ use super::{pod_gpus, PodGpus};
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::k8s::ResourceAmounts;
-use crate::node_state::{counted, share};
+use crate::node_state::{counted_name, share};
 
-/// The pod's side of [`super::NodeFeatures::for_pod_with`].
+/// The pod's side of [`super::NodeFeatures::for_pod_with`]. It borrows the config, not the
+/// pod: a verb reads it at its first candidate and keeps it for the others.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PodFootprint<'p> {
+pub struct PodFootprint<'c> {
     /// The pod's requests (> 0) of counted resources (CPU, memory, GPUs), in the request's order.
-    counted: Vec<(&'p str, i64)>,
+    counted: Vec<(&'c str, i64)>,
     pub gpus: PodGpus,
 }
 
-impl<'p> PodFootprint<'p> {
-    pub fn of(pod: &'p PodDemand, config: &Config) -> Self {
+impl<'c> PodFootprint<'c> {
+    pub fn of(pod: &PodDemand, config: &'c Config) -> Self {
         Self {
             counted: pod
                 .request
                 .iter()
-                .filter(|(name, amount)| *amount > 0 && counted(name, config))
+                .filter(|(_, amount)| *amount > 0)
+                .filter_map(|(name, amount)| Some((counted_name(name, config)?, amount)))
                 .collect(),
             gpus: pod_gpus(pod),
         }
