@@ -28,7 +28,7 @@ use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
-use aco_core::facts::{FactsLookup, NodeFacts, ReadFacts};
+use aco_core::facts::{FactsLookup, KeptFacts, NodeFacts, ReadFacts};
 use aco_core::facts_shards::{shard_of, SHARDS};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
@@ -44,7 +44,7 @@ use crate::http::ApiError;
 /// when it arrives ([`ReadFacts`]), not by every verb over every candidate.
 #[derive(Clone)]
 pub struct ClusterFacts {
-    shards: Vec<Rc<HashMap<String, ReadFacts>>>,
+    shards: Vec<Rc<KeptFacts>>,
 }
 
 impl Default for ClusterFacts {
