@@ -73,22 +73,21 @@ impl From<BadRequest> for ApiError {
 /// Serialises `value` as a JSON response. Serialising our own types cannot fail; if it ever
 /// did, the client still gets JSON.
 pub fn json_response<T: Serialize + ?Sized>(status: u16, value: &T) -> Response {
-    json_response_sized(status, value, 0)
+    let body = serde_json::to_vec(value)
+        .unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#).into_bytes());
+    json_bytes_response(status, body)
 }
 
-/// [`json_response`] for a reply of about `size_hint` bytes (a filter reply echoing tens of MB
-/// of nodes): the buffer is allocated once, instead of doubling, whose last step holds the old
-/// and the new buffer at once — wasm memory never shrinks, so that peak is what the isolate keeps.
-pub fn json_response_sized<T: Serialize + ?Sized>(
-    status: u16,
-    value: &T,
-    size_hint: usize,
-) -> Response {
-    let mut buf = Vec::with_capacity(size_hint);
-    let body = match serde_json::to_writer(&mut buf, value) {
-        Ok(()) => buf,
-        Err(e) => format!(r#"{{"error":"serialisation failed: {e}"}}"#).into_bytes(),
-    };
+/// The prioritize reply ([`aco_core::wire::write_priorities`]: serde_json's bytes, written
+/// without serde, one entry per candidate).
+pub fn priorities_response(priorities: &[aco_core::wire::HostPriority]) -> Response {
+    let mut body = Vec::new();
+    aco_core::wire::write_priorities(priorities, &mut body);
+    json_bytes_response(200, body)
+}
+
+/// A JSON body already written.
+fn json_bytes_response(status: u16, body: Vec<u8>) -> Response {
     let headers = worker::Headers::new();
     let _ = headers.set("content-type", "application/json");
     worker::ResponseBuilder::new()

@@ -12,7 +12,7 @@ use super::{Call, Handled};
 use crate::colony::{client, copy, queue};
 use crate::facts::client::{self as facts_client, ClusterFacts};
 use crate::filter_memory;
-use crate::http::{json_response, json_response_sized, read_body, stream_response, ApiError};
+use crate::http::{priorities_response, read_body, stream_response, ApiError};
 use crate::pod_index;
 
 /// The cluster's node facts, read in place by the verb (this isolate's copy, refreshed from
@@ -89,10 +89,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         input.stale as f64,
     );
     if input.features.is_empty() {
-        return Ok(json_response(
-            200,
-            &Vec::<aco_core::wire::HostPriority>::new(),
-        ));
+        return Ok(priorities_response(&[]));
     }
     // The colony remembers the decision under this key: one no placement could name is refused
     // here rather than stored.
@@ -136,7 +133,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             &call.config,
             &mut rng,
         );
-        return Ok(json_response(200, &scored.priorities));
+        return Ok(priorities_response(&scored.priorities));
     };
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
     // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
@@ -183,7 +180,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                     format!("mode=\"{mode}\",reason=\"{reason}\""),
                     1.0,
                 );
-                return Ok(json_response(200, &priorities));
+                return Ok(priorities_response(&priorities));
             }
         }
     }
@@ -209,13 +206,5 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         colony.clone(),
         version,
     )));
-    // `{"Host":…,"Score":n},` per candidate: the buffer allocated once (not from the body's
-    // size, which in full-object mode is mostly node objects the reply does not carry).
-    let size_hint = prioritized
-        .priorities
-        .iter()
-        .map(|p| p.host.len() + 24)
-        .sum::<usize>()
-        + 2;
-    Ok(json_response_sized(200, &prioritized.priorities, size_hint))
+    Ok(priorities_response(&prioritized.priorities))
 }

@@ -1,5 +1,5 @@
 //! Names mode (`nodeCacheCapable: true`) natively, stage by stage, over 1,000 and 5,000 nodes
-//! whose facts are held in one shared map with their labels read (`ReadFacts`), as the Worker's
+//! whose facts are held in one shared map with their labels read (`KeptFacts`), as the Worker's
 //! isolate holds them: `parse_args` of the names, the per-request copy of the candidates' facts
 //! the Worker used to make (`copy`), `filter` (parse + rules + reply) — and `filter_reading_labels`,
 //! the same over bare records whose labels every call reads — and `prioritize` (parse +
@@ -12,8 +12,9 @@ use aco_core::api::nodes::NodeReport;
 use aco_core::colony::TenantColony;
 use aco_core::config::Config;
 use aco_core::extender::{filter, parse_args, scoring_input};
-use aco_core::facts::{NodeFacts, ReadFacts};
+use aco_core::facts::{KeptFacts, NodeFacts, ReadFacts};
 use aco_core::heuristic::ClusterOutlook;
+use aco_core::wire::write_priorities;
 use aco_testkit::fixtures;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{rngs::SmallRng, SeedableRng};
@@ -42,7 +43,7 @@ fn bench(c: &mut Criterion) {
     for n in [1_000usize, 5_000] {
         let body = fixtures::extender_args_names(n);
         let shared = facts(n, &config);
-        let kept: HashMap<String, ReadFacts> = shared
+        let kept: KeptFacts = shared
             .iter()
             .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &config)))
             .collect();
@@ -96,7 +97,9 @@ fn bench(c: &mut Criterion) {
                 let input = scoring_input(&args, &kept, &outlook, 0, &config).unwrap();
                 let p =
                     colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
-                serde_json::to_vec(&p.priorities).unwrap().len()
+                let mut reply = Vec::new();
+                write_priorities(&p.priorities, &mut reply);
+                reply.len()
             })
         });
     }
