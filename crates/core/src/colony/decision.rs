@@ -128,7 +128,13 @@ impl FilterRejections {
     /// Counts one rejection, and keeps it by name while fewer than the bound are kept.
     pub fn note(&mut self, node: &str, code: RejectCode, reason: &str, unresolvable: bool) {
         self.rejected += 1;
-        *self.by_reason.entry(code.as_str().to_string()).or_default() += 1;
+        // Counted under a name allocated once per reason, not once per rejected node.
+        match self.by_reason.get_mut(code.as_str()) {
+            Some(n) => *n += 1,
+            None => {
+                self.by_reason.insert(code.as_str().to_string(), 1);
+            }
+        }
         if self.nodes.len() < FILTER_REJECTIONS_KEPT {
             let reason = match reason.char_indices().nth(REASON_CHARS_KEPT) {
                 Some((cut, _)) => format!("{}…", &reason[..cut]),
