@@ -14,7 +14,7 @@ use aco_core::config::Config;
 use aco_core::extender::{filter, parse_args, scoring_input};
 use aco_core::facts::{KeptFacts, NodeFacts, ReadFacts};
 use aco_core::heuristic::ClusterOutlook;
-use aco_core::wire::write_priorities;
+use aco_core::wire::{write_filter_result, write_priorities};
 use aco_testkit::fixtures;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{rngs::SmallRng, SeedableRng};
@@ -66,7 +66,9 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
                 let out = filter(&args, &kept, 0, &config).unwrap();
-                serde_json::to_vec(&out.result).unwrap().len()
+                let mut reply = Vec::new();
+                write_filter_result(&out.result, &mut reply);
+                reply.len()
             })
         });
         group.bench_with_input(
@@ -76,7 +78,9 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     let args = parse_args(body, &config).unwrap();
                     let out = filter(&args, &shared, 0, &config).unwrap();
-                    serde_json::to_vec(&out.result).unwrap().len()
+                    let mut reply = Vec::new();
+                    write_filter_result(&out.result, &mut reply);
+                    reply.len()
                 })
             },
         );

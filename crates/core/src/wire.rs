@@ -140,9 +140,73 @@ pub fn write_priorities(priorities: &[HostPriority], out: &mut Vec<u8>) {
     out.push(b']');
 }
 
+/// The filter reply appended to `out` byte for byte as `serde_json::to_vec` writes it, without
+/// serde's writes token by token (a name, and a reason for each failed node, per candidate).
+pub fn write_filter_result(result: &ExtenderFilterResult, out: &mut Vec<u8>) {
+    let names = result.node_names.iter().flatten().map(|n| n.len() + 3);
+    let failed = [&result.failed_nodes, &result.failed_and_unresolvable_nodes]
+        .into_iter()
+        .flatten()
+        .map(|(node, reason)| node.len() + reason.len() + 6);
+    out.reserve(names.chain(failed).sum::<usize>() + 128);
+    out.extend_from_slice(br#"{"Nodes":"#);
+    match &result.nodes {
+        None => out.extend_from_slice(b"null"),
+        Some(list) => {
+            out.extend_from_slice(br#"{"metadata":{},"items":["#);
+            for (i, item) in list.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(item.get().as_bytes());
+            }
+            out.extend_from_slice(b"]}");
+        }
+    }
+    out.extend_from_slice(br#","NodeNames":"#);
+    match &result.node_names {
+        None => out.extend_from_slice(b"null"),
+        Some(names) => {
+            out.push(b'[');
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_json_str(name, out);
+            }
+            out.push(b']');
+        }
+    }
+    out.extend_from_slice(br#","FailedNodes":"#);
+    write_json_map(&result.failed_nodes, out);
+    out.extend_from_slice(br#","FailedAndUnresolvableNodes":"#);
+    write_json_map(&result.failed_and_unresolvable_nodes, out);
+    out.extend_from_slice(br#","Error":"#);
+    write_json_str(&result.error, out);
+    out.push(b'}');
+}
+
+/// A map of strings as a JSON object, in the map's order (serde_json's for a `BTreeMap`).
+fn write_json_map(map: &BTreeMap<String, String>, out: &mut Vec<u8>) {
+    out.push(b'{');
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_str(key, out);
+        out.push(b':');
+        write_json_str(value, out);
+    }
+    out.push(b'}');
+}
+
 /// `s` as a JSON string, escaped as serde_json escapes it.
 fn write_json_str(s: &str, out: &mut Vec<u8>) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    // No early exit: a branch-free pass over the bytes, which the compiler vectorises.
+    let needs_escape = s.bytes().fold(false, |any, b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if !needs_escape {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
@@ -165,13 +229,7 @@ mod tests {
         #[test]
         fn written_priorities_are_serde_jsons_bytes(
             entries in proptest::collection::vec(
-                (
-                    proptest::prop_oneof![
-                        proptest::arbitrary::any::<String>(),
-                        "[\"\\\\\\x00-\\x1f\\x7fa-zé]{0,6}",
-                    ],
-                    proptest::arbitrary::any::<i64>(),
-                ),
+                (any_text(), proptest::arbitrary::any::<i64>()),
                 0..6,
             )
         ) {
@@ -183,6 +241,46 @@ mod tests {
             write_priorities(&priorities, &mut out);
             let mut expected = b"kept".to_vec();
             expected.extend(serde_json::to_vec(&priorities).unwrap());
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
+        }
+    }
+
+    fn any_text() -> impl proptest::strategy::Strategy<Value = String> {
+        proptest::prop_oneof![
+            proptest::arbitrary::any::<String>(),
+            "[\"\\\\\\x00-\\x1f\\x7fa-zé]{0,6}",
+        ]
+    }
+
+    proptest::proptest! {
+        /// The hand-written filter reply is serde_json's, in both modes, whatever the names and
+        /// reasons.
+        #[test]
+        fn written_filter_results_are_serde_jsons_bytes(
+            items in proptest::option::of(proptest::collection::vec(0..3usize, 0..4)),
+            names in proptest::option::of(proptest::collection::vec(any_text(), 0..5)),
+            failed in proptest::collection::btree_map(any_text(), any_text(), 0..4),
+            unresolvable in proptest::collection::btree_map(any_text(), any_text(), 0..4),
+            error in any_text(),
+        ) {
+            let raw: Vec<Box<RawValue>> = [NODE_ITEM, r#"{"metadata":{"name":"a\"b"}}"#, "{ }"]
+                .iter()
+                .map(|s| RawValue::from_string(s.to_string()).unwrap())
+                .collect();
+            let result = ExtenderFilterResult {
+                nodes: items.map(|items| NodeListOut {
+                    metadata: EmptyObject {},
+                    items: items.iter().map(|&i| &*raw[i]).collect(),
+                }),
+                node_names: names.map(|n| n.into_iter().map(Cow::Owned).collect()),
+                failed_nodes: failed,
+                failed_and_unresolvable_nodes: unresolvable,
+                error,
+            };
+            let mut out = b"kept".to_vec();
+            write_filter_result(&result, &mut out);
+            let mut expected = b"kept".to_vec();
+            expected.extend(serde_json::to_vec(&result).unwrap());
             proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(expected).unwrap());
         }
     }
@@ -234,6 +332,9 @@ mod tests {
             r#"{{"Nodes":{{"metadata":{{}},"items":[{NODE_ITEM}]}},"NodeNames":["node1"],"FailedNodes":{{"foo":"bar"}},"FailedAndUnresolvableNodes":{{"baz":"qux"}},"Error":"myerror"}}"#
         );
         assert_eq!(serde_json::to_string(&result).unwrap(), expected);
+        let mut written = Vec::new();
+        write_filter_result(&result, &mut written);
+        assert_eq!(String::from_utf8(written).unwrap(), expected);
     }
 
     #[test]
@@ -244,6 +345,9 @@ mod tests {
         };
         let golden = r#"{"Host":"myhost","Score":1}"#;
         assert_eq!(serde_json::to_string(&hp).unwrap(), golden);
+        let mut written = Vec::new();
+        write_priorities(std::slice::from_ref(&hp), &mut written);
+        assert_eq!(String::from_utf8(written).unwrap(), format!("[{golden}]"));
         assert_eq!(
             serde_json::from_str::<HostPriority>(&golden.to_lowercase()).unwrap(),
             hp

@@ -1,13 +1,13 @@
 //! The filter reply of a full-object request without a second copy of the node objects: the
-//! bytes serde_json would write, as the reply's own parts (before the first item, after the
-//! last) and the passing items as ranges of the request body, which the Worker sends chunk by
-//! chunk ([`ReplyChunks`]) once the whole body has been judged.
+//! bytes serde_json would write ([`write_filter_result`]), as the reply's own parts (before the
+//! first item, after the last) and the passing items as ranges of the request body, which the
+//! Worker sends chunk by chunk ([`ReplyChunks`]) once the whole body has been judged.
 
 use std::ops::Range;
 
-use crate::wire::ExtenderFilterResult;
+use crate::wire::{write_filter_result, ExtenderFilterResult};
 
-/// `serde_json::to_vec(&result)` in three parts: `head`, then the items (`spans` of the body,
+/// `serde_json::to_vec(&result)` ([`write_filter_result`]) in three parts: `head`, then the items (`spans` of the body,
 /// comma-separated), then `tail`.
 #[derive(Debug)]
 pub struct FilterReply {
@@ -27,12 +27,12 @@ impl FilterReply {
             .as_mut()
             .map(|n| std::mem::take(&mut n.items))
             .unwrap_or_default();
-        // Our own types always serialise; the reply without its items, then the items put back.
-        let without = serde_json::to_vec(&*result);
+        // The reply without its items, then the items put back.
+        let mut head = Vec::new();
+        write_filter_result(result, &mut head);
         if let Some(n) = result.nodes.as_mut() {
             n.items = items;
         }
-        let mut head = without.ok()?;
         let items = result.nodes.as_ref().map_or(&[][..], |n| &n.items[..]);
         let base = body.as_ptr() as usize;
         let spans = items
