@@ -128,9 +128,9 @@ impl<'a> ShadowCluster<'a> {
         // One memo per decision, as prioritize's (the pod and the shapes are fixed).
         let mut memo = FragmentationMemo::default();
         let wanted = WantedResources::of(pod, config);
-        // A fn, not a closure: the features borrow the name of the state they are given.
+        // A fn, not a closure: the features borrow the state they are given.
         fn features_of<'s>(
-            state: &NodeState<'s>,
+            state: &'s NodeState<'_>,
             pod: &PodFootprint,
             config: &Config,
             outlook: &ClusterOutlook,

@@ -7,6 +7,7 @@
 
 mod decision;
 mod outcome;
+mod outcome_index;
 mod pheromone;
 mod report;
 mod score;
@@ -30,6 +31,7 @@ use crate::config::Config;
 use crate::demand::WorkloadClass;
 use crate::heuristic::{eta, eta_terms, CostTerms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
+use outcome_index::OutcomeIndex;
 
 /// Persisted as JSON; fields added later read as 0 from older records.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,10 +169,11 @@ impl TenantColony {
         rng: &mut impl Rng,
     ) -> Scored {
         // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
+        let outcomes = OutcomeIndex::new(&self.outcomes, candidates.len());
         let factors: Vec<_> = candidates
             .iter()
             .map(|f| {
-                let stats = self.outcomes_at(&f.node, now_ms, config);
+                let stats = outcomes.get(&f.node).map(|s| s.at(now_ms, config));
                 eta_terms(f, workload, stats.as_ref(), config)
             })
             .collect();

@@ -87,12 +87,16 @@ pub struct NodeFeatures<'a> {
 }
 
 impl<'a> NodeFeatures<'a> {
-    pub fn from_state(node: &NodeState<'a>, config: &Config) -> Self {
+    pub fn from_state(node: &'a NodeState<'_>, config: &Config) -> Self {
         Self::from_state_in(node, config, &ClusterOutlook::default())
     }
 
     /// [`NodeFeatures::from_state`] with what the cluster says about GPUs and spot pools.
-    pub fn from_state_in(node: &NodeState<'a>, config: &Config, outlook: &ClusterOutlook) -> Self {
+    pub fn from_state_in(
+        node: &'a NodeState<'_>,
+        config: &Config,
+        outlook: &ClusterOutlook,
+    ) -> Self {
         let profile = &node.profile;
         let reclaim_rate_per_hour = profile.spot_pool.as_ref().map(|pool| {
             let history = if outlook.pools.is_empty() {
@@ -103,7 +107,7 @@ impl<'a> NodeFeatures<'a> {
             spot_risk::posterior_rate(pool.prior_rate_per_hour, history, config)
         });
         NodeFeatures {
-            node: node.name.clone(),
+            node: Cow::Borrowed(&node.name),
             cost_per_hour: profile.cost_per_hour,
             spot: profile.spot,
             predicted_utilisation: node.load.map(|l| l.predicted_utilisation),
@@ -128,7 +132,7 @@ impl<'a> NodeFeatures<'a> {
     /// Features of `node` for one pod: adds the pod's own share of the node, so that the cost
     /// term can price a pod on an already-busy node at its share (packing is what saves money
     /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
-    pub fn for_pod(node: &NodeState<'a>, pod: &PodDemand, config: &Config) -> Self {
+    pub fn for_pod(node: &'a NodeState<'_>, pod: &PodDemand, config: &Config) -> Self {
         Self::for_pod_memo(
             node,
             pod,
@@ -144,7 +148,7 @@ impl<'a> NodeFeatures<'a> {
     /// uses [`OPENB_DEFAULT_SHAPES`]), sharing `memo` (one per decision: the pod and the shapes
     /// must not change) across the candidates.
     pub fn for_pod_memo(
-        node: &NodeState<'a>,
+        node: &'a NodeState<'_>,
         pod: &PodDemand,
         config: &Config,
         outlook: &ClusterOutlook,
@@ -158,7 +162,7 @@ impl<'a> NodeFeatures<'a> {
     /// [`NodeFeatures::for_pod_memo`] with the pod read once for all the candidates
     /// ([`PodFootprint::of`]).
     pub fn for_pod_with(
-        node: &NodeState<'a>,
+        node: &'a NodeState<'_>,
         pod: &PodFootprint,
         config: &Config,
         outlook: &ClusterOutlook,
@@ -392,10 +396,8 @@ mod tests {
                 .unwrap()
                 .into_owned()
         };
-        let f = NodeFeatures::from_state(
-            &state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#),
-            &c,
-        );
+        let spot = state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#);
+        let f = NodeFeatures::from_state(&spot, &c);
         assert_eq!((f.cost_per_hour, f.spot), (Some(0.45), true));
         for l in [
             r#"{"karpenter.sh/capacity-type":"spot"}"#,
@@ -404,10 +406,9 @@ mod tests {
         ] {
             assert!(NodeFeatures::from_state(&state(l), &c).spot, "{l}");
         }
-        let f = NodeFeatures::from_state(
-            &state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#),
-            &c,
-        );
+        let unpriced =
+            state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#);
+        let f = NodeFeatures::from_state(&unpriced, &c);
         assert_eq!((f.cost_per_hour, f.spot), (None, false));
     }
 }

@@ -146,7 +146,7 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
 
 /// Per-pod features, exactly as the Worker's `scoring_input` computes them.
 pub(crate) fn features<'s>(
-    states: &[&NodeState<'s>],
+    states: &[&'s NodeState<'_>],
     pod: &PodDemand,
     config: &Config,
     outlook: &ClusterOutlook,
