@@ -15,6 +15,7 @@
 // expect outside tests. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod assumed;
 mod auth;
 mod bindings;
 mod colony;

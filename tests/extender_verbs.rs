@@ -227,30 +227,108 @@ async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
 }
 
 #[tokio::test]
-async fn prioritize_prefers_cheaper_nodes_and_scores_equal_nodes_equally() {
+async fn prioritize_prefers_cheaper_nodes_and_puts_one_of_equal_nodes_alone_at_the_top() {
     let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
-    let scores = api
-        .scores(
-            &pod("p", "team", json!({}), json!({}), json!({"cpu": "1"})),
-            &nodes,
-        )
-        .await;
+    let p = pod("p", "team", json!({}), json!({}), json!({"cpu": "1"}));
+    let scores = api.scores(&p, &nodes).await;
     let s: Vec<i64> = nodes.iter().map(|n| scores[&name_of(n)]).collect();
     assert!(s.iter().all(|x| (0..=10).contains(x)), "{s:?}");
-    assert_eq!((s[0], s[1]), (10, 10), "{s:?}");
-    assert!(s[1] > s[2] && s[2] > s[3], "{s:?}");
-    // Reversing the input order changes nothing.
+    // The two equal cheapest nodes: one is the answer (kube-scheduler binds it, the Worker
+    // assumes the pod there), the other one point below; then by price.
+    let mut equal = [s[0], s[1]];
+    equal.sort_unstable();
+    assert_eq!(equal, [9, 10], "{s:?}");
+    assert!(s[0].min(s[1]) > s[2] && s[2] > s[3], "{s:?}");
+    // Reversing the input order changes nothing: the tie is told apart by the pod, not the order.
     let mut reversed = nodes.clone();
     reversed.reverse();
-    assert_eq!(
-        api.scores(
-            &pod("p2", "team", json!({}), json!({}), json!({"cpu": "1"})),
-            &reversed
+    assert_eq!(api.scores(&p, &reversed).await, scores);
+}
+
+/// The unique node at the top of a prioritize answer.
+fn answer(reply: &Value) -> String {
+    let top = reply.as_array().unwrap();
+    let max = top
+        .iter()
+        .map(|h| h["Score"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    let best: Vec<&Value> = top.iter().filter(|h| h["Score"] == max).collect();
+    assert_eq!(best.len(), 1, "one node alone at the top: {reply}");
+    best[0]["Host"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn pods_scored_one_after_another_see_where_the_answers_before_them_went() {
+    // Facts as the reporter pushed them a moment ago; kube-scheduler then schedules pods before
+    // the next push. A latency-critical pod alone is cheapest on the small node; two there would
+    // load it to 7/8, past the SLA threshold.
+    let lc = |name: &str, cpu: &str| {
+        pod(
+            name,
+            "team",
+            json!({"aco/workload-type": "latency-critical"}),
+            json!({}),
+            json!({"cpu": cpu}),
         )
-        .await,
-        scores
+    };
+    let names = |p: Value, names: &[&str]| json!({"Pod": p, "NodeNames": names}).to_string();
+    let both = ["small", "big"];
+    let run = |assumed_ttl_ms: &str| {
+        let options = StartOptions::default().var("ASSUMED_TTL_MS", assumed_ttl_ms);
+        async move {
+            let api = Api::start(options);
+            let t = now_ms();
+            let node = |name: &str, cost: &str, cpu: &str| {
+                json!({"name": name, "labels": {"aco/cost-per-hour": cost},
+                    "allocatable": {"cpu": cpu, "memory": "64Gi"}, "requested": {"cpu": "0"},
+                    "utilisation": [{"atMs": t - 1000, "value": 0.05}]})
+            };
+            api.put_facts(json!([node("small", "0.5", "8"), node("big", "2.0", "16")]))
+                .await;
+            let first = answer(
+                &api.post("/v1/prioritize", names(lc("p1", "3500m"), &both))
+                    .await,
+            );
+            let second = answer(
+                &api.post("/v1/prioritize", names(lc("p2", "3500m"), &both))
+                    .await,
+            );
+            // The filter's one passing node: kube-scheduler binds it without asking prioritize,
+            // so the pod is assumed there too — 10 more CPUs on the big node.
+            let only = api
+                .post("/v1/filter", names(lc("p3", "10"), &["big"]))
+                .await;
+            assert_eq!(only["NodeNames"], json!(["big"]));
+            answer(
+                &api.post("/v1/prioritize", names(lc("p4", "500m"), &both))
+                    .await,
+            );
+            let (status, why) = api.explanation("team", "uid-team-p4").await;
+            assert_eq!(status, 200, "{why}");
+            let big = why["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["node"] == "big")
+                .unwrap()["costPerHour"]["qosRisk"]
+                .as_f64()
+                .unwrap();
+            (first, second, big)
+        }
+    };
+    let (first, second, big_risk) = run("120000").await;
+    assert_eq!((first.as_str(), second.as_str()), ("small", "big"));
+    // 3.5 + 10 + 0.5 of 16 CPUs: within the band where the SLA starts to break.
+    assert!(
+        big_risk > 0.0,
+        "p4 sees p2 and p3 on the big node: {big_risk}"
     );
+    // Without assumptions every pod is scored on the pushed facts alone: they stack.
+    let (first, second, big_risk) = run("0").await;
+    assert_eq!((first.as_str(), second.as_str()), ("small", "small"));
+    assert_eq!(big_risk, 0.0);
 }
 
 #[tokio::test]

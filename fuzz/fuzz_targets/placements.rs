@@ -49,8 +49,21 @@ fuzz_target!(|ops: Vec<Op>| {
                 let candidates: Vec<NodeFeatures> = (0..(nodes % 8) + 1)
                     .map(|i| node(i, cost.wrapping_add(i)))
                     .collect();
-                let p = colony.prioritize(&candidates, WorkloadClass::Batch, 0, &config, &mut rng);
+                let key = format!("ns/pod-{pod}");
+                let p = colony.prioritize(
+                    &candidates,
+                    WorkloadClass::Batch,
+                    &key,
+                    0,
+                    &config,
+                    &mut rng,
+                );
                 assert!(p.priorities.iter().all(|h| (0..=10).contains(&h.score)));
+                let top = p.priorities.iter().map(|h| h.score).max().unwrap_or(0);
+                assert!(
+                    top == 0 || p.priorities.iter().filter(|h| h.score == top).count() == 1,
+                    "one node alone at the top"
+                );
                 records.entry(pod % 16).or_default().decision = Some(p.decision);
                 scored += 1;
             }

@@ -4,11 +4,13 @@ use std::rc::Rc;
 
 use aco_core::colony::TenantColony;
 use aco_core::colony_store::wire::DecisionRecord;
+use aco_core::demand::PodDemand;
 use aco_core::extender::{filter_body, parse_args, scoring_input_body, FilterReply};
 use rand::{rngs::SmallRng, SeedableRng};
 
 use super::admission::{admit_tenant, TenantAdmission};
 use super::{Call, Handled};
+use crate::assumed;
 use crate::colony::{client, copy, queue};
 use crate::facts::client::{self as facts_client, ClusterFacts};
 use crate::filter_memory;
@@ -40,10 +42,19 @@ const REPLY_CHUNK_BYTES: usize = 64 << 10;
 pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let facts = facts_for(call, &body).await?;
+    let (cluster, now_ms, config) = (&call.cluster, call.now_ms, &call.config);
     // Every node is judged before the answer is known to be a 200: a node that does not read,
     // however late in the list, is a 400 and nothing of a 200 has been sent.
-    let streamed = filter_body(&body, &*facts, call.now_ms, &call.config)?;
+    let streamed = assumed::read(cluster, &facts, now_ms, config, |facts| {
+        filter_body(&body, facts, now_ms, config)
+    })?;
     let mut outcome = streamed.output;
+    // kube-scheduler binds the only node left without asking prioritize.
+    if let [only] = outcome.result.node_names.as_deref().unwrap_or_default() {
+        if let Ok(pod) = PodDemand::from_pod(&streamed.pod, config) {
+            assumed::assume(cluster, only, &pod, &facts, now_ms, config);
+        }
+    }
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
     filter_memory::remember(
         &call.cluster,
@@ -80,7 +91,23 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let facts = facts_for(call, &body).await?;
     let outlook = facts_client::outlook(&call.cluster, call.now_ms, &call.config);
-    let input = scoring_input_body(&body, &*facts, &outlook, call.now_ms, &call.config)?.output;
+    let (now_ms, config) = (call.now_ms, &call.config);
+    let input = assumed::read(&call.cluster, &facts, now_ms, config, |facts| {
+        scoring_input_body(&body, facts, &outlook, now_ms, config)
+    })?
+    .output;
+    // The node alone at the top of the answer is where kube-scheduler binds the pod.
+    let answer = |call: &Call, priorities: &[aco_core::wire::HostPriority]| {
+        assumed::assume_top(
+            &call.cluster,
+            priorities,
+            &input.demand,
+            &facts,
+            call.now_ms,
+            &call.config,
+        );
+        Ok(priorities_response(priorities))
+    };
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(
@@ -129,11 +156,12 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         let scored = TenantColony::default().prioritize(
             &input.features,
             input.demand.workload,
+            &input.demand.key,
             call.now_ms,
             &call.config,
             &mut rng,
         );
-        return Ok(priorities_response(&scored.priorities));
+        return answer(call, &scored.priorities);
     };
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
     // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
@@ -147,12 +175,21 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         )
         .await;
     }
-    let (workload, now_ms, config) = (input.demand.workload, call.now_ms, call.config.clone());
+    let (workload, pod_key) = (input.demand.workload, &input.demand.key);
+    let config = call.config.clone();
     // Scored from this isolate's copy of the colony (see colony/copy.rs for the consistency this
     // trades): when it is fresh, no binding operation before the answer; otherwise one, to fetch
     // the colony first. The decision is sent after the response either way.
-    let mut score =
-        |c: &mut TenantColony| c.prioritize(&input.features, workload, now_ms, &config, &mut rng);
+    let mut score = |c: &mut TenantColony| {
+        c.prioritize(
+            &input.features,
+            workload,
+            pod_key,
+            now_ms,
+            &config,
+            &mut rng,
+        )
+    };
     let mut local = copy::with_fresh(&colony, now_ms, config.colony_snapshot_ms, &mut score);
     if local.is_none() {
         match client::fetch_copy(&call.bindings, &colony, now_ms).await {
@@ -180,7 +217,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                     format!("mode=\"{mode}\",reason=\"{reason}\""),
                     1.0,
                 );
-                return Ok(priorities_response(&priorities));
+                return answer(call, &priorities);
             }
         }
     }
@@ -206,5 +243,5 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         colony.clone(),
         version,
     )));
-    Ok(priorities_response(&prioritized.priorities))
+    answer(call, &prioritized.priorities)
 }

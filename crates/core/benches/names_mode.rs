@@ -99,8 +99,14 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let args = parse_args(body, &config).unwrap();
                 let input = scoring_input(&args, &kept, &outlook, 0, &config).unwrap();
-                let p =
-                    colony.prioritize(&input.features, input.demand.workload, 0, &config, &mut rng);
+                let p = colony.prioritize(
+                    &input.features,
+                    input.demand.workload,
+                    &input.demand.key,
+                    0,
+                    &config,
+                    &mut rng,
+                );
                 let mut reply = Vec::new();
                 write_priorities(&p.priorities, &mut reply);
                 reply.len()

@@ -189,6 +189,15 @@ config_keys! {
     // --- state and limits ---
     facts_ttl_ms: u64 = "FACTS_TTL_MS", number, 300_000;
     facts_cache_ms: u64 = "FACTS_CACHE_MS", number, 5_000;
+    /// A placement the extender named (the top of prioritize, the only node filter passed) counts
+    /// on its node until the node's `requested` is observed this long after it (`assumed.rs`):
+    /// the time the reporter needs to see the binding.
+    assumed_settle_ms: u64 = "ASSUMED_SETTLE_MS", number, 2_000,
+        check(|v| v <= 600_000, "must be within 0..=600000 (10 minutes)");
+    /// …and at most this long (a reporter that stopped, a binding that failed); 0 turns
+    /// assumptions off, so every pod is scored on the facts alone.
+    assumed_ttl_ms: u64 = "ASSUMED_TTL_MS", number, 120_000,
+        check(|v| v <= 3_600_000, "must be within 0..=3600000 (an hour)");
     decision_ttl_ms: u64 = "DECISION_TTL_MS", number, 3_600_000,
         check(minute_to_30_days, MINUTE_TO_30_DAYS);
     decision_keep_top: usize = "DECISION_KEEP_TOP", number, 64, check(|v| v != 0, "must be ≥ 1");

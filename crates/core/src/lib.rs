@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod api;
+pub mod assumed;
 pub mod cluster;
 pub mod colony;
 pub mod colony_store;

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::colony::{Outcome, TenantColony};
+use crate::colony::{tie_rank, Outcome, TenantColony};
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
@@ -139,6 +139,7 @@ impl<'a> ShadowCluster<'a> {
             NodeFeatures::for_pod_with(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
         }
         let footprint = PodFootprint::of(pod, config);
+        let tie = tie_rank(&pod.key);
         for state in &self.states {
             let state = if state.name == chosen {
                 &chosen_state
@@ -162,9 +163,14 @@ impl<'a> ShadowCluster<'a> {
             let tau = colony.pheromones.tau(&state.name, config);
             let d = config.alpha * tau.ln() - config.beta * total / config.cost_reference;
             let d = if d.is_nan() { f64::NEG_INFINITY } else { d };
-            // Names ascend, so the first of equal desirabilities keeps the win (prioritize's
-            // ranking: desirability descending, then name).
-            if best.as_ref().is_none_or(|(b, _)| d.total_cmp(b).is_gt()) {
+            // Prioritize's answer: the most desirable node, equal ones told apart as
+            // `colony::single_out_top` does.
+            let wins = best.as_ref().is_none_or(|(b, f)| {
+                d.total_cmp(b)
+                    .then_with(|| tie(&f.node).cmp(&tie(&features.node)))
+                    .is_gt()
+            });
+            if wins {
                 best = Some((d, features));
             }
         }
@@ -557,7 +563,7 @@ mod tests {
         let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
         let scored = with_tau
             .clone()
-            .prioritize(&features, p.workload, NOW, &config, &mut rng);
+            .prioritize(&features, p.workload, &p.key, NOW, &config, &mut rng);
         assert_eq!(
             scored.decision.etas[0].0,
             verdict(nodes(), &p, "a", &with_tau).unwrap().colony_choice

@@ -939,6 +939,32 @@ mod tests {
         .collect()
     }
 
+    #[test]
+    fn pods_scored_together_see_where_the_extender_put_the_ones_before_them() {
+        // Two latency-critical pods in the same second, one facts report before them: both see
+        // the 8-CPU node empty and cheapest. Together they would load it to 7/8, past the SLA
+        // threshold; the second sees the first assumed there and opens the bigger node.
+        let nodes = [
+            node("a", 8_000, 32, 0, None),
+            node("b", 16_000, 64, 0, None),
+        ];
+        let ls = |name: &str| TracePod {
+            qos: "LS".into(),
+            ..pod(name, 3_500, 4, 0, 0, 100, 4_000)
+        };
+        let mut w = world(&nodes, &[ls("p1"), ls("p2")]);
+        for policy in ["heuristic", "colony"] {
+            let got = placements(&w, policy, 1);
+            assert_eq!(got, [Some("a".into()), Some("b".into())], "{policy}");
+        }
+        // Without assumptions the second pod is scored on the facts alone, and stacks.
+        w.config.assumed_ttl_ms = 0;
+        for policy in ["heuristic", "colony"] {
+            let got = placements(&w, policy, 1);
+            assert_eq!(got, [Some("a".into()), Some("a".into())], "{policy}");
+        }
+    }
+
     /// small: 4 CPU / 16 GiB (cheap), big: 16 CPU / 64 GiB, gpu: 8 CPU / 32 GiB with 2 T4.
     fn three_nodes() -> Vec<TraceNode> {
         vec![

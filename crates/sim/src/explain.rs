@@ -145,6 +145,7 @@ mod tests {
         let p = TenantColony::default().score(
             &[node("cheap", 0.4), node("dear", 3.2)],
             WorkloadClass::Batch,
+            "ns/pod",
             0,
             &Config::default(),
             &mut rng,

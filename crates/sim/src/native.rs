@@ -9,9 +9,11 @@
 //! full reassembly); `tests::fast_path_places_exactly_as_the_reference` holds them equal.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
+use aco_core::assumed::AssumedPlacements;
 use aco_core::config::Config;
-use aco_core::facts::{NodeFacts, Observed};
+use aco_core::facts::{FactsLookup, NodeFacts, Observed};
 use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::heuristic::ClusterOutlook;
@@ -81,6 +83,25 @@ pub struct NativeScheduler {
     /// Per node, every tenant's observed slowdowns `(sum, count)`, when η learns a cluster-wide
     /// per-node slowdown (`with_cluster_slowdowns`); `None` otherwise.
     slowdowns: Option<Vec<(f64, f64)>>,
+    /// The placements the extender named that the facts do not show yet, as the Worker's
+    /// isolate keeps them (`aco_core::assumed`), for the policies that are the extender.
+    assumed: AssumedPlacements,
+    /// Facts changed since `assumed` was last brought up to them.
+    assumed_stale: bool,
+    /// Node name → index (cluster order).
+    index: HashMap<String, usize>,
+}
+
+/// The native facts by node name, as the Worker's copy answers them.
+struct FactsByName<'a> {
+    facts: &'a [Option<NodeFacts>],
+    index: &'a HashMap<String, usize>,
+}
+
+impl FactsLookup for FactsByName<'_> {
+    fn get(&self, name: &str) -> Option<&NodeFacts> {
+        self.facts.get(*self.index.get(name)?)?.as_ref()
+    }
 }
 
 /// Prior of the cluster-wide slowdown estimate: as if each node had run this many pods at the
@@ -111,6 +132,9 @@ impl NativeScheduler {
             outlook_dirty: true,
             accounts: GpuAccounts::default(),
             slowdowns: None,
+            assumed: AssumedPlacements::new(),
+            assumed_stale: false,
+            index: HashMap::new(),
         }
     }
 
@@ -144,7 +168,45 @@ impl NativeScheduler {
             self.reported = vec![None; n];
             self.predictors = world.nodes.iter().map(|_| self.predictor.make()).collect();
             self.last_sample_ms = vec![None; n];
+            self.index = world
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.idx))
+                .collect();
         }
+    }
+
+    /// Brings the assumed placements up to the facts (after a report, or when one expires) and
+    /// marks the nodes whose record changed.
+    fn settle_assumed(&mut self, now_ms: u64) {
+        if !(self.assumed_stale || self.assumed.expires_by(now_ms)) {
+            return;
+        }
+        self.assumed_stale = false;
+        let lookup = FactsByName {
+            facts: &self.facts,
+            index: &self.index,
+        };
+        for name in self.assumed.refresh(&lookup, now_ms, &self.config) {
+            if let Some(&node) = self.index.get(&name) {
+                self.touch(node, true);
+            }
+        }
+    }
+
+    /// The extender named `node` for `pod`: the pod counts there until the facts show it.
+    fn assume(&mut self, world: &World, pod: &SimPod, node: usize, now_ms: u64) {
+        if !self.policy.is_extender() {
+            return;
+        }
+        let lookup = FactsByName {
+            facts: &self.facts,
+            index: &self.index,
+        };
+        let name = &world.nodes[node].name;
+        self.assumed
+            .assume(name, &pod.demand, &lookup, now_ms, &self.config);
+        self.touch(node, true);
     }
 
     /// Before a node's facts change: its previous observation (busy then, and when), so that
@@ -164,6 +226,7 @@ impl NativeScheduler {
             }
         }
         self.outlook_dirty = true;
+        self.assumed_stale = true;
     }
 
     fn observe(&mut self, node: usize, samples: impl Iterator<Item = UtilisationSample>) {
@@ -196,6 +259,7 @@ impl NativeScheduler {
         cache: &'s mut [Option<NodeState<'static>>],
         dirty: &mut [Dirty],
         facts: &[Option<NodeFacts>],
+        assumed: &AssumedPlacements,
         predictors: &[Option<Box<dyn Predictor>>],
         kind: PredictorKind,
         config: &Config,
@@ -203,7 +267,13 @@ impl NativeScheduler {
         node: usize,
         now_ms: u64,
     ) -> &'s NodeState<'static> {
-        let facts = facts[node].as_ref();
+        let facts = match assumed.is_empty() {
+            true => facts[node].as_ref(),
+            false => assumed
+                .record(&world.nodes[node].name)
+                .map(|r| &r.facts)
+                .or(facts[node].as_ref()),
+        };
         let slot = &mut cache[node];
         match (slot.is_some(), dirty[node]) {
             (true, Dirty::Clean) => {}
@@ -456,6 +526,8 @@ impl Scheduler for NativeScheduler {
         now_ms: u64,
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
+        self.ensure(world);
+        self.settle_assumed(now_ms);
         let mut passed = Vec::with_capacity(candidates.len());
         let wanted = WantedResources::of(&pod.demand, &self.config);
         for &c in candidates {
@@ -463,6 +535,7 @@ impl Scheduler for NativeScheduler {
                 &mut self.cache,
                 &mut self.dirty,
                 &self.facts,
+                &self.assumed,
                 &self.predictors,
                 self.predictor,
                 &self.config,
@@ -475,9 +548,9 @@ impl Scheduler for NativeScheduler {
             }
         }
         self.scored = passed.len() >= 2;
-        match passed.len() {
-            0 => Ok(None),
-            1 => Ok(Some(passed[0])),
+        let chosen = match passed.len() {
+            0 => None,
+            1 => Some(passed[0]),
             _ => {
                 let states: Vec<&NodeState> = passed
                     .iter()
@@ -522,9 +595,15 @@ impl Scheduler for NativeScheduler {
                 };
                 let scores = self.policy.score(&ctx, &passed, &states);
                 count_top_ties(&scores, &mut self.ties);
-                Ok(select_host(&passed, &scores, tie))
+                select_host(&passed, &scores, tie)
             }
+        };
+        // The extender's answer is the unique top (`colony::single_out_top`) or the only node
+        // it passed: the node kube-scheduler binds, which the Worker assumes the pod on.
+        if let Some(node) = chosen {
+            self.assume(world, pod, node, now_ms);
         }
+        Ok(chosen)
     }
 
     fn placed(
@@ -588,6 +667,7 @@ impl Scheduler for NativeScheduler {
         self.cache[node] = None;
         self.accounts.forget(node);
         self.outlook_dirty = true;
+        self.assumed_stale = true;
         Ok(())
     }
 

@@ -11,6 +11,7 @@ mod outcome_index;
 mod pheromone;
 mod report;
 mod score;
+mod top;
 
 pub use decision::{
     CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation,
@@ -20,6 +21,7 @@ pub use outcome::{ObservedOutcome, Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
 pub use score::{desirability, explore, relative_desirabilities, to_scores};
+pub use top::{single_out_top, tie_rank};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -134,16 +136,18 @@ impl TenantColony {
             .collect()
     }
 
-    /// Scores the candidates 0–10 with `τ^α·η^β`. Does not touch the trail.
+    /// Scores the candidates 0–10 with `τ^α·η^β`, one of them alone at the top
+    /// ([`single_out_top`], tied nodes told apart by `pod_key`). Does not touch the trail.
     pub fn prioritize<'a>(
         &mut self,
         candidates: &'a [NodeFeatures],
         workload: WorkloadClass,
+        pod_key: &str,
         now_ms: u64,
         config: &Config,
         rng: &mut impl Rng,
     ) -> Prioritized<'a> {
-        let scored = self.score(candidates, workload, now_ms, config, rng);
+        let scored = self.score(candidates, workload, pod_key, now_ms, config, rng);
         Prioritized {
             priorities: candidates
                 .iter()
@@ -164,6 +168,7 @@ impl TenantColony {
         &mut self,
         candidates: &[NodeFeatures],
         workload: WorkloadClass,
+        pod_key: &str,
         now_ms: u64,
         config: &Config,
         rng: &mut impl Rng,
@@ -199,16 +204,26 @@ impl TenantColony {
         let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
         let desirabilities = relative_desirabilities(&taus, &totals, config);
         let mut scores = to_scores(&desirabilities);
-        let explored = explore(&mut scores, &desirabilities, config, rng)
-            .map(|i| candidates[i].node.to_string());
+        let explored_at = explore(&mut scores, &desirabilities, config, rng);
+        let explored = explored_at.map(|i| candidates[i].node.to_string());
+        let top = explored_at.or_else(|| {
+            single_out_top(
+                &mut scores,
+                &desirabilities,
+                |i| &candidates[i].node,
+                pod_key,
+            )
+        });
         self.counters.decisions += 1;
         self.counters.explorations += explored.is_some() as u64;
 
-        // Best first, ties by name, then by position: a strict total order, so partitioning
-        // out the kept few and sorting only them keeps exactly what sorting all would.
+        // The answer's top first, then best first, ties by name, then by position: a strict
+        // total order, so partitioning out the kept few and sorting only them keeps exactly what
+        // sorting all would.
         let by_rank = |&a: &usize, &b: &usize| {
-            desirabilities[b]
-                .total_cmp(&desirabilities[a])
+            (Some(b) == top)
+                .cmp(&(Some(a) == top))
+                .then_with(|| desirabilities[b].total_cmp(&desirabilities[a]))
                 .then_with(|| candidates[a].node.cmp(&candidates[b].node))
                 .then(a.cmp(&b))
         };
@@ -337,7 +352,7 @@ mod tests {
             ..Config::default()
         };
         colony
-            .prioritize(nodes, WorkloadClass::Batch, 0, &config, &mut rng)
+            .prioritize(nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng)
             .priorities
             .iter()
             .map(|p| p.score)
@@ -345,11 +360,16 @@ mod tests {
     }
 
     #[test]
-    fn cheaper_node_wins_when_all_else_is_equal_and_equal_nodes_tie() {
+    fn cheaper_node_wins_when_all_else_is_equal_and_one_of_equal_nodes_is_the_top() {
         let mut c = TenantColony::default();
+        let s = scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]);
+        assert_eq!(s[0], 0);
+        let mut equal = [s[1], s[2]];
+        equal.sort_unstable();
         assert_eq!(
-            scores(&mut c, &[node("a", 3.2), node("b", 0.45), node("c", 0.45)]),
-            vec![0, 10, 10]
+            equal,
+            [9, 10],
+            "one answer at the top: the node the pod is assumed on"
         );
     }
 
@@ -363,9 +383,9 @@ mod tests {
         let mut c = TenantColony::default();
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         for _ in 0..50 {
-            c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+            c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
         let effect = c.confirm(Some(&p.decision), "b", None, 0, &config).unwrap();
@@ -391,6 +411,7 @@ mod tests {
         let p = c.score(
             &[node("a", 1.0)],
             WorkloadClass::Batch,
+            "ns/pod",
             0,
             &config,
             &mut rng,
@@ -426,21 +447,23 @@ mod tests {
         let mut c = TenantColony::default();
         let nodes = [node("a", 1.0), node("b", 1.01)];
         let mut rng = SmallRng::seed_from_u64(1);
-        let fresh = c.prioritize(&nodes, lc, 0, &config, &mut rng).priorities;
+        let fresh = c
+            .prioritize(&nodes, lc, "ns/pod", 0, &config, &mut rng)
+            .priorities;
         for _ in 0..3 {
-            let p = c.prioritize(&nodes, lc, 0, &config, &mut rng);
+            let p = c.prioritize(&nodes, lc, "ns/pod", 0, &config, &mut rng);
             let failed = Some(Outcome::Label(OutcomeLabel::Failed));
             c.confirm(Some(&p.decision), "a", failed, 0, &config)
                 .unwrap();
         }
         let soon = c
-            .prioritize(&nodes, lc, 60_000, &config, &mut rng)
+            .prioritize(&nodes, lc, "ns/pod", 60_000, &config, &mut rng)
             .priorities;
         assert!(soon[0].score < soon[1].score, "{soon:?}");
         // Twenty half-lives on, three failures weigh ~3e-6 of one: a's η is the prior's again.
         let later_ms = 20 * config.outcome_half_life_ms;
         let later = c
-            .prioritize(&nodes, lc, later_ms, &config, &mut rng)
+            .prioritize(&nodes, lc, "ns/pod", later_ms, &config, &mut rng)
             .priorities;
         assert_eq!(later, fresh);
         assert_eq!(
@@ -456,7 +479,7 @@ mod tests {
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
         for _ in 0..5 {
-            let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+            let p = c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
             c.confirm(
                 Some(&p.decision),
                 "a",
@@ -486,7 +509,7 @@ mod tests {
             node("d", 2.0),
         ];
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = c.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         assert_eq!(
             p.decision
                 .etas
@@ -525,7 +548,7 @@ mod tests {
         nodes[2].gpus = Some(4);
         nodes[2].gpu_scarcity = 0.5;
         let mut rng = SmallRng::seed_from_u64(3);
-        let p = c.prioritize(&nodes, WorkloadClass::Batch, 7, &config, &mut rng);
+        let p = c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 7, &config, &mut rng);
         let e = p.decision.explanation.as_ref().unwrap();
         assert_eq!(e.candidates.len(), p.decision.etas.len());
         assert_eq!(e.explored, p.explored);
@@ -608,6 +631,7 @@ mod tests {
             .prioritize(
                 &nodes,
                 WorkloadClass::Batch,
+                "ns/pod",
                 1_760_000_000_000,
                 &config,
                 &mut rng,
@@ -646,10 +670,13 @@ mod tests {
         let (mut t1, mut t2) = (TenantColony::default(), TenantColony::default());
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = t1.prioritize(&nodes, WorkloadClass::Batch, 0, &config, &mut rng);
+        let p = t1.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         t1.confirm(Some(&p.decision), "a", None, 0, &config)
             .unwrap();
-        assert_eq!(scores(&mut t2, &nodes), vec![10, 10]);
-        assert_ne!(scores(&mut t1, &nodes), vec![10, 10]);
+        let untouched = scores(&mut TenantColony::default(), &nodes);
+        assert_eq!(scores(&mut t2, &nodes), untouched);
+        // a's deposit makes it t1's top by its trail, b falls below the tie's 9.
+        assert_eq!(scores(&mut t1, &nodes)[0], 10);
+        assert!(scores(&mut t1, &nodes)[1] < 9);
     }
 }

@@ -127,6 +127,7 @@ fn decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
     let p = TenantColony::default().score(
         &[node("a", 1.0), node("b", 2.0)],
         WorkloadClass::Batch,
+        key,
         now_ms,
         config,
         &mut rng,

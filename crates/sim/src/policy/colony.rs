@@ -38,12 +38,16 @@ impl Policy for Colony {
     fn name(&self) -> String {
         "colony".into()
     }
+    fn is_extender(&self) -> bool {
+        true
+    }
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
         let tenant = ctx.pod.demand.tenant.clone();
         let colony = self.colonies.entry(tenant.clone()).or_default();
         let p = colony.score(
             &features(states, &ctx.pod.demand, ctx.config, ctx.outlook),
             ctx.pod.demand.workload,
+            &ctx.pod.demand.key,
             ctx.now_ms,
             ctx.config,
             &mut self.rng,

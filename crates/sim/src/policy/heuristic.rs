@@ -1,7 +1,7 @@
 //! The heuristic alone: `η^β` mapped to the extender's 0–10 scores (no trail, no learning), each
 //! relative to the best candidate as the colony's prioritize computes it.
 
-use aco_core::colony::{relative_desirabilities, to_scores};
+use aco_core::colony::{relative_desirabilities, single_out_top, to_scores};
 use aco_core::heuristic::eta_terms;
 use aco_core::node_state::NodeState;
 
@@ -13,6 +13,9 @@ impl Policy for Heuristic {
     fn name(&self) -> String {
         "heuristic".into()
     }
+    fn is_extender(&self) -> bool {
+        true
+    }
     fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
         let totals: Vec<f64> = features(states, &ctx.pod.demand, ctx.config, ctx.outlook)
             .iter()
@@ -20,6 +23,8 @@ impl Policy for Heuristic {
             .collect();
         let untrailed = vec![1.0; totals.len()];
         let d = relative_desirabilities(&untrailed, &totals, ctx.config);
-        to_scores(&d).into_iter().map(|s| s as f64).collect()
+        let mut scores = to_scores(&d);
+        single_out_top(&mut scores, &d, |i| &states[i].name, &ctx.pod.demand.key);
+        scores.into_iter().map(|s| s as f64).collect()
     }
 }

@@ -60,6 +60,12 @@ pub trait Policy {
     /// The pod was bound to `node`. `scored` is false when there was a single feasible node and
     /// kube-scheduler would not have called prioritize at all.
     fn placed(&mut self, _ctx: &ScoreCtx, _node: usize, _scored: bool) {}
+    /// The policy is the extender (η alone or the colony): it reads the node facts, answers
+    /// with one node alone at the top, and its pipeline assumes the pod there until the facts
+    /// show it. The baselines are kube-scheduler's own plugins, which read its exact cache.
+    fn is_extender(&self) -> bool {
+        false
+    }
     /// The pod's observed outcome on `node` (see `Scheduler::outcome`); only the colony learns.
     fn outcome(&mut self, _ctx: &ScoreCtx, _node: usize, _outcome: aco_core::colony::Outcome) {}
     /// Per-tenant pheromone snapshot (node, τ), best first; empty for policies without trails.

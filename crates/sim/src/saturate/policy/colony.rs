@@ -135,6 +135,7 @@ impl SatPolicy for SatColony {
         let pr = colony.prioritize(
             &features,
             ctx.sim_pod.demand.workload,
+            &ctx.sim_pod.demand.key,
             ctx.step * 1000,
             ctx.config,
             &mut self.rng,
