@@ -335,9 +335,9 @@ pub fn report(
     } = report;
     let quality = outcome.map(Outcome::quality).transpose()?;
     if let Some(r) = record {
-        return Ok(match quality {
-            Some(q) if !r.outcome_recorded && r.node == node => {
-                colony.record_outcome(node, q, now_ms, config);
+        return Ok(match quality.zip(outcome) {
+            Some((q, o)) if !r.outcome_recorded && r.node == node => {
+                colony.record_outcome(node, q, o, now_ms, config);
                 r.outcome_recorded = true;
                 ShadowEffect::Outcome
             }
@@ -362,8 +362,8 @@ pub fn report(
             }
         }
     };
-    if let Some(q) = quality {
-        colony.record_outcome(node, q, now_ms, config);
+    if let Some((q, o)) = quality.zip(outcome) {
+        colony.record_outcome(node, q, o, now_ms, config);
     }
     *record = Some(ShadowRecord {
         node: node.to_string(),

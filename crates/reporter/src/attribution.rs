@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aco_core::colony::{ObservedOutcome, Outcome, OutcomeLabel};
+use aco_core::colony::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
 use aco_core::run_time::RunTimes;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -130,8 +130,17 @@ pub struct Attribution {
     pub run_times: RunTimes,
 }
 
-fn failed() -> Outcome {
-    Outcome::Label(OutcomeLabel::Failed)
+/// A failed outcome; with its cause when the reporter knows one (`Verdict::failure_cause`).
+fn failed(cause: Option<FailureCause>) -> Outcome {
+    match cause {
+        Some(cause) => Outcome::Observed(ObservedOutcome {
+            quality: 0.0,
+            cost_per_hour: None,
+            slowdown: None,
+            cause: Some(cause),
+        }),
+        None => Outcome::Label(OutcomeLabel::Failed),
+    }
 }
 
 impl Attribution {
@@ -145,7 +154,7 @@ impl Attribution {
         uid: &str,
     ) -> Option<Decision> {
         Some(match verdict {
-            Verdict::NodeFailed(_) => Decision::Report(failed()),
+            Verdict::NodeFailed(_) => Decision::Report(failed(verdict.failure_cause())),
             Verdict::Neutral(_) => Decision::Neutral,
             Verdict::Healthy => Decision::Report(Outcome::Label(OutcomeLabel::Succeeded)),
             Verdict::Succeeded { run_ms } => {
@@ -158,6 +167,7 @@ impl Attribution {
                         quality: 1.0,
                         cost_per_hour: None,
                         slowdown: Some(s),
+                        cause: None,
                     }),
                     None => Outcome::Label(OutcomeLabel::Succeeded),
                 })
@@ -165,7 +175,7 @@ impl Attribution {
             Verdict::AppError(_) => match workload {
                 None => Decision::Neutral,
                 Some(w) => match self.failures.record(w, node, uid) {
-                    Blame::Node => Decision::Report(failed()),
+                    Blame::Node => Decision::Report(failed(Some(FailureCause::Node))),
                     Blame::Workload => Decision::Neutral,
                     Blame::Undecided => return None,
                 },
@@ -247,11 +257,11 @@ mod tests {
         );
         assert_eq!(
             a.decide(&err, Some("Job/ns/j"), "n1", "u2"),
-            Some(Decision::Report(failed()))
+            Some(Decision::Report(failed(Some(FailureCause::Node))))
         );
         assert_eq!(
             a.decide(&err, Some("Job/ns/j"), "n1", "u1"),
-            Some(Decision::Report(failed())),
+            Some(Decision::Report(failed(Some(FailureCause::Node)))),
             "the first pod, judged again"
         );
         // Another workload failing everywhere: its own fault.
@@ -309,7 +319,12 @@ mod tests {
                 "n",
                 "y"
             ),
-            Some(Decision::Report(failed()))
+            Some(Decision::Report(failed(Some(FailureCause::NodeGone))))
+        );
+        // The wire form: a node gone is priced by its pool, not learned as the node's fault.
+        assert_eq!(
+            serde_json::to_value(failed(Some(FailureCause::NodeGone))).unwrap(),
+            json!({"quality": 0.0, "cause": "nodeGone"})
         );
         assert_eq!(
             a.decide(&Verdict::Neutral("Deleted".into()), None, "n", "z"),

@@ -24,6 +24,7 @@
 //!
 //! Anything else is not known yet (`None`).
 
+use aco_core::colony::FailureCause;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
 
 use crate::time::ms;
@@ -54,6 +55,24 @@ impl Verdict {
             Verdict::Neutral(_) => "neutral",
             Verdict::AppError(_) => "app_error",
         }
+    }
+
+    /// Why a node failed its pod, for the Worker (`FailureCause`): the node's reliability learns
+    /// only what the node facts do not already say. A node-pressure eviction (row 1, the usual
+    /// `TerminationByKubelet`; row 7 `Evicted`) or a container the node's memory ran out under
+    /// (row 12) is its load; a node gone (rows 3, 8) its pool's risk; everything else — not
+    /// ready, an admission the node's devices failed, an application failing on this node only,
+    /// a graceful node shutdown — the node's own.
+    pub fn failure_cause(&self) -> Option<FailureCause> {
+        let Verdict::NodeFailed(reason) = self else {
+            return None;
+        };
+        Some(match reason.as_str() {
+            "TerminationByKubelet" | "Evicted" => FailureCause::Load,
+            r if r.starts_with("OOMKilled") => FailureCause::Load,
+            "DeletionByPodGC" | "NodeGone" => FailureCause::NodeGone,
+            _ => FailureCause::Node,
+        })
     }
 }
 
@@ -621,5 +640,29 @@ mod tests {
         let no_times = pod(json!({"phase": "Succeeded", "containerStatuses": [
             status_of("a", json!({"terminated": {"exitCode": 0}}), json!({}), 0)]}));
         assert_eq!(run_time_ms(no_times.status.as_ref().unwrap()), None);
+    }
+
+    #[test]
+    fn a_node_failure_names_what_the_facts_already_price() {
+        let cause = |r: &str| Verdict::NodeFailed(r.into()).failure_cause();
+        assert_eq!(cause("TerminationByKubelet"), Some(FailureCause::Load));
+        assert_eq!(cause("Evicted"), Some(FailureCause::Load));
+        assert_eq!(
+            cause("OOMKilled without a memory limit (node memory)"),
+            Some(FailureCause::Load)
+        );
+        assert_eq!(cause("DeletionByPodGC"), Some(FailureCause::NodeGone));
+        assert_eq!(cause("NodeGone"), Some(FailureCause::NodeGone));
+        for r in [
+            "DeletionByTaintManager",
+            "UnexpectedAdmissionError",
+            "OutOfnvidia.com/gpu",
+            "NodeShutdown",
+            "Terminated",
+        ] {
+            assert_eq!(cause(r), Some(FailureCause::Node), "{r}");
+        }
+        assert_eq!(Verdict::Healthy.failure_cause(), None);
+        assert_eq!(Verdict::AppError("exit 1".into()).failure_cause(), None);
     }
 }

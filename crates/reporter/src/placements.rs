@@ -447,11 +447,17 @@ fn reason_of(v: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aco_core::colony::{Outcome, OutcomeLabel};
+    use aco_core::colony::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
     use serde_json::json;
 
-    fn failed_outcome() -> Outcome {
-        Outcome::Label(OutcomeLabel::Failed)
+    /// A failed outcome as the reporter sends it: with why the node failed the pod.
+    fn failed_outcome(cause: FailureCause) -> Outcome {
+        Outcome::Observed(ObservedOutcome {
+            quality: 0.0,
+            cost_per_hour: None,
+            slowdown: None,
+            cause: Some(cause),
+        })
     }
 
     fn succeeded() -> Outcome {
@@ -584,7 +590,11 @@ mod tests {
         let (items, _) = scan_pods(&mut ledger, [&failed], &r, 13_000);
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].kind, Kind::Outcome);
-        assert_eq!(items[0].report.outcome, Some(failed_outcome()));
+        assert_eq!(
+            items[0].report.outcome,
+            Some(failed_outcome(FailureCause::Load)),
+            "Evicted: the node's load"
+        );
         ledger.settle(&items[0]);
         assert!(scan_pods(&mut ledger, [&failed], &r, 14_000).0.is_empty());
     }
@@ -776,7 +786,10 @@ mod tests {
         assert_eq!(items.len(), 1);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
-            (Kind::ShadowOutcome, Some(failed_outcome()))
+            (
+                Kind::ShadowOutcome,
+                Some(failed_outcome(FailureCause::Load))
+            )
         );
         assert_eq!(items[0].kind.endpoint(), Endpoint::Shadow);
         assert!(items[0].pod.is_some());
@@ -790,7 +803,7 @@ mod tests {
         let (items, _) = scan_pods(&mut Ledger::default(), [&failed], &r, 16_000);
         assert_eq!(
             (items[0].kind, items[0].report.outcome),
-            (Kind::Shadow, Some(failed_outcome()))
+            (Kind::Shadow, Some(failed_outcome(FailureCause::Load)))
         );
         // Two hours later only its outcome; past the outcome window nothing.
         let (items, _) = scan_pods(&mut Ledger::default(), [&failed], &r, 2 * HOUR);
@@ -845,7 +858,10 @@ mod tests {
         );
         assert_eq!(
             (s3.items[0].kind, s3.items[0].report.outcome),
-            (Kind::Placement, Some(failed_outcome()))
+            (
+                Kind::Placement,
+                Some(failed_outcome(FailureCause::NodeGone))
+            )
         );
     }
 
@@ -887,7 +903,7 @@ mod tests {
                 second.items[0].uid(),
                 second.items[0].report.outcome
             ),
-            (1, "b", Some(failed_outcome()))
+            (1, "b", Some(failed_outcome(FailureCause::Node)))
         );
         let third = scan(
             &mut ledger,
@@ -902,7 +918,7 @@ mod tests {
                 third.items[0].kind,
                 third.items[0].report.outcome
             ),
-            (1, Kind::Outcome, Some(failed_outcome()))
+            (1, Kind::Outcome, Some(failed_outcome(FailureCause::Node)))
         );
         assert_eq!(third.items[0].uid(), "a");
     }

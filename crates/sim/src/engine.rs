@@ -22,7 +22,7 @@ use crate::load::{node_utilisation, LoadModel, LoadShare};
 pub use crate::performance::PerformanceModel;
 use crate::rng;
 use crate::trace::Error;
-use aco_core::colony::{ObservedOutcome, Outcome};
+use aco_core::colony::{FailureCause, ObservedOutcome, Outcome};
 
 // The engine's collaborators, re-exported where callers have always found them.
 pub use crate::alloc::NodeAlloc;
@@ -216,6 +216,8 @@ struct DueOutcome {
     cost_per_hour: f64,
     /// The run-time slowdown the reporter observed (pods whose work the node stretched).
     slowdown: Option<f64>,
+    /// Why the pod failed, as the reporter would tell it (`None`: it did not, or the node).
+    cause: Option<FailureCause>,
     at_s: u64,
 }
 
@@ -231,7 +233,14 @@ impl Sim<'_> {
     }
 
     /// Queues `pod`'s outcome on `node` at `t` (once per pod; nothing when outcomes are off).
-    fn owe_outcome(&mut self, pod: usize, node: usize, quality: f64, t: u64) {
+    fn owe_outcome(
+        &mut self,
+        pod: usize,
+        node: usize,
+        quality: f64,
+        cause: Option<FailureCause>,
+        t: u64,
+    ) {
         if self.params.outcomes == OutcomeReports::None || !self.reported.insert(pod) {
             return;
         }
@@ -257,6 +266,7 @@ impl Sim<'_> {
             cost_per_hour,
             // A run cut short (an eviction) says nothing about the node's speed.
             slowdown: slowdown.filter(|_| quality > 0.0),
+            cause,
             at_s: t,
         });
     }
@@ -360,7 +370,8 @@ impl Sim<'_> {
             }
         }
         for (pod, node) in failed {
-            self.owe_outcome(pod, node, 0.0, t);
+            // The node's load broke the pod's QoS: what η's breach term prices.
+            self.owe_outcome(pod, node, 0.0, Some(FailureCause::Load), t);
         }
     }
 
@@ -440,7 +451,7 @@ impl Sim<'_> {
                         .push(((t - self.start_s) as f64 / 3600.0, self.violations));
                 }
             }
-            self.owe_outcome(p, node, 0.0, t);
+            self.owe_outcome(p, node, 0.0, Some(FailureCause::NodeGone), t);
             self.unbind(by_idx[&p], t);
         }
         evicted
@@ -454,7 +465,7 @@ impl Sim<'_> {
             || pod
                 .latency_target_us
                 .is_none_or(|target| self.world.nodes[node].latency_us <= target);
-        self.owe_outcome(pod.idx, node, if target_met { 1.0 } else { 0.0 }, t);
+        self.owe_outcome(pod.idx, node, if target_met { 1.0 } else { 0.0 }, None, t);
         self.settle_bill(node, t);
         self.pod_bill.remove(&pod.idx);
         let Some((node, slots)) = self.slots.remove(&pod.idx) else {
@@ -656,13 +667,20 @@ pub fn run_observed(
         let t = next_arrival;
         sim.advance(t);
         for due in std::mem::take(&mut sim.outcomes_due) {
-            let outcome = match params.outcomes {
-                OutcomeReports::QosCost => Outcome::Observed(ObservedOutcome {
+            let outcome = match (params.outcomes, due.cause) {
+                (OutcomeReports::QosCost, cause) => Outcome::Observed(ObservedOutcome {
                     quality: due.quality,
                     cost_per_hour: Some(due.cost_per_hour),
                     slowdown: due.slowdown,
+                    cause,
                 }),
-                _ => Outcome::Quality(due.quality),
+                (_, Some(cause)) => Outcome::Observed(ObservedOutcome {
+                    quality: due.quality,
+                    cost_per_hour: None,
+                    slowdown: None,
+                    cause: Some(cause),
+                }),
+                (_, None) => Outcome::Quality(due.quality),
             };
             m.outcomes_reported += 1;
             scheduler.outcome(world, by_idx[&due.pod], due.node, outcome, due.at_s * 1000)?;

@@ -69,7 +69,7 @@ pub struct PlacementsSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::colony::{ObservedOutcome, OutcomeLabel};
+    use crate::colony::{FailureCause, ObservedOutcome, OutcomeLabel};
 
     fn named(uid: &str) -> PlacementReport {
         PlacementReport {
@@ -96,8 +96,18 @@ mod tests {
                         quality: 1.0,
                         cost_per_hour: Some(0.5),
                         slowdown: Some(1.25),
+                        cause: None,
                     })),
                     ..named("u3")
+                },
+                PlacementReport {
+                    outcome: Some(Outcome::Observed(ObservedOutcome {
+                        quality: 0.0,
+                        cost_per_hour: None,
+                        slowdown: None,
+                        cause: Some(FailureCause::NodeGone),
+                    })),
+                    ..named("u5")
                 },
                 PlacementReport {
                     outcome: Some(Outcome::Quality(0.75)),
@@ -110,6 +120,7 @@ mod tests {
             r#"{"podUid":"u1","namespace":"team-a","name":"p","tenant":"team-a","node":"n1"},"#,
             r#"{"podUid":"u2","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":"failed"},"#,
             r#"{"podUid":"u3","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":{"quality":1.0,"costPerHour":0.5,"slowdown":1.25}},"#,
+            r#"{"podUid":"u5","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":{"quality":0.0,"cause":"nodeGone"}},"#,
             r#"{"podUid":"u4","namespace":"team-a","name":"p","tenant":"team-a","node":"n1","outcome":0.75}"#,
             "]}"
         );

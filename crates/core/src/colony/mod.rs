@@ -17,7 +17,7 @@ pub use decision::{
     CandidateExplanation, CandidateWhy, Decision, DecisionExplanation, Explanation,
     FilterRejections, RejectedNode, FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
 };
-pub use outcome::{ObservedOutcome, Outcome, OutcomeLabel};
+pub use outcome::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
 pub use pheromone::{PheromoneTable, Trail};
 pub use report::{Confirmed, PodRecord, ReportEffect};
 pub use score::{desirability, explore, relative_desirabilities, to_scores};
@@ -313,8 +313,8 @@ impl TenantColony {
             self.counters.non_candidate_placements += 1;
             return Ok(Confirmation::NotACandidate);
         };
-        if let Some(q) = reported {
-            self.record_outcome(node, q, now_ms, config);
+        if let (Some(q), Some(o)) = (reported, outcome) {
+            self.record_outcome(node, q, o, now_ms, config);
         }
         let quality = deposit.unwrap_or(eta_then);
         let amount = config.deposit_q * quality;

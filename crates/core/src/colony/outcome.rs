@@ -35,6 +35,28 @@ pub struct ObservedOutcome {
     /// label). Above 1 the node ran it slower than usual — node performance no label shows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<f64>,
+    /// For a pod that failed (quality below 1): why, as far as the reporter can tell. Absent:
+    /// the node's doing, as every failure counted before causes were reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<FailureCause>,
+}
+
+/// Why a pod failed on its node, so that the node's reliability learns only what η cannot see
+/// from the facts: a failure η already prices would be counted twice, and every tenant's pods
+/// would then avoid a node for what its load or its pool already says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FailureCause {
+    /// The node's load: a node-pressure eviction, a container the node's memory ran out under,
+    /// a latency-critical pod's SLA broken on a hot node. η prices it from the measured load
+    /// (`qosRisk`).
+    Load,
+    /// The node is gone (a spot reclamation, a deleted node): its pool's interruption rate
+    /// prices it (`reclamationRisk`), and a replacement joins under another name.
+    NodeGone,
+    /// The node's own doing that no fact shows: not ready, a device that failed admission, an
+    /// application that fails on this node only. What the reliability posterior is for.
+    Node,
 }
 
 impl Outcome {
@@ -80,6 +102,18 @@ impl Outcome {
             Outcome::Observed(o) => Ok(o.slowdown),
             _ => Ok(None),
         }
+    }
+
+    /// Whether the node's reliability learns from this outcome: successes always, failures
+    /// unless the reporter names a cause η prices already ([`FailureCause`]).
+    pub fn teaches_reliability(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Observed(ObservedOutcome {
+                cause: Some(FailureCause::Load | FailureCause::NodeGone),
+                ..
+            })
+        )
     }
 
     /// What the trail deposits for this outcome: the quality, times η's mapping of dollars

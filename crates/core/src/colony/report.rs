@@ -124,13 +124,13 @@ impl TenantColony {
             self.counters.unknown_placements += 1;
             return Ok(ReportEffect::UnknownPod);
         };
-        match quality.zip(deposit) {
-            Some((q, dq)) if !confirmed.outcome_recorded => {
+        match quality.zip(deposit).zip(outcome) {
+            Some(((q, dq), o)) if !confirmed.outcome_recorded => {
                 if confirmed.node != node {
                     self.counters.non_candidate_placements += 1;
                     return Ok(ReportEffect::NotACandidate);
                 }
-                self.record_outcome(&confirmed.node, q, now_ms, config);
+                self.record_outcome(&confirmed.node, q, o, now_ms, config);
                 let delta = config.deposit_q * (dq - confirmed.deposit_quality);
                 let trail =
                     self.pheromones
@@ -152,18 +152,28 @@ impl TenantColony {
     }
 
     /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
-    /// node's reliability posterior.
-    pub(crate) fn record_outcome(&mut self, node: &str, q: f64, now_ms: u64, config: &Config) {
-        let stats = self.outcomes.entry(node.to_string()).or_default();
-        stats.record(q, now_ms, config);
+    /// node's reliability posterior — unless it is a failure η prices already
+    /// ([`Outcome::teaches_reliability`]), which is only counted.
+    pub(crate) fn record_outcome(
+        &mut self,
+        node: &str,
+        q: f64,
+        outcome: Outcome,
+        now_ms: u64,
+        config: &Config,
+    ) {
         self.counters.failed_outcomes += (q < 0.5) as u64;
+        if outcome.teaches_reliability() {
+            let stats = self.outcomes.entry(node.to_string()).or_default();
+            stats.record(q, now_ms, config);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::colony::{OutcomeLabel, PheromoneTable};
+    use crate::colony::{FailureCause, ObservedOutcome, OutcomeLabel, PheromoneTable};
     use crate::demand::WorkloadClass;
     use crate::heuristic::OutcomeStats;
 
@@ -179,6 +189,65 @@ mod tests {
 
     const FAILED: Option<Outcome> = Some(Outcome::Label(OutcomeLabel::Failed));
     const SUCCEEDED: Option<Outcome> = Some(Outcome::Label(OutcomeLabel::Succeeded));
+
+    #[test]
+    fn failures_the_facts_price_are_counted_but_teach_no_reliability() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let failed = |cause| {
+            Some(Outcome::Observed(ObservedOutcome {
+                quality: 0.0,
+                cost_per_hour: None,
+                slowdown: None,
+                cause,
+            }))
+        };
+        for (i, (node, outcome)) in [
+            ("hot", failed(Some(FailureCause::Load))),
+            ("gone", failed(Some(FailureCause::NodeGone))),
+            ("flaky", failed(Some(FailureCause::Node))),
+            ("old-reporter", FAILED),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = PodRecord {
+                decision: Some(decision(&[(node, 0.5)])),
+                confirmed: None,
+            };
+            // With the placement, and again later as the placement's outcome: same rule.
+            c.report(&mut r, node, outcome, 100 + i as u64, &config)
+                .unwrap();
+        }
+        assert_eq!(c.counters.failed_outcomes, 4);
+        let learned: Vec<&str> = c.outcomes.keys().map(String::as_str).collect();
+        assert_eq!(
+            learned,
+            ["flaky", "old-reporter"],
+            "only what no fact shows"
+        );
+
+        let mut late = PodRecord {
+            decision: Some(decision(&[("hot", 0.5)])),
+            confirmed: None,
+        };
+        c.report(&mut late, "hot", None, 200, &config).unwrap();
+        let effect = c
+            .report(
+                &mut late,
+                "hot",
+                failed(Some(FailureCause::Load)),
+                300,
+                &config,
+            )
+            .unwrap();
+        assert!(
+            matches!(effect, ReportEffect::OutcomeRecorded { .. }),
+            "{effect:?}"
+        );
+        assert!(!c.outcomes.contains_key("hot"));
+        assert_eq!(c.counters.failed_outcomes, 5);
+    }
 
     #[test]
     fn a_placement_replayed_deposits_once() {
