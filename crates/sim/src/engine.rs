@@ -18,6 +18,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use crate::cluster::{SimPod, World};
+use crate::faults::NodeFaults;
 use crate::load::{node_utilisation, LoadModel, LoadShare};
 pub use crate::performance::PerformanceModel;
 use crate::rng;
@@ -55,6 +56,8 @@ pub struct SimParams {
     /// Node performance variation (`crate::performance`): run times stretch by the node's
     /// slowdown and outcomes carry what the reporter observes of it.
     pub performance: PerformanceModel,
+    /// Hidden node faults (`crate::faults`): pods on a faulty node fail and arrive again.
+    pub node_faults: NodeFaults,
 }
 
 /// Which outcomes the simulated reporter sends, once per pod: an LS pod's QoS violation as soon
@@ -102,6 +105,7 @@ impl Default for SimParams {
             spot_reclamation: true,
             reclamations_override: None,
             performance: PerformanceModel::None,
+            node_faults: NodeFaults::default(),
         }
     }
 }
@@ -132,6 +136,9 @@ pub struct Metrics {
     /// Outcomes the simulated reporter sent (`SimParams::outcomes`).
     #[serde(default)]
     pub outcomes_reported: usize,
+    /// Pods a hidden node fault failed (`crate::faults`; evicted and placed again).
+    #[serde(default)]
+    pub node_faults_hit: usize,
     /// Spot reclamations that hit a busy node, the pods they evicted, the evicted pods placed
     /// again and those that found no node (or came after the last arrival).
     #[serde(default)]
@@ -457,6 +464,33 @@ impl Sim<'_> {
         evicted
     }
 
+    /// A hidden fault of `node` fails `pod` at `t` (if it is still there since `bound_s`): an
+    /// LS pod has broken its QoS, the outcome is a failure the node is to blame for. Returns
+    /// whether it did.
+    fn fail(&mut self, pod: &SimPod, node: usize, bound_s: u64, t: u64) -> bool {
+        let there = self.slots.get(&pod.idx).is_some_and(|(n, _)| *n == node)
+            && self
+                .pod_bill
+                .get(&pod.idx)
+                .is_some_and(|(_, at)| *at == bound_s);
+        if !there {
+            return false;
+        }
+        if let Some(w) = self.ls.get_mut(&pod.idx) {
+            if !w.violated {
+                w.violated = true;
+                w.alone = self.alloc[node].pods.len() == 1;
+                self.violations += 1;
+                self.violated_alone += w.alone as usize;
+                self.violation_timeline
+                    .push(((t - self.start_s) as f64 / 3600.0, self.violations));
+            }
+        }
+        self.owe_outcome(pod.idx, node, 0.0, Some(FailureCause::Node), t);
+        self.unbind(pod, t);
+        true
+    }
+
     fn unbind(&mut self, pod: &SimPod, t: u64) {
         let Some(&(node, _)) = self.slots.get(&pod.idx) else {
             return;
@@ -619,6 +653,8 @@ pub fn run_observed(
         None => Vec::new(),
     };
     let mut next_reclamation = 0;
+    // Hidden faults due: (time, pod index, node, when the pod was bound there).
+    let mut faults: BinaryHeap<Reverse<(u64, usize, usize, u64)>> = BinaryHeap::new();
     // Pods evicted by a reclamation, arriving again: (time, pod index).
     let mut rearrivals: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut next_pod = 0;
@@ -626,12 +662,15 @@ pub fn run_observed(
         // Events in time order: departures, then reclamations, then re-arrivals, then the trace's next arrival.
         let departure = departures.peek().map(|Reverse((t, _))| *t);
         let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t);
+        let fault = faults.peek().map(|Reverse((t, ..))| *t);
         let rearrival = rearrivals.peek().map(|Reverse((t, _))| *t);
         let arrival = pods.get(next_pod).map(|p| p.arrival_s());
         let Some(next_arrival) = rearrival.into_iter().chain(arrival).min() else {
             break;
         };
-        if departure.is_some_and(|d| d <= next_arrival && reclamation.is_none_or(|r| d <= r)) {
+        let before_events =
+            |d: u64| reclamation.is_none_or(|r| d <= r) && fault.is_none_or(|f| d <= f);
+        if departure.is_some_and(|d| d <= next_arrival && before_events(d)) {
             let Some(Reverse((dt, p))) = departures.pop() else {
                 unreachable!()
             };
@@ -639,7 +678,9 @@ pub fn run_observed(
             sim.unbind(by_idx[&p], dt);
             continue;
         }
-        if let Some(rt) = reclamation.filter(|r| *r <= next_arrival) {
+        if let Some(rt) =
+            reclamation.filter(|r| *r <= next_arrival && fault.is_none_or(|f| *r <= f))
+        {
             let node = reclamations[next_reclamation].1;
             next_reclamation += 1;
             sim.advance(rt);
@@ -651,6 +692,20 @@ pub fn run_observed(
             for p in evicted {
                 if by_idx[&p].trace.deletion_s.is_none_or(|d| d > rt) {
                     rearrivals.push(Reverse((rt, p)));
+                }
+            }
+            continue;
+        }
+        if let Some(ft) = fault.filter(|f| *f <= next_arrival) {
+            let Some(Reverse((_, p, node, bound_s))) = faults.pop() else {
+                unreachable!()
+            };
+            sim.advance(ft);
+            if sim.fail(by_idx[&p], node, bound_s, ft) {
+                m.node_faults_hit += 1;
+                m.evicted_pods += 1;
+                if by_idx[&p].trace.deletion_s.is_none_or(|d| d > ft) {
+                    rearrivals.push(Reverse((ft, p)));
                 }
             }
             continue;
@@ -702,6 +757,13 @@ pub fn run_observed(
         if let Some(node) = chosen {
             sim.bind(pod, node, t);
             scheduler.placed(world, &sim.alloc, pod, node, t * 1000)?;
+            if let Some(ft) =
+                params
+                    .node_faults
+                    .failure_s(world, params.seed, node, &pod.trace.name, t)
+            {
+                faults.push(Reverse((ft, pod.idx, node, t)));
+            }
         }
         match (chosen, first) {
             (Some(_), true) => {
@@ -981,6 +1043,42 @@ mod tests {
             let got = placements(&w, policy, 1);
             assert_eq!(got, [Some("a".into()), Some("a".into())], "{policy}");
         }
+    }
+
+    #[test]
+    fn the_colony_learns_hidden_node_faults_that_eta_cannot_see() {
+        let w = crate::cluster::sample_world(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."),
+            1,
+        )
+        .unwrap();
+        let run_with = |policy: &str, faults: &str| {
+            let mut s = NativeScheduler::new(
+                policy::by_name(policy, 1).unwrap(),
+                w.config.clone(),
+                PredictorKind::Ema(0.5),
+            );
+            let params = SimParams {
+                seed: 1,
+                node_faults: faults.parse().unwrap(),
+                ..SimParams::default()
+            };
+            run(&w, &LoadModel::default(), &params, &mut s).unwrap()
+        };
+        // No hidden fault: every failure is one η prices, and the colony is η alone.
+        let (eta, colony) = (run_with("heuristic", "none"), run_with("colony", "none"));
+        assert_eq!(eta.placements, colony.placements);
+        assert_eq!(eta.metrics.node_faults_hit, 0);
+        // A third of the nodes fail their pods: the failures name the node, its reliability
+        // learns them, and the colony moves pods off the nodes η still finds cheapest.
+        let (eta, colony) = (run_with("heuristic", "0.3,2"), run_with("colony", "0.3,2"));
+        assert!(eta.metrics.node_faults_hit > 0, "{:?}", eta.metrics);
+        assert!(
+            colony.metrics.node_faults_hit < eta.metrics.node_faults_hit,
+            "colony {} vs η alone {} pods failed",
+            colony.metrics.node_faults_hit,
+            eta.metrics.node_faults_hit
+        );
     }
 
     /// small: 4 CPU / 16 GiB (cheap), big: 16 CPU / 64 GiB, gpu: 8 CPU / 32 GiB with 2 T4.

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod engine;
 pub mod explain;
 pub mod facts_report;
+pub mod faults;
 pub mod gpu_accounts;
 pub mod html_report;
 pub mod load;

@@ -64,6 +64,11 @@ pub struct Input {
     /// node) or `per-class` (one per node and tenant's workload class).
     #[arg(long, default_value = "none")]
     pub performance: crate::performance::PerformanceModel,
+    /// Hidden node faults (`aco_sim::faults`): `none`, or `<share>,<rate per hour>` — that share
+    /// of the nodes fails each pod on it after an exponential time at that rate, and no fact
+    /// shows it (what the colony's reliability term is for)
+    #[arg(long, default_value = "none")]
+    pub node_faults: crate::faults::NodeFaults,
     /// η's slowdown term from a per-node estimate learned from every tenant's outcomes (the
     /// comparison of issue 16 item 3; the colony's own trail learns per tenant).
     #[arg(long)]
@@ -113,6 +118,7 @@ impl Input {
             outcomes: self.outcomes,
             spot_reclamation: !self.no_spot_reclamation,
             performance: self.performance,
+            node_faults: self.node_faults,
             progress: true,
             ..SimParams::default()
         }
