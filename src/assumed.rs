@@ -77,7 +77,7 @@ pub fn assume(
     config: &Config,
 ) {
     with_cluster(cluster, facts, now_ms, config, |placements| {
-        placements.assume(node, pod, &**facts, now_ms, config)
+        placements.assume(node, pod, &**facts, now_ms, config);
     })
 }
 

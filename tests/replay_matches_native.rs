@@ -27,6 +27,10 @@ fn replay_placements_equal_the_native_colony() {
     // Likewise outcomes fade by the clock (OUTCOME_HALF_LIFE_MS): over the replay's seconds they
     // would not, over the trace's hours they do; the fade is compared in `reliability.rs`.
     world.config.outcome_half_life_ms = 0;
+    // And an assumed placement ends when a report observed after it (plus ASSUMED_SETTLE_MS)
+    // arrives: the trace's reports are a minute apart, the replay's milliseconds, so the settle
+    // time is 0 on both sides (the rule itself is tested in `assumed.rs`).
+    world.config.assumed_settle_ms = 0;
     let load = LoadModel {
         seed,
         ..LoadModel::default()
@@ -50,7 +54,8 @@ fn replay_placements_equal_the_native_colony() {
         .var("Q0", "1")
         .var("EMA_ALPHA", "0.5")
         .var("SPOT_PRIOR_NODE_HOURS", "1e12")
-        .var("OUTCOME_HALF_LIFE_MS", "0");
+        .var("OUTCOME_HALF_LIFE_MS", "0")
+        .var("ASSUMED_SETTLE_MS", "0");
     for (k, v) in worker_vars() {
         options = options.var(k, v);
     }

@@ -15,7 +15,9 @@
 //! the node's `requested` is observed more than `ASSUMED_SETTLE_MS` after it (the reporter has
 //! seen the binding), and at most `ASSUMED_TTL_MS` (a reporter that stopped, a binding that
 //! failed); `ASSUMED_TTL_MS=0` turns assumptions off. A pod that leaves is not un-assumed: until
-//! the facts show it gone, its node looks as busy as before, never busier than it is.
+//! the facts show it gone, its node looks as busy as before, never busier than it is. A pod
+//! scored again (kube-scheduler retries one whose binding failed) is scored with its earlier
+//! assumption still counted, then counts only where it is named last.
 //!
 //! Held per isolate (the Worker) or per run (the simulator); bounded by
 //! [`MAX_ASSUMED_PLACEMENTS`], the oldest dropped first.
@@ -97,7 +99,7 @@ fn take_gpus(free: &mut [u32], pod: PodGpus) {
 /// A node's assumptions and the record the verbs read for it.
 #[derive(Debug, Clone)]
 struct Pending {
-    /// Oldest first.
+    /// Oldest first (by `at_ms`: concurrent requests of one isolate may assume out of order).
     assumptions: Vec<Assumption>,
     /// The node's facts with every assumption applied (`None`: no facts for the node, so
     /// nothing to add to; the verbs then read what they would have read).
@@ -142,7 +144,8 @@ impl AssumedPlacements {
 
     /// The pod goes to `node` at `now_ms`: its request counts there until the facts show it.
     /// A pod assumed before (kube-scheduler tries a pod again when its binding failed) counts
-    /// only where it was named last.
+    /// only where it was named last; the other node it was counted on is returned (its record
+    /// changed too).
     pub fn assume<L: FactsLookup + ?Sized>(
         &mut self,
         node: &str,
@@ -150,11 +153,11 @@ impl AssumedPlacements {
         base: &L,
         now_ms: u64,
         config: &Config,
-    ) {
+    ) -> Option<String> {
         if config.assumed_ttl_ms == 0 {
-            return;
+            return None;
         }
-        self.forget(&pod.key, base, config);
+        let before = self.forget(&pod.key, base, config);
         if self.len >= MAX_ASSUMED_PLACEMENTS {
             self.drop_oldest();
         }
@@ -177,36 +180,44 @@ impl AssumedPlacements {
             Some(record) => assumption.apply_to(&mut record.facts),
             None => {
                 if let Some((facts, reading)) = base.get_read(node, config) {
-                    pending.record = Some(record_with(facts, reading, [&assumption]));
+                    let all = pending.assumptions.iter().chain([&assumption]);
+                    pending.record = Some(record_with(facts, reading, all));
                     pending.base_stamp = Some(stamp(facts));
                 }
             }
         }
-        pending.assumptions.push(assumption);
+        let at = pending
+            .assumptions
+            .partition_point(|a| a.at_ms <= assumption.at_ms);
+        pending.assumptions.insert(at, assumption);
         self.len += 1;
         self.next_expiry_ms = self
             .next_expiry_ms
             .min(now_ms.saturating_add(config.assumed_ttl_ms));
+        before.filter(|b| b != node)
     }
 
-    /// The pod `key` is no longer assumed anywhere; its node's record is built again from `base`.
-    fn forget<L: FactsLookup + ?Sized>(&mut self, key: &str, base: &L, config: &Config) {
-        let Some(node) = self.pods.remove(key) else {
-            return;
-        };
-        let Some(pending) = self.nodes.get_mut(&node) else {
-            return;
-        };
+    /// The pod `key` is no longer assumed anywhere; its node's record is built again from
+    /// `base`. Returns that node.
+    fn forget<L: FactsLookup + ?Sized>(
+        &mut self,
+        key: &str,
+        base: &L,
+        config: &Config,
+    ) -> Option<String> {
+        let node = self.pods.remove(key)?;
+        let pending = self.nodes.get_mut(&node)?;
         pending.assumptions.retain(|a| a.pod != key);
         self.len -= 1;
         if pending.assumptions.is_empty() {
             self.nodes.remove(&node);
-            return;
+            return Some(node);
         }
         let current = base.get_read(&node, config);
         pending.base_stamp = current.as_ref().map(|(f, _)| stamp(f));
         pending.record =
             current.map(|(facts, reading)| record_with(facts, reading, &pending.assumptions));
+        Some(node)
     }
 
     /// Brings every assumed node up to `base` at `now_ms`: drops the assumptions its facts show
@@ -467,8 +478,9 @@ mod tests {
         base.insert("n2".into(), n2);
         let mut assumed = AssumedPlacements::new();
         let p = pod(GPU_POD);
-        assumed.assume("n1", &p, &base, 2_000, &c);
-        assumed.assume("n2", &p, &base, 3_000, &c);
+        assert_eq!(assumed.assume("n1", &p, &base, 2_000, &c), None);
+        let moved = assumed.assume("n2", &p, &base, 3_000, &c);
+        assert_eq!(moved.as_deref(), Some("n1"), "n1's record changed too");
         assert_eq!(assumed.len(), 1);
         let read = assumed.over(&base);
         let cpu = |n: &str| {
@@ -481,7 +493,7 @@ mod tests {
                 .get("cpu")
         };
         assert_eq!((cpu("n1"), cpu("n2")), (8_000, 12_000));
-        assumed.assume("n2", &p, &base, 4_000, &c);
+        assert_eq!(assumed.assume("n2", &p, &base, 4_000, &c), None);
         assert_eq!(assumed.len(), 1, "the same node again: still once");
         assert_eq!(
             assumed

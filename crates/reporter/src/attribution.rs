@@ -130,16 +130,20 @@ pub struct Attribution {
     pub run_times: RunTimes,
 }
 
-/// A failed outcome; with its cause when the reporter knows one (`Verdict::failure_cause`).
+/// A failed outcome, with its cause when the facts already price it (`Verdict::failure_cause`):
+/// a failure that is the node's own is the plain `"failed"` (a cause left out means the node's),
+/// which every Worker reads; `load` and `nodeGone` need a Worker that knows causes.
 fn failed(cause: Option<FailureCause>) -> Outcome {
     match cause {
-        Some(cause) => Outcome::Observed(ObservedOutcome {
-            quality: 0.0,
-            cost_per_hour: None,
-            slowdown: None,
-            cause: Some(cause),
-        }),
-        None => Outcome::Label(OutcomeLabel::Failed),
+        Some(cause @ (FailureCause::Load | FailureCause::NodeGone)) => {
+            Outcome::Observed(ObservedOutcome {
+                quality: 0.0,
+                cost_per_hour: None,
+                slowdown: None,
+                cause: Some(cause),
+            })
+        }
+        Some(FailureCause::Node) | None => Outcome::Label(OutcomeLabel::Failed),
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! | # | what the pod shows | cause | verdict |
 //! |---|---|---|---|
-//! | 1 | condition `DisruptionTarget=True`, reason `TerminationByKubelet` (node-pressure eviction, graceful node shutdown) | node | failed |
+//! | 1 | condition `DisruptionTarget=True`, reason `TerminationByKubelet` (node-pressure eviction; a graceful node shutdown, told apart by `status.reason` `Terminated`/`NodeShutdown`, is reported under that reason) | node | failed |
 //! | 2 | `DisruptionTarget` reason `DeletionByTaintManager` (NoExecute taint: node not ready / unreachable) | node | failed |
 //! | 3 | `DisruptionTarget` reason `DeletionByPodGC` (orphaned: its node is gone) | node gone | failed |
 //! | 4 | `DisruptionTarget` reason `EvictionByEvictionAPI` (drain, descheduler, autoscaler scale-down) | operator | neutral |
@@ -58,11 +58,11 @@ impl Verdict {
     }
 
     /// Why a node failed its pod, for the Worker (`FailureCause`): the node's reliability learns
-    /// only what the node facts do not already say. A node-pressure eviction (row 1, the usual
-    /// `TerminationByKubelet`; row 7 `Evicted`) or a container the node's memory ran out under
+    /// only what the node facts do not already say. A node-pressure eviction (row 1
+    /// `TerminationByKubelet`, row 7 `Evicted`) or a container the node's memory ran out under
     /// (row 12) is its load; a node gone (rows 3, 8) its pool's risk; everything else — not
     /// ready, an admission the node's devices failed, an application failing on this node only,
-    /// a graceful node shutdown — the node's own.
+    /// a graceful node shutdown (rows 1 and 7 `Terminated`/`NodeShutdown`) — the node's own.
     pub fn failure_cause(&self) -> Option<FailureCause> {
         let Verdict::NodeFailed(reason) = self else {
             return None;
@@ -238,9 +238,14 @@ pub fn classify(
     {
         let reason = c.reason.clone().unwrap_or_default();
         return Some(match reason.as_str() {
-            "TerminationByKubelet" | "DeletionByTaintManager" | "DeletionByPodGC" => {
-                Verdict::NodeFailed(reason)
-            }
+            // The kubelet writes this condition for a node-pressure eviction and for a graceful
+            // node shutdown alike; its status reason tells them apart (the node's load, the
+            // node's own going away).
+            "TerminationByKubelet" => match status.reason.as_deref() {
+                Some(r @ ("Terminated" | "NodeShutdown")) => Verdict::NodeFailed(r.to_string()),
+                _ => Verdict::NodeFailed(reason),
+            },
+            "DeletionByTaintManager" | "DeletionByPodGC" => Verdict::NodeFailed(reason),
             "EvictionByEvictionAPI" | "PreemptionByScheduler" => Verdict::Neutral(reason),
             _ => Verdict::Neutral(format!("DisruptionTarget {reason}")),
         });
@@ -423,6 +428,17 @@ mod tests {
             );
             assert_eq!(verdict(&p), Some(want), "{reason}");
         }
+        // A graceful node shutdown writes the same condition; its status reason names it.
+        let shutdown = pod(json!({"phase": "Failed", "reason": "Terminated",
+            "conditions": [disruption("TerminationByKubelet", "Pod was terminated in response to imminent node shutdown.")]}));
+        assert_eq!(
+            verdict(&shutdown),
+            Some(Verdict::NodeFailed("Terminated".into()))
+        );
+        assert_eq!(
+            verdict(&shutdown).unwrap().failure_cause(),
+            Some(FailureCause::Node)
+        );
         let cleared = pod(json!({"phase": "Running", "conditions": [
             {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}]}));
         assert_eq!(verdict(&cleared), None);

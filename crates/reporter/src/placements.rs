@@ -450,14 +450,18 @@ mod tests {
     use aco_core::colony::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
     use serde_json::json;
 
-    /// A failed outcome as the reporter sends it: with why the node failed the pod.
+    /// A failed outcome as the reporter sends it: with why the node failed the pod, unless it
+    /// is the node's own (the plain label).
     fn failed_outcome(cause: FailureCause) -> Outcome {
-        Outcome::Observed(ObservedOutcome {
-            quality: 0.0,
-            cost_per_hour: None,
-            slowdown: None,
-            cause: Some(cause),
-        })
+        match cause {
+            FailureCause::Node => Outcome::Label(OutcomeLabel::Failed),
+            cause => Outcome::Observed(ObservedOutcome {
+                quality: 0.0,
+                cost_per_hour: None,
+                slowdown: None,
+                cause: Some(cause),
+            }),
+        }
     }
 
     fn succeeded() -> Outcome {

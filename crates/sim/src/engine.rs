@@ -659,7 +659,8 @@ pub fn run_observed(
     let mut rearrivals: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut next_pod = 0;
     loop {
-        // Events in time order: departures, then reclamations, then re-arrivals, then the trace's next arrival.
+        // Events in time order: departures, then reclamations, then node faults, then
+        // re-arrivals, then the trace's next arrival.
         let departure = departures.peek().map(|Reverse((t, _))| *t);
         let reclamation = reclamations.get(next_reclamation).map(|(t, _)| *t);
         let fault = faults.peek().map(|Reverse((t, ..))| *t);
@@ -830,8 +831,8 @@ pub fn run_observed(
         }
         bar.inc(1);
     }
-    // After the last arrival: departures and reclamations (whose pods have nowhere to go now
-    // that nothing is scheduled; they count as evicted and unplaced).
+    // After the last arrival: departures, reclamations and node faults (whose pods have nowhere
+    // to go now that nothing is scheduled; they count as evicted and unplaced).
     let end = departures
         .iter()
         .map(|Reverse((t, _))| *t)
@@ -844,17 +845,32 @@ pub fn run_observed(
             .get(next_reclamation)
             .map(|(t, _)| *t)
             .filter(|r| *r < end);
-        if let Some(dt) = departure.filter(|d| reclamation.is_none_or(|r| *d <= r)) {
+        let fault = faults
+            .peek()
+            .map(|Reverse((t, ..))| *t)
+            .filter(|f| *f < end);
+        let first = |t: u64, other: Option<u64>| other.is_none_or(|o| t <= o);
+        if let Some(dt) = departure.filter(|d| first(*d, reclamation) && first(*d, fault)) {
             let Some(Reverse((_, p))) = departures.pop() else {
                 unreachable!()
             };
             sim.advance(dt);
             sim.unbind(by_idx[&p], dt);
-        } else if let Some(r) = reclamation {
+        } else if let Some(r) = reclamation.filter(|r| first(*r, fault)) {
             let node = reclamations[next_reclamation].1;
             next_reclamation += 1;
             sim.advance(r);
             m.evicted_unplaced += sim.reclaim(node, r, &by_idx, &mut m).len();
+        } else if let Some(ft) = fault {
+            let Some(Reverse((_, p, node, bound_s))) = faults.pop() else {
+                unreachable!()
+            };
+            sim.advance(ft);
+            if sim.fail(by_idx[&p], node, bound_s, ft) {
+                m.node_faults_hit += 1;
+                m.evicted_pods += 1;
+                m.evicted_unplaced += 1;
+            }
         } else {
             break;
         }

@@ -73,7 +73,7 @@ impl NodeFaults {
         let u = rng::unit(&[seed, pod_key, node as u64, bound_s, 0xFA18]);
         // Exponential, 1 − u in (0, 1] so the log is finite; at least one second after binding.
         let hours = -(1.0 - u).ln() / self.rate_per_hour;
-        Some(bound_s + ((hours * 3600.0) as u64).max(1))
+        Some(bound_s.saturating_add(((hours * 3600.0) as u64).max(1)))
     }
 }
 

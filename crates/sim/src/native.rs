@@ -204,9 +204,14 @@ impl NativeScheduler {
             index: &self.index,
         };
         let name = &world.nodes[node].name;
-        self.assumed
+        let before = self
+            .assumed
             .assume(name, &pod.demand, &lookup, now_ms, &self.config);
         self.touch(node, true);
+        // A pod placed again (after an eviction) no longer counts where it was assumed before.
+        if let Some(&old) = before.and_then(|b| self.index.get(&b)) {
+            self.touch(old, true);
+        }
     }
 
     /// Before a node's facts change: its previous observation (busy then, and when), so that
