@@ -464,6 +464,24 @@ impl Sim<'_> {
         evicted
     }
 
+    /// The next hidden fault due: its pod fails (if it is still where the fault was drawn),
+    /// counted; returns `(time, pod)` of a pod it evicted.
+    fn next_fault(
+        &mut self,
+        faults: &mut BinaryHeap<Reverse<(u64, usize, usize, u64)>>,
+        by_idx: &HashMap<usize, &SimPod>,
+        m: &mut Metrics,
+    ) -> Option<(u64, usize)> {
+        let Reverse((ft, p, node, bound_s)) = faults.pop()?;
+        self.advance(ft);
+        if !self.fail(by_idx[&p], node, bound_s, ft) {
+            return None;
+        }
+        m.node_faults_hit += 1;
+        m.evicted_pods += 1;
+        Some((ft, p))
+    }
+
     /// A hidden fault of `node` fails `pod` at `t` (if it is still there since `bound_s`): an
     /// LS pod has broken its QoS, the outcome is a failure the node is to blame for. Returns
     /// whether it did.
@@ -697,14 +715,8 @@ pub fn run_observed(
             }
             continue;
         }
-        if let Some(ft) = fault.filter(|f| *f <= next_arrival) {
-            let Some(Reverse((_, p, node, bound_s))) = faults.pop() else {
-                unreachable!()
-            };
-            sim.advance(ft);
-            if sim.fail(by_idx[&p], node, bound_s, ft) {
-                m.node_faults_hit += 1;
-                m.evicted_pods += 1;
+        if fault.is_some_and(|f| f <= next_arrival) {
+            if let Some((ft, p)) = sim.next_fault(&mut faults, &by_idx, &mut m) {
                 if by_idx[&p].trace.deletion_s.is_none_or(|d| d > ft) {
                     rearrivals.push(Reverse((ft, p)));
                 }
@@ -861,16 +873,8 @@ pub fn run_observed(
             next_reclamation += 1;
             sim.advance(r);
             m.evicted_unplaced += sim.reclaim(node, r, &by_idx, &mut m).len();
-        } else if let Some(ft) = fault {
-            let Some(Reverse((_, p, node, bound_s))) = faults.pop() else {
-                unreachable!()
-            };
-            sim.advance(ft);
-            if sim.fail(by_idx[&p], node, bound_s, ft) {
-                m.node_faults_hit += 1;
-                m.evicted_pods += 1;
-                m.evicted_unplaced += 1;
-            }
+        } else if fault.is_some() {
+            m.evicted_unplaced += sim.next_fault(&mut faults, &by_idx, &mut m).is_some() as usize;
         } else {
             break;
         }
