@@ -291,6 +291,12 @@ async fn pods_scored_one_after_another_see_where_the_answers_before_them_went() 
                 &api.post("/v1/prioritize", names(lc("p1", "3500m"), &both))
                     .await,
             );
+            // A guess never rejects a node: filter judges the pushed facts alone (5 of 8 CPUs
+            // free by them, 1.5 if p1 is there), and kube-scheduler's own fit check is exact.
+            let fits = api
+                .post("/v1/filter", names(lc("p0", "5"), &["small"]))
+                .await;
+            assert_eq!(fits["NodeNames"], json!(["small"]), "{fits}");
             let second = answer(
                 &api.post("/v1/prioritize", names(lc("p2", "3500m"), &both))
                     .await,

@@ -44,10 +44,10 @@ pub async fn filter(call: &mut Call) -> Handled {
     let facts = facts_for(call, &body).await?;
     let (cluster, now_ms, config) = (&call.cluster, call.now_ms, &call.config);
     // Every node is judged before the answer is known to be a 200: a node that does not read,
-    // however late in the list, is a 400 and nothing of a 200 has been sent.
-    let streamed = assumed::read(cluster, &facts, now_ms, config, |facts| {
-        filter_body(&body, facts, now_ms, config)
-    })?;
+    // however late in the list, is a 400 and nothing of a 200 has been sent. Judged on the
+    // facts alone: an assumed placement is a guess, and a guess must never reject a node
+    // (kube-scheduler's own fit check is exact); prioritize ranks with them.
+    let streamed = filter_body(&body, &*facts, now_ms, config)?;
     let mut outcome = streamed.output;
     // kube-scheduler binds the only node left without asking prioritize.
     if let [only] = outcome.result.node_names.as_deref().unwrap_or_default() {

@@ -10,8 +10,13 @@
 //!
 //! So the node prioritize puts alone at the top (`colony::single_out_top`, the node
 //! kube-scheduler binds), or the only node filter passes, is assumed to hold the pod from the
-//! decision on: the verbs read its facts with the pod's request added to `requested` and its GPUs
-//! taken from the per-GPU free shares as the device plugin takes them. An assumption stands until
+//! decision on: prioritize reads its facts with the pod's request added to `requested` and its
+//! GPUs taken from the per-GPU free shares as the device plugin takes them. Filter reads the
+//! facts alone: an assumption is a guess, and a guess must never reject a node (kube-scheduler's
+//! own fit check is exact; a pod assumed on a node it has already left would keep others off
+//! it). A pod with preferences kube-scheduler scores itself (`PodDemand::scheduler_preferences`)
+//! is not assumed: kube-scheduler may bind it elsewhere, and counted on the wrong node it would
+//! turn the next pods' scores against kube-scheduler's choice. An assumption stands until
 //! the node's `requested` is observed more than `ASSUMED_SETTLE_MS` after it (the reporter has
 //! seen the binding), and at most `ASSUMED_TTL_MS` (a reporter that stopped, a binding that
 //! failed); `ASSUMED_TTL_MS=0` turns assumptions off. A pod that leaves is not un-assumed: until
@@ -154,7 +159,10 @@ impl AssumedPlacements {
         now_ms: u64,
         config: &Config,
     ) -> Option<String> {
-        if config.assumed_ttl_ms == 0 {
+        // A pod kube-scheduler may bind elsewhere by preferences of its own is left to the facts:
+        // counted on the wrong node, it would turn the next pods' scores against kube-scheduler's
+        // choice.
+        if config.assumed_ttl_ms == 0 || pod.scheduler_preferences {
             return None;
         }
         let before = self.forget(&pod.key, base, config);
@@ -507,6 +515,36 @@ mod tests {
                 .get("cpu"),
             12_000
         );
+    }
+
+    #[test]
+    fn a_pod_kube_scheduler_may_place_by_its_own_preferences_is_not_assumed() {
+        let c = Config::default();
+        let base = facts_at(1_000);
+        let preferring = pod(
+            r#"{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c",
+            "resources":{"requests":{"cpu":"2"}}}],"affinity":{"nodeAffinity":{
+            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"preference":{
+            "matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}}]}}}}"#,
+        );
+        assert!(preferring.scheduler_preferences);
+        let mut assumed = AssumedPlacements::new();
+        assert_eq!(assumed.assume("n1", &preferring, &base, 2_000, &c), None);
+        assert!(assumed.is_empty());
+        let spread = pod(
+            r#"{"metadata":{"name":"q","namespace":"ns"},"spec":{"containers":[],
+            "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone",
+            "whenUnsatisfiable":"ScheduleAnyway"}]}}"#,
+        );
+        assert!(spread.scheduler_preferences);
+        let strict = pod(
+            r#"{"metadata":{"name":"r","namespace":"ns"},"spec":{"containers":[],
+            "topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"zone",
+            "whenUnsatisfiable":"DoNotSchedule"}],"affinity":{"nodeAffinity":{
+            "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}}"#,
+        );
+        assert!(!strict.scheduler_preferences, "filters, not preferences");
+        assert!(!pod(GPU_POD).scheduler_preferences);
     }
 
     #[test]

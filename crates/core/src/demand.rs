@@ -43,6 +43,10 @@ pub struct PodDemand {
     /// Allowed GPU models from the pod annotation, if any.
     pub allowed_gpu_models: Option<Vec<String>>,
     pub latency_target_us: Option<f64>,
+    /// kube-scheduler scores preferences of the pod's own (preferred affinities, a topology
+    /// spread it may break) and may bind it elsewhere than the extender answers
+    /// (`PodSpec::has_scheduler_preferences`): such a pod is not assumed (`assumed.rs`).
+    pub scheduler_preferences: bool,
 }
 
 /// Why a pod cannot be evaluated.
@@ -120,6 +124,7 @@ impl PodDemand {
             gpus,
             allowed_gpu_models,
             latency_target_us,
+            scheduler_preferences: pod.spec.has_scheduler_preferences(),
         })
     }
 

@@ -88,6 +88,9 @@ pub struct NativeScheduler {
     assumed: AssumedPlacements,
     /// Facts changed since `assumed` was last brought up to them.
     assumed_stale: bool,
+    /// The states prioritize scores for nodes with assumed placements (filter judges the
+    /// facts alone, from `cache`), built when first needed after a change.
+    assumed_states: HashMap<usize, NodeState<'static>>,
     /// Node name → index (cluster order).
     index: HashMap<String, usize>,
 }
@@ -134,6 +137,7 @@ impl NativeScheduler {
             slowdowns: None,
             assumed: AssumedPlacements::new(),
             assumed_stale: false,
+            assumed_states: HashMap::new(),
             index: HashMap::new(),
         }
     }
@@ -188,8 +192,8 @@ impl NativeScheduler {
             index: &self.index,
         };
         for name in self.assumed.refresh(&lookup, now_ms, &self.config) {
-            if let Some(&node) = self.index.get(&name) {
-                self.touch(node, true);
+            if let Some(node) = self.index.get(&name) {
+                self.assumed_states.remove(node);
             }
         }
     }
@@ -207,10 +211,10 @@ impl NativeScheduler {
         let before = self
             .assumed
             .assume(name, &pod.demand, &lookup, now_ms, &self.config);
-        self.touch(node, true);
+        self.assumed_states.remove(&node);
         // A pod placed again (after an eviction) no longer counts where it was assumed before.
-        if let Some(&old) = before.and_then(|b| self.index.get(&b)) {
-            self.touch(old, true);
+        if let Some(old) = before.and_then(|b| self.index.get(&b)) {
+            self.assumed_states.remove(old);
         }
     }
 
@@ -247,6 +251,7 @@ impl NativeScheduler {
 
     /// The node's facts changed: the reference path drops its state, the fast path marks it.
     fn touch(&mut self, node: usize, requested: bool) {
+        self.assumed_states.remove(&node);
         if self.reference {
             self.cache[node] = None;
         } else if self.cache[node].is_some() {
@@ -264,7 +269,7 @@ impl NativeScheduler {
         cache: &'s mut [Option<NodeState<'static>>],
         dirty: &mut [Dirty],
         facts: &[Option<NodeFacts>],
-        assumed: &AssumedPlacements,
+
         predictors: &[Option<Box<dyn Predictor>>],
         kind: PredictorKind,
         config: &Config,
@@ -272,13 +277,7 @@ impl NativeScheduler {
         node: usize,
         now_ms: u64,
     ) -> &'s NodeState<'static> {
-        let facts = match assumed.is_empty() {
-            true => facts[node].as_ref(),
-            false => assumed
-                .record(&world.nodes[node].name)
-                .map(|r| &r.facts)
-                .or(facts[node].as_ref()),
-        };
+        let facts = facts[node].as_ref();
         let slot = &mut cache[node];
         match (slot.is_some(), dirty[node]) {
             (true, Dirty::Clean) => {}
@@ -540,7 +539,6 @@ impl Scheduler for NativeScheduler {
                 &mut self.cache,
                 &mut self.dirty,
                 &self.facts,
-                &self.assumed,
                 &self.predictors,
                 self.predictor,
                 &self.config,
@@ -557,9 +555,42 @@ impl Scheduler for NativeScheduler {
             0 => None,
             1 => Some(passed[0]),
             _ => {
+                // Filter judged the facts alone; prioritize scores with the assumed placements.
+                if !self.assumed.is_empty() {
+                    for &c in &passed {
+                        if self.assumed_states.contains_key(&c) {
+                            continue;
+                        }
+                        let n = &world.nodes[c];
+                        if let Some(r) = self.assumed.record(&n.name) {
+                            let mut s = NodeState::assemble(
+                                &n.name,
+                                Some(&n.view),
+                                Some(&r.facts),
+                                now_ms,
+                                &self.config,
+                                &n.name,
+                            )
+                            .expect("derived nodes parse")
+                            .into_owned();
+                            overlay_predictor(
+                                &mut s,
+                                self.predictors[c].as_deref(),
+                                self.predictor,
+                                &self.config,
+                            );
+                            self.assumed_states.insert(c, s);
+                        }
+                    }
+                }
                 let states: Vec<&NodeState> = passed
                     .iter()
-                    .map(|c| self.cache[*c].as_ref().unwrap())
+                    .map(|c| {
+                        self.assumed_states
+                            .get(c)
+                            .or(self.cache[*c].as_ref())
+                            .unwrap()
+                    })
                     .collect();
                 if self.outlook_dirty {
                     self.outlook = if self.reference {

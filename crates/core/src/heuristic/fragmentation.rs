@@ -705,6 +705,7 @@ mod tests {
             gpus: vec![("alibabacloud.com/gpu-milli".into(), 500)],
             allowed_gpu_models: None,
             latency_target_us: None,
+            scheduler_preferences: false,
         };
         let shapes = [
             on(&["T4"], shape(1000, 1, 500, 0.5)),

@@ -36,6 +36,56 @@ pub struct PodSpec {
     pub init_containers: Vec<Container>,
     #[serde(default, deserialize_with = "unique_keys")]
     pub overhead: RawResourceList,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub affinity: Affinity,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+}
+
+/// Of `spec.affinity`, only whether kube-scheduler has preferences of its own to score: the
+/// `preferredDuringSchedulingIgnoredDuringExecution` terms (their content is its business).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Affinity {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub node_affinity: PreferredTerms,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub pod_affinity: PreferredTerms,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub pod_anti_affinity: PreferredTerms,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PreferredTerms {
+    #[serde(
+        default,
+        rename = "preferredDuringSchedulingIgnoredDuringExecution",
+        deserialize_with = "null_as_default"
+    )]
+    pub preferred: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologySpreadConstraint {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub when_unsatisfiable: String,
+}
+
+impl PodSpec {
+    /// kube-scheduler scores preferences of this pod's own beside the extender's answer —
+    /// preferred node or pod (anti-)affinity, a topology spread it may break
+    /// (`ScheduleAnyway`) — and may bind it elsewhere.
+    pub fn has_scheduler_preferences(&self) -> bool {
+        let a = &self.affinity;
+        !(a.node_affinity.preferred.is_empty()
+            && a.pod_affinity.preferred.is_empty()
+            && a.pod_anti_affinity.preferred.is_empty())
+            || self
+                .topology_spread_constraints
+                .iter()
+                .any(|c| c.when_unsatisfiable == "ScheduleAnyway")
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
