@@ -7,7 +7,8 @@
 //! OpenB GPU nodes with cost/latency labels, facts pushed to the Worker. Configurations:
 //! kube-scheduler alone; with the Worker (node objects / node names); and with the Worker behind
 //! aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the edge distance.
-//! Prints a Markdown table and writes it to `target/bench-kube.md`.
+//! BENCH_VARS (a JSON object) sets the Worker's [vars]. Prints a Markdown table and writes it to
+//! `target/bench-kube.md`.
 
 use std::time::{Duration, Instant};
 
@@ -68,7 +69,19 @@ async fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
 
-    let env = Env::start().await;
+    // BENCH_VARS: Worker [vars] as a JSON object of strings, e.g. '{"ASSUMED_TTL_MS":"0"}'.
+    let vars: Vec<(String, String)> = std::env::var("BENCH_VARS")
+        .ok()
+        .map(|v| {
+            let map: serde_json::Map<String, Value> =
+                serde_json::from_str(&v).expect("BENCH_VARS is a JSON object");
+            map.into_iter()
+                .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), String::from)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let env = Env::start_with(Default::default(), &vars).await;
     let kube = env.kube();
     let nodes: Vec<Value> = openb_gpu_nodes()
         .into_iter()
