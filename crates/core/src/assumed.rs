@@ -547,6 +547,87 @@ mod tests {
         assert!(!pod(GPU_POD).scheduler_preferences);
     }
 
+    /// What the records must say: the base's requested CPU plus every assumption's.
+    fn check_books(assumed: &AssumedPlacements, base: &HashMap<String, NodeFacts>) {
+        let listed: usize = assumed.nodes.values().map(|p| p.assumptions.len()).sum();
+        assert_eq!(assumed.len(), listed);
+        assert_eq!(assumed.pods.len(), listed);
+        for (pod, node) in &assumed.pods {
+            let on = &assumed.nodes[node].assumptions;
+            assert_eq!(
+                on.iter().filter(|a| &a.pod == pod).count(),
+                1,
+                "{pod} on {node}"
+            );
+        }
+        for (node, pending) in &assumed.nodes {
+            assert!(!pending.assumptions.is_empty(), "{node} kept empty");
+            assert!(pending
+                .assumptions
+                .windows(2)
+                .all(|w| w[0].at_ms <= w[1].at_ms));
+            if let (Some(r), Some(f)) = (&pending.record, base.get(node)) {
+                let added: i64 = pending
+                    .assumptions
+                    .iter()
+                    .map(|a| a.request.get("cpu"))
+                    .sum();
+                let cpu = |f: &NodeFacts| f.requested.as_ref().unwrap().value.get("cpu");
+                assert_eq!(cpu(&r.facts), cpu(f) + added, "{node}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any order of assumptions, reports and expiries keeps the books: every assumption is
+        /// counted once, on one node, and a node's record is its facts plus its assumptions.
+        #[test]
+        fn the_books_balance_whatever_happens(
+            ops in proptest::collection::vec((0u8..4, 0usize..3, 0usize..6, 0u64..3_000), 1..80)
+        ) {
+            let c = Config::default();
+            let names = ["n0", "n1", "n2"];
+            let mut base: HashMap<String, NodeFacts> = names
+                .iter()
+                .map(|n| {
+                    let mut f = facts_at(0)["n1"].clone();
+                    f.name = n.to_string();
+                    (n.to_string(), f)
+                })
+                .collect();
+            let cpu_pod = pod(r#"{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":
+                [{"name":"c","resources":{"requests":{"cpu":"1"}}}]}}"#);
+            let mut assumed = AssumedPlacements::new();
+            let mut now = 1_000u64;
+            for (kind, node, pod_i, dt) in ops {
+                now += dt;
+                match kind {
+                    0 | 1 => {
+                        let p = named(&cpu_pod, &format!("ns/p{pod_i}"));
+                        assumed.assume(names[node], &p, &base, now, &c);
+                    }
+                    2 => {
+                        // The reporter's push: the node's requested observed now (with what
+                        // it shows of the pods bound since).
+                        let f = base.get_mut(names[node]).unwrap();
+                        let requested = f.requested.as_mut().unwrap();
+                        requested.at_ms = now;
+                        *requested.value.get_mut("cpu").unwrap() += 500;
+                        f.updated_at_ms = now;
+                        assumed.refresh(&base, now, &c);
+                    }
+                    _ => {
+                        assumed.refresh(&base, now + c.assumed_ttl_ms / 2, &c);
+                    }
+                }
+                check_books(&assumed, &base);
+            }
+            // Long after, every assumption has expired.
+            assumed.refresh(&base, now + c.assumed_ttl_ms + 10_000, &c);
+            proptest::prop_assert!(assumed.is_empty() && assumed.pods.is_empty());
+        }
+    }
+
     #[test]
     fn gpus_are_taken_as_the_device_plugins_take_them() {
         let share = |milli| PodGpus {
