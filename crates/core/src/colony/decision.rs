@@ -194,7 +194,7 @@ impl Decision {
              (resources, strandedGpu, qosRisk, reclamationRisk, failureRisk, slowdown); strandedGpu is absent without \
              per-GPU facts; terms and tau are stored as f32"
                 .to_string(),
-            "score = round(10 × tau^ALPHA × eta^BETA / best), the best candidate 10 (an explored node is raised to 10, other 10s become 9)"
+            "score = round(10 × tau^ALPHA × eta^BETA / best), one node alone at 10: the best, or an explored one; the other 10s become 9 (the pod is assumed on the 10 until the node facts show it)"
                 .to_string(),
         ];
         if self.candidate_count > self.etas.len() {
