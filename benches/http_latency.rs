@@ -9,6 +9,11 @@
 //! to choose the cases (`full` or `names`, node count), BENCH_VARS='{"K":"v"}' to override
 //! [vars]). Prints a Markdown table; its last column is the Worker's own mean time per request
 //! (its request-duration histogram read from `/metrics` before and after the samples).
+//!
+//! `SEED_URL=http://127.0.0.1:PORT` also times the seed extender (the FastAPI service the
+//! project grew from, started by hand: docs/benchmarks.md says how) after each case, on the same
+//! pod and nodes shaped for its request model (`fixtures::seed_extender_args`), and prints a
+//! second table: its medians beside ours and how many times faster ours is.
 
 use aco_testkit::fixtures;
 
@@ -44,6 +49,35 @@ async fn worker_seconds(
             .unwrap_or(0.0)
     };
     (read("sum"), read("count"))
+}
+
+/// Sorted latencies of `iterations` sequential POSTs of `body` to `url`, after `warmup` more.
+async fn post_samples(
+    client: &reqwest::Client,
+    url: &str,
+    body: &str,
+    warmup: usize,
+    iterations: usize,
+) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(iterations);
+    for i in 0..warmup + iterations {
+        let started = Instant::now();
+        let r = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("request");
+        let status = r.status();
+        r.bytes().await.unwrap();
+        assert_eq!(status, 200, "{url}");
+        if i >= warmup {
+            samples.push(started.elapsed());
+        }
+    }
+    samples.sort();
+    samples
 }
 
 fn ms(d: Duration) -> String {
@@ -95,6 +129,9 @@ async fn main() {
     let client = reqwest::Client::new();
     println!("| mode | nodes | route | median ms | p99 ms | ratio to echo (median) | ratio to filter (median) | Worker's own mean ms |");
     println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    let seed_url = std::env::var("SEED_URL").ok();
+    // (mode, nodes, verb, our median, the seed's median and p99)
+    let mut beside_seed = Vec::new();
     let mut pod_serial = 0u64;
     for (mode, n) in cases {
         let mode = mode.as_str();
@@ -164,6 +201,34 @@ async fn main() {
                 "| {mode} | {n} | {route} | {} | {} | {ratio:.2} | {to_filter} | {own_ms:.2} |",
                 ms(median),
                 ms(percentile(&samples, 0.99))
+            );
+            if let (Some(seed), "/v1/filter" | "/v1/prioritize") = (&seed_url, route) {
+                let seed_body = fixtures::seed_extender_args(n);
+                let seed_route = route.trim_start_matches("/v1");
+                let url = format!("{}{seed_route}", seed.trim_end_matches('/'));
+                let theirs = post_samples(&client, &url, &seed_body, warmup, iterations).await;
+                beside_seed.push((
+                    mode.to_string(),
+                    n,
+                    seed_route,
+                    median,
+                    percentile(&theirs, 0.5),
+                    percentile(&theirs, 0.99),
+                ));
+            }
+        }
+    }
+    if !beside_seed.is_empty() {
+        println!();
+        println!("| ours: mode | nodes | verb | ours median ms | seed median ms | seed p99 ms | seed / ours (median) |");
+        println!("|---|---:|---|---:|---:|---:|---:|");
+        for (mode, n, verb, ours, theirs, theirs_p99) in beside_seed {
+            println!(
+                "| {mode} | {n} | {verb} | {} | {} | {} | {:.1} |",
+                ms(ours),
+                ms(theirs),
+                ms(theirs_p99),
+                theirs.as_secs_f64() / ours.as_secs_f64()
             );
         }
     }

@@ -105,6 +105,35 @@ pub fn node_facts_report(count: usize) -> String {
     json!({ "nodes": reports }).to_string()
 }
 
+/// The same pod and nodes as [`extender_args`], shaped for the seed extender's request model
+/// (github.com/Aravind0403/ACO_Platform_Extension, `extender/k8s_models.py`: each node's `name`,
+/// `allocatable` and `labels` at the top level, its GPU as the `aco/gpu-type` and
+/// `aco/gpu-count` labels, a GPU pod as `limits: nvidia.com/gpu`), for the side-by-side bench.
+pub fn seed_extender_args(count: usize) -> String {
+    let items: Vec<Value> = nodes(count)
+        .iter()
+        .map(|n| {
+            let alloc = &n["status"]["allocatable"];
+            let mut labels = n["metadata"]["labels"].clone();
+            let gpus = alloc["alibabacloud.com/gpu-count"].as_str().unwrap_or("0");
+            if gpus != "0" {
+                let model = labels["alibabacloud.com/gpu-card-model"]
+                    .as_str()
+                    .unwrap_or("gpu")
+                    .to_lowercase();
+                labels["aco/gpu-type"] = json!(model);
+                labels["aco/gpu-count"] = json!(gpus);
+            }
+            json!({"name": n["metadata"]["name"], "labels": labels,
+                   "allocatable": {"cpu": alloc["cpu"], "memory": alloc["memory"]}})
+        })
+        .collect();
+    let mut pod = bench_pod();
+    pod["metadata"]["labels"]["aco/tenant"] = json!("bench");
+    pod["spec"]["containers"][0]["resources"]["limits"] = json!({"nvidia.com/gpu": "1"});
+    json!({"Pod": pod, "Nodes": {"items": items}}).to_string()
+}
+
 /// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
 pub fn extender_args(count: usize) -> String {
     json!({"Pod": bench_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null})
