@@ -152,10 +152,13 @@ impl<'a> NodeState<'a> {
         if let Some(node) = node {
             // The object kube-scheduler sent is authoritative for identity.
             labels = &node.metadata.labels;
-            allocatable = Some(Cow::Owned(parse_resource_list(
-                &node.status.allocatable,
-                &format!("{field}.status.allocatable"),
-            )?));
+            // The field's path is formatted only for an error: this runs per candidate.
+            allocatable = Some(Cow::Owned(
+                parse_resource_list(&node.status.allocatable, "").map_err(|mut e| {
+                    e.field = format!("{field}.status.allocatable{}", e.field);
+                    e
+                })?,
+            ));
             reading = None;
         }
         let reading = reading.unwrap_or_else(|| Cow::Owned(LabelReading::of(labels, config)));

@@ -54,6 +54,7 @@ pub struct Candidate<'a> {
     pub name: Cow<'a, str>,
     /// The node object's exact bytes (full-`Nodes` mode), echoed in the filter reply.
     pub raw: Option<&'a RawValue>,
+    /// The node object's fields the verbs read (its name moved into `name`).
     pub view: Option<NodeView>,
 }
 
@@ -156,7 +157,7 @@ fn pod_of(
 /// Item `i` of `Nodes.items`: its fields typed, its bytes kept; the same whether the body was
 /// parsed first or is read node by node ([`stream`]).
 fn node_candidate(i: usize, raw: &RawValue) -> Result<Candidate<'_>, BadRequest> {
-    let view: NodeView =
+    let mut view: NodeView =
         parse_json_at(raw.get()).map_err(|e| located_error(e, &format!("Nodes.items[{i}]")))?;
     if view.metadata.name.is_empty() {
         return Err(BadRequest::new(
@@ -168,7 +169,8 @@ fn node_candidate(i: usize, raw: &RawValue) -> Result<Candidate<'_>, BadRequest>
         format!("Nodes.items[{i}].metadata.name")
     })?;
     Ok(Candidate {
-        name: Cow::Owned(view.metadata.name.clone()),
+        // Moved, not copied: the candidate's name is the one the verbs read.
+        name: Cow::Owned(std::mem::take(&mut view.metadata.name)),
         raw: Some(raw),
         view: Some(view),
     })
@@ -237,26 +239,18 @@ fn state_of<'s>(
     now_ms: u64,
     config: &Config,
 ) -> Result<NodeState<'s>, BadRequest> {
-    // Named only by errors of a node object's fields: no String per name-only candidate.
-    let field = match c.view {
-        Some(_) => format!("Nodes.items[{i}]"),
-        None => String::new(),
-    };
     // A node object's labels win over the facts': their reading is asked for only without one.
     let (facts, reading) = match c.view {
         Some(_) => (facts.get(&c.name), None),
         None => facts.get_read(&c.name, config).unzip(),
     };
-    NodeState::assemble_read(
-        &c.name,
-        c.view.as_ref(),
-        facts,
-        reading,
-        now_ms,
-        config,
-        &field,
+    // Only a node object's fields can be wrong here; their path is formatted only then.
+    NodeState::assemble_read(&c.name, c.view.as_ref(), facts, reading, now_ms, config, "").map_err(
+        |mut e| {
+            e.field = format!("Nodes.items[{i}]{}", e.field);
+            BadRequest::new(e.field.clone(), e.to_string())
+        },
     )
-    .map_err(|e| BadRequest::new(e.field.clone(), e.to_string()))
 }
 
 /// The filter reply plus what the Worker counts in metrics.

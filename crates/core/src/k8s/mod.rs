@@ -13,11 +13,11 @@ pub use resources::{
     parse_resource_list, pod_request, ResourceAmounts, ResourceError, ResourceProblem,
 };
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{Error as _, MapAccess, Visitor};
+use serde::de::{self, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 /// Deserialises `null` (or a missing field, with `#[serde(default)]`) as `T::default()`.
@@ -53,11 +53,15 @@ where
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
                 let mut map = BTreeMap::new();
                 while let Some(key) = access.next_key::<K>()? {
-                    if map.contains_key(&key) {
-                        return Err(A::Error::custom(format!("duplicate key {key:?}")));
+                    // One search per key: the slot found empty is the one filled.
+                    match map.entry(key) {
+                        btree_map::Entry::Occupied(e) => {
+                            return Err(A::Error::custom(format!("duplicate key {:?}", e.key())));
+                        }
+                        btree_map::Entry::Vacant(e) => {
+                            e.insert(access.next_value()?);
+                        }
                     }
-                    let value = access.next_value()?;
-                    map.insert(key, value);
                 }
                 Ok(UniqueKeys(map))
             }
@@ -96,6 +100,11 @@ pub fn parse_json_at<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, (Option
     fn message(e: &serde_json::Error) -> String {
         e.to_string()
     }
+    // Most documents read: parse without tracking the path (which costs on every key of every
+    // document) and track it only to name the field of one that does not.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -115,21 +124,86 @@ pub struct QuantityText(pub String);
 
 impl<'de> Deserialize<'de> for QuantityText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            Text(String),
-            Number(serde_json::Number),
+        // A visitor rather than an untagged enum, which would buffer every quantity first.
+        struct Text;
+        impl Visitor<'_> for Text {
+            type Value = QuantityText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a quantity (string or number)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<QuantityText, E> {
+                Ok(QuantityText(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<QuantityText, E> {
+                // As serde_json writes the number (a non-finite one cannot come from JSON).
+                serde_json::Number::from_f64(v)
+                    .map(|n| QuantityText(n.to_string()))
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Float(v), &self))
+            }
         }
-        Ok(QuantityText(match Either::deserialize(d)? {
-            Either::Text(s) => s,
-            Either::Number(n) => n.to_string(),
-        }))
+        d.deserialize_any(Text)
     }
 }
 
 impl serde::Serialize for QuantityText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_read_as_strings_or_as_serde_json_writes_a_number() {
+        let doc = r#"{"a":"500m","b":2,"c":-3,"d":1.5,"e":1e3,"f":"1Gi"}"#;
+        let list: RawResourceList = parse_json_at(doc).unwrap();
+        let value: serde_json::Value = serde_json::from_str(doc).unwrap();
+        for (name, text) in &list {
+            let expected = match &value[name] {
+                serde_json::Value::String(s) => s.clone(),
+                number => number.to_string(),
+            };
+            assert_eq!(text.0, expected, "{name}");
+        }
+        assert_eq!(list["e"].0, "1000.0");
+    }
+
+    #[test]
+    fn a_quantity_of_another_type_is_refused_at_its_path() {
+        for bad in ["null", "true", "{}", "[1]"] {
+            let doc = format!(r#"{{"status":{{"allocatable":{{"cpu":"1","memory":{bad}}}}}}}"#);
+            let (path, message) = parse_json_at::<NodeView>(&doc).unwrap_err();
+            assert_eq!(path.as_deref(), Some("status.allocatable.memory"), "{bad}");
+            assert!(message.contains("quantity"), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_at_its_map() {
+        let doc = r#"{"metadata":{"name":"n","labels":{"a":"1","b":"2","a":"3"}}}"#;
+        let (path, message) = parse_json_at::<NodeView>(doc).unwrap_err();
+        assert_eq!(path.as_deref(), Some("metadata.labels"));
+        assert!(message.contains(r#"duplicate key "a""#), "{message}");
+        let view: NodeView =
+            parse_json_at(r#"{"metadata":{"name":"n","labels":{"a":"1","b":"2"}}}"#).unwrap();
+        assert_eq!(view.metadata.labels.len(), 2);
+    }
+
+    #[test]
+    fn trailing_characters_are_refused_without_a_path() {
+        let (path, message) = parse_json_at::<NodeView>(r#"{"metadata":{}} x"#).unwrap_err();
+        assert_eq!(path, None);
+        assert!(message.contains("trailing"), "{message}");
     }
 }
