@@ -93,7 +93,7 @@ pub fn extender_args_names(count: usize) -> String {
         .iter()
         .map(|n| n["metadata"]["name"].clone())
         .collect();
-    json!({"Pod": bench_pod(), "NodeNames": names}).to_string()
+    kube_scheduler_order(&json!(null), &Value::Array(names))
 }
 
 /// `PUT /v1/nodes` body with the facts names mode needs for the same nodes (labels, allocatable).
@@ -136,6 +136,17 @@ pub fn seed_extender_args(count: usize) -> String {
 
 /// ExtenderArgs in full-Nodes mode, as kube-scheduler sends it with `nodeCacheCapable: false`.
 pub fn extender_args(count: usize) -> String {
-    json!({"Pod": bench_pod(), "Nodes": {"metadata": {}, "items": nodes(count)}, "NodeNames": null})
-        .to_string()
+    kube_scheduler_order(
+        &json!({"metadata": {}, "items": nodes(count)}),
+        &json!(null),
+    )
+}
+
+/// `ExtenderArgs` with the bench pod, its keys in the order kube-scheduler writes them (Go's
+/// encoding/json follows the struct: `Pod`, `Nodes`, `NodeNames`), which `json!` would sort.
+fn kube_scheduler_order(nodes: &Value, node_names: &Value) -> String {
+    format!(
+        r#"{{"Pod":{},"Nodes":{nodes},"NodeNames":{node_names}}}"#,
+        bench_pod()
+    )
 }

@@ -157,8 +157,17 @@ fn pod_of(
 /// Item `i` of `Nodes.items`: its fields typed, its bytes kept; the same whether the body was
 /// parsed first or is read node by node ([`stream`]).
 fn node_candidate(i: usize, raw: &RawValue) -> Result<Candidate<'_>, BadRequest> {
-    let mut view: NodeView =
+    let view: NodeView =
         parse_json_at(raw.get()).map_err(|e| located_error(e, &format!("Nodes.items[{i}]")))?;
+    candidate_of(i, view, Some(raw))
+}
+
+/// Item `i` of `Nodes.items` once typed: its name checked (and its bytes, when kept).
+fn candidate_of(
+    i: usize,
+    mut view: NodeView,
+    raw: Option<&RawValue>,
+) -> Result<Candidate<'_>, BadRequest> {
     if view.metadata.name.is_empty() {
         return Err(BadRequest::new(
             format!("Nodes.items[{i}].metadata.name"),
@@ -171,7 +180,7 @@ fn node_candidate(i: usize, raw: &RawValue) -> Result<Candidate<'_>, BadRequest>
     Ok(Candidate {
         // Moved, not copied: the candidate's name is the one the verbs read.
         name: Cow::Owned(std::mem::take(&mut view.metadata.name)),
-        raw: Some(raw),
+        raw,
         view: Some(view),
     })
 }
@@ -209,6 +218,9 @@ impl Args<'_> {
 /// [`scoring_input_body`]) — so that both give the same answer.
 trait Verb<'a> {
     type Output;
+    /// Whether the verb reads a node object's bytes ([`Candidate::raw`]): the filter echoes
+    /// them; a verb that does not lets the streamed read type each node in one pass.
+    const READS_NODE_BYTES: bool;
     /// Candidate `i`; an error ends the verb (the first one is the answer).
     fn candidate(
         &mut self,
@@ -306,6 +318,7 @@ impl<'f, F: FactsLookup> FilterVerb<'f, '_, F> {
 
 impl<'a, F: FactsLookup> Verb<'a> for FilterVerb<'_, 'a, F> {
     type Output = FilterOutcome<'a>;
+    const READS_NODE_BYTES: bool = true;
 
     fn candidate(
         &mut self,
@@ -423,6 +436,7 @@ fn unusable_pod(e: &DemandError) -> BadRequest {
 
 impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, 'a, F> {
     type Output = ScoringInput<'a>;
+    const READS_NODE_BYTES: bool = false;
 
     fn candidate(
         &mut self,
@@ -511,7 +525,7 @@ pub fn filter_body<'a>(
     now_ms: u64,
     config: &Config,
 ) -> Result<Streamed<FilterOutcome<'a>>, BadRequest> {
-    stream::run(body, config, FilterVerb::new(facts, now_ms, config))
+    stream::run(body, config, || FilterVerb::new(facts, now_ms, config))
 }
 
 /// The `prioritize` verb's features read straight from the body, as [`filter_body`]: the same
@@ -523,11 +537,9 @@ pub fn scoring_input_body<'a>(
     now_ms: u64,
     config: &Config,
 ) -> Result<Streamed<ScoringInput<'a>>, BadRequest> {
-    stream::run(
-        body,
-        config,
-        ScoringVerb::new(facts, outlook, now_ms, config, 0),
-    )
+    stream::run(body, config, || {
+        ScoringVerb::new(facts, outlook, now_ms, config, 0)
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,12 @@
 //! declaration order: `Pod`, `Nodes`, `NodeNames`). Items that arrive before the pod are held as
 //! raw slices of the body (a pointer and a length each) and judged when it comes.
 //!
+//! A verb that does not echo node bytes (prioritize) has each item typed straight from the
+//! stream, in one pass, as long as the read is the usual one (the pod first and usable as a
+//! document, every node typed); anything else — a node that does not read, items before the pod —
+//! abandons that read and reads the body again the general way below, which gives the answer or
+//! the error. So both reads answer alike; the first only saves each node's second scan.
+//!
 //! The answer and its errors are those of [`super::parse_args`] then the verb, whatever the order
 //! of the keys: a body that does not read as `ExtenderArgs` is refused whole (serde's error,
 //! aborting the read), then a missing `Pod`, the pod's errors, the first node that does not read
@@ -19,10 +25,13 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::{json_error, name_candidates, node_candidate, pod_of, BadRequest, Streamed, Verb};
+use super::{
+    candidate_of, json_error, name_candidates, node_candidate, pod_of, BadRequest, Candidate,
+    Streamed, Verb,
+};
 use crate::config::Config;
 use crate::demand::{DemandError, PodDemand};
-use crate::k8s::PodView;
+use crate::k8s::{NodeView, PodView};
 use crate::wire::borrowed_names;
 
 /// `NodeNames`, each name borrowed from the body unless it has JSON escapes.
@@ -32,15 +41,35 @@ struct BorrowedNames<'a>(
     #[serde(borrow, deserialize_with = "borrowed_names")] Option<Vec<Cow<'a, str>>>,
 );
 
-/// Reads `body` and runs `verb` over its candidates as they are read.
+/// Reads `body` and runs a verb (`new_verb()`) over its candidates as they are read.
 pub(super) fn run<'a, V: Verb<'a>>(
     body: &'a str,
     config: &Config,
-    verb: V,
+    new_verb: impl Fn() -> V,
 ) -> Result<Streamed<V::Output>, BadRequest> {
+    if !V::READS_NODE_BYTES {
+        if let Some(answer) = read(body, config, new_verb(), true) {
+            return answer;
+        }
+    }
+    read(body, config, new_verb(), false).unwrap_or_else(|| {
+        // Unreachable: only a read that types nodes in one pass gives up.
+        Err(BadRequest::new("Nodes", "the request could not be read"))
+    })
+}
+
+/// One read of `body`; `None` when a one-pass read (`typed`) gave up.
+fn read<'a, V: Verb<'a>>(
+    body: &'a str,
+    config: &Config,
+    verb: V,
+    typed: bool,
+) -> Option<Result<Streamed<V::Output>, BadRequest>> {
     let mut reading = Reading {
         config,
         verb,
+        typed,
+        gave_up: false,
         pod_given: false,
         pod: None,
         held: Vec::new(),
@@ -51,17 +80,27 @@ pub(super) fn run<'a, V: Verb<'a>>(
         verb_error: None,
     };
     let mut de = serde_json::Deserializer::from_str(body);
-    Args(&mut reading)
+    let parsed = Args(&mut reading)
         .deserialize(&mut de)
-        .and_then(|()| de.end())
-        .map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
-    reading.finish()
+        .and_then(|()| de.end());
+    if reading.gave_up {
+        return None;
+    }
+    Some(
+        parsed
+            .map_err(|e| json_error(e, "invalid ExtenderArgs"))
+            .and_then(|()| reading.finish()),
+    )
 }
 
 /// What the read has seen so far.
 struct Reading<'a, 'c, V> {
     config: &'c Config,
     verb: V,
+    /// Items are typed straight from the stream (no bytes kept); gives up on anything unusual.
+    typed: bool,
+    /// The typed read gave up: the body is to be read again with `typed` off.
+    gave_up: bool,
     /// A `Pod` that is not `null` was read (whether or not it was usable).
     pod_given: bool,
     pod: Option<(PodView, Result<PodDemand, DemandError>)>,
@@ -105,13 +144,26 @@ impl<'a, V: Verb<'a>> Reading<'a, '_, V> {
     }
 
     fn judge(&mut self, raw: &'a RawValue) {
+        self.judge_read(|i| node_candidate(i, raw));
+    }
+
+    /// Whether an item can be typed straight from the stream: the pod came first and read.
+    fn can_type_items(&self) -> bool {
+        self.pod.is_some() && self.parse_error.is_none()
+    }
+
+    fn judge_typed(&mut self, view: NodeView) {
+        self.judge_read(|i| candidate_of(i, view, None));
+    }
+
+    fn judge_read(&mut self, read: impl FnOnce(usize) -> Result<Candidate<'a>, BadRequest>) {
         let i = self.next_item;
         self.next_item += 1;
         let Some((_, demand)) = &self.pod else { return };
         if self.parse_error.is_some() {
             return;
         }
-        let candidate = match node_candidate(i, raw) {
+        let candidate = match read(i) {
             Ok(c) => c,
             Err(e) => {
                 self.parse_error = Some(e);
@@ -311,6 +363,23 @@ impl<'de, V: Verb<'de>> Visitor<'de> for Items<'_, 'de, '_, V> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        if self.0.typed {
+            loop {
+                // Anything but the usual read is left to the general one (see the module doc).
+                if !self.0.can_type_items() {
+                    self.0.gave_up = true;
+                    return Err(de::Error::custom("read again keeping node bytes"));
+                }
+                match seq.next_element::<NodeView>() {
+                    Ok(Some(view)) => self.0.judge_typed(view),
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        self.0.gave_up = true;
+                        return Err(e);
+                    }
+                }
+            }
+        }
         while let Some(raw) = seq.next_element::<&'de RawValue>()? {
             self.0.item(raw);
         }
@@ -549,6 +618,38 @@ mod tests {
             let e = same(&body).unwrap_err();
             assert_eq!(e.1, None, "{body}: {e:?}");
             assert!(e.2.starts_with("invalid ExtenderArgs"), "{body}: {e:?}");
+        }
+    }
+
+    /// Prioritize types nodes in one pass when the body is as kube-scheduler sends it, and
+    /// leaves everything else to the general read (whose answers `same` compares above).
+    #[test]
+    fn the_one_pass_read_is_taken_for_the_usual_body_only() {
+        let c = Config::default();
+        let facts: HashMap<String, NodeFacts> = HashMap::new();
+        let outlook = Default::default();
+        let one_pass = |body: &str| {
+            let verb = crate::extender::ScoringVerb::new(&facts, &outlook, 5, &c, 0);
+            super::read(body, &c, verb, true).is_some()
+        };
+        let nodes = items(&[V100, T4, CPU]);
+        assert!(one_pass(&format!(r#"{{"Pod":{GPU_POD},"Nodes":{nodes}}}"#)));
+        assert!(one_pass(&format!(r#"[{GPU_POD},{nodes}]"#)));
+        // A node the verb cannot judge still reads: its error is the verb's, found in one pass.
+        let bad_amount = items(&[V100, BAD_CPU]);
+        assert!(one_pass(&format!(
+            r#"{{"Pod":{GPU_POD},"Nodes":{bad_amount}}}"#
+        )));
+        for body in [
+            format!(r#"{{"Nodes":{nodes},"Pod":{GPU_POD}}}"#),
+            format!(
+                r#"{{"Pod":{GPU_POD},"Nodes":{}}}"#,
+                items(&[V100, BAD_NAME])
+            ),
+            format!(r#"{{"Pod":{{"spec":{{"containers":"x"}}}},"Nodes":{nodes}}}"#),
+            format!(r#"{{"Pod":{GPU_POD},"Nodes":{{"items":[{V100},{{"metadata":]}}}}"#),
+        ] {
+            assert!(!one_pass(&body), "{body}");
         }
     }
 
