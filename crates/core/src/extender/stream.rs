@@ -48,23 +48,22 @@ pub(super) fn run<'a, V: Verb<'a>>(
     new_verb: impl Fn() -> V,
 ) -> Result<Streamed<V::Output>, BadRequest> {
     if !V::READS_NODE_BYTES {
-        if let Some(answer) = read(body, config, new_verb(), true) {
-            return answer;
+        let (reading, parsed) = read(body, config, new_verb(), true);
+        if !reading.gave_up {
+            return reading.answer(parsed);
         }
     }
-    read(body, config, new_verb(), false).unwrap_or_else(|| {
-        // Unreachable: only a read that types nodes in one pass gives up.
-        Err(BadRequest::new("Nodes", "the request could not be read"))
-    })
+    let (reading, parsed) = read(body, config, new_verb(), false);
+    reading.answer(parsed)
 }
 
-/// One read of `body`; `None` when a one-pass read (`typed`) gave up.
-fn read<'a, V: Verb<'a>>(
+/// One read of `body` (`typed`: items typed straight from the stream, which may give up).
+fn read<'a, 'c, V: Verb<'a>>(
     body: &'a str,
-    config: &Config,
+    config: &'c Config,
     verb: V,
     typed: bool,
-) -> Option<Result<Streamed<V::Output>, BadRequest>> {
+) -> (Reading<'a, 'c, V>, Result<(), serde_json::Error>) {
     let mut reading = Reading {
         config,
         verb,
@@ -83,14 +82,7 @@ fn read<'a, V: Verb<'a>>(
     let parsed = Args(&mut reading)
         .deserialize(&mut de)
         .and_then(|()| de.end());
-    if reading.gave_up {
-        return None;
-    }
-    Some(
-        parsed
-            .map_err(|e| json_error(e, "invalid ExtenderArgs"))
-            .and_then(|()| reading.finish()),
-    )
+    (reading, parsed)
 }
 
 /// What the read has seen so far.
@@ -175,6 +167,15 @@ impl<'a, V: Verb<'a>> Reading<'a, '_, V> {
                 self.verb_error = Some(e);
             }
         }
+    }
+
+    /// The answer of a read that did not give up: serde's error first, then [`Self::finish`].
+    fn answer(
+        self,
+        parsed: Result<(), serde_json::Error>,
+    ) -> Result<Streamed<V::Output>, BadRequest> {
+        parsed.map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
+        self.finish()
     }
 
     fn finish(mut self) -> Result<Streamed<V::Output>, BadRequest> {
@@ -630,7 +631,7 @@ mod tests {
         let outlook = Default::default();
         let one_pass = |body: &str| {
             let verb = crate::extender::ScoringVerb::new(&facts, &outlook, 5, &c, 0);
-            super::read(body, &c, verb, true).is_some()
+            !super::read(body, &c, verb, true).0.gave_up
         };
         let nodes = items(&[V100, T4, CPU]);
         assert!(one_pass(&format!(r#"{{"Pod":{GPU_POD},"Nodes":{nodes}}}"#)));
