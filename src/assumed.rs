@@ -39,12 +39,7 @@ fn with_cluster<T>(
 ) -> T {
     CLUSTERS.with(|c| {
         let mut clusters = c.borrow_mut();
-        let entry = clusters
-            .entry(cluster.to_string())
-            .or_insert_with(|| Cluster {
-                placements: AssumedPlacements::new(),
-                facts: Weak::new(),
-            });
+        let entry = clusters.entry(cluster.to_string()).or_default();
         let new_copy = !std::ptr::eq(entry.facts.as_ptr(), Rc::as_ptr(facts));
         if new_copy || entry.placements.expires_by(now_ms) {
             entry.placements.refresh(&**facts, now_ms, config);
