@@ -139,7 +139,13 @@ async fn metrics_asks_every_admitted_colony_however_many_and_telemetry_keeps_a_b
         .and_then(|v| v.parse().ok())
         .unwrap_or(260);
     const CLUSTERS: usize = 12;
-    let mut api = Api::start(StartOptions::default().var("TELEMETRY_FLUSH_MS", "0"));
+    // Counters and decisions leave the isolate right after each request, so that the scrape
+    // below sees every colony's first decision.
+    let mut api = Api::start(
+        StartOptions::default()
+            .var("TELEMETRY_FLUSH_MS", "0")
+            .var("DECISION_FLUSH_MS", "0"),
+    );
     let nodes = [node("n1")];
     // A few at a time: each first decision of a tenant creates its colony.
     for start in (0..tenants).step_by(20) {

@@ -472,8 +472,8 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     )
     .await;
     // Every placement acknowledged (3 + 3 rollout + 1 replacement + the OOM pod + 3 fillers;
-    // a pod prioritize never scored — one feasible node — is the Worker's `unknownPod`, not a
-    // deposit), no node charged.
+    // a pod prioritize never scored — one feasible node — is held by its colony for a
+    // decision that never comes, not a deposit), no node charged.
     wait_for("all 11 placements acknowledged", TENANT_WAIT, || async {
         (r.metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
             .await

@@ -73,7 +73,7 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
         (
             again["deposited"].as_u64(),
             again["duplicates"].as_u64(),
-            again["unknownPod"].as_u64()
+            again["held"].as_u64()
         ),
         (Some(0), Some(1), Some(1)),
         "{again}"
@@ -132,10 +132,11 @@ async fn bind_verb_finds_label_chosen_tenants_through_the_bind_index() {
     assert_eq!(api.pheromones("shop").await["epoch"], 0);
 }
 
-/// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod, notACandidate).
-fn tally(summary: &Value) -> (u64, u64, u64, u64, u64) {
+/// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod,
+/// notACandidate, held).
+fn tally(summary: &Value) -> (u64, u64, u64, u64, u64, u64) {
     let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 6, "unexpected summary shape: {summary}");
+    assert_eq!(keys.len(), 7, "unexpected summary shape: {summary}");
     let n = |k: &str| {
         summary[k]
             .as_u64()
@@ -147,6 +148,7 @@ fn tally(summary: &Value) -> (u64, u64, u64, u64, u64) {
         n("duplicates"),
         n("unknownPod"),
         n("notACandidate"),
+        n("held"),
     )
 }
 
@@ -181,17 +183,17 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
     // The placement, delivered three times (and twice more inside one batch), deposits once.
     let first = api.place(json!([placed("p1", &x)])).await;
     assert_eq!(first["received"], 1);
-    assert_eq!(tally(&first), (1, 0, 0, 0, 0), "{first}");
+    assert_eq!(tally(&first), (1, 0, 0, 0, 0, 0), "{first}");
     let after_deposit = api.pheromones("replay").await;
     for _ in 0..2 {
         assert_eq!(
             tally(&api.place(json!([placed("p1", &x)])).await),
-            (0, 0, 1, 0, 0)
+            (0, 0, 1, 0, 0, 0)
         );
     }
     assert_eq!(
         tally(&api.place(json!([placed("p1", &x), placed("p1", &x)])).await),
-        (0, 0, 2, 0, 0)
+        (0, 0, 2, 0, 0, 0)
     );
     let table = api.pheromones("replay").await;
     assert_eq!(table["epoch"], 1);
@@ -212,7 +214,7 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
             &api.place(json!([with_outcome("p1", &x, json!("failed"))]))
                 .await
         ),
-        (0, 1, 0, 0, 0)
+        (0, 1, 0, 0, 0, 0)
     );
     for outcome in [
         json!("failed"),
@@ -222,12 +224,12 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
     ] {
         assert_eq!(
             tally(&api.place(json!([with_outcome("p1", &x, outcome)])).await),
-            (0, 0, 1, 0, 0)
+            (0, 0, 1, 0, 0, 0)
         );
     }
     assert_eq!(
         tally(&api.place(json!([placed("p1", &x)])).await),
-        (0, 0, 1, 0, 0)
+        (0, 0, 1, 0, 0, 0)
     );
     let table = api.pheromones("replay").await;
     let trail = trail_of(&table, &x);
@@ -254,9 +256,9 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         with_outcome("p2", &y, json!("failed")),
         with_outcome("p2", &x, json!("succeeded"))
     ]);
-    assert_eq!(tally(&api.place(batch.clone()).await), (1, 1, 0, 0, 1));
+    assert_eq!(tally(&api.place(batch.clone()).await), (1, 1, 0, 0, 1, 0));
     for _ in 0..2 {
-        assert_eq!(tally(&api.place(batch.clone()).await), (0, 0, 3, 0, 0));
+        assert_eq!(tally(&api.place(batch.clone()).await), (0, 0, 3, 0, 0, 0));
     }
     let table = api.pheromones("replay").await;
     let trail = trail_of(&table, &x);
@@ -286,9 +288,9 @@ async fn an_outcome_for_a_pod_we_never_scored_changes_nothing() {
     .await;
     let before = api.pheromones("fate").await;
     let ghost = json!([{"podUid": "uid-ghost", "namespace": "fate", "name": "ghost", "node": name_of(&nodes[0]), "outcome": "failed"}]);
-    for _ in 0..2 {
-        assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 0, 1, 0));
-    }
+    // Held for a decision that may still be on its way; the redelivery is a duplicate.
+    assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 0, 0, 0, 1));
+    assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 1, 0, 0, 0));
     let after = api.pheromones("fate").await;
     assert_eq!(
         (&after["epoch"], &after["nodes"], &after["pendingDecisions"]),
@@ -299,6 +301,7 @@ async fn an_outcome_for_a_pod_we_never_scored_changes_nothing() {
         )
     );
     assert_eq!(after["confirmedPods"], 0);
+    assert_eq!(after["heldPlacements"], 1);
     assert_eq!(after["counters"]["failedOutcomes"], 0);
 }
 
@@ -310,7 +313,7 @@ async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_erro
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["received"], 1);
-    assert_eq!(tally(&body), (0, 0, 0, 1, 0));
+    assert_eq!(tally(&body), (0, 0, 0, 0, 0, 1));
     let table = api.pheromones("brand-new").await;
     assert_eq!(
         (table["epoch"].as_u64(), table["tenant"].as_str()),
@@ -359,7 +362,7 @@ async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
     );
     // The reporter retries the whole batch: every pod counts exactly once over both attempts.
     let retry = api.place(json!(batch)).await;
-    assert_eq!(tally(&retry), (3, 0, 6, 0, 0), "{retry}");
+    assert_eq!(tally(&retry), (3, 0, 6, 0, 0, 0), "{retry}");
     for tenant in ["t-a", "t-b", "t-c"] {
         let table = api.pheromones(tenant).await;
         assert_eq!(
@@ -373,7 +376,7 @@ async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
         assert_eq!(table["pendingDecisions"], 0);
     }
     let again = api.place(json!(batch)).await;
-    assert_eq!(tally(&again), (0, 0, 9, 0, 0), "{again}");
+    assert_eq!(tally(&again), (0, 0, 9, 0, 0, 0), "{again}");
 }
 
 #[tokio::test]
@@ -432,8 +435,79 @@ async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_
         )
         .collect();
     let s = api.place(json!(batch)).await;
-    assert_eq!(tally(&s), (0, 0, 0, 5, 0), "{s}");
+    assert_eq!(tally(&s), (0, 0, 0, 0, 0, 5), "{s}");
     for i in 0..5 {
         assert_eq!(api.pheromones(&format!("fresh-{i}")).await["epoch"], 0);
     }
+}
+
+#[tokio::test]
+async fn a_placement_that_overtakes_its_decision_is_held_and_deposits_when_the_decision_comes() {
+    let api = Api::start(StartOptions::default());
+    let nodes = priced_nodes();
+    let placed = json!([{"podUid": "uid-overtake-early", "namespace": "overtake", "node": name_of(&nodes[0]), "outcome": "succeeded"}]);
+    // The reporter saw the binding before the decision reached the colony (in production the
+    // batch may come through another isolate, which cannot carry this one's queue).
+    assert_eq!(tally(&api.place(placed.clone()).await), (0, 0, 0, 0, 0, 1));
+    api.scores(
+        &pod(
+            "early",
+            "overtake",
+            json!({}),
+            json!({}),
+            json!({"cpu": "1"}),
+        ),
+        &nodes,
+    )
+    .await;
+    // The decision arrives (with this read, which carries the isolate's queue, or
+    // DECISION_FLUSH_MS after the answer) and the held report deposits, once.
+    let table = api.pheromones("overtake").await;
+    assert_eq!(
+        (
+            table["epoch"].as_u64(),
+            table["counters"]["deposits"].as_u64(),
+            table["pendingDecisions"].as_u64(),
+            table["heldPlacements"].as_u64(),
+            table["confirmedPods"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0), Some(0), Some(1)),
+        "{table}"
+    );
+    assert_eq!(tally(&api.place(placed).await), (0, 0, 1, 0, 0, 0));
+}
+
+#[tokio::test]
+async fn decisions_scored_from_the_copy_reach_the_colony_after_their_window_without_any_read() {
+    let api = Api::start(StartOptions::default().var("DECISION_FLUSH_MS", "200"));
+    let nodes = priced_nodes();
+    // The first prioritize fetches the colony; the next five are scored from the copy, and
+    // their decisions wait for one send.
+    api.scores(
+        &pod("p0", "gathered", json!({}), json!({}), json!({"cpu": "1"})),
+        &nodes,
+    )
+    .await;
+    api.metrics_containing("aco_colony_decisions_total{tenant=\"gathered\"} 1")
+        .await;
+    futures::future::join_all((1..=5).map(|i| {
+        let p = pod(
+            &format!("p{i}"),
+            "gathered",
+            json!({}),
+            json!({}),
+            json!({"cpu": "1"}),
+        );
+        let (api, nodes) = (&api, &nodes);
+        async move { api.scores(&p, nodes).await }
+    }))
+    .await;
+    // /metrics reads the colony's own counter and sends no decision itself.
+    let text = api
+        .metrics_containing("aco_colony_decisions_total{tenant=\"gathered\"} 6")
+        .await;
+    assert!(
+        text.contains("aco_colony_local_decisions_total{result=\"recorded\"} 6"),
+        "{text}"
+    );
 }

@@ -70,12 +70,24 @@ pub async fn fetch_copy(
     Ok(snapshot)
 }
 
+/// Counts the decisions a colony reply accepted for the first time, whichever request carried
+/// them (the scheduled send, a placement batch, a read).
+pub fn count_recorded(recorded: usize) {
+    if recorded > 0 {
+        telemetry::count(
+            "aco_colony_local_decisions_total",
+            "result=\"recorded\"",
+            recorded as f64,
+        );
+    }
+}
+
 fn settle(
     colony: &ColonyName,
     sent: &[aco_core::colony_store::wire::DecisionRecord],
     reply: &DecisionsReply,
 ) {
-    queue::answered(colony, sent, reply.durability);
+    count_recorded(queue::answered(colony, sent, reply.durability));
     copy::refresh(
         colony,
         reply.version,
@@ -91,14 +103,19 @@ fn settle(
     }
 }
 
-/// After the response: the colony remembers the decisions scored from this isolate's copy, and
-/// its reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
+/// After the response, `after_ms` later (`DECISION_FLUSH_MS`; see `queue::schedule_send`): the
+/// colony remembers the decisions scored from this isolate's copy since the last send, and its
+/// reply refreshes the copy if the colony moved on. A failure keeps them queued (the next
 /// prioritize or placement batch of the tenant sends them again) and is counted.
-pub async fn send_decisions(bindings: Bindings, colony: ColonyName, known_version: u64) {
+pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u64) {
+    if after_ms > 0 {
+        worker::Delay::from(std::time::Duration::from_millis(after_ms)).await;
+    }
     let decisions = queue::take_unsent(&colony);
     if decisions.is_empty() {
         return;
     }
+    let known_version = copy::version_of(&colony).unwrap_or(0);
     let now_ms = worker::Date::now().as_millis();
     let batch = DecisionBatch {
         decisions,
@@ -107,14 +124,7 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, known_versio
     };
     let sent = batch.decisions.len() as f64;
     match call(&bindings, &colony, &batch).await {
-        Ok(reply) => {
-            settle(&colony, &batch.decisions, &reply);
-            telemetry::count(
-                "aco_colony_local_decisions_total",
-                "result=\"recorded\"",
-                sent,
-            );
-        }
+        Ok(reply) => settle(&colony, &batch.decisions, &reply),
         Err(e) => {
             queue::failed(&colony, &batch.decisions);
             worker::console_error!(

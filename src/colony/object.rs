@@ -487,6 +487,7 @@ fn table(s: &ColonyStore, config: &Config) -> serde_json::Value {
         "counters": c.counters,
         "dropped": s.meta().dropped,
         "pendingDecisions": s.pending_decisions(),
+        "heldPlacements": s.held_placements(),
         "confirmedPods": s.remembered_pods(),
         "version": s.version(),
         "uncommitted": s.is_dirty(),

@@ -1,5 +1,8 @@
 //! Decisions this isolate scored from its colony copy and has not yet seen durable, per colony.
-//! After each such prioritize, `waitUntil` sends what is unsent (`client::send_decisions`); a
+//! The first such prioritize of a window schedules one send, `DECISION_FLUSH_MS` later in its
+//! `waitUntil`, of everything unsent by then (`client::send_decisions`): one Durable Object
+//! request per window and colony, not per pod (a placement that overtakes its decision through
+//! another isolate is held by the colony until the decision comes: `colony_store::early`); a
 //! placement batch for the tenant carries everything not yet durable ahead of its placements,
 //! so a placement can never overtake its own decision. The colony accepts decisions into memory
 //! and commits them within a second (see `aco_core::colony_store`); a decision stays here until
@@ -33,8 +36,29 @@ struct Entry {
     state: State,
 }
 
+/// A scheduled send older than this is taken as lost (its `waitUntil` was cut off), so that a
+/// colony's decisions cannot wait forever behind it: beyond the platform's 30 s for `waitUntil`.
+const SEND_LOST_AFTER_MS: u64 = 60_000;
+
 thread_local! {
     static QUEUE: RefCell<HashMap<ColonyName, Vec<Entry>>> = RefCell::new(HashMap::new());
+    /// Colonies with a send scheduled (`schedule_send`), and when it was scheduled.
+    static SCHEDULED: RefCell<HashMap<ColonyName, u64>> = RefCell::new(HashMap::new());
+}
+
+/// One send per colony gathers every decision of its window: true if the caller is to schedule
+/// it (none is scheduled), false if the scheduled one will take this decision too.
+pub fn schedule_send(colony: &ColonyName, now_ms: u64) -> bool {
+    SCHEDULED.with(|s| {
+        let mut s = s.borrow_mut();
+        match s.get(colony) {
+            Some(&at) if now_ms.saturating_sub(at) < SEND_LOST_AFTER_MS => false,
+            _ => {
+                s.insert(colony.clone(), now_ms);
+                true
+            }
+        }
+    })
 }
 
 fn same(a: &DecisionRecord, b: &DecisionRecord) -> bool {
@@ -56,8 +80,10 @@ pub fn push(colony: &ColonyName, record: DecisionRecord) -> usize {
     })
 }
 
-/// The colony's decisions not sent yet, now marked as being sent.
+/// The colony's decisions not sent yet, now marked as being sent; the next decision schedules
+/// the next send.
 pub fn take_unsent(colony: &ColonyName) -> Vec<DecisionRecord> {
+    SCHEDULED.with(|s| s.borrow_mut().remove(colony));
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
         let Some(entries) = q.get_mut(colony) else {
@@ -85,15 +111,18 @@ pub fn not_durable(colony: &ColonyName) -> Vec<DecisionRecord> {
 }
 
 /// The colony answered a request that carried `sent`: they are accepted (durable or not yet, as
-/// `durability` says); and every earlier acceptance is settled against it.
-pub fn answered(colony: &ColonyName, sent: &[DecisionRecord], durability: Durability) {
+/// `durability` says); and every earlier acceptance is settled against it. Returns how many
+/// were accepted for the first time.
+pub fn answered(colony: &ColonyName, sent: &[DecisionRecord], durability: Durability) -> usize {
     QUEUE.with(|q| {
         let mut q = q.borrow_mut();
         let Some(entries) = q.get_mut(colony) else {
-            return;
+            return 0;
         };
+        let mut first_time = 0;
         for e in entries.iter_mut() {
             if sent.iter().any(|r| same(r, &e.record)) {
+                first_time += usize::from(!matches!(e.state, State::Accepted { .. }));
                 e.state = State::Accepted {
                     incarnation: durability.incarnation,
                     seq: durability.accepted_seq,
@@ -114,12 +143,14 @@ pub fn answered(colony: &ColonyName, sent: &[DecisionRecord], durability: Durabi
         if entries.is_empty() {
             q.remove(colony);
         }
+        first_time
     })
 }
 
 /// The colony was reset: its decisions held here are forgotten.
 pub fn forget(colony: &ColonyName) {
     QUEUE.with(|q| q.borrow_mut().remove(colony));
+    SCHEDULED.with(|s| s.borrow_mut().remove(colony));
 }
 
 /// Sending these failed: the next prioritize or placement batch sends them again.

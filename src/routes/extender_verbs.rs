@@ -221,7 +221,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
             }
         }
     }
-    let Some((version, mut prioritized)) = local else {
+    let Some((_, mut prioritized)) = local else {
         return Err(ApiError::new(503, "colony copy missing after its fetch"));
     };
     if let Some(e) = prioritized.decision.explanation.as_mut() {
@@ -238,10 +238,12 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         String::new(),
         dropped as f64,
     );
-    call.deferred.push(Box::pin(client::send_decisions(
-        call.bindings.clone(),
-        colony.clone(),
-        version,
-    )));
+    if queue::schedule_send(&colony, now_ms) {
+        call.deferred.push(Box::pin(client::send_decisions(
+            call.bindings.clone(),
+            colony.clone(),
+            call.config.decision_flush_ms,
+        )));
+    }
     answer(call, &prioritized.priorities)
 }

@@ -158,7 +158,7 @@ pub async fn deliver(
         };
         match client::call(&call.bindings, &colony, &req).await {
             Ok(r) => {
-                queue::answered(&colony, &req.decisions, r.durability);
+                client::count_recorded(queue::answered(&colony, &req.decisions, r.durability));
                 // This isolate's copy follows the batch (the reply carries the colony if the
                 // copy is behind), so the next prioritize here needs no fetch.
                 copy::refresh(&colony, r.version, r.snapshot.clone(), call.now_ms);
@@ -167,6 +167,7 @@ pub async fn deliver(
                 summary.duplicates += r.duplicates;
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_a_candidate += r.not_a_candidate;
+                summary.held += r.held;
                 for (reason, n) in &r.dropped {
                     call.event.count(
                         "aco_colony_items_dropped_total",
@@ -181,6 +182,7 @@ pub async fn deliver(
                     "duplicates": r.duplicates,
                     "unknownPod": r.unknown_pod,
                     "notACandidate": r.not_a_candidate,
+                    "held": r.held,
                     "dropped": r.dropped,
                 });
                 per_tenant.insert(tenant.clone(), entry);

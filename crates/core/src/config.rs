@@ -221,6 +221,15 @@ config_keys! {
             |v| v <= MAX_TELEMETRY_FLUSH_MS,
             "must be within 0..=20000 (the flush runs in waitUntil)"
         );
+    /// How long an isolate gathers the decisions it scored from its colony copies before
+    /// sending them in one request per colony (0: after every prioritize). One Durable Object
+    /// request per window instead of one per pod; a placement that reaches the colony first is
+    /// held for its decision (`colony_store::HOLD_MS`, 10 s), hence the bound.
+    decision_flush_ms: u64 = "DECISION_FLUSH_MS", number, 100,
+        check(
+            |v| v <= MAX_DECISION_FLUSH_MS,
+            "must be within 0..=2000 (a placement waits at most 10 s for its decision)"
+        );
     /// How old an isolate's copy of a tenant's colony (τ table and outcome history) may be for
     /// prioritize to score locally, without waiting for the colony Durable Object (0: always
     /// ask the colony). Every local decision is sent to the colony after the response, and its
@@ -391,6 +400,9 @@ pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
 /// Counters wait at most this long in an isolate (the platform ends `waitUntil` work 30 s after
 /// the response).
 pub const MAX_TELEMETRY_FLUSH_MS: u64 = 20_000;
+/// Decisions wait at most this long in an isolate: far within the colony's hold of an early
+/// placement (`colony_store::HOLD_MS`).
+pub const MAX_DECISION_FLUSH_MS: u64 = 2_000;
 /// An isolate scores from a colony copy at most this old.
 pub const MAX_COLONY_SNAPSHOT_MS: u64 = 600_000;
 /// 30 days: the confirmed table holds one row per pod placed within the TTL.
@@ -713,6 +725,16 @@ mod tests {
         assert_eq!(
             from(&[("TELEMETRY_FLUSH_MS", "20001")]).unwrap_err().key,
             "TELEMETRY_FLUSH_MS"
+        );
+        assert_eq!(
+            from(&[("DECISION_FLUSH_MS", "2001")]).unwrap_err().key,
+            "DECISION_FLUSH_MS"
+        );
+        assert_eq!(
+            from(&[("DECISION_FLUSH_MS", "0")])
+                .unwrap()
+                .decision_flush_ms,
+            0
         );
         assert_eq!(
             from(&[("COLONY_SNAPSHOT_MS", "600001")]).unwrap_err().key,

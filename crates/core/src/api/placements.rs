@@ -64,6 +64,10 @@ pub struct PlacementsSummary {
     pub duplicates: u64,
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
+    /// Reports whose pod's decision had not reached its colony yet: held for it, applied when
+    /// it arrives (at most `colony_store::HOLD_MS`), else counted as unknown then.
+    #[serde(default)]
+    pub held: u64,
 }
 
 #[cfg(test)]
@@ -149,14 +153,15 @@ mod tests {
     #[test]
     fn the_summary_has_fixed_bytes_and_parses_back() {
         let s = PlacementsSummary {
-            received: 6,
+            received: 7,
             deposited: 2,
             outcomes: 1,
             duplicates: 1,
             unknown_pod: 1,
             not_a_candidate: 1,
+            held: 1,
         };
-        let bytes = r#"{"received":6,"deposited":2,"outcomes":1,"duplicates":1,"unknownPod":1,"notACandidate":1}"#;
+        let bytes = r#"{"received":7,"deposited":2,"outcomes":1,"duplicates":1,"unknownPod":1,"notACandidate":1,"held":1}"#;
         assert_eq!(serde_json::to_string(&s).unwrap(), bytes);
         assert_eq!(serde_json::from_str::<PlacementsSummary>(bytes).unwrap(), s);
     }

@@ -21,6 +21,7 @@
 //! ([`wire::Durability`]) and sends them again otherwise; a placement is always durable before
 //! its reply, so at-least-once delivery never counts one twice.
 
+mod early;
 mod ledger;
 mod legacy;
 pub mod merge;
@@ -39,6 +40,8 @@ use crate::config::Config;
 use crate::facts::validate_node_name;
 use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
+use early::{EarlyPlacements, Hold};
+pub use early::{HOLD_MS, MAX_HELD};
 pub use ledger::{LedgerEntry, SnapshotBody};
 pub use legacy::{LegacyRows, LEGACY_TABLES};
 use pending::Pending;
@@ -165,6 +168,8 @@ pub struct ColonyStore {
     meta: StoreMeta,
     colony: TenantColony,
     pending: Pending,
+    /// Placements that came before their decision (memory only, see `early.rs`).
+    early: EarlyPlacements,
     index: PodIndex,
     /// Set by the Worker per load: identifies what [`Durability::durable_seq`] refers to.
     incarnation: u64,
@@ -196,6 +201,7 @@ impl ColonyStore {
             colony,
             meta: StoreMeta::default(),
             pending: Pending::default(),
+            early: EarlyPlacements::default(),
             index: PodIndex::default(),
             incarnation,
             seq: 0,
@@ -330,6 +336,11 @@ impl ColonyStore {
         self.pending.len()
     }
 
+    /// Placements waiting for their decision (`early.rs`).
+    pub fn held_placements(&self) -> usize {
+        self.early.len()
+    }
+
     pub fn remembered_pods(&self) -> usize {
         self.index.len()
     }
@@ -387,6 +398,7 @@ impl ColonyStore {
     ) -> BTreeMap<String, u64> {
         let mut dropped = BTreeMap::new();
         let cap = config.max_decisions_per_tenant as usize;
+        self.expire_held(now_ms);
         for r in records {
             if validate_decision(&r).is_err() {
                 self.drop_item(DROPPED_DECISION, &mut dropped);
@@ -413,8 +425,20 @@ impl ColonyStore {
                 self.colony.counters.evicted_decisions += 1;
                 self.changed_decisions.insert(key, None);
             }
-            self.changed_decisions.insert(r.key, Some(r.decision));
+            self.changed_decisions
+                .insert(r.key.clone(), Some(r.decision));
             self.touch(now_ms);
+            // Placements that came first are applied now, as if they had come second.
+            let held = self.early.take(&r.key);
+            if !held.is_empty() {
+                let mut applied = PlacementsReply::default();
+                for item in &held {
+                    self.apply_placement(item, now_ms, config, &mut applied);
+                }
+                if applied.deposited + applied.outcomes > 0 {
+                    self.meta.version += 1;
+                }
+            }
         }
         dropped
     }
@@ -455,7 +479,8 @@ impl ColonyStore {
 
     /// Applies one tenant's placement reports (see `colony::report` for what each does). An item
     /// the colony refuses (an invalid key, node or outcome) is dropped and counted; the rest
-    /// proceed. The caller commits before replying.
+    /// proceed. A report for a pod whose decision has not arrived is held for it (`early.rs`).
+    /// The caller commits before replying.
     pub fn placements(
         &mut self,
         items: &[PlacementItem],
@@ -463,7 +488,7 @@ impl ColonyStore {
         config: &Config,
     ) -> PlacementsReply {
         let mut out = PlacementsReply::default();
-        let mut moved = false;
+        self.expire_held(now_ms);
         for item in items {
             let valid = validate_pod_key(&item.key)
                 .and_then(|_| validate_node_name(&item.node))
@@ -473,52 +498,93 @@ impl ColonyStore {
                 self.touch(now_ms);
                 continue;
             }
-            let mut record = self.record_of(&item.key, now_ms, config);
-            let before = record.clone();
-            let effect =
-                match self
-                    .colony
-                    .report(&mut record, &item.node, item.outcome, now_ms, config)
-                {
-                    Ok(e) => e,
-                    Err(_) => {
-                        self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
-                        self.touch(now_ms);
-                        continue;
+            if self.decision_may_come(&item.key, now_ms, config) {
+                match self.early.hold(item, now_ms) {
+                    Hold::Held { pushed_out } => {
+                        out.held += 1;
+                        self.count_unknown(pushed_out, now_ms);
                     }
-                };
-            match effect {
-                ReportEffect::Deposited { .. } => {
-                    out.deposited += 1;
-                    moved = true;
+                    Hold::AlreadyHeld => {
+                        out.duplicates += 1;
+                        self.colony.counters.duplicate_reports += 1;
+                        self.touch(now_ms);
+                    }
                 }
-                ReportEffect::OutcomeRecorded { .. } => {
-                    out.outcomes += 1;
-                    moved = true;
-                }
-                ReportEffect::Duplicate => out.duplicates += 1,
-                ReportEffect::UnknownPod => out.unknown_pod += 1,
-                ReportEffect::NotACandidate => out.not_a_candidate += 1,
+                continue;
             }
-            if before.decision.is_some() && record.decision.is_none() {
-                self.pending.remove(&item.key);
-                self.changed_decisions.insert(item.key.clone(), None);
-            }
-            if record.confirmed != before.confirmed {
-                self.remember(IndexChange {
-                    hash: key_hash(&item.key),
-                    confirmed: record.confirmed,
-                    shadow: None,
-                });
-            }
-            // Counters move on every report (duplicates, unknown pods too).
-            self.touch(now_ms);
+            self.apply_placement(item, now_ms, config, &mut out);
         }
-        if moved {
+        if out.deposited + out.outcomes > 0 {
             self.meta.version += 1;
         }
         out.version = self.meta.version;
         out
+    }
+
+    /// Nothing is known of the pod yet — no decision (expired or evicted ones included) and no
+    /// confirmation — so its decision may still be on its way from an isolate.
+    fn decision_may_come(&self, key: &str, now_ms: u64, config: &Config) -> bool {
+        let record = self.record_of(key, now_ms, config);
+        record.decision.is_none()
+            && record.confirmed.is_none()
+            && self.pending.created_ms(key).is_none()
+            && self.pending.evicted_ms(key).is_none()
+    }
+
+    /// Held placements whose decision never came count as unknown, late.
+    fn expire_held(&mut self, now_ms: u64) {
+        let expired = self.early.expire(now_ms);
+        self.count_unknown(expired, now_ms);
+    }
+
+    fn count_unknown(&mut self, placements: usize, now_ms: u64) {
+        if placements > 0 {
+            self.colony.counters.unknown_placements += placements as u64;
+            self.touch(now_ms);
+        }
+    }
+
+    /// One valid placement report against what the colony remembers of its pod.
+    fn apply_placement(
+        &mut self,
+        item: &PlacementItem,
+        now_ms: u64,
+        config: &Config,
+        out: &mut PlacementsReply,
+    ) {
+        let mut record = self.record_of(&item.key, now_ms, config);
+        let before = record.clone();
+        let effect = match self
+            .colony
+            .report(&mut record, &item.node, item.outcome, now_ms, config)
+        {
+            Ok(e) => e,
+            Err(_) => {
+                self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
+                self.touch(now_ms);
+                return;
+            }
+        };
+        match effect {
+            ReportEffect::Deposited { .. } => out.deposited += 1,
+            ReportEffect::OutcomeRecorded { .. } => out.outcomes += 1,
+            ReportEffect::Duplicate => out.duplicates += 1,
+            ReportEffect::UnknownPod => out.unknown_pod += 1,
+            ReportEffect::NotACandidate => out.not_a_candidate += 1,
+        }
+        if before.decision.is_some() && record.decision.is_none() {
+            self.pending.remove(&item.key);
+            self.changed_decisions.insert(item.key.clone(), None);
+        }
+        if record.confirmed != before.confirmed {
+            self.remember(IndexChange {
+                hash: key_hash(&item.key),
+                confirmed: record.confirmed,
+                shadow: None,
+            });
+        }
+        // Counters move on every report (duplicates, unknown pods too).
+        self.touch(now_ms);
     }
 
     /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod,
@@ -606,6 +672,7 @@ impl ColonyStore {
         };
         self.colony = TenantColony::default();
         self.pending.clear();
+        self.early.clear();
         self.index.clear();
         self.changed_decisions.clear();
         self.changed_records.clear();
@@ -630,6 +697,7 @@ impl ColonyStore {
             dropped: self.meta.dropped.clone(),
             rows_written,
             pending_decisions: self.pending.len() as u64,
+            held_placements: self.held_placements() as u64,
             confirmed_pods: self.index.len() as u64,
         }
     }

@@ -470,3 +470,136 @@ fn an_upgraded_object_imports_the_old_tables_once_and_its_first_commit_persists_
         "meta.epoch"
     );
 }
+
+#[test]
+fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    commit(&mut store, &mut db, 0, &config);
+    let failed = PlacementItem {
+        outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
+        ..place("p", "a")
+    };
+    let early = store.placements(&[place("p", "a")], 10, &config);
+    assert_eq!((early.held, early.unknown_pod, early.deposited), (1, 0, 0));
+    // The reporter's retry of the same report, and the pod's later outcome, before the decision.
+    let retried = store.placements(&[place("p", "a"), failed.clone()], 20, &config);
+    assert_eq!((retried.held, retried.duplicates), (1, 1));
+    assert_eq!(store.colony().counters.duplicate_reports, 1);
+    assert_eq!(store.report(&config, 0).held_placements, 2);
+    let version = store.version();
+
+    store.record_decisions(vec![decision_for("p", 5, &config)], true, 30, &config);
+    let counters = &store.colony().counters;
+    assert_eq!(
+        (
+            counters.decisions,
+            counters.deposits,
+            counters.unknown_placements
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(store.pending_decisions(), 0, "confirmed at once");
+    assert_eq!(store.report(&config, 0).held_placements, 0);
+    assert!(store.version() > version, "copies learn of the deposit");
+    // The outcome was applied after the placement: a replay of either is a duplicate now.
+    let replay = store.placements(&[place("p", "a"), failed], 40, &config);
+    assert_eq!(
+        (replay.duplicates, replay.held, replay.deposited),
+        (2, 0, 0)
+    );
+    // Committed like any placement: a reload knows the pod.
+    commit(&mut store, &mut db, 1_100, &config);
+    let loaded = db.load(2, 1_200, &config).unwrap();
+    assert_eq!(loaded.colony(), store.colony());
+    assert_eq!(loaded.remembered_pods(), 1);
+}
+
+#[test]
+fn a_held_placement_whose_decision_never_comes_counts_as_unknown_once() {
+    let config = Config::default();
+    let mut store = ColonyStore::new(1);
+    let early = store.placements(&[place("never", "a"), place("late", "a")], 10, &config);
+    assert_eq!(early.held, 2);
+    assert_eq!(store.colony().counters.unknown_placements, 0);
+    // Any request after the hold expires them.
+    store.placements(&[], 10 + HOLD_MS + 1, &config);
+    assert_eq!(store.colony().counters.unknown_placements, 2);
+    assert!(store.is_dirty(), "the counter is committed");
+    // A decision after that finds nothing held: no deposit until the placement comes again.
+    store.record_decisions(
+        vec![decision_for("late", 10 + HOLD_MS, &config)],
+        true,
+        10 + HOLD_MS + 2,
+        &config,
+    );
+    assert_eq!(store.colony().counters.deposits, 0);
+    assert_eq!(store.pending_decisions(), 1);
+    store.placements(&[], 20 + 2 * HOLD_MS, &config);
+    assert_eq!(
+        store.colony().counters.unknown_placements,
+        2,
+        "counted once"
+    );
+}
+
+#[test]
+fn a_placement_whose_decision_is_known_gone_is_unknown_at_once() {
+    let config = Config {
+        max_decisions_per_tenant: 1,
+        ..Config::default()
+    };
+    let mut store = ColonyStore::new(1);
+    store.record_decisions(
+        vec![
+            decision_for("old", 10, &config),
+            decision_for("new", 11, &config),
+        ],
+        true,
+        20,
+        &config,
+    );
+    // "old" was evicted: its decision will not come again, so holding it would only delay.
+    let r = store.placements(&[place("old", "a")], 30, &config);
+    assert_eq!((r.unknown_pod, r.held), (1, 0));
+    // A reset forgets what is held.
+    store.placements(&[place("other", "a")], 40, &config);
+    store.reset(50);
+    assert_eq!(store.report(&config, 0).held_placements, 0);
+}
+
+proptest::proptest! {
+    /// Decisions and placements of a few pods in any order, each delivered any number of
+    /// times, within the hold: every pod with both deposits exactly once, the others never.
+    #[test]
+    fn in_any_order_and_redelivered_every_placed_pod_deposits_exactly_once(
+        events in proptest::collection::vec((0usize..4, proptest::bool::ANY, 0u64..200), 1..40)
+    ) {
+        let config = Config::default();
+        let mut store = ColonyStore::new(1);
+        let mut now = 1_000;
+        let (mut decided, mut placed) = ([false; 4], [false; 4]);
+        let mut replied_deposits = 0;
+        for (pod, is_decision, step) in events {
+            now += step;
+            let key = format!("p{pod}");
+            if is_decision {
+                decided[pod] = true;
+                store.record_decisions(vec![decision_for(&key, 500 + pod as u64, &config)], true, now, &config);
+            } else {
+                placed[pod] = true;
+                let r = store.placements(&[place(&key, "a")], now, &config);
+                proptest::prop_assert_eq!(r.unknown_pod + r.not_a_candidate, 0);
+                replied_deposits += r.deposited;
+            }
+        }
+        let both = (0..4).filter(|&p| decided[p] && placed[p]).count() as u64;
+        let counters = &store.colony().counters;
+        proptest::prop_assert_eq!(counters.deposits, both);
+        proptest::prop_assert_eq!(counters.unknown_placements, 0);
+        proptest::prop_assert!(replied_deposits <= both);
+        let held_alone = (0..4).filter(|&p| placed[p] && !decided[p]).count();
+        proptest::prop_assert_eq!(store.held_placements(), held_alone);
+    }
+}

@@ -106,6 +106,10 @@ pub struct PlacementsReply {
     pub duplicates: u64,
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
+    /// Reports for pods whose decision has not reached the colony yet: held for it (at most
+    /// `HOLD_MS`), then applied, or counted as unknown if it never comes.
+    #[serde(default)]
+    pub held: u64,
     /// Items refused as invalid by the colony, by reason: dropped, the rest applied.
     #[serde(default)]
     pub dropped: BTreeMap<String, u64>,
@@ -199,6 +203,9 @@ pub struct ColonyReport {
     pub rows_written: u64,
     #[serde(default)]
     pub pending_decisions: u64,
+    /// Placements held for a decision that has not arrived (memory only).
+    #[serde(default)]
+    pub held_placements: u64,
     #[serde(default)]
     pub confirmed_pods: u64,
 }
