@@ -5,7 +5,8 @@
 //! then kube-scheduler starts with that configuration and the clock runs from the first binding to
 //! the last (polling the API for unbound pods every 50 ms). Nodes: the first 500 (BENCH_NODES)
 //! OpenB GPU nodes with cost/latency labels, facts pushed to the Worker. Configurations:
-//! kube-scheduler alone; with the Worker (node objects / node names); and with the Worker behind
+//! kube-scheduler alone; with the Worker (node objects / node names); the floor under names mode
+//! (the Worker's `echo` route as both verbs: the same round trips, no verb work); and with the Worker behind
 //! aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the edge distance.
 //! BENCH_VARS (a JSON object) sets the Worker's [vars]. Prints a Markdown table and writes it to
 //! `target/bench-kube.md`.
@@ -124,6 +125,15 @@ async fn main() {
             env.worker_config(true),
             None,
         ),
+        // The floor under names mode: the same round trips through workerd, no verb work.
+        (
+            "extender floor: echo as both verbs, node names".into(),
+            SchedulerConfig {
+                verbs: Some(("echo".into(), "echo".into())),
+                ..env.worker_config(true)
+            },
+            None,
+        ),
     ];
     for rtt in &rtts {
         runs.push((
@@ -138,7 +148,8 @@ async fn main() {
         ));
     }
     if let Ok(only) = std::env::var("BENCH_ONLY") {
-        runs.retain(|(name, _, _)| name.contains(&only));
+        // Comma-separated: a run is kept if its name contains any of them ("alone,names").
+        runs.retain(|(name, _, _)| only.split(',').any(|o| name.contains(o)));
     }
 
     // BENCH_QPS: kube-scheduler's API client rate (default 50 = the shipped config, which caps

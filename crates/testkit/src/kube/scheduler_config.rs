@@ -31,6 +31,11 @@ pub struct SchedulerConfig {
     /// Overrides the profile's `schedulerName` (None: the shipped `aco-scheduler`), e.g.
     /// `default-scheduler` with [`Extender::Off`]: the cluster's default scheduler, alone.
     pub scheduler_name: Option<String>,
+    /// Overrides the extender's `filterVerb` and `prioritizeVerb` (None: the shipped ones), e.g.
+    /// the Worker's `echo` for both: the protocol's floor with no verb work (kube-scheduler reads
+    /// the echoed `NodeNames` as every node passing, and the echoed arguments as a prioritize
+    /// reply it cannot decode, which an ignorable extender skips).
+    pub verbs: Option<(String, String)>,
 }
 
 impl SchedulerConfig {
@@ -44,6 +49,7 @@ impl SchedulerConfig {
             http_timeout: None,
             client_qps: None,
             scheduler_name: None,
+            verbs: None,
         }
     }
     pub fn off() -> Self {
@@ -52,6 +58,7 @@ impl SchedulerConfig {
             http_timeout: None,
             client_qps: None,
             scheduler_name: None,
+            verbs: None,
         }
     }
 
@@ -103,6 +110,10 @@ impl SchedulerConfig {
                 ext["tlsConfig"] = serde_yaml::Value::Mapping(tls);
                 if let Some(t) = &self.http_timeout {
                     ext["httpTimeout"] = t.clone().into();
+                }
+                if let Some((filter, prioritize)) = &self.verbs {
+                    ext["filterVerb"] = filter.clone().into();
+                    ext["prioritizeVerb"] = prioritize.clone().into();
                 }
             }
         }
