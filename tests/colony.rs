@@ -261,8 +261,9 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
 }
 
 /// The window that remains, measured: decisions scored from the isolate's copy and killed with
-/// workerd before the colony committed them are lost (their placements count as unknown, never
-/// twice). `cargo test --features measure --test colony window -- --nocapture`.
+/// workerd before the colony committed them — or before their `DECISION_FLUSH_MS` send — are
+/// lost (their placements are held for a decision that never comes, then count as unknown,
+/// never twice). `cargo test --features measure --test colony window -- --nocapture`.
 #[cfg(feature = "measure")]
 #[tokio::test]
 async fn measure_the_window_of_decisions_lost_to_a_kill_9_right_after_their_answers() {
@@ -276,11 +277,13 @@ async fn measure_the_window_of_decisions_lost_to_a_kill_9_right_after_their_answ
     let placements: Vec<Value> = (0..pods).map(|i| placement("window", i)).collect();
     let s = api.place(json!(placements)).await;
     eprintln!(
-        "MEASURE window: {pods} prioritize answers, kill -9 at once: deposited {} unknownPod {}",
-        s["deposited"], s["unknownPod"]
+        "MEASURE window: {pods} prioritize answers, kill -9 at once: deposited {} held {} unknownPod {}",
+        s["deposited"], s["held"], s["unknownPod"]
     );
     assert_eq!(
-        s["deposited"].as_u64().unwrap() + s["unknownPod"].as_u64().unwrap(),
+        s["deposited"].as_u64().unwrap()
+            + s["held"].as_u64().unwrap()
+            + s["unknownPod"].as_u64().unwrap(),
         pods as u64
     );
 }
