@@ -7,7 +7,10 @@
 //! [`MAX_HELD`] per colony; when the decision arrives the placement is applied as if it had
 //! come second. What expires or is pushed out counts as an unknown placement then, as it would
 //! have at once before. Not persisted: a restart loses what is held (those pods' learning,
-//! never a second deposit), the same as a decision lost with an isolate.
+//! never a second deposit), the same as a decision lost with an isolate. Reports of pods no
+//! prioritize scored (kube-scheduler binds a pod with one feasible node without asking) are
+//! held too and expire; beyond ~400 such reports a second per colony they push real ones out
+//! early (counted unknown, as they would have been before).
 
 use std::collections::{HashMap, VecDeque};
 

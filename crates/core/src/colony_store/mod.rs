@@ -190,6 +190,9 @@ pub struct ColonyStore {
     clear_ledger: bool,
     /// When the first uncommitted change was made.
     dirty_since_ms: Option<u64>,
+    /// A decision's held placements moved the colony (a new version): commit before replying,
+    /// as for placements, so that no isolate sees a version a restart could take back.
+    must_commit: bool,
 }
 
 impl ColonyStore {
@@ -214,6 +217,7 @@ impl ColonyStore {
             reset: false,
             clear_ledger: false,
             dirty_since_ms: None,
+            must_commit: false,
         }
     }
 
@@ -425,18 +429,23 @@ impl ColonyStore {
                 self.colony.counters.evicted_decisions += 1;
                 self.changed_decisions.insert(key, None);
             }
+            let created_ms = r.decision.created_ms;
             self.changed_decisions
                 .insert(r.key.clone(), Some(r.decision));
             self.touch(now_ms);
-            // Placements that came first are applied now, as if they had come second.
+            // Placements that came first are applied now, as if they had come second: confirmed
+            // no earlier than the decision was made (a batch's clock may be older than a
+            // decision it carries), so that a redelivery of the decision is known as old.
             let held = self.early.take(&r.key);
             if !held.is_empty() {
                 let mut applied = PlacementsReply::default();
+                let at_ms = now_ms.max(created_ms);
                 for item in &held {
-                    self.apply_placement(item, now_ms, config, &mut applied);
+                    self.apply_placement(item, at_ms, config, &mut applied);
                 }
                 if applied.deposited + applied.outcomes > 0 {
                     self.meta.version += 1;
+                    self.must_commit = true;
                 }
             }
         }
@@ -709,10 +718,13 @@ impl ColonyStore {
 
     /// A request that only adds decisions commits now if the last commit is
     /// [`COMMIT_INTERVAL_MS`] old, or if [`DECISIONS_PER_COMMIT`] are waiting (so that an entry
-    /// stays well below the row limit); else a later request or the backstop alarm does.
+    /// stays well below the row limit), or if a decision's held placements moved the colony
+    /// (a new version, durable before any reply shows it); else a later request or the
+    /// backstop alarm does.
     pub fn commit_due(&self, now_ms: u64) -> bool {
         self.is_dirty()
-            && (now_ms.saturating_sub(self.last_commit_ms) >= COMMIT_INTERVAL_MS
+            && (self.must_commit
+                || now_ms.saturating_sub(self.last_commit_ms) >= COMMIT_INTERVAL_MS
                 || self.changed_decisions.len() >= DECISIONS_PER_COMMIT)
     }
 
@@ -792,6 +804,7 @@ impl ColonyStore {
 
     /// The commit's statements ran: memory is now what storage holds.
     pub fn committed(&mut self, commit: Commit, config: &Config) {
+        self.must_commit = false;
         self.seq = commit.seq;
         self.committed_colony = commit.colony;
         let records = std::mem::take(&mut self.changed_records);

@@ -603,3 +603,43 @@ proptest::proptest! {
         proptest::prop_assert_eq!(store.held_placements(), held_alone);
     }
 }
+
+#[test]
+fn a_held_placement_is_confirmed_no_earlier_than_its_decision_so_a_redelivery_stays_old() {
+    let config = Config::default();
+    let mut store = ColonyStore::new(1);
+    store.placements(&[place("p", "a")], 10, &config);
+    // A placement batch whose clock was read before a decision it carries was made.
+    let d = decision_for("p", 50, &config);
+    store.record_decisions(vec![d.clone()], true, 20, &config);
+    assert_eq!(store.colony().counters.deposits, 1);
+    // The same decision again (the isolate's scheduled send): old news, not a second chance.
+    store.record_decisions(vec![d], true, 60, &config);
+    assert_eq!(store.pending_decisions(), 0);
+    let outcome = PlacementItem {
+        outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
+        ..place("p", "a")
+    };
+    let r = store.placements(&[outcome, place("p", "a")], 70, &config);
+    assert_eq!((r.deposited, r.outcomes, r.duplicates), (0, 1, 1));
+    assert_eq!(store.colony().counters.deposits, 1);
+}
+
+#[test]
+fn a_decision_whose_held_placement_deposits_is_committed_before_the_reply() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    commit(&mut store, &mut db, 0, &config);
+    // A decision alone, right after a commit, waits for the interval.
+    store.record_decisions(vec![decision_for("q", 5, &config)], true, 10, &config);
+    assert!(!store.commit_due(10));
+    // One whose held placement deposits moves the version: due at once.
+    store.placements(&[place("p", "a")], 10, &config);
+    store.record_decisions(vec![decision_for("p", 5, &config)], true, 20, &config);
+    assert!(store.commit_due(20));
+    commit(&mut store, &mut db, 20, &config);
+    store.record_decisions(vec![decision_for("r", 25, &config)], true, 30, &config);
+    assert!(!store.commit_due(30), "only until that commit");
+    assert_eq!(db.load(2, 40, &config).unwrap().version(), store.version());
+}
