@@ -429,19 +429,15 @@ impl ColonyStore {
                 self.colony.counters.evicted_decisions += 1;
                 self.changed_decisions.insert(key, None);
             }
-            let created_ms = r.decision.created_ms;
             self.changed_decisions
                 .insert(r.key.clone(), Some(r.decision));
             self.touch(now_ms);
-            // Placements that came first are applied now, as if they had come second: confirmed
-            // no earlier than the decision was made (a batch's clock may be older than a
-            // decision it carries), so that a redelivery of the decision is known as old.
+            // Placements that came first are applied now, as if they had come second.
             let held = self.early.take(&r.key);
             if !held.is_empty() {
                 let mut applied = PlacementsReply::default();
-                let at_ms = now_ms.max(created_ms);
                 for item in &held {
-                    self.apply_placement(item, at_ms, config, &mut applied);
+                    self.apply_placement(item, now_ms, config, &mut applied);
                 }
                 if applied.deposited + applied.outcomes > 0 {
                     self.meta.version += 1;
@@ -563,9 +559,16 @@ impl ColonyStore {
     ) {
         let mut record = self.record_of(&item.key, now_ms, config);
         let before = record.clone();
+        // Confirmed no earlier than the decision it confirms: a request's clock can be older
+        // than a decision it carries (or one that came while a placement was held), and a
+        // redelivery of that decision must be known as old.
+        let at_ms = record
+            .decision
+            .as_ref()
+            .map_or(now_ms, |d| now_ms.max(d.created_ms));
         let effect = match self
             .colony
-            .report(&mut record, &item.node, item.outcome, now_ms, config)
+            .report(&mut record, &item.node, item.outcome, at_ms, config)
         {
             Ok(e) => e,
             Err(_) => {

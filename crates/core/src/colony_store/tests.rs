@@ -643,3 +643,19 @@ fn a_decision_whose_held_placement_deposits_is_committed_before_the_reply() {
     assert!(!store.commit_due(30), "only until that commit");
     assert_eq!(db.load(2, 40, &config).unwrap().version(), store.version());
 }
+
+#[test]
+fn a_placement_carried_with_a_newer_decision_is_confirmed_no_earlier_than_it() {
+    let config = Config::default();
+    let mut store = ColonyStore::new(1);
+    // One request (clock 20) carries the isolate's decision (made at 50) and the placement.
+    let d = decision_for("p", 50, &config);
+    store.record_decisions(vec![d.clone()], true, 20, &config);
+    let r = store.placements(&[place("p", "a")], 20, &config);
+    assert_eq!(r.deposited, 1);
+    // The scheduled send delivers the decision again: old news.
+    store.record_decisions(vec![d], true, 60, &config);
+    assert_eq!(store.pending_decisions(), 0);
+    let again = store.placements(&[place("p", "a")], 70, &config);
+    assert_eq!((again.deposited, again.duplicates), (0, 1));
+}
