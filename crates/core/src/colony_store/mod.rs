@@ -9,7 +9,8 @@
 //! the placements' confirmations, the outcome events, the colony's values they touched (a JSON
 //! merge patch of `TenantColony`, absolute, so a replay is idempotent) — and commits are grouped:
 //! decisions are committed at most every [`COMMIT_INTERVAL_MS`] (or by the Worker's alarm after
-//! [`COMMIT_BACKSTOP_MS`] when no request comes), placements always before their reply. Every
+//! [`COMMIT_BACKSTOP_MS`] when no request comes), placements always before their reply (and a
+//! decision whose held placements it applied, `early.rs`, before its own). Every
 //! [`SNAPSHOT_EVERY_MS`] (or [`SNAPSHOT_EVERY_COMMITS`] commits) the state is written whole and
 //! the pod index changes since the last snapshot become one immutable segment row; the ledger
 //! ring's older slots are then free to be overwritten. So rows scale with time and tenants, not
@@ -19,7 +20,9 @@
 //! [`COMMIT_INTERVAL_MS`] old while requests flow, [`COMMIT_BACKSTOP_MS`] when they stop. The
 //! isolate that sent them keeps them until a reply of the same incarnation says they are durable
 //! ([`wire::Durability`]) and sends them again otherwise; a placement is always durable before
-//! its reply, so at-least-once delivery never counts one twice.
+//! its reply, so at-least-once delivery never counts one twice — except one held for its
+//! decision, which lives in memory until the decision comes: a restart loses it (that pod's
+//! learning), never counts it twice.
 
 mod early;
 mod ledger;
