@@ -414,12 +414,20 @@ impl ColonyStore {
             }
             if from_copy {
                 let hash = key_hash(&r.key);
+                let confirmed = self.index.confirmed(hash, 0);
+                // A pod named by its UID is bound once: a decision that reaches the colony after
+                // its confirmation was made before the binding (kube-scheduler scored it again
+                // in a retry, and that decision waited in an isolate's window), whatever the
+                // clocks say. A `namespace/name` key can be a new pod of the same name.
+                if confirmed.is_some() && !r.key.contains('/') {
+                    continue;
+                }
                 let latest = self
                     .pending
                     .created_ms(&r.key)
                     .into_iter()
                     .chain(self.pending.evicted_ms(&r.key))
-                    .chain(self.index.confirmed(hash, 0).map(|c| c.confirmed_ms))
+                    .chain(confirmed.map(|c| c.confirmed_ms))
                     .max();
                 if latest.is_some_and(|t| t >= r.decision.created_ms) {
                     continue;

@@ -659,3 +659,36 @@ fn a_placement_carried_with_a_newer_decision_is_confirmed_no_earlier_than_it() {
     let again = store.placements(&[place("p", "a")], 70, &config);
     assert_eq!((again.deposited, again.duplicates), (0, 1));
 }
+
+#[test]
+fn a_decision_of_a_retry_cycle_that_arrives_after_the_confirmation_is_refused() {
+    let config = Config::default();
+    let mut store = ColonyStore::new(1);
+    // Cycle 1 scored the pod; its binding failed; cycle 2 scored it again (decision at 30) and
+    // bound it, and the placement reached the colony (at 20 by its clock) before cycle 2's
+    // decision left its isolate's window.
+    store.record_decisions(vec![decision_for("uid-p", 10, &config)], true, 15, &config);
+    let r = store.placements(&[place("uid-p", "a")], 20, &config);
+    assert_eq!(r.deposited, 1);
+    store.record_decisions(vec![decision_for("uid-p", 30, &config)], true, 40, &config);
+    assert_eq!(
+        store.pending_decisions(),
+        0,
+        "a bound pod is not scored again"
+    );
+    let outcome = PlacementItem {
+        outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
+        ..place("uid-p", "a")
+    };
+    let again = store.placements(&[place("uid-p", "a"), outcome], 50, &config);
+    assert_eq!(
+        (again.deposited, again.duplicates, again.outcomes),
+        (0, 1, 1)
+    );
+    assert_eq!(store.colony().counters.deposits, 1);
+    // A namespace/name key may name a new pod of the same name: its newer decision counts.
+    store.record_decisions(vec![decision_for("ns/p", 10, &config)], true, 15, &config);
+    store.placements(&[place("ns/p", "a")], 20, &config);
+    store.record_decisions(vec![decision_for("ns/p", 30, &config)], true, 40, &config);
+    assert_eq!(store.pending_decisions(), 1);
+}
