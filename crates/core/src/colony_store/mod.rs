@@ -440,11 +440,10 @@ impl ColonyStore {
                 self.colony.counters.evicted_decisions += 1;
                 self.changed_decisions.insert(key, None);
             }
-            self.changed_decisions
-                .insert(r.key.clone(), Some(r.decision));
-            self.touch(now_ms);
-            // Placements that came first are applied now, as if they had come second.
+            // Placements that came first are applied once it is in, as if they had come second.
             let held = self.early.take(&r.key);
+            self.changed_decisions.insert(r.key, Some(r.decision));
+            self.touch(now_ms);
             if !held.is_empty() {
                 let mut applied = PlacementsReply::default();
                 for item in &held {
@@ -540,11 +539,13 @@ impl ColonyStore {
     /// Nothing is known of the pod yet — no decision (expired or evicted ones included) and no
     /// confirmation — so its decision may still be on its way from an isolate.
     fn decision_may_come(&self, key: &str, now_ms: u64, config: &Config) -> bool {
-        let record = self.record_of(key, now_ms, config);
-        record.decision.is_none()
-            && record.confirmed.is_none()
-            && self.pending.created_ms(key).is_none()
+        let confirmed_since = now_ms.saturating_sub(config.confirmed_ttl_ms);
+        self.pending.created_ms(key).is_none()
             && self.pending.evicted_ms(key).is_none()
+            && self
+                .index
+                .confirmed(key_hash(key), confirmed_since)
+                .is_none()
     }
 
     /// Held placements whose decision never came count as unknown, late.

@@ -147,6 +147,13 @@ fn place(key: &str, node: &str) -> PlacementItem {
     }
 }
 
+fn place_ended(key: &str, node: &str, label: OutcomeLabel) -> PlacementItem {
+    PlacementItem {
+        outcome: Some(Outcome::Label(label)),
+        ..place(key, node)
+    }
+}
+
 #[test]
 fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     let config = Config::default();
@@ -235,10 +242,7 @@ fn a_late_outcome_counts_once_across_a_reload() {
     store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
     store.placements(&[place("p", "a")], 20, &config);
     commit(&mut store, &mut db, 20, &config);
-    let failed = PlacementItem {
-        outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
-        ..place("p", "a")
-    };
+    let failed = place_ended("p", "a", OutcomeLabel::Failed);
     assert_eq!(
         store
             .placements(std::slice::from_ref(&failed), 30, &config)
@@ -477,10 +481,7 @@ fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes()
     let mut db = Tables::default();
     let mut store = ColonyStore::new(1);
     commit(&mut store, &mut db, 0, &config);
-    let failed = PlacementItem {
-        outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
-        ..place("p", "a")
-    };
+    let failed = place_ended("p", "a", OutcomeLabel::Failed);
     let early = store.placements(&[place("p", "a")], 10, &config);
     assert_eq!((early.held, early.unknown_pod, early.deposited), (1, 0, 0));
     // The reporter's retry of the same report, and the pod's later outcome, before the decision.
@@ -616,10 +617,7 @@ fn a_held_placement_is_confirmed_no_earlier_than_its_decision_so_a_redelivery_st
     // The same decision again (the isolate's scheduled send): old news, not a second chance.
     store.record_decisions(vec![d], true, 60, &config);
     assert_eq!(store.pending_decisions(), 0);
-    let outcome = PlacementItem {
-        outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
-        ..place("p", "a")
-    };
+    let outcome = place_ended("p", "a", OutcomeLabel::Succeeded);
     let r = store.placements(&[outcome, place("p", "a")], 70, &config);
     assert_eq!((r.deposited, r.outcomes, r.duplicates), (0, 1, 1));
     assert_eq!(store.colony().counters.deposits, 1);
@@ -676,10 +674,7 @@ fn a_decision_of_a_retry_cycle_that_arrives_after_the_confirmation_is_refused() 
         0,
         "a bound pod is not scored again"
     );
-    let outcome = PlacementItem {
-        outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
-        ..place("uid-p", "a")
-    };
+    let outcome = place_ended("uid-p", "a", OutcomeLabel::Succeeded);
     let again = store.placements(&[place("uid-p", "a"), outcome], 50, &config);
     assert_eq!(
         (again.deposited, again.duplicates, again.outcomes),
