@@ -331,8 +331,8 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
         .map(|(_, _, e)| e)
         .collect();
     for metric in [
-        "aco_shadow_chosen_cost_dollars_per_hour_sum",
-        "aco_shadow_colony_cost_dollars_per_hour_sum",
+        "aco_shadow_chosen_cost_dollars_per_hour_total",
+        "aco_shadow_colony_cost_dollars_per_hour_total",
         "aco_shadow_agreements_total",
         "aco_shadow_pods_total",
         "aco_shadow_latency_critical_on_hot_nodes_total",

@@ -253,7 +253,7 @@ config_keys! {
     /// beyond it is scored by η alone, its placements refused, its requests counted under
     /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
     max_colonies: u64 = "MAX_COLONIES", number, 1_000,
-        check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (a /metrics scrape asks every colony)");
+        check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (the Telemetry object keeps every colony's report)");
     @derived {
         /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`:
         /// any valid name. Pods of another tenant are scored by η alone and their placements
@@ -412,9 +412,9 @@ pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
 /// The largest `MAX_CLUSTERS` accepted.
 pub const MAX_CLUSTERS_LIMIT: u64 = 10_000;
-/// The largest `MAX_COLONIES` accepted: one `/metrics` scrape asks every colony, one
-/// subrequest each, within the 10,000 a Worker invocation may make (the rest: registry pages,
-/// telemetry).
+/// The largest `MAX_COLONIES` accepted: the Telemetry object keeps every colony's latest report
+/// in memory (a few KB each, `colony_store::wire::REPORT_NODE_BYTES`) and a scrape renders them
+/// all, which must stay well inside an object's 128 MB.
 pub const MAX_COLONIES_LIMIT: u64 = 9_000;
 
 /// An allowlist var and a pattern var (`TENANTS`, `TENANT_PATTERN`) read into a policy; `None`

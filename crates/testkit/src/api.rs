@@ -12,7 +12,7 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::pods::pod_object;
-use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN};
+use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN, METRICS_TOKEN};
 
 /// A pending pod as kube-scheduler sends it to the extender (requests are its limits too).
 pub fn pod(
@@ -150,6 +150,12 @@ pub trait WorkerHttp {
             .await
             .unwrap();
         (r.status(), r.text().await.unwrap())
+    }
+
+    /// A `GET` with no credentials: status and body (probes, refusals).
+    async fn get_raw(&self, path: &str) -> (u16, String) {
+        let r = self.http().get(self.url(path)).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
     }
 
     /// [`WorkerHttp::post_raw`], asserting 200; the JSON reply.
@@ -328,17 +334,23 @@ pub trait WorkerHttp {
             .collect()
     }
 
-    /// The Worker's Prometheus text (`GET /metrics`).
+    /// The Worker's Prometheus text (`GET /metrics` with the scrape token), checked by
+    /// `promtool check metrics` every time: no test scrapes an exposition a strict scraper
+    /// would drop.
     async fn metrics(&self) -> String {
         let r = self
             .http()
             .get(self.url("/metrics"))
-            .bearer_auth(ADMIN_TOKEN)
+            .bearer_auth(METRICS_TOKEN)
             .send()
             .await
             .expect("GET /metrics");
         assert!(r.status().is_success(), "GET /metrics: {}", r.status());
-        r.text().await.unwrap()
+        let text = r.text().await.unwrap();
+        if let Err(complaints) = crate::prometheus::check_metrics(&text) {
+            panic!("promtool check metrics:\n{complaints}\n{text}");
+        }
+        text
     }
 
     /// Polls /metrics until it contains `needle` (metrics are recorded after each response).

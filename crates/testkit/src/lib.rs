@@ -38,8 +38,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[cfg(feature = "launchers")]
 pub use worker::{trail_on, StartOptions, WorkerProcess};
 
-/// The admin bearer token of `wrangler.toml`'s development `[vars]`.
-pub const ADMIN_TOKEN: &str = "dev-admin-token";
+/// The admin bearer token the test kit gives every Worker it starts (as a deployment sets the
+/// `ADMIN_TOKEN` secret).
+pub const ADMIN_TOKEN: &str = "test-admin-3f9a1c7e5b2d4086a1e9c3f7b5d20468";
+/// The scrape token the test kit gives every Worker it starts (`METRICS_TOKEN`).
+pub const METRICS_TOKEN: &str = "test-metrics-8d2b6f0a4c9e1735b8d0f2a6c4e91357";
 
 /// The repository's root (this crate is `crates/testkit`).
 pub fn repo_root() -> PathBuf {

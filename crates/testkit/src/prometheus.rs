@@ -14,13 +14,42 @@ use serde_json::{json, Value};
 
 use crate::process::{free_port, ProcessGroup};
 
+/// `promtool check metrics` on a scrape's text: `Err` with promtool's complaints (a family
+/// written twice, a bad line, a lint problem) unless it is clean.
+pub fn check_metrics(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; scripts/setup installs it)");
+    // promtool reads all of stdin before it answers, so writing first cannot deadlock.
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin.write_all(text.as_bytes()).expect("write to promtool");
+    drop(stdin);
+    let out = child.wait_with_output().expect("promtool runs");
+    let complaints = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && complaints.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(complaints)
+    }
+}
+
 /// One scrape job: `url` is the target's base URL (`http://…` or `https://…`, no path);
-/// `ca_file` the CA that signed an HTTPS target's certificate.
+/// `ca_file` the CA that signed an HTTPS target's certificate; `bearer` the token it sends.
 #[derive(Clone, Debug)]
 pub struct ScrapeJob {
     pub name: String,
     pub url: String,
     pub ca_file: Option<PathBuf>,
+    pub bearer: Option<String>,
 }
 
 impl ScrapeJob {
@@ -29,7 +58,18 @@ impl ScrapeJob {
             name: name.to_owned(),
             url: url.trim_end_matches('/').to_owned(),
             ca_file: None,
+            bearer: None,
         }
+    }
+
+    /// The Worker's scrape: `Authorization: Bearer <METRICS_TOKEN>`.
+    pub fn worker(name: &str, url: &str) -> Self {
+        Self::new(name, url).bearer(crate::METRICS_TOKEN)
+    }
+
+    pub fn bearer(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_owned());
+        self
     }
 
     pub fn ca_file(mut self, path: &Path) -> Self {
@@ -47,6 +87,9 @@ impl ScrapeJob {
         });
         if let Some(ca) = &self.ca_file {
             job["tls_config"] = json!({"ca_file": ca});
+        }
+        if let Some(token) = &self.bearer {
+            job["authorization"] = json!({"type": "Bearer", "credentials": token});
         }
         job
     }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::process::{ProcessGroup, TERM_GRACE};
-use crate::repo_root;
+use crate::{repo_root, ADMIN_TOKEN, METRICS_TOKEN};
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -208,10 +208,16 @@ impl WorkerProcess {
             .arg("--watch-stdin")
             .arg("--persist")
             .arg(&self.persist_dir);
-        if !self.options.vars.is_empty() {
-            cmd.arg("--vars")
-                .arg(serde_json::Value::Object(self.options.vars.clone()).to_string());
+        // The secrets a deployment sets, unless the test sets its own.
+        let mut vars = self.options.vars.clone();
+        for (key, value) in [
+            ("ADMIN_TOKEN", ADMIN_TOKEN),
+            ("METRICS_TOKEN", METRICS_TOKEN),
+        ] {
+            vars.entry(key).or_insert_with(|| value.into());
         }
+        cmd.arg("--vars")
+            .arg(serde_json::Value::Object(vars).to_string());
         if let Some(cf) = &self.options.cf {
             cmd.arg("--cf").arg(cf.to_string());
         }
