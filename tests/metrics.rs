@@ -156,7 +156,7 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
         {"podUid": "uid-scraped-p2", "namespace": "scraped", "node": name_of(&nodes[1])}
     ]))
     .await;
-    let prometheus = Prometheus::start(&[ScrapeJob::new("aco", &api.worker.base_url)]);
+    let prometheus = Prometheus::start(&[ScrapeJob::worker("aco", &api.worker.base_url)]);
     let query = "aco_colony_deposits_total{tenant=\"scraped\"}";
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
