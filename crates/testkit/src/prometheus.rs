@@ -43,7 +43,9 @@ pub fn check_metrics(text: &str) -> Result<(), String> {
 }
 
 /// One scrape job: `url` is the target's base URL (`http://…` or `https://…`, no path);
-/// `ca_file` the CA that signed an HTTPS target's certificate; `bearer` the token it sends.
+/// `ca_file` the CA that signed an HTTPS target's certificate; `bearer` the token sent as
+/// `Authorization: Bearer`, written to a file Prometheus reads (`authorization.credentials_file`,
+/// as a production scrape config reads it from a mounted Secret).
 #[derive(Clone, Debug)]
 pub struct ScrapeJob {
     pub name: String,
@@ -62,14 +64,9 @@ impl ScrapeJob {
         }
     }
 
-    /// The Worker's scrape: `Authorization: Bearer <METRICS_TOKEN>`.
+    /// A test Worker's `/metrics`: with its scrape credential ([`crate::METRICS_TOKEN`]).
     pub fn worker(name: &str, url: &str) -> Self {
-        Self::new(name, url).bearer(crate::METRICS_TOKEN)
-    }
-
-    pub fn bearer(mut self, token: &str) -> Self {
-        self.bearer = Some(token.to_owned());
-        self
+        ScrapeJob::new(name, url).bearer(crate::METRICS_TOKEN)
     }
 
     pub fn ca_file(mut self, path: &Path) -> Self {
@@ -77,7 +74,13 @@ impl ScrapeJob {
         self
     }
 
-    fn config(&self) -> Value {
+    pub fn bearer(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_owned());
+        self
+    }
+
+    /// The job's `scrape_configs` entry; a bearer token goes to a file in `dir`.
+    fn config(&self, dir: &Path) -> Value {
         let (scheme, host) = self.url.split_once("://").unwrap_or(("http", &self.url));
         let mut job = json!({
             "job_name": self.name,
@@ -89,7 +92,9 @@ impl ScrapeJob {
             job["tls_config"] = json!({"ca_file": ca});
         }
         if let Some(token) = &self.bearer {
-            job["authorization"] = json!({"type": "Bearer", "credentials": token});
+            let file = dir.join(format!("{}.credentials", self.name));
+            std::fs::write(&file, token).unwrap();
+            job["authorization"] = json!({"type": "Bearer", "credentials_file": file});
         }
         job
     }
@@ -120,7 +125,7 @@ impl Prometheus {
         let config = json!({
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "rule_files": rule_files,
-            "scrape_configs": jobs.iter().map(ScrapeJob::config).collect::<Vec<_>>(),
+            "scrape_configs": jobs.iter().map(|j| j.config(dir.path())).collect::<Vec<_>>(),
         });
         let config_path = dir.path().join("prometheus.yml");
         std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();
