@@ -20,9 +20,11 @@
 //! BENCH_STORE_NODES (5,000) nodes and BENCH_STORE_PODS (150,000) pods — the reporter's own
 //! code path: each object deserialised from the JSON an API server sends for a
 //! Deployment-created pod (managed fields, env, probes, projected token volume, five
-//! conditions…), slimmed by `aco_reporter::slim`, applied to the reporter's cache
-//! (`aco_reporter::cache`); then a full relist (`Init`, every object again, `InitDone`), peak RSS
-//! (VmHWM) measured at its end. No control plane: creating 150,000 pods through an API
+//! conditions…), read into the reporter's record (`aco_reporter::pod_record`,
+//! `aco_reporter::node_record`, strings shared through one `aco_reporter::intern::Interner`)
+//! and applied to its cache (`aco_reporter::cache`); then a full relist (`Init`, every object
+//! again, `InitDone`). Per pod: (peak RSS (VmHWM) at the end − RSS before the caches) / pods,
+//! so the relist's peak is included. No control plane: creating 150,000 pods through an API
 //! server takes longer than this machine allows. Writes `target/bench-reporter-store.md`.
 
 use std::time::{Duration, Instant};
@@ -352,9 +354,12 @@ fn request_count(before: &str, after: &str) -> f64 {
 mod store_memory {
     use std::sync::Arc;
 
-    use aco_reporter::cache::Cache;
+    use aco_reporter::cache::{Cache, Keyed};
+    use aco_reporter::intern::Interner;
     use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
     use aco_reporter::kube::runtime::watcher::Event;
+    use aco_reporter::node_record::{NodeReader, NodeRecord};
+    use aco_reporter::pod_record::{PodReader, PodRecord};
     use serde_json::{json, Value};
 
     /// A pod as the API server returns one created by a Deployment's ReplicaSet.
@@ -470,60 +475,66 @@ mod store_memory {
     }
 
     /// One full list, as the watcher delivers it: Init, InitApply per object, InitDone.
-    fn list<K, F>(cache: &Cache<K>, n: usize, make: F)
+    fn list<R, F>(cache: &Cache<R>, n: usize, make: F)
     where
-        K: aco_reporter::kube::Resource<DynamicType = ()> + Clone,
-        F: Fn(usize) -> K,
+        R: Keyed,
+        F: Fn(usize) -> R,
     {
-        cache.apply(&Event::Init);
+        cache.apply(Event::Init);
         for i in 0..n {
-            cache.apply(&Event::InitApply(make(i)));
+            cache.apply(Event::InitApply(make(i)));
         }
     }
 
     pub fn run(nodes: usize, pods: usize) -> String {
         let config = aco_core::config::Config::default();
-        let keep = aco_reporter::slim::annotations_the_worker_reads(&config);
+        let strings = Arc::new(Interner::default());
+        let node_reader = NodeReader::new(
+            &aco_reporter::node_facts::labels_the_worker_reads(&config),
+            "aco/latency-us",
+            strings.clone(),
+        );
+        let pod_reader = PodReader::new(&config, None, strings.clone());
         let node_text: Vec<String> = (0..16).map(|i| api_node(i).to_string()).collect();
         let pod_node = |i: usize| format!("node-{:05}", i % nodes.max(1));
-        let make_node = |i: usize| {
+        let make_node = |i: usize| -> NodeRecord {
             let mut v: Value = serde_json::from_str(&node_text[i % 16]).unwrap();
             v["metadata"]["name"] = format!("node-{i:05}").into();
-            let mut n: Node = serde_json::from_value(v).unwrap();
-            aco_reporter::slim::node(&mut n);
-            n
+            let n: Node = serde_json::from_value(v).unwrap();
+            node_reader.read(&n)
         };
-        let make_pod = |i: usize| {
+        let make_pod = |i: usize| -> PodRecord {
             // Deserialised from the bytes an API server sends, as the watcher does.
             let text = api_pod(i, &pod_node(i)).to_string();
-            let mut p: Pod = serde_json::from_str(&text).unwrap();
-            aco_reporter::slim::pod(&mut p, &keep);
-            p
+            let p: Pod = serde_json::from_str(&text).unwrap();
+            pod_reader.read(&p)
         };
         let wire_bytes = api_pod(1, "node-00001").to_string().len();
         let (base, _) = rss();
-        let node_store = Cache::<Node>::default();
-        let pod_store = Cache::<Pod>::default();
+        let node_store = Cache::<NodeRecord>::default();
+        let pod_store = Cache::<PodRecord>::default();
         list(&node_store, nodes, make_node);
-        node_store.apply(&Event::InitDone);
+        node_store.apply(Event::InitDone);
         list(&pod_store, pods, make_pod);
-        pod_store.apply(&Event::InitDone);
+        pod_store.apply(Event::InitDone);
         let (steady, _) = rss();
         // A relist in flight (a watch restarted with its resource version gone): the whole
         // list again, applied in place by the reporter's cache.
         list(&pod_store, pods, make_pod);
         let (during, _) = rss();
-        pod_store.apply(&Event::InitDone);
+        pod_store.apply(Event::InitDone);
         let (after, peak) = rss();
-        let held: Vec<Arc<Pod>> = pod_store.state();
+        let held: Vec<Arc<PodRecord>> = pod_store.state();
         assert_eq!((held.len(), node_store.state().len()), (pods, nodes));
-        let slim_bytes = serde_json::to_vec(held[0].as_ref()).unwrap().len();
+        assert_eq!(held[0].request_amounts().get("cpu"), 250, "requests summed");
         let per_pod_kib = (steady - base) * 1024.0 / pods as f64;
+        let peak_per_pod_kib = (peak - base) * 1024.0 / pods as f64;
         eprintln!(
-            "store: {nodes} nodes, {pods} pods: base {base:.0} MiB, steady {steady:.0}, relist in flight {during:.0}, after {after:.0}, peak {peak:.0} MiB; {per_pod_kib:.2} KiB per pod (wire {wire_bytes} B, slim JSON {slim_bytes} B)"
+            "store: {nodes} nodes, {pods} pods: base {base:.0} MiB, steady {steady:.0}, relist in flight {during:.0}, after {after:.0}, peak {peak:.0} MiB; {per_pod_kib:.2} KiB per pod steady, {peak_per_pod_kib:.2} at peak (wire {wire_bytes} B; {} shared strings)",
+            strings.len()
         );
         format!(
-            "| nodes | pods | RSS steady | relist in flight | peak (VmHWM) | per pod | pod JSON from the API / kept |\n|---:|---:|---:|---:|---:|---:|---:|\n| {nodes} | {pods} | {steady:.0} MiB | {during:.0} MiB | {peak:.0} MiB | {per_pod_kib:.2} KiB | {wire_bytes} B / {slim_bytes} B |\n"
+            "| nodes | pods | RSS before caches | steady | relist in flight | peak (VmHWM) | per pod, steady | per pod, peak | pod JSON from the API |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n| {nodes} | {pods} | {base:.0} MiB | {steady:.0} MiB | {during:.0} MiB | {peak:.0} MiB | {per_pod_kib:.2} KiB | {peak_per_pod_kib:.2} KiB | {wire_bytes} B |\n"
         )
     }
 }

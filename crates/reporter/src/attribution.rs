@@ -19,11 +19,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::outcome::Verdict;
+use crate::pod_record::{PodRecord, REVISION_LABEL};
 use aco_core::colony::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
 use aco_core::run_time::RunTimes;
-use k8s_openapi::api::core::v1::Pod;
-
-use crate::outcome::Verdict;
 
 pub const MAX_WORKLOADS: usize = 4_096;
 pub const MAX_NODES: usize = 8;
@@ -39,24 +38,18 @@ pub enum Decision {
 }
 
 /// The pod's workload key (see the module docs), if it has one.
-pub fn workload_of(pod: &Pod, label: Option<&str>) -> Option<String> {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let labels = pod.metadata.labels.as_ref();
-    if let Some(value) = label.and_then(|l| labels?.get(l)) {
+pub fn workload_of(pod: &PodRecord, label: Option<&str>) -> Option<String> {
+    let ns = &pod.namespace;
+    if let Some(value) = label.and_then(|l| pod.label(l)) {
         return Some(format!("label/{ns}/{value}"));
     }
-    let owner = pod
-        .metadata
-        .owner_references
-        .as_ref()?
-        .iter()
-        .find(|o| o.controller == Some(true))?;
-    let revision = matches!(owner.kind.as_str(), "StatefulSet" | "DaemonSet")
-        .then(|| labels?.get("controller-revision-hash"))
+    let (kind, name) = pod.controller.as_ref()?;
+    let revision = matches!(&**kind, "StatefulSet" | "DaemonSet")
+        .then(|| pod.label(REVISION_LABEL))
         .flatten();
     Some(match revision {
-        Some(r) => format!("{}/{ns}/{}@{r}", owner.kind, owner.name),
-        None => format!("{}/{ns}/{}", owner.kind, owner.name),
+        Some(r) => format!("{kind}/{ns}/{name}@{r}"),
+        None => format!("{kind}/{ns}/{name}"),
     })
 }
 
@@ -193,12 +186,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn owned(kind: &str, name: &str, labels: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels,
+    fn owned(kind: &str, name: &str, labels: serde_json::Value) -> PodRecord {
+        crate::pod_record::tests::record(
+            json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels,
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "1"},
-                {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": "2", "controller": true}]}}))
-        .unwrap()
+                {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": "2", "controller": true}]}}),
+        )
     }
 
     #[test]
@@ -240,8 +234,8 @@ mod tests {
             workload_of(&labelled, Some("app.kubernetes.io/instance")).as_deref(),
             Some("label/ns/exp-1")
         );
-        let bare: Pod =
-            serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns"}})).unwrap();
+        let bare =
+            crate::pod_record::tests::record(json!({"metadata": {"name": "p", "namespace": "ns"}}));
         assert_eq!(workload_of(&bare, Some("app")), None);
     }
 

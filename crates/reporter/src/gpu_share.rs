@@ -13,7 +13,6 @@
 //! order; `None` where neither scheme is present. A device's share is the scarcer of memory and
 //! compute.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Deserialize;
 
 pub const HAMI_NODE_REGISTER: &str = "hami.io/node-nvidia-register";
@@ -88,18 +87,22 @@ fn free_milli(used_fraction: f64) -> u32 {
     ((1.0 - used_fraction).clamp(0.0, 1.0) * 1000.0).round() as u32
 }
 
-fn annotation<'a>(
-    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    key: &str,
-) -> Option<&'a str> {
-    meta.annotations.as_ref()?.get(key).map(String::as_str)
+/// What these schemes read of a pod: annotations (the reporter's records keep theirs).
+pub trait Annotated {
+    fn annotation(&self, key: &str) -> Option<&str>;
 }
 
-fn hami(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
-    let devices = hami_devices(annotation(&node.metadata, HAMI_NODE_REGISTER)?)?;
+/// ... and of a node: an annotation and two capacities.
+pub trait GpuShareNode: Annotated {
+    /// `status.capacity[resource]` as written.
+    fn capacity(&self, resource: &str) -> Option<&str>;
+}
+
+fn hami<P: Annotated>(node: &impl GpuShareNode, pods: &[&P]) -> Option<Vec<u32>> {
+    let devices = hami_devices(node.annotation(HAMI_NODE_REGISTER)?)?;
     let mut used = vec![(0.0f64, 0.0f64); devices.len()];
     for pod in pods {
-        let Some(text) = annotation(&pod.metadata, HAMI_POD_ALLOCATED) else {
+        let Some(text) = pod.annotation(HAMI_POD_ALLOCATED) else {
             continue;
         };
         for (id, memory, cores) in hami_allocations(text) {
@@ -122,20 +125,21 @@ fn hami(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
     )
 }
 
-fn aliyun(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
-    let capacity = node.status.as_ref()?.capacity.as_ref()?;
-    let total: f64 = capacity.get(ALIYUN_GPU_MEM)?.0.parse().ok()?;
-    let count: usize = capacity.get(ALIYUN_GPU_COUNT)?.0.parse().ok()?;
+fn aliyun<P: Annotated>(node: &impl GpuShareNode, pods: &[&P]) -> Option<Vec<u32>> {
+    let total: f64 = node.capacity(ALIYUN_GPU_MEM)?.parse().ok()?;
+    let count: usize = node.capacity(ALIYUN_GPU_COUNT)?.parse().ok()?;
     if count == 0 || total <= 0.0 {
         return None;
     }
     let per_gpu = total / count as f64;
     let mut used = vec![0.0f64; count];
     for pod in pods {
-        let idx =
-            annotation(&pod.metadata, ALIYUN_POD_IDX).and_then(|v| v.trim().parse::<usize>().ok());
-        let mem =
-            annotation(&pod.metadata, ALIYUN_POD_MEM).and_then(|v| v.trim().parse::<f64>().ok());
+        let idx = pod
+            .annotation(ALIYUN_POD_IDX)
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        let mem = pod
+            .annotation(ALIYUN_POD_MEM)
+            .and_then(|v| v.trim().parse::<f64>().ok());
         if let (Some(i), Some(m)) = (idx, mem) {
             if i < count {
                 used[i] += m;
@@ -146,7 +150,7 @@ fn aliyun(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
 }
 
 /// Free share per GPU of `node`, given the pods that hold resources on it.
-pub fn gpu_free_milli(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
+pub fn gpu_free_milli<P: Annotated>(node: &impl GpuShareNode, pods: &[&P]) -> Option<Vec<u32>> {
     hami(node, pods).or_else(|| aliyun(node, pods))
 }
 
@@ -154,42 +158,73 @@ pub fn gpu_free_milli(node: &Node, pods: &[&Pod]) -> Option<Vec<u32>> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
-    fn pod_with(annotations: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "annotations": annotations}}))
-            .unwrap()
+    /// An object as these schemes read it: annotations, capacity.
+    #[derive(Default)]
+    struct Obj {
+        annotations: BTreeMap<String, String>,
+        capacity: BTreeMap<String, String>,
     }
+
+    impl Annotated for Obj {
+        fn annotation(&self, key: &str) -> Option<&str> {
+            self.annotations.get(key).map(String::as_str)
+        }
+    }
+
+    impl GpuShareNode for Obj {
+        fn capacity(&self, resource: &str) -> Option<&str> {
+            self.capacity.get(resource).map(String::as_str)
+        }
+    }
+
+    fn map(v: serde_json::Value) -> BTreeMap<String, String> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn node_with(annotations: serde_json::Value) -> Obj {
+        Obj {
+            annotations: map(annotations),
+            ..Obj::default()
+        }
+    }
+
+    fn pod_with(annotations: serde_json::Value) -> Obj {
+        node_with(annotations)
+    }
+
+    const NO_PODS: [&Obj; 0] = [];
 
     #[test]
     fn hami_text_register_and_allocations() {
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n", "annotations": {
+        let node = node_with(json!({
             HAMI_NODE_REGISTER: "GPU-aaa,10,32768,100,NVIDIA-Tesla V100,0,true:GPU-bbb,10,32768,100,NVIDIA-Tesla V100,0,true:"
-        }}}))
-        .unwrap();
+        }));
         let a = pod_with(json!({HAMI_POD_ALLOCATED: "GPU-aaa,NVIDIA,8192,10:;"}));
         // Two containers: one on each GPU; on bbb the cores (60%) are scarcer than memory (25%).
         let b = pod_with(
             json!({HAMI_POD_ALLOCATED: "GPU-aaa,NVIDIA,8192,20:;GPU-bbb,NVIDIA,8192,60:;"}),
         );
         assert_eq!(gpu_free_milli(&node, &[&a, &b]), Some(vec![500, 400]));
-        assert_eq!(gpu_free_milli(&node, &[]), Some(vec![1000, 1000]));
+        assert_eq!(gpu_free_milli(&node, &NO_PODS), Some(vec![1000, 1000]));
     }
 
     #[test]
     fn hami_json_register() {
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n", "annotations": {
+        let node = node_with(json!({
             HAMI_NODE_REGISTER: r#"[{"id":"GPU-x","count":10,"devmem":16000,"devcore":100,"type":"T4","numa":0,"health":true}]"#
-        }}}))
-        .unwrap();
+        }));
         let p = pod_with(json!({HAMI_POD_ALLOCATED: "GPU-x,NVIDIA,16000,0:;"}));
         assert_eq!(gpu_free_milli(&node, &[&p]), Some(vec![0]));
     }
 
     #[test]
     fn aliyun_gpu_share_index_annotations() {
-        let node: Node = serde_json::from_value(json!({"metadata": {"name": "n"},
-            "status": {"capacity": {ALIYUN_GPU_MEM: "64", ALIYUN_GPU_COUNT: "4"}}}))
-        .unwrap();
+        let node = Obj {
+            capacity: map(json!({ALIYUN_GPU_MEM: "64", ALIYUN_GPU_COUNT: "4"})),
+            ..Obj::default()
+        };
         let p = pod_with(json!({ALIYUN_POD_IDX: "2", ALIYUN_POD_MEM: "4"}));
         let q = pod_with(json!({ALIYUN_POD_IDX: "2", ALIYUN_POD_MEM: "8"}));
         let out_of_range = pod_with(json!({ALIYUN_POD_IDX: "9", ALIYUN_POD_MEM: "8"}));
@@ -201,12 +236,8 @@ mod tests {
 
     #[test]
     fn absent_or_garbled_means_none() {
-        let node: Node = serde_json::from_value(
-            json!({"metadata": {"name": "n", "annotations": {HAMI_NODE_REGISTER: "garbage"}}}),
-        )
-        .unwrap();
-        assert_eq!(gpu_free_milli(&node, &[]), None);
-        let plain: Node = serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
-        assert_eq!(gpu_free_milli(&plain, &[]), None);
+        let node = node_with(json!({HAMI_NODE_REGISTER: "garbage"}));
+        assert_eq!(gpu_free_milli(&node, &NO_PODS), None);
+        assert_eq!(gpu_free_milli(&Obj::default(), &NO_PODS), None);
     }
 }

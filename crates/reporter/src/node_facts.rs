@@ -2,13 +2,15 @@
 //! to the node request (kube-scheduler's rule, computed by the core's `pod_request`), network
 //! latency, a utilisation sample, and per-GPU free shares where the cluster exposes them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::config::Config;
-use aco_core::k8s::{pod_request, PodView, QuantityText, RawResourceList, ResourceAmounts};
+use aco_core::k8s::{QuantityText, RawResourceList, ResourceAmounts};
 use aco_core::quantity;
-use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::node_record::NodeRecord;
+use crate::pod_record::{to_quantity_text, PodRecord};
 
 /// A load reading and the sample's own timestamp: NodeMetrics usage (CPU, memory), or a busy
 /// fraction computed by the source (Prometheus: the busiest of CPU, memory, GPU).
@@ -21,91 +23,16 @@ pub struct NodeUsage {
     pub busy_fraction: Option<f64>,
 }
 
-/// Pods that still hold their resources: kube-scheduler's cache drops Succeeded and Failed pods.
-pub fn holds_resources(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded") | Some("Failed"))
-}
-
-/// The node a pod is bound to, if any.
-pub fn bound_node(pod: &Pod) -> Option<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.as_deref())
-        .filter(|n| !n.is_empty())
-}
-
-/// A pod's effective request by the core's (kube-scheduler's) rule. The API server has already
-/// validated every quantity, so an error here means a type we cannot read: the pod counts as 0.
-pub fn pod_requests(pod: &Pod) -> Result<ResourceAmounts, String> {
-    let view: PodView = serde_json::to_value(pod)
-        .and_then(serde_json::from_value)
-        .map_err(|e| format!("pod does not read as a PodView: {e}"))?;
-    pod_request(&view).map_err(|e| e.to_string())
-}
-
-/// Requests by pod UID and resourceVersion, so that an unchanged pod is not re-read every push.
-#[derive(Debug, Default)]
-pub struct RequestCache {
-    entries: HashMap<String, (String, ResourceAmounts)>,
-    /// Pods whose requests could not be read (counted, not fatal).
-    pub unreadable: u64,
-}
-
-impl RequestCache {
-    pub fn get(&mut self, pod: &Pod) -> ResourceAmounts {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let version = pod.metadata.resource_version.clone().unwrap_or_default();
-        if let Some((v, amounts)) = self.entries.get(&uid) {
-            if *v == version && !uid.is_empty() {
-                return amounts.clone();
-            }
-        }
-        let amounts = pod_requests(pod).unwrap_or_else(|_| {
-            self.unreadable += 1;
-            ResourceAmounts::default()
-        });
-        if !uid.is_empty() {
-            self.entries.insert(uid, (version, amounts.clone()));
-        }
-        amounts
-    }
-
-    /// Forgets pods that are gone.
-    pub fn retain(&mut self, alive: &std::collections::HashSet<String>) {
-        self.entries.retain(|uid, _| alive.contains(uid));
-    }
-}
-
-/// Sums the requests of the pods that hold resources on a node.
-pub fn requested_sum<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
-    cache: &mut RequestCache,
-) -> ResourceAmounts {
+/// Sums the requests of the pods that hold resources on a node (each summed once, as it
+/// arrived: [`PodRecord::requests`]).
+pub fn requested_sum<'a>(pods: impl IntoIterator<Item = &'a PodRecord>) -> ResourceAmounts {
     let mut total = ResourceAmounts::default();
-    for pod in pods.into_iter().filter(|p| holds_resources(p)) {
-        for (name, amount) in cache.get(pod).iter() {
-            total.add_to(name, amount);
+    for pod in pods.into_iter().filter(|p| p.holds_resources()) {
+        for (name, amount) in pod.requests.iter().flatten() {
+            total.add_to(name, *amount);
         }
     }
     total
-}
-
-/// Integer amounts back to Kubernetes quantity text: `cpu` in milli, the rest in units.
-pub fn to_quantity_text(amounts: &ResourceAmounts) -> RawResourceList {
-    amounts
-        .iter()
-        .map(|(name, n)| {
-            (
-                name.to_string(),
-                QuantityText(if name == "cpu" {
-                    format!("{n}m")
-                } else {
-                    n.to_string()
-                }),
-            )
-        })
-        .collect()
 }
 
 /// The label keys the Worker reads (by its own configuration): everything else stays home.
@@ -156,22 +83,16 @@ pub fn utilisation(
 }
 
 /// Parsed allocatable of a node (`cpu` milli, the rest units); unreadable entries are skipped.
-pub fn allocatable(node: &Node) -> ResourceAmounts {
+pub fn allocatable(node: &NodeRecord) -> ResourceAmounts {
     let mut out = ResourceAmounts::default();
-    for (name, q) in node
-        .status
-        .as_ref()
-        .and_then(|s| s.allocatable.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        let parsed = if name == "cpu" {
-            quantity::parse_milli(&q.0)
+    for (name, q) in node.allocatable.iter() {
+        let parsed = if &**name == "cpu" {
+            quantity::parse_milli(q)
         } else {
-            quantity::parse_value(&q.0)
+            quantity::parse_value(q)
         };
         if let Ok(v) = parsed {
-            out.insert(name.as_str(), v);
+            out.insert(name, v);
         }
     }
     out
@@ -179,7 +100,7 @@ pub fn allocatable(node: &Node) -> ResourceAmounts {
 
 /// Everything the reporter says about one node at `now_ms`.
 pub struct FactsInput<'a> {
-    pub node: &'a Node,
+    pub node: &'a NodeRecord,
     pub requested: &'a ResourceAmounts,
     pub usage: Option<&'a NodeUsage>,
     pub gpu_free_milli: Option<Vec<u32>>,
@@ -197,27 +118,22 @@ pub struct FactsInput<'a> {
 
 pub fn node_report(input: FactsInput<'_>) -> NodeReport {
     let node = input.node;
-    let all_labels = node.metadata.labels.clone().unwrap_or_default();
-    let mut labels: BTreeMap<String, String> = all_labels
+    let mut labels: BTreeMap<String, String> = node
+        .labels
         .iter()
-        .filter(|(k, _)| input.label_keys.contains(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|(k, _)| input.label_keys.iter().any(|key| key == &**k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     if let Some((key, per_hour)) = input.price.filter(|(_, p)| p.is_finite() && *p >= 0.0) {
         labels.insert(key.to_string(), per_hour.to_string());
     }
     let allocatable_text: RawResourceList = node
-        .status
-        .as_ref()
-        .and_then(|s| s.allocatable.as_ref())
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| (k.clone(), QuantityText(v.0.clone())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let latency_us = all_labels
-        .get(input.latency_label)
+        .allocatable
+        .iter()
+        .map(|(k, v)| (k.to_string(), QuantityText(v.to_string())))
+        .collect();
+    let latency_us = node
+        .label(input.latency_label)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|v| v.is_finite() && *v >= 0.0);
     let utilisation = input
@@ -233,7 +149,7 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         .into_iter()
         .collect();
     NodeReport {
-        name: node.metadata.name.clone().unwrap_or_default(),
+        name: node.name.to_string(),
         // The reporter always sends identity and requests: a node without labels reports `{}`.
         labels: Some(labels),
         allocatable: Some(allocatable_text),
@@ -248,12 +164,15 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node_record::NodeReader;
+    use crate::pod_record::PodReader;
 
-    fn pod(json: serde_json::Value) -> Pod {
-        serde_json::from_value(json).unwrap()
+    fn pod(json: serde_json::Value) -> PodRecord {
+        let reader = PodReader::new(&Config::default(), None, Default::default());
+        reader.read(&serde_json::from_value(json).unwrap())
     }
 
-    fn simple_pod(uid: &str, phase: &str, cpu: &str, memory: &str) -> Pod {
+    fn simple_pod(uid: &str, phase: &str, cpu: &str, memory: &str) -> PodRecord {
         pod(serde_json::json!({
             "metadata": {"name": uid, "namespace": "ns", "uid": uid, "resourceVersion": "1"},
             "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
@@ -281,7 +200,7 @@ mod tests {
             },
             "status": {"phase": "Running"}
         }));
-        let r = pod_requests(&p).unwrap();
+        let r = p.request_amounts();
         // running: 1 + 0.1 + 0.5 sidecar = 1.6; init: 3 + 0.5 = 3.5 → 3.5 + 0.25 overhead
         assert_eq!(r.get("cpu"), 3_750);
         assert_eq!(r.get("memory"), (2i64 << 30) + (128 << 20) + (64 << 20));
@@ -296,23 +215,10 @@ mod tests {
             simple_pod("c", "Succeeded", "4", "4Gi"),
             simple_pod("d", "Failed", "4", "4Gi"),
         ];
-        let mut cache = RequestCache::default();
-        let sum = requested_sum(pods.iter(), &mut cache);
+        let sum = requested_sum(pods.iter());
         assert_eq!(sum.get("cpu"), 1_500);
         assert_eq!(sum.get("memory"), 1 << 30);
         assert_eq!(to_quantity_text(&sum)["cpu"].0, "1500m");
-    }
-
-    #[test]
-    fn the_cache_rereads_a_pod_whose_version_changed() {
-        let mut cache = RequestCache::default();
-        let a = simple_pod("a", "Running", "1", "0");
-        assert_eq!(cache.get(&a).get("cpu"), 1_000);
-        let mut resized = simple_pod("a", "Running", "2", "0");
-        resized.metadata.resource_version = Some("2".into());
-        assert_eq!(cache.get(&resized).get("cpu"), 2_000);
-        cache.retain(&Default::default());
-        assert!(cache.entries.is_empty());
     }
 
     #[test]
@@ -357,13 +263,16 @@ mod tests {
 
     #[test]
     fn report_keeps_only_the_labels_the_worker_reads() {
-        let node: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "n1", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "250", "team": "x",
-                         "karpenter.sh/capacity-type": "spot"}},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "1"}}
-        }))
-        .unwrap();
         let keys = labels_the_worker_reads(&Config::default());
+        let node = NodeReader::new(&keys, "aco/latency-us", Default::default()).read(
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "n1", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "250", "team": "x",
+                             "karpenter.sh/capacity-type": "spot"}},
+                "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "1"}}
+            }))
+            .unwrap(),
+        );
+        assert_eq!(node.label("team"), None, "a label nobody reads is not kept");
         let requested = ResourceAmounts::from([("cpu", 1_500)]);
         let r = node_report(FactsInput {
             node: &node,

@@ -25,9 +25,8 @@
 //! Anything else is not known yet (`None`).
 
 use aco_core::colony::FailureCause;
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
 
-use crate::time::ms;
+use crate::pod_record::PodRecord;
 
 /// A pod's end, by cause.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,38 +110,19 @@ const NODE_STATUS_REASONS: [&str; 4] = [
 ];
 
 /// Native sidecars: init containers with `restartPolicy: Always`, by name.
-fn sidecars(pod: &Pod) -> Vec<&str> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.init_containers.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
-        .map(|c| c.name.as_str())
+fn sidecars(pod: &PodRecord) -> Vec<&str> {
+    pod.containers
+        .iter()
+        .filter(|c| c.sidecar)
+        .map(|c| &*c.name)
         .collect()
 }
 
-fn container_spec<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
-    let spec = pod.spec.as_ref()?;
-    spec.containers
+fn has_memory_limit(pod: &PodRecord, container: &str) -> bool {
+    pod.containers
         .iter()
-        .chain(spec.init_containers.iter().flatten())
-        .find(|c| c.name == name)
-}
-
-fn has_memory_limit(pod: &Pod, container: &str) -> bool {
-    container_spec(pod, container)
-        .and_then(|c| c.resources.as_ref())
-        .and_then(|r| r.limits.as_ref())
-        .is_some_and(|l| l.contains_key("memory"))
-}
-
-fn all_containers(status: &PodStatus) -> impl Iterator<Item = &ContainerStatus> {
-    status
-        .init_container_statuses
-        .iter()
-        .flatten()
-        .chain(status.container_statuses.iter().flatten())
+        .find(|c| &*c.name == container)
+        .is_some_and(|c| c.memory_limit)
 }
 
 /// One bad termination: the container, why, and when it finished (unix ms) if known.
@@ -155,32 +135,25 @@ struct BadExit<'a> {
 
 /// Bad terminations of every container, now or last time. A sidecar's exit is left out once
 /// every regular container has exited 0 (the kubelet stops sidecars at a Job's end).
-fn bad_exits<'a>(pod: &'a Pod, status: &'a PodStatus) -> Vec<BadExit<'a>> {
+fn bad_exits(pod: &PodRecord) -> Vec<BadExit<'_>> {
     let sidecars = sidecars(pod);
-    let regular_done = status.container_statuses.as_ref().is_some_and(|cs| {
-        !cs.is_empty()
-            && cs.iter().all(|c| {
-                c.state
-                    .as_ref()
-                    .and_then(|s| s.terminated.as_ref())
-                    .is_some_and(|t| t.exit_code == 0)
-            })
-    });
+    let mut regular = pod.statuses.iter().filter(|c| !c.init).peekable();
+    let regular_done = regular.peek().is_some()
+        && regular.all(|c| c.terminated.as_ref().is_some_and(|t| t.exit_code == 0));
     let mut out = Vec::new();
-    for c in all_containers(status) {
-        if regular_done && sidecars.contains(&c.name.as_str()) {
+    for c in pod.statuses.iter() {
+        if regular_done && sidecars.contains(&&*c.name) {
             continue;
         }
-        for t in [c.state.as_ref(), c.last_state.as_ref()]
+        for t in [c.terminated.as_ref(), c.last_terminated.as_ref()]
             .into_iter()
             .flatten()
-            .filter_map(|s| s.terminated.as_ref())
         {
-            let reason = t.reason.clone().unwrap_or_default();
+            let reason = t.reason.as_deref().unwrap_or_default();
             let oom = reason == "OOMKilled";
             if oom || t.exit_code != 0 {
                 let reason = match (oom, reason.is_empty()) {
-                    (true, _) => reason,
+                    (true, _) => reason.to_owned(),
                     (false, true) => format!("Error (exit {})", t.exit_code),
                     (false, false) => format!("{reason} (exit {})", t.exit_code),
                 };
@@ -188,7 +161,7 @@ fn bad_exits<'a>(pod: &'a Pod, status: &'a PodStatus) -> Vec<BadExit<'a>> {
                     container: &c.name,
                     oom,
                     reason,
-                    finished_ms: t.finished_at.as_ref().map(ms),
+                    finished_ms: t.finished_ms,
                 });
             }
         }
@@ -198,60 +171,51 @@ fn bad_exits<'a>(pod: &'a Pod, status: &'a PodStatus) -> Vec<BadExit<'a>> {
 
 /// Run time of a finished pod: from the first regular container's start to the last one's
 /// finish (its `state.terminated` times).
-pub fn run_time_ms(status: &PodStatus) -> Option<u64> {
+pub fn run_time_ms(pod: &PodRecord) -> Option<u64> {
     let mut start: Option<u64> = None;
     let mut end: Option<u64> = None;
-    for c in status.container_statuses.iter().flatten() {
-        let t = c.state.as_ref()?.terminated.as_ref()?;
-        let (s, f) = (t.started_at.as_ref()?, t.finished_at.as_ref()?);
-        start = Some(start.map_or(ms(s), |v| v.min(ms(s))));
-        end = Some(end.map_or(ms(f), |v| v.max(ms(f))));
+    for c in pod.statuses.iter().filter(|c| !c.init) {
+        let t = c.terminated.as_ref()?;
+        let (s, f) = (t.started_ms?, t.finished_ms?);
+        start = Some(start.map_or(s, |v| v.min(s)));
+        end = Some(end.map_or(f, |v| v.max(f)));
     }
     let (s, e) = (start?, end?);
     (e >= s).then(|| e - s)
 }
 
 /// When the deletion was asked for: `deletionTimestamp − deletionGracePeriodSeconds`.
-fn deletion_requested_ms(pod: &Pod) -> Option<u64> {
-    let at = ms(pod.metadata.deletion_timestamp.as_ref()?);
-    let grace = pod
-        .metadata
-        .deletion_grace_period_seconds
-        .unwrap_or(0)
-        .max(0) as u64;
-    Some(at.saturating_sub(grace * 1000))
+fn deletion_requested_ms(pod: &PodRecord) -> Option<u64> {
+    let d = pod.deletion?;
+    Some(d.at_ms.saturating_sub(d.grace_s * 1000))
 }
 
 pub fn classify(
-    pod: &Pod,
+    pod: &PodRecord,
     presence: Presence,
     now_ms: u64,
     rules: &OutcomeRules,
 ) -> Option<Verdict> {
-    let default_status = PodStatus::default();
-    let status = pod.status.as_ref().unwrap_or(&default_status);
-    let conditions = status.conditions.as_deref().unwrap_or_default();
+    let reason = pod.reason.as_deref();
+    let phase = pod.phase.as_deref();
     // 1–6: the condition set before a disruption.
-    if let Some(c) = conditions
-        .iter()
-        .find(|c| c.type_ == "DisruptionTarget" && c.status == "True")
-    {
-        let reason = c.reason.clone().unwrap_or_default();
-        return Some(match reason.as_str() {
+    if let Some(disruption) = pod.disruption.as_deref() {
+        let d = disruption.to_owned();
+        return Some(match disruption {
             // The kubelet writes this condition for a node-pressure eviction and for a graceful
             // node shutdown alike; its status reason tells them apart (the node's load, the
             // node's own going away).
-            "TerminationByKubelet" => match status.reason.as_deref() {
+            "TerminationByKubelet" => match reason {
                 Some(r @ ("Terminated" | "NodeShutdown")) => Verdict::NodeFailed(r.to_string()),
-                _ => Verdict::NodeFailed(reason),
+                _ => Verdict::NodeFailed(d),
             },
-            "DeletionByTaintManager" | "DeletionByPodGC" => Verdict::NodeFailed(reason),
-            "EvictionByEvictionAPI" | "PreemptionByScheduler" => Verdict::Neutral(reason),
-            _ => Verdict::Neutral(format!("DisruptionTarget {reason}")),
+            "DeletionByTaintManager" | "DeletionByPodGC" => Verdict::NodeFailed(d),
+            "EvictionByEvictionAPI" | "PreemptionByScheduler" => Verdict::Neutral(d),
+            _ => Verdict::Neutral(format!("DisruptionTarget {d}")),
         });
     }
     // 7: the kubelet's own words.
-    if let Some(reason) = status.reason.as_deref() {
+    if let Some(reason) = reason {
         if NODE_STATUS_REASONS.contains(&reason) || reason.starts_with("OutOf") {
             return Some(Verdict::NodeFailed(reason.to_string()));
         }
@@ -261,14 +225,14 @@ pub fn classify(
         return Some(Verdict::NodeFailed("NodeGone".into()));
     }
     // 9
-    if status.phase.as_deref() == Some("Succeeded") {
+    if phase == Some("Succeeded") {
         return Some(Verdict::Succeeded {
-            run_ms: run_time_ms(status),
+            run_ms: run_time_ms(pod),
         });
     }
-    let exits = bad_exits(pod, status);
+    let exits = bad_exits(pod);
     // 10: exits after the deletion was asked for are the deletion's doing.
-    let deleting = pod.metadata.deletion_timestamp.is_some() || presence.deleted;
+    let deleting = pod.deletion.is_some() || presence.deleted;
     let exits: Vec<BadExit> = if deleting {
         let asked = deletion_requested_ms(pod);
         let before: Vec<BadExit> = exits
@@ -294,23 +258,16 @@ pub fn classify(
     if let Some(e) = exits.first() {
         return Some(Verdict::AppError(e.reason.clone()));
     }
-    if status.phase.as_deref() == Some("Failed") {
-        return Some(Verdict::AppError(
-            status.reason.clone().unwrap_or_else(|| "Failed".into()),
-        ));
+    if phase == Some("Failed") {
+        return Some(Verdict::AppError(reason.unwrap_or("Failed").to_owned()));
     }
-    let restarts: i32 = all_containers(status).map(|c| c.restart_count).sum();
+    let restarts: i32 = pod.statuses.iter().map(|c| c.restarts).sum();
     if restarts > rules.max_restarts {
         return Some(Verdict::AppError(format!("Restarts ({restarts})")));
     }
     // 14
-    if status.phase.as_deref() == Some("Running") && restarts == 0 {
-        let ready_since = conditions
-            .iter()
-            .find(|c| c.type_ == "Ready" && c.status == "True")
-            .and_then(|c| c.last_transition_time.as_ref())
-            .map(ms);
-        if let Some(since) = ready_since {
+    if phase == Some("Running") && restarts == 0 {
+        if let Some(since) = pod.ready_since_ms {
             if now_ms.saturating_sub(since) >= rules.healthy_after_ms {
                 return Some(Verdict::Healthy);
             }
@@ -337,7 +294,7 @@ mod tests {
 
     /// A pod as the API server returns it: metadata, a spec with `containers` (and optional
     /// init containers), and `status`.
-    fn pod_with(meta: Value, spec: Value, status: Value) -> Pod {
+    fn pod_with(meta: Value, spec: Value, status: Value) -> PodRecord {
         let mut m = json!({"name": "p", "namespace": "ns", "uid": "u",
             "creationTimestamp": "2026-12-01T10:00:00Z"});
         m.as_object_mut()
@@ -348,16 +305,15 @@ mod tests {
         s.as_object_mut()
             .unwrap()
             .extend(spec.as_object().cloned().unwrap_or_default());
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+        crate::pod_record::tests::record(json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": m, "spec": s, "status": status}))
-        .unwrap()
     }
 
-    fn pod(status: Value) -> Pod {
+    fn pod(status: Value) -> PodRecord {
         pod_with(json!({}), json!({}), status)
     }
 
-    fn verdict(p: &Pod) -> Option<Verdict> {
+    fn verdict(p: &PodRecord) -> Option<Verdict> {
         classify(p, live(), now(), &OutcomeRules::default())
     }
 
@@ -514,7 +470,7 @@ mod tests {
         );
         // The same pod a moment earlier (phase not yet updated): the sidecar's stop is no failure.
         let mut stopping = p.clone();
-        stopping.status.as_mut().unwrap().phase = Some("Running".into());
+        stopping.phase = Some("Running".into());
         assert_eq!(verdict(&stopping), None);
     }
 
@@ -652,10 +608,10 @@ mod tests {
         let p = pod(json!({"phase": "Succeeded", "containerStatuses": [
             status_of("a", terminated(0, "Completed", "2026-12-01T10:00:10Z", "2026-12-01T10:01:10Z"), json!({}), 0),
             status_of("b", terminated(0, "Completed", "2026-12-01T10:00:05Z", "2026-12-01T10:00:50Z"), json!({}), 0)]}));
-        assert_eq!(run_time_ms(p.status.as_ref().unwrap()), Some(65_000));
+        assert_eq!(run_time_ms(&p), Some(65_000));
         let no_times = pod(json!({"phase": "Succeeded", "containerStatuses": [
             status_of("a", json!({"terminated": {"exitCode": 0}}), json!({}), 0)]}));
-        assert_eq!(run_time_ms(no_times.status.as_ref().unwrap()), None);
+        assert_eq!(run_time_ms(&no_times), None);
     }
 
     #[test]

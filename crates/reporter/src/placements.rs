@@ -9,7 +9,7 @@
 //!
 //! Shadow mode: a pod bound by one of `--shadow-scheduler-names` (and not by ours) is a shadow
 //! pod. It goes through the same ledger and the same outcome rules, but to `POST /v1/shadow`
-//! and carrying the pod as bound ([`crate::slim::wire_pod`]): the Worker scores it as the
+//! and carrying the pod as bound ([`PodRecord::wire_pod`]): the Worker scores it as the
 //! tenant's colony would have and counts where it really went; nothing is deposited.
 
 use std::collections::{HashMap, HashSet};
@@ -18,11 +18,11 @@ use std::sync::Arc;
 use aco_core::config::Config;
 use aco_core::demand::tenant_of;
 use aco_core::k8s::PodView;
-use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
 
 use crate::attribution::{workload_of, Attribution, Decision};
 use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
-use crate::time::ms;
+use crate::pod_record::PodRecord;
 use aco_core::api::placements::PlacementReport;
 
 /// Whose pod it is.
@@ -154,8 +154,8 @@ pub struct Item {
     pub kind: Kind,
     pub report: PlacementReport,
     pub bound_at_ms: u64,
-    /// Shadow reports: the pod as bound ([`crate::slim::wire_pod`]).
-    pub pod: Option<Arc<Pod>>,
+    /// Shadow reports: the pod as bound ([`PodRecord::wire_pod`]).
+    pub pod: Option<Arc<Value>>,
 }
 
 impl Item {
@@ -182,51 +182,29 @@ pub enum Skip {
 }
 
 pub fn bound_pod(
-    pod: &Pod,
+    pod: &PodRecord,
     schedulers: &Schedulers<'_>,
     config: &Config,
 ) -> Result<BoundPod, Skip> {
-    let spec = pod.spec.as_ref().ok_or(Skip::NotOurs)?;
     // The API server defaults an empty schedulerName to the default scheduler.
-    let scheduler = spec
-        .scheduler_name
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("default-scheduler");
+    let scheduler = pod.scheduler.as_deref().unwrap_or("default-scheduler");
     let role = schedulers.role(scheduler).ok_or(Skip::NotOurs)?;
-    let node = spec
-        .node_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .ok_or(Skip::NotBound)?;
-    let uid = pod
-        .metadata
-        .uid
-        .clone()
+    let node = pod.node.as_deref().ok_or(Skip::NotBound)?.to_owned();
+    let uid = Some(&*pod.uid)
         .filter(|u| !u.is_empty())
-        .ok_or(Skip::NoUid)?;
+        .ok_or(Skip::NoUid)?
+        .to_owned();
     let view = PodView {
         metadata: aco_core::k8s::PodMeta {
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: pod.name.to_string(),
+            namespace: pod.namespace.to_string(),
             uid: uid.clone(),
-            labels: pod.metadata.labels.clone().unwrap_or_default(),
+            labels: pod.label_map(),
             annotations: Default::default(),
         },
         spec: Default::default(),
     };
     let tenant = tenant_of(&view, config).map_err(|e| Skip::Tenant(e.to_string()))?;
-    let scheduled = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "True")
-        })
-        .and_then(|c| c.last_transition_time.as_ref())
-        .map(ms);
-    let created = pod.metadata.creation_timestamp.as_ref().map(ms);
     Ok(BoundPod {
         role,
         uid,
@@ -234,7 +212,7 @@ pub fn bound_pod(
         name: view.metadata.name,
         tenant,
         node,
-        bound_at_ms: scheduled.or(created).unwrap_or(0),
+        bound_at_ms: pod.scheduled_ms.or(pod.created_ms).unwrap_or(0),
     })
 }
 
@@ -276,7 +254,7 @@ impl Ledger {
     pub fn plan(
         &mut self,
         pod: &BoundPod,
-        object: &Pod,
+        object: &PodRecord,
         decision: Option<Decision>,
         now_ms: u64,
         windows: &Windows,
@@ -307,7 +285,7 @@ impl Ledger {
             kind,
             report: report(outcome),
             bound_at_ms: pod.bound_at_ms,
-            pod: (pod.role == Role::Shadow).then(|| Arc::new(crate::slim::wire_pod(object))),
+            pod: (pod.role == Role::Shadow).then(|| Arc::new(object.wire_pod())),
         };
         if !owed.placement_queued && !owed.placement_done && age <= windows.placement_ms {
             owed.placement_queued = true;
@@ -399,16 +377,14 @@ pub struct Scan {
 pub fn scan<'a>(
     ledger: &mut Ledger,
     attribution: &mut Attribution,
-    pods: impl IntoIterator<Item = (&'a Pod, Presence)>,
+    pods: impl IntoIterator<Item = (&'a PodRecord, Presence)>,
     rules: &ScanRules<'_>,
     now_ms: u64,
 ) -> Scan {
     let mut out = Scan::default();
     for (pod, presence) in pods {
-        if let Some(uid) = &pod.metadata.uid {
-            if !presence.deleted {
-                out.alive.insert(uid.clone());
-            }
+        if !pod.uid.is_empty() && !presence.deleted {
+            out.alive.insert(pod.uid.to_string());
         }
         let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else {
             continue;
@@ -471,7 +447,7 @@ mod tests {
     /// A scan of live pods, with a fresh attribution memory (decisions stay in the ledger).
     fn scan_pods<const N: usize>(
         ledger: &mut Ledger,
-        pods: [&Pod; N],
+        pods: [&PodRecord; N],
         rules: &ScanRules<'_>,
         now_ms: u64,
     ) -> (Vec<Item>, HashSet<String>) {
@@ -508,17 +484,16 @@ mod tests {
         node: Option<&str>,
         labels: serde_json::Value,
         phase: &str,
-    ) -> Pod {
+    ) -> PodRecord {
         // A Failed pod here failed by the node's doing (a kubelet eviction): an outcome is owed.
         let reason = (phase == "Failed").then_some("Evicted");
-        serde_json::from_value(json!({
+        crate::pod_record::tests::record(json!({
             "metadata": {"name": format!("p-{uid}"), "namespace": "team-a", "uid": uid, "labels": labels,
                          "creationTimestamp": "1970-01-01T00:00:01Z"},
             "spec": {"schedulerName": scheduler, "nodeName": node, "containers": [{"name": "c", "image": "x"}]},
             "status": {"phase": phase, "reason": reason, "conditions": [
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": "1970-01-01T00:00:02Z"}]}
         }))
-        .unwrap()
     }
 
     #[test]
@@ -730,10 +705,14 @@ mod tests {
         );
         // No schedulerName (or an empty one) is the default scheduler, as the API server has it.
         let mut unnamed = default.clone();
-        unnamed.spec.as_mut().unwrap().scheduler_name = None;
+        unnamed.scheduler = None;
         assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
-        unnamed.spec.as_mut().unwrap().scheduler_name = Some(String::new());
-        assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
+        let empty = pod("u6", "", Some("n1"), json!({}), "Running");
+        assert_eq!(
+            empty.scheduler, None,
+            "an empty schedulerName reads as none"
+        );
+        assert_eq!(bound_pod(&empty, &s, &c).unwrap().role, Role::Shadow);
         // Shadow mode off (the default): nothing of another scheduler is reported.
         assert_eq!(bound_pod(&default, &ours(&o), &c), Err(Skip::NotOurs));
         let strict = Config {
@@ -768,7 +747,7 @@ mod tests {
             "a placement of ours does not carry the pod"
         );
         let carried = shadow.pod.as_deref().unwrap();
-        assert_eq!(carried, &crate::slim::wire_pod(&running));
+        assert_eq!(carried, &running.wire_pod());
         assert_eq!(
             (shadow.report.node.as_str(), shadow.report.outcome),
             ("n2", None)
@@ -876,13 +855,9 @@ mod tests {
         let mut ledger = Ledger::default();
         let mut attribution = Attribution::default();
         let job_pod = |uid: &str, node: &str| {
-            let mut p = pod(uid, "aco-scheduler", Some(node), json!({}), "Running");
-            p.metadata.owner_references = Some(vec![serde_json::from_value(json!(
-                {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j1", "controller": true}))
-            .unwrap()]);
-            let status = p.status.as_mut().unwrap();
-            status.phase = Some("Failed".into());
-            status.reason = None;
+            let mut p = pod(uid, "aco-scheduler", Some(node), json!({}), "Failed");
+            p.controller = Some(("Job".into(), "j".into()));
+            p.reason = None;
             p
         };
         let (a, b) = (job_pod("a", "n1"), job_pod("b", "n1"));

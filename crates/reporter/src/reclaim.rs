@@ -7,35 +7,30 @@
 //! ("node gone", [`crate::outcome`] rows 3 and 8).
 
 use aco_core::config::Config;
-use k8s_openapi::api::core::v1::{Node, Pod};
 
-use crate::node_facts::holds_resources;
+use crate::node_record::NodeRecord;
+use crate::pod_record::PodRecord;
 
 /// A pod a drain would have evicted: controller-less or owned by something other than a
 /// DaemonSet or the node itself (a static pod's mirror).
-fn drainable(pod: &Pod) -> bool {
-    let controller = pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    !controller.is_some_and(|o| o.kind == "DaemonSet" || o.kind == "Node")
+fn drainable(pod: &PodRecord) -> bool {
+    !pod.controller
+        .as_ref()
+        .is_some_and(|(kind, _)| matches!(&**kind, "DaemonSet" | "Node"))
 }
 
 /// Whether `node`, just deleted, was reclaimed spot capacity, given the pods bound to it.
 pub fn reclaimed<'a>(
-    node: &Node,
-    pods_on_node: impl IntoIterator<Item = &'a Pod>,
+    node: &NodeRecord,
+    pods_on_node: impl IntoIterator<Item = &'a PodRecord>,
     config: &Config,
 ) -> bool {
-    let labels = node.metadata.labels.clone().unwrap_or_default();
-    if !aco_core::node_labels::is_spot(&labels, config) {
+    if !aco_core::node_labels::is_spot(&node.label_map(), config) {
         return false;
     }
     pods_on_node
         .into_iter()
-        .any(|p| p.metadata.deletion_timestamp.is_none() && holds_resources(p) && drainable(p))
+        .any(|p| p.deletion.is_none() && p.holds_resources() && drainable(p))
 }
 
 #[cfg(test)]
@@ -43,20 +38,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn node(labels: serde_json::Value) -> Node {
-        serde_json::from_value(json!({"metadata": {"name": "n1", "labels": labels}})).unwrap()
+    fn node(labels: serde_json::Value) -> NodeRecord {
+        crate::node_record::tests::record(json!({"metadata": {"name": "n1", "labels": labels}}))
     }
 
-    fn pod(meta: serde_json::Value, phase: &str) -> Pod {
+    fn pod(meta: serde_json::Value, phase: &str) -> PodRecord {
         let mut m = json!({"name": "p", "namespace": "ns", "uid": "u"});
         m.as_object_mut()
             .unwrap()
             .extend(meta.as_object().cloned().unwrap_or_default());
-        serde_json::from_value(
+        crate::pod_record::tests::record(
             json!({"metadata": m, "spec": {"nodeName": "n1", "containers": []},
             "status": {"phase": phase}}),
         )
-        .unwrap()
     }
 
     fn owned_by(kind: &str) -> serde_json::Value {

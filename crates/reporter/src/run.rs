@@ -15,26 +15,26 @@ use aco_core::config::Config;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use tokio::sync::{watch, Notify};
 
 use crate::attribution::Attribution;
-use crate::cache::Cache;
+use crate::cache::{read_event, Cache};
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
 use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
 use crate::freshness::{Freshness, Source};
 use crate::gpu_share::gpu_free_milli;
+use crate::intern::Interner;
 use crate::leader::{Election, Leadership};
-use crate::node_facts::{
-    self, bound_node, holds_resources, labels_the_worker_reads, FactsInput, RequestCache,
-};
+use crate::node_facts::{self, labels_the_worker_reads, FactsInput};
+use crate::node_record::{NodeReader, NodeRecord};
 use crate::ops_server::{self, OpsState};
 use crate::outcome::{OutcomeRules, Presence};
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
+use crate::pod_record::{PodKey, PodReader, PodRecord};
 use crate::reclaim::reclaimed;
 use crate::telemetry::Telemetry;
 use crate::worker_client::WorkerClient;
@@ -63,16 +63,16 @@ struct Shared {
     prometheus: Option<crate::prometheus::Prometheus>,
     telemetry: Arc<Telemetry>,
     freshness: Arc<Freshness>,
-    nodes: Arc<Cache<Node>>,
-    pods: Arc<Cache<Pod>>,
+    nodes: Arc<Cache<NodeRecord>>,
+    pods: Arc<Cache<PodRecord>>,
     reports: Mutex<Reports>,
     pod_changed: Notify,
     /// Pods changed since the last scan (by watch events); a scan of only these follows each
     /// change, a full scan every scan interval (time-based fates, forgetting gone pods).
-    dirty: Mutex<HashSet<ObjectRef<Pod>>>,
+    dirty: Mutex<HashSet<PodKey>>,
     /// Pods the watch saw deleted since the last scan, with what was known then (their node
     /// gone or not): their ends are judged once more before they are forgotten.
-    deleted: Mutex<Vec<(Arc<Pod>, Presence)>>,
+    deleted: Mutex<Vec<(Arc<PodRecord>, Presence)>>,
     /// Spot nodes deleted under running pods ([`crate::reclaim`]), not yet acknowledged by the
     /// Worker: sent in the next `PUT /v1/nodes` as `reclaimed`.
     reclaimed: Mutex<BTreeSet<String>>,
@@ -145,34 +145,29 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         })
     };
 
-    // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
-    // and have no placement to report.
-    let nodes = Arc::new(Cache::<Node>::default());
-    let pods = Arc::new(Cache::<Pod>::default());
+    // Caches of the reporter's own records, each object read once as it arrives. Pods: only
+    // bound ones (`spec.nodeName!=`): pending pods request nothing on a node and have no
+    // placement to report.
+    let nodes = Arc::new(Cache::<NodeRecord>::default());
+    let pods = Arc::new(Cache::<PodRecord>::default());
     let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
+    let strings = Arc::new(Interner::default());
+    let node_reader = NodeReader::new(
+        &labels_the_worker_reads(&config),
+        &args.latency_label,
+        strings.clone(),
+    );
+    let pod_reader = PodReader::new(&config, args.workload_label.as_deref(), strings);
     let watch_config = watch_config(&client).await;
     let node_events = watcher(Api::<Node>::all(client.clone()), watch_config.clone())
         .default_backoff()
-        .modify(crate::slim::node)
-        .map(move |event| {
-            if let Ok(e) = &event {
-                node_cache.apply(e);
-            }
-            event
-        });
-    let keep_annotations = crate::slim::annotations_the_worker_reads(&config);
+        .map(move |event| event.map(|e| node_cache.apply(read_event(e, |n| node_reader.read(n)))));
     let pod_events = watcher(
         Api::<Pod>::all(client.clone()),
         watch_config.fields("spec.nodeName!="),
     )
     .default_backoff()
-    .modify(move |pod| crate::slim::pod(pod, &keep_annotations))
-    .map(move |event| {
-        if let Ok(e) = &event {
-            pod_cache.apply(e);
-        }
-        event
-    });
+    .map(move |event| event.map(|e| pod_cache.apply(read_event(e, |p| pod_reader.read(p)))));
 
     let identity = args.identity.clone().unwrap_or_else(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "aco-reporter".into());
@@ -246,12 +241,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     s.dirty
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(ObjectRef::from_obj(&pod));
+                        .insert(pod.key());
                     s.pod_changed.notify_one();
                 }
                 Ok(watcher::Event::Delete(pod)) => {
-                    let node_gone =
-                        bound_node(&pod).is_some_and(|n| s.nodes.get(&ObjectRef::new(n)).is_none());
+                    let node_gone = pod.node.as_ref().is_some_and(|n| s.nodes.get(n).is_none());
                     let presence = Presence {
                         deleted: true,
                         node_gone,
@@ -259,7 +253,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     s.deleted
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push((Arc::new(pod), presence));
+                        .push((pod, presence));
                     s.pod_changed.notify_one();
                 }
                 Ok(watcher::Event::InitDone) => {
@@ -333,14 +327,12 @@ fn watch_failed(s: &Shared, source: Source, kind: &str, e: &watcher::Error) {
     tracing::warn!(error = %e, "{kind} watch error (resuming)");
 }
 
-fn node_deleted(s: &Shared, node: &Node) {
-    let Some(name) = node.metadata.name.as_deref() else {
-        return;
-    };
+fn node_deleted(s: &Shared, node: &NodeRecord) {
+    let name = &*node.name;
     let pods = s.pods.state();
     let on_node = pods
         .iter()
-        .filter(|p| bound_node(p) == Some(name))
+        .filter(|p| p.node.as_deref() == Some(name))
         .map(|p| p.as_ref());
     if reclaimed(node, on_node, &s.config) {
         tracing::info!(
@@ -408,7 +400,6 @@ fn jittered(d: Duration, rng: &mut impl Rng) -> Duration {
 async fn push_nodes(s: Arc<Shared>) {
     let mut rng = SmallRng::seed_from_u64(now_ms());
     let mut acked = Acknowledged::default();
-    let mut cache = RequestCache::default();
     let label_keys = labels_the_worker_reads(&s.config);
     let mut first = true;
     while !s.stopping() {
@@ -446,15 +437,7 @@ async fn push_nodes(s: Arc<Shared>) {
                 "a watch is broken: node facts keep the time they were last confirmed"
             );
         }
-        let reports = build_reports(
-            &s,
-            &usage,
-            &prices,
-            &label_keys,
-            &mut cache,
-            now,
-            observed_at,
-        );
+        let reports = build_reports(&s, &usage, &prices, &label_keys, now, observed_at);
         let reclaimed_owed = !s.reclaimed.lock().map(|r| r.is_empty()).unwrap_or(true);
         let push = acked
             .diff(reports, now, s.args.full_refresh.as_millis() as u64)
@@ -515,38 +498,30 @@ fn build_reports(
     usage: &HashMap<String, node_facts::NodeUsage>,
     prices: &HashMap<String, f64>,
     label_keys: &[String],
-    cache: &mut RequestCache,
     now: u64,
     observed_at: u64,
 ) -> Vec<NodeReport> {
     let pods = s.pods.state();
-    let mut by_node: HashMap<&str, Vec<&Pod>> = HashMap::new();
-    let mut alive = HashSet::new();
+    let mut by_node: HashMap<&str, Vec<&PodRecord>> = HashMap::new();
     for pod in &pods {
-        if let Some(uid) = &pod.metadata.uid {
-            alive.insert(uid.clone());
-        }
-        if let Some(node) = bound_node(pod) {
-            if holds_resources(pod) {
+        if let Some(node) = pod.node.as_deref() {
+            if pod.holds_resources() {
                 by_node.entry(node).or_default().push(pod.as_ref());
             }
         }
     }
-    cache.retain(&alive);
     let max_age = s.args.metrics_max_age.as_millis() as u64;
     let mut reports = Vec::new();
     for node in s.nodes.state() {
-        let Some(name) = node.metadata.name.as_deref() else {
-            continue;
-        };
+        let name = &*node.name;
         let on_node = by_node.get(name).map(Vec::as_slice).unwrap_or_default();
-        let requested = node_facts::requested_sum(on_node.iter().copied(), cache);
+        let requested = node_facts::requested_sum(on_node.iter().copied());
         let sample = usage.get(name);
         let report = node_facts::node_report(FactsInput {
             node: &node,
             requested: &requested,
             usage: sample,
-            gpu_free_milli: gpu_free_milli(&node, on_node),
+            gpu_free_milli: gpu_free_milli(node.as_ref(), on_node),
             label_keys,
             latency_label: &s.args.latency_label,
             metrics_max_age_ms: max_age,
@@ -705,11 +680,11 @@ async fn scan_pods(s: Arc<Shared>) {
         }
         let full = last_full.elapsed() >= s.args.scan_interval
             || s.relisted.swap(false, Ordering::Relaxed);
-        let dirty: Vec<ObjectRef<Pod>> =
+        let dirty: Vec<PodKey> =
             std::mem::take(&mut *s.dirty.lock().unwrap_or_else(|e| e.into_inner()))
                 .into_iter()
                 .collect();
-        let pods: Vec<Arc<Pod>> = if full {
+        let pods: Vec<Arc<PodRecord>> = if full {
             last_full = std::time::Instant::now();
             s.pods.state()
         } else {
@@ -838,7 +813,7 @@ async fn deliver(s: Arc<Shared>) {
             Endpoint::Shadow => {
                 // Every shadow item carries its pod (Ledger::plan); an empty one would be refused
                 // by name and dropped, keeping the indexes of the Worker's answer aligned.
-                let none = Pod::default();
+                let none = serde_json::Value::Object(Default::default());
                 let placements = batch
                     .iter()
                     .map(|i| ShadowReport::of(&i.report, i.pod.as_deref().unwrap_or(&none)))
