@@ -675,7 +675,7 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
     let lp = Loop::start(&nodes, false).await;
     let kube = lp.kube();
     kube.create_namespace("ha").await;
-    // The Lease where the installed reporter keeps it (POD_NAMESPACE): k8s/reporter.yaml's Role
+    // The Lease where the installed reporter keeps it (POD_NAMESPACE): k8s/base/reporter.yaml's Role
     // allows no other namespace, and the reporters run with that RBAC.
     let lease = [
         "--leader-elect",
