@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use aco_testkit::kube::install::{object, render_overlay, yaml_docs, yaml_file};
+use aco_testkit::kube::install::{generated, object, render_overlay, yaml_docs, yaml_file};
 use aco_testkit::kube::scheduler_config::is_path_token_prefix;
 use aco_testkit::kube::{base64, kube_bin, ControlPlane, SchedulerConfig};
 use aco_testkit::repo_root;
@@ -48,21 +48,6 @@ fn render(dir: &Path, url_prefix: &str, worker_url: &str) -> Vec<Value> {
 
 fn template<'a>(objects: &'a [Value], deployment: &str) -> &'a Value {
     &object(objects, "Deployment", deployment)["spec"]["template"]
-}
-
-/// The generated object of `kind` whose name starts with `prefix-` (a content hash follows).
-fn generated<'a>(objects: &'a [Value], kind: &str, prefix: &str) -> &'a Value {
-    let found: Vec<&Value> = objects
-        .iter()
-        .filter(|o| {
-            o["kind"] == kind
-                && o["metadata"]["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with(&format!("{prefix}-")))
-        })
-        .collect();
-    assert_eq!(found.len(), 1, "one generated {kind} {prefix}-<hash>");
-    found[0]
 }
 
 fn decode_base64(s: &str) -> String {

@@ -92,14 +92,19 @@ pub struct WorkerApi {
 
 impl WorkerApi {
     pub fn new(worker: &WorkerProcess, ca_pem: &[u8]) -> WorkerApi {
+        WorkerApi::at(&worker.base_url, &worker.verb_root(), ca_pem)
+    }
+
+    /// The Worker at `base` (`https://host:port`) serving the verbs under `verb_root`.
+    pub fn at(base: &str, verb_root: &str, ca_pem: &[u8]) -> WorkerApi {
         let http = Client::builder()
             .add_root_certificate(reqwest::Certificate::from_pem(ca_pem).unwrap())
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
         WorkerApi {
-            base: worker.base_url.clone(),
-            verb_root: worker.verb_root(),
+            base: base.to_owned(),
+            verb_root: verb_root.to_owned(),
             http,
         }
     }

@@ -3,6 +3,8 @@
 //!
 //! - [`worker`]: the built Worker (`build/`, from `bash scripts/build-worker`) on Miniflare
 //!   ([`WorkerProcess`], [`StartOptions`]); [`api`]: its HTTP client ([`api::Api`]).
+//! - [`workerd`]: the same bundle on workerd alone, with the self-hosted install's config
+//!   (`k8s/self-hosted/workerd.capnp`; [`workerd::WorkerdProcess`]).
 //! - [`prometheus`]: a real Prometheus scraping given targets.
 //! - [`kube`]: a real Kubernetes control plane (etcd, kube-apiserver, kube-scheduler, kwok,
 //!   metrics-server, the reporter), one file per concern.
@@ -31,6 +33,8 @@ pub mod prometheus;
 pub mod state;
 #[cfg(feature = "launchers")]
 pub mod worker;
+#[cfg(feature = "launchers")]
+pub mod workerd;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};

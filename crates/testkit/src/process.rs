@@ -27,6 +27,36 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The peak resident memory (`VmHWM`) of the process named `comm` in process group `pgid`, in
+/// bytes; None if there is none or it cannot be read (not Linux).
+pub fn peak_rss_bytes(pgid: Pid, comm: &str) -> Option<u64> {
+    let pgid = pgid.as_raw().to_string();
+    let tail = format!("({comm}");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let dir = entry.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            // `pid (comm) state ppid pgrp …`: comm may hold spaces, so split after its `)`.
+            let (head, rest) = stat.rsplit_once(')')?;
+            let pgrp = rest.split_whitespace().nth(2)?;
+            if pgrp != pgid || !head.ends_with(&tail) {
+                return None;
+            }
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+            Some(
+                kib.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()?
+                    * 1024,
+            )
+        })
+}
+
 /// A running child that leads its own process group.
 pub struct ProcessGroup {
     pgid: Pid,

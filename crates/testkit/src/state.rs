@@ -1,5 +1,5 @@
-//! The Worker's state on disk (Miniflare's persist directory): the SQLite file of each Durable
-//! Object, for tests that read or corrupt what an object stored.
+//! The Worker's state on disk (Miniflare's persist directory, or workerd's state directory): the
+//! SQLite file of each Durable Object, for tests that read or corrupt what an object stored.
 
 use std::path::{Path, PathBuf};
 
@@ -10,9 +10,14 @@ pub fn colony_sqlite_files(persist_dir: &Path) -> Vec<PathBuf> {
 
 /// The SQLite files of every Durable Object of the classes whose name ends with `class_suffix`.
 pub fn object_sqlite_files(persist_dir: &Path, class_suffix: &str) -> Vec<PathBuf> {
-    let dir = persist_dir.join("do");
+    class_sqlite_files(&persist_dir.join("do"), class_suffix)
+}
+
+/// [`object_sqlite_files`] in a directory of class directories (`<unique key>/<id>.sqlite`):
+/// Miniflare's `do/`, or workerd's `localDisk` directory ([`crate::workerd`]).
+pub fn class_sqlite_files(dir: &Path, class_suffix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(classes) = std::fs::read_dir(&dir) else {
+    let Ok(classes) = std::fs::read_dir(dir) else {
         return out;
     };
     for class in classes.flatten() {

@@ -212,30 +212,7 @@ impl WorkerProcess {
     /// everything the runtime holds — the isolates' JavaScript heaps and wasm memories (locally
     /// the Durable Objects' too) and the runtime itself. None if it cannot be read (not Linux).
     pub fn workerd_peak_rss_bytes(&self) -> Option<u64> {
-        let pgid = self.running.as_ref()?.group.pgid().as_raw().to_string();
-        std::fs::read_dir("/proc")
-            .ok()?
-            .flatten()
-            .find_map(|entry| {
-                let dir = entry.path();
-                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-                // `pid (comm) state ppid pgrp …`: comm may hold spaces, so split after its `)`.
-                let (head, rest) = stat.rsplit_once(')')?;
-                let pgrp = rest.split_whitespace().nth(2)?;
-                if pgrp != pgid || !head.ends_with("(workerd") {
-                    return None;
-                }
-                let status = std::fs::read_to_string(dir.join("status")).ok()?;
-                let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
-                Some(
-                    kib.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()?
-                        * 1024,
-                )
-            })
+        crate::process::peak_rss_bytes(self.running.as_ref()?.group.pgid(), "workerd")
     }
 
     /// Everything Miniflare, workerd and the Worker wrote to stderr so far (all instances).

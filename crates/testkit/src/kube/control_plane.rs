@@ -61,9 +61,9 @@ pub struct ControlPlane {
     pub api_url: String,
     /// The admin's kubeconfig (system:masters).
     pub kubeconfig: PathBuf,
-    /// kube-scheduler's: a token of ServiceAccount kube-system/aco-scheduler (`k8s/rbac.yaml`).
+    /// kube-scheduler's: a token of ServiceAccount kube-system/aco-scheduler (`k8s/base/rbac.yaml`).
     pub scheduler_kubeconfig: PathBuf,
-    /// The reporter's: a token of ServiceAccount kube-system/aco-reporter (`k8s/reporter.yaml`).
+    /// The reporter's: a token of ServiceAccount kube-system/aco-reporter (`k8s/base/reporter.yaml`).
     pub reporter_kubeconfig: PathBuf,
     pub kube: Kube,
     // Dropped in reverse order of start: apiserver before etcd.
@@ -92,14 +92,7 @@ impl ControlPlane {
             .tempdir()
             .unwrap();
         let dir = temp.path().to_path_buf();
-        let pki_dir = dir.join("pki");
-        let st = Command::new("bash")
-            .arg(repo_root().join("scripts/kube/gen-certs"))
-            .arg(&pki_dir)
-            .status()
-            .expect("run gen-certs");
-        assert!(st.success(), "scripts/kube/gen-certs failed");
-        let pki = Pki { dir: pki_dir };
+        let pki = Pki::generate(&dir.join("pki"));
 
         let etcd_port = free_port();
         let peer_port = free_port();
@@ -395,7 +388,7 @@ impl ControlPlane {
     }
 
     /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz. It
-    /// runs as ServiceAccount `aco-scheduler` (its token, the RBAC of `k8s/rbac.yaml`), also for
+    /// runs as ServiceAccount `aco-scheduler` (its token, the RBAC of `k8s/base/rbac.yaml`), also for
     /// the delegated authentication and authorization of its secure port, as in a pod (where
     /// the in-cluster config gives it the same identity). The returned server's `port` is that
     /// secure port (`/metrics`).

@@ -68,17 +68,38 @@ pub fn render_overlay(
         ),
     )
     .unwrap();
+    kustomize_build(bin, overlay)
+}
+
+/// `kustomize build` (the binary in `bin`) of the kustomization in `dir`, as JSON documents.
+pub fn kustomize_build(bin: &Path, dir: &Path) -> Vec<Value> {
     let out = Command::new(bin.join("kustomize"))
         .arg("build")
-        .arg(overlay)
+        .arg(dir)
         .output()
         .expect("run kustomize (scripts/build-kube builds it)");
     assert!(
         out.status.success(),
-        "kustomize build failed: {}",
+        "kustomize build of {} failed: {}",
+        dir.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     yaml_docs(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// The one generated object of `kind` whose name starts with `prefix-` (a content hash follows).
+pub fn generated<'a>(objects: &'a [Value], kind: &str, prefix: &str) -> &'a Value {
+    let found: Vec<&Value> = objects
+        .iter()
+        .filter(|o| {
+            o["kind"] == kind
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&format!("{prefix}-")))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one generated {kind} {prefix}-<hash>");
+    found[0]
 }
 
 /// The documents of a multi-document YAML text, as JSON (empty documents dropped).

@@ -1,6 +1,9 @@
 //! The throwaway PKI of a control plane (made by `scripts/kube/gen-certs`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::repo_root;
 
 /// Paths of the throwaway PKI made by `scripts/kube/gen-certs`.
 #[derive(Clone, Debug)]
@@ -9,6 +12,19 @@ pub struct Pki {
 }
 
 impl Pki {
+    /// Makes the PKI in `dir` (created if missing; a complete one is kept).
+    pub fn generate(dir: &Path) -> Pki {
+        let st = Command::new("bash")
+            .arg(repo_root().join("scripts/kube/gen-certs"))
+            .arg(dir)
+            .status()
+            .expect("run gen-certs");
+        assert!(st.success(), "scripts/kube/gen-certs failed");
+        Pki {
+            dir: dir.to_path_buf(),
+        }
+    }
+
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }

@@ -1,6 +1,7 @@
 //! A server in its own process group under `scripts/kube/run-bound`, logging to a file, and
 //! the polling helpers the launchers wait with.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -67,16 +68,16 @@ pub struct Server {
 
 impl Server {
     pub fn spawn(name: &str, dir: &Path, program: &Path, args: &[String]) -> Server {
-        Server::spawn_with_env(name, dir, program, args, &[])
+        Server::spawn_with_env::<&Path>(name, dir, program, args, &[])
     }
 
-    /// [`Server::spawn`] with extra environment variables.
-    pub fn spawn_with_env(
+    /// [`Server::spawn`] with extra environment variables (paths or text).
+    pub fn spawn_with_env<V: AsRef<OsStr>>(
         name: &str,
         dir: &Path,
         program: &Path,
         args: &[String],
-        env: &[(&str, &Path)],
+        env: &[(&str, V)],
     ) -> Server {
         let log = dir.join(format!("{name}.log"));
         let out = File::create(&log).expect("create log");
@@ -84,7 +85,7 @@ impl Server {
         cmd.arg(repo_root().join("scripts/kube/run-bound"))
             .arg(program)
             .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, *v)))
+            .envs(env.iter().map(|(k, v)| (*k, v.as_ref())))
             .stdin(Stdio::piped())
             .stdout(out.try_clone().unwrap())
             .stderr(out);
