@@ -10,14 +10,47 @@
 //! aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the edge distance.
 //! BENCH_VARS (a JSON object) sets the Worker's [vars]. Prints a Markdown table and writes it to
 //! `target/bench-kube.md`.
+//!
+//! Self-hosted: the same bundle on workerd alone with the self-hosted install's config
+//! (`k8s/self-hosted/workerd.capnp`, no Miniflare entry worker in front), HTTPS, facts pushed
+//! as to the Miniflare Worker; names mode with two verbs (filter + prioritize) and with one
+//! (prioritize only, `filterVerb` empty), each beside its echo floor. workerd's peak RSS is
+//! printed at the end (what the StatefulSet's memory request is sized from).
 
 use std::time::{Duration, Instant};
 
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::openb::openb_gpu_nodes;
 
+use aco_testkit::api::{WorkerApi, WorkerHttp};
 use aco_testkit::kube::{host_port, Extender, Kube, SchedulerConfig};
+use aco_testkit::workerd::{WorkerdOptions, WorkerdProcess};
 use serde_json::Value;
+
+/// The self-hosted runs: (name, filterVerb, prioritizeVerb); an empty verb is not configured
+/// (one verb: kube-scheduler asks only prioritize). Each beside its echo floor.
+const SELF_HOSTED_RUNS: [(&str, &str, &str); 4] = [
+    (
+        "self-hosted workerd, node names, two verbs",
+        "filter",
+        "prioritize",
+    ),
+    (
+        "self-hosted workerd floor: echo as both verbs",
+        "echo",
+        "echo",
+    ),
+    (
+        "self-hosted workerd, node names, one verb (prioritize)",
+        "",
+        "prioritize",
+    ),
+    (
+        "self-hosted workerd floor: echo as the one verb",
+        "",
+        "echo",
+    ),
+];
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -148,9 +181,42 @@ async fn main() {
             Some(*rtt),
         ));
     }
-    if let Ok(only) = std::env::var("BENCH_ONLY") {
-        // Comma-separated: a run is kept if its name contains any of them ("alone,names").
-        runs.retain(|(name, _, _)| only.split(',').any(|o| name.contains(o)));
+    let only = std::env::var("BENCH_ONLY").ok();
+    // Comma-separated: a run is kept if its name contains any of them ("alone,names").
+    let kept = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|o| name.contains(o)))
+    };
+    runs.retain(|(name, _, _)| kept(name));
+    // The self-hosted Worker: workerd with its own config, kube-scheduler calling it directly
+    // with the self-hosted install's scheduler config; started only if one of its runs is kept.
+    let self_hosted_runs: Vec<_> = SELF_HOSTED_RUNS
+        .iter()
+        .filter(|(name, _, _)| kept(name))
+        .collect();
+    let mut workerd = None;
+    if !self_hosted_runs.is_empty() {
+        let mut options = WorkerdOptions::new(env.cp.pki.worker_tls());
+        for (k, v) in &vars {
+            options = options.var(k, v);
+        }
+        let started = WorkerdProcess::start(options).await;
+        let api = WorkerApi::at(
+            &started.base_url,
+            &started.verb_root(),
+            &env.cp.pki.ca_pem(),
+        );
+        api.put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
+            .await;
+        for (name, filter, prioritize) in self_hosted_runs {
+            let config = SchedulerConfig {
+                verbs: Some((filter.to_string(), prioritize.to_string())),
+                file: "k8s/self-hosted/scheduler-config.yaml",
+                ..SchedulerConfig::worker(api.url_prefix(), env.cp.pki.ca_pem(), true)
+            };
+            runs.push((name.to_string(), config, None));
+        }
+        workerd = Some(started);
     }
 
     // BENCH_QPS: kube-scheduler's API client rate (default 50 = the shipped config, which caps
@@ -204,7 +270,7 @@ async fn main() {
     }
 
     let mut table = format!(
-        "Scheduling throughput, {n_pods} pods on {} nodes (kube-scheduler {}, client QPS {}; Worker on Miniflare over HTTPS; {} cores)\n\n\
+        "Scheduling throughput, {n_pods} pods on {} nodes (kube-scheduler {}, client QPS {}; Worker on Miniflare over HTTPS, the self-hosted rows on workerd alone; {} cores)\n\n\
          | configuration | pods bound | seconds | pods/s |\n|---|---:|---:|---:|\n",
         nodes.len(),
         kube_version(),
@@ -213,6 +279,12 @@ async fn main() {
     );
     for (name, done, secs, rate) in &rows {
         table.push_str(&format!("| {name} | {done} | {secs:.1} | {rate:.1} |\n"));
+    }
+    if let Some(peak) = workerd.as_ref().and_then(WorkerdProcess::peak_rss_bytes) {
+        table.push_str(&format!(
+            "\nSelf-hosted workerd peak RSS: {:.0} MiB\n",
+            peak as f64 / (1 << 20) as f64
+        ));
     }
     println!("\n{table}");
     let out = aco_testkit::repo_root().join("target/bench-kube.md");
