@@ -36,7 +36,8 @@ type NodeState struct {
 }
 
 // Fits says why pod's GPUs do not fit the devices ("" when they fit): a share needs one device
-// with at least its milli free, k whole GPUs k entirely free devices.
+// with at least its milli free, k whole GPUs k entirely free devices. The reason names no node
+// state: kube-scheduler counts identical reasons over the nodes into one line per reason.
 func Fits(free []uint32, pod fragmentation.Pod) string {
 	if pod.IsCPUOnly() {
 		return ""
@@ -47,7 +48,7 @@ func Fits(free []uint32, pod fragmentation.Pod) string {
 				return ""
 			}
 		}
-		return fmt.Sprintf("no GPU has %d milli free (free per GPU: %v)", pod.GPUMilli, free)
+		return fmt.Sprintf("no GPU with %d milli free", pod.GPUMilli)
 	}
 	whole := 0
 	for _, f := range free {
@@ -56,7 +57,7 @@ func Fits(free []uint32, pod fragmentation.Pod) string {
 		}
 	}
 	if whole < int(pod.NumGPU) {
-		return fmt.Sprintf("%d of %d GPUs wholly free, %d asked", whole, len(free), pod.NumGPU)
+		return fmt.Sprintf("fewer than %d GPUs wholly free", pod.NumGPU)
 	}
 	return ""
 }

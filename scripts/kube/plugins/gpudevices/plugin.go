@@ -111,7 +111,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	node := nodeInfo.Node()
 	if s.models != nil && !modelAllowed(s.models, node.Labels[GPUModelLabel]) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("node's GPU model %q is not among the pod's %v", node.Labels[GPUModelLabel], s.models))
+			fmt.Sprintf("GPU model not among the pod's %s %v", GPUModelsAnnotation, s.models))
 	}
 	view, ok := p.cache.View(node.Name)
 	if !ok || len(view.Devices) == 0 {
