@@ -400,12 +400,18 @@ impl ControlPlane {
     /// the in-cluster config gives it the same identity). The returned server's `port` is that
     /// secure port (`/metrics`).
     pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
-        self.start_scheduler_binary(name, "kube-scheduler", &config.render(&self.kubeconfig))
-            .await
+        self.start_scheduler_binary(
+            name,
+            "kube-scheduler",
+            &config.render(&self.scheduler_kubeconfig),
+        )
+        .await
     }
 
     /// Starts `binary` (kube-scheduler, or a build of it with more plugins) from [`Self::bin`]
-    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz.
+    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz; its secure port
+    /// authenticates and authorizes as ServiceAccount `aco-scheduler` (see [`Self::start_scheduler`]),
+    /// whose kubeconfig [`Self::scheduler_kubeconfig`] the config's clientConnection should name.
     pub async fn start_scheduler_binary(
         &self,
         name: &str,
@@ -413,12 +419,8 @@ impl ControlPlane {
         config_yaml: &str,
     ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
-<<<<<<< HEAD
-        std::fs::write(&cfg_path, config.render(&self.scheduler_kubeconfig)).unwrap();
-        let identity = self.scheduler_kubeconfig.to_string_lossy().into_owned();
-=======
         std::fs::write(&cfg_path, config_yaml).unwrap();
->>>>>>> gosched
+        let identity = self.scheduler_kubeconfig.to_string_lossy().into_owned();
         let port = free_port();
         let mut sched = Server::spawn(
             name,
