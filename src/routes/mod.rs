@@ -27,6 +27,7 @@ use worker::{Context, Date, Env, Method, Request, Response};
 
 use crate::auth::require_admin;
 use crate::bindings::{self, Bindings};
+use crate::clock;
 use crate::env_config;
 use crate::http::{drain, ApiError};
 use crate::registry;
@@ -41,6 +42,7 @@ pub struct Call {
     pub bindings: Bindings,
     pub config: Rc<Config>,
     pub event: Event,
+    /// When the request happens (`clock::of_request`).
     pub now_ms: u64,
     /// From `/c/<cluster>/…`, else `aco_core::cluster::DEFAULT_CLUSTER`: keys facts and colonies.
     pub cluster: String,
@@ -58,8 +60,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let method = req.method();
     let path = req.path();
     let bindings = Bindings::new(env.clone(), telemetry::count);
-    let (verb, (response, mut event, deferred)) =
-        route(method, &path, req, bindings.clone(), started).await;
+    let (verb, (response, mut event, deferred)) = route(method, &path, req, bindings.clone()).await;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
     let _ = response
         .headers()
@@ -128,7 +129,6 @@ async fn route(
     path: &str,
     mut req: Request,
     bindings: Bindings,
-    now_ms: u64,
 ) -> (Option<&'static str>, Routed) {
     let env = bindings.env.clone();
     // `/c/<cluster>/…`: the cluster this request is about (paths without it: the default one).
@@ -179,6 +179,13 @@ async fn route(
                     Vec::new(),
                 ),
             );
+        }
+    };
+    let now_ms = match clock::of_request(&req, &config) {
+        Ok(t) => t,
+        Err(e) => {
+            drain(&mut req).await;
+            return (verb, (e.into_response(), Event::default(), Vec::new()));
         }
     };
     // Refused requests are counted without a `cluster` label and touch no object: neither an

@@ -20,6 +20,7 @@ pub mod heuristic;
 pub mod k8s;
 pub mod node_labels;
 pub mod node_state;
+pub mod pipeline;
 pub mod predict;
 pub mod quantity;
 pub mod registry;
