@@ -24,6 +24,9 @@ use std::time::Duration;
 use aco_core::heuristic::{PodGpus, PodShape};
 use aco_reporter::gpu_share::gpu_free_milli;
 use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
+use aco_reporter::node_facts::labels_the_worker_reads;
+use aco_reporter::node_record::NodeReader;
+use aco_reporter::pod_record::{PodReader, PodRecord};
 use aco_sim::saturate::policy::fgd::{fgd_score, state_verdict, FgdMemo, NodeFree, ShareGpu};
 use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::aco_scheduler::{
@@ -132,6 +135,10 @@ struct NodeState {
 
 async fn node_states(kube: &Kube, names: &[&str]) -> Vec<NodeState> {
     let pods = kube.pods(NS).await;
+    let config = aco_core::config::Config::default();
+    let strings = std::sync::Arc::default();
+    let pod_reader = PodReader::new(&config, None, std::sync::Arc::clone(&strings));
+    let node_reader = NodeReader::new(&labels_the_worker_reads(&config), "aco/latency-us", strings);
     let mut out = Vec::new();
     for name in names {
         let node = kube.get(&format!("/api/v1/nodes/{name}")).await.unwrap();
@@ -143,15 +150,19 @@ async fn node_states(kube: &Kube, names: &[&str]) -> Vec<NodeState> {
             .iter()
             .map(|p| milli(&p["spec"]["containers"][0]["resources"]["requests"]["cpu"]))
             .sum();
-        let typed_pods: Vec<Pod> = on.iter().map(|p| typed(p)).collect();
-        let refs: Vec<&Pod> = typed_pods.iter().collect();
+        // Read into the reporter's records, as its watches do.
+        let records: Vec<PodRecord> = on
+            .iter()
+            .map(|p| pod_reader.read(&typed::<Pod>(p)))
+            .collect();
+        let refs: Vec<&PodRecord> = records.iter().collect();
         out.push(NodeState {
             name: name.to_string(),
             model: node["metadata"]["labels"][GPU_MODEL_LABEL]
                 .as_str()
                 .map(String::from),
             cpu_free: milli(&node["status"]["allocatable"]["cpu"]) - requested,
-            gpu_free: gpu_free_milli(&typed::<Node>(&node), &refs)
+            gpu_free: gpu_free_milli(&node_reader.read(&typed::<Node>(&node)), &refs)
                 .expect("the node registers its GPUs"),
         });
     }
