@@ -22,6 +22,7 @@ pub mod faults;
 pub mod gpu_accounts;
 pub mod html_report;
 pub mod import;
+pub mod indexed_facts;
 pub mod load;
 pub mod native;
 pub mod parallel;
