@@ -1,5 +1,5 @@
 //! `aco-sim ablate predictors-real`: every load predictor of [`PredictorKind::ablation_set`] on
-//! the synthetic load model and on load shaped by the real series of `../shared/data/usage` (see
+//! the synthetic load model and on load shaped by the real utilisation series (`--usage-dir`; see
 //! `crate::usage`): its forecast error at the reporting horizon on single-pod probe nodes, beside
 //! the colony's safe-node routing with that predictor, in one run.
 
