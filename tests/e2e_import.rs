@@ -229,7 +229,7 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
             assert!(price > 0.0, "{row:?}");
         }
         let gpus: u32 = row[3].parse().unwrap();
-        assert_eq!(gpus > 0, row[0] != *"cpu-0", "{row:?}");
+        assert_eq!(gpus > 0, &row[0] != "cpu-0", "{row:?}");
     }
     assert_eq!(
         csv_rows(&trace.join("openb_node_list_gpu_node.csv")).len(),
@@ -268,8 +268,8 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
         assert_eq!(row[col("creation_time")], created.to_string(), "{row:?}");
         assert_eq!(row[col("pod_phase")], p["status"]["phase"]);
         assert_eq!(
-            row[col("node")],
-            *p["spec"]["nodeName"].as_str().unwrap_or_default()
+            &row[col("node")],
+            p["spec"]["nodeName"].as_str().unwrap_or_default()
         );
         let (scheduled, ended) = (&row[col("scheduled_time")], &row[col("deletion_time")]);
         match base {
