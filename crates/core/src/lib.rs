@@ -24,6 +24,7 @@ pub mod node_state;
 pub mod predict;
 pub mod quantity;
 pub mod registry;
+pub mod request_log;
 pub mod route;
 pub mod run_time;
 pub mod shadow;
