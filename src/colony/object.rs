@@ -48,6 +48,7 @@ use super::api::{
     TableRequest, NAME_HEADER,
 };
 use crate::bindings::ROWS_WRITTEN_HEADER;
+use crate::clock;
 use crate::env_config;
 use crate::http::json_response;
 use crate::sql_transaction::run_in_transaction;
@@ -60,7 +61,7 @@ fn failure(message: impl std::fmt::Display) -> worker::Error {
 }
 
 fn now() -> u64 {
-    worker::Date::now().as_millis()
+    clock::now_ms()
 }
 
 #[derive(Deserialize)]
@@ -596,6 +597,10 @@ impl DurableObject for Colony {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         self.request_rows.set(0);
+        // On the Worker's clock (the wall clock but under TEST_CLOCK_HEADER).
+        if let Ok(config) = self.config() {
+            clock::of_request(&req, &config).map_err(|e| failure(e.message))?;
+        }
         let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
         let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();
         let request_id = crate::log::forwarded_id(&req);

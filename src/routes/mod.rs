@@ -32,6 +32,7 @@ use worker::{Context, Date, Env, Method, Request, Response};
 
 use crate::auth::{self, require_bearer};
 use crate::bindings::{self, Bindings};
+use crate::clock;
 use crate::env_config;
 use crate::http::{drain, ApiError};
 use crate::log;
@@ -47,6 +48,7 @@ pub struct Call {
     pub bindings: Bindings,
     pub config: Rc<Config>,
     pub event: Event,
+    /// When the request happens (`clock::of_request`).
     pub now_ms: u64,
     /// From `/c/<cluster>/…`, else `aco_core::cluster::DEFAULT_CLUSTER`: keys facts and colonies.
     pub cluster: String,
@@ -89,7 +91,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let path = req.path();
     let request_id = log::request_id(&req);
     let bindings = Bindings::new(env.clone(), telemetry::count, &request_id);
-    let (verb, routed) = route(method.clone(), &path, req, bindings.clone(), started).await;
+    let (verb, routed) = route(method.clone(), &path, req, bindings.clone()).await;
     let Routed {
         response,
         mut event,
@@ -177,7 +179,6 @@ async fn route(
     path: &str,
     mut req: Request,
     bindings: Bindings,
-    now_ms: u64,
 ) -> (Option<&'static str>, Routed) {
     let env = bindings.env.clone();
     // `/c/<cluster>/…`: the cluster this request is about (paths without it: the default one).
@@ -213,6 +214,13 @@ async fn route(
             drain(&mut req).await;
             let response = ApiError::new(503, e.to_string()).into_response();
             return (verb, Routed::early(response, Event::default()));
+        }
+    };
+    let now_ms = match clock::of_request(&req, &config) {
+        Ok(t) => t,
+        Err(e) => {
+            drain(&mut req).await;
+            return (verb, Routed::early(e.into_response(), Event::default()));
         }
     };
     // Refused requests are counted without a `cluster` label and touch no object: neither an

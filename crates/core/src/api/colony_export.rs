@@ -115,6 +115,12 @@ impl ExportedState {
                     o.successes, o.failures
                 ));
             }
+            if !(ok(o.slowdown_sum) && ok(o.slowdown_runs)) {
+                return Err(format!(
+                    "outcomes of {node}: slowdownSum {} and slowdownRuns {} must be finite and ≥ 0",
+                    o.slowdown_sum, o.slowdown_runs
+                ));
+            }
         }
         Ok(())
     }
@@ -228,6 +234,8 @@ mod tests {
                 successes: 3.0,
                 failures: 1.0,
                 as_of_ms: 10,
+                slowdown_sum: 2.5,
+                slowdown_runs: 2.0,
             },
         );
         s.colony.counters.deposits = 7;
@@ -279,6 +287,9 @@ mod tests {
         bad = state();
         bad.colony.outcomes.get_mut("node-a").unwrap().failures = -1.0;
         assert!(bad.validate().is_err());
+        bad = state();
+        bad.colony.outcomes.get_mut("node-a").unwrap().slowdown_runs = f64::INFINITY;
+        assert!(bad.validate().unwrap_err().contains("slowdownRuns"));
         bad = state();
         let trail = bad.colony.pheromones.trails.remove("node-a").unwrap();
         bad.colony

@@ -19,6 +19,10 @@ pub struct NodeTrail {
     pub successes: f64,
     pub failures: f64,
     pub outcomes_as_of_ms: u64,
+    /// η's learned slowdown on the node (runtime over the pod's expected one), `null` before
+    /// any run ended there.
+    #[serde(default)]
+    pub slowdown: Option<f64>,
     /// The probability that a placement there ends well, as η's `failureRisk` reads it now: the
     /// posterior mean of the prior (`RELIABILITY_PRIOR_*`) and the faded outcomes.
     #[serde(default)]

@@ -826,6 +826,7 @@ impl ColonyStore {
                     successes: o.successes,
                     failures: o.failures,
                     outcomes_as_of_ms: o.as_of_ms,
+                    slowdown: o.slowdown(),
                     reliability: Some(crate::heuristic::reliability(Some(&now), config)),
                     node,
                 }
