@@ -9,7 +9,7 @@
 //! gathered, every snapshot's body; then they become one immutable row of the `explained` table
 //! (`schema.rs`) in the commit that gathered the last of them, and that row is deleted as a whole
 //! once its pods fall out of the window or the count. So ≈ 2 rows per megabyte of explanations
-//! (one written, one deleted) — ~130 pods at 64 candidates —, not a row per pod.
+//! (one written, one deleted) — ~120 pods at 64 candidates —, not a row per pod.
 //!
 //! Memory: the gathered ones (≤ [`FLUSH_BYTES`] plus one commit's worth) and, per pod in a
 //! segment row, its key hash (`pod_index::key_hash`) and the row's id. A lookup of a pod in a
@@ -26,7 +26,7 @@ use crate::config::Config;
 
 /// Explanations are gathered until they make this many bytes of JSON, then written as a segment
 /// row of their own. Small enough that the snapshot carrying them until then rarely needs a
-/// second part; large enough that a row holds ~130 pods at 64 candidates.
+/// second part; large enough that a row holds ~120 pods at 64 candidates.
 pub const FLUSH_BYTES: usize = 1_000_000;
 /// A segment row's body holds at most this many bytes (its keys beside them stay far below the
 /// 2 MB row limit: a key hash is ≤ 21 bytes of JSON, an explanation ≥ ~300).
