@@ -1,7 +1,7 @@
 //! The Worker's structured log on Miniflare: one JSON line per request, carrying the request id
 //! the caller sent in `x-request-id` (or one the Worker made), which the response returns in the
-//! same header; errors as JSON lines with the id too. Read from the Worker's own output
-//! (`WorkerProcess::logs`).
+//! same header; the reporter's client sends one id per delivery, which the Worker's line
+//! carries. Read from the Worker's own output (`WorkerProcess::logs`).
 
 use std::time::{Duration, Instant};
 
@@ -131,4 +131,32 @@ async fn each_request_logs_one_json_line_with_the_id_it_was_sent_and_answers_it_
         .map(String::from)
         .collect();
     assert!(unparsed.is_empty(), "{unparsed:?}");
+}
+
+#[tokio::test]
+async fn the_reporters_delivery_carries_its_own_request_id_into_the_workers_log() {
+    let api = Api::start(StartOptions::default());
+    let client = aco_reporter::worker_client::WorkerClient::new(
+        &api.worker.url(""),
+        ADMIN_TOKEN.to_string(),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let batch = json!({"placements": [{"podUid": "never-scored", "namespace": "ns", "name": "p", "tenant": "ml", "node": "n1"}]});
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let answer = client
+            .send(reqwest::Method::POST, "/v1/placements", &batch)
+            .await;
+        assert!(answer.ok(), "{}", answer.body);
+        assert_eq!(answer.request_id.len(), 32, "{}", answer.request_id);
+        let line = line_of(&api, &answer.request_id);
+        assert_eq!(
+            (&line["route"], &line["status"]),
+            (&json!("placements"), &json!(200))
+        );
+        ids.push(answer.request_id);
+    }
+    assert_ne!(ids[0], ids[1], "one id per delivery");
 }

@@ -244,7 +244,8 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
             let _ = serde_json::from_str::<aco_core::wire::ExtenderBindingArgs>(text);
         }
         Route::Import(t) => {
-            let _ = aco_core::api::colony_export::ColonyExport::read(text, DEFAULT_CLUSTER, t, false);
+            let _ =
+                aco_core::api::colony_export::ColonyExport::read(text, DEFAULT_CLUSTER, t, false);
         }
         _ => {}
     }
