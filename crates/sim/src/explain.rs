@@ -1,6 +1,7 @@
 //! Fetches a decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}` of the Worker):
 //! `aco-sim explain` fetches one, `aco-sim replay --explain N` the first N scored pods' (fetched
-//! between prioritize and the placement report, since a confirmed placement deletes it).
+//! between prioritize and the placement report, so that every one is shown as scored, before a
+//! bound node; the Worker keeps it after the confirmation too, `CONFIRMED_EXPLANATIONS_*`).
 
 use aco_core::colony::DecisionExplanation;
 
