@@ -215,10 +215,21 @@ impl Bindings {
             colony_failure: Some("unreachable"),
             ..ApiError::unavailable(class, e)
         };
+        // DO_LOCATION_HINT: where an object is created, the first time it is named. An invalid
+        // config answers 503 before any binding is used, so no hint is lost here.
+        let hint = crate::env_config::config(&self.env)
+            .map(|c| c.do_location_hint.clone())
+            .unwrap_or_default();
         let stub = self
             .env
             .durable_object(binding)
-            .and_then(|ns| ns.get_by_name(name))
+            .and_then(|ns| {
+                if hint.is_empty() {
+                    ns.get_by_name(name)
+                } else {
+                    ns.get_by_name_with_location_hint(name, &hint)
+                }
+            })
             .map_err(unreachable)?;
         self.ops.spend(OpKind::DoRequest, 1)?;
         let resp = stub.fetch_with_request(req).await.map_err(unreachable)?;

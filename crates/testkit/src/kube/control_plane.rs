@@ -400,14 +400,32 @@ impl ControlPlane {
     /// the in-cluster config gives it the same identity). The returned server's `port` is that
     /// secure port (`/metrics`).
     pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
+        self.start_scheduler_binary(
+            name,
+            "kube-scheduler",
+            &config.render(&self.scheduler_kubeconfig),
+        )
+        .await
+    }
+
+    /// Starts `binary` (kube-scheduler, or a build of it with more plugins) from [`Self::bin`]
+    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz; its secure port
+    /// authenticates and authorizes as ServiceAccount `aco-scheduler` (see [`Self::start_scheduler`]),
+    /// whose kubeconfig [`Self::scheduler_kubeconfig`] the config's clientConnection should name.
+    pub async fn start_scheduler_binary(
+        &self,
+        name: &str,
+        binary: &str,
+        config_yaml: &str,
+    ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
-        std::fs::write(&cfg_path, config.render(&self.scheduler_kubeconfig)).unwrap();
+        std::fs::write(&cfg_path, config_yaml).unwrap();
         let identity = self.scheduler_kubeconfig.to_string_lossy().into_owned();
         let port = free_port();
         let mut sched = Server::spawn(
             name,
             &self.dir,
-            &self.bin.join("kube-scheduler"),
+            &self.bin.join(binary),
             &strings(&[
                 "--config",
                 &cfg_path.to_string_lossy(),

@@ -16,8 +16,10 @@
 //! One file per concern: [`server`] (a server's process group and log, polling helpers),
 //! [`base64`], [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
-//! [`install`], [`kwok`], [`reporter`].
+//! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
+//! accounting and FGD plugins).
 
+pub mod aco_scheduler;
 pub mod api;
 pub mod base64;
 pub mod control_plane;
