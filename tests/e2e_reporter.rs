@@ -578,9 +578,6 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     kube.create_namespace("t").await;
     let mut reporter = lp.start_reporter("reporter", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut reporter, nodes.len()).await;
-    // The one-verb install (prioritize only): the reporter's admission webhook writes the GPU
-    // model and latency constraints into the pods' node affinity.
-    lp.env.install_webhook_for(&reporter).await;
 
     let first: Vec<Value> = (0..5)
         .map(|i| pod("t", &format!("a-{i}"), PodOpts::default()))
