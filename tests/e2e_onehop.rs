@@ -339,9 +339,12 @@ async fn the_webhook_refuses_bad_annotations_and_down_or_slow_blocks_only_its_sc
         let (code, body) = kube.try_create_pod(&p, false).await.unwrap_err();
         eprintln!("{name}: HTTP {code}: {body}");
         assert_eq!(code, 400, "{body}");
+        // What `kubectl apply` prints: the Status's message.
+        let status: Value = serde_json::from_str(&body).unwrap();
+        let message = status["message"].as_str().unwrap_or_default();
         assert!(
-            body.contains("aco-scheduler cannot place this pod") && body.contains(needle),
-            "{name}: {body}"
+            message.contains("aco-scheduler cannot place this pod") && message.contains(needle),
+            "{name}: {message}"
         );
     }
 
