@@ -126,12 +126,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let _ = shutdown_tx.send(true);
     });
 
+    let nodes = Arc::new(Cache::<Node>::default());
+    let webhook_serving = crate::webhook_server::start(
+        &args,
+        &config,
+        nodes.clone(),
+        telemetry.clone(),
+        shutdown_rx.clone(),
+    );
     let ops = {
         let state = OpsState {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
             freshness: freshness.clone(),
             with_metrics: args.load_source() != "none",
+            webhook_serving,
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -147,7 +156,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
     // and have no placement to report.
-    let nodes = Arc::new(Cache::<Node>::default());
     let pods = Arc::new(Cache::<Pod>::default());
     let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
     let watch_config = watch_config(&client).await;
