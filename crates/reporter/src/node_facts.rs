@@ -132,10 +132,11 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         .iter()
         .map(|(k, v)| (k.to_string(), QuantityText(v.to_string())))
         .collect();
+    // Read as the Worker reads latency labels (a whole number, as kube-scheduler's `Lt` does):
+    // the fact must not pass a node that the admission webhook's affinity does not.
     let latency_us = node
         .label(input.latency_label)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0);
+        .and_then(aco_core::node_labels::latency_label_value);
     let utilisation = input
         .usage
         .and_then(|u| {

@@ -126,12 +126,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let _ = shutdown_tx.send(true);
     });
 
+    let nodes = Arc::new(Cache::<NodeRecord>::default());
+    let webhook_serving = crate::webhook_server::start(
+        &args,
+        &config,
+        nodes.clone(),
+        telemetry.clone(),
+        shutdown_rx.clone(),
+    );
     let ops = {
         let state = OpsState {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
             freshness: freshness.clone(),
             with_metrics: args.load_source() != "none",
+            webhook_serving,
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -145,10 +154,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         })
     };
 
-    // Caches of the reporter's own records, each object read once as it arrives. Pods: only
-    // bound ones (`spec.nodeName!=`): pending pods request nothing on a node and have no
-    // placement to report.
-    let nodes = Arc::new(Cache::<NodeRecord>::default());
+    // Caches of the reporter's own records, each object read once as it arrives (the node cache
+    // is made above: the webhook reads it too). Pods: only bound ones (`spec.nodeName!=`):
+    // pending pods request nothing on a node and have no placement to report.
     let pods = Arc::new(Cache::<PodRecord>::default());
     let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
     let strings = Arc::new(Interner::default());
