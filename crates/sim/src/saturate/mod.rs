@@ -6,6 +6,7 @@
 //! capacity against arrived workload (requested GPUs of every submitted pod, failed ones
 //! included, / capacity). Ties between equal scores go to a seeded node order.
 
+pub mod kube_objects;
 pub mod node;
 pub mod policy;
 pub mod report;
@@ -54,6 +55,61 @@ pub fn workload(world: &World, seed: u64, capacity_milli: f64) -> Vec<usize> {
     order
 }
 
+/// The protocol's x and y axes, pod by pod in arrival order: arrived workload (requested GPU of
+/// every submitted pod, failed ones included) and allocated GPU, both in % of capacity; one curve
+/// point per 0.5% of arrived workload, and the allocation once 100% and 130% have arrived (the
+/// last one if the run stops short). The simulator feeds it as it places; the real-kube replay
+/// (`kube_objects`) from where kube-scheduler bound each pod.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    capacity_milli: f64,
+    arrived: f64,
+    allocated: f64,
+    curve: Vec<(f64, f64)>,
+    next_point: f64,
+    at100: Option<f64>,
+    at130: Option<f64>,
+}
+
+impl Arrivals {
+    pub fn new(capacity_milli: f64) -> Self {
+        Self {
+            capacity_milli,
+            arrived: 0.0,
+            allocated: 0.0,
+            curve: Vec::new(),
+            next_point: 0.0,
+            at100: None,
+            at130: None,
+        }
+    }
+
+    /// The next pod arrived asking `requested_milli` GPU and was given `allocated_milli` (0 when
+    /// it failed).
+    pub fn arrive(&mut self, requested_milli: f64, allocated_milli: f64) {
+        self.arrived += requested_milli;
+        self.allocated += allocated_milli;
+        let x = 100.0 * self.arrived / self.capacity_milli;
+        let y = 100.0 * self.allocated / self.capacity_milli;
+        if x >= self.next_point {
+            self.curve.push((x, y));
+            self.next_point = (x / 0.5).floor() * 0.5 + 0.5;
+        }
+        if self.at100.is_none() && x >= 100.0 {
+            self.at100 = Some(y);
+        }
+        if self.at130.is_none() && x >= 130.0 {
+            self.at130 = Some(y);
+        }
+    }
+
+    /// (curve, allocation at 100% arrived, at 130%).
+    pub fn finish(self) -> (Vec<(f64, f64)>, f64, f64) {
+        let y = 100.0 * self.allocated / self.capacity_milli;
+        (self.curve, self.at100.unwrap_or(y), self.at130.unwrap_or(y))
+    }
+}
+
 /// The trace's typical shapes by FGD's rule (95% popularity), each GPU pod's shape with its
 /// `gpu_spec` (the authors' simulator keys its typical pods by the GPU-model annotation too:
 /// `GetTypicalPods` over `PodResource`, which carries `GpuType`).
@@ -91,17 +147,15 @@ pub fn run(
         rank[*n] = r;
     }
     let order = workload(world, seed, capacity);
-    let (mut arrived, mut allocated, mut failed) = (0.0f64, 0.0f64, 0usize);
-    let mut curve = Vec::new();
-    let mut next_point = 0.0;
-    let (mut at100, mut at130) = (None, None);
+    let mut arrivals = Arrivals::new(capacity);
+    let mut failed = 0usize;
     let mut candidates = Vec::with_capacity(nodes.len());
     for (step, &pi) in order.iter().enumerate() {
         let sim_pod = &world.pods[pi];
         let pod = &sim_pod.trace;
-        arrived += pod.gpu_units() * 1000.0;
         candidates.clear();
         candidates.extend((0..nodes.len()).filter(|n| nodes[*n].fits(pod)));
+        let mut allocated = 0;
         if candidates.is_empty() {
             failed += 1;
         } else {
@@ -126,36 +180,25 @@ pub fn run(
                 .map(|(c, v)| (*c, v.gpu))
                 .unwrap();
             policy.placed(&ctx, best.0);
-            allocated += nodes[best.0].place(pod, best.1) as f64;
+            allocated = nodes[best.0].place(pod, best.1);
         }
-        let x = 100.0 * arrived / capacity;
-        let y = 100.0 * allocated / capacity;
-        if x >= next_point {
-            curve.push((x, y));
-            next_point = (x / 0.5).floor() * 0.5 + 0.5;
-        }
-        if at100.is_none() && x >= 100.0 {
-            at100 = Some(y);
-        }
-        if at130.is_none() && x >= 130.0 {
-            at130 = Some(y);
-        }
+        arrivals.arrive(pod.gpu_units() * 1000.0, f64::from(allocated));
     }
-    let y = 100.0 * allocated / capacity;
     let wall = started.elapsed().as_secs_f64();
+    let (curve, at100, at130) = arrivals.finish();
     SatRun {
         policy: policy.name().to_string(),
         seed,
         curve,
-        at100: at100.unwrap_or(y),
-        at130: at130.unwrap_or(y),
+        at100,
+        at130,
         pods: order.len(),
         failed,
         decisions_per_s: order.len() as f64 / wall.max(1e-9),
     }
 }
 
-fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
+pub(crate) fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
     crate::trace::TraceNode {
         name: n.name.clone(),
         cpu_milli: n.cpu_milli,

@@ -352,13 +352,25 @@ impl ControlPlane {
 
     /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz.
     pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
+        self.start_scheduler_bin(name, &self.bin.join("kube-scheduler"), config)
+            .await
+    }
+
+    /// [`ControlPlane::start_scheduler`] with another build of kube-scheduler (e.g. one with
+    /// out-of-tree plugins compiled in).
+    pub async fn start_scheduler_bin(
+        &self,
+        name: &str,
+        program: &std::path::Path,
+        config: &SchedulerConfig,
+    ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
         std::fs::write(&cfg_path, config.render(&self.kubeconfig)).unwrap();
         let port = free_port();
         let mut sched = Server::spawn(
             name,
             &self.dir,
-            &self.bin.join("kube-scheduler"),
+            program,
             &strings(&[
                 "--config",
                 &cfg_path.to_string_lossy(),

@@ -158,6 +158,18 @@ impl ControlPlane {
 
     /// [`ControlPlane::start_kwok`] with extra Stage documents (e.g. [`JobStages::yaml`]).
     pub async fn start_kwok_with(&self, extra_stages: &str) -> Server {
+        self.start_kwok_options(extra_stages, 40).await
+    }
+
+    /// [`ControlPlane::start_kwok`] with a node lease of `lease_s` seconds (kwok renews each
+    /// node's Lease well within it: a write per node every few seconds at 40 s). Nothing reads
+    /// the leases without a node lifecycle controller, so a cluster of a thousand nodes can
+    /// spare the API server those writes with a long one.
+    pub async fn start_kwok_lease(&self, lease_s: u32) -> Server {
+        self.start_kwok_options("", lease_s).await
+    }
+
+    async fn start_kwok_options(&self, extra_stages: &str, lease_s: u32) -> Server {
         let port = free_port();
         let config = repo_root().join("scripts/kube/kwok");
         // kwok also loads ~/.kwok/kwok.yaml when it exists: point its work dir at the test's.
@@ -186,7 +198,7 @@ impl ControlPlane {
             "--server-address",
             &format!("127.0.0.1:{port}"),
             "--node-lease-duration-seconds",
-            "40",
+            &lease_s.to_string(),
             "--tls-cert-file",
             &p("kubelet.crt"),
             "--tls-private-key-file",

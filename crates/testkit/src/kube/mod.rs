@@ -16,7 +16,8 @@
 //! One file per concern: [`server`] (a server's process group and log, polling helpers),
 //! [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
-//! [`install`], [`kwok`], [`reporter`].
+//! [`install`], [`kwok`], [`reporter`], [`replay`] (one configuration of the real-kube trace
+//! replay) and [`replay_configs`] (its kube-scheduler configurations by name).
 
 pub mod api;
 pub mod control_plane;
@@ -25,6 +26,8 @@ pub mod install;
 pub mod kwok;
 pub mod pki;
 pub mod proxy;
+pub mod replay;
+pub mod replay_configs;
 pub mod reporter;
 pub mod scheduler_config;
 pub mod server;

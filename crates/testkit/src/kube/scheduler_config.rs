@@ -36,6 +36,11 @@ pub struct SchedulerConfig {
     /// the echoed `NodeNames` as every node passing, and the echoed arguments as a prioritize
     /// reply it cannot decode, which an ignorable extender skips).
     pub verbs: Option<(String, String)>,
+    /// Keys set on the profile (e.g. `plugins`, `pluginConfig`, `percentageOfNodesToScore`),
+    /// replacing the shipped values of those keys; empty: the shipped profile.
+    pub profile: serde_yaml::Mapping,
+    /// Overrides the extender's `weight` (None: the shipped one).
+    pub extender_weight: Option<i64>,
 }
 
 impl SchedulerConfig {
@@ -50,6 +55,8 @@ impl SchedulerConfig {
             client_qps: None,
             scheduler_name: None,
             verbs: None,
+            profile: serde_yaml::Mapping::new(),
+            extender_weight: None,
         }
     }
     pub fn off() -> Self {
@@ -59,6 +66,8 @@ impl SchedulerConfig {
             client_qps: None,
             scheduler_name: None,
             verbs: None,
+            profile: serde_yaml::Mapping::new(),
+            extender_weight: None,
         }
     }
 
@@ -87,6 +96,9 @@ impl SchedulerConfig {
         if let Some(name) = &self.scheduler_name {
             doc["profiles"][0]["schedulerName"] = name.clone().into();
         }
+        for (key, value) in &self.profile {
+            doc["profiles"][0][key] = value.clone();
+        }
         match &self.extender {
             Extender::Off => {
                 doc.as_mapping_mut().unwrap().remove("extenders");
@@ -110,6 +122,9 @@ impl SchedulerConfig {
                 ext["tlsConfig"] = serde_yaml::Value::Mapping(tls);
                 if let Some(t) = &self.http_timeout {
                     ext["httpTimeout"] = t.clone().into();
+                }
+                if let Some(weight) = self.extender_weight {
+                    ext["weight"] = weight.into();
                 }
                 if let Some((filter, prioritize)) = &self.verbs {
                     ext["filterVerb"] = filter.clone().into();
