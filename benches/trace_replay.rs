@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use aco_sim::saturate::kube_objects::{self as ko, Replay, HAMI_POD_ALLOCATED};
 use aco_sim::saturate::policy as sp;
+use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
 use aco_testkit::kube::replay::{self, ReplayConfig, ReplayOutcome, WithWorker};
 use aco_testkit::kube::replay_configs::ReplaySpec;
 use aco_testkit::kube::reporter::sample;
@@ -227,7 +228,7 @@ async fn main() {
     let nodes = replay.nodes();
     let pods = replay.pods(replay::NAMESPACE, SCHEDULER_NAME);
     let bin = kube_bin();
-    let plugin_build = bin.join("aco-kube-scheduler");
+    let plugin_build = bin.join(ACO_KUBE_SCHEDULER);
     let scheduler = a.scheduler.clone().unwrap_or_else(|| {
         if plugin_build.is_file() {
             plugin_build.clone()

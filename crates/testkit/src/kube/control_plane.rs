@@ -352,25 +352,25 @@ impl ControlPlane {
 
     /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz.
     pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
-        self.start_scheduler_bin(name, &self.bin.join("kube-scheduler"), config)
+        self.start_scheduler_binary(name, "kube-scheduler", &config.render(&self.kubeconfig))
             .await
     }
 
-    /// [`ControlPlane::start_scheduler`] with another build of kube-scheduler (e.g. one with
-    /// out-of-tree plugins compiled in).
-    pub async fn start_scheduler_bin(
+    /// Starts `binary` (kube-scheduler, or a build of it with more plugins) from [`Self::bin`]
+    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz.
+    pub async fn start_scheduler_binary(
         &self,
         name: &str,
-        program: &std::path::Path,
-        config: &SchedulerConfig,
+        binary: &str,
+        config_yaml: &str,
     ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
-        std::fs::write(&cfg_path, config.render(&self.kubeconfig)).unwrap();
+        std::fs::write(&cfg_path, config_yaml).unwrap();
         let port = free_port();
         let mut sched = Server::spawn(
             name,
             &self.dir,
-            program,
+            &self.bin.join(binary),
             &strings(&[
                 "--config",
                 &cfg_path.to_string_lossy(),

@@ -16,9 +16,11 @@
 //! One file per concern: [`server`] (a server's process group and log, polling helpers),
 //! [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
-//! [`install`], [`kwok`], [`reporter`], [`replay`] (one configuration of the real-kube trace
-//! replay) and [`replay_configs`] (its kube-scheduler configurations by name).
+//! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
+//! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay) and
+//! [`replay_configs`] (its kube-scheduler configurations by name).
 
+pub mod aco_scheduler;
 pub mod api;
 pub mod control_plane;
 pub mod fixtures;

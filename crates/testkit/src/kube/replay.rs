@@ -229,9 +229,14 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
         .to_owned();
     lap("pods", &mut phases);
 
-    let scheduler = cluster
-        .cp()
-        .start_scheduler_bin("scheduler", &cfg.scheduler, &config)
+    let cp = cluster.cp();
+    // An absolute path replaces KUBE_BIN in the join.
+    let scheduler = cp
+        .start_scheduler_binary(
+            "scheduler",
+            &cfg.scheduler.to_string_lossy(),
+            &config.render(&cp.kubeconfig),
+        )
         .await;
     let (fates, scheduling_s, settled) = watch_until_settled(&kube, &names, &rv, cfg).await;
     lap("scheduling", &mut phases);
