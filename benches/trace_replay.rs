@@ -13,7 +13,8 @@
 //! ```text
 //! trace_replay [--openb-dir DIR] [--variant NAME] [--nodes CSV] [--pods CSV] [--seed N]
 //!              [--nodes-every K] [--configs alone,extender,fgd] [--scheduler PATH]
-//!              [--qps N] [--push-interval DUR] [--no-sim] [--timeout-s N] [--out DIR]
+//!              [--qps N] [--push-interval DUR] [--no-sim] [--kwok-pods] [--timeout-s N]
+//!              [--out DIR]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,9 @@ use std::time::{Duration, Instant};
 use aco_sim::saturate::kube_objects::{self as ko, Replay, HAMI_POD_ALLOCATED};
 use aco_sim::saturate::policy as sp;
 use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
-use aco_testkit::kube::replay::{self, ReplayConfig, ReplayOutcome, WithWorker};
+use aco_testkit::kube::replay::{
+    self, metric_sum, ReplayConfig, ReplayObjects, ReplayOutcome, WithWorker,
+};
 use aco_testkit::kube::replay_configs::ReplaySpec;
 use aco_testkit::kube::reporter::sample;
 use aco_testkit::kube::{kube_bin, SCHEDULER_NAME};
@@ -40,6 +43,7 @@ struct Args {
     qps: Option<u32>,
     push_interval: String,
     sim: bool,
+    kwok_pods: bool,
     timeout_s: u64,
     out: PathBuf,
 }
@@ -58,6 +62,7 @@ fn parse_args() -> Args {
         qps: None,
         push_interval: "15s".into(),
         sim: true,
+        kwok_pods: false,
         timeout_s: 1800,
         out: root.join("target/bench-trace"),
     };
@@ -78,6 +83,7 @@ fn parse_args() -> Args {
             "--qps" => a.qps = Some(value().parse().expect("--qps N")),
             "--push-interval" => a.push_interval = value(),
             "--no-sim" => a.sim = false,
+            "--kwok-pods" => a.kwok_pods = true,
             "--timeout-s" => a.timeout_s = value().parse().expect("--timeout-s N"),
             "--out" => a.out = value().into(),
             other => panic!("unknown argument {other}; see benches/trace_replay.rs"),
@@ -98,23 +104,6 @@ fn sim_folder(a: &Args, replay: &Replay, pods_csv: &Path, name: &str) -> PathBuf
     )
     .unwrap();
     dir
-}
-
-fn metric_sum(text: &str, family: &str) -> Option<f64> {
-    let mut found = false;
-    let mut sum = 0.0;
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
-        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
-        if &line[..name_end] == family {
-            found = true;
-            sum += line
-                .rsplit(' ')
-                .next()
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0);
-        }
-    }
-    found.then_some(sum)
 }
 
 /// The final state's audit (`kube_objects::audit`): overcommitted nodes or GPUs, GPU pods bound
@@ -225,8 +214,12 @@ async fn main() {
         eprintln!("simulator skipped; its figure: {sim_command}");
     }
 
-    let nodes = replay.nodes();
-    let pods = replay.pods(replay::NAMESPACE, SCHEDULER_NAME);
+    let objects = ReplayObjects {
+        nodes: replay.nodes(),
+        pods: replay.pods(replay::NAMESPACE, SCHEDULER_NAME),
+        priority_classes: vec![ko::priority_class()],
+    };
+    let pods = &objects.pods;
     let bin = kube_bin();
     let plugin_build = bin.join(ACO_KUBE_SCHEDULER);
     let scheduler = a.scheduler.clone().unwrap_or_else(|| {
@@ -276,11 +269,12 @@ async fn main() {
                 release_reporter: true,
             }),
             kwok_lease_s: 3600,
+            kwok_pod_stages: a.kwok_pods,
             timeout: Duration::from_secs(a.timeout_s),
         };
         let t = Instant::now();
         eprintln!("{spec_text}: starting");
-        let outcome = replay::run(&cfg, &nodes, &pods).await;
+        let outcome = replay::run(&cfg, &objects).await;
         let wall = t.elapsed().as_secs_f64();
         let bound: Vec<bool> = outcome.fates.iter().map(|f| f.node.is_some()).collect();
         let (curve, at100, at130) = replay.figures(&bound);

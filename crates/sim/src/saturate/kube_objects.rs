@@ -17,10 +17,11 @@
 //!   label, so configurations without the extender respect it too (the protocol's fit checks
 //!   it for GPU pods only, and so do these pods). Tenant, workload class and QoS as the simulator
 //!   derives them; **no latency target**: the protocol has no latency constraint, and the
-//!   Worker's filter would otherwise refuse nodes the other configurations may use.
-//! * **Order**: names `p-000000`, `p-000001`, … in arrival order, all in one namespace, created
-//!   before kube-scheduler starts: its informer lists them in key order and its queue pops
-//!   equal-priority pods oldest-first, so they reach it in the protocol's order.
+//!   Worker's filter would otherwise refuse nodes the other configurations may use. Priority 0
+//!   and no preemption ([`PRIORITY_CLASS`]).
+//! * **Order**: names `p-000000`, `p-000001`, … in arrival order, all in one namespace; the
+//!   replay creates them in that order, one at a time, while kube-scheduler runs (its queue pops
+//!   equal-priority pods oldest first).
 
 use std::path::Path;
 
@@ -41,6 +42,18 @@ pub const HAMI_POD_ALLOCATED: &str = "hami.io/vgpu-devices-allocated";
 /// Device memory registered per GPU (MiB): 1000 makes a device's memory and its milli-GPU the
 /// same number, so no share is rounded on its way through the annotations.
 pub const DEVICE_MEMORY: u32 = 1000;
+/// The PriorityClass every replayed pod names: priority 0, as pods without one, and no
+/// preemption. The protocol has none (pods never leave), and among pods of one priority
+/// kube-scheduler finds no victim anyway; without it, every pod that fits nowhere costs a second
+/// pass over the nodes looking for one.
+pub const PRIORITY_CLASS: &str = "aco-replay-no-preemption";
+
+pub fn priority_class() -> Value {
+    json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+           "metadata": {"name": PRIORITY_CLASS}, "value": 0, "preemptionPolicy": "Never",
+           "description": "Replayed trace pods: equal priority, never preempting."})
+}
+
 /// The annotation the simulator's latency-target pods carry (dropped here, see above).
 const LATENCY_TARGET_ANNOTATION: &str = "scheduling.aco/latency-target-us";
 
@@ -124,6 +137,7 @@ pub fn pod_object(p: &SimPod, i: usize, namespace: &str, scheduler: &str) -> Val
         .collect();
     let mut spec = json!({
         "schedulerName": scheduler,
+        "priorityClassName": PRIORITY_CLASS,
         "terminationGracePeriodSeconds": 0,
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                         "resources": {"requests": requests, "limits": limits}}],

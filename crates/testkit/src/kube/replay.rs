@@ -1,8 +1,8 @@
 //! One configuration of the real-kube trace replay (`benches/trace_replay.rs`,
 //! `scripts/bench-trace`): a fresh control plane, kwok nodes, optionally the Worker and the
-//! `aco-reporter` binary feeding it, every pod created before kube-scheduler starts, then
-//! kube-scheduler (any build: the stock one or one with plugins compiled in) scheduling them
-//! until each is bound or has been found unschedulable. The run is watched, not polled: a
+//! `aco-reporter` binary feeding it, then kube-scheduler (any build: the stock one or one with
+//! plugins compiled in) scheduling the pods as they are created, one at a time in the order
+//! given, until each is bound or has been found unschedulable. The run is watched, not polled: a
 //! watch on the pods records each binding in the order the API server committed it, and each
 //! pod kube-scheduler marked Unschedulable (and whether a retry bound it later).
 //!
@@ -21,8 +21,7 @@ use super::{ControlPlane, ControlPlaneOptions, Extender, Kube, SchedulerConfig};
 use crate::api::WorkerHttp;
 use crate::nodes::name_of;
 
-/// The namespace every replayed pod is created in (one namespace: the API server lists pods in
-/// key order, which is then arrival order).
+/// The namespace every replayed pod is created in.
 pub const NAMESPACE: &str = "trace";
 
 /// The Worker and reporter of a configuration with the extender.
@@ -49,6 +48,9 @@ pub struct ReplayConfig {
     /// kwok's node lease duration (s): nothing watches the leases here (no node lifecycle
     /// controller), so a long one spares the API server ~N/10 writes per second.
     pub kwok_lease_s: u32,
+    /// kwok runs bound pods (Running and Ready, as kubelets would); off, they stay Pending on
+    /// their node, one API write and watch event per pod fewer (`start_kwok_nodes_only`).
+    pub kwok_pod_stages: bool,
     /// Gives up waiting for the pods after this long.
     pub timeout: Duration,
 }
@@ -77,7 +79,8 @@ pub struct ReplayOutcome {
     pub scheduling_s: f64,
     /// All pods settled (bound or found unschedulable) before the timeout.
     pub settled: bool,
-    /// Phase timings in seconds: control plane, nodes, facts, pods, scheduling.
+    /// Phase timings in seconds: control plane, nodes, facts (with the extender), scheduler
+    /// start, scheduling (first create to the last pod settled; creating the pods overlaps it).
     pub phases: Vec<(String, f64)>,
     /// The Worker's and the reporter's Prometheus text at the end (with the extender).
     pub worker_metrics: Option<String>,
@@ -162,9 +165,18 @@ impl Cluster {
     }
 }
 
-/// Runs one configuration on `nodes` (v1.Node objects with status; made kwok nodes here) and
-/// `pods` (created in `NAMESPACE` in this order, before kube-scheduler starts).
-pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayOutcome {
+/// What a replay creates: `nodes` (v1.Node objects with status; made kwok nodes here), `pods`
+/// (created in `NAMESPACE` in this order, one at a time, once kube-scheduler runs) and the
+/// PriorityClasses they name.
+pub struct ReplayObjects {
+    pub nodes: Vec<Value>,
+    pub pods: Vec<Value>,
+    pub priority_classes: Vec<Value>,
+}
+
+/// Runs one configuration.
+pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
+    let (nodes, pods) = (&objects.nodes, &objects.pods);
     let mut phases = Vec::new();
     let mut clock = Instant::now();
     let mut lap = |name: &str, phases: &mut Vec<(String, f64)>| {
@@ -186,7 +198,11 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
             ))
         }
     };
-    let kwok = cluster.cp().start_kwok_lease(cfg.kwok_lease_s).await;
+    let kwok = if cfg.kwok_pod_stages {
+        cluster.cp().start_kwok_lease(cfg.kwok_lease_s).await
+    } else {
+        cluster.cp().start_kwok_nodes_only(cfg.kwok_lease_s).await
+    };
     lap("control plane", &mut phases);
     let kube = cluster.cp().kube.clone();
     let kwok_nodes: Vec<Value> = nodes.iter().cloned().map(kwok_node).collect();
@@ -217,7 +233,10 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
     }
 
     kube.create_namespace(NAMESPACE).await;
-    create_in_order(&kube, pods).await;
+    for class in &objects.priority_classes {
+        kube.post("/apis/scheduling.k8s.io/v1/priorityclasses", class)
+            .await;
+    }
     let names: Vec<String> = pods.iter().map(name_of).collect();
     let list = kube
         .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
@@ -227,8 +246,6 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
         .as_str()
         .expect("list resourceVersion")
         .to_owned();
-    lap("pods", &mut phases);
-
     let cp = cluster.cp();
     // An absolute path replaces KUBE_BIN in the join.
     let scheduler = cp
@@ -238,16 +255,31 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
             &config.render(&cp.kubeconfig),
         )
         .await;
-    let (fates, scheduling_s, settled) = watch_until_settled(&kube, &names, &rv, cfg).await;
+    lap("scheduler", &mut phases);
+    // The pods arrive while kube-scheduler runs, one create at a time: its informer sees them
+    // in the order the API server committed them and its queue pops equal-priority pods
+    // oldest first, so they are scheduled in arrival order. (Pods created before it starts
+    // reach its queue in no particular order: its initial watch-list is not sorted.)
+    let creating = async {
+        let t = Instant::now();
+        for p in pods {
+            kube.create_pod(p).await;
+        }
+        t.elapsed().as_secs_f64()
+    };
+    let (creating_s, (fates, scheduling_s, settled)) =
+        tokio::join!(creating, watch_until_settled(&kube, &names, &rv, cfg));
     lap("scheduling", &mut phases);
+    phases.push(("of which creating the pods".into(), creating_s));
 
     let extender_errors = scheduler
         .log_text()
         .matches("Skipping extender as it returned error")
         .count();
+    let bound = fates.iter().filter(|f| f.node.is_some()).count();
     let (worker_metrics, reporter_metrics) = match &cluster {
         Cluster::Worker(env) => (
-            Some(env.api.metrics().await),
+            Some(confirmed_metrics(&env.api, bound).await),
             match &env.reporter {
                 Some(r) => Some(r.metrics().await),
                 None => None,
@@ -269,12 +301,52 @@ pub async fn run(cfg: &ReplayConfig, nodes: &[Value], pods: &[Value]) -> ReplayO
     }
 }
 
-/// Creates the pods: a few requests in flight at a time (their order in the API does not
-/// matter, their names carry it).
-async fn create_in_order(kube: &Kube, pods: &[Value]) {
-    for chunk in pods.chunks(32) {
-        futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
+/// The Worker's metrics once it has received every bound pod's placement from the reporter and
+/// its colonies have stopped changing (a second apart), or after a minute.
+async fn confirmed_metrics(api: &crate::api::WorkerApi, bound: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let confirmed = |text: &str| -> f64 {
+        [
+            "aco_colony_deposits_total",
+            "aco_colony_unknown_placements_total",
+            "aco_colony_non_candidate_placements_total",
+        ]
+        .iter()
+        .map(|family| metric_sum(text, family).unwrap_or(0.0))
+        .sum()
+    };
+    let mut last = None;
+    loop {
+        let text = api.metrics().await;
+        let received = metric_sum(&text, "aco_placements_received_total").unwrap_or(0.0);
+        let now = (received, confirmed(&text));
+        if (received >= bound as f64 && last == Some(now)) || Instant::now() > deadline {
+            if received < bound as f64 {
+                eprintln!("the Worker received {received} of {bound} placements in a minute");
+            }
+            return text;
+        }
+        last = Some(now);
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The sum of every series of `family` in a Prometheus text (None: no such series).
+pub fn metric_sum(text: &str, family: &str) -> Option<f64> {
+    let mut found = false;
+    let mut sum = 0.0;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        if &line[..name_end] == family {
+            found = true;
+            sum += line
+                .rsplit(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0);
+        }
+    }
+    found.then_some(sum)
 }
 
 async fn wait_nodes_ready(kube: &Kube, n: usize) {
@@ -418,6 +490,14 @@ pub fn summary(o: &ReplayOutcome) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_family_sums_over_its_labels_and_only_its_own() {
+        let text = "# HELP a_total x\na_total{t=\"x\"} 2\na_total{t=\"y\"} 3.5\na_totals 9\nb 1\n";
+        assert_eq!(metric_sum(text, "a_total"), Some(5.5));
+        assert_eq!(metric_sum(text, "b"), Some(1.0));
+        assert_eq!(metric_sum(text, "c"), None);
+    }
 
     #[test]
     fn inversions_count_pairs_out_of_order() {
