@@ -217,7 +217,6 @@ async fn main() {
     let objects = ReplayObjects {
         nodes: replay.nodes(),
         pods: replay.pods(replay::NAMESPACE, SCHEDULER_NAME),
-        priority_classes: vec![ko::priority_class()],
     };
     let pods = &objects.pods;
     let bin = kube_bin();

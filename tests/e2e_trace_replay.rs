@@ -17,7 +17,7 @@
 
 use std::time::Duration;
 
-use aco_sim::saturate::kube_objects::{priority_class, BoundPod, Replay, HAMI_POD_ALLOCATED};
+use aco_sim::saturate::kube_objects::{BoundPod, Replay, HAMI_POD_ALLOCATED};
 use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
 use aco_testkit::kube::replay::{self, metric_sum, ReplayConfig, ReplayObjects, WithWorker};
 use aco_testkit::kube::replay_configs::ReplaySpec;
@@ -37,7 +37,6 @@ async fn a_small_replay_schedules_the_trace_in_order_in_every_configuration_with
     let objects = ReplayObjects {
         nodes: replay.nodes(),
         pods: replay.pods(replay::NAMESPACE, SCHEDULER_NAME),
-        priority_classes: vec![priority_class()],
     };
     let (nodes, pods) = (&objects.nodes, &objects.pods);
     assert!(
@@ -93,7 +92,7 @@ async fn a_small_replay_schedules_the_trace_in_order_in_every_configuration_with
             replay.figures(&bound.iter().map(Option::is_some).collect::<Vec<_>>());
         let audit = replay.audit(&bound);
         eprintln!(
-            "{name}: {} of {} bound, {at100:.2}% at 100, {at130:.2}% at 130, inversions {:.3}, {audit:?}, {:?}",
+            "{name}: {} of {} bound, {at100:.2}% at 100, {at130:.2}% at 130, bindings inverted {:.3}, {audit:?}, {:?}",
             o.bound(),
             pods.len(),
             o.bind_inversions(),
@@ -102,11 +101,13 @@ async fn a_small_replay_schedules_the_trace_in_order_in_every_configuration_with
         assert!(o.settled, "{name}: pods left unsettled");
         assert!(o.bound() > pods.len() / 2, "{name}: {} bound", o.bound());
         assert!((0.0..=100.0).contains(&at130) && at130 >= at100);
-        // Arrival order: a shuffled order has half its pairs inverted.
-        assert!(
-            o.bind_inversions() < 0.15,
-            "{name}: bindings out of arrival order ({:.3} of pairs)",
-            o.bind_inversions()
+        // Arrival order: kube-scheduler tried every pod after every pod before it.
+        assert_eq!(o.attempt_order.len(), pods.len(), "{name}: every pod tried");
+        assert_eq!(
+            o.attempted_out_of_order(),
+            0,
+            "{name}: tried out of arrival order: {:?}",
+            o.attempt_order
         );
         assert!(audit.overcommitted.is_empty(), "{name}: {audit:?}");
         if plugins {

@@ -17,11 +17,18 @@
 //!   label, so configurations without the extender respect it too (the protocol's fit checks
 //!   it for GPU pods only, and so do these pods). Tenant, workload class and QoS as the simulator
 //!   derives them; **no latency target**: the protocol has no latency constraint, and the
-//!   Worker's filter would otherwise refuse nodes the other configurations may use. Priority 0
-//!   and no preemption ([`PRIORITY_CLASS`]).
-//! * **Order**: names `p-000000`, `p-000001`, … in arrival order, all in one namespace; the
-//!   replay creates them in that order, one at a time, while kube-scheduler runs (its queue pops
-//!   equal-priority pods oldest first).
+//!   Worker's filter would otherwise refuse nodes the other configurations may use.
+//! * **Order**: kube-scheduler's queue pops the pod of highest priority first, then the oldest;
+//!   pods that exist when it starts reach it in no particular order (its initial watch-list is
+//!   not sorted), and pods created one at a time while it runs arrive no faster than the API
+//!   server takes them (12 pods/s here under load: 15 minutes for one configuration). So each pod
+//!   carries its arrival rank as `spec.priority` ([`arrival_priority`]: earlier is higher) and
+//!   `preemptionPolicy: Never`, all are created before kube-scheduler starts (in parallel), and
+//!   it takes them exactly in the protocol's order. Priority decides nothing else here: no score
+//!   plugin reads it, and without preemption no pod displaces another (the protocol has none).
+//!   The test control plane lets pods give their own priority (the Priority admission plugin
+//!   off, `ControlPlaneOptions::priority_in_pod_spec`); a real cluster would need one
+//!   PriorityClass per rank. Names `p-000000`, `p-000001`, … follow the same order.
 
 use std::path::Path;
 
@@ -42,18 +49,6 @@ pub const HAMI_POD_ALLOCATED: &str = "hami.io/vgpu-devices-allocated";
 /// Device memory registered per GPU (MiB): 1000 makes a device's memory and its milli-GPU the
 /// same number, so no share is rounded on its way through the annotations.
 pub const DEVICE_MEMORY: u32 = 1000;
-/// The PriorityClass every replayed pod names: priority 0, as pods without one, and no
-/// preemption. The protocol has none (pods never leave), and among pods of one priority
-/// kube-scheduler finds no victim anyway; without it, every pod that fits nowhere costs a second
-/// pass over the nodes looking for one.
-pub const PRIORITY_CLASS: &str = "aco-replay-no-preemption";
-
-pub fn priority_class() -> Value {
-    json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-           "metadata": {"name": PRIORITY_CLASS}, "value": 0, "preemptionPolicy": "Never",
-           "description": "Replayed trace pods: equal priority, never preempting."})
-}
-
 /// The annotation the simulator's latency-target pods carry (dropped here, see above).
 const LATENCY_TARGET_ANNOTATION: &str = "scheduling.aco/latency-target-us";
 
@@ -104,8 +99,13 @@ pub fn node_object(n: &SimNode) -> Value {
     })
 }
 
-/// The pod arriving `i`-th, as `v1.Pod` in `namespace` for `scheduler`.
-pub fn pod_object(p: &SimPod, i: usize, namespace: &str, scheduler: &str) -> Value {
+/// The priority of the pod arriving `i`-th of `n`: earlier is higher.
+pub fn arrival_priority(i: usize, n: usize) -> i64 {
+    (n - i.min(n)) as i64
+}
+
+/// The pod arriving `i`-th of `n`, as `v1.Pod` in `namespace` for `scheduler`.
+pub fn pod_object(p: &SimPod, i: usize, n: usize, namespace: &str, scheduler: &str) -> Value {
     let t = &p.trace;
     let meta = &p.json["metadata"];
     let labels = meta["labels"].clone();
@@ -137,7 +137,8 @@ pub fn pod_object(p: &SimPod, i: usize, namespace: &str, scheduler: &str) -> Val
         .collect();
     let mut spec = json!({
         "schedulerName": scheduler,
-        "priorityClassName": PRIORITY_CLASS,
+        "priority": arrival_priority(i, n),
+        "preemptionPolicy": "Never",
         "terminationGracePeriodSeconds": 0,
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                         "resources": {"requests": requests, "limits": limits}}],
@@ -252,7 +253,15 @@ impl Replay {
         self.order
             .iter()
             .enumerate()
-            .map(|(i, &pi)| pod_object(&self.world.pods[pi], i, namespace, scheduler))
+            .map(|(i, &pi)| {
+                pod_object(
+                    &self.world.pods[pi],
+                    i,
+                    self.order.len(),
+                    namespace,
+                    scheduler,
+                )
+            })
             .collect()
     }
 
@@ -487,7 +496,14 @@ mod tests {
     fn pods_ask_for_their_gpus_as_shares_or_whole_devices_and_keep_their_model() {
         let w = world();
         let by = |name: &str| w.pods.iter().position(|p| p.trace.name == name).unwrap();
-        let share = pod_object(&w.pods[by("share")], 7, "trace", "aco-scheduler");
+        let share = pod_object(&w.pods[by("share")], 7, 10, "trace", "aco-scheduler");
+        assert_eq!(
+            (
+                &share["spec"]["priority"],
+                &share["spec"]["preemptionPolicy"]
+            ),
+            (&json!(3), &json!("Never"))
+        );
         assert_eq!(share["metadata"]["name"], "p-000007");
         let req = &share["spec"]["containers"][0]["resources"]["requests"];
         assert_eq!(req[GPU_MILLI_RESOURCE], "460");
@@ -510,14 +526,14 @@ mod tests {
             w.pods[by("share")].json
         );
         assert!(share["metadata"]["labels"]["scheduling.aco/tenant-id"].is_string());
-        let whole = pod_object(&w.pods[by("whole")], 0, "trace", "s");
+        let whole = pod_object(&w.pods[by("whole")], 0, 10, "trace", "s");
         let req = &whole["spec"]["containers"][0]["resources"]["requests"];
         assert_eq!(
             (&req[GPU_COUNT_RESOURCE], &req[GPU_MILLI_RESOURCE]),
             (&json!("2"), &json!("2000"))
         );
         assert!(whole["spec"]["affinity"].is_null());
-        let cpu = pod_object(&w.pods[by("cpu")], 0, "trace", "s");
+        let cpu = pod_object(&w.pods[by("cpu")], 0, 10, "trace", "s");
         assert!(cpu["spec"]["containers"][0]["resources"]["limits"]
             .as_object()
             .unwrap()

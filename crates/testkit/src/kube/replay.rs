@@ -1,8 +1,9 @@
 //! One configuration of the real-kube trace replay (`benches/trace_replay.rs`,
 //! `scripts/bench-trace`): a fresh control plane, kwok nodes, optionally the Worker and the
-//! `aco-reporter` binary feeding it, then kube-scheduler (any build: the stock one or one with
-//! plugins compiled in) scheduling the pods as they are created, one at a time in the order
-//! given, until each is bound or has been found unschedulable. The run is watched, not polled: a
+//! `aco-reporter` binary feeding it, every pod created, then kube-scheduler (any build: the
+//! stock one or one with plugins compiled in) scheduling them until each is bound or has been
+//! found unschedulable. Pods may give their own `spec.priority` (the Priority admission plugin
+//! is off): kube-scheduler takes the highest first, the order the caller wants them in. The run is watched, not polled: a
 //! watch on the pods records each binding in the order the API server committed it, and each
 //! pod kube-scheduler marked Unschedulable (and whether a retry bound it later).
 //!
@@ -79,14 +80,16 @@ pub struct ReplayOutcome {
     pub scheduling_s: f64,
     /// All pods settled (bound or found unschedulable) before the timeout.
     pub settled: bool,
-    /// Phase timings in seconds: control plane, nodes, facts (with the extender), scheduler
-    /// start, scheduling (first create to the last pod settled; creating the pods overlaps it).
+    /// Phase timings in seconds: control plane, nodes, facts (with the extender), pods (their
+    /// creation), scheduler start, scheduling (until the last pod settled).
     pub phases: Vec<(String, f64)>,
     /// The Worker's and the reporter's Prometheus text at the end (with the extender).
     pub worker_metrics: Option<String>,
     pub reporter_metrics: Option<String>,
     /// Filter calls kube-scheduler skipped because the extender failed (its log).
     pub extender_errors: usize,
+    /// Pods (indices into the order given) in the order kube-scheduler first tried them (its log).
+    pub attempt_order: Vec<usize>,
 }
 
 impl ReplayOutcome {
@@ -110,15 +113,69 @@ impl ReplayOutcome {
             .count()
     }
     /// Pairs of pods bound in the opposite order to the one given (pod i before pod j < i), as a
-    /// share of all pairs of bound pods: 0 when kube-scheduler took them strictly in order.
+    /// share of all pairs of bound pods. Bindings complete asynchronously (a GPU pod's after a
+    /// PreBind write), so this is above 0 even when kube-scheduler took the pods in order.
     pub fn bind_inversions(&self) -> f64 {
         let ranks: Vec<usize> = self.fates.iter().filter_map(|f| f.bound_rank).collect();
-        let n = ranks.len();
-        if n < 2 {
-            return 0.0;
-        }
-        inversions(&ranks) as f64 / (n as f64 * (n as f64 - 1.0) / 2.0)
+        inversion_share(&ranks)
     }
+
+    /// Pairs of pods kube-scheduler first tried in the opposite order to the one given, as a
+    /// share of all pairs: 0 when it took them strictly in order (a shuffle gives 0.5).
+    pub fn attempt_inversions(&self) -> f64 {
+        inversion_share(&self.attempt_order)
+    }
+
+    /// Pods kube-scheduler tried before one given ahead of them was tried at all.
+    pub fn attempted_out_of_order(&self) -> usize {
+        let mut highest = None;
+        self.attempt_order
+            .iter()
+            .filter(|&&i| {
+                let late = highest.is_some_and(|h| i < h);
+                highest = highest.max(Some(i));
+                late
+            })
+            .count()
+    }
+}
+
+fn inversion_share(v: &[usize]) -> f64 {
+    let n = v.len() as f64;
+    if v.len() < 2 {
+        return 0.0;
+    }
+    inversions(v) as f64 / (n * (n - 1.0) / 2.0)
+}
+
+/// The pods of `names` in the order of their first "Attempting to schedule pod" line in a
+/// kube-scheduler log at -v=3 (`pod="<namespace>/<name>"`).
+fn first_attempts(log: &str, names: &[String]) -> Vec<usize> {
+    let index: std::collections::HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let prefix = format!("pod=\"{NAMESPACE}/");
+    let mut seen = vec![false; names.len()];
+    let mut order = Vec::new();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("\"Attempting to schedule pod\""))
+    {
+        let Some(name) = line
+            .split_once(&prefix)
+            .and_then(|(_, rest)| rest.split('"').next())
+        else {
+            continue;
+        };
+        if let Some(&i) = index.get(name) {
+            if !std::mem::replace(&mut seen[i], true) {
+                order.push(i);
+            }
+        }
+    }
+    order
 }
 
 /// Inversions of a sequence (merge sort count).
@@ -165,13 +222,12 @@ impl Cluster {
     }
 }
 
-/// What a replay creates: `nodes` (v1.Node objects with status; made kwok nodes here), `pods`
-/// (created in `NAMESPACE` in this order, one at a time, once kube-scheduler runs) and the
-/// PriorityClasses they name.
+/// What a replay creates: `nodes` (v1.Node objects with status; made kwok nodes here) and
+/// `pods` (in `NAMESPACE`, created before kube-scheduler starts; the order they are scheduled in
+/// is theirs to set, e.g. with `spec.priority`, which the control plane here lets them give).
 pub struct ReplayObjects {
     pub nodes: Vec<Value>,
     pub pods: Vec<Value>,
-    pub priority_classes: Vec<Value>,
 }
 
 /// Runs one configuration.
@@ -183,19 +239,19 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
         phases.push((name.to_owned(), clock.elapsed().as_secs_f64()));
         clock = Instant::now();
     };
+    let options = ControlPlaneOptions {
+        priority_in_pod_spec: true,
+        ..Default::default()
+    };
     let mut cluster = match &cfg.worker {
-        None => Cluster::Bare(Box::new(
-            ControlPlane::start_with(ControlPlaneOptions::default()).await,
-        )),
+        None => Cluster::Bare(Box::new(ControlPlane::start_with(options).await)),
         Some(w) => {
             let vars: Vec<(&str, &str)> = w
                 .vars
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str()))
                 .collect();
-            Cluster::Worker(Box::new(
-                Env::start_with(ControlPlaneOptions::default(), &vars).await,
-            ))
+            Cluster::Worker(Box::new(Env::start_with(options, &vars).await))
         }
     };
     let kwok = if cfg.kwok_pod_stages {
@@ -233,11 +289,10 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
     }
 
     kube.create_namespace(NAMESPACE).await;
-    for class in &objects.priority_classes {
-        kube.post("/apis/scheduling.k8s.io/v1/priorityclasses", class)
-            .await;
-    }
     let names: Vec<String> = pods.iter().map(name_of).collect();
+    for chunk in pods.chunks(32) {
+        futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
+    }
     let list = kube
         .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
         .await
@@ -246,36 +301,29 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
         .as_str()
         .expect("list resourceVersion")
         .to_owned();
+    lap("pods", &mut phases);
     let cp = cluster.cp();
     // An absolute path replaces KUBE_BIN in the join.
+    // -v=3 logs each scheduling attempt ("Attempting to schedule pod"): the order pods were
+    // taken in, which the bindings' order blurs (each binds asynchronously, GPU pods after a
+    // PreBind write).
     let scheduler = cp
-        .start_scheduler_binary(
+        .start_scheduler_binary_args(
             "scheduler",
             &cfg.scheduler.to_string_lossy(),
             &config.render(&cp.kubeconfig),
+            &["-v=3"],
         )
         .await;
     lap("scheduler", &mut phases);
-    // The pods arrive while kube-scheduler runs, one create at a time: its informer sees them
-    // in the order the API server committed them and its queue pops equal-priority pods
-    // oldest first, so they are scheduled in arrival order. (Pods created before it starts
-    // reach its queue in no particular order: its initial watch-list is not sorted.)
-    let creating = async {
-        let t = Instant::now();
-        for p in pods {
-            kube.create_pod(p).await;
-        }
-        t.elapsed().as_secs_f64()
-    };
-    let (creating_s, (fates, scheduling_s, settled)) =
-        tokio::join!(creating, watch_until_settled(&kube, &names, &rv, cfg));
+    let (fates, scheduling_s, settled) = watch_until_settled(&kube, &names, &rv, cfg).await;
     lap("scheduling", &mut phases);
-    phases.push(("of which creating the pods".into(), creating_s));
 
-    let extender_errors = scheduler
-        .log_text()
+    let log = scheduler.log_text();
+    let extender_errors = log
         .matches("Skipping extender as it returned error")
         .count();
+    let attempt_order = first_attempts(&log, &names);
     let bound = fates.iter().filter(|f| f.node.is_some()).count();
     let (worker_metrics, reporter_metrics) = match &cluster {
         Cluster::Worker(env) => (
@@ -291,6 +339,7 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
     drop(kwok);
     drop(cluster);
     ReplayOutcome {
+        attempt_order,
         fates,
         scheduling_s,
         settled,
@@ -482,6 +531,8 @@ pub fn summary(o: &ReplayOutcome) -> Value {
         "podsPerSecond": o.pods_per_s(),
         "boundAfterUnschedulable": o.bound_after_unschedulable(),
         "bindInversions": o.bind_inversions(),
+        "attemptInversions": o.attempt_inversions(),
+        "attemptedOutOfOrder": o.attempted_out_of_order(),
         "extenderErrors": o.extender_errors,
         "phases": o.phases.iter().map(|(k, v)| json!({"phase": k, "seconds": v})).collect::<Vec<_>>(),
     })
@@ -497,6 +548,25 @@ mod tests {
         assert_eq!(metric_sum(text, "a_total"), Some(5.5));
         assert_eq!(metric_sum(text, "b"), Some(1.0));
         assert_eq!(metric_sum(text, "c"), None);
+    }
+
+    #[test]
+    fn first_attempts_follow_the_log() {
+        let log = "I1206 04:26:30 schedule_one.go:117] \"Attempting to schedule pod\" pod=\"trace/p-2\"\n\
+                   I1206 other line pod=\"trace/p-0\"\n\
+                   I1206 schedule_one.go:117] \"Attempting to schedule pod\" pod=\"trace/p-0\"\n\
+                   I1206 schedule_one.go:117] \"Attempting to schedule pod\" pod=\"trace/p-2\"\n\
+                   I1206 schedule_one.go:117] \"Attempting to schedule pod\" pod=\"other/p-1\"\n\
+                   I1206 schedule_one.go:117] \"Attempting to schedule pod\" pod=\"trace/p-1\"\n";
+        let names: Vec<String> = ["p-0", "p-1", "p-2"].map(String::from).to_vec();
+        let order = first_attempts(log, &names);
+        assert_eq!(order, [2, 0, 1]);
+        let o = ReplayOutcome {
+            attempt_order: order,
+            ..Default::default()
+        };
+        assert_eq!(o.attempted_out_of_order(), 2);
+        assert!((o.attempt_inversions() - 2.0 / 3.0).abs() < 1e-12);
     }
 
     #[test]
