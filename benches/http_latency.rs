@@ -19,7 +19,7 @@ use aco_testkit::fixtures;
 
 use std::time::{Duration, Instant};
 
-use aco_testkit::{StartOptions, WorkerProcess, ADMIN_TOKEN};
+use aco_testkit::{StartOptions, WorkerProcess, ADMIN_TOKEN, METRICS_TOKEN};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -35,6 +35,7 @@ async fn worker_seconds(
 ) -> (f64, f64) {
     let text = client
         .get(worker.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
         .send()
         .await
         .expect("GET /metrics")

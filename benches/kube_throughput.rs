@@ -109,7 +109,8 @@ async fn main() {
     let via_proxy = |node_cache_capable: bool| {
         let mut c = env.worker_config(node_cache_capable);
         if let Extender::Worker { url_prefix, .. } = &mut c.extender {
-            *url_prefix = format!("https://{}/v1", proxy.addr);
+            // The same path (with its token), through the proxy.
+            *url_prefix = url_prefix.replace(&env.api.base, &format!("https://{}", proxy.addr));
         }
         c
     };

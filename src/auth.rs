@@ -1,42 +1,46 @@
-//! Bearer-token check for the admin and ingest endpoints. The token comes from the `ADMIN_TOKEN`
-//! secret (or var, for local development). The comparison takes the same time whatever the
-//! token, so its bytes cannot be guessed one at a time.
+//! Bearer-token checks of the admin/ingest routes (`ADMIN_TOKEN`) and of `/metrics`
+//! (`METRICS_TOKEN`). Each token is a secret (`wrangler secret put`; a `.dev.vars` entry or a
+//! test binding locally); one that could be guessed is refused as unconfigured
+//! (`aco_core::access::BearerTokens`), so the routes it guards are disabled rather than open.
+//! The comparison takes the same time whatever the token, so its bytes cannot be guessed one
+//! at a time.
 
+use aco_core::access::BearerTokens;
+use aco_core::config::ConfigError;
 use worker::{Env, Request};
-
-use aco_core::access::constant_time_eq;
 
 use crate::http::ApiError;
 
-pub fn require_admin(req: &Request, env: &Env) -> Result<(), ApiError> {
-    let expected = env
-        .secret("ADMIN_TOKEN")
+pub const ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+pub const METRICS_TOKEN: &str = "METRICS_TOKEN";
+
+/// The configured tokens of secret `key`, or why it cannot be used.
+pub fn configured(env: &Env, key: &str) -> Result<BearerTokens, ConfigError> {
+    let value = env
+        .secret(key)
         .map(|s| s.to_string())
-        .or_else(|_| env.var("ADMIN_TOKEN").map(|v| v.to_string()))
-        .map_err(|_| {
-            ApiError::new(
-                503,
-                "ADMIN_TOKEN is not configured; admin endpoints are disabled",
-            )
-        })?;
-    if expected.is_empty() {
-        return Err(ApiError::new(
+        .or_else(|_| env.var(key).map(|v| v.to_string()))
+        .ok();
+    BearerTokens::from_secret(key, value.as_deref())
+}
+
+/// The request carries `Authorization: Bearer <one of key's tokens>`: else 401, or 503 when
+/// the secret is unset or unusable (the route is disabled, never open).
+pub fn require_bearer(req: &Request, env: &Env, key: &str) -> Result<(), ApiError> {
+    let tokens = configured(env, key).map_err(|e| {
+        ApiError::new(
             503,
-            "ADMIN_TOKEN is empty; admin endpoints are disabled",
-        ));
-    }
-    let header = req
-        .headers()
-        .get("authorization")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let Some(given) = header.strip_prefix("Bearer ").map(str::trim) else {
-        return Err(ApiError::new(401, "missing Authorization: Bearer <token>"));
-    };
-    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(401, "invalid bearer token"))
-    }
+            format!("{e}; the routes it guards are disabled until it is set"),
+        )
+    })?;
+    let header = req.headers().get("authorization").ok().flatten();
+    tokens
+        .check(header.as_deref())
+        .map_err(|r| ApiError::new(r.status, r.message))
+}
+
+/// [`require_bearer`] of `ADMIN_TOKEN`: what every admin handler checks again itself, so a
+/// handler is never reachable without it whatever the routing says.
+pub fn require_admin(req: &Request, env: &Env) -> Result<(), ApiError> {
+    require_bearer(req, env, ADMIN_TOKEN)
 }

@@ -14,6 +14,7 @@
 //! in the [`ROWS_WRITTEN_HEADER`] of their replies (`aco_do_rows_written_total{class}`), so
 //! `docs/cost.md` prices operations that a benchmark counted rather than guessed.
 
+use aco_core::metrics;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -54,7 +55,7 @@ impl OpKind {
 
 /// Where an invocation's final counts go: a counter (name, labels, increment) of the isolate's
 /// telemetry, handed in by the router so that this module needs none.
-pub type CountSink = fn(&str, &str, f64);
+pub type CountSink = fn(&'static aco_core::metrics::Metric, &[&str], f64);
 
 #[derive(Default)]
 struct Tally {
@@ -73,18 +74,10 @@ impl Drop for Tally {
             return;
         };
         for (kind, n) in self.by_kind.get_mut().iter() {
-            count(
-                "aco_binding_operations_total",
-                &format!("kind=\"{}\"", kind.as_str()),
-                *n as f64,
-            );
+            count(&metrics::BINDING_OPERATIONS, &[kind.as_str()], *n as f64);
         }
         for (class, rows) in self.rows_written.get_mut().iter() {
-            count(
-                "aco_do_rows_written_total",
-                &format!("class=\"{class}\""),
-                *rows as f64,
-            );
+            count(&metrics::DO_ROWS_WRITTEN, &[class], *rows as f64);
         }
     }
 }
@@ -222,10 +215,21 @@ impl Bindings {
             colony_failure: Some("unreachable"),
             ..ApiError::unavailable(class, e)
         };
+        // DO_LOCATION_HINT: where an object is created, the first time it is named. An invalid
+        // config answers 503 before any binding is used, so no hint is lost here.
+        let hint = crate::env_config::config(&self.env)
+            .map(|c| c.do_location_hint.clone())
+            .unwrap_or_default();
         let stub = self
             .env
             .durable_object(binding)
-            .and_then(|ns| ns.get_by_name(name))
+            .and_then(|ns| {
+                if hint.is_empty() {
+                    ns.get_by_name(name)
+                } else {
+                    ns.get_by_name_with_location_hint(name, &hint)
+                }
+            })
             .map_err(unreachable)?;
         self.ops.spend(OpKind::DoRequest, 1)?;
         let resp = stub.fetch_with_request(req).await.map_err(unreachable)?;

@@ -23,7 +23,6 @@ mod env_config;
 mod facts;
 mod filter_memory;
 mod http;
-mod metrics_text;
 mod pod_index;
 mod registry;
 mod routes;

@@ -354,4 +354,7 @@ async fn a_2_2_mb_node_name_leaves_the_tenant_learning() {
         json!({}),
         "nothing reached the colony to drop: {table}"
     );
+    // A scrape after all of it passes `promtool check metrics` (`metrics()` runs it).
+    api.metrics_containing("aco_colony_deposits_total{tenant=\"poison\"} 3")
+        .await;
 }

@@ -2,7 +2,11 @@
 //! (`EXTENDER_AUTH=path-token`, `https://<host>/t/<token>/v1`). With the right token the Worker
 //! decides (a pod asking for a GPU model no node has stays Pending with our reason); with a wrong
 //! token the Worker refuses every call (401 JSON) and, the extender being `ignorable: true`, pods
-//! still schedule without it. Run by `scripts/e2e` (needs the control plane binaries).
+//! still schedule without it. And the shipped mTLS variant of the scheduler config
+//! (`k8s/scheduler-config-mtls.yaml`, a client certificate in `tlsConfig`) is one a real
+//! kube-scheduler runs with against a Worker under `EXTENDER_AUTH=mtls`. (Every other e2e suite
+//! runs path-token too: `aco_testkit::kube::fixtures::worker_options`.) Run by `scripts/e2e`
+//! (needs the control plane binaries).
 #![cfg(feature = "e2e")]
 
 use std::time::Duration;
@@ -13,32 +17,18 @@ use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::nodes::name_of;
 
+use aco_testkit::kube::scheduler_config::SHIPPED_MTLS;
 use aco_testkit::kube::{ControlPlane, SchedulerConfig};
 use aco_testkit::openb::pick_gpu_nodes;
-use aco_testkit::{StartOptions, WorkerProcess};
-use serde_json::Value;
+use aco_testkit::WorkerProcess;
+use serde_json::{json, Value};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "e2e-extender-token-0123456789abcdefghijklmnop";
 const NEXT_TOKEN: &str = "e2e-extender-token-next-0123456789abcdefghijk";
 
-#[tokio::test]
-async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_ignorable() {
-    let cp = ControlPlane::start().await;
-    let state = tempfile::Builder::new()
-        .prefix("aco-e2e-auth-")
-        .tempdir()
-        .unwrap();
-    let worker = WorkerProcess::start(
-        StartOptions {
-            persist_dir: Some(state.path().to_path_buf()),
-            https: Some(cp.pki.worker_tls()),
-            ..StartOptions::default()
-        }
-        .var("EXTENDER_AUTH", "path-token")
-        .var("EXTENDER_TOKENS", format!("{TOKEN},{NEXT_TOKEN}")),
-    );
-    let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+/// Two V100 and two T4 GPU nodes, created and their facts pushed.
+async fn gpu_nodes(cp: &ControlPlane, api: &WorkerApi) -> Vec<Value> {
     let nodes: Vec<Value> = pick_gpu_nodes(&["V100M16", "V100M32", "T4", "T4"])
         .into_iter()
         .enumerate()
@@ -49,19 +39,37 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
     }
     api.put_facts(nodes.iter().map(facts_of).collect::<Vec<_>>())
         .await;
+    nodes
+}
+
+/// A pod asking for one GPU of `models` (`scheduling.aco/gpu-models`).
+fn gpu_pod(ns: &str, name: &str, models: &str) -> Value {
+    pod(
+        ns,
+        name,
+        PodOpts {
+            gpus: 1,
+            annotations: vec![("scheduling.aco/gpu-models", models.into())],
+            ..Default::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_ignorable() {
+    let cp = ControlPlane::start().await;
+    let state = tempfile::Builder::new()
+        .prefix("aco-e2e-auth-")
+        .tempdir()
+        .unwrap();
+    let worker = WorkerProcess::start(
+        worker_options(&cp, state.path()).var("EXTENDER_TOKENS", format!("{TOKEN},{NEXT_TOKEN}")),
+    );
+    let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+    let nodes = gpu_nodes(&cp, &api).await;
     let ns = "tokened";
     cp.kube.create_namespace(ns).await;
-    let gpu_pod = |name: &str, models: &str| {
-        pod(
-            ns,
-            name,
-            PodOpts {
-                gpus: 1,
-                annotations: vec![("scheduling.aco/gpu-models", models.into())],
-                ..Default::default()
-            },
-        )
-    };
+    let gpu_pod = |name: &str, models: &str| gpu_pod(ns, name, models);
     let with_token = |token: &str| {
         SchedulerConfig::worker(format!("{}/t/{token}/v1", api.base), cp.pki.ca_pem(), false)
     };
@@ -138,6 +146,96 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
             .unwrap_or(0),
         decisions,
         "refused calls decided nothing"
+    );
+    sched.assert_running();
+    drop(worker);
+}
+
+/// The SHA-256 fingerprint of a PEM certificate as API Shield reports it (hex of the DER).
+fn fingerprint(cert: &std::path::Path) -> String {
+    let out = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(cert)
+        .output()
+        .expect("openssl");
+    assert!(out.status.success(), "openssl x509 -fingerprint");
+    String::from_utf8_lossy(&out.stdout)
+        .split_once('=')
+        .expect("sha256 Fingerprint=AA:BB:...")
+        .1
+        .trim()
+        .replace(':', "")
+        .to_lowercase()
+}
+
+#[tokio::test]
+async fn the_shipped_mtls_scheduler_config_runs_a_real_kube_scheduler_through_the_worker() {
+    let cp = ControlPlane::start().await;
+    let state = tempfile::Builder::new()
+        .prefix("aco-e2e-mtls-")
+        .tempdir()
+        .unwrap();
+    // The client certificate kube-scheduler presents (tlsConfig.certData/keyData). Miniflare
+    // terminates TLS itself, so what Cloudflare's edge would put in request.cf after verifying
+    // it is given to every request here: this certificate, verified, as API Shield reports it.
+    let (cert, key) = (cp.pki.path("admin.crt"), cp.pki.path("admin.key"));
+    let fp = fingerprint(&cert);
+    let worker = WorkerProcess::start(
+        aco_testkit::StartOptions {
+            cf: Some(
+                json!({"tlsClientAuth": {"certPresented": "1", "certVerified": "SUCCESS",
+                "certFingerprintSHA256": fp, "certIssuerDN": "CN=aco-test-ca"}}),
+            ),
+            ..worker_options(&cp, state.path())
+        }
+        .var("EXTENDER_AUTH", "mtls")
+        .var("EXTENDER_CERT_FINGERPRINTS", fp.clone()),
+    );
+    let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
+    assert!(
+        api.url_prefix().ends_with("/v1") && !api.url_prefix().contains("/t/"),
+        "mtls: the verbs at https://<host>/v1, no token: {}",
+        api.url_prefix()
+    );
+    let nodes = gpu_nodes(&cp, &api).await;
+    let ns = "mtls";
+    cp.kube.create_namespace(ns).await;
+
+    let config = SchedulerConfig {
+        file: SHIPPED_MTLS,
+        client_cert: Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap())),
+        ..SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false)
+    };
+    let rendered: serde_yaml::Value = serde_yaml::from_str(&config.render(&cp.kubeconfig)).unwrap();
+    let tls = &rendered["extenders"][0]["tlsConfig"];
+    assert!(
+        tls["certData"].is_string() && tls["keyData"].is_string(),
+        "{SHIPPED_MTLS}'s tlsConfig carries the client certificate: {tls:?}"
+    );
+    let mut sched = cp.start_scheduler("scheduler-mtls", &config).await;
+    // The Worker decides: no node has an A100 (Pending with our reason); a V100 pod lands on a V100.
+    cp.kube.create_pod(&gpu_pod(ns, "a100-mtls", "A100")).await;
+    let msg = cp
+        .kube
+        .wait_unschedulable(ns, "a100-mtls", BIND_TIMEOUT)
+        .await;
+    assert!(msg.to_lowercase().contains("a100"), "{msg}");
+    cp.kube
+        .create_pod(&gpu_pod(ns, "v100-mtls", "V100M16|V100M32"))
+        .await;
+    let node = cp.kube.wait_bound(ns, "v100-mtls", BIND_TIMEOUT).await;
+    assert!(
+        nodes
+            .iter()
+            .any(|n| name_of(n) == node && label(n, "aco/gpu-type").starts_with("V100")),
+        "{node}"
+    );
+    assert!(
+        api.pheromones(ns).await["counters"]["decisions"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "prioritize went through the mTLS config"
     );
     sched.assert_running();
     drop(worker);

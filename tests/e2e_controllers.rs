@@ -39,7 +39,7 @@ use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 
 use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
 use aco_testkit::kube::reporter::Reporter;
-use aco_testkit::kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
+use aco_testkit::kube::{base64, install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
 use aco_testkit::{now_ms, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -159,7 +159,7 @@ impl Cluster {
         let token_file = env.cp.dir.join("aco-reporter-token");
         std::fs::write(
             &token_file,
-            decode_base64(secret["data"]["token"].as_str().unwrap()),
+            base64::decode(secret["data"]["token"].as_str().unwrap()),
         )
         .unwrap();
         Cluster {
@@ -237,22 +237,6 @@ impl Cluster {
             .filter(|p| pred(p))
             .collect()
     }
-}
-
-fn decode_base64(s: &str) -> Vec<u8> {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in s.bytes().filter(|c| *c != b'=') {
-        let v = T.iter().position(|t| *t == c).unwrap() as u32;
-        acc = acc << 6 | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
 }
 
 fn template(

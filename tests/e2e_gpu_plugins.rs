@@ -7,6 +7,8 @@
 //!   shares never cross a device though the node's aggregate would allow it, whole GPUs need
 //!   wholly free devices, the GPU-model annotation holds, every placement is written on the pod
 //!   in the form the reporter reads, and a restarted scheduler reads them back.
+//! - With the Worker as extender (the shipped configuration plus AcoGpuDevices), the real
+//!   reporter turns those annotations into the per-GPU free shares of the Worker's facts.
 //! - FGD (profile `aco-fgd`, FGD alone scores): pod after pod, the node kube-scheduler binds is
 //!   one the simulator's FGD scores highest for the cluster's state at that moment, and a share
 //!   takes the GPU the simulator's FGD picks.
@@ -23,11 +25,13 @@ use aco_core::heuristic::{PodGpus, PodShape};
 use aco_reporter::gpu_share::gpu_free_milli;
 use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
 use aco_sim::saturate::policy::fgd::{fgd_score, state_verdict, FgdMemo, NodeFree, ShareGpu};
+use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::aco_scheduler::{
-    gpu_node, sample_config, GPU_MODEL_LABEL, HAMI_POD_ALLOCATED,
+    gpu_node, sample_config, with_gpu_devices, GPU_MODEL_LABEL, HAMI_POD_ALLOCATED,
 };
+use aco_testkit::kube::fixtures::{label_node, Env};
 use aco_testkit::kube::kwok::quantity;
-use aco_testkit::kube::{wait_for, ControlPlane, Kube};
+use aco_testkit::kube::{wait_for, ControlPlane, Kube, SCHEDULER_NAME};
 use serde_json::{json, Value};
 
 const NS: &str = "gpu";
@@ -518,4 +522,76 @@ async fn fgd_binds_where_the_simulators_fgd_scores_highest() {
         discriminating >= 5 && unique >= 4,
         "only {discriminating} arrivals had a feasible node scored below the best ({unique} one best node): the check says little"
     );
+}
+
+/// The chain the Worker's η relies on, with the shipped extender configuration: AcoGpuDevices
+/// (added to the shipped profile) writes each placement's devices, the real reporter reads them
+/// and the Worker's facts carry every node's per-GPU free shares — what it would get behind HAMi.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workers_facts_carry_the_per_gpu_shares_placed_through_the_extender() {
+    let _serial = serial();
+    let gpu_resources = "nvidia.com/gpu,alibabacloud.com/gpu-count,alibabacloud.com/gpu-milli";
+    let env = Env::start_with_reporter_and_vars(&[], &[("GPU_RESOURCES", gpu_resources)]).await;
+    let kube = env.kube();
+    kube.create_namespace(NS).await;
+    let nodes: Vec<Value> = [("ext-0", 2), ("ext-1", 4)]
+        .into_iter()
+        .map(|(n, gpus)| {
+            let node = gpu_node(n, "T4", gpus, 32_000, &[(GROUP, "ext")]);
+            label_node(node, 1.0, 100, false)
+        })
+        .collect();
+    env.add_nodes(&nodes).await;
+    let shipped = env.worker_config(false).render(&env.cp.kubeconfig);
+    let config = with_gpu_devices(&shipped, &json!({"shareGpuChoice": "bestFit"}));
+    let _scheduler = env
+        .cp
+        .start_aco_scheduler("aco-kube-scheduler-ext", &config)
+        .await;
+
+    let asks = [
+        Ask::Share(600),
+        Ask::Share(470),
+        Ask::Whole(2),
+        Ask::Share(810),
+        Ask::Share(320),
+    ];
+    for (i, ask) in asks.into_iter().enumerate() {
+        let name = format!("ext-{i}");
+        kube.create_pod(&gpu_pod(PodSpec {
+            name: &name,
+            scheduler: SCHEDULER_NAME,
+            group: "ext",
+            cpu_milli: 2000,
+            ask,
+            annotations: json!({}),
+            node_name: None,
+        }))
+        .await;
+        bound_pod(kube, &name).await;
+    }
+    let states = node_states(kube, &["ext-0", "ext-1"]).await;
+    let used: u32 = states
+        .iter()
+        .flat_map(|s| &s.gpu_free)
+        .map(|f| 1000 - f)
+        .sum();
+    assert_eq!(
+        used,
+        600 + 470 + 2000 + 810 + 320,
+        "what the annotations hold"
+    );
+    for s in &states {
+        let name = s.name.clone();
+        let want = json!(s.gpu_free);
+        wait_for(
+            &format!("the Worker's facts for {name} to carry gpuFreeMilli {want}"),
+            BIND_TIMEOUT,
+            || async {
+                let facts = env.api.try_node_facts(&name).await?;
+                (facts["gpuFreeMilli"]["value"] == want).then_some(())
+            },
+        )
+        .await;
+    }
 }

@@ -32,7 +32,7 @@ use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::nodes::name_of;
 
-use aco_testkit::kube::{host_port, Kube, ProxyMode, SchedulerConfig};
+use aco_testkit::kube::{host_port, install, Kube, ProxyMode, SchedulerConfig};
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 use serde_json::{json, Value};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -488,7 +488,8 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
         .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
     let mut config = env.worker_config(false);
     if let aco_testkit::kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
-        *url_prefix = format!("https://{}/v1", proxy.addr);
+        // The same path (with its token), through the proxy.
+        *url_prefix = url_prefix.replace(&env.api.base, &format!("https://{}", proxy.addr));
     }
     let mut sched = env.cp.start_scheduler("scheduler", &config).await;
     // A pod only the Worker would refuse: no node has an A100.
@@ -571,38 +572,19 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
 // ---------------------------------------------------------------------------------------------
 // the shipped manifests
 
-/// Path in the API server for a manifest's kind (the kinds k8s/ ships).
+/// Path in the API server for the kinds of k8s/examples.
 fn collection_path(obj: &Value) -> String {
     let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
     match obj["kind"].as_str().unwrap() {
-        "ServiceAccount" => format!("/api/v1/namespaces/{ns}/serviceaccounts"),
-        "ConfigMap" => format!("/api/v1/namespaces/{ns}/configmaps"),
         "Pod" => format!("/api/v1/namespaces/{ns}/pods"),
-        "Node" => "/api/v1/nodes".into(),
         "Deployment" => format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         "Job" => format!("/apis/batch/v1/namespaces/{ns}/jobs"),
-        "Role" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
-        "RoleBinding" => format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
-        "ClusterRole" => "/apis/rbac.authorization.k8s.io/v1/clusterroles".into(),
-        "ClusterRoleBinding" => "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings".into(),
-        "PodDisruptionBudget" => format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"),
-        other => panic!("k8s/ ships a {other}: add it here"),
+        other => panic!("k8s/examples ships a {other}: add it here"),
     }
 }
 
-fn yaml_docs(path: &std::path::Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| {
-            serde_json::to_value(<serde_yaml::Value as serde::Deserialize>::deserialize(d).unwrap())
-                .unwrap()
-        })
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-/// k8s/ as `kubectl apply -k k8s/` would install it (the ConfigMap generated from
-/// scheduler-config.yaml as kustomization.yaml says), then the example pods scheduled by the
+/// k8s/ as `kubectl apply -k` installs it (rendered by the pinned kustomize: the Secret
+/// generated from scheduler-config.yaml, hashed names), then the example pods scheduled by the
 /// real kube-scheduler through the Worker.
 #[tokio::test]
 async fn shipped_manifests_install_and_example_pods_schedule() {
@@ -611,63 +593,47 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
     let kube = env.kube();
     let k8s = aco_testkit::repo_root().join("k8s");
 
-    let kustomization = &yaml_docs(&k8s.join("kustomization.yaml"))[0];
-    let ns = kustomization["namespace"].as_str().unwrap();
-    let mut objects = Vec::new();
-    for r in kustomization["resources"].as_array().unwrap() {
-        objects.extend(yaml_docs(&k8s.join(r.as_str().unwrap())));
-    }
-    for gen in kustomization["configMapGenerator"].as_array().unwrap() {
-        // A generator has `files` (scheduler-config.yaml) or `literals` (KEY=VALUE, the
-        // reporter's settings), as kustomize reads them.
-        let mut data = serde_json::Map::new();
-        for f in gen["files"].as_array().into_iter().flatten() {
-            let f = f.as_str().unwrap();
-            data.insert(
-                f.to_owned(),
-                std::fs::read_to_string(k8s.join(f)).unwrap().into(),
-            );
-        }
-        for l in gen["literals"].as_array().into_iter().flatten() {
-            let (k, v) = l.as_str().unwrap().split_once('=').unwrap();
-            data.insert(k.to_owned(), v.into());
-        }
-        objects.push(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                            "metadata": {"name": gen["name"], "labels": kustomization["generatorOptions"]["labels"]},
-                            "data": data}));
-    }
-    for mut obj in objects {
-        obj["metadata"]["namespace"] = ns.into();
-        kube.post(&collection_path(&obj), &obj).await;
-    }
-    let cm = kube
-        .get(&format!(
-            "/api/v1/namespaces/{ns}/configmaps/aco-scheduler-config"
-        ))
-        .await
-        .unwrap();
+    let objects = install::render(&env.cp, &env.api.base, "registry.example/aco-reporter:e2e");
+    install::apply(kube, &objects).await;
     let deploy = kube
+        .get("/apis/apps/v1/namespaces/kube-system/deployments/aco-scheduler")
+        .await
+        .unwrap();
+    let pod_spec = &deploy["spec"]["template"]["spec"];
+    // kube-scheduler's --config is the file of the Secret generated from scheduler-config.yaml.
+    let volume = pod_spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "config")
+        .expect("the config volume");
+    let secret_name = volume["secret"]["secretName"].as_str().unwrap();
+    assert!(
+        secret_name.starts_with("aco-scheduler-config-"),
+        "the config volume is the generated, hashed Secret: {volume}"
+    );
+    let secret = kube
         .get(&format!(
-            "/apis/apps/v1/namespaces/{ns}/deployments/aco-scheduler"
+            "/api/v1/namespaces/kube-system/secrets/{secret_name}"
         ))
         .await
         .unwrap();
-    let args = deploy["spec"]["template"]["spec"]["containers"][0]["command"].to_string();
-    let file = cm["data"]
+    let file = secret["data"]
         .as_object()
         .unwrap()
         .keys()
         .next()
         .unwrap()
         .clone();
+    let container = &pod_spec["containers"][0];
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
     assert!(
-        args.contains(&file),
-        "the Deployment must read the ConfigMap's {file}: {args}"
+        container["command"]
+            .to_string()
+            .contains(&format!("--config={mount}/{file}")),
+        "the Deployment must read the Secret's {file}: {container}"
     );
-    let image = deploy["spec"]["template"]["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let image = container["image"].as_str().unwrap().to_owned();
     let version = std::process::Command::new(env.cp.bin.join("kube-scheduler"))
         .arg("--version")
         .output()
@@ -697,7 +663,7 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         .collect();
     dir.sort();
     for path in dir {
-        examples.extend(yaml_docs(&path));
+        examples.extend(install::yaml_file(&path));
     }
     for obj in &examples {
         if let Some(ns) = obj["metadata"]["namespace"].as_str() {

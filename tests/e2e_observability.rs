@@ -331,8 +331,8 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
         .map(|(_, _, e)| e)
         .collect();
     for metric in [
-        "aco_shadow_chosen_cost_dollars_per_hour_sum",
-        "aco_shadow_colony_cost_dollars_per_hour_sum",
+        "aco_shadow_chosen_cost_dollars_per_hour_total",
+        "aco_shadow_colony_cost_dollars_per_hour_total",
         "aco_shadow_agreements_total",
         "aco_shadow_pods_total",
         "aco_shadow_latency_critical_on_hot_nodes_total",
@@ -370,7 +370,7 @@ mod e2e {
     use aco_testkit::nodes::name_of;
     use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
     use aco_testkit::prometheus::{ApiError, Prometheus, ScrapeJob};
-    use aco_testkit::{StartOptions, WorkerProcess};
+    use aco_testkit::WorkerProcess;
 
     const BIND_TIMEOUT: Duration = Duration::from_secs(90);
     /// How long Prometheus may take, after the workload, until every panel has data.
@@ -432,15 +432,11 @@ mod e2e {
             .tempdir()
             .unwrap();
         let worker = WorkerProcess::start(
-            StartOptions {
-                persist_dir: Some(state.path().to_path_buf()),
-                https: Some(cp.pki.worker_tls()),
-                ..StartOptions::default()
-            }
-            // Facts older than a second are stale: the reporter's full refresh is a minute.
-            .var("FACTS_TTL_MS", "1000")
-            .var("TEST_FAULT_PLACEMENTS", format!("{FAULTY}:2"))
-            .var("TENANTS", format!("team-a,{FAULTY}")),
+            worker_options(&cp, state.path())
+                // Facts older than a second are stale: the reporter's full refresh is a minute.
+                .var("FACTS_TTL_MS", "1000")
+                .var("TEST_FAULT_PLACEMENTS", format!("{FAULTY}:2"))
+                .var("TENANTS", format!("team-a,{FAULTY}")),
         );
         let api = WorkerApi::new(&worker, &cp.pki.ca_pem());
         let mut reporter = Reporter::start(
@@ -460,7 +456,7 @@ mod e2e {
         let rules = write_rules_file(rules_dir.path());
         let prometheus = Prometheus::start_with_rules(
             &[
-                ScrapeJob::new("aco-worker", &api.base).ca_file(&cp.pki.path("ca.crt")),
+                ScrapeJob::worker("aco-worker", &api.base).ca_file(&cp.pki.path("ca.crt")),
                 ScrapeJob::new(
                     "aco-reporter",
                     &format!("http://127.0.0.1:{}", reporter.ops),

@@ -132,7 +132,7 @@ impl Loop {
         let r = self
             .env
             .api
-            .call(reqwest::Method::POST, "/v1/prioritize", Some(body))
+            .post(&self.env.api.verb_path("prioritize"), body.to_string())
             .await;
         r.as_array()
             .unwrap()
@@ -151,7 +151,7 @@ impl Loop {
         let body = json!({"Pod": pod, "NodeNames": nodes});
         self.env
             .api
-            .call(reqwest::Method::POST, "/v1/filter", Some(body))
+            .post(&self.env.api.verb_path("filter"), body.to_string())
             .await
     }
 }
@@ -675,11 +675,13 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
     let lp = Loop::start(&nodes, false).await;
     let kube = lp.kube();
     kube.create_namespace("ha").await;
+    // The Lease where the installed reporter keeps it (POD_NAMESPACE): k8s/reporter.yaml's Role
+    // allows no other namespace, and the reporters run with that RBAC.
     let lease = [
         "--leader-elect",
         "true",
         "--lease-namespace",
-        "default",
+        "kube-system",
         "--lease-duration",
         "6s",
         "--lease-grace",
@@ -708,7 +710,7 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
     })
     .await;
     let lease_obj = kube
-        .get("/apis/coordination.k8s.io/v1/namespaces/default/leases/aco-reporter")
+        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
         .await
         .unwrap();
     assert_eq!(lease_obj["spec"]["holderIdentity"], holder);

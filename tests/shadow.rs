@@ -213,8 +213,8 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     for line in [
         "aco_shadow_latency_critical_on_hot_nodes_total{tenant=\"team\",choice=\"chosen\"} 1",
         "aco_shadow_latency_critical_on_hot_nodes_total{tenant=\"team\",choice=\"colony\"} 0",
-        "# TYPE aco_shadow_chosen_cost_dollars_per_hour_sum counter",
-        "aco_shadow_colony_cost_dollars_per_hour_sum{tenant=\"team\"} ",
+        "# TYPE aco_shadow_chosen_cost_dollars_per_hour_total counter",
+        "aco_shadow_colony_cost_dollars_per_hour_total{tenant=\"team\"} ",
     ] {
         assert!(text.contains(line), "{line} in\n{text}");
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Runs the built Worker (build/index.js + its wasm, from `bash scripts/build-worker`) in
-// Miniflare, configured from wrangler.toml (the single source of bindings and [vars]).
+// Miniflare, configured from wrangler.toml (the single source of bindings and [vars]; it holds
+// no secret, so the caller passes them: --vars-file and/or --vars).
 //
-//   node crates/testkit/miniflare.mjs [--persist DIR] [--port N] [--vars JSON]
+//   node crates/testkit/miniflare.mjs [--persist DIR] [--port N] [--vars-file FILE] [--vars JSON]
 //                                    [--https-key FILE --https-cert FILE] [--cf JSON] [--watch-stdin]
 //
 // Prints exactly one line `READY <url>` (no trailing slash) on stdout once it serves requests,
@@ -12,15 +13,18 @@
 //
 // --persist DIR keeps Durable Object and KV state in DIR/do and DIR/kv (the same layout as
 // `wrangler dev`'s .wrangler/state/v3), so it survives a restart; without it state is in memory.
-// --vars JSON is an object merged over wrangler.toml's [vars].
+// --vars-file FILE is a dotenv file (the `.dev.vars` format `wrangler dev` reads; scripts/dev-vars
+// writes one) merged over wrangler.toml's [vars]; --vars JSON is an object merged over both. The
+// test kit passes its secrets with --vars (crates/testkit/src/worker.rs), scripts/demo with
+// --vars-file, so no secret is ever taken from the repository.
 // --cf JSON is the request.cf object every incoming request carries (e.g. an API Shield
 // `tlsClientAuth`); without it Miniflare's built-in fallback is used.
 
 import { readFile } from "node:fs/promises";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseArgs, parseEnv } from "node:util";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { parse as parseToml } from "smol-toml";
 
@@ -40,6 +44,7 @@ function parseCli() {
       persist: { type: "string" },
       port: { type: "string", default: "0" },
       vars: { type: "string" },
+      "vars-file": { type: "string" },
       cf: { type: "string" },
       "https-key": { type: "string" },
       "https-cert": { type: "string" },
@@ -61,6 +66,14 @@ function parseCli() {
     }
     if (vars === null || typeof vars !== "object" || Array.isArray(vars)) fail("--vars must be a JSON object");
   }
+  let fileVars = {};
+  if (values["vars-file"] !== undefined) {
+    try {
+      fileVars = parseEnv(readFileSync(values["vars-file"], "utf8"));
+    } catch (e) {
+      fail(`cannot read --vars-file ${values["vars-file"]}: ${e.message}`);
+    }
+  }
   if ((values["https-key"] === undefined) !== (values["https-cert"] === undefined)) {
     fail("--https-key and --https-cert go together");
   }
@@ -72,7 +85,7 @@ function parseCli() {
       fail(`--cf is not JSON: ${e.message}`);
     }
   }
-  return { ...values, port, vars, cf };
+  return { ...values, port, vars: { ...fileVars, ...vars }, cf };
 }
 
 // Translates wrangler.toml into Miniflare worker options.

@@ -3,10 +3,10 @@
 //! (`client.rs`) cannot disagree on a path or a body. Bodies are the core's
 //! (`aco_core::colony_store::wire`); the tenant travels once, as the [`ColonyName`] in a header.
 
-use aco_core::cluster::{colony_name, split_colony_name, DEFAULT_CLUSTER};
+use aco_core::cluster::colony_name;
 use aco_core::colony_store::wire::{
-    ColonyReport, ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply,
-    LookupRequest, PlacementsReply, PlacementsRequest, ShadowReply, ShadowRequest,
+    ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest,
+    PlacementsReply, PlacementsRequest, ShadowReply, ShadowRequest,
 };
 use aco_core::shadow::ShadowSummary;
 use serde::de::DeserializeOwned;
@@ -37,21 +37,6 @@ impl ColonyName {
     pub fn object_name(&self) -> String {
         colony_name(&self.cluster, &self.tenant)
     }
-
-    /// From an object name ([`ColonyName::object_name`]).
-    pub fn parse(object_name: &str) -> Self {
-        let (cluster, tenant) = split_colony_name(object_name);
-        Self::new(cluster, tenant)
-    }
-
-    /// The `cluster` label of its series: empty for the default cluster.
-    pub fn cluster_label(&self) -> &str {
-        if self.cluster == DEFAULT_CLUSTER {
-            ""
-        } else {
-            &self.cluster
-        }
-    }
 }
 
 /// The object's routes.
@@ -64,11 +49,10 @@ pub enum Route {
     ShadowSummary,
     Table,
     Reset,
-    Metrics,
     Lookup,
 }
 
-const ROUTES: [(Route, &str); 9] = [
+const ROUTES: [(Route, &str); 8] = [
     (Route::Copy, "/copy"),
     (Route::Decisions, "/decisions"),
     (Route::Placements, "/placements"),
@@ -76,7 +60,6 @@ const ROUTES: [(Route, &str); 9] = [
     (Route::ShadowSummary, "/shadow-summary"),
     (Route::Table, "/table"),
     (Route::Reset, "/reset"),
-    (Route::Metrics, "/metrics"),
     (Route::Lookup, "/lookup"),
 ];
 
@@ -93,10 +76,18 @@ impl Route {
     }
 }
 
-/// A call to the object: POSTed as JSON to `ROUTE`, answered with `Reply`.
+/// A call to the object: POSTed as JSON to `ROUTE`, answered with `Reply` in an [`Envelope`].
 pub trait ColonyCall: Serialize + DeserializeOwned {
     const ROUTE: Route;
     type Reply: Serialize + DeserializeOwned;
+}
+
+/// Every reply of the object: the route's own, and the colony's report for the Telemetry
+/// object when it changed since the last one (`aco_core::telemetry`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Envelope<R> {
+    pub reply: R,
+    pub report: Option<aco_core::telemetry::StampedReport>,
 }
 
 /// `Table`: the pheromone table and counters (the admin view, as JSON).
@@ -107,9 +98,6 @@ pub struct TableRequest {}
 pub struct ResetRequest {
     pub now_ms: u64,
 }
-/// `Metrics`: the scrape's view.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MetricsRequest {}
 /// `ShadowSummary`: shadow mode's summary.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ShadowSummaryRequest {}
@@ -142,10 +130,6 @@ impl ColonyCall for ResetRequest {
     const ROUTE: Route = Route::Reset;
     type Reply = serde_json::Value;
 }
-impl ColonyCall for MetricsRequest {
-    const ROUTE: Route = Route::Metrics;
-    type Reply = ColonyReport;
-}
 impl ColonyCall for LookupRequest {
     const ROUTE: Route = Route::Lookup;
     type Reply = DecisionLookup;
@@ -154,6 +138,7 @@ impl ColonyCall for LookupRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aco_core::cluster::DEFAULT_CLUSTER;
 
     #[test]
     fn every_route_has_one_path_and_parses_back() {
@@ -165,13 +150,8 @@ mod tests {
     }
 
     #[test]
-    fn colony_names_round_trip() {
-        let named = ColonyName::new("eu-1", "ml");
-        assert_eq!(named.object_name(), "eu-1/ml");
-        assert_eq!(ColonyName::parse("eu-1/ml"), named);
-        let default = ColonyName::new(DEFAULT_CLUSTER, "ml");
-        assert_eq!(default.object_name(), "ml");
-        assert_eq!(ColonyName::parse("ml"), default);
-        assert_eq!(default.cluster_label(), "");
+    fn colony_names_name_their_objects() {
+        assert_eq!(ColonyName::new("eu-1", "ml").object_name(), "eu-1/ml");
+        assert_eq!(ColonyName::new(DEFAULT_CLUSTER, "ml").object_name(), "ml");
     }
 }

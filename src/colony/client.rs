@@ -2,9 +2,10 @@
 //! tenant's colony, and the decision traffic that follows prioritize goes through here.
 
 use aco_core::colony_store::wire::{ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply};
+use aco_core::metrics;
 use worker::{Method, Request, RequestInit};
 
-use super::api::{ColonyCall, ColonyName, BINDING, CLASS, NAME_HEADER};
+use super::api::{ColonyCall, ColonyName, Envelope, BINDING, CLASS, NAME_HEADER};
 use super::{copy, queue};
 use crate::bindings::Bindings;
 use crate::http::ApiError;
@@ -56,7 +57,12 @@ pub async fn call<C: ColonyCall>(
             ..e
         });
     }
-    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))
+    let envelope: Envelope<C::Reply> =
+        serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))?;
+    if let Some(report) = envelope.report {
+        telemetry::colony_report(report);
+    }
+    Ok(envelope.reply)
 }
 
 /// Fetches the colony for this isolate's copy (prioritize without a fresh copy, shadow mode).
@@ -75,13 +81,15 @@ pub async fn fetch_copy(
 pub fn count_recorded(recorded: usize) {
     if recorded > 0 {
         telemetry::count(
-            "aco_colony_local_decisions_total",
-            "result=\"recorded\"",
+            &metrics::COLONY_LOCAL_DECISIONS,
+            &["recorded"],
             recorded as f64,
         );
     }
 }
 
+/// What a decisions reply settles: the decisions it made durable, and this isolate's copy.
+/// (Items it dropped are in the colony's own report, `aco_colony_items_dropped_total`.)
 fn settle(
     colony: &ColonyName,
     sent: &[aco_core::colony_store::wire::DecisionRecord],
@@ -94,13 +102,6 @@ fn settle(
         reply.snapshot.clone(),
         worker::Date::now().as_millis(),
     );
-    for (reason, n) in &reply.dropped {
-        telemetry::count(
-            "aco_colony_items_dropped_total",
-            &format!("reason=\"{reason}\""),
-            *n as f64,
-        );
-    }
 }
 
 /// After the response, `after_ms` later (`DECISION_FLUSH_MS`; see `queue::schedule_send`): the
@@ -124,7 +125,17 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
     };
     let sent = batch.decisions.len() as f64;
     match call(&bindings, &colony, &batch).await {
-        Ok(reply) => settle(&colony, &batch.decisions, &reply),
+        Ok(reply) => {
+            settle(&colony, &batch.decisions, &reply);
+            // The reply may have carried the colony's report, and no request of this
+            // invocation is left to schedule the flush that delivers it.
+            let flush_ms = crate::env_config::config(&bindings.env)
+                .map(|c| c.telemetry_flush_ms)
+                .unwrap_or(0);
+            if let Some(flush) = telemetry::schedule_flush(bindings.clone(), flush_ms) {
+                flush.await;
+            }
+        }
         Err(e) => {
             queue::failed(&colony, &batch.decisions);
             worker::console_error!(
@@ -132,12 +143,9 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
                 colony.object_name(),
                 e.message
             );
-            telemetry::count(
-                "aco_colony_errors_total",
-                &format!("reason=\"{}\"", e.colony_failure.unwrap_or("error")),
-                1.0,
-            );
-            telemetry::count("aco_colony_local_decisions_total", "result=\"retry\"", sent);
+            let reason = e.colony_failure.unwrap_or("error");
+            telemetry::count(&metrics::COLONY_ERRORS, &[reason], 1.0);
+            telemetry::count(&metrics::COLONY_LOCAL_DECISIONS, &["retry"], sent);
         }
     }
 }

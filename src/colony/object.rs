@@ -12,7 +12,10 @@
 //!
 //! Every reply carries `x-aco-rows-written` (the rows its commit wrote); the object also counts
 //! everything it wrote since it started — alarms and `setAlarm` included, which no reply shows —
-//! and reports it in `Metrics` (`aco_colony_rows_written_total`).
+//! and reports it (`aco_colony_rows_written_total`). A reply is the route's body in an
+//! envelope `{"reply": …, "report": …}`: whenever the colony changed since its last report, the
+//! new one rides along, and the isolate that gets it carries it to the Telemetry object, so no
+//! scrape ever asks a colony (`aco_core::telemetry`).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -33,9 +36,10 @@ use worker::{
     State,
 };
 
-use super::api::{
-    MetricsRequest, ResetRequest, Route, ShadowSummaryRequest, TableRequest, NAME_HEADER,
-};
+use aco_core::colony_store::ReportKey;
+use aco_core::telemetry::StampedReport;
+
+use super::api::{ResetRequest, Route, ShadowSummaryRequest, TableRequest, NAME_HEADER};
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::env_config;
 use crate::http::json_response;
@@ -97,6 +101,8 @@ pub struct Colony {
     faults_injected: Cell<u64>,
     /// The store was imported from the old tables: dropped after its first commit.
     legacy: Cell<bool>,
+    /// What the report a reply last carried was (none yet since the instance started).
+    last_report: RefCell<Option<ReportKey>>,
 }
 
 impl Colony {
@@ -347,6 +353,28 @@ impl Colony {
         fails
     }
 
+    /// The route's reply in its envelope, with the colony's report when it changed.
+    fn envelope(&self, name: &str, reply: String) -> Result<String> {
+        let report = match self.store.borrow().as_ref() {
+            Some(store) => {
+                let config = self.config()?;
+                let mut last = self.last_report.borrow_mut();
+                store.report_if_changed(&config, self.rows_written.get(), &mut last)
+            }
+            None => None,
+        };
+        let report = match report {
+            Some(report) => serde_json::to_string(&StampedReport {
+                colony: name.to_string(),
+                at_ms: now(),
+                report,
+            })
+            .map_err(failure)?,
+            None => "null".to_string(),
+        };
+        Ok(format!(r#"{{"reply":{reply},"report":{report}}}"#))
+    }
+
     async fn route(&self, route: Route, tenant: &str, body: &str) -> Result<String> {
         self.ensure_schema()?;
         let config = self.config()?;
@@ -423,11 +451,6 @@ impl Colony {
             Route::Lookup => {
                 let req: LookupRequest = parse(body)?;
                 reply(&self.with_store(config, |s| s.lookup(&req.key, req.now_ms, config))?)
-            }
-            Route::Metrics => {
-                let _: MetricsRequest = parse(body)?;
-                let rows = self.rows_written.get();
-                reply(&self.with_store(config, |s| s.report(config, rows))?)
             }
             Route::Table => {
                 let _: TableRequest = parse(body)?;
@@ -511,20 +534,21 @@ impl DurableObject for Colony {
             request_rows: Cell::new(0),
             faults_injected: Cell::new(0),
             legacy: Cell::new(false),
+            last_report: RefCell::new(None),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         self.request_rows.set(0);
-        let tenant = req.headers().get(NAME_HEADER)?.unwrap_or_default();
-        let tenant = aco_core::cluster::split_colony_name(&tenant).1.to_string();
+        let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
+        let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();
         let path = req.path();
         let body = req.text().await?;
         let result = match Route::parse(&path) {
             Some(route) => self.route(route, &tenant, &body).await,
             None => Err(failure(format!("unknown colony route {path}"))),
         };
-        let resp = match result {
+        let resp = match result.and_then(|text| self.envelope(&name, text)) {
             Ok(text) => crate::http::text_response(200, text, "application/json"),
             Err(e) => {
                 let message = e.to_string();

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 
-use aco_core::registry::{AdmitReply, AdmitRequest, NameKind, Page};
+use aco_core::registry::{AdmitReply, AdmitRequest, NameKind};
 use worker::{Method, Request, RequestInit};
 
 use super::{BINDING, CLASS, INSTANCE};
@@ -85,24 +85,4 @@ pub async fn admit(
         }
     });
     Ok(reply.admitted())
-}
-
-/// One page of admitted names of `kind` after `after`.
-pub async fn page(
-    bindings: &Bindings,
-    kind: NameKind,
-    after: Option<&str>,
-) -> Result<Page, ApiError> {
-    let mut url = worker::Url::parse("https://registry/names")
-        .map_err(|e| ApiError::unavailable("registry", e))?;
-    url.query_pairs_mut().append_pair("kind", kind.as_str());
-    if let Some(after) = after {
-        url.query_pairs_mut().append_pair("after", after);
-    }
-    let req = Request::new(url.as_str(), Method::Get)
-        .map_err(|e| ApiError::unavailable("registry", e))?;
-    let mut resp = bindings.do_fetch(BINDING, CLASS, INSTANCE, req).await?;
-    resp.json()
-        .await
-        .map_err(|e| ApiError::unavailable("registry reply", e))
 }

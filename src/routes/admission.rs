@@ -4,6 +4,7 @@
 //! names nor pods labelled with them can grow the colonies, their storage or `/metrics` beyond
 //! the bound. Tenants beyond it are counted together under `tenant="other"`.
 
+use aco_core::metrics;
 use aco_core::registry::NameKind;
 
 use super::Call;
@@ -46,11 +47,8 @@ pub async fn admit_tenant(
 }
 
 pub fn count_overflow(call: &mut Call, verb: &str, requests: u64) {
-    call.event.count(
-        "aco_tenant_overflow_total",
-        format!("verb=\"{verb}\",tenant=\"other\""),
-        requests as f64,
-    );
+    call.event
+        .count(&metrics::TENANT_OVERFLOW, &[verb, "other"], requests as f64);
 }
 
 /// For the admin routes that read or reset one tenant's colony: the colony, or 404 naming

@@ -10,6 +10,7 @@
 use aco_core::cluster::validate_tenant;
 use aco_core::colony_store::wire::PlacementItem;
 use aco_core::facts::validate_node_name;
+use aco_core::metrics;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 
 use super::placements::deliver;
@@ -48,11 +49,9 @@ pub async fn bind(call: &mut Call) -> Handled {
             )
             .await?;
         }
-        None => call.event.count(
-            "aco_placements_received_total",
-            "source=\"bind_unknown_pod\"".into(),
-            1.0,
-        ),
+        None => call
+            .event
+            .count(&metrics::PLACEMENTS_RECEIVED, &["bind_unknown_pod"], 1.0),
     }
     Ok(json_response(
         200,

@@ -1,5 +1,6 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
+use aco_core::metrics;
 use std::rc::Rc;
 
 use aco_core::colony::TenantColony;
@@ -63,21 +64,13 @@ pub async fn filter(call: &mut Call) -> Handled {
         std::mem::take(&mut outcome.rejections),
     );
     let ev = &mut call.event;
-    ev.count(
-        "aco_filter_nodes_passed_total",
-        String::new(),
-        outcome.passed as f64,
-    );
+    ev.count(&metrics::FILTER_NODES_PASSED, &[], outcome.passed as f64);
     for (code, n) in &outcome.rejected {
-        ev.count(
-            "aco_filter_nodes_rejected_total",
-            format!("reason=\"{}\"", code.as_str()),
-            *n as f64,
-        );
+        ev.count(&metrics::FILTER_NODES_REJECTED, &[code.as_str()], *n as f64);
     }
     ev.count(
-        "aco_stale_node_facts_total",
-        "verb=\"filter\"".into(),
+        &metrics::STALE_NODE_FACTS,
+        &["filter"],
         outcome.stale as f64,
     );
     // The reply echoes the passing nodes' bytes: sent from the request body, chunk by chunk,
@@ -111,8 +104,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(
-        "aco_stale_node_facts_total",
-        "verb=\"prioritize\"".into(),
+        &metrics::STALE_NODE_FACTS,
+        &["prioritize"],
         input.stale as f64,
     );
     if input.features.is_empty() {
@@ -130,8 +123,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         Err(e) => {
             worker::console_error!("prioritize: registry: {}", e.message);
             call.event.count(
-                "aco_colony_fallback_total",
-                "mode=\"eta_only\",reason=\"registry_unavailable\"".into(),
+                &metrics::COLONY_FALLBACK,
+                &["eta_only", "registry_unavailable"],
                 1.0,
             );
             TenantAdmission::OverLimit
@@ -140,11 +133,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let colony = match admission {
         TenantAdmission::Admitted(colony) => Some(colony),
         TenantAdmission::NotAllowed => {
-            call.event.count(
-                "aco_tenants_refused_total",
-                "verb=\"prioritize\"".into(),
-                1.0,
-            );
+            call.event
+                .count(&metrics::TENANTS_REFUSED, &["prioritize"], 1.0);
             None
         }
         TenantAdmission::OverLimit => None,
@@ -203,20 +193,13 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                     "prioritize: colony of {tenant:?} failed, answering without it: {}",
                     e.message
                 );
-                call.event.count(
-                    "aco_colony_errors_total",
-                    format!("reason=\"{reason}\""),
-                    1.0,
-                );
+                call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
                 let (mode, priorities) = match copy::with_any(&colony, |c| score(c).priorities) {
                     Some(p) => ("stale_copy", p),
                     None => ("eta_only", score(&mut TenantColony::default()).priorities),
                 };
-                call.event.count(
-                    "aco_colony_fallback_total",
-                    format!("mode=\"{mode}\",reason=\"{reason}\""),
-                    1.0,
-                );
+                call.event
+                    .count(&metrics::COLONY_FALLBACK, &[mode, reason], 1.0);
                 return answer(call, &priorities);
             }
         }
@@ -233,11 +216,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         decision: prioritized.decision,
     };
     let dropped = queue::push(&colony, record);
-    call.event.count(
-        "aco_colony_decisions_dropped_total",
-        String::new(),
-        dropped as f64,
-    );
+    call.event
+        .count(&metrics::COLONY_DECISIONS_DROPPED, &[], dropped as f64);
     if queue::schedule_send(&colony, now_ms) {
         call.deferred.push(Box::pin(client::send_decisions(
             call.bindings.clone(),

@@ -15,6 +15,7 @@ mod placements;
 mod shadow;
 mod tenants;
 
+use aco_core::metrics;
 use std::rc::Rc;
 
 use aco_core::access::{ClientCert, ExtenderAuth};
@@ -22,10 +23,10 @@ use aco_core::cluster::DEFAULT_CLUSTER;
 use aco_core::config::Config;
 use aco_core::registry::NameKind;
 pub use aco_core::route::Probe;
-use aco_core::route::{parse_path, Method as RouteMethod, PathError, Route};
+use aco_core::route::{parse_path, Guard, Method as RouteMethod, PathError, Route};
 use worker::{Context, Date, Env, Method, Request, Response};
 
-use crate::auth::require_admin;
+use crate::auth::{self, require_bearer};
 use crate::bindings::{self, Bindings};
 use crate::env_config;
 use crate::http::{drain, ApiError};
@@ -193,27 +194,30 @@ async fn route(
         );
         return (verb, (e.into_response(), Event::default(), Vec::new()));
     }
-    if route.is_extender_verb() {
-        if let Err(e) = authenticate(&req, &env, token) {
-            drain(&mut req).await;
+    let refused = match route.guard() {
+        Guard::Open => None,
+        Guard::ExtenderVerb => authenticate(&req, &env, token).err().map(|e| {
             let mut event = Event::default();
             event.count(
-                "aco_extender_auth_failures_total",
-                format!("status=\"{}\"", e.status),
+                &metrics::EXTENDER_AUTH_FAILURES,
+                &[&e.status.to_string()],
                 1.0,
             );
-            return (verb, (e.into_response(), event, Vec::new()));
-        }
+            (e, event)
+        }),
+        Guard::Admin => require_bearer(&req, &env, auth::ADMIN_TOKEN)
+            .err()
+            .map(|e| (e, Event::default())),
+        Guard::Scrape => require_bearer(&req, &env, auth::METRICS_TOKEN)
+            .err()
+            .map(|e| (e, Event::default())),
+    };
+    if let Some((e, event)) = refused {
+        drain(&mut req).await;
+        return (verb, (e.into_response(), event, Vec::new()));
     }
-    if route.needs_admin() {
-        if let Err(e) = require_admin(&req, &env) {
-            drain(&mut req).await;
-            return (verb, (e.into_response(), Event::default(), Vec::new()));
-        }
-    }
-    // Only an authenticated request of an allowed cluster carries its label (`/metrics`, served
-    // to anyone, does not).
-    let authenticated = route.is_extender_verb() || route.needs_admin();
+    // Only a request authenticated as the extender or an admin carries its cluster's label.
+    let authenticated = matches!(route.guard(), Guard::ExtenderVerb | Guard::Admin);
     // A named cluster exists once the Registry admitted it (MAX_CLUSTERS), before any object or
     // label is made for it; a refusal, like an unknown id, is counted without a label.
     if authenticated && cluster != DEFAULT_CLUSTER {
@@ -233,7 +237,7 @@ async fn route(
         if let Some(e) = refusal {
             drain(&mut req).await;
             let mut event = Event::default();
-            event.count("aco_clusters_refused_total", String::new(), 1.0);
+            event.count(&metrics::CLUSTERS_REFUSED, &[], 1.0);
             return (verb, (e.into_response(), event, Vec::new()));
         }
     }
@@ -295,11 +299,7 @@ async fn route(
     }) = &result
     {
         worker::console_error!("{}: {message}", verb.unwrap_or("request"));
-        call.event.count(
-            "aco_colony_errors_total",
-            format!("reason=\"{reason}\""),
-            1.0,
-        );
+        call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
     }
     (
         verb,

@@ -9,6 +9,7 @@
 //! memory of a 5,000-node filter is measured, docs/benchmarks.md).
 
 use aco_core::facts::validate_node_name;
+use aco_core::metrics;
 use worker::Response;
 
 use super::{Call, Handled};
@@ -20,16 +21,10 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
     let reply = crate::facts::client::put(&call.bindings, &call.cluster, body, call.now_ms).await?;
-    call.event.count(
-        "aco_node_facts_stored_total",
-        String::new(),
-        reply.stored as f64,
-    );
-    call.event.count(
-        "aco_node_facts_forgotten_total",
-        String::new(),
-        reply.forgotten as f64,
-    );
+    call.event
+        .count(&metrics::NODE_FACTS_STORED, &[], reply.stored as f64);
+    call.event
+        .count(&metrics::NODE_FACTS_FORGOTTEN, &[], reply.forgotten as f64);
     Ok(with_memory(json_response(200, &reply)))
 }
 

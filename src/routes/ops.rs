@@ -1,21 +1,16 @@
 //! Operations endpoints: health probes, version, metrics, and a trivial echo route used as the
 //! baseline in latency benchmarks.
 
-use aco_core::registry::NameKind;
-use worker::{Env, Method};
+use aco_core::metrics;
+use aco_core::telemetry::{Ack, ScrapeRequest};
+use worker::{Env, Method, RequestInit};
 
 use super::{Call, Handled, Probe};
-use crate::colony::api::{self as colony_api, ColonyName, MetricsRequest};
-use crate::colony::client;
+use crate::colony::api as colony_api;
 use crate::http::{json_response, read_body, text_response, ApiError};
-use crate::metrics_text::{render_colonies, render_state, ColonyMetrics};
 use crate::registry;
-use crate::telemetry::{self, state::TelemetryState};
-use crate::{env_config, facts, pod_index};
-
-/// Colonies asked for their metrics at once by a scrape (every admitted one is asked; this only
-/// bounds the replies held in flight).
-const COLONIES_IN_FLIGHT: usize = 50;
+use crate::telemetry::{self, ACK_HEADER};
+use crate::{auth, env_config, facts, pod_index};
 
 pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
     if *method != Method::Get {
@@ -34,6 +29,11 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
             }
             if let Err(e) = env_config::extender_auth(env) {
                 problems.push(e.to_string());
+            }
+            for key in [auth::ADMIN_TOKEN, auth::METRICS_TOKEN] {
+                if let Err(e) = auth::configured(env, key) {
+                    problems.push(e.to_string());
+                }
             }
             for (kind, ok) in [
                 (pod_index::BINDING, env.kv(pod_index::BINDING).is_ok()),
@@ -69,73 +69,54 @@ pub async fn echo(call: &mut Call) -> Handled {
     Ok(text_response(200, body, "application/json"))
 }
 
+/// `GET /metrics` (behind `METRICS_TOKEN`): one request to the Telemetry object, which
+/// applies this isolate's own delivery first (so the scrape is exact for the isolate that
+/// answers it) and renders every cluster's counters and every colony's latest report. No
+/// colony is asked anything, so a scrape costs the same however many colonies exist.
 pub async fn metrics(call: &mut Call) -> Handled {
-    // This isolate's own counters first, so that a scrape sees every request it answered; the
-    // other isolates' arrive within TELEMETRY_FLUSH_MS. A failed flush is retried by the next,
-    // and shows in this isolate's own series below.
-    if let Err(e) = telemetry::flush(&call.bindings, call.now_ms).await {
-        worker::console_error!("metrics: flushing this isolate's counters failed: {e}");
-        call.event
-            .count("aco_telemetry_flush_failures_total", String::new(), 1.0);
-    }
-    let req = worker::Request::new("https://telemetry/state", Method::Get)
+    let delivery = telemetry::seal(call.now_ms);
+    let scrape = ScrapeRequest {
+        delivery: delivery.clone(),
+        isolate: telemetry::isolate_view(),
+    };
+    let body = serde_json::to_string(&scrape)
+        .map_err(|e| ApiError::unavailable("serialising the scrape", e))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(body.into()));
+    let req = worker::Request::new_with_init("https://telemetry/scrape", &init)
         .map_err(|e| ApiError::unavailable("telemetry", e))?;
-    let mut resp = call
+    let sent = call
         .bindings
         .do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req)
-        .await?;
-    let state: TelemetryState = resp
-        .json()
+        .await;
+    let mut resp = match sent {
+        Ok(resp) if resp.status_code() == 200 => resp,
+        failed => {
+            if let Some(d) = &delivery {
+                telemetry::delivered(d, Err(()));
+            }
+            call.event
+                .count(&metrics::TELEMETRY_FLUSH_FAILURES, &[], 1.0);
+            return Err(match failed {
+                Ok(resp) => {
+                    ApiError::new(503, format!("telemetry answered {}", resp.status_code()))
+                }
+                Err(e) => e,
+            });
+        }
+    };
+    if let Some(d) = &delivery {
+        let ack: Option<Ack> = resp
+            .headers()
+            .get(ACK_HEADER)
+            .ok()
+            .flatten()
+            .and_then(|a| serde_json::from_str(&a).ok());
+        telemetry::delivered(d, ack.ok_or(()));
+    }
+    let text = resp
+        .text()
         .await
         .map_err(|e| ApiError::unavailable("telemetry reply", e))?;
-    let mut text = render_state(&state);
-    text.push_str(&telemetry::isolate_series());
-    // Every admitted colony, page by page (MAX_COLONIES bounds them, and so the subrequests of
-    // one scrape), asked COLONIES_IN_FLIGHT at a time.
-    let mut colonies = Vec::new();
-    let mut failed = 0;
-    let mut after: Option<String> = None;
-    loop {
-        let page =
-            registry::client::page(&call.bindings, NameKind::Colony, after.as_deref()).await?;
-        for wave in page.names.chunks(COLONIES_IN_FLIGHT) {
-            let names: Vec<ColonyName> = wave.iter().map(|n| ColonyName::parse(n)).collect();
-            let replies = futures::future::join_all(
-                names
-                    .iter()
-                    .map(|c| client::call(&call.bindings, c, &MetricsRequest {})),
-            )
-            .await;
-            // A colony that fails is skipped (and counted), never fatal to the scrape.
-            for (colony, reply) in names.iter().zip(replies) {
-                match reply {
-                    Ok(mut r) => {
-                        if r.tenant.is_empty() {
-                            r.tenant = colony.tenant.clone();
-                        }
-                        colonies.push(ColonyMetrics::new(colony.cluster_label(), r))
-                    }
-                    Err(e) => {
-                        failed += 1;
-                        worker::console_error!(
-                            "metrics: colony {:?} skipped: {}",
-                            colony.object_name(),
-                            e.message
-                        );
-                    }
-                }
-            }
-        }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
-    call.event.count(
-        "aco_metrics_colony_errors_total",
-        String::new(),
-        failed as f64,
-    );
-    text.push_str(&render_colonies(&colonies, failed));
     Ok(text_response(200, text, "text/plain; version=0.0.4"))
 }

@@ -5,6 +5,7 @@
 //! duplicates and change nothing; unknown pods are counted and ignored (see
 //! `aco_core::colony::report`).
 
+use aco_core::metrics;
 use std::collections::BTreeMap;
 
 use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
@@ -168,13 +169,6 @@ pub async fn deliver(
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_a_candidate += r.not_a_candidate;
                 summary.held += r.held;
-                for (reason, n) in &r.dropped {
-                    call.event.count(
-                        "aco_colony_items_dropped_total",
-                        format!("reason=\"{reason}\""),
-                        *n as f64,
-                    );
-                }
                 let entry = serde_json::json!({
                     "committed": true,
                     "deposited": r.deposited,
@@ -196,11 +190,8 @@ pub async fn deliver(
             }
         }
     }
-    call.event.count(
-        "aco_placements_received_total",
-        format!("source=\"{source}\""),
-        received as f64,
-    );
+    call.event
+        .count(&metrics::PLACEMENTS_RECEIVED, &[source], received as f64);
     match first_failure {
         None => Ok(summary),
         Some(e) => Err(partial_failure(per_tenant, e)),

@@ -10,6 +10,7 @@
 //! node's reliability once, τ is never touched). Validated whole first: a bad batch changes
 //! nothing.
 
+use aco_core::metrics;
 use std::collections::BTreeMap;
 
 use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport};
@@ -182,8 +183,8 @@ pub async fn report(call: &mut Call) -> Handled {
         }
     }
     call.event.count(
-        "aco_placements_received_total",
-        "source=\"shadow\"".into(),
+        &metrics::PLACEMENTS_RECEIVED,
+        &["shadow"],
         summary.received as f64,
     );
     match first_failure {

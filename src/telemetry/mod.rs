@@ -1,149 +1,79 @@
-//! Request counters, aggregated per isolate and sent to the Telemetry Durable Object in batches.
+//! Request counters, aggregated per isolate and sent to the Telemetry Durable Object in batches
+//! (the protocol — counting, batches, the ledger, the scrape — is `aco_core::telemetry`; this
+//! file is the isolate's side of it).
 //!
-//! Isolates share no memory, so counters cannot live in the Worker alone; but one Durable Object
-//! request and one row write per request (what this used to do) costs more than the request it
-//! measures and makes one object a throughput ceiling for every cluster. So each isolate folds
-//! its requests into a local [`TelemetryState`] and, at most `TELEMETRY_FLUSH_MS` later, a
-//! request's `waitUntil` sends everything not yet acknowledged in one request.
-//!
-//! Delivery is at least once and counted once: every batch carries this isolate's id and a
-//! sequence number; the Durable Object applies each sequence number once and acknowledges the
-//! highest it applied; a batch stays here until acknowledged, so a failed flush is retried by
-//! the next. `/metrics` flushes its own isolate first, so it is exact for that isolate and at
-//! most `TELEMETRY_FLUSH_MS` behind for the others.
+//! Each isolate folds its requests into a local state and, at most `TELEMETRY_FLUSH_MS` later,
+//! a request's `waitUntil` sends everything not yet acknowledged in one request, with the
+//! newest report of every colony that answered this isolate since. A batch stays here until
+//! acknowledged, so a failed flush is retried by the next. `/metrics` delivers its own isolate's
+//! counters with the scrape, so it is exact for that isolate and at most `TELEMETRY_FLUSH_MS`
+//! behind for the others.
 
-mod ledger;
 mod object;
-pub mod state;
 
-pub use object::Telemetry;
+pub use object::{Telemetry, ACK_HEADER};
 
 use std::cell::{Cell, RefCell};
 
-use serde::{Deserialize, Serialize};
+use aco_core::metrics::Metric;
+use aco_core::telemetry::outbox::Outbox;
+pub use aco_core::telemetry::Event;
+use aco_core::telemetry::{Ack, Delivery, IsolateView, StampedReport};
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
-use state::TelemetryState;
 
 pub const BINDING: &str = "TELEMETRY";
-/// One global instance: it now receives one request per isolate per flush interval.
+/// One global instance: it receives one request per isolate per flush interval.
 pub const INSTANCE: &str = "global";
-/// Unacknowledged batches kept per isolate; older ones are merged into one (nothing is lost,
-/// only the ability to send them separately).
-const MAX_PENDING: usize = 32;
-
-/// Request-duration histogram buckets, in seconds.
-pub const BUCKETS: [f64; 12] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-];
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Event {
-    pub verb: String,
-    pub code: u16,
-    pub seconds: f64,
-    /// Extra counters: (metric name, labels as `k="v",…` text, increment).
-    pub counters: Vec<(String, String, f64)>,
-    /// The request's cluster, empty for the default one (and for requests counted without a
-    /// label); a `cluster` label on every series of a named one.
-    #[serde(default)]
-    pub cluster: String,
-}
-
-impl Event {
-    pub fn count(&mut self, name: &str, labels: String, by: f64) {
-        if by != 0.0 {
-            self.counters.push((name.to_string(), labels, by));
-        }
-    }
-}
-
-/// One isolate's counters since its previous batch.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Batch {
-    pub seq: u64,
-    pub state: TelemetryState,
-}
-
-/// What an isolate sends: every batch the Durable Object has not acknowledged, oldest first.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Delivery {
-    pub isolate: String,
-    pub batches: Vec<Batch>,
-    pub now_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Ack {
-    /// Every batch of this isolate up to this sequence number is applied.
-    pub applied_through: u64,
-}
-
-#[derive(Default)]
-struct Local {
-    isolate: String,
-    current: TelemetryState,
-    next_seq: u64,
-    pending: Vec<Batch>,
-    /// Sends of this isolate's batches that failed, since the isolate started. Kept here, not
-    /// sent: a failure to send cannot be counted by sending (see [`isolate_series`]).
-    failed_flushes: u64,
-}
 
 thread_local! {
-    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
+    static OUTBOX: RefCell<Option<Outbox>> = const { RefCell::new(None) };
     static FLUSH_SCHEDULED: Cell<bool> = const { Cell::new(false) };
 }
 
-fn with_local<T>(f: impl FnOnce(&mut Local) -> T) -> T {
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        if l.isolate.is_empty() {
+fn with_outbox<T>(f: impl FnOnce(&mut Outbox) -> T) -> T {
+    OUTBOX.with(|o| {
+        let mut o = o.borrow_mut();
+        let outbox = o.get_or_insert_with(|| {
             // Unique per isolate so that the Durable Object can tell sequences apart.
-            l.isolate = format!(
+            Outbox::new(format!(
                 "{:016x}",
                 getrandom::u64().unwrap_or_else(|_| worker::Date::now().as_millis())
-            );
-            l.next_seq = 1;
-        }
-        f(&mut l)
+            ))
+        });
+        f(outbox)
     })
 }
 
 /// Adds a finished request to this isolate's counters.
 pub fn record(event: &Event) {
-    with_local(|l| l.current.apply(event));
+    with_outbox(|o| o.record(event));
 }
 
 /// Adds to a counter outside any request's event (work done after the response).
-pub fn count(name: &str, labels: &str, by: f64) {
-    if by != 0.0 {
-        with_local(|l| l.current.add(name, labels, by));
-    }
+pub fn count(metric: &'static Metric, values: &[&str], by: f64) {
+    with_outbox(|o| o.count(metric, values, by));
+}
+
+/// Keeps a colony's report for the next delivery (the newest of each colony).
+pub fn colony_report(report: StampedReport) {
+    with_outbox(|o| o.colony_report(report));
 }
 
 /// Seals the current counters into a numbered batch; returns what is owed to the Durable Object.
-fn seal(now_ms: u64) -> Option<Delivery> {
-    with_local(|l| {
-        if !l.current.is_empty() {
-            let state = std::mem::take(&mut l.current);
-            l.pending.push(Batch {
-                seq: l.next_seq,
-                state,
-            });
-            l.next_seq += 1;
-            if l.pending.len() > MAX_PENDING {
-                let oldest = l.pending.remove(0);
-                l.pending[0].state.merge(&oldest.state);
-            }
-        }
-        (!l.pending.is_empty()).then(|| Delivery {
-            isolate: l.isolate.clone(),
-            batches: l.pending.clone(),
-            now_ms,
-        })
-    })
+pub fn seal(now_ms: u64) -> Option<Delivery> {
+    with_outbox(|o| o.seal(now_ms))
+}
+
+/// What a delivery's answer means for this isolate's outbox.
+pub fn delivered(delivery: &Delivery, result: Result<Ack, ()>) {
+    with_outbox(|o| o.delivered(delivery, result));
+}
+
+/// What this isolate knows of its own delivery (shown by the scrape it answers).
+pub fn isolate_view() -> IsolateView {
+    with_outbox(|o| o.view())
 }
 
 /// Sends every unacknowledged batch; keeps them on failure (the next flush retries) and counts
@@ -154,10 +84,7 @@ pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
         return Ok(());
     };
     let result = send(bindings, &delivery).await;
-    with_local(|l| match &result {
-        Ok(ack) => l.pending.retain(|b| b.seq > ack.applied_through),
-        Err(_) => l.failed_flushes += 1,
-    });
+    delivered(&delivery, result.as_ref().copied().map_err(|_| ()));
     result.map(|_| ())
 }
 
@@ -178,20 +105,6 @@ async fn send(bindings: &Bindings, delivery: &Delivery) -> Result<Ack, String> {
     resp.json()
         .await
         .map_err(|e| format!("telemetry reply: {e}"))
-}
-
-/// What the answering isolate knows of its own delivery, computed here and never stored: the
-/// one view of telemetry that still works when the Telemetry object does not (Prometheus text,
-/// appended to `/metrics`; each scrape shows the isolate that answered it).
-pub fn isolate_series() -> String {
-    use std::fmt::Write;
-    let (failed, pending) = with_local(|l| (l.failed_flushes, l.pending.len()));
-    let mut out = String::new();
-    let failures = "aco_telemetry_isolate_flush_failures_total";
-    let _ = writeln!(out, "# HELP {failures} Failed sends of this isolate's counters to the Telemetry object since the isolate started (computed in the isolate that answered this scrape; not stored).\n# TYPE {failures} counter\n{failures} {failed}");
-    let pending_name = "aco_telemetry_isolate_pending_batches";
-    let _ = writeln!(out, "# HELP {pending_name} Counter batches of this isolate the Telemetry object has not acknowledged yet (sent again by the next flush).\n# TYPE {pending_name} gauge\n{pending_name} {pending}");
-    out
 }
 
 /// After a request: if no flush is due yet in this isolate, this request's `waitUntil` sends the

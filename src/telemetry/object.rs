@@ -1,30 +1,38 @@
-//! The Telemetry Durable Object: one global instance gathering every isolate's counter batches
-//! (see `telemetry/mod.rs`). State is one row per cluster in the table `parts` (`ledger.rs`),
-//! each bounded by construction (`state.rs`); a delivery rewrites the rows of the clusters it
-//! changed — one row per isolate per flush interval for a one-cluster deployment, not one per
-//! request.
+//! The Telemetry Durable Object: one global instance gathering every isolate's deliveries
+//! (`aco_core::telemetry`): counter parts, one row per cluster (`parts`), and the newest report
+//! of each colony, one row per colony (`colony_reports`), each written only when it changed.
 //!
-//! Internal API: `POST /batches` (`Delivery` → `Ack`), `GET /state` (every cluster's series, as
-//! `TelemetryState` JSON; `metrics_text.rs` renders it in the Worker).
+//! Internal API: `POST /batches` (`Delivery` → `Ack`), and `POST /scrape` (`ScrapeRequest`: the
+//! scraping isolate's own delivery, applied first, and its view) → the Prometheus text, the
+//! `Ack` of that delivery in [`ACK_HEADER`]. A scrape is this one request, however many
+//! colonies there are: none of them is asked anything.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
+use aco_core::telemetry::ledger::{self, Plan, TelemetryLedger};
+use aco_core::telemetry::{scrape, Delivery, ScrapeRequest};
 use worker::{
     durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State,
 };
 
-use super::ledger::{self, ClusterPart, TelemetryLedger};
-use super::Delivery;
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::http::{json_response, text_response};
 use crate::sql_transaction::run_in_transaction;
+
+/// The scrape's acknowledgement of the delivery it carried (JSON `Ack`; absent without one).
+pub const ACK_HEADER: &str = "x-aco-telemetry-ack";
 
 #[durable_object]
 pub struct Telemetry {
     state: State,
     sql: SqlStorage,
     ledger: RefCell<Option<TelemetryLedger>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Row {
+    key: String,
+    body: String,
 }
 
 impl Telemetry {
@@ -37,37 +45,55 @@ impl Telemetry {
         Ok(f(slot.insert(ledger)))
     }
 
-    /// The stored parts. A row that does not parse is logged and that cluster starts from
-    /// empty counters, counted (`aco_telemetry_state_resets_total`): metrics must keep working.
+    /// The stored rows. A row that does not parse is logged and that cluster (or colony)
+    /// starts from empty, counted (`aco_telemetry_state_resets_total`): metrics must keep
+    /// working.
     fn load(&self) -> Result<TelemetryLedger> {
         self.sql.exec(ledger::CREATE_TABLE, None)?;
-        #[derive(serde::Deserialize)]
-        struct Row {
-            cluster: String,
-            body: String,
-        }
-        let rows: Vec<Row> = self.sql.exec(ledger::SELECT_ALL, None)?.to_array()?;
-        let (mut ledger, unreadable) =
-            TelemetryLedger::from_rows(rows.iter().map(|r| (r.cluster.as_str(), r.body.as_str())));
+        self.sql.exec(ledger::CREATE_REPORTS_TABLE, None)?;
+        let rows = |query: &str| -> Result<Vec<Row>> { self.sql.exec(query, None)?.to_array() };
+        let parts = rows(ledger::SELECT_ALL)?;
+        let reports = rows(ledger::SELECT_REPORTS)?;
+        let (mut ledger, unreadable) = TelemetryLedger::from_rows(
+            parts.iter().map(|r| (r.key.as_str(), r.body.as_str())),
+            reports.iter().map(|r| (r.key.as_str(), r.body.as_str())),
+        );
         for problem in &unreadable {
-            worker::console_error!(
-                "telemetry: stored part {problem} does not parse; that cluster starts from empty counters"
-            );
-            ledger.add("aco_telemetry_state_resets_total", "", 1.0);
+            worker::console_error!("telemetry: stored {problem} does not parse; it starts empty");
+            ledger.count_reset();
         }
         Ok(ledger)
     }
 
-    /// Writes the planned parts' rows in one transaction; returns the SQLite rows written.
-    fn persist(&self, parts: &BTreeMap<String, ClusterPart>) -> Result<usize> {
-        let statements = parts
-            .iter()
-            .map(|(cluster, part)| {
-                let body = TelemetryLedger::row(part)
-                    .map_err(|e| worker::Error::RustError(e.to_string()))?;
-                Ok((ledger::UPSERT, vec![cluster.as_str().into(), body.into()]))
-            })
-            .collect::<Result<Vec<_>>>()?;
+    /// Applies a delivery: planned on copies, written in one transaction, then kept — a failed
+    /// write changes nothing and the isolate (not acknowledged) sends it again. Returns the
+    /// acknowledgement and the rows written.
+    fn apply(&self, delivery: &Delivery) -> Result<(aco_core::telemetry::Ack, usize)> {
+        let plan = self.with_ledger(|l| l.plan(delivery))?;
+        let ack = plan.ack;
+        if plan.is_empty() {
+            return Ok((ack, 0));
+        }
+        let rows = self.persist(&plan)?;
+        self.with_ledger(|l| l.commit(plan))?;
+        Ok((ack, rows))
+    }
+
+    fn persist(&self, plan: &Plan) -> Result<usize> {
+        let text =
+            |r: serde_json::Result<String>| r.map_err(|e| worker::Error::RustError(e.to_string()));
+        let mut statements = Vec::with_capacity(plan.parts.len() + plan.reports.len());
+        for (cluster, part) in &plan.parts {
+            let body = text(TelemetryLedger::row(part))?;
+            statements.push((ledger::UPSERT, vec![cluster.as_str().into(), body.into()]));
+        }
+        for (colony, report) in &plan.reports {
+            let body = text(TelemetryLedger::report_row(report))?;
+            statements.push((
+                ledger::UPSERT_REPORT,
+                vec![colony.as_str().into(), body.into()],
+            ));
+        }
         run_in_transaction(&self.state.storage(), &self.sql, &statements)
     }
 }
@@ -85,23 +111,29 @@ impl DurableObject for Telemetry {
         match (req.method(), req.path().as_str()) {
             (Method::Post, "/batches") => {
                 let delivery: Delivery = req.json().await?;
-                // Planned on copies, written, then kept: a failed write changes nothing and the
-                // isolate (not acknowledged) sends the batches again.
-                let (ack, parts) = self.with_ledger(|l| l.plan(&delivery))?;
-                let rows = if parts.is_empty() {
-                    0
-                } else {
-                    let rows = self.persist(&parts)?;
-                    self.with_ledger(|l| l.commit(parts))?;
-                    rows
-                };
+                let (ack, rows) = self.apply(&delivery)?;
                 let resp = json_response(200, &ack);
                 resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
                 Ok(resp)
             }
-            (Method::Get, "/state") => {
-                let state = self.with_ledger(|l| l.state())?;
-                Ok(json_response(200, &state))
+            (Method::Post, "/scrape") => {
+                let scrape: ScrapeRequest = req.json().await?;
+                let (ack, rows) = match &scrape.delivery {
+                    Some(d) => {
+                        let (ack, rows) = self.apply(d)?;
+                        (Some(ack), rows)
+                    }
+                    None => (None, 0),
+                };
+                let text = self.with_ledger(|l| scrape::render(l, scrape.isolate))?;
+                let resp = text_response(200, text, "text/plain; version=0.0.4");
+                resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
+                if let Some(ack) = ack {
+                    let ack = serde_json::to_string(&ack)
+                        .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                    resp.headers().set(ACK_HEADER, &ack)?;
+                }
+                Ok(resp)
             }
             _ => Ok(text_response(
                 404,

@@ -195,6 +195,83 @@ impl ExtenderAuth {
     }
 }
 
+/// A bearer credential the Worker keeps as a secret — `ADMIN_TOKEN` (admin and ingest routes)
+/// or `METRICS_TOKEN` (`/metrics`): one token, or two comma-separated while rotating. A value
+/// anyone could guess is refused as a configuration error, so an admin route is never served
+/// with it: each token is 32–256 printable ASCII characters (no spaces or commas) with at least
+/// [`MIN_DISTINCT_CHARS`] different characters (which rules out repeated words and runs), and
+/// not one this project ever published ([`PUBLISHED_TOKENS`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BearerTokens {
+    tokens: Vec<String>,
+}
+
+/// Different characters a bearer token has at least (a random hex token of 32 characters has ~14, of 64 all 16).
+pub const MIN_DISTINCT_CHARS: usize = 10;
+/// Tokens that appeared in this project's configuration or docs: never accepted.
+pub const PUBLISHED_TOKENS: &[&str] = &["dev-admin-token"];
+
+impl BearerTokens {
+    /// The configured secret `key` (its value `None` when unset).
+    pub fn from_secret(key: &str, value: Option<&str>) -> Result<Self, ConfigError> {
+        let err = |reason: String| ConfigError {
+            key: key.into(),
+            value: "<secret>".into(),
+            reason,
+        };
+        let value =
+            value.ok_or_else(|| err("is not set (wrangler secret put ".to_string() + key + ")"))?;
+        let tokens = list(value);
+        if tokens.is_empty() || tokens.len() > MAX_TOKENS {
+            return Err(err(
+                "must be one token, or two comma-separated while rotating".into(),
+            ));
+        }
+        for t in &tokens {
+            let distinct = t.bytes().collect::<std::collections::BTreeSet<u8>>().len();
+            if !(MIN_TOKEN_LEN..=MAX_TOKEN_LEN).contains(&t.len())
+                || !t.bytes().all(|b| b.is_ascii_graphic() && b != b',')
+            {
+                return Err(err(format!(
+                    "each token must be {MIN_TOKEN_LEN}–{MAX_TOKEN_LEN} printable characters without spaces or commas (e.g. openssl rand -hex 32)"
+                )));
+            }
+            if distinct < MIN_DISTINCT_CHARS || PUBLISHED_TOKENS.contains(&t.as_str()) {
+                return Err(err(
+                    "is a guessable value; generate one (e.g. openssl rand -hex 32)".into(),
+                ));
+            }
+        }
+        Ok(Self { tokens })
+    }
+
+    /// Whether an `Authorization` header carries one of the tokens (every token is compared,
+    /// in constant time, whatever matched first).
+    pub fn check(&self, authorization: Option<&str>) -> Result<(), Refusal> {
+        let refuse = |message: &str| {
+            Err(Refusal {
+                status: 401,
+                message: message.into(),
+            })
+        };
+        let Some(given) = authorization
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+        else {
+            return refuse("missing Authorization: Bearer <token>");
+        };
+        let mut ok = false;
+        for t in &self.tokens {
+            ok |= constant_time_eq(given.as_bytes(), t.as_bytes());
+        }
+        if ok {
+            Ok(())
+        } else {
+            refuse("invalid bearer token")
+        }
+    }
+}
+
 /// Splits a `/t/<token>/rest…` path's segments into the token and the rest.
 pub fn split_token<'a, 'b>(segments: &'b [&'a str]) -> (Option<&'a str>, &'b [&'a str]) {
     match segments {
@@ -226,6 +303,47 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         ExtenderAuth::from_vars(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn bearer_tokens_that_can_be_guessed_are_refused_and_good_ones_checked() {
+        const B1: &str = "9f2c61d0b7e84a35c1f09e7d6b2a4c58";
+        const B2: &str = "3b7e0d9c1a5f48e26c0b9d7a4e1f3c82";
+        for (value, why) in [
+            (None, "not set"),
+            (Some(""), "one token"),
+            (Some("dev-admin-token"), "32"),
+            (Some("changeme-changeme-changeme-changeme"), "guessable"),
+            (Some("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), "guessable"),
+            (
+                Some("has space aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+                "printable",
+            ),
+            (Some(&*format!("{B1},{B2},{B1}")), "two"),
+        ] {
+            let e = BearerTokens::from_secret("ADMIN_TOKEN", value).unwrap_err();
+            assert_eq!(e.key, "ADMIN_TOKEN");
+            assert!(e.reason.contains(why), "{value:?}: {}", e.reason);
+            assert_eq!(e.value, "<secret>", "a secret is never echoed");
+        }
+        let both =
+            BearerTokens::from_secret("METRICS_TOKEN", Some(&format!("{B1}, {B2}"))).unwrap();
+        assert_eq!(both.check(Some(&format!("Bearer {B1}"))), Ok(()));
+        assert_eq!(both.check(Some(&format!("Bearer {B2} "))), Ok(()));
+        for header in [
+            None,
+            Some(B1),
+            Some("Bearer "),
+            Some("Bearer dev-admin-token"),
+        ] {
+            assert_eq!(both.check(header).unwrap_err().status, 401, "{header:?}");
+        }
+        // A base64 token (openssl rand -base64 32) is fine.
+        assert!(BearerTokens::from_secret(
+            "ADMIN_TOKEN",
+            Some("q1Xc+7/Zp0Lk9bW2vT4nR8sY3uE6gH5j=")
+        )
+        .is_ok());
     }
 
     #[test]

@@ -221,6 +221,11 @@ config_keys! {
             |v| v <= MAX_TELEMETRY_FLUSH_MS,
             "must be within 0..=20000 (the flush runs in waitUntil)"
         );
+    /// Where the Durable Objects are created (Cloudflare's `locationHint`: `wnam`, `enam`,
+    /// `sam`, `weur`, `eeur`, `apac`, `oc`, `afr`, `me`), near the cluster rather than near
+    /// whichever request made them first; empty: no hint. Only an object's first creation reads
+    /// it: an existing object stays where it is.
+    do_location_hint: String = "DO_LOCATION_HINT", location_hint, String::new();
     /// How long an isolate gathers the decisions it scored from its colony copies before
     /// sending them in one request per colony (0: after every prioritize). One Durable Object
     /// request per window instead of one per pod; a placement that reaches the colony first is
@@ -253,7 +258,7 @@ config_keys! {
     /// beyond it is scored by η alone, its placements refused, its requests counted under
     /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
     max_colonies: u64 = "MAX_COLONIES", number, 1_000,
-        check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (a /metrics scrape asks every colony)");
+        check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (the Telemetry object keeps every colony's report)");
     @derived {
         /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`:
         /// any valid name. Pods of another tenant are scored by η alone and their placements
@@ -408,13 +413,18 @@ pub const MAX_COLONY_SNAPSHOT_MS: u64 = 600_000;
 /// 30 days: the confirmed table holds one row per pod placed within the TTL.
 pub const MAX_CONFIRMED_TTL_MS: u64 = 30 * 24 * 3_600_000;
 
+/// Cloudflare's Durable Object location hints (`DO_LOCATION_HINT`).
+pub const LOCATION_HINTS: [&str; 9] = [
+    "wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me",
+];
+
 /// The largest `MAX_DECISIONS_PER_TENANT` accepted.
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
 /// The largest `MAX_CLUSTERS` accepted.
 pub const MAX_CLUSTERS_LIMIT: u64 = 10_000;
-/// The largest `MAX_COLONIES` accepted: one `/metrics` scrape asks every colony, one
-/// subrequest each, within the 10,000 a Worker invocation may make (the rest: registry pages,
-/// telemetry).
+/// The largest `MAX_COLONIES` accepted: the Telemetry object keeps every colony's latest report
+/// in memory (a few KB each, `colony_store::wire::REPORT_NODE_BYTES`) and a scrape renders them
+/// all, which must stay well inside an object's 128 MB.
 pub const MAX_COLONIES_LIMIT: u64 = 9_000;
 
 /// An allowlist var and a pattern var (`TENANTS`, `TENANT_PATTERN`) read into a policy; `None`
@@ -473,6 +483,19 @@ fn number<T: FromStr>(key: &str, v: &str) -> Result<T, ConfigError> {
 
 fn text(_: &str, v: &str) -> Result<String, ConfigError> {
     Ok(v.trim().to_string())
+}
+
+fn location_hint(key: &str, v: &str) -> Result<String, ConfigError> {
+    let v = v.trim();
+    if v.is_empty() || LOCATION_HINTS.contains(&v) {
+        Ok(v.to_string())
+    } else {
+        Err(err(
+            key,
+            v,
+            "must be empty or one of wnam, enam, sam, weur, eeur, apac, oc, afr, me",
+        ))
+    }
 }
 
 fn text_list(_: &str, v: &str) -> Result<Vec<String>, ConfigError> {
@@ -763,9 +786,12 @@ mod tests {
             ("GPU_RESOURCES", "nvidia.com/gpu, amd.com/gpu"),
             ("TENANT_SOURCE", "namespace"),
             ("SPOT_LABELS", "a=b,c=d"),
+            ("DO_LOCATION_HINT", " weur "),
         ])
         .unwrap();
         assert_eq!(c.rho, 0.1);
+        assert_eq!(c.do_location_hint, "weur");
+        assert_eq!(Config::default().do_location_hint, "");
         assert_eq!(c.gpu_resources, vec!["nvidia.com/gpu", "amd.com/gpu"]);
         assert_eq!(c.tenant_source, TenantSource::Namespace);
         assert_eq!(
@@ -807,6 +833,7 @@ mod tests {
             (vec![("MAX_CLUSTERS", "10001")], "MAX_CLUSTERS"),
             (vec![("MAX_COLONIES", "0")], "MAX_COLONIES"),
             (vec![("MAX_COLONIES", "9001")], "MAX_COLONIES"),
+            (vec![("DO_LOCATION_HINT", "europe")], "DO_LOCATION_HINT"),
             (vec![("TENANTS", "ok,../bad")], "TENANTS"),
             (vec![("TENANT_PATTERN", "team-(")], "TENANT_PATTERN"),
         ] {

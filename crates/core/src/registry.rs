@@ -3,8 +3,8 @@
 //! names *may* exist; it does not say how many, and without one any valid name may. So a name is
 //! admitted here, by the Registry Durable Object (one global instance, its single writer), before
 //! the Worker creates anything for it — a Facts object, a Colony object, a telemetry series —
-//! and refused once `MAX_CLUSTERS` / `MAX_COLONIES` are taken. The registry is also the list
-//! `/metrics` pages through, so every admitted colony is scraped however many there are.
+//! and refused once `MAX_CLUSTERS` / `MAX_COLONIES` are taken. It also lists them, a page at a
+//! time (`GET /names`).
 //!
 //! Pure: the object loads the rows, asks [`Registry::admit`] what to write, writes it and calls
 //! [`Registry::commit`]. Tested natively.

@@ -47,6 +47,20 @@ pub enum Probe {
     Version,
 }
 
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// Health probes: anyone (they say nothing about tenants or nodes).
+    Open,
+    /// kube-scheduler: `EXTENDER_AUTH` (`aco_core::access::ExtenderAuth`).
+    ExtenderVerb,
+    /// The reporter and operators: `Authorization: Bearer <ADMIN_TOKEN>`.
+    Admin,
+    /// Prometheus: `Authorization: Bearer <METRICS_TOKEN>` — a scrape reads every tenant's
+    /// series and node names, and may not write anything.
+    Scrape,
+}
+
 /// Every endpoint of the Worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route<'a> {
@@ -113,32 +127,31 @@ impl<'a> Route<'a> {
         })
     }
 
-    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH` (and `echo`, which answers
-    /// what a verb would read, so it is served to the same callers only).
-    pub fn is_extender_verb(self) -> bool {
-        matches!(
-            self,
-            Route::Filter | Route::Prioritize | Route::Bind | Route::Echo
-        )
-    }
-
-    /// The routes behind `ADMIN_TOKEN`, checked before anything else is done for the request.
-    pub fn needs_admin(self) -> bool {
+    /// Who may call the route: checked before anything else is done for the request.
+    pub fn guard(self) -> Guard {
         match self {
+            Route::Probe(_) => Guard::Open,
+            Route::Metrics => Guard::Scrape,
+            // `echo` answers what a verb would read, so it is served to the same callers only.
+            Route::Filter | Route::Prioritize | Route::Bind | Route::Echo => Guard::ExtenderVerb,
             Route::Placements
             | Route::Nodes
             | Route::Node(_)
             | Route::Pheromones(_)
             | Route::Shadow
             | Route::ShadowSummary(_)
-            | Route::Decision(..) => true,
-            Route::Probe(_)
-            | Route::Metrics
-            | Route::Filter
-            | Route::Prioritize
-            | Route::Bind
-            | Route::Echo => false,
+            | Route::Decision(..) => Guard::Admin,
         }
+    }
+
+    /// The verbs kube-scheduler calls, guarded by `EXTENDER_AUTH`.
+    pub fn is_extender_verb(self) -> bool {
+        self.guard() == Guard::ExtenderVerb
+    }
+
+    /// The routes behind `ADMIN_TOKEN`.
+    pub fn needs_admin(self) -> bool {
+        self.guard() == Guard::Admin
     }
 
     pub fn methods(self) -> &'static [Method] {
@@ -231,7 +244,7 @@ mod tests {
     }
 
     #[test]
-    fn every_route_has_methods_and_the_guarded_ones_are_exactly_the_verbs_and_admin_routes() {
+    fn every_route_has_methods_and_only_probes_are_open() {
         let routes = [
             Route::Probe(Probe::Livez),
             Route::Metrics,
@@ -249,9 +262,12 @@ mod tests {
         ];
         for r in routes {
             assert!(!r.methods().is_empty(), "{r:?}");
-            assert!(!(r.is_extender_verb() && r.needs_admin()), "{r:?}");
-            let open = matches!(r, Route::Probe(_) | Route::Metrics);
-            assert_eq!(open, !r.is_extender_verb() && !r.needs_admin(), "{r:?}");
+            assert_eq!(
+                r.guard() == Guard::Open,
+                matches!(r, Route::Probe(_)),
+                "{r:?}"
+            );
         }
+        assert_eq!(Route::Metrics.guard(), Guard::Scrape);
     }
 }

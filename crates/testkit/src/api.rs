@@ -12,7 +12,7 @@ use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::pods::pod_object;
-use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN};
+use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN, METRICS_TOKEN};
 
 /// A pending pod as kube-scheduler sends it to the extender (requests are its limits too).
 pub fn pod(
@@ -85,6 +85,8 @@ impl Api {
 /// where the Worker is kube-scheduler's extender).
 pub struct WorkerApi {
     pub base: String,
+    /// `/t/<token>/v1` under `EXTENDER_AUTH=path-token`, else `/v1`.
+    verb_root: String,
     http: Client,
 }
 
@@ -97,6 +99,7 @@ impl WorkerApi {
             .unwrap();
         WorkerApi {
             base: worker.base_url.clone(),
+            verb_root: worker.verb_root(),
             http,
         }
     }
@@ -106,6 +109,9 @@ impl WorkerHttp for Api {
     fn base(&self) -> String {
         self.worker.base_url.clone()
     }
+    fn verb_root(&self) -> String {
+        self.worker.verb_root()
+    }
     fn http(&self) -> &Client {
         &self.http
     }
@@ -114,6 +120,9 @@ impl WorkerHttp for Api {
 impl WorkerHttp for WorkerApi {
     fn base(&self) -> String {
         self.base.clone()
+    }
+    fn verb_root(&self) -> String {
+        self.verb_root.clone()
     }
     fn http(&self) -> &Client {
         &self.http
@@ -128,15 +137,23 @@ pub trait WorkerHttp {
     /// `http(s)://127.0.0.1:PORT`, no trailing slash.
     fn base(&self) -> String;
     fn http(&self) -> &Client;
+    /// Where the extender verbs are served: `/t/<token>/v1` under `EXTENDER_AUTH=path-token`,
+    /// else `/v1`.
+    fn verb_root(&self) -> String;
 
     /// `base` + `path` (`path` starts with `/`).
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base())
     }
 
-    /// `…/v1` — the urlPrefix kube-scheduler gets.
+    /// `…/v1`, or `…/t/<token>/v1` under `path-token` — the urlPrefix kube-scheduler gets.
     fn url_prefix(&self) -> String {
-        self.url("/v1")
+        self.url(&self.verb_root())
+    }
+
+    /// The path of an extender verb (`filter`, `prioritize`, `bind`) as kube-scheduler calls it.
+    fn verb_path(&self, verb: &str) -> String {
+        format!("{}/{verb}", self.verb_root())
     }
 
     /// An extender verb (no credentials): status and body as sent.
@@ -150,6 +167,12 @@ pub trait WorkerHttp {
             .await
             .unwrap();
         (r.status(), r.text().await.unwrap())
+    }
+
+    /// A `GET` with no credentials: status and body (probes, refusals).
+    async fn get_raw(&self, path: &str) -> (u16, String) {
+        let r = self.http().get(self.url(path)).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
     }
 
     /// [`WorkerHttp::post_raw`], asserting 200; the JSON reply.
@@ -268,7 +291,7 @@ pub trait WorkerHttp {
     /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply, asserting 200.
     async fn filter(&self, pod: &Value, names: &[String]) -> Value {
         self.post(
-            "/v1/filter",
+            &self.verb_path("filter"),
             json!({"Pod": pod, "NodeNames": names}).to_string(),
         )
         .await
@@ -314,7 +337,9 @@ pub trait WorkerHttp {
 
     /// Scores as a map host → score.
     async fn scores(&self, pod: &Value, nodes: &[Value]) -> BTreeMap<String, i64> {
-        let reply = self.post("/v1/prioritize", full_args(pod, nodes).0).await;
+        let reply = self
+            .post(&self.verb_path("prioritize"), full_args(pod, nodes).0)
+            .await;
         reply
             .as_array()
             .unwrap()
@@ -328,17 +353,23 @@ pub trait WorkerHttp {
             .collect()
     }
 
-    /// The Worker's Prometheus text (`GET /metrics`).
+    /// The Worker's Prometheus text (`GET /metrics` with the scrape token), checked by
+    /// `promtool check metrics` every time: no test scrapes an exposition a strict scraper
+    /// would drop.
     async fn metrics(&self) -> String {
         let r = self
             .http()
             .get(self.url("/metrics"))
-            .bearer_auth(ADMIN_TOKEN)
+            .bearer_auth(METRICS_TOKEN)
             .send()
             .await
             .expect("GET /metrics");
         assert!(r.status().is_success(), "GET /metrics: {}", r.status());
-        r.text().await.unwrap()
+        let text = r.text().await.unwrap();
+        if let Err(complaints) = crate::prometheus::check_metrics(&text) {
+            panic!("promtool check metrics:\n{complaints}\n{text}");
+        }
+        text
     }
 
     /// Polls /metrics until it contains `needle` (metrics are recorded after each response).

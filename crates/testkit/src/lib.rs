@@ -38,8 +38,29 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[cfg(feature = "launchers")]
 pub use worker::{trail_on, StartOptions, WorkerProcess};
 
-/// The admin bearer token of `wrangler.toml`'s development `[vars]`.
-pub const ADMIN_TOKEN: &str = "dev-admin-token";
+/// The path under which a Worker serves its extender verbs: `/t/<token>/v1` under
+/// `EXTENDER_AUTH=path-token` (the first of `EXTENDER_TOKENS`), else `/v1`.
+pub fn verb_root(auth: Option<&str>, tokens: Option<&str>) -> String {
+    match (auth, tokens) {
+        (Some("path-token"), Some(tokens)) => {
+            let first = tokens.split(',').next().unwrap_or_default().trim();
+            format!("/t/{first}/v1")
+        }
+        _ => "/v1".into(),
+    }
+}
+
+/// The admin bearer token every test Worker gets as its `ADMIN_TOKEN` secret
+/// ([`StartOptions::default`]; `wrangler.toml` ships none). Long and not a well-known value: the
+/// Worker refuses admin calls under a token shorter than 32 bytes or a known default.
+pub const ADMIN_TOKEN: &str = "aco-test-admin-token-5f0c8e1d9a7b4c3e2f6a";
+/// The scrape credential every test Worker gets as its `METRICS_TOKEN` secret: `GET /metrics`
+/// needs `Authorization: Bearer` with it.
+pub const METRICS_TOKEN: &str = "aco-test-metrics-token-8b2d4f6e1a3c5e7f9d0b";
+/// The extender verbs' path token (`EXTENDER_TOKENS`) of the kube suites' Workers, which run
+/// with `EXTENDER_AUTH=path-token` as production does: kube-scheduler's urlPrefix is
+/// `https://<host>/t/<EXTENDER_TOKEN>/v1` ([`kube::fixtures::worker_options`]).
+pub const EXTENDER_TOKEN: &str = "aco-test-extender-token-3e9f1b7d5c2a4e6f8a0c";
 
 /// The repository's root (this crate is `crates/testkit`).
 pub fn repo_root() -> PathBuf {

@@ -14,13 +14,44 @@ use serde_json::{json, Value};
 
 use crate::process::{free_port, ProcessGroup};
 
+/// `promtool check metrics` on a scrape's text: `Err` with promtool's complaints (a family
+/// written twice, a bad line, a lint problem) unless it is clean.
+pub fn check_metrics(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus; scripts/setup installs it)");
+    // promtool reads all of stdin before it answers, so writing first cannot deadlock.
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin.write_all(text.as_bytes()).expect("write to promtool");
+    drop(stdin);
+    let out = child.wait_with_output().expect("promtool runs");
+    let complaints = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && complaints.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(complaints)
+    }
+}
+
 /// One scrape job: `url` is the target's base URL (`http://…` or `https://…`, no path);
-/// `ca_file` the CA that signed an HTTPS target's certificate.
+/// `ca_file` the CA that signed an HTTPS target's certificate; `bearer` the token sent as
+/// `Authorization: Bearer`, written to a file Prometheus reads (`authorization.credentials_file`,
+/// as a production scrape config reads it from a mounted Secret).
 #[derive(Clone, Debug)]
 pub struct ScrapeJob {
     pub name: String,
     pub url: String,
     pub ca_file: Option<PathBuf>,
+    pub bearer: Option<String>,
 }
 
 impl ScrapeJob {
@@ -29,7 +60,13 @@ impl ScrapeJob {
             name: name.to_owned(),
             url: url.trim_end_matches('/').to_owned(),
             ca_file: None,
+            bearer: None,
         }
+    }
+
+    /// A test Worker's `/metrics`: with its scrape credential ([`crate::METRICS_TOKEN`]).
+    pub fn worker(name: &str, url: &str) -> Self {
+        ScrapeJob::new(name, url).bearer(crate::METRICS_TOKEN)
     }
 
     pub fn ca_file(mut self, path: &Path) -> Self {
@@ -37,7 +74,13 @@ impl ScrapeJob {
         self
     }
 
-    fn config(&self) -> Value {
+    pub fn bearer(mut self, token: &str) -> Self {
+        self.bearer = Some(token.to_owned());
+        self
+    }
+
+    /// The job's `scrape_configs` entry; a bearer token goes to a file in `dir`.
+    fn config(&self, dir: &Path) -> Value {
         let (scheme, host) = self.url.split_once("://").unwrap_or(("http", &self.url));
         let mut job = json!({
             "job_name": self.name,
@@ -47,6 +90,11 @@ impl ScrapeJob {
         });
         if let Some(ca) = &self.ca_file {
             job["tls_config"] = json!({"ca_file": ca});
+        }
+        if let Some(token) = &self.bearer {
+            let file = dir.join(format!("{}.credentials", self.name));
+            std::fs::write(&file, token).unwrap();
+            job["authorization"] = json!({"type": "Bearer", "credentials_file": file});
         }
         job
     }
@@ -77,7 +125,7 @@ impl Prometheus {
         let config = json!({
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "rule_files": rule_files,
-            "scrape_configs": jobs.iter().map(ScrapeJob::config).collect::<Vec<_>>(),
+            "scrape_configs": jobs.iter().map(|j| j.config(dir.path())).collect::<Vec<_>>(),
         });
         let config_path = dir.path().join("prometheus.yml");
         std::fs::write(&config_path, serde_yaml::to_string(&config).unwrap()).unwrap();

@@ -1,6 +1,6 @@
 //! Integration-test harness: runs the built Worker (`build/`, from `bash scripts/build-worker`)
 //! in Miniflare through `crates/testkit/miniflare.mjs`, which takes every binding and `[vars]`
-//! from `wrangler.toml`.
+//! from `wrangler.toml`; the test secrets come from here ([`StartOptions`]).
 //!
 //! In a `#[tokio::test]` (compiled here, not run: it needs the built Worker):
 //!
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use crate::process::{ProcessGroup, TERM_GRACE};
-use crate::repo_root;
+use crate::{repo_root, ADMIN_TOKEN, METRICS_TOKEN};
 
 /// How long Miniflare may take to print `READY` (workerd compiles the wasm on start).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -47,18 +47,35 @@ pub const BUDGET_EXCEEDED: &str = "binding operation budget exceeded";
 /// Cap on the Worker log kept in memory for failure messages (the oldest half is dropped).
 const LOG_CAP: usize = 1 << 20;
 
-/// How to start the Worker. `Default` = in-memory-like temporary state, `wrangler.toml` vars, HTTP.
-#[derive(Debug, Clone, Default)]
+/// How to start the Worker: `wrangler.toml` (its bindings and `[vars]`) plus `vars`.
+///
+/// `wrangler.toml` is the production configuration and holds no secret, so [`Default`] adds
+/// what a test Worker needs, as bindings: the secrets [`ADMIN_TOKEN`] and [`METRICS_TOKEN`], and
+/// `EXTENDER_AUTH=none` (open verbs) for the Miniflare suite, which calls the verbs directly.
+/// Tests of authentication set their own `EXTENDER_AUTH`; the kube suites run
+/// `path-token` ([`crate::kube::fixtures::worker_options`]); [`StartOptions::shipped`] adds nothing.
+#[derive(Debug, Clone)]
 pub struct StartOptions {
     /// Durable Object + KV state directory. `None`: a fresh temporary directory owned by the
     /// `WorkerProcess` (kept across `restart`, deleted on drop).
     pub persist_dir: Option<PathBuf>,
-    /// Added to / overriding `wrangler.toml` `[vars]`.
+    /// Added to / overriding `wrangler.toml` `[vars]` (secrets included: to the Worker both are
+    /// bindings).
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `(key.pem, cert.pem)`: serve HTTPS with this certificate instead of HTTP.
     pub https: Option<(PathBuf, PathBuf)>,
     /// The `request.cf` object of every incoming request (e.g. `{"tlsClientAuth": {...}}`).
     pub cf: Option<serde_json::Value>,
+}
+
+impl Default for StartOptions {
+    /// Temporary state, HTTP, `wrangler.toml` plus the test secrets and open verbs.
+    fn default() -> Self {
+        StartOptions::shipped()
+            .var("ADMIN_TOKEN", ADMIN_TOKEN)
+            .var("METRICS_TOKEN", METRICS_TOKEN)
+            .var("EXTENDER_AUTH", "none")
+    }
 }
 
 /// The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone and lets the
@@ -68,6 +85,17 @@ pub fn trail_on() -> StartOptions {
 }
 
 impl StartOptions {
+    /// `wrangler.toml` exactly as shipped, nothing added: a deployment before any
+    /// `wrangler secret put`. Add what a deployer sets with [`StartOptions::var`].
+    pub fn shipped() -> Self {
+        StartOptions {
+            persist_dir: None,
+            vars: serde_json::Map::new(),
+            https: None,
+            cf: None,
+        }
+    }
+
     /// Convenience: `StartOptions::default().var("ALPHA", "0.3")`.
     pub fn var(mut self, name: &str, value: impl Into<serde_json::Value>) -> Self {
         self.vars.insert(name.to_owned(), value.into());
@@ -156,6 +184,23 @@ impl WorkerProcess {
     /// `base_url` + `path` (`path` starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)
+    }
+
+    /// A binding this Worker was started with on top of `wrangler.toml` (a test secret or an
+    /// override), as text; `None` when the test did not set it.
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.options.vars.get(name).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    /// Where this Worker serves the extender verbs: `/t/<token>/v1` under `path-token`, else `/v1`.
+    pub fn verb_root(&self) -> String {
+        crate::verb_root(
+            self.var("EXTENDER_AUTH").as_deref(),
+            self.var("EXTENDER_TOKENS").as_deref(),
+        )
     }
 
     /// Directory holding Durable Object (`do/`) and KV (`kv/`) state.

@@ -169,6 +169,17 @@ impl Decision {
         None
     }
 
+    /// The node prioritize answered alone at 10 — the one kube-scheduler binds unless its own
+    /// scores overrule the extender's. The kept candidates are ranked with it first
+    /// (`TenantColony::score`); `None` for a decision stored without scores, or one whose best
+    /// node did not get 10.
+    pub fn answered(&self) -> Option<&str> {
+        let first = self.explanation.as_ref()?.candidates.first()?;
+        (first.score == 10)
+            .then(|| self.etas.first().map(|(node, _)| node.as_str()))
+            .flatten()
+    }
+
     /// The explanation as `GET /v1/tenants/{t}/decisions/{podUid}` answers it.
     pub fn explain(&self, pod_uid: &str, tenant: &str) -> DecisionExplanation {
         let stored = self.explanation.as_ref();

@@ -40,8 +40,16 @@ use outcome_index::OutcomeIndex;
 #[serde(rename_all = "camelCase", default)]
 pub struct ColonyCounters {
     pub decisions: u64,
+    /// Candidates kube-scheduler sent prioritize, summed over the decisions (÷ `decisions`:
+    /// how much of the cluster the extender sees per pod, after kube-scheduler's sampling).
+    #[serde(default)]
+    pub candidates: u64,
     pub explorations: u64,
     pub deposits: u64,
+    /// Confirmed placements on a node other than the one prioritize answered alone at 10:
+    /// kube-scheduler's own scores (or a failed binding) overruled the answer.
+    #[serde(default)]
+    pub placements_elsewhere: u64,
     /// Placements whose node was outside the remembered top candidates (deposited with a floor quality).
     pub approximate_deposits: u64,
     /// Placements for pods we never scored (or already confirmed, or expired).
@@ -215,6 +223,7 @@ impl TenantColony {
             )
         });
         self.counters.decisions += 1;
+        self.counters.candidates += candidates.len() as u64;
         self.counters.explorations += explored.is_some() as u64;
 
         // The answer's top first, then best first, ties by name, then by position: a strict
@@ -309,6 +318,9 @@ impl TenantColony {
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
         let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
+        if decision.answered().is_some_and(|answered| answered != node) {
+            self.counters.placements_elsewhere += 1;
+        }
         let Some((eta_then, exact)) = decision.quality_of(node) else {
             self.counters.non_candidate_placements += 1;
             return Ok(Confirmation::NotACandidate);
@@ -397,6 +409,43 @@ mod tests {
         // τ_a = 1·0.95 (one epoch), τ_b = 0.95 + Q·η_b with η_b = 0.9 reliability × 0.5 cost = 0.45:
         // s_a/s_b = 0.95/1.40 → round(6.8) = 7.
         assert_eq!(scores(&mut c, &nodes), vec![7, 10]);
+    }
+
+    #[test]
+    fn placements_away_from_the_answered_node_and_candidates_seen_are_counted() {
+        let config = Config::default();
+        let mut c = TenantColony::default();
+        let nodes = [node("a", 3.0), node("b", 1.0), node("c", 2.0)];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut decide = |c: &mut TenantColony, pod: &str| {
+            c.score(&nodes, WorkloadClass::Batch, pod, 0, &config, &mut rng)
+                .decision
+        };
+        let followed = decide(&mut c, "ns/p1");
+        assert_eq!(followed.answered(), Some("b"), "the cheapest alone at 10");
+        c.confirm(Some(&followed), "b", None, 0, &config).unwrap();
+        assert_eq!(c.counters.placements_elsewhere, 0);
+        // kube-scheduler's own scores overruled the answer: still a candidate, still deposits.
+        let overruled = decide(&mut c, "ns/p2");
+        let effect = c.confirm(Some(&overruled), "c", None, 0, &config).unwrap();
+        assert!(matches!(effect, PlacementEffect::Deposited { .. }));
+        // A node the extender never saw is elsewhere too.
+        let unseen = decide(&mut c, "ns/p3");
+        c.confirm(Some(&unseen), "zzz", None, 0, &config).unwrap();
+        assert_eq!(
+            (
+                c.counters.placements_elsewhere,
+                c.counters.candidates,
+                c.counters.decisions
+            ),
+            (2, 9, 3)
+        );
+        // A decision stored without scores answers nothing, so nothing is counted against it.
+        let mut bare = decide(&mut c, "ns/p4");
+        bare.explanation = None;
+        assert_eq!(bare.answered(), None);
+        c.confirm(Some(&bare), "c", None, 0, &config).unwrap();
+        assert_eq!(c.counters.placements_elsewhere, 2);
     }
 
     #[test]

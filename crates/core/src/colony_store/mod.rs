@@ -83,6 +83,22 @@ pub const DROPPED_DECISION: &str = "invalid_decision";
 pub const DROPPED_PLACEMENT: &str = "invalid_placement";
 pub const DROPPED_SHADOW: &str = "invalid_shadow_report";
 
+/// What a colony's report is compared by ([`ColonyStore::report_if_changed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportKey {
+    version: u64,
+    counters: crate::colony::ColonyCounters,
+    epoch: u64,
+    trails: usize,
+    rows_written: u64,
+    pending: usize,
+    held: usize,
+    remembered: usize,
+    dropped: u64,
+    shadow: ShadowSummary,
+    tenant_named: bool,
+}
+
 /// A pod key as the colony stores it: the pod's UID, or `namespace/name`.
 pub fn validate_pod_key(key: &str) -> Result<(), String> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
@@ -435,6 +451,7 @@ impl ColonyStore {
             }
             let counters = &mut self.colony.counters;
             counters.decisions += 1;
+            counters.candidates += r.decision.candidate_count as u64;
             counters.explorations += r.explored as u64;
             for key in self.pending.insert(r.key.clone(), r.decision.clone(), cap) {
                 self.colony.counters.evicted_decisions += 1;
@@ -706,14 +723,49 @@ impl ColonyStore {
     }
 
     /// What a scrape reads.
+    /// The colony's report if it differs from the one last given (`last`), which it then
+    /// replaces: what a reply carries to the Telemetry object. The comparison reads only
+    /// counters and sizes (cheap on every reply); the report's trails are built only when
+    /// something changed, and trails change only with what changes those.
+    pub fn report_if_changed(
+        &self,
+        config: &Config,
+        rows_written: u64,
+        last: &mut Option<ReportKey>,
+    ) -> Option<ColonyReport> {
+        let key = ReportKey {
+            version: self.meta.version,
+            counters: self.colony.counters.clone(),
+            epoch: self.colony.pheromones.epoch,
+            trails: self.colony.pheromones.trails.len(),
+            rows_written,
+            pending: self.pending.len(),
+            held: self.held_placements(),
+            remembered: self.index.len(),
+            dropped: self.meta.dropped.values().sum(),
+            shadow: self.meta.shadow.clone(),
+            tenant_named: !self.meta.tenant.is_empty(),
+        };
+        if last.as_ref() == Some(&key) {
+            return None;
+        }
+        *last = Some(key);
+        Some(self.report(config, rows_written))
+    }
+
     pub fn report(&self, config: &Config, rows_written: u64) -> ColonyReport {
         ColonyReport {
             tenant: self.meta.tenant.clone(),
             counters: self.colony.counters.clone(),
             epoch: self.colony.pheromones.epoch,
             pheromones: {
+                let mut bytes = 0;
                 let mut trails = self.colony.pheromones.snapshot(config);
                 trails.truncate(wire::TRAILS_SCRAPED);
+                trails.retain(|(node, _)| {
+                    bytes += node.len();
+                    bytes <= wire::REPORT_NODE_BYTES
+                });
                 trails
             },
             trails: self.colony.pheromones.trails.len() as u64,

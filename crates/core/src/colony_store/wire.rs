@@ -178,9 +178,15 @@ pub struct ConfirmedView {
 pub type FilterReasons = Option<FilterRejections>;
 
 /// Trails per colony a scrape shows, highest τ first (the whole table: `GET …/pheromones`).
-pub const TRAILS_SCRAPED: usize = 64;
+/// With [`REPORT_NODE_BYTES`] this bounds a report to a few KB, so the Telemetry object keeps
+/// every colony's (at most `MAX_COLONIES_LIMIT`) in tens of MB and a scrape of a thousand
+/// colonies is tens of thousands of lines, not a cardinality problem for Prometheus.
+pub const TRAILS_SCRAPED: usize = 16;
+/// Bytes of node names a report's trails carry at most (node names may be 253 bytes).
+pub const REPORT_NODE_BYTES: usize = 2_048;
 
-/// `Metrics`: what one colony reports to a scrape.
+/// What one colony reports about itself, attached to its replies (`telemetry` carries it to
+/// the scrape).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ColonyReport {

@@ -9,7 +9,8 @@ use crate::trace::Error;
 pub struct ExplainArgs {
     #[arg(long, default_value = "http://127.0.0.1:8787")]
     pub url: String,
-    #[arg(long, default_value = "dev-admin-token")]
+    /// The Worker's ADMIN_TOKEN (no default: a deployment's is a secret; scripts/demo's is random).
+    #[arg(long, env = "ACO_ADMIN_TOKEN", hide_env_values = true)]
     pub token: String,
     #[arg(long)]
     pub cluster: Option<String>,

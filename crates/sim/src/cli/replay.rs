@@ -27,7 +27,8 @@ pub struct ReplayArgs {
     pub input: Input,
     #[arg(long, default_value = "http://127.0.0.1:8787")]
     pub url: String,
-    #[arg(long, default_value = "dev-admin-token")]
+    /// The Worker's ADMIN_TOKEN (no default: a deployment's is a secret; scripts/demo's is random).
+    #[arg(long, env = "ACO_ADMIN_TOKEN", hide_env_values = true)]
     pub token: String,
     /// Print a live summary every N pods.
     #[arg(long, default_value_t = 25)]

@@ -82,3 +82,33 @@ impl ControlPlane {
             .await
     }
 }
+
+/// `config_yaml` (a KubeSchedulerConfiguration, e.g. the shipped one rendered by
+/// [`super::SchedulerConfig::render`]) with AcoGpuDevices enabled in every profile, its args
+/// `args` (e.g. `{"shareGpuChoice": "bestFit"}`): per-GPU accounting is the cluster's, not a
+/// policy of one profile.
+pub fn with_gpu_devices(config_yaml: &str, args: &Value) -> String {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(config_yaml).expect("a YAML config");
+    let args: serde_yaml::Value = serde_yaml::to_value(args).unwrap();
+    for profile in doc["profiles"]
+        .as_sequence_mut()
+        .expect("profiles")
+        .iter_mut()
+    {
+        let enabled = &mut profile["plugins"]["multiPoint"]["enabled"];
+        if enabled.is_null() {
+            *enabled = serde_yaml::Value::Sequence(Vec::new());
+        }
+        let entry = serde_yaml::to_value(json!({"name": "AcoGpuDevices"})).unwrap();
+        enabled.as_sequence_mut().unwrap().push(entry);
+        let config = &mut profile["pluginConfig"];
+        if config.is_null() {
+            *config = serde_yaml::Value::Sequence(Vec::new());
+        }
+        let mut entry = serde_yaml::Mapping::new();
+        entry.insert("name".into(), "AcoGpuDevices".into());
+        entry.insert("args".into(), args.clone());
+        config.as_sequence_mut().unwrap().push(entry.into());
+    }
+    serde_yaml::to_string(&doc).unwrap()
+}

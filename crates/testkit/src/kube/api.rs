@@ -93,6 +93,18 @@ impl Kube {
         .await
         .unwrap()
     }
+    /// Server-side apply of `obj` into `collection` (what `kubectl apply --server-side` does):
+    /// creates it, or updates it to this content if it exists.
+    pub async fn apply(&self, collection: &str, obj: &Value) -> Value {
+        let name = obj["metadata"]["name"].as_str().expect("metadata.name");
+        let path = format!("{collection}/{name}?fieldManager=aco-testkit&force=true");
+        let req = self
+            .http
+            .patch(format!("{}{path}", self.base))
+            .header("Content-Type", "application/apply-patch+yaml")
+            .body(obj.to_string());
+        self.send(req, &format!("apply {path}")).await.unwrap()
+    }
     pub async fn merge_patch(&self, path: &str, body: &Value) -> Value {
         let req = self
             .http

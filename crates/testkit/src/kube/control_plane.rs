@@ -1,5 +1,13 @@
 //! etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built by
-//! `scripts/build-kube`. The flags mirror `scripts/kube-up`; keep them in step.
+//! `scripts/build-kube`. The flags mirror `scripts/kube-up` (a by-hand playground, AlwaysAllow);
+//! keep them in step.
+//!
+//! The API server always enforces RBAC (`--authorization-mode=Node,RBAC`), and the
+//! ServiceAccounts and RBAC of the shipped `k8s/` (rendered by the pinned kustomize,
+//! [`super::install::identities`]) are applied at start: kube-scheduler runs as `aco-scheduler`
+//! and the reporter as `aco-reporter`, each with its ServiceAccount's token, so a permission
+//! missing from `k8s/` fails the test that needs it. The tests themselves, kwok,
+//! metrics-server and kube-controller-manager act as cluster admins (system:masters).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -32,13 +40,13 @@ pub fn kube_bin() -> PathBuf {
     PathBuf::from(dir.trim())
 }
 
-/// How the control plane is set up.
+/// How the control plane is set up (RBAC is always on).
 #[derive(Clone, Debug, Default)]
 pub struct ControlPlaneOptions {
-    /// A real cluster's controls: `--authorization-mode=Node,RBAC`, the ServiceAccount and
-    /// TaintNodesByCondition admission plugins on, and kube-controller-manager running
-    /// (Deployments, ReplicaSets, Jobs, PodGC, the node lifecycle and taint eviction controllers,
-    /// service accounts and their tokens). Off: AlwaysAllow, no controllers (the older suites).
+    /// A real cluster's controllers: the ServiceAccount and TaintNodesByCondition admission
+    /// plugins on, and kube-controller-manager running (Deployments, ReplicaSets, Jobs, PodGC,
+    /// the node lifecycle and taint eviction controllers, service accounts and their tokens).
+    /// Off: no controllers, pods created directly.
     pub controllers: bool,
     /// The Priority admission plugin off, so a pod's own `spec.priority` and
     /// `spec.preemptionPolicy` stand (it would set them from a PriorityClass and refuse pods
@@ -46,12 +54,21 @@ pub struct ControlPlaneOptions {
     pub priority_in_pod_spec: bool,
 }
 
+/// How long the tokens of the shipped ServiceAccounts are valid: longer than any test or
+/// benchmark run (a kubeconfig holds a fixed token; client-go does not renew it).
+const TOKEN_SECONDS: u64 = 7 * 24 * 3600;
+
 pub struct ControlPlane {
     pub dir: PathBuf,
     pub bin: PathBuf,
     pub pki: Pki,
     pub api_url: String,
+    /// The admin's kubeconfig (system:masters).
     pub kubeconfig: PathBuf,
+    /// kube-scheduler's: a token of ServiceAccount kube-system/aco-scheduler (`k8s/rbac.yaml`).
+    pub scheduler_kubeconfig: PathBuf,
+    /// The reporter's: a token of ServiceAccount kube-system/aco-reporter (`k8s/reporter.yaml`).
+    pub reporter_kubeconfig: PathBuf,
     pub kube: Kube,
     // Dropped in reverse order of start: apiserver before etcd.
     apiserver: Server,
@@ -158,11 +175,7 @@ impl ControlPlane {
             "--service-cluster-ip-range",
             "10.0.0.0/24",
             "--authorization-mode",
-            if options.controllers {
-                "Node,RBAC"
-            } else {
-                "AlwaysAllow"
-            },
+            "Node,RBAC",
             // The aggregation layer (metrics-server as v1beta1.metrics.k8s.io): the front
             // proxy's CA and allowed name, as kubeadm sets them, and the client cert the
             // apiserver presents to aggregated APIs. Aggregator routing stays off (the
@@ -206,12 +219,15 @@ impl ControlPlane {
             async move { kube.get_raw("/readyz").await.is_ok_and(|(s, _)| s == 200) }
         })
         .await;
-        // The apiserver creates "default" itself a moment after it is ready.
-        wait_for("namespace default", Duration::from_secs(60), || {
-            let kube = kube.clone();
-            async move { kube.get("/api/v1/namespaces/default").await.ok() }
-        })
-        .await;
+        // The apiserver creates "default" and "kube-system" (where k8s/ installs) itself a
+        // moment after it is ready.
+        for ns in ["default", "kube-system"] {
+            wait_for(&format!("namespace {ns}"), Duration::from_secs(60), || {
+                let kube = kube.clone();
+                async move { kube.get(&format!("/api/v1/namespaces/{ns}")).await.ok() }
+            })
+            .await;
+        }
 
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(
@@ -231,6 +247,8 @@ impl ControlPlane {
             pki,
             api_url,
             kubeconfig,
+            scheduler_kubeconfig: PathBuf::new(),
+            reporter_kubeconfig: PathBuf::new(),
             kube,
             apiserver,
             apiserver_args,
@@ -241,7 +259,28 @@ impl ControlPlane {
         if options.controllers {
             cp.controller_manager = Some(cp.start_controller_manager().await);
         }
+        cp.install_identities().await;
         cp
+    }
+
+    /// Applies the ServiceAccounts and RBAC of the shipped `k8s/` (the pinned kustomize's
+    /// rendering, as `kubectl apply -k` would create them) and writes kube-scheduler's and the
+    /// reporter's kubeconfigs with those ServiceAccounts' tokens.
+    async fn install_identities(&mut self) {
+        let objects = super::install::render_overlay(
+            &self.bin,
+            &self.dir.join("identities-overlay"),
+            "https://aco-edge-extender.example.workers.dev",
+            "aco-reporter:test",
+            "",
+        );
+        super::install::apply(&self.kube, &super::install::identities(&objects)).await;
+        self.scheduler_kubeconfig = self
+            .service_account_kubeconfig("kube-system", "aco-scheduler")
+            .await;
+        self.reporter_kubeconfig = self
+            .service_account_kubeconfig("kube-system", "aco-reporter")
+            .await;
     }
 
     /// kube-controller-manager of the same version, with the admin credentials (its
@@ -290,18 +329,23 @@ impl ControlPlane {
         server
     }
 
-    /// A kubeconfig with a token of ServiceAccount `ns/name` (TokenRequest, 1 h): a client
-    /// holding it has exactly the RBAC bound to that ServiceAccount.
-    pub async fn service_account_kubeconfig(&self, ns: &str, name: &str) -> PathBuf {
+    /// A token of ServiceAccount `ns/name` (TokenRequest, valid for a week).
+    pub async fn service_account_token(&self, ns: &str, name: &str) -> String {
         let reply = self
             .kube
             .post(
                 &format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}/token"),
                 &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                        "spec": {"expirationSeconds": 3600}}),
+                        "spec": {"expirationSeconds": TOKEN_SECONDS}}),
             )
             .await;
-        let token = reply["status"]["token"].as_str().expect("token").to_owned();
+        reply["status"]["token"].as_str().expect("token").to_owned()
+    }
+
+    /// A kubeconfig with a token of ServiceAccount `ns/name` (TokenRequest, valid for a week):
+    /// a client holding it has exactly the RBAC bound to that ServiceAccount.
+    pub async fn service_account_kubeconfig(&self, ns: &str, name: &str) -> PathBuf {
+        let token = self.service_account_token(ns, name).await;
         let path = self.dir.join(format!("kubeconfig-{ns}-{name}"));
         std::fs::write(
             &path,
@@ -358,14 +402,24 @@ impl ControlPlane {
         self.apiserver = apiserver;
     }
 
-    /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz.
+    /// Starts kube-scheduler as the second scheduler with `config` and waits for /readyz. It
+    /// runs as ServiceAccount `aco-scheduler` (its token, the RBAC of `k8s/rbac.yaml`), also for
+    /// the delegated authentication and authorization of its secure port, as in a pod (where
+    /// the in-cluster config gives it the same identity). The returned server's `port` is that
+    /// secure port (`/metrics`).
     pub async fn start_scheduler(&self, name: &str, config: &SchedulerConfig) -> Server {
-        self.start_scheduler_binary(name, "kube-scheduler", &config.render(&self.kubeconfig))
-            .await
+        self.start_scheduler_binary(
+            name,
+            "kube-scheduler",
+            &config.render(&self.scheduler_kubeconfig),
+        )
+        .await
     }
 
     /// Starts `binary` (kube-scheduler, or a build of it with more plugins) from [`Self::bin`]
-    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz.
+    /// with the KubeSchedulerConfiguration `config_yaml` and waits for /readyz; its secure port
+    /// authenticates and authorizes as ServiceAccount `aco-scheduler` (see [`Self::start_scheduler`]),
+    /// whose kubeconfig [`Self::scheduler_kubeconfig`] the config's clientConnection should name.
     pub async fn start_scheduler_binary(
         &self,
         name: &str,
@@ -387,6 +441,7 @@ impl ControlPlane {
     ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
         std::fs::write(&cfg_path, config_yaml).unwrap();
+        let identity = self.scheduler_kubeconfig.to_string_lossy().into_owned();
         let port = free_port();
         let mut args = strings(&[
             "--config",
@@ -396,10 +451,15 @@ impl ControlPlane {
             "127.0.0.1",
             "--secure-port",
             &port.to_string(),
+            "--authentication-kubeconfig",
+            &identity,
+            "--authorization-kubeconfig",
+            &identity,
             "-v=2",
         ]);
         args.extend(strings(extra));
         let mut sched = Server::spawn(name, &self.dir, &self.bin.join(binary), &args);
+        sched.port = port;
         let insecure = reqwest::Client::builder()
             .danger_accept_invalid_certs(true)
             .build()

@@ -12,7 +12,7 @@ use super::{ControlPlane, Kube, SchedulerConfig};
 use crate::api::{WorkerApi, WorkerHttp};
 use crate::nodes::name_of;
 use crate::pods::pod_object;
-use crate::{now_ms, StartOptions, WorkerProcess};
+use crate::{now_ms, StartOptions, WorkerProcess, EXTENDER_TOKEN};
 
 // ---------------------------------------------------------------------------------------------
 // fixture: control plane + Worker over HTTPS
@@ -32,8 +32,8 @@ impl Env {
         Env::start_with(super::ControlPlaneOptions::default(), &[]).await
     }
 
-    /// [`Env::start`] with control-plane options (RBAC and kube-controller-manager) and extra
-    /// Worker `[vars]`.
+    /// [`Env::start`] with control-plane options (kube-controller-manager) and extra Worker
+    /// `[vars]` (over [`worker_options`]).
     pub async fn start_with(options: super::ControlPlaneOptions, vars: &[(&str, &str)]) -> Env {
         let cp = ControlPlane::start_with(options).await;
         let state = tempfile::Builder::new()
@@ -41,11 +41,7 @@ impl Env {
             .tempdir()
             .unwrap();
         let worker_state = state.path().to_path_buf();
-        let mut opts = StartOptions {
-            persist_dir: Some(worker_state.clone()),
-            https: Some(cp.pki.worker_tls()),
-            ..StartOptions::default()
-        };
+        let mut opts = worker_options(&cp, &worker_state);
         for (k, v) in vars {
             opts = opts.var(k, *v);
         }
@@ -125,12 +121,22 @@ impl Env {
     }
 }
 
-pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess {
-    WorkerProcess::start(StartOptions {
+/// The Worker of a kube suite: HTTPS with the control plane's CA, state in `state`, and the
+/// verbs authenticated as in production — `EXTENDER_AUTH=path-token` with [`EXTENDER_TOKEN`],
+/// so kube-scheduler's urlPrefix is `https://127.0.0.1:<port>/t/<token>/v1`
+/// ([`WorkerApi::url_prefix`](crate::api::WorkerHttp::url_prefix)).
+pub fn worker_options(cp: &ControlPlane, state: &std::path::Path) -> StartOptions {
+    StartOptions {
         persist_dir: Some(state.to_path_buf()),
         https: Some(cp.pki.worker_tls()),
         ..StartOptions::default()
-    })
+    }
+    .var("EXTENDER_AUTH", "path-token")
+    .var("EXTENDER_TOKENS", EXTENDER_TOKEN)
+}
+
+pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess {
+    WorkerProcess::start(worker_options(cp, state))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,13 @@
-//! The shipped install (`k8s/`) as a user runs it: the two documented values set in a kustomize
+//! The shipped install (`k8s/`) as a user runs it: the documented values set in a kustomize
 //! overlay (the reporter's image through `images:`, the Worker URL through the
 //! `aco-reporter-settings` ConfigMap), rendered by the pinned `kustomize` (what
 //! `kubectl apply -k` renders), applied object by object to the control plane; then the
 //! reporter's command line and environment read back from the rendered Deployment, so that the
 //! test runs the reporter exactly as the Deployment would (with its ServiceAccount's token).
+//!
+//! [`identities`] are the ServiceAccounts and RBAC of that output: every control plane applies
+//! them at start, and kube-scheduler and the reporter run with those ServiceAccounts' tokens
+//! ([`super::ControlPlane`]), so a permission missing from `k8s/` fails a test.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,10 +17,38 @@ use serde_json::Value;
 use super::{ControlPlane, Kube};
 use crate::repo_root;
 
+/// The kinds that make an identity and its permissions.
+const IDENTITY_KINDS: [&str; 5] = [
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+];
+
 /// The rendered objects of `k8s/` with the two values set.
 pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {
-    let overlay = cp.dir.join("install-overlay");
-    std::fs::create_dir_all(&overlay).unwrap();
+    render_overlay(
+        &cp.bin,
+        &cp.dir.join("install-overlay"),
+        worker_url,
+        image,
+        "",
+    )
+}
+
+/// `kustomize build` (the binary in `bin`) of an overlay written to `overlay` (a directory, made
+/// if missing): `k8s/` as its resource, the reporter's `image`, `ACO_WORKER_URL=worker_url`,
+/// and `extra` — more kustomization YAML (top-level keys other than `configMapGenerator`) and
+/// files the overlay needs, written beside it first.
+pub fn render_overlay(
+    bin: &Path,
+    overlay: &Path,
+    worker_url: &str,
+    image: &str,
+    extra: &str,
+) -> Vec<Value> {
+    std::fs::create_dir_all(overlay).unwrap();
     let (name, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
     // kustomize refuses an absolute resource path: the repository's k8s/ relative to the overlay.
     let depth = overlay.components().count().saturating_sub(1);
@@ -31,14 +63,14 @@ pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {
     std::fs::write(
         overlay.join("kustomization.yaml"),
         format!(
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\nimages:\n  - name: aco-reporter\n    newName: {name}\n    newTag: \"{tag}\"\nconfigMapGenerator:\n  - name: aco-reporter-settings\n    namespace: kube-system\n    behavior: merge\n    literals:\n      - ACO_WORKER_URL={worker_url}\n",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\nimages:\n  - name: aco-reporter\n    newName: {name}\n    newTag: \"{tag}\"\nconfigMapGenerator:\n  - name: aco-reporter-settings\n    namespace: kube-system\n    behavior: merge\n    literals:\n      - ACO_WORKER_URL={worker_url}\n{extra}",
             k8s
         ),
     )
     .unwrap();
-    let out = Command::new(cp.bin.join("kustomize"))
+    let out = Command::new(bin.join("kustomize"))
         .arg("build")
-        .arg(&overlay)
+        .arg(overlay)
         .output()
         .expect("run kustomize (scripts/build-kube builds it)");
     assert!(
@@ -46,14 +78,41 @@ pub fn render(cp: &ControlPlane, worker_url: &str, image: &str) -> Vec<Value> {
         "kustomize build failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
+    yaml_docs(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// The documents of a multi-document YAML text, as JSON (empty documents dropped).
+pub fn yaml_docs(text: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(text)
         .map(|doc| {
             let v: serde_yaml::Value = serde::Deserialize::deserialize(doc).unwrap();
             serde_json::to_value(v).unwrap()
         })
         .filter(|v| !v.is_null())
         .collect()
+}
+
+/// [`yaml_docs`] of a file.
+pub fn yaml_file(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    yaml_docs(&text)
+}
+
+/// The ServiceAccounts, Roles, ClusterRoles and their bindings among `objects`.
+pub fn identities(objects: &[Value]) -> Vec<Value> {
+    objects
+        .iter()
+        .filter(|o| IDENTITY_KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
+        .cloned()
+        .collect()
+}
+
+/// The object of this kind and name.
+pub fn object<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in the rendered k8s/"))
 }
 
 /// The collection an object is created in.
@@ -65,6 +124,7 @@ fn collection(obj: &Value) -> String {
         "ConfigMap" => ("/api/v1", "configmaps", true),
         "Secret" => ("/api/v1", "secrets", true),
         "Service" => ("/api/v1", "services", true),
+        "NetworkPolicy" => ("/apis/networking.k8s.io/v1", "networkpolicies", true),
         "Deployment" => ("/apis/apps/v1", "deployments", true),
         "PodDisruptionBudget" => ("/apis/policy/v1", "poddisruptionbudgets", true),
         "ClusterRole" => ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", false),
@@ -84,20 +144,17 @@ fn collection(obj: &Value) -> String {
     }
 }
 
-/// Creates every object (as `kubectl apply` would on an empty cluster).
+/// Applies every object (`kubectl apply --server-side`: created, or updated if it exists).
 pub async fn apply(kube: &Kube, objects: &[Value]) {
     for obj in objects {
-        kube.post(&collection(obj), obj).await;
+        kube.apply(&collection(obj), obj).await;
     }
 }
 
 /// The reporter container of the rendered `aco-reporter` Deployment.
 pub fn reporter_container(objects: &[Value]) -> Value {
-    let d = objects
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "aco-reporter")
-        .expect("the aco-reporter Deployment");
-    d["spec"]["template"]["spec"]["containers"][0].clone()
+    object(objects, "Deployment", "aco-reporter")["spec"]["template"]["spec"]["containers"][0]
+        .clone()
 }
 
 /// The reporter's environment as the kubelet would give it: plain values, ConfigMap keys and

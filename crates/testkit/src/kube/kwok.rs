@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::scheduler_config::base64;
+use super::base64::encode as base64;
 use super::{strings, wait_ready, ControlPlane, Server};
 use crate::process::free_port;
 use crate::repo_root;

@@ -14,7 +14,7 @@
 //! ([`SchedulerConfig::render`]).
 //!
 //! One file per concern: [`server`] (a server's process group and log, polling helpers),
-//! [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
+//! [`base64`], [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
 //! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
 //! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay) and
@@ -22,6 +22,7 @@
 
 pub mod aco_scheduler;
 pub mod api;
+pub mod base64;
 pub mod control_plane;
 pub mod fixtures;
 pub mod install;

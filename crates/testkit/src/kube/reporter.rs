@@ -66,8 +66,9 @@ pub const TEST_FLAGS: &[&str] = &[
 ];
 
 impl Reporter {
-    /// Starts a reporter named `name` against `cp`, reporting to `worker_url` (trusting the test
-    /// CA) with the admin token, [`TEST_FLAGS`] and `extra` flags (later flags win).
+    /// Starts a reporter named `name` against `cp` as ServiceAccount `aco-reporter` (the RBAC of
+    /// `k8s/reporter.yaml`), reporting to `worker_url` (trusting the test CA) with the Worker's
+    /// admin token, [`TEST_FLAGS`] and `extra` flags (later flags win).
     pub fn start(
         cp: &ControlPlane,
         worker_url: &str,
@@ -107,7 +108,8 @@ impl Reporter {
             &reporter_bin(release),
             &args,
             &[
-                ("KUBECONFIG", cp.kubeconfig.as_path()),
+                // As the Deployment runs it: ServiceAccount aco-reporter, k8s/reporter.yaml's RBAC.
+                ("KUBECONFIG", cp.reporter_kubeconfig.as_path()),
                 ("RUST_LOG", Path::new("info,aco_reporter=debug")),
             ],
         );

@@ -1,18 +1,26 @@
 //! The kube-scheduler configuration of a test: `k8s/scheduler-config.yaml`, the file the shipped
-//! ConfigMap is generated from, with only the local differences applied
+//! Secret `aco-scheduler-config` is generated from (or its mTLS variant,
+//! `k8s/scheduler-config-mtls.yaml`), with only the local differences applied
 //! ([`SchedulerConfig::render`]).
 
 use std::path::Path;
 
+use super::base64::encode as base64;
 use super::SCHEDULER_NAME;
 use crate::repo_root;
+
+/// The shipped configuration (path-token urlPrefix).
+pub const SHIPPED: &str = "k8s/scheduler-config.yaml";
+/// The shipped configuration for `EXTENDER_AUTH=mtls` (client certificate in tlsConfig).
+pub const SHIPPED_MTLS: &str = "k8s/scheduler-config-mtls.yaml";
 
 /// Where the extender stanza of `k8s/scheduler-config.yaml` points in a test.
 #[derive(Clone, Debug)]
 pub enum Extender {
     /// No extender at all: kube-scheduler alone (the baseline).
     Off,
-    /// The Worker at `url_prefix` (e.g. `https://127.0.0.1:1234/v1`), trusted through `ca_pem`.
+    /// The Worker at `url_prefix` (e.g. `https://127.0.0.1:1234/t/<token>/v1`), trusted through
+    /// `ca_pem`.
     Worker {
         url_prefix: String,
         ca_pem: Vec<u8>,
@@ -41,6 +49,10 @@ pub struct SchedulerConfig {
     pub profile: serde_yaml::Mapping,
     /// Overrides the extender's `weight` (None: the shipped one).
     pub extender_weight: Option<i64>,
+    /// The shipped file rendered, relative to the repository ([`SHIPPED`] unless told).
+    pub file: &'static str,
+    /// `(cert.pem, key.pem)` kube-scheduler presents to the Worker (`tlsConfig.certData`/`keyData`).
+    pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl SchedulerConfig {
@@ -57,6 +69,8 @@ impl SchedulerConfig {
             verbs: None,
             profile: serde_yaml::Mapping::new(),
             extender_weight: None,
+            file: SHIPPED,
+            client_cert: None,
         }
     }
     pub fn off() -> Self {
@@ -68,6 +82,8 @@ impl SchedulerConfig {
             verbs: None,
             profile: serde_yaml::Mapping::new(),
             extender_weight: None,
+            file: SHIPPED,
+            client_cert: None,
         }
     }
 
@@ -80,12 +96,24 @@ impl SchedulerConfig {
         }
     }
 
-    /// The shipped `k8s/scheduler-config.yaml`, unchanged but for: kubeconfig (a file instead of
-    /// the in-cluster service account), and for the extender urlPrefix, nodeCacheCapable and a
-    /// private CA (`enableHTTPS: true` + `tlsConfig.caData`) — or no extender for the baseline.
+    /// The shipped `k8s/scheduler-config.yaml` (or [`SchedulerConfig::file`]), unchanged but
+    /// for: kubeconfig (a file instead of the in-cluster service account), and for the extender
+    /// urlPrefix, nodeCacheCapable and a private CA (`enableHTTPS: true` +
+    /// `tlsConfig.caData`, beside the shipped `tlsConfig`), a client certificate if given — or
+    /// no extender for the baseline.
     pub fn render(&self, kubeconfig: &Path) -> String {
-        let text = std::fs::read_to_string(repo_root().join("k8s/scheduler-config.yaml")).unwrap();
+        let text = std::fs::read_to_string(repo_root().join(self.file)).unwrap();
         let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        if self.file == SHIPPED {
+            let shipped = doc["extenders"][0]["urlPrefix"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                is_path_token_prefix(shipped),
+                "{SHIPPED}: urlPrefix {shipped:?} is not https://<host>[/c/<cluster>]/t/<token>/v1, \
+                 the only path EXTENDER_AUTH=path-token serves"
+            );
+        }
         doc["clientConnection"]["kubeconfig"] = kubeconfig.to_string_lossy().into_owned().into();
         if let Some(qps) = self.client_qps {
             doc["clientConnection"]["qps"] = qps.into();
@@ -117,8 +145,12 @@ impl SchedulerConfig {
                 ext["urlPrefix"] = url_prefix.clone().into();
                 ext["nodeCacheCapable"] = (*node_cache_capable).into();
                 ext["enableHTTPS"] = true.into();
-                let mut tls = serde_yaml::Mapping::new();
+                let mut tls = ext["tlsConfig"].as_mapping().cloned().unwrap_or_default();
                 tls.insert("caData".into(), base64(ca_pem).into());
+                if let Some((cert, key)) = &self.client_cert {
+                    tls.insert("certData".into(), base64(cert).into());
+                    tls.insert("keyData".into(), base64(key).into());
+                }
                 ext["tlsConfig"] = serde_yaml::Value::Mapping(tls);
                 if let Some(t) = &self.http_timeout {
                     ext["httpTimeout"] = t.clone().into();
@@ -136,23 +168,42 @@ impl SchedulerConfig {
     }
 }
 
-pub(crate) fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
+/// `https://<host>/t/<token>/v1` or `https://<host>/c/<cluster>/t/<token>/v1`: where the Worker
+/// serves the extender verbs under `EXTENDER_AUTH=path-token`.
+pub fn is_path_token_prefix(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("https://") else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    let ok = |s: &str| !s.is_empty();
+    match parts.as_slice() {
+        [host, "t", token, "v1"] => ok(host) && ok(token),
+        [host, "c", cluster, "t", token, "v1"] => ok(host) && ok(cluster) && ok(token),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_path_token_prefix;
+
+    #[test]
+    fn path_token_prefixes_are_the_two_shapes_the_worker_serves() {
+        for good in [
+            "https://aco.example.workers.dev/t/abc/v1",
+            "https://aco.example.com/c/prod/t/abc/v1",
+        ] {
+            assert!(is_path_token_prefix(good), "{good}");
+        }
+        for bad in [
+            "https://aco.example.workers.dev/abc/v1",
+            "https://aco.example.workers.dev/v1",
+            "https://aco.example.workers.dev/t//v1",
+            "https://aco.example.workers.dev/t/abc/v1/",
+            "http://aco.example.workers.dev/t/abc/v1",
+            "https://aco.example.com/c/prod/abc/v1",
+        ] {
+            assert!(!is_path_token_prefix(bad), "{bad}");
         }
     }
-    out
 }

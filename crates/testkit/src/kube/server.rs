@@ -58,6 +58,8 @@ where
 pub struct Server {
     pub name: String,
     pub log: PathBuf,
+    /// The port it serves on, when its launcher records one (kube-scheduler's secure port).
+    pub port: u16,
     group: Option<ProcessGroup>,
     // run-bound stops the group when this pipe closes (the test process died).
     _stdin: Option<ChildStdin>,
@@ -92,6 +94,7 @@ impl Server {
         Server {
             name: name.to_owned(),
             log,
+            port: 0,
             group: Some(group),
             _stdin: stdin,
         }

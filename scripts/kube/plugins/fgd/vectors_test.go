@@ -45,7 +45,9 @@ type vectorCase struct {
 	ShareDeltas            [][2]json.Number `json:"shareDeltas"`
 }
 
-func loadVectors(t *testing.T) vectors {
+func loadVectors(t *testing.T) vectors { return loadVectorsB(t) }
+
+func loadVectorsB(t testing.TB) vectors {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/vectors.json")
 	if err != nil {

@@ -214,6 +214,18 @@ func (c *Cache) View(node string) (NodeView, bool) {
 	}, true
 }
 
+// Free is a copy of node's free milli per device (ok false: the node is not known), without the
+// rest of View: Filter and Score read it once per node per pod.
+func (c *Cache) Free(node string) ([]uint32, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nodes[node]
+	if !ok {
+		return nil, false
+	}
+	return append([]uint32(nil), n.free...), true
+}
+
 // Assume reserves for pod uid the devices pick chooses on node (indices into the view's Free;
 // nil: nothing fits any more), milli thousandths of each, atomically with the choice. It
 // returns the allocation, which replaces any earlier one of the pod.

@@ -113,11 +113,11 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("GPU model not among the pod's %s %v", GPUModelsAnnotation, s.models))
 	}
-	view, ok := p.cache.View(node.Name)
-	if !ok || len(view.Devices) == 0 {
+	free, ok := p.cache.Free(node.Name)
+	if !ok || len(free) == 0 {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node registers no GPU devices ("+NodeRegisterAnnotation+")")
 	}
-	if why := Fits(view.Free, s.ask); why != "" {
+	if why := Fits(free, s.ask); why != "" {
 		return fwk.NewStatus(fwk.Unschedulable, why)
 	}
 	return nil

@@ -2,8 +2,14 @@
 //! batch sequence number of each isolate applied to them, so that a batch delivered twice (a
 //! retried flush, or `/metrics` flushing what a scheduled flush is still sending) is counted
 //! once. Each cluster's part is one SQLite row: a flush rewrites the rows of the clusters its
-//! batches touched (usually one) and no row grows with the number of clusters. Pure, tested
-//! natively.
+//! batches touched (usually one) and no row grows with the number of clusters.
+//!
+//! Beside them, the newest report of each colony, one row per colony, rewritten when a delivery
+//! brings a newer one: at most one row per colony per isolate per flush interval, since an
+//! isolate delivers only the newest report of each colony it heard from. (A row written less
+//! often would save little and make a restarted object serve a colony's older counters: a
+//! counter that goes down is a reset to Prometheus, and `increase()` would spike.) A report is
+//! absolute: applying one twice or late changes nothing. Pure, tested natively.
 
 use std::collections::BTreeMap;
 #[cfg(test)]
@@ -12,7 +18,9 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::state::{ClusterSeries, TelemetryState};
-use super::{Ack, Delivery};
+use super::{Ack, Delivery, StampedReport};
+use crate::config::MAX_COLONIES_LIMIT;
+use crate::metrics::{self, Metric};
 
 /// An isolate silent this long is forgotten (isolates live minutes to hours); a batch it sends
 /// later is applied as new, which can only happen after a flush stuck for an hour.
@@ -23,8 +31,17 @@ pub const MAX_ISOLATES_PER_CLUSTER: usize = 5_000;
 
 pub const CREATE_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS parts(cluster TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID";
-pub const SELECT_ALL: &str = "SELECT cluster, body FROM parts";
+/// Both tables are read as `(key, body)`.
+pub const SELECT_ALL: &str = "SELECT cluster AS key, body FROM parts";
 pub const UPSERT: &str = "INSERT INTO parts(cluster, body) VALUES(?, ?) ON CONFLICT(cluster) DO UPDATE SET body = excluded.body";
+pub const CREATE_REPORTS_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS colony_reports(colony TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID";
+pub const SELECT_REPORTS: &str = "SELECT colony AS key, body FROM colony_reports";
+pub const UPSERT_REPORT: &str = "INSERT INTO colony_reports(colony, body) VALUES(?, ?) ON CONFLICT(colony) DO UPDATE SET body = excluded.body";
+
+/// Colonies whose report is kept at most: the Registry admits no more (`MAX_COLONIES` is at
+/// most this), so only a colony of a Worker with a larger bound in the past is left out.
+pub const MAX_REPORTS: usize = MAX_COLONIES_LIMIT as usize;
 
 /// One cluster's row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,32 +73,58 @@ impl ClusterPart {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TelemetryLedger {
     pub parts: BTreeMap<String, ClusterPart>,
+    /// Colony object name → its newest report.
+    pub reports: BTreeMap<String, StampedReport>,
+}
+
+/// What a delivery changes: the rows to write, then [`TelemetryLedger::commit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub ack: Ack,
+    pub parts: BTreeMap<String, ClusterPart>,
+    /// Every report newer than the one kept.
+    pub reports: BTreeMap<String, StampedReport>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty() && self.reports.is_empty()
+    }
 }
 
 impl TelemetryLedger {
-    /// From the stored rows (cluster, JSON body). A row that does not parse is reported and
-    /// that cluster starts again from empty counters: metrics must keep working.
+    /// From the stored rows (key, JSON body) of both tables. A row that does not parse is
+    /// reported and that cluster (or colony) starts again from empty: metrics must keep working.
     pub fn from_rows<'a>(
-        rows: impl IntoIterator<Item = (&'a str, &'a str)>,
+        parts: impl IntoIterator<Item = (&'a str, &'a str)>,
+        reports: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> (Self, Vec<String>) {
         let mut ledger = TelemetryLedger::default();
         let mut unreadable = Vec::new();
-        for (cluster, body) in rows {
+        for (cluster, body) in parts {
             match serde_json::from_str(body) {
                 Ok(part) => {
                     ledger.parts.insert(cluster.to_string(), part);
                 }
-                Err(e) => unreadable.push(format!("{cluster:?}: {e}")),
+                Err(e) => unreadable.push(format!("part {cluster:?}: {e}")),
+            }
+        }
+        for (colony, body) in reports {
+            match serde_json::from_str::<StampedReport>(body) {
+                Ok(report) => {
+                    ledger.reports.insert(colony.to_string(), report);
+                }
+                Err(e) => unreadable.push(format!("colony report {colony:?}: {e}")),
             }
         }
         (ledger, unreadable)
     }
 
     /// What a delivery changes: every batch part not applied before, applied oldest first to
-    /// copies of the parts it touches. Returns the acknowledgement and the changed parts (to
-    /// write as rows, then [`commit`](Self::commit)); nothing changes here, so a failed write
-    /// leaves the ledger as it was and the isolate, not acknowledged, sends the batches again.
-    pub fn plan(&self, delivery: &Delivery) -> (Ack, BTreeMap<String, ClusterPart>) {
+    /// copies of the parts it touches, and every report newer than the one kept. Nothing
+    /// changes here, so a failed write leaves the ledger as it was and the isolate, not
+    /// acknowledged, sends the batches again.
+    pub fn plan(&self, delivery: &Delivery) -> Plan {
         let mut changed: BTreeMap<String, ClusterPart> = BTreeMap::new();
         let mut through = 0;
         for batch in &delivery.batches {
@@ -109,25 +152,40 @@ impl TelemetryLedger {
         for part in changed.values_mut() {
             part.forget_old_isolates(delivery.now_ms);
         }
-        (
-            Ack {
+        let mut reports: BTreeMap<String, StampedReport> = BTreeMap::new();
+        for r in &delivery.reports {
+            let newest_so_far = reports
+                .get(&r.colony)
+                .or_else(|| self.reports.get(&r.colony))
+                .map(|kept| kept.at_ms);
+            let room = self.reports.contains_key(&r.colony)
+                || reports.contains_key(&r.colony)
+                || self.reports.len() + reports.len() < MAX_REPORTS;
+            if room && newest_so_far.is_none_or(|at| r.at_ms > at) {
+                reports.insert(r.colony.clone(), r.clone());
+            }
+        }
+        Plan {
+            ack: Ack {
                 applied_through: through,
             },
-            changed,
-        )
+            parts: changed,
+            reports,
+        }
     }
 
-    /// After the planned parts' rows are written.
-    pub fn commit(&mut self, parts: BTreeMap<String, ClusterPart>) {
-        self.parts.extend(parts);
+    /// After the planned rows are written.
+    pub fn commit(&mut self, plan: Plan) {
+        self.parts.extend(plan.parts);
+        self.reports.extend(plan.reports);
     }
 
     /// Plan and commit at once (the tests' shorthand).
     #[cfg(test)]
     pub fn receive(&mut self, delivery: &Delivery) -> (Ack, BTreeSet<String>) {
-        let (ack, parts) = self.plan(delivery);
-        let changed = parts.keys().cloned().collect();
-        self.commit(parts);
+        let plan = self.plan(delivery);
+        let (ack, changed) = (plan.ack, plan.parts.keys().cloned().collect());
+        self.commit(plan);
         (ack, changed)
     }
 
@@ -136,7 +194,12 @@ impl TelemetryLedger {
         serde_json::to_string(part)
     }
 
-    /// Every cluster's series, for `/metrics`.
+    /// The row of one colony's report.
+    pub fn report_row(report: &StampedReport) -> serde_json::Result<String> {
+        serde_json::to_string(report)
+    }
+
+    /// Every cluster's series.
     pub fn state(&self) -> TelemetryState {
         TelemetryState {
             clusters: self
@@ -148,18 +211,24 @@ impl TelemetryLedger {
     }
 
     /// A counter of the object's own, in the default cluster's part (row `""`).
-    pub fn add(&mut self, name: &str, labels: &str, by: f64) {
+    pub fn count(&mut self, metric: &'static Metric, by: f64) {
         self.parts
             .entry(String::new())
             .or_default()
             .series
-            .add(name, labels, by);
+            .count(metric, &[], by);
+    }
+
+    /// The object's own counter of unreadable rows (see [`TelemetryLedger::from_rows`]).
+    pub fn count_reset(&mut self) {
+        self.count(&metrics::TELEMETRY_STATE_RESETS, 1.0);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::colony_store::wire::ColonyReport;
     use crate::telemetry::{Batch, Event};
 
     fn batch(seq: u64, verb: &str, cluster: &str) -> Batch {
@@ -179,6 +248,7 @@ mod tests {
             isolate: isolate.into(),
             batches,
             now_ms,
+            ..Default::default()
         }
     }
 
@@ -252,7 +322,7 @@ mod tests {
             .map(|c| (c.clone(), TelemetryLedger::row(&l.parts[c]).unwrap()))
             .collect();
         let (back, unreadable) =
-            TelemetryLedger::from_rows(rows.iter().map(|(c, b)| (c.as_str(), b.as_str())));
+            TelemetryLedger::from_rows(rows.iter().map(|(c, b)| (c.as_str(), b.as_str())), []);
         assert_eq!((back, unreadable.len()), (l, 0));
     }
 
@@ -284,8 +354,73 @@ mod tests {
     #[test]
     fn an_unreadable_row_is_reported_and_only_its_cluster_restarts() {
         let good = serde_json::to_string(&ClusterPart::default()).unwrap();
-        let (l, unreadable) = TelemetryLedger::from_rows([("eu", good.as_str()), ("us", "{")]);
+        let report = TelemetryLedger::report_row(&stamped("ml", 5, 1)).unwrap();
+        let (l, unreadable) = TelemetryLedger::from_rows(
+            [("eu", good.as_str()), ("us", "{")],
+            [("ml", report.as_str()), ("web", "[")],
+        );
         assert_eq!(l.parts.keys().collect::<Vec<_>>(), vec!["eu"]);
-        assert_eq!(unreadable.len(), 1);
+        assert_eq!(l.reports.keys().collect::<Vec<_>>(), vec!["ml"]);
+        assert_eq!(unreadable.len(), 2);
+    }
+
+    fn stamped(colony: &str, at_ms: u64, decisions: u64) -> StampedReport {
+        let mut report = ColonyReport {
+            tenant: colony.into(),
+            ..Default::default()
+        };
+        report.counters.decisions = decisions;
+        StampedReport {
+            colony: colony.into(),
+            at_ms,
+            report,
+        }
+    }
+
+    fn with_reports(isolate: &str, reports: Vec<StampedReport>, now_ms: u64) -> Delivery {
+        Delivery {
+            isolate: isolate.into(),
+            reports,
+            now_ms,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_newest_report_of_a_colony_wins_whatever_order_or_repetition_it_arrives_in() {
+        let mut l = TelemetryLedger::default();
+        l.receive(&with_reports(
+            "a",
+            vec![stamped("ml", 20, 2), stamped("ml", 10, 1)],
+            1,
+        ));
+        assert_eq!(l.reports["ml"].report.counters.decisions, 2);
+        // An older one through another isolate, and the same one again: nothing to write.
+        let plan = l.plan(&with_reports(
+            "b",
+            vec![stamped("ml", 15, 9), stamped("ml", 20, 2)],
+            2,
+        ));
+        assert!(plan.is_empty(), "{plan:?}");
+        let plan = l.plan(&with_reports(
+            "b",
+            vec![stamped("ml", 30, 3), stamped("web", 1, 1)],
+            3,
+        ));
+        assert_eq!(plan.reports.keys().collect::<Vec<_>>(), vec!["ml", "web"]);
+        l.commit(plan);
+        assert_eq!(l.reports["ml"].report.counters.decisions, 3);
+    }
+
+    #[test]
+    fn reports_beyond_the_bound_are_not_kept_but_known_colonies_keep_reporting() {
+        let mut l = TelemetryLedger::default();
+        let many: Vec<StampedReport> = (0..MAX_REPORTS + 5)
+            .map(|i| stamped(&format!("t{i}"), 1, 1))
+            .collect();
+        l.receive(&with_reports("a", many, 1));
+        assert_eq!(l.reports.len(), MAX_REPORTS);
+        l.receive(&with_reports("a", vec![stamped("t0", 2, 7)], 2));
+        assert_eq!(l.reports["t0"].report.counters.decisions, 7);
     }
 }

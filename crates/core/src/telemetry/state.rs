@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Event, BUCKETS};
+use crate::metrics::{self, Metric};
 
 /// Counter series one cluster's part holds at most (today's code makes ~200: verbs × codes,
 /// reasons); with [`MAX_LABELS_BYTES`] a part stays below ~0.7 MB of JSON.
@@ -20,7 +21,7 @@ pub const MAX_SERIES_PER_CLUSTER: usize = 1_000;
 /// Label text of one series at most, in bytes (`reason="…"` and the like).
 pub const MAX_LABELS_BYTES: usize = 512;
 /// The series that counts what the bounds above kept out.
-pub const SERIES_DROPPED: &str = "aco_telemetry_series_dropped_total";
+pub const SERIES_DROPPED: &str = metrics::TELEMETRY_SERIES_DROPPED.name;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
@@ -67,7 +68,13 @@ impl ClusterSeries {
         self.counters.values().map(BTreeMap::len).sum::<usize>() + self.durations.len()
     }
 
-    pub fn add(&mut self, name: &str, labels: &str, by: f64) {
+    /// Adds `by` to the family's series with these label values.
+    pub fn count(&mut self, metric: &'static Metric, values: &[&str], by: f64) {
+        self.add(metric.name, &metric.label_text(values), by);
+    }
+
+    /// Adds to a series by its stored name and label text (what [`Event::count`] recorded).
+    fn add(&mut self, name: &str, labels: &str, by: f64) {
         let exists = self
             .counters
             .get(name)
@@ -126,12 +133,13 @@ pub struct TelemetryState {
 impl TelemetryState {
     pub fn apply(&mut self, event: &Event) {
         let part = self.clusters.entry(event.cluster.clone()).or_default();
-        let verb = format!("verb=\"{}\"", event.verb);
-        let labels = format!("{verb},code=\"{}\"", event.code);
-        part.add("aco_requests_total", &labels, 1.0);
+        let code = event.code.to_string();
+        let labels = metrics::REQUESTS.label_text(&[&event.verb, &code]);
+        part.add(metrics::REQUESTS.name, &labels, 1.0);
         if event.code >= 400 {
-            part.add("aco_request_errors_total", &labels, 1.0);
+            part.add(metrics::REQUEST_ERRORS.name, &labels, 1.0);
         }
+        let verb = metrics::REQUEST_DURATION.label_text(&[&event.verb]);
         for (name, labels, by) in &event.counters {
             part.add(name, labels, *by);
         }
@@ -153,11 +161,11 @@ impl TelemetryState {
     }
 
     /// A counter outside any request's event, in the default cluster's part.
-    pub fn add(&mut self, name: &str, labels: &str, by: f64) {
+    pub fn count(&mut self, metric: &'static Metric, values: &[&str], by: f64) {
         self.clusters
             .entry(String::new())
             .or_default()
-            .add(name, labels, by);
+            .count(metric, values, by);
     }
 }
 
@@ -207,14 +215,11 @@ mod tests {
         // The worst case: every series with the longest label text allowed.
         let widest = MAX_LABELS_BYTES - "reason=\"\"".len();
         for i in 0..3 * MAX_SERIES_PER_CLUSTER {
-            e.count(
-                "aco_filter_nodes_rejected_total",
-                format!("reason=\"{i:0>widest$}\""),
-                1.0,
-            );
+            let reason = format!("{i:0>widest$}");
+            e.count(&metrics::FILTER_NODES_REJECTED, &[&reason], 1.0);
         }
-        let too_wide = format!("reason=\"{}\"", "x".repeat(MAX_LABELS_BYTES));
-        e.count("aco_filter_nodes_rejected_total", too_wide, 1.0);
+        let too_wide = "x".repeat(MAX_LABELS_BYTES);
+        e.count(&metrics::FILTER_NODES_REJECTED, &[&too_wide], 1.0);
         s.apply(&e);
         // Merging more of the same into a full part adds nothing new either.
         let copy = s.clone();
@@ -233,7 +238,7 @@ mod tests {
         // Series that exist keep counting.
         let first = format!("reason=\"{:0>widest$}\"", 0);
         assert_eq!(
-            part.counters["aco_filter_nodes_rejected_total"][&first],
+            part.counters[metrics::FILTER_NODES_REJECTED.name][&first],
             2.0
         );
         let bytes = serde_json::to_string(part).unwrap().len();
