@@ -27,6 +27,9 @@ pub const SHARE_GPU_CHOICE_ARG: &str = "shareGpuChoice";
 pub const FGD_PLUGIN: &str = "AcoFGD";
 pub const FGD_SHAPES_ARG: &str = "typicalShapes";
 
+/// kube-scheduler's backoff before it retries a pod that did not fit (see `scheduler_config`).
+pub const RETRY_AFTER_S: u64 = 3600;
+
 /// A named configuration ([`ReplaySpec::parse`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplaySpec {
@@ -214,6 +217,14 @@ impl ReplaySpec {
             profile.insert("percentageOfNodesToScore".into(), p.into());
         }
         config.profile = profile;
+        // A pod that fits nowhere waits an hour before kube-scheduler tries it again, as the
+        // protocol never retries one (nodes only fill, so a retry can only fail again). With the
+        // default 1-10 s and the device plugin asking to requeue pods on every cluster event,
+        // retries of the failed pods took every scheduling cycle and starved the pods not yet
+        // tried, whose arrival rank (their priority) is lower.
+        for key in ["podInitialBackoffSeconds", "podMaxBackoffSeconds"] {
+            config.top_level.insert(key.into(), RETRY_AFTER_S.into());
+        }
         config
     }
 }
@@ -285,6 +296,8 @@ mod tests {
     fn the_shipped_file_is_changed_only_where_asked() {
         let alone = render("alone", true);
         assert!(alone.get("extenders").is_none());
+        assert_eq!(alone["podInitialBackoffSeconds"], RETRY_AFTER_S);
+        assert_eq!(alone["podMaxBackoffSeconds"], RETRY_AFTER_S);
         let p = &alone["profiles"][0];
         assert_eq!(p["schedulerName"], "aco-scheduler");
         assert_eq!(

@@ -47,6 +47,8 @@ pub struct SchedulerConfig {
     /// Keys set on the profile (e.g. `plugins`, `pluginConfig`, `percentageOfNodesToScore`),
     /// replacing the shipped values of those keys; empty: the shipped profile.
     pub profile: serde_yaml::Mapping,
+    /// Keys set at the top of the configuration (e.g. `podInitialBackoffSeconds`).
+    pub top_level: serde_yaml::Mapping,
     /// Overrides the extender's `weight` (None: the shipped one).
     pub extender_weight: Option<i64>,
     /// The shipped file rendered, relative to the repository ([`SHIPPED`] unless told).
@@ -68,6 +70,7 @@ impl SchedulerConfig {
             scheduler_name: None,
             verbs: None,
             profile: serde_yaml::Mapping::new(),
+            top_level: serde_yaml::Mapping::new(),
             extender_weight: None,
             file: SHIPPED,
             client_cert: None,
@@ -81,6 +84,7 @@ impl SchedulerConfig {
             scheduler_name: None,
             verbs: None,
             profile: serde_yaml::Mapping::new(),
+            top_level: serde_yaml::Mapping::new(),
             extender_weight: None,
             file: SHIPPED,
             client_cert: None,
@@ -126,6 +130,9 @@ impl SchedulerConfig {
         }
         for (key, value) in &self.profile {
             doc["profiles"][0][key] = value.clone();
+        }
+        for (key, value) in &self.top_level {
+            doc[key] = value.clone();
         }
         match &self.extender {
             Extender::Off => {
