@@ -32,9 +32,18 @@ pub fn config(env: &Env) -> Result<Rc<Config>, ConfigError> {
     if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
         return Ok(c);
     }
-    let config = Rc::new(Config::from_vars(|key| {
-        env.var(key).ok().map(|v| v.to_string())
-    })?);
+    let config = Config::from_vars(|key| env.var(key).ok().map(|v| v.to_string()))?;
+    // Whoever can call the verbs could set the clock: only where nobody is authenticated.
+    if config.test_clock_header && !matches!(*extender_auth(env)?, ExtenderAuth::None) {
+        return Err(ConfigError {
+            key: "TEST_CLOCK_HEADER".into(),
+            value: "true".into(),
+            reason: "tests only: refused unless EXTENDER_AUTH=none (a production Worker \
+                     authenticates its verbs)"
+                .into(),
+        });
+    }
+    let config = Rc::new(config);
     CONFIG.with(|c| *c.borrow_mut() = Some(config.clone()));
     Ok(config)
 }

@@ -4,7 +4,7 @@
 //! themselves live in the pure `aco-core` crate. Request flow:
 //!
 //! ```text
-//! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::extender (pure)
+//! fetch ─▶ routes::dispatch ─▶ routes/<verb>.rs ─▶ aco_core::pipeline (pure; per isolate and cluster: pipeline.rs)
 //!                                 │                  ├─ facts::client (isolate copy) ─▶ facts::Facts (one DO per cluster)
 //!                                 │                  ├─ colony::client ─▶ colony::Colony (one DO per cluster × tenant)
 //!                                 │                  └─ registry::client ─▶ registry::Registry (one DO: which clusters and colonies exist)
@@ -15,14 +15,15 @@
 // expect outside tests. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-mod assumed;
 mod auth;
 mod bindings;
+mod clock;
 mod colony;
 mod env_config;
 mod facts;
 mod filter_memory;
 mod http;
+mod pipeline;
 mod pod_index;
 mod registry;
 mod routes;

@@ -8,6 +8,7 @@ use worker::{Method, Request, RequestInit};
 use super::api::{ColonyCall, ColonyName, Envelope, BINDING, CLASS, NAME_HEADER};
 use super::{copy, queue};
 use crate::bindings::Bindings;
+use crate::clock;
 use crate::http::ApiError;
 use crate::telemetry;
 
@@ -33,6 +34,7 @@ pub async fn call<C: ColonyCall>(
         .headers()
         .set(NAME_HEADER, &name)
         .map_err(unreachable)?;
+    clock::forward(request.headers()).map_err(unreachable)?;
     let mut resp = bindings.do_fetch(BINDING, CLASS, &name, request).await?;
     let text = resp.text().await.map_err(unreachable)?;
     if resp.status_code() != 200 {
@@ -100,7 +102,7 @@ fn settle(
         colony,
         reply.version,
         reply.snapshot.clone(),
-        worker::Date::now().as_millis(),
+        clock::now_ms(),
     );
 }
 
@@ -117,7 +119,7 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
         return;
     }
     let known_version = copy::version_of(&colony).unwrap_or(0);
-    let now_ms = worker::Date::now().as_millis();
+    let now_ms = clock::now_ms();
     let batch = DecisionBatch {
         decisions,
         known_version,
@@ -160,7 +162,7 @@ pub async fn send_not_durable(bindings: &Bindings, colony: &ColonyName) -> Resul
     let batch = DecisionBatch {
         decisions,
         known_version: 0,
-        now_ms: worker::Date::now().as_millis(),
+        now_ms: clock::now_ms(),
     };
     let reply = call(bindings, colony, &batch).await?;
     settle(colony, &batch.decisions, &reply);

@@ -41,6 +41,7 @@ use aco_core::telemetry::StampedReport;
 
 use super::api::{ResetRequest, Route, ShadowSummaryRequest, TableRequest, NAME_HEADER};
 use crate::bindings::ROWS_WRITTEN_HEADER;
+use crate::clock;
 use crate::env_config;
 use crate::http::json_response;
 use crate::sql_transaction::run_in_transaction;
@@ -53,7 +54,7 @@ fn failure(message: impl std::fmt::Display) -> worker::Error {
 }
 
 fn now() -> u64 {
-    worker::Date::now().as_millis()
+    clock::now_ms()
 }
 
 #[derive(Deserialize)]
@@ -496,6 +497,7 @@ fn table(s: &ColonyStore, config: &Config) -> serde_json::Value {
                 "tau": tau,
                 "successes": o.successes,
                 "failures": o.failures,
+                "slowdown": o.slowdown(),
                 "outcomesAsOfMs": o.as_of_ms,
             })
         })
@@ -540,6 +542,10 @@ impl DurableObject for Colony {
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
         self.request_rows.set(0);
+        // On the Worker's clock (the wall clock but under TEST_CLOCK_HEADER).
+        if let Ok(config) = self.config() {
+            clock::of_request(&req, &config).map_err(|e| failure(e.message))?;
+        }
         let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
         let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();
         let path = req.path();

@@ -11,9 +11,10 @@
 //! of the shard — at most `stamp_lag_ms` (60 s) behind in any observation time. A `PUT` marks this
 //! isolate's copy stale, so that the isolate reads its own writes.
 //!
-//! Verbs read the copy in place: [`load`] hands out the current [`ClusterFacts`] (an `Rc`, no
-//! record copied), and a refresh builds the next one beside it, sharing the shards it did not
-//! rewrite, so a request that holds the old one keeps reading a consistent snapshot.
+//! Verbs read the copy in place, through the cluster's pipeline (`crate::pipeline`, the copy an
+//! `aco_core::pipeline::ClusterFacts`): a refresh builds the next version beside the current one,
+//! sharing the shards it did not rewrite, so a request that holds the old one keeps reading a
+//! consistent snapshot.
 //!
 //! Concurrent misses in one isolate each make their own request rather than awaiting a shared
 //! one: a Rust waker fired by one request's fetch would poll the other request inside the first
@@ -21,137 +22,36 @@
 //! different request context"). Such fetches are deltas from the same version, and a reply older
 //! than the copy is not applied, so they cost one operation each and never go back in time.
 
-use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
-use aco_core::facts::{FactsLookup, KeptFacts, NodeFacts, ReadFacts};
-use aco_core::facts_shards::{shard_of, SHARDS};
-use aco_core::heuristic::spot_risk::SpotPools;
-use aco_core::heuristic::ClusterOutlook;
-use aco_core::node_labels::LabelReading;
+use aco_core::facts::NodeFacts;
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
 use crate::facts::{self, SnapshotReply};
 use crate::http::ApiError;
+use crate::pipeline;
 
-/// One cluster's node facts, as of one version of this isolate's copy: immutable once handed
-/// out; the next version shares the shards it did not change. Each record's labels are read
-/// when it arrives ([`ReadFacts`]), not by every verb over every candidate.
-#[derive(Clone)]
-pub struct ClusterFacts {
-    shards: Vec<Rc<KeptFacts>>,
-}
-
-impl Default for ClusterFacts {
-    fn default() -> Self {
-        Self {
-            shards: vec![Rc::default(); SHARDS],
-        }
-    }
-}
-
-impl ClusterFacts {
-    fn nodes(&self) -> impl Iterator<Item = &NodeFacts> {
-        self.shards
-            .iter()
-            .flat_map(|shard| shard.values().map(|r| &r.facts))
-    }
-
-    /// Every record's labels read again under `config`.
-    fn read_again(&mut self, config: &Config) {
-        for shard in &mut self.shards {
-            for record in Rc::make_mut(shard).values_mut() {
-                record.read_again(config);
-            }
-        }
-    }
-}
-
-/// The readings are the isolate's config's ([`load`] reads every record again should a call
-/// come with another).
-impl FactsLookup for ClusterFacts {
-    fn get(&self, name: &str) -> Option<&NodeFacts> {
-        FactsLookup::get(&*self.shards[shard_of(name)], name)
-    }
-
-    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
-        FactsLookup::get_read(&*self.shards[shard_of(name)], name, config)
-    }
-}
-
-/// One cluster's facts as this isolate last fetched them.
-#[derive(Default)]
-struct Snapshot {
-    /// Instance and sequence number of the Facts object the copy is from.
-    version: Option<(u64, u64)>,
-    /// When the copy was last brought up to date (None: stale, fetch before reading).
-    fetched_at_ms: Option<u64>,
-    /// Bumped by a `PUT` through this isolate; a fetch that began before it does not make the
-    /// copy fresh (it may predate the write).
-    generation: u64,
-    facts: Rc<ClusterFacts>,
-    /// The config the records' labels were read under.
-    read_with: Option<Rc<Config>>,
-    /// Every spot pool's history, as of `version`.
-    pools: SpotPools,
-    /// What η reads of the whole cluster, computed from this copy once per version.
-    outlook: Option<((u64, u64), Rc<ClusterOutlook>)>,
-}
-
-thread_local! {
-    static SNAPSHOTS: RefCell<HashMap<String, Snapshot>> = RefCell::new(HashMap::new());
-}
-
-fn with_snapshot<T>(cluster: &str, f: impl FnOnce(&mut Snapshot) -> T) -> T {
-    SNAPSHOTS.with(|s| f(s.borrow_mut().entry(cluster.to_string()).or_default()))
-}
-
-/// The facts of `cluster`'s nodes, refreshed first when the copy is older than `cache_ms`:
-/// the isolate's snapshot itself, shared, for the verbs to read in place.
+/// Brings `cluster`'s facts copy up to date first when it is older than `cache_ms`; the verbs
+/// then read it in place through the cluster's pipeline (`crate::pipeline`).
 pub async fn load(
     bindings: &Bindings,
     cluster: &str,
     now_ms: u64,
     config: &Rc<Config>,
-) -> Result<Rc<ClusterFacts>, ApiError> {
-    let fresh = with_snapshot(cluster, |s| {
+) -> Result<(), ApiError> {
+    let fresh = pipeline::with(cluster, |s| {
         s.fetched_at_ms
             .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts_cache_ms)
     });
     if !fresh {
         refresh(bindings, cluster, now_ms, config).await?;
     }
-    Ok(with_snapshot(cluster, |s| {
-        read_under(s, config);
-        s.facts.clone()
-    }))
-}
-
-/// What the cluster's facts say as a whole (GPU scarcity, spot pools), from this isolate's copy
-/// as the last [`load`] left it: computed once per version of the copy, so a verb pays for it
-/// only after a refresh brought news (measurements' freshness is judged at that moment).
-pub fn outlook(cluster: &str, now_ms: u64, config: &Config) -> Rc<ClusterOutlook> {
-    with_snapshot(cluster, |s| {
-        let version = s.version.unwrap_or((0, 0));
-        match &s.outlook {
-            Some((v, o)) if *v == version => o.clone(),
-            _ => {
-                let o = Rc::new(ClusterOutlook::from_facts(
-                    s.facts.nodes(),
-                    s.pools.pools.clone(),
-                    now_ms,
-                    config,
-                ));
-                s.outlook = Some((version, o.clone()));
-                o
-            }
-        }
-    })
+    pipeline::with(cluster, |s| s.read_under(config));
+    Ok(())
 }
 
 /// Facts of every node of `cluster` (shadow mode scores a pod against the whole cluster, not a
@@ -162,28 +62,14 @@ pub async fn load_all(
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
-    let fresh = with_snapshot(cluster, |s| {
-        s.fetched_at_ms
-            .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts_cache_ms)
-    });
-    if !fresh {
-        refresh(bindings, cluster, now_ms, config).await?;
-    }
-    Ok(with_snapshot(cluster, |s| {
-        s.facts
+    load(bindings, cluster, now_ms, config).await?;
+    Ok(pipeline::with(cluster, |s| {
+        s.pipeline
+            .facts()
             .nodes()
             .map(|f| (f.name.clone(), f.clone()))
             .collect()
     }))
-}
-
-/// Makes the copy's label readings `config`'s. The isolate's config never changes, so this
-/// reads nothing again after its first call (on an empty copy).
-fn read_under(s: &mut Snapshot, config: &Rc<Config>) {
-    if !s.read_with.as_ref().is_some_and(|c| Rc::ptr_eq(c, config)) {
-        Rc::make_mut(&mut s.facts).read_again(config);
-        s.read_with = Some(config.clone());
-    }
 }
 
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
@@ -193,7 +79,7 @@ async fn refresh(
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<(), ApiError> {
-    let (version, generation) = with_snapshot(cluster, |s| (s.version, s.generation));
+    let (version, generation) = pipeline::with(cluster, |s| (s.facts_version, s.generation));
     let path = match version {
         Some((instance, seq)) => format!("/snapshot?instance={instance}&seq={seq}"),
         None => "/snapshot".to_string(),
@@ -204,32 +90,25 @@ async fn refresh(
     }
     let reply: SnapshotReply<NodeFacts> =
         serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts snapshot", e))?;
-    with_snapshot(cluster, |s| {
-        let newer = match s.version {
+    pipeline::with(cluster, |s| {
+        let newer = match s.facts_version {
             Some((instance, seq)) => reply.instance != instance || reply.seq > seq,
             None => true,
         };
         // A reply older than the copy (a concurrent fetch finished first) is not applied.
         if newer {
             // A new version beside the one requests may still hold (copying 16 pointers).
-            read_under(s, config);
-            let facts = Rc::make_mut(&mut s.facts);
-            if reply.full {
-                *facts = ClusterFacts::default();
-            }
-            for shard in reply.shards {
-                if let Some(slot) = facts.shards.get_mut(shard.id) {
-                    *slot = Rc::new(
-                        shard
-                            .nodes
-                            .into_iter()
-                            .map(|f| (f.name.clone(), ReadFacts::read(f, config)))
-                            .collect(),
-                    );
+            s.read_under(config);
+            s.pipeline.update(|facts, pools| {
+                if reply.full {
+                    *facts = Default::default();
                 }
-            }
-            s.pools = reply.pools;
-            s.version = Some((reply.instance, reply.seq));
+                for shard in reply.shards {
+                    facts.replace_shard(shard.id, shard.nodes, config);
+                }
+                *pools = reply.pools;
+            });
+            s.facts_version = Some((reply.instance, reply.seq));
         }
         if s.generation == generation {
             s.fetched_at_ms = Some(now_ms);
@@ -255,7 +134,7 @@ pub async fn put(
     )
     .await?;
     // Even a refused batch may have raced a write by another request: re-read either way.
-    with_snapshot(cluster, |s| {
+    pipeline::with(cluster, |s| {
         s.fetched_at_ms = None;
         s.generation += 1;
     });

@@ -1,35 +1,30 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
+use aco_core::colony::Prioritized;
 use aco_core::metrics;
-use std::rc::Rc;
-
-use aco_core::colony::TenantColony;
 use aco_core::colony_store::wire::DecisionRecord;
-use aco_core::demand::PodDemand;
-use aco_core::extender::{filter_body, parse_args, scoring_input_body, FilterReply};
+use aco_core::config::Config;
+use aco_core::extender::FilterReply;
+use aco_core::extender::{parse_args, ScoringInput};
+use aco_core::pipeline::ColonySource;
 use rand::{rngs::SmallRng, SeedableRng};
 
 use super::admission::{admit_tenant, TenantAdmission};
 use super::{Call, Handled};
-use crate::assumed;
-use crate::colony::{client, copy, queue};
-use crate::facts::client::{self as facts_client, ClusterFacts};
+use crate::colony::{client, queue};
+use crate::facts::client as facts_client;
 use crate::filter_memory;
 use crate::http::{priorities_response, read_body, stream_response, ApiError};
+use crate::pipeline;
 use crate::pod_index;
 
-/// The cluster's node facts, read in place by the verb (this isolate's copy, refreshed from
-/// the Facts object when older than `FACTS_CACHE_MS`).
-async fn cluster_facts(call: &Call) -> Result<Rc<ClusterFacts>, ApiError> {
-    facts_client::load(&call.bindings, &call.cluster, call.now_ms, &call.config).await
-}
-
-/// The facts a verb judges `body` against, fetched before the body is parsed (the verbs judge
-/// each node as it is read). If they cannot be had, a body the client got wrong is still its
-/// 400, as when the body was read first; a good one gets the 503.
-async fn facts_for(call: &Call, body: &str) -> Result<Rc<ClusterFacts>, ApiError> {
-    match cluster_facts(call).await {
-        Ok(facts) => Ok(facts),
+/// Brings the cluster's facts copy up to date (from the Facts object when older than
+/// `FACTS_CACHE_MS`) before the body is parsed (the verbs judge each node as it is read). If they
+/// cannot be had, a body the client got wrong is still its 400, as when the body was read
+/// first; a good one gets the 503.
+async fn facts_for(call: &Call, body: &str) -> Result<(), ApiError> {
+    match facts_client::load(&call.bindings, &call.cluster, call.now_ms, &call.config).await {
+        Ok(()) => Ok(()),
         Err(e) => {
             parse_args(body, &call.config)?;
             Err(e)
@@ -37,25 +32,43 @@ async fn facts_for(call: &Call, body: &str) -> Result<Rc<ClusterFacts>, ApiError
     }
 }
 
+/// The cluster's pipeline answers `input` from the colony `from` names (and assumes the pod on
+/// the answer's top); `None` when it holds no copy to answer from.
+fn answer<'a>(
+    call: &Call,
+    input: &'a ScoringInput,
+    from: ColonySource,
+    config: &Config,
+    rng: &mut SmallRng,
+) -> Option<Prioritized<'a>> {
+    pipeline::with(&call.cluster, |s| {
+        s.pipeline.prioritize(
+            &input.features,
+            &input.demand,
+            from,
+            call.now_ms,
+            config,
+            rng,
+        )
+    })
+}
+
 /// Chunks of the filter reply sent while kube-scheduler reads it.
 const REPLY_CHUNK_BYTES: usize = 64 << 10;
 
 pub async fn filter(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let facts = facts_for(call, &body).await?;
-    let (cluster, now_ms, config) = (&call.cluster, call.now_ms, &call.config);
+    facts_for(call, &body).await?;
+    let (now_ms, config) = (call.now_ms, &call.config);
     // Every node is judged before the answer is known to be a 200: a node that does not read,
     // however late in the list, is a 400 and nothing of a 200 has been sent. Judged on the
     // facts alone: an assumed placement is a guess, and a guess must never reject a node
-    // (kube-scheduler's own fit check is exact); prioritize ranks with them.
-    let streamed = filter_body(&body, &*facts, now_ms, config)?;
+    // (kube-scheduler's own fit check is exact); prioritize ranks with them. kube-scheduler
+    // binds the only node left without asking prioritize: the pipeline assumes the pod there.
+    let streamed = pipeline::with(&call.cluster, |s| {
+        s.pipeline.filter_body(&body, now_ms, config)
+    })?;
     let mut outcome = streamed.output;
-    // kube-scheduler binds the only node left without asking prioritize.
-    if let [only] = outcome.result.node_names.as_deref().unwrap_or_default() {
-        if let Ok(pod) = PodDemand::from_pod(&streamed.pod, config) {
-            assumed::assume(cluster, only, &pod, &facts, now_ms, config);
-        }
-    }
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
     filter_memory::remember(
         &call.cluster,
@@ -82,25 +95,12 @@ pub async fn filter(call: &mut Call) -> Handled {
 
 pub async fn prioritize(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let facts = facts_for(call, &body).await?;
-    let outlook = facts_client::outlook(&call.cluster, call.now_ms, &call.config);
-    let (now_ms, config) = (call.now_ms, &call.config);
-    let input = assumed::read(&call.cluster, &facts, now_ms, config, |facts| {
-        scoring_input_body(&body, facts, &outlook, now_ms, config)
+    facts_for(call, &body).await?;
+    let (now_ms, config) = (call.now_ms, call.config.clone());
+    let input = pipeline::with(&call.cluster, |s| {
+        s.pipeline.scoring_input_body(&body, now_ms, &config)
     })?
     .output;
-    // The node alone at the top of the answer is where kube-scheduler binds the pod.
-    let answer = |call: &Call, priorities: &[aco_core::wire::HostPriority]| {
-        assumed::assume_top(
-            &call.cluster,
-            priorities,
-            &input.demand,
-            &facts,
-            call.now_ms,
-            &call.config,
-        );
-        Ok(priorities_response(priorities))
-    };
     // Taken whatever happens next, so that a filter is attached to one decision at most.
     let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
     call.event.count(
@@ -117,6 +117,12 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     let tenant = input.demand.tenant.clone();
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
+    // η alone always answers; the pipeline then assumes the pod on its top like any answer.
+    let eta_alone = |call: &Call, rng: &mut SmallRng| {
+        answer(call, &input, ColonySource::EtaAlone, &config, rng)
+            .map(|p| priorities_response(&p.priorities))
+            .ok_or_else(|| ApiError::new(503, "η alone gave no answer"))
+    };
     let admission = match admit_tenant(call, &tenant, "prioritize").await {
         Ok(a) => a,
         // The Registry did not answer: fail open with η alone, creating nothing.
@@ -143,47 +149,38 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         // No colony for a tenant outside TENANTS/TENANT_PATTERN or beyond MAX_COLONIES: η alone
         // (τ_initial everywhere), nothing remembered, so such pods cannot create Durable
         // Objects or grow storage.
-        let scored = TenantColony::default().prioritize(
-            &input.features,
-            input.demand.workload,
-            &input.demand.key,
-            call.now_ms,
-            &call.config,
-            &mut rng,
-        );
-        return answer(call, &scored.priorities);
+        return eta_alone(call, &mut rng);
     };
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
     // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
     // can call bind.
-    if call.config.bind_index {
+    if config.bind_index {
         pod_index::remember(
             &call.bindings,
             &input.demand.key,
             &tenant,
-            call.config.decision_ttl_ms,
+            config.decision_ttl_ms,
         )
         .await;
     }
-    let (workload, pod_key) = (input.demand.workload, &input.demand.key);
-    let config = call.config.clone();
-    // Scored from this isolate's copy of the colony (see colony/copy.rs for the consistency this
-    // trades): when it is fresh, no binding operation before the answer; otherwise one, to fetch
-    // the colony first. The decision is sent after the response either way.
-    let mut score = |c: &mut TenantColony| {
-        c.prioritize(
-            &input.features,
-            workload,
-            pod_key,
-            now_ms,
-            &config,
-            &mut rng,
-        )
+    // Scored from this isolate's copy of the colony (see `aco_core::pipeline::ColonyCopies` for
+    // the consistency this trades): when it is fresh, no binding operation before the answer;
+    // otherwise one, to fetch the colony first. The decision is sent after the response either
+    // way.
+    let fresh = |max_age_ms| ColonySource::Fresh {
+        tenant: &colony.tenant,
+        max_age_ms,
     };
-    let mut local = copy::with_fresh(&colony, now_ms, config.colony_snapshot_ms, &mut score);
+    let mut local = answer(
+        call,
+        &input,
+        fresh(config.colony_snapshot_ms),
+        &config,
+        &mut rng,
+    );
     if local.is_none() {
         match client::fetch_copy(&call.bindings, &colony, now_ms).await {
-            Ok(_) => local = copy::with_fresh(&colony, now_ms, u64::MAX, &mut score),
+            Ok(_) => local = answer(call, &input, fresh(u64::MAX), &config, &mut rng),
             Err(e) => {
                 // Scores are advisory: without the colony, answer from an old copy or from η
                 // alone (counted, and the failure itself in aco_colony_errors_total), never an
@@ -194,17 +191,18 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                     e.message
                 );
                 call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
-                let (mode, priorities) = match copy::with_any(&colony, |c| score(c).priorities) {
-                    Some(p) => ("stale_copy", p),
-                    None => ("eta_only", score(&mut TenantColony::default()).priorities),
+                let stale = ColonySource::Any(&colony.tenant);
+                let (mode, reply) = match answer(call, &input, stale, &config, &mut rng) {
+                    Some(p) => ("stale_copy", Ok(priorities_response(&p.priorities))),
+                    None => ("eta_only", eta_alone(call, &mut rng)),
                 };
                 call.event
                     .count(&metrics::COLONY_FALLBACK, &[mode, reason], 1.0);
-                return answer(call, &priorities);
+                return reply;
             }
         }
     }
-    let Some((_, mut prioritized)) = local else {
+    let Some(mut prioritized) = local else {
         return Err(ApiError::new(503, "colony copy missing after its fetch"));
     };
     if let Some(e) = prioritized.decision.explanation.as_mut() {
@@ -222,8 +220,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         call.deferred.push(Box::pin(client::send_decisions(
             call.bindings.clone(),
             colony.clone(),
-            call.config.decision_flush_ms,
+            config.decision_flush_ms,
         )));
     }
-    answer(call, &prioritized.priorities)
+    Ok(priorities_response(&prioritized.priorities))
 }

@@ -28,6 +28,7 @@ use worker::{Context, Date, Env, Method, Request, Response};
 
 use crate::auth::{self, require_bearer};
 use crate::bindings::{self, Bindings};
+use crate::clock;
 use crate::env_config;
 use crate::http::{drain, ApiError};
 use crate::registry;
@@ -42,6 +43,7 @@ pub struct Call {
     pub bindings: Bindings,
     pub config: Rc<Config>,
     pub event: Event,
+    /// When the request happens (`clock::of_request`).
     pub now_ms: u64,
     /// From `/c/<cluster>/…`, else `aco_core::cluster::DEFAULT_CLUSTER`: keys facts and colonies.
     pub cluster: String,
@@ -59,8 +61,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let method = req.method();
     let path = req.path();
     let bindings = Bindings::new(env.clone(), telemetry::count);
-    let (verb, (response, mut event, deferred)) =
-        route(method, &path, req, bindings.clone(), started).await;
+    let (verb, (response, mut event, deferred)) = route(method, &path, req, bindings.clone()).await;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
     let _ = response
         .headers()
@@ -129,7 +130,6 @@ async fn route(
     path: &str,
     mut req: Request,
     bindings: Bindings,
-    now_ms: u64,
 ) -> (Option<&'static str>, Routed) {
     let env = bindings.env.clone();
     // `/c/<cluster>/…`: the cluster this request is about (paths without it: the default one).
@@ -180,6 +180,13 @@ async fn route(
                     Vec::new(),
                 ),
             );
+        }
+    };
+    let now_ms = match clock::of_request(&req, &config) {
+        Ok(t) => t,
+        Err(e) => {
+            drain(&mut req).await;
+            return (verb, (e.into_response(), Event::default(), Vec::new()));
         }
     };
     // Refused requests are counted without a `cluster` label and touch no object: neither an

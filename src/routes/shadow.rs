@@ -133,7 +133,8 @@ pub async fn report(call: &mut Call) -> Handled {
     let config = call.config.clone();
     let facts = facts_client::load_all(&call.bindings, &call.cluster, call.now_ms, &config).await?;
     // The outlook prioritize would score with, from the copy load_all just refreshed.
-    let outlook = facts_client::outlook(&call.cluster, call.now_ms, &config);
+    let outlook =
+        crate::pipeline::with(&call.cluster, |s| s.pipeline.outlook(call.now_ms, &config));
     let cluster = ShadowCluster::new(&facts, &outlook, call.now_ms, &config);
     let mut by_tenant: BTreeMap<String, Vec<Valid>> = BTreeMap::new();
     for r in reports {

@@ -259,6 +259,13 @@ config_keys! {
     /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
     max_colonies: u64 = "MAX_COLONIES", number, 1_000,
         check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (the Telemetry object keeps every colony's report)");
+    // --- tests only ---
+    /// Each request's time from its `x-aco-test-now-ms` header instead of the wall clock, in
+    /// the Worker and its objects, so that a trace replay runs the Worker on the trace's clock
+    /// (`tests/replay_matches_native.rs`). The Worker refuses it unless `EXTENDER_AUTH=none`:
+    /// anyone who can call the verbs could set the clock, and a production Worker
+    /// authenticates them.
+    test_clock_header: bool = "TEST_CLOCK_HEADER", flag, false;
     @derived {
         /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`:
         /// any valid name. Pods of another tenant are scored by η alone and their placements

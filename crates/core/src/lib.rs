@@ -21,6 +21,7 @@ pub mod k8s;
 pub mod metrics;
 pub mod node_labels;
 pub mod node_state;
+pub mod pipeline;
 pub mod predict;
 pub mod quantity;
 pub mod registry;

@@ -537,6 +537,7 @@ mod tests {
                 successes: 0.0,
                 failures: 5.0,
                 as_of_ms: NOW,
+                ..OutcomeStats::default()
             },
         );
         let v = verdict(
@@ -671,6 +672,7 @@ mod tests {
                 successes: 0.0,
                 failures: 1.0,
                 as_of_ms: 13,
+                ..OutcomeStats::default()
             }
         );
         assert!(!c.outcomes.contains_key("b"));

@@ -14,7 +14,7 @@ use aco_core::heuristic::{ClusterOutlook, GpuNodeAccount};
 use std::collections::BTreeMap;
 
 /// Per node (cluster order): its account and the freshness it was computed with.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct GpuAccounts {
     kept: Vec<Option<Kept>>,
 }

@@ -20,6 +20,7 @@ pub mod facts_report;
 pub mod faults;
 pub mod gpu_accounts;
 pub mod html_report;
+pub mod indexed_facts;
 pub mod load;
 pub mod native;
 pub mod parallel;

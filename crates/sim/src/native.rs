@@ -1,35 +1,40 @@
-//! The extender pipeline in-process: facts folded by `NodeFacts::apply`, node states by
-//! `NodeState::assemble`, filter by `check_node`, then the policy's scores.
+//! The extender pipeline in-process: the Worker's own `aco_core::pipeline::ExtenderPipeline`
+//! (facts view, assumed placements, cluster outlook, colonies, the answer's top) over the facts
+//! this simulation's reporter sends, with the node states the filter and η read assembled from
+//! them by `NodeState::assemble` and judged by `check_node_for`, as the Worker's verbs do. What
+//! is the simulator's own: the event loop's side of it (reports, bindings, outcomes, as the
+//! reporter delivers them) and the fast paths below, which answer exactly as the plain path.
 //!
 //! Speed (issue 9): the reporter resends every node's facts before almost every decision, so
 //! the fast path folds a [`ReportBatch`] without the quantity strings (a node's `requested` is
-//! re-parsed only when its allocation changed) and refreshes a cached node state's fact-derived
+//! re-parsed only when its allocation changed), refreshes a cached node state's fact-derived
 //! fields in place instead of reassembling it (labels and allocatable come from the `v1.Node`
-//! and never change). [`NativeScheduler::reference`] keeps the unoptimised path (wire reports,
-//! full reassembly); `tests::fast_path_places_exactly_as_the_reference` holds them equal.
+//! and never change), and keeps each node's part of the cluster outlook between reports
+//! ([`IndexedFacts`]). [`NativeScheduler::reference`] keeps the unoptimised path (wire reports,
+//! full reassembly, the outlook summed whole); `tests::fast_path_places_exactly_as_the_reference`
+//! holds them equal.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use aco_core::assumed::AssumedPlacements;
+use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::config::Config;
-use aco_core::facts::{FactsLookup, NodeFacts, Observed};
+use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
-use aco_core::heuristic::ClusterOutlook;
 use aco_core::node_state::{LoadOutlook, NodeState};
+use aco_core::pipeline::{ColonyCopies, ColonySource, ExtenderPipeline};
 use aco_core::predict::{spike_probability, Ema, Predictor};
 use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
 use crate::facts_report::ReportBatch;
-use crate::gpu_accounts::GpuAccounts;
-use crate::policy::{select_host, Policy, ScoreCtx};
+use crate::indexed_facts::IndexedFacts;
+use crate::policy::{self, features, select_host, ColonyReports, Decider, ScoreCtx};
 use crate::predictor::PredictorKind;
 use crate::scheduler::{count_top_ties, Scheduler, TenantTrails};
 use crate::trace::Error;
-use aco_core::api::nodes::{NodeReport, UtilisationSample};
 
 /// What changed in a node's facts since its cached state was built.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,190 +59,26 @@ fn alloc_key(a: &NodeAlloc) -> AllocKey {
     )
 }
 
-/// The extender pipeline in-process: facts folded by `NodeFacts::apply`, node states by
-/// `NodeState::assemble`, filter by `check_node`, then the policy's scores.
-pub struct NativeScheduler {
-    pub policy: Box<dyn Policy>,
-    pub config: Config,
-    pub predictor: PredictorKind,
-    /// Per node (cluster order): its facts record, once reported.
-    facts: Vec<Option<NodeFacts>>,
+/// Per node (cluster order), what the simulator derives from its facts and keeps between
+/// decisions: the node states the filter and η read, the ablation predictors, and what each
+/// folded `requested` was parsed from.
+#[derive(Default)]
+struct NodeCaches {
     predictors: Vec<Option<Box<dyn Predictor>>>,
     last_sample_ms: Vec<Option<u64>>,
     /// Owned states (`NodeState<'static>`): kept across decisions, beyond any one borrow.
-    cache: Vec<Option<NodeState<'static>>>,
+    states: Vec<Option<NodeState<'static>>>,
     dirty: Vec<Dirty>,
     /// Per node: the allocation its folded `requested` was parsed from.
     reported: Vec<Option<AllocKey>>,
-    /// The unoptimised path: wire reports folded by `NodeFacts::apply`, states reassembled.
+    /// The states prioritize scores for nodes with assumed placements (filter judges the facts
+    /// alone, from `states`), built when first needed after their record changed.
+    assumed: HashMap<usize, NodeState<'static>>,
+    /// The unoptimised path: every state reassembled after a report.
     reference: bool,
-    scored: bool,
-    ties: (usize, usize),
-    /// Spot pools' exposure and reclamations, as the Worker's Facts object keeps them.
-    pools: SpotPools,
-    /// The cluster outlook η reads, recomputed from the facts after each report or reclamation.
-    outlook: ClusterOutlook,
-    outlook_dirty: bool,
-    /// The outlook's per-node GPU accounts (fast path; the reference recomputes them all).
-    accounts: GpuAccounts,
-    /// Per node, every tenant's observed slowdowns `(sum, count)`, when η learns a cluster-wide
-    /// per-node slowdown (`with_cluster_slowdowns`); `None` otherwise.
-    slowdowns: Option<Vec<(f64, f64)>>,
-    /// The placements the extender named that the facts do not show yet, as the Worker's
-    /// isolate keeps them (`aco_core::assumed`), for the policies that are the extender.
-    assumed: AssumedPlacements,
-    /// Facts changed since `assumed` was last brought up to them.
-    assumed_stale: bool,
-    /// The states prioritize scores for nodes with assumed placements (filter judges the
-    /// facts alone, from `cache`), built when first needed after a change.
-    assumed_states: HashMap<usize, NodeState<'static>>,
-    /// Node name → index (cluster order).
-    index: HashMap<String, usize>,
 }
 
-/// The native facts by node name, as the Worker's copy answers them.
-struct FactsByName<'a> {
-    facts: &'a [Option<NodeFacts>],
-    index: &'a HashMap<String, usize>,
-}
-
-impl FactsLookup for FactsByName<'_> {
-    fn get(&self, name: &str) -> Option<&NodeFacts> {
-        self.facts.get(*self.index.get(name)?)?.as_ref()
-    }
-}
-
-/// Prior of the cluster-wide slowdown estimate: as if each node had run this many pods at the
-/// median speed.
-pub const SLOWDOWN_PRIOR_RUNS: f64 = 3.0;
-
-impl NativeScheduler {
-    pub fn new(policy: Box<dyn Policy>, config: Config, predictor: PredictorKind) -> Self {
-        let mut config = config;
-        if let PredictorKind::Ema(a) = predictor {
-            config.ema_alpha = a;
-        }
-        Self {
-            policy,
-            config,
-            predictor,
-            facts: Vec::new(),
-            predictors: Vec::new(),
-            last_sample_ms: Vec::new(),
-            cache: Vec::new(),
-            dirty: Vec::new(),
-            reported: Vec::new(),
-            reference: false,
-            scored: false,
-            ties: (0, 0),
-            pools: SpotPools::default(),
-            outlook: ClusterOutlook::default(),
-            outlook_dirty: true,
-            accounts: GpuAccounts::default(),
-            slowdowns: None,
-            assumed: AssumedPlacements::new(),
-            assumed_stale: false,
-            assumed_states: HashMap::new(),
-            index: HashMap::new(),
-        }
-    }
-
-    /// η's slowdown term from a per-node estimate shared by every tenant: the posterior mean of
-    /// the observed slowdowns of the node (prior: [`SLOWDOWN_PRIOR_RUNS`] runs at 1).
-    pub fn with_cluster_slowdowns(mut self) -> Self {
-        self.slowdowns = Some(Vec::new());
-        self
-    }
-
-    /// The unoptimised pipeline (every report through the wire format and `NodeFacts::apply`,
-    /// every node state reassembled after a report): what the fast path must equal.
-    pub fn reference(policy: Box<dyn Policy>, config: Config, predictor: PredictorKind) -> Self {
-        Self {
-            reference: true,
-            ..Self::new(policy, config, predictor)
-        }
-    }
-
-    /// Per-tenant (node, τ) best first (the colony policy's trails).
-    pub fn pheromones_snapshot(&self) -> TenantTrails {
-        self.policy.pheromones(&self.config)
-    }
-
-    fn ensure(&mut self, world: &World) {
-        if self.cache.len() != world.nodes.len() {
-            let n = world.nodes.len();
-            self.facts = vec![None; n];
-            self.cache = vec![None; n];
-            self.dirty = vec![Dirty::Clean; n];
-            self.reported = vec![None; n];
-            self.predictors = world.nodes.iter().map(|_| self.predictor.make()).collect();
-            self.last_sample_ms = vec![None; n];
-            self.index = world
-                .nodes
-                .iter()
-                .map(|n| (n.name.clone(), n.idx))
-                .collect();
-        }
-    }
-
-    /// Brings the assumed placements up to the facts (after a report, or when one expires) and
-    /// marks the nodes whose record changed.
-    fn settle_assumed(&mut self, now_ms: u64) {
-        if !(self.assumed_stale || self.assumed.expires_by(now_ms)) {
-            return;
-        }
-        self.assumed_stale = false;
-        let lookup = FactsByName {
-            facts: &self.facts,
-            index: &self.index,
-        };
-        for name in self.assumed.refresh(&lookup, now_ms, &self.config) {
-            if let Some(node) = self.index.get(&name) {
-                self.assumed_states.remove(node);
-            }
-        }
-    }
-
-    /// The extender named `node` for `pod`: the pod counts there until the facts show it.
-    fn assume(&mut self, world: &World, pod: &SimPod, node: usize, now_ms: u64) {
-        if !self.policy.is_extender() {
-            return;
-        }
-        let lookup = FactsByName {
-            facts: &self.facts,
-            index: &self.index,
-        };
-        let name = &world.nodes[node].name;
-        let before = self
-            .assumed
-            .assume(name, &pod.demand, &lookup, now_ms, &self.config);
-        self.assumed_states.remove(&node);
-        // A pod placed again (after an eviction) no longer counts where it was assumed before.
-        if let Some(old) = before.and_then(|b| self.index.get(&b)) {
-            self.assumed_states.remove(old);
-        }
-    }
-
-    /// Before a node's facts change: its previous observation (busy then, and when), so that
-    /// [`NativeScheduler::exposed`] can accrue its spot exposure as the Facts object does.
-    fn before(&self, node: usize) -> Option<(bool, u64)> {
-        let r = self.facts[node].as_ref()?.requested.as_ref()?;
-        Some((r.value.any_positive(), r.at_ms))
-    }
-
-    /// After a node's facts changed: its pool accrues the time since `before` (see
-    /// `SpotPools::observed`), and the outlook must be recomputed.
-    fn exposed(&mut self, node: usize, before: Option<(bool, u64)>) {
-        if let (Some((busy, since)), Some(f)) = (before, &self.facts[node]) {
-            if let Some(now) = f.requested.as_ref().map(|r| r.at_ms) {
-                self.pools
-                    .observed(&f.labels, busy, since, now, &self.config);
-            }
-        }
-        self.outlook_dirty = true;
-        self.assumed_stale = true;
-    }
-
+impl NodeCaches {
     fn observe(&mut self, node: usize, samples: impl Iterator<Item = UtilisationSample>) {
         if let Some(p) = &mut self.predictors[node] {
             for s in samples {
@@ -251,10 +92,10 @@ impl NativeScheduler {
 
     /// The node's facts changed: the reference path drops its state, the fast path marks it.
     fn touch(&mut self, node: usize, requested: bool) {
-        self.assumed_states.remove(&node);
+        self.assumed.remove(&node);
         if self.reference {
-            self.cache[node] = None;
-        } else if self.cache[node].is_some() {
+            self.states[node] = None;
+        } else if self.states[node].is_some() {
             let before = matches!(self.dirty[node], Dirty::Refresh { requested: true });
             self.dirty[node] = Dirty::Refresh {
                 requested: requested || before,
@@ -262,36 +103,41 @@ impl NativeScheduler {
         }
     }
 
-    /// The node state of `node` (cached; refreshed or rebuilt after a fact report). Borrows
-    /// only the fields it needs, so the caller can keep `config` borrowed.
-    #[allow(clippy::too_many_arguments)]
-    fn state<'s>(
-        cache: &'s mut [Option<NodeState<'static>>],
-        dirty: &mut [Dirty],
-        facts: &[Option<NodeFacts>],
+    /// The assumed record of these nodes changed: their assumed states are built again.
+    fn forget_assumed(&mut self, facts: &IndexedFacts, nodes: Vec<String>) {
+        for name in nodes {
+            if let Some(node) = facts.index_of(&name) {
+                self.assumed.remove(&node);
+            }
+        }
+    }
 
-        predictors: &[Option<Box<dyn Predictor>>],
+    /// The node state of `node` (cached; refreshed or rebuilt after a fact report).
+    fn state(
+        &mut self,
+        facts: &[Option<NodeFacts>],
         kind: PredictorKind,
         config: &Config,
         world: &World,
         node: usize,
         now_ms: u64,
-    ) -> &'s NodeState<'static> {
+    ) -> &NodeState<'static> {
         let facts = facts[node].as_ref();
-        let slot = &mut cache[node];
-        match (slot.is_some(), dirty[node]) {
+        let predictor = self.predictors[node].as_deref();
+        let slot = &mut self.states[node];
+        match (slot.is_some(), self.dirty[node]) {
             (true, Dirty::Clean) => {}
             (true, Dirty::Refresh { requested }) => {
                 let s = slot.as_mut().unwrap();
                 refresh(s, facts, now_ms, config, requested);
-                overlay_predictor(s, predictors[node].as_deref(), kind, config);
+                overlay_predictor(s, predictor, kind, config);
                 #[cfg(debug_assertions)]
                 {
                     let n = &world.nodes[node];
                     let mut full =
                         NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                             .expect("derived nodes parse");
-                    overlay_predictor(&mut full, predictors[node].as_deref(), kind, config);
+                    overlay_predictor(&mut full, predictor, kind, config);
                     debug_assert_eq!(
                         *s, full,
                         "refreshed node state of {} differs from a full assembly",
@@ -305,12 +151,146 @@ impl NativeScheduler {
                     NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                         .expect("derived nodes parse")
                         .into_owned();
-                overlay_predictor(&mut s, predictors[node].as_deref(), kind, config);
+                overlay_predictor(&mut s, predictor, kind, config);
                 *slot = Some(s);
             }
         }
-        dirty[node] = Dirty::Clean;
+        self.dirty[node] = Dirty::Clean;
         slot.as_ref().unwrap()
+    }
+}
+
+/// Before a node's facts change: its previous observation (busy then, and when), so that
+/// [`exposed`] can accrue its spot exposure as the Facts object does.
+fn before(facts: &IndexedFacts, node: usize) -> Option<(bool, u64)> {
+    let r = facts.records[node].as_ref()?.requested.as_ref()?;
+    Some((r.value.any_positive(), r.at_ms))
+}
+
+/// After a node's facts changed: its pool accrues the time since `before` (see
+/// `SpotPools::observed`), as the Facts object does.
+fn exposed(
+    pools: &mut SpotPools,
+    facts: &IndexedFacts,
+    node: usize,
+    before: Option<(bool, u64)>,
+    config: &Config,
+) {
+    if let (Some((busy, since)), Some(f)) = (before, &facts.records[node]) {
+        if let Some(now) = f.requested.as_ref().map(|r| r.at_ms) {
+            pools.observed(&f.labels, busy, since, now, config);
+        }
+    }
+}
+
+/// The extender pipeline in-process (see the module documentation), answering for a baseline
+/// policy or for the extender itself ([`Decider`]).
+pub struct NativeScheduler {
+    pub policy: Decider,
+    pub config: Config,
+    pub predictor: PredictorKind,
+    /// The Worker's pipeline over this simulation's facts.
+    pipeline: ExtenderPipeline<IndexedFacts>,
+    nodes: NodeCaches,
+    scored: bool,
+    ties: (usize, usize),
+}
+
+impl NativeScheduler {
+    pub fn new(policy: Decider, config: Config, predictor: PredictorKind) -> Self {
+        let mut config = config;
+        if let PredictorKind::Ema(a) = predictor {
+            config.ema_alpha = a;
+        }
+        Self {
+            policy,
+            config,
+            predictor,
+            pipeline: ExtenderPipeline::default(),
+            nodes: NodeCaches::default(),
+            scored: false,
+            ties: (0, 0),
+        }
+    }
+
+    /// The unoptimised pipeline (every report through the wire format and `NodeFacts::apply`,
+    /// every node state reassembled after a report, the outlook summed over every node): what
+    /// the fast path must equal.
+    pub fn reference(policy: Decider, config: Config, predictor: PredictorKind) -> Self {
+        let mut s = Self::new(policy, config, predictor);
+        s.nodes.reference = true;
+        s
+    }
+
+    /// Per-tenant (node, τ) best first (the colony's trails).
+    pub fn pheromones_snapshot(&self) -> TenantTrails {
+        policy::colony::trails(self.pipeline.colonies_ref(), &self.config)
+    }
+
+    /// Per tenant, each node's slowdown learned from the outcomes (`OutcomeStats::slowdown`).
+    pub fn learned_slowdowns(&self) -> policy::TenantSlowdowns {
+        policy::colony::slowdowns(self.pipeline.colonies_ref())
+    }
+
+    /// Where placements and outcomes go when the extender answers from colonies: the Colony
+    /// object's part, the colonies, and the config.
+    fn colony_reports(&mut self) -> Option<(&mut ColonyReports, &mut ColonyCopies, &Config)> {
+        match &mut self.policy {
+            Decider::Extender(e) if e.colony => {
+                Some((&mut e.reports, self.pipeline.colonies(), &self.config))
+            }
+            _ => None,
+        }
+    }
+
+    fn ensure(&mut self, world: &World) {
+        if self.pipeline.facts().len() != world.nodes.len() {
+            let n = world.nodes.len();
+            let fast = !self.nodes.reference;
+            self.pipeline
+                .update(|facts, _| *facts = IndexedFacts::new(world, fast));
+            let nodes = &mut self.nodes;
+            nodes.states = vec![None; n];
+            nodes.dirty = vec![Dirty::Clean; n];
+            nodes.reported = vec![None; n];
+            nodes.predictors = world.nodes.iter().map(|_| self.predictor.make()).collect();
+            nodes.last_sample_ms = vec![None; n];
+            nodes.assumed.clear();
+        }
+    }
+
+    /// The states prioritize reads for `passed`: the assumed ones where the pipeline holds an
+    /// assumed record, built when missing.
+    fn assumed_states(&mut self, world: &World, passed: &[usize], now_ms: u64) {
+        let assumed = self.pipeline.assumed();
+        if assumed.is_empty() {
+            return;
+        }
+        for &c in passed {
+            if self.nodes.assumed.contains_key(&c) {
+                continue;
+            }
+            let n = &world.nodes[c];
+            if let Some(r) = assumed.record(&n.name) {
+                let mut s = NodeState::assemble(
+                    &n.name,
+                    Some(&n.view),
+                    Some(&r.facts),
+                    now_ms,
+                    &self.config,
+                    &n.name,
+                )
+                .expect("derived nodes parse")
+                .into_owned();
+                overlay_predictor(
+                    &mut s,
+                    self.nodes.predictors[c].as_deref(),
+                    self.predictor,
+                    &self.config,
+                );
+                self.nodes.assumed.insert(c, s);
+            }
+        }
     }
 }
 
@@ -417,33 +397,29 @@ impl Scheduler for NativeScheduler {
 
     fn report(&mut self, world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error> {
         self.ensure(world);
-        let index: std::collections::HashMap<&str, usize> = if reports.len() == world.nodes.len() {
-            Default::default()
-        } else {
-            world
-                .nodes
-                .iter()
-                .map(|n| (n.name.as_str(), n.idx))
-                .collect()
-        };
-        for (i, r) in reports.iter().enumerate() {
-            let node = if index.is_empty() {
-                i
-            } else {
-                index[r.name.as_str()]
-            };
-            let before = self.before(node);
-            self.facts[node]
-                .get_or_insert_with(NodeFacts::default)
-                .apply(r, now_ms, &self.config);
-            self.exposed(node, before);
-            self.observe(node, r.utilisation.iter().copied());
-            // Wire reports carry no allocation to compare, so the requested value may differ.
-            self.reported[node] = None;
-            self.accounts.forget(node);
-            self.touch(node, true);
-        }
-        Ok(())
+        let (config, nodes) = (&self.config, &mut self.nodes);
+        self.pipeline.update(|facts, pools| {
+            for (i, r) in reports.iter().enumerate() {
+                let node = if reports.len() == world.nodes.len() {
+                    i
+                } else {
+                    facts
+                        .index_of(&r.name)
+                        .ok_or_else(|| format!("report names an unknown node {:?}", r.name))?
+                };
+                let was = before(facts, node);
+                facts.records[node]
+                    .get_or_insert_with(NodeFacts::default)
+                    .apply(r, now_ms, config);
+                exposed(pools, facts, node, was, config);
+                nodes.observe(node, r.utilisation.iter().copied());
+                // Wire reports carry no allocation to compare, so the requested value may differ.
+                nodes.reported[node] = None;
+                facts.forget_account(node);
+                nodes.touch(node, true);
+            }
+            Ok(())
+        })
     }
 
     fn report_batch(
@@ -452,7 +428,7 @@ impl Scheduler for NativeScheduler {
         batch: &ReportBatch,
         now_ms: u64,
     ) -> Result<(), Error> {
-        if self.reference {
+        if self.nodes.reference {
             return self.report(world, &batch.to_wire(world), now_ms);
         }
         self.ensure(world);
@@ -460,64 +436,68 @@ impl Scheduler for NativeScheduler {
             batch.sample_ms.windows(2).all(|w| w[0] <= w[1]),
             "samples oldest first, as apply sorts them"
         );
-        for n in &world.nodes {
-            let node = n.idx;
-            let key = alloc_key(&batch.alloc[node]);
-            let before = self.before(node);
-            let unchanged = !batch.first
-                && self.reported[node] == Some(key)
-                && self.facts[node]
-                    .as_ref()
-                    .is_some_and(|f| f.requested.is_some());
-            if !unchanged {
-                // Identity, a new allocation or the first report: the wire path, exactly.
-                self.facts[node]
-                    .get_or_insert_with(NodeFacts::default)
-                    .apply(&batch.wire(n), now_ms, &self.config);
-                self.reported[node] = Some(key);
-                self.accounts.forget(node);
-            } else {
-                // `NodeFacts::apply` of the same report, minus re-parsing an unchanged `requested`.
-                let f = self.facts[node].as_mut().unwrap();
-                let at = batch.observed_at_ms;
-                f.requested.as_mut().unwrap().at_ms = at;
-                f.latency_us = Some(Observed {
-                    value: n.latency_us,
-                    at_ms: at,
-                });
-                let alloc = &batch.alloc[node];
-                let shares_unchanged = match &f.gpu_free_milli {
-                    Some(o) => {
-                        !alloc.gpu_used.is_empty()
-                            && o.value.iter().copied().eq(alloc.gpu_free_shares())
+        let (config, nodes) = (&self.config, &mut self.nodes);
+        self.pipeline.update(|facts, pools| {
+            for n in &world.nodes {
+                let node = n.idx;
+                let key = alloc_key(&batch.alloc[node]);
+                let was = before(facts, node);
+                let unchanged = !batch.first
+                    && nodes.reported[node] == Some(key)
+                    && facts.records[node]
+                        .as_ref()
+                        .is_some_and(|f| f.requested.is_some());
+                if !unchanged {
+                    // Identity, a new allocation or the first report: the wire path, exactly.
+                    facts.records[node]
+                        .get_or_insert_with(NodeFacts::default)
+                        .apply(&batch.wire(n), now_ms, config);
+                    nodes.reported[node] = Some(key);
+                    facts.forget_account(node);
+                } else {
+                    // `NodeFacts::apply` of the same report, minus re-parsing an unchanged
+                    // `requested`.
+                    let f = facts.records[node].as_mut().unwrap();
+                    let at = batch.observed_at_ms;
+                    f.requested.as_mut().unwrap().at_ms = at;
+                    f.latency_us = Some(Observed {
+                        value: n.latency_us,
+                        at_ms: at,
+                    });
+                    let alloc = &batch.alloc[node];
+                    let shares_unchanged = match &f.gpu_free_milli {
+                        Some(o) => {
+                            !alloc.gpu_used.is_empty()
+                                && o.value.iter().copied().eq(alloc.gpu_free_shares())
+                        }
+                        None => alloc.gpu_used.is_empty(),
+                    };
+                    let mut shares = f.gpu_free_milli.take().map_or_else(Vec::new, |o| o.value);
+                    f.gpu_free_milli = alloc.gpu_free_milli_into(&mut shares).then_some(Observed {
+                        value: shares,
+                        at_ms: at,
+                    });
+                    let mut load = f.load.take().unwrap_or(Observed {
+                        value: Ema::new(config.ema_alpha),
+                        at_ms: 0,
+                    });
+                    for s in batch.samples(node) {
+                        if load.value.samples == 0 || s.at_ms > load.at_ms {
+                            load.value.observe(s.value);
+                            load.at_ms = s.at_ms;
+                        }
                     }
-                    None => alloc.gpu_used.is_empty(),
-                };
-                if !shares_unchanged {
-                    self.accounts.forget(node);
-                }
-                let mut shares = f.gpu_free_milli.take().map_or_else(Vec::new, |o| o.value);
-                f.gpu_free_milli = alloc.gpu_free_milli_into(&mut shares).then_some(Observed {
-                    value: shares,
-                    at_ms: at,
-                });
-                let mut load = f.load.take().unwrap_or(Observed {
-                    value: Ema::new(self.config.ema_alpha),
-                    at_ms: 0,
-                });
-                for s in batch.samples(node) {
-                    if load.value.samples == 0 || s.at_ms > load.at_ms {
-                        load.value.observe(s.value);
-                        load.at_ms = s.at_ms;
+                    f.load = (load.value.samples > 0).then_some(load);
+                    f.updated_at_ms = now_ms;
+                    if !shares_unchanged {
+                        facts.forget_account(node);
                     }
                 }
-                f.load = (load.value.samples > 0).then_some(load);
-                f.updated_at_ms = now_ms;
+                exposed(pools, facts, node, was, config);
+                nodes.observe(node, batch.samples(node));
+                nodes.touch(node, !unchanged);
             }
-            self.exposed(node, before);
-            self.observe(node, batch.samples(node));
-            self.touch(node, !unchanged);
-        }
+        });
         Ok(())
     }
 
@@ -531,15 +511,13 @@ impl Scheduler for NativeScheduler {
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
         self.ensure(world);
-        self.settle_assumed(now_ms);
+        let settled = self.pipeline.settle(now_ms, &self.config);
+        self.nodes.forget_assumed(self.pipeline.facts(), settled);
         let mut passed = Vec::with_capacity(candidates.len());
         let wanted = WantedResources::of(&pod.demand, &self.config);
         for &c in candidates {
-            let state = Self::state(
-                &mut self.cache,
-                &mut self.dirty,
-                &self.facts,
-                &self.predictors,
+            let state = self.nodes.state(
+                &self.pipeline.facts().records,
                 self.predictor,
                 &self.config,
                 world,
@@ -550,117 +528,93 @@ impl Scheduler for NativeScheduler {
                 passed.push(c);
             }
         }
+        // kube-scheduler calls prioritize only with ≥ 2 feasible nodes, and binds the only one
+        // otherwise: the extender's answer either way, which its pipeline assumes the pod on.
         self.scored = passed.len() >= 2;
         let chosen = match passed.len() {
             0 => None,
-            1 => Some(passed[0]),
+            1 => {
+                if self.policy.is_extender() {
+                    let name = [world.nodes[passed[0]].name.as_str()];
+                    let changed = self
+                        .pipeline
+                        .filtered(&name, &pod.demand, now_ms, &self.config);
+                    self.nodes.forget_assumed(self.pipeline.facts(), changed);
+                }
+                Some(passed[0])
+            }
             _ => {
                 // Filter judged the facts alone; prioritize scores with the assumed placements.
-                if !self.assumed.is_empty() {
-                    for &c in &passed {
-                        if self.assumed_states.contains_key(&c) {
-                            continue;
-                        }
-                        let n = &world.nodes[c];
-                        if let Some(r) = self.assumed.record(&n.name) {
-                            let mut s = NodeState::assemble(
-                                &n.name,
-                                Some(&n.view),
-                                Some(&r.facts),
-                                now_ms,
-                                &self.config,
-                                &n.name,
-                            )
-                            .expect("derived nodes parse")
-                            .into_owned();
-                            overlay_predictor(
-                                &mut s,
-                                self.predictors[c].as_deref(),
-                                self.predictor,
-                                &self.config,
-                            );
-                            self.assumed_states.insert(c, s);
-                        }
-                    }
-                }
+                self.assumed_states(world, &passed, now_ms);
+                let nodes = &self.nodes;
                 let states: Vec<&NodeState> = passed
                     .iter()
-                    .map(|c| {
-                        self.assumed_states
-                            .get(c)
-                            .or(self.cache[*c].as_ref())
-                            .unwrap()
-                    })
+                    .map(|c| nodes.assumed.get(c).or(nodes.states[*c].as_ref()).unwrap())
                     .collect();
-                if self.outlook_dirty {
-                    self.outlook = if self.reference {
-                        ClusterOutlook::from_facts(
-                            self.facts.iter().flatten(),
-                            self.pools.pools.clone(),
+                let config = &self.config;
+                let outlook = self.pipeline.outlook(now_ms, config);
+                let mut changed = Vec::new();
+                let scores: Vec<f64> = match &mut self.policy {
+                    Decider::Baseline(p) => {
+                        let ctx = ScoreCtx {
+                            world,
+                            config,
+                            pod,
+                            alloc,
                             now_ms,
-                            &self.config,
-                        )
-                    } else {
-                        self.accounts.outlook(
-                            &self.facts,
-                            self.pools.pools.clone(),
-                            now_ms,
-                            &self.config,
-                        )
-                    };
-                    if let Some(s) = &self.slowdowns {
-                        self.outlook.node_slowdowns = s
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, (_, n))| *n > 0.0)
-                            .map(|(i, (sum, n))| {
-                                let mean = (SLOWDOWN_PRIOR_RUNS + sum) / (SLOWDOWN_PRIOR_RUNS + n);
-                                (world.nodes[i].name.clone(), mean)
-                            })
-                            .collect();
+                            outlook: &outlook,
+                        };
+                        p.score(&ctx, &passed, &states)
                     }
-                    self.outlook_dirty = false;
-                }
-                let ctx = ScoreCtx {
-                    world,
-                    config: &self.config,
-                    pod,
-                    alloc,
-                    now_ms,
-                    outlook: &self.outlook,
+                    Decider::Extender(e) => {
+                        let features = features(&states, &pod.demand, config, &outlook);
+                        let from = if e.colony {
+                            ColonySource::Held(&pod.demand.tenant)
+                        } else {
+                            ColonySource::EtaAlone
+                        };
+                        let answered = self
+                            .pipeline
+                            .score(&features, &pod.demand, from, now_ms, config, &mut e.rng)
+                            .ok_or("the pipeline holds the colonies it scores from")?;
+                        changed = answered.assumed;
+                        let scored = answered.answer;
+                        if e.colony {
+                            e.reports.decided(&pod.demand.tenant, scored.decision);
+                        }
+                        scored.scores.iter().map(|s| *s as f64).collect()
+                    }
                 };
-                let scores = self.policy.score(&ctx, &passed, &states);
                 count_top_ties(&scores, &mut self.ties);
-                select_host(&passed, &scores, tie)
+                let chosen = select_host(&passed, &scores, tie);
+                self.nodes.forget_assumed(self.pipeline.facts(), changed);
+                chosen
             }
         };
-        // The extender's answer is the unique top (`colony::single_out_top`) or the only node
-        // it passed: the node kube-scheduler binds, which the Worker assumes the pod on.
-        if let Some(node) = chosen {
-            self.assume(world, pod, node, now_ms);
-        }
         Ok(chosen)
     }
 
     fn placed(
         &mut self,
         world: &World,
-        alloc: &[NodeAlloc],
+        _alloc: &[NodeAlloc],
         pod: &SimPod,
         node: usize,
         now_ms: u64,
     ) -> Result<(), Error> {
         // `scored` mirrors kube-scheduler: prioritize runs only with ≥ 2 feasible nodes, so a
         // pod with a single feasible node has no remembered decision and deposits nothing.
-        let ctx = ScoreCtx {
-            world,
-            config: &self.config,
-            pod,
-            alloc,
-            now_ms,
-            outlook: &self.outlook,
-        };
-        self.policy.placed(&ctx, node, self.scored);
+        let scored = self.scored;
+        if let Some((reports, colonies, config)) = self.colony_reports() {
+            reports.placed(
+                colonies,
+                pod,
+                &world.nodes[node].name,
+                scored,
+                now_ms,
+                config,
+            );
+        }
         Ok(())
     }
 
@@ -672,23 +626,16 @@ impl Scheduler for NativeScheduler {
         outcome: aco_core::colony::Outcome,
         now_ms: u64,
     ) -> Result<(), Error> {
-        if let (Some(s), Ok(Some(observed))) = (&mut self.slowdowns, outcome.slowdown()) {
-            if s.len() < world.nodes.len() {
-                s.resize(world.nodes.len(), (0.0, 0.0));
-            }
-            s[node].0 += observed;
-            s[node].1 += 1.0;
-            self.outlook_dirty = true;
+        if let Some((reports, colonies, config)) = self.colony_reports() {
+            reports.outcome(
+                colonies,
+                pod,
+                &world.nodes[node].name,
+                outcome,
+                now_ms,
+                config,
+            );
         }
-        let ctx = ScoreCtx {
-            world,
-            config: &self.config,
-            pod,
-            alloc: &[],
-            now_ms,
-            outlook: &self.outlook,
-        };
-        self.policy.outcome(&ctx, node, outcome);
         Ok(())
     }
 
@@ -696,19 +643,20 @@ impl Scheduler for NativeScheduler {
         self.ensure(world);
         // As `PUT /v1/nodes` with `reclaimed`: the pool counts it, the node's facts are forgotten
         // (the replacement instance reports afresh).
-        if let Some(f) = self.facts[node].take() {
-            self.pools.reclaimed(&f.labels, &self.config);
-        }
-        self.reported[node] = None;
-        self.cache[node] = None;
-        self.accounts.forget(node);
-        self.outlook_dirty = true;
-        self.assumed_stale = true;
+        let config = &self.config;
+        self.pipeline.update(|facts, pools| {
+            if let Some(f) = facts.records[node].take() {
+                pools.reclaimed(&f.labels, config);
+            }
+            facts.forget_account(node);
+        });
+        self.nodes.reported[node] = None;
+        self.nodes.states[node] = None;
         Ok(())
     }
 
     fn pheromones(&mut self, _world: &World) -> Result<TenantTrails, Error> {
-        Ok(self.policy.pheromones(&self.config))
+        Ok(self.pheromones_snapshot())
     }
 
     fn tie_stats(&self) -> (usize, usize) {

@@ -3,7 +3,9 @@
 //! does), the best score taken with the same tie-break RNG as the native run, and the binding
 //! reported to `POST /v1/placements`. With the same seed and inputs the placements equal the
 //! native colony's (`tests/replay_matches_native.rs`), provided the Worker runs the simulator's
-//! config (`cluster::worker_vars`) with `FACTS_CACHE_MS=0` and exploration off (`Q0=1`, default).
+//! config (`cluster::worker_vars`) with exploration off (`Q0=1`, default) and on the trace's
+//! clock ([`HttpScheduler::on_trace_clock`]: the Worker under `TEST_CLOCK_HEADER`). Otherwise the
+//! facts are stamped with the wall clock, which the Worker then judges them by.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,7 +18,7 @@ use serde_json::Value;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
-use crate::policy::select_host;
+use crate::policy::{select_host, TenantSlowdowns};
 use crate::scheduler::{Scheduler, TenantTrails};
 use crate::trace::Error;
 
@@ -31,7 +33,15 @@ pub struct HttpScheduler {
     /// Fetch the explanation of the first this many scored pods (`--explain N`).
     pub explain_first: usize,
     pub explanations: Vec<aco_core::colony::DecisionExplanation>,
+    /// Every request carries the trace's time (`x-aco-test-now-ms`), and facts keep their trace
+    /// timestamps: the Worker runs on the simulation's clock.
+    trace_clock: bool,
+    /// The trace's time of the latest event handed to this scheduler.
+    now_ms: u64,
 }
+
+/// The header a Worker under `TEST_CLOCK_HEADER` takes each request's time from.
+pub const TEST_CLOCK_HEADER: &str = "x-aco-test-now-ms";
 
 #[derive(Deserialize)]
 struct FilterReply {
@@ -67,6 +77,9 @@ struct PheromoneReply {
 struct PheromoneRow {
     node: String,
     tau: f64,
+    /// The node's learned slowdown for the tenant, once outcomes carried one.
+    #[serde(default)]
+    slowdown: Option<f64>,
 }
 
 fn wall_ms() -> u64 {
@@ -91,16 +104,39 @@ impl HttpScheduler {
             ties: (0, 0),
             explain_first: 0,
             explanations: Vec::new(),
+            trace_clock: false,
+            now_ms: 0,
         })
+    }
+
+    /// Runs the Worker on the trace's clock: it must run with `TEST_CLOCK_HEADER=true`.
+    pub fn on_trace_clock(mut self) -> Self {
+        self.trace_clock = true;
+        self
+    }
+
+    /// The trace's clock, at the event being handed over.
+    fn at(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
+    }
+
+    /// `rb` with the trace's time, on the trace's clock.
+    fn timed(&self, rb: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        if self.trace_clock {
+            rb.header(TEST_CLOCK_HEADER, self.now_ms.to_string())
+        } else {
+            rb
+        }
     }
 
     fn post(&mut self, path: &str, body: String, auth: bool) -> Result<String, Error> {
         self.requests += 1;
-        let mut req = self
-            .client
-            .post(format!("{}{path}", self.base_url))
-            .header("content-type", "application/json")
-            .body(body);
+        let mut req = self.timed(
+            self.client
+                .post(format!("{}{path}", self.base_url))
+                .header("content-type", "application/json")
+                .body(body),
+        );
         if auth {
             req = req.bearer_auth(&self.token);
         }
@@ -146,8 +182,7 @@ impl HttpScheduler {
         for chunk in reports.chunks(200) {
             self.requests += 1;
             let res = self
-                .client
-                .put(format!("{}/v1/nodes", self.base_url))
+                .timed(self.client.put(format!("{}/v1/nodes", self.base_url)))
                 .bearer_auth(&self.token)
                 .json(&NodesBatch {
                     nodes: chunk.to_vec(),
@@ -170,8 +205,7 @@ impl HttpScheduler {
     pub fn put_reclaimed(&mut self, node: &str) -> Result<(), Error> {
         self.requests += 1;
         let res = self
-            .client
-            .put(format!("{}/v1/nodes", self.base_url))
+            .timed(self.client.put(format!("{}/v1/nodes", self.base_url)))
             .bearer_auth(&self.token)
             .json(&NodesBatch {
                 reclaimed: vec![node.to_string()],
@@ -193,8 +227,7 @@ impl HttpScheduler {
     pub fn post_admin(&mut self, path: &str, body: String) -> Result<(String, u64), Error> {
         self.requests += 1;
         let res = self
-            .client
-            .post(format!("{}{path}", self.base_url))
+            .timed(self.client.post(format!("{}{path}", self.base_url)))
             .header("content-type", "application/json")
             .bearer_auth(&self.token)
             .body(body)
@@ -217,8 +250,7 @@ impl HttpScheduler {
     pub fn get_admin(&mut self, path: &str) -> Result<Value, Error> {
         self.requests += 1;
         let res = self
-            .client
-            .get(format!("{}{path}", self.base_url))
+            .timed(self.client.get(format!("{}{path}", self.base_url)))
             .bearer_auth(&self.token)
             .send()?;
         let status = res.status();
@@ -232,6 +264,42 @@ impl HttpScheduler {
     /// `GET /v1/tenants/{t}/pheromones` for every tenant of the world.
     pub fn pheromone_tables(&mut self, world: &World) -> Result<TenantTrails, Error> {
         Scheduler::pheromones(self, world)
+    }
+
+    /// Per tenant, each node's learned slowdown, from the same tables (nodes without one left
+    /// out), by node name.
+    pub fn slowdown_tables(&mut self, world: &World) -> Result<TenantSlowdowns, Error> {
+        let mut out = Vec::new();
+        for (tenant, rows) in self.tables(world)? {
+            let mut learned: Vec<(String, f64)> = rows
+                .into_iter()
+                .filter_map(|r| Some((r.node, r.slowdown?)))
+                .collect();
+            learned.sort_by(|a, b| a.0.cmp(&b.0));
+            out.push((tenant, learned));
+        }
+        Ok(out)
+    }
+
+    /// Every tenant's `GET /v1/tenants/{t}/pheromones` rows (tenants without a colony left out).
+    fn tables(&mut self, world: &World) -> Result<Vec<(String, Vec<PheromoneRow>)>, Error> {
+        let mut out = Vec::new();
+        for tenant in world.tenants() {
+            self.requests += 1;
+            let res = self
+                .timed(
+                    self.client
+                        .get(format!("{}/v1/tenants/{tenant}/pheromones", self.base_url)),
+                )
+                .bearer_auth(&self.token)
+                .send()?;
+            if !res.status().is_success() {
+                continue;
+            }
+            let reply: PheromoneReply = res.json()?;
+            out.push((tenant, reply.nodes));
+        }
+        Ok(out)
     }
 }
 
@@ -257,17 +325,17 @@ impl Scheduler for HttpScheduler {
         "colony (HTTP replay)".into()
     }
 
-    fn report(
-        &mut self,
-        _world: &World,
-        reports: &[NodeReport],
-        _now_ms: u64,
-    ) -> Result<(), Error> {
+    fn report(&mut self, _world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error> {
+        self.at(now_ms);
+        if self.trace_clock {
+            return self.put_facts(reports);
+        }
         let mapped = self.wall_clock(reports);
         self.put_facts(&mapped)
     }
 
-    fn reclaimed(&mut self, world: &World, node: usize, _now_ms: u64) -> Result<(), Error> {
+    fn reclaimed(&mut self, world: &World, node: usize, now_ms: u64) -> Result<(), Error> {
+        self.at(now_ms);
         self.put_reclaimed(&world.nodes[node].name)
     }
 
@@ -277,9 +345,10 @@ impl Scheduler for HttpScheduler {
         _alloc: &[NodeAlloc],
         pod: &SimPod,
         candidates: &[usize],
-        _now_ms: u64,
+        now_ms: u64,
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
+        self.at(now_ms);
         let text = self.post("/v1/filter", self.args(pod, candidates), false)?;
         let reply: FilterReply =
             serde_json::from_str(&text).map_err(|e| format!("filter reply: {e}: {text}"))?;
@@ -345,8 +414,9 @@ impl Scheduler for HttpScheduler {
         _alloc: &[NodeAlloc],
         pod: &SimPod,
         node: usize,
-        _now_ms: u64,
+        now_ms: u64,
     ) -> Result<(), Error> {
+        self.at(now_ms);
         let body = PlacementsBatch {
             placements: vec![placement_report(pod, &world.nodes[node].name, None)],
         };
@@ -360,8 +430,9 @@ impl Scheduler for HttpScheduler {
         pod: &SimPod,
         node: usize,
         outcome: aco_core::colony::Outcome,
-        _now_ms: u64,
+        now_ms: u64,
     ) -> Result<(), Error> {
+        self.at(now_ms);
         let body = PlacementsBatch {
             placements: vec![placement_report(
                 pod,
@@ -379,19 +450,8 @@ impl Scheduler for HttpScheduler {
 
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {
         let mut out = Vec::new();
-        for tenant in world.tenants() {
-            self.requests += 1;
-            let res = self
-                .client
-                .get(format!("{}/v1/tenants/{tenant}/pheromones", self.base_url))
-                .bearer_auth(&self.token)
-                .send()?;
-            if !res.status().is_success() {
-                continue;
-            }
-            let reply: PheromoneReply = res.json()?;
-            let mut rows: Vec<(String, f64)> =
-                reply.nodes.into_iter().map(|r| (r.node, r.tau)).collect();
+        for (tenant, rows) in self.tables(world)? {
+            let mut rows: Vec<(String, f64)> = rows.into_iter().map(|r| (r.node, r.tau)).collect();
             rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             out.push((tenant, rows));
         }

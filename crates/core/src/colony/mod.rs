@@ -585,6 +585,7 @@ mod tests {
                 successes: 1.0,
                 failures: 3.0,
                 as_of_ms: 0,
+                ..OutcomeStats::default()
             },
         );
         let mut nodes = vec![

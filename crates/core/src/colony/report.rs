@@ -153,7 +153,8 @@ impl TenantColony {
 
     /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
     /// node's reliability posterior — unless it is a failure η prices already
-    /// ([`Outcome::teaches_reliability`]), which is only counted.
+    /// ([`Outcome::teaches_reliability`]), which is only counted — and the run's slowdown, if
+    /// the reporter measured one, in the node's learned slowdown.
     pub(crate) fn record_outcome(
         &mut self,
         node: &str,
@@ -166,6 +167,10 @@ impl TenantColony {
         if outcome.teaches_reliability() {
             let stats = self.outcomes.entry(node.to_string()).or_default();
             stats.record(q, now_ms, config);
+        }
+        if let Ok(Some(slowdown)) = outcome.slowdown() {
+            let stats = self.outcomes.entry(node.to_string()).or_default();
+            stats.record_slowdown(slowdown, now_ms, config);
         }
     }
 }
@@ -342,6 +347,7 @@ mod tests {
                 successes: 0.0,
                 failures: 1.0,
                 as_of_ms: 300,
+                ..OutcomeStats::default()
             }
         );
         assert_eq!(c.pheromones, trail, "replays revise nothing");

@@ -78,6 +78,7 @@ impl ColonyStore {
                     successes,
                     failures,
                     as_of_ms: now_ms,
+                    ..OutcomeStats::default()
                 },
             );
         }

@@ -81,9 +81,6 @@ pub struct NodeFeatures<'a> {
     /// assumed to host one).
     #[serde(default)]
     pub latency_critical_pods: Option<u32>,
-    /// The node's learned run-time slowdown for this workload (1 = as fast as usual).
-    #[serde(default)]
-    pub slowdown: Option<f64>,
 }
 
 impl<'a> NodeFeatures<'a> {
@@ -121,11 +118,6 @@ impl<'a> NodeFeatures<'a> {
             gpu_hour_price: outlook.gpu_hour_price,
             reclaim_rate_per_hour,
             latency_critical_pods: None,
-            slowdown: if outlook.node_slowdowns.is_empty() {
-                None
-            } else {
-                outlook.node_slowdowns.get(node.name.as_ref()).copied()
-            },
         }
     }
 
@@ -203,7 +195,6 @@ impl<'a> NodeFeatures<'a> {
             gpu_hour_price: self.gpu_hour_price,
             reclaim_rate_per_hour: self.reclaim_rate_per_hour,
             latency_critical_pods: self.latency_critical_pods,
-            slowdown: self.slowdown,
         }
     }
 }
@@ -313,12 +304,13 @@ mod tests {
         f.gpus = Some(8);
         f.pod_gpu_milli = 1000.0;
         f.gpu_scarcity = 0.9;
-        f.slowdown = Some(1.2);
         let w = WorkloadClass::LatencyCritical;
         let bad = OutcomeStats {
             successes: 1.0,
             failures: 4.0,
-            as_of_ms: 0,
+            slowdown_sum: 2.4,
+            slowdown_runs: 2.0,
+            ..OutcomeStats::default()
         };
         let full = eta_terms(&f, w, Some(&bad), &all);
         assert_eq!(eta(&f, w, Some(&bad), &all), full.eta(&all));

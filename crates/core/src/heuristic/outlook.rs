@@ -31,10 +31,6 @@ pub struct ClusterOutlook {
     /// Per spot pool (`spot_risk::pool_of`), its reclamations and observed node-hours.
     #[serde(default)]
     pub pools: BTreeMap<String, PoolHistory>,
-    /// Per node, the run-time slowdown learned from every tenant's outcomes, where the holder of
-    /// the outlook learns one (η's `slowdown` term reads it); empty otherwise.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub node_slowdowns: BTreeMap<String, f64>,
 }
 
 /// A node's GPU capacity and what of it is allocated, in milli-GPU: from the per-GPU free
@@ -99,6 +95,10 @@ fn allocation(
     Some((1000.0 * used.clamp(0, cap) as f64, 1000.0 * cap as f64))
 }
 
+/// Prices are summed in units of 2^-48 $/h: exactly, so in any order (a $10^6/h node is 2^68 of
+/// them, 10^4 such nodes far below i128's range).
+const PRICE_SCALE: f64 = (1u64 << 48) as f64;
+
 /// A GPU node's part of the cluster's GPU accounts: `(allocated, capacity)` of its GPUs
 /// (milli-GPU), CPU (milli) and memory (any unit, the same for both), and its price per hour.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -150,9 +150,11 @@ impl GpuNodeAccount {
 
 impl ClusterOutlook {
     /// The outlook's GPU figures (scarcity and the price of a GPU-hour) from every GPU node's
-    /// account; no spot pools, no slowdowns.
+    /// account; no spot pools. The same whatever order the accounts come in (the Worker holds
+    /// the facts by shard, the simulator in cluster order): the amounts are whole numbers, exact
+    /// in any order below 2^53, and the prices are summed in fixed point.
     pub fn of_gpu_nodes(accounts: impl IntoIterator<Item = GpuNodeAccount>) -> Self {
-        let (mut gpu, mut cpu, mut memory, mut price) = ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 0.0);
+        let (mut gpu, mut cpu, mut memory, mut price) = ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), 0i128);
         let add = |sum: &mut (f64, f64), (used, cap): (f64, f64)| {
             sum.0 += used;
             sum.1 += cap;
@@ -161,7 +163,7 @@ impl ClusterOutlook {
             add(&mut gpu, a.gpu_milli);
             add(&mut cpu, a.cpu_milli);
             add(&mut memory, a.memory);
-            price += a.cost_per_hour;
+            price += (a.cost_per_hour * PRICE_SCALE).round() as i128;
         }
         let share = |(used, cap): (f64, f64)| if cap > 0.0 { used / cap } else { 0.0 };
         let has_gpus = gpu.1 > 0.0;
@@ -172,9 +174,8 @@ impl ClusterOutlook {
                     .max(share(memory))
                     .clamp(0.0, 1.0)
             }),
-            gpu_hour_price: has_gpus.then(|| price / (gpu.1 / 1000.0)),
+            gpu_hour_price: has_gpus.then(|| price as f64 / PRICE_SCALE / (gpu.1 / 1000.0)),
             pools: BTreeMap::new(),
-            node_slowdowns: BTreeMap::new(),
         }
     }
 

@@ -9,7 +9,7 @@
 //! | `qosRisk` | expected SLA breaches of latency-critical pods on the node, its own and its neighbours', × `SLA_VIOLATION_COST`, per `EXPECTED_STAY_HOURS` |
 //! | `reclamationRisk` | P(the spot node is reclaimed during the stay) × the loss (a breach for a latency-critical pod, half the run's resources otherwise), per stay |
 //! | `failureRisk` | the node's failure probability above the prior (its outcome history) × the same loss, per stay |
-//! | `slowdown` | the node's learned slowdown for the workload × `resources` (a slower node holds the pod longer) |
+//! | `slowdown` | (the node's learned slowdown for the tenant − 1) × `resources` (a slower node holds the pod longer; learned from the run times the reporter sends, `OutcomeStats::slowdown`) |
 //!
 //! `η = exp(−total / COST_REFERENCE)`, floored at `ETA_FLOOR`: a monotone function of the total,
 //! so the prioritize ranking under η alone is the ranking by expected $/h, and with the trail
@@ -69,7 +69,8 @@ pub fn breach_probability(load: f64, config: &Config) -> f64 {
 }
 
 /// Every term of the expected cost of placing the pod described by `features` (see
-/// [`NodeFeatures::for_pod`]) on its node; `stats` is the node's outcome history for the tenant.
+/// [`NodeFeatures::for_pod`]) on its node; `stats` is the node's outcome history for the tenant
+/// (reliability and learned slowdown).
 /// A term whose factor is left out of `ETA_FACTORS` is 0 (`strandedGpu`: absent).
 pub fn cost_terms(
     features: &NodeFeatures,
@@ -111,7 +112,9 @@ pub fn cost_terms(
             0.0
         },
         slowdown: if on.performance {
-            features.slowdown.map_or(0.0, |s| (s - 1.0) * resources)
+            stats
+                .and_then(OutcomeStats::slowdown)
+                .map_or(0.0, |s| (s - 1.0) * resources)
         } else {
             0.0
         },
@@ -362,11 +365,13 @@ mod tests {
             successes: 0.0,
             failures: 5.0,
             as_of_ms: 0,
+            ..OutcomeStats::default()
         };
         let good = OutcomeStats {
             successes: 20.0,
             failures: 0.0,
             as_of_ms: 0,
+            ..OutcomeStats::default()
         };
         assert_eq!(cost_terms(&f(), lc, None, &c).failure_risk, 0.0);
         assert_eq!(cost_terms(&f(), lc, Some(&good), &c).failure_risk, 0.0);

@@ -2,10 +2,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
-/// Observed placement outcomes of one node for one tenant, as of `as_of_ms`. Both counts fade
-/// with a half-life of `OUTCOME_HALF_LIFE_MS`: a node is judged by what it has shown lately, so a
-/// hot spell or a bad week does not keep a tenant's pods off it for good (as the trail
-/// evaporates, and for the same reason).
+/// Observed placement outcomes of one node for one tenant, as of `as_of_ms`: how often pods
+/// ended well there (reliability) and how much slower than usual they ran (the reporter's
+/// `slowdown`: run time ÷ the workload's median, what η's performance term reads). Every count
+/// fades with a half-life of `OUTCOME_HALF_LIFE_MS`: a node is judged by what it has shown
+/// lately, so a hot spell or a bad week does not keep a tenant's pods off it for good (as the
+/// trail evaporates, and for the same reason).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutcomeStats {
     pub successes: f64,
@@ -14,7 +16,21 @@ pub struct OutcomeStats {
     /// as 0 (their counts then fade from the epoch, i.e. are forgotten).
     #[serde(default, rename = "asOfMs")]
     pub as_of_ms: u64,
+    /// The observed slowdowns, summed (absent from records of nodes that reported none).
+    #[serde(default, rename = "slowdownSum", skip_serializing_if = "is_zero")]
+    pub slowdown_sum: f64,
+    /// How many slowdowns `slowdown_sum` holds.
+    #[serde(default, rename = "slowdownRuns", skip_serializing_if = "is_zero")]
+    pub slowdown_runs: f64,
 }
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The learned slowdown's prior: as if the node had run this many pods at the usual speed, so
+/// that one slow run moves it a quarter of the way, not all of it.
+pub const SLOWDOWN_PRIOR_RUNS: f64 = 3.0;
 
 impl OutcomeStats {
     /// The counts as they stand at `now_ms` (never earlier than `as_of_ms`: a clock that steps
@@ -25,7 +41,24 @@ impl OutcomeStats {
             successes: self.successes * keep,
             failures: self.failures * keep,
             as_of_ms: self.as_of_ms.max(now_ms),
+            slowdown_sum: self.slowdown_sum * keep,
+            slowdown_runs: self.slowdown_runs * keep,
         }
+    }
+
+    /// One run that took `slowdown` × the workload's usual time on this node, at `now_ms`.
+    pub fn record_slowdown(&mut self, slowdown: f64, now_ms: u64, config: &Config) {
+        *self = self.at(now_ms, config);
+        self.slowdown_sum += slowdown;
+        self.slowdown_runs += 1.0;
+    }
+
+    /// The node's learned slowdown (1 = as fast as usual): the posterior mean of its observed
+    /// slowdowns, the prior [`SLOWDOWN_PRIOR_RUNS`] runs at 1; `None` before any was observed.
+    pub fn slowdown(&self) -> Option<f64> {
+        (self.slowdown_runs > 0.0).then(|| {
+            (SLOWDOWN_PRIOR_RUNS + self.slowdown_sum) / (SLOWDOWN_PRIOR_RUNS + self.slowdown_runs)
+        })
     }
 
     /// One outcome of quality `q` at `now_ms`: `q` successes and `1 − q` failures.
@@ -67,13 +100,12 @@ mod tests {
         let bad = OutcomeStats {
             successes: 0.0,
             failures: 10.0,
-            as_of_ms: 0,
+            ..OutcomeStats::default()
         };
         assert!(reliability(Some(&bad), &c) < 0.5);
         let good = OutcomeStats {
             successes: 90.0,
-            failures: 0.0,
-            as_of_ms: 0,
+            ..OutcomeStats::default()
         };
         assert!(reliability(Some(&good), &c) > 0.98);
     }
@@ -96,6 +128,29 @@ mod tests {
         let fresh = reliability(Some(&s), &c);
         let old = reliability(Some(&s.at(1_000 + 40 * h, &c)), &c);
         assert!(fresh < old && (old - reliability(None, &c)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn slowdowns_are_learned_from_a_prior_at_one_and_fade_with_the_counts() {
+        let c = Config::default();
+        let mut s = OutcomeStats::default();
+        assert_eq!(s.slowdown(), None);
+        s.record_slowdown(2.0, 1_000, &c);
+        assert!((s.slowdown().unwrap() - 5.0 / 4.0).abs() < 1e-12);
+        s.record_slowdown(2.0, 1_000, &c);
+        assert!((s.slowdown().unwrap() - 7.0 / 5.0).abs() < 1e-12);
+        // A half-life later the two runs weigh one: the estimate moves back towards 1.
+        let later = s.at(1_000 + c.outcome_half_life_ms, &c);
+        assert!((later.slowdown().unwrap() - 5.0 / 4.0).abs() < 1e-12);
+        // Reliability is not moved by it, nor it by reliability.
+        assert_eq!((s.successes, s.failures), (0.0, 0.0));
+        s.record(0.0, 1_000, &c);
+        assert!((s.slowdown().unwrap() - 7.0 / 5.0).abs() < 1e-12);
+        // A node without slowdowns keeps its stored shape.
+        let json = serde_json::to_string(&OutcomeStats::default()).unwrap();
+        assert_eq!(json, r#"{"successes":0.0,"failures":0.0,"asOfMs":0}"#);
+        let back: OutcomeStats = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
     }
 
     #[test]

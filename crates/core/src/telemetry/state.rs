@@ -1,7 +1,7 @@
 //! The counters themselves: per cluster, the counter series and request-duration histograms.
 //! An isolate folds its requests into one (`TelemetryState::apply`), the Telemetry object
 //! merges batches into its own and keeps each cluster's part in its own row
-//! (`ledger.rs`), `metrics_text.rs` renders it. Pure, tested natively.
+//! (`ledger.rs`), `scrape.rs` renders it. Pure, tested natively.
 //!
 //! Bounded by construction, so no stored row approaches SQLite's 2 MB: a `cluster` part exists
 //! only for an admitted cluster (`MAX_CLUSTERS`, see `aco_core::registry`), and a part holds at

@@ -69,10 +69,6 @@ pub struct Input {
     /// shows it (what the colony's reliability term is for)
     #[arg(long, default_value = "none")]
     pub node_faults: crate::faults::NodeFaults,
-    /// η's slowdown term from a per-node estimate learned from every tenant's outcomes (the
-    /// comparison of issue 16 item 3; the colony's own trail learns per tenant).
-    #[arg(long)]
-    pub cluster_slowdowns: bool,
 }
 
 impl Input {

@@ -62,9 +62,6 @@ pub fn main(args: RunArgs) -> Result<(), Error> {
             world.config.clone(),
             PredictorKind::Ema(world.config.ema_alpha),
         );
-        if input.cluster_slowdowns {
-            s = s.with_cluster_slowdowns();
-        }
         let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
         if let Ok(r) = &r {
             eprintln!(

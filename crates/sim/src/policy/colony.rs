@@ -1,104 +1,113 @@
-//! The full colony: one `TenantColony` per tenant, scores `τ^α·η^β` mapped to 0–10 exactly as
+//! The Colony object's part, as the simulator plays it. The pipeline scores each pod from the
+//! tenant's colony (`ColonySource::Held`: the simulator holds the colonies themselves, where the
+//! Worker's isolate holds copies) and the decision is remembered here until the pod's placement
+//! is reported; placements and outcomes then go through `TenantColony::report`, the Worker's
+//! path: a placement deposits `Q × η then` on the node the simulated kube-scheduler really bound
+//! (never on the colony's own argmax), and the pod's later outcome revises that deposit to
+//! `Q × observed quality` once and teaches the node's reliability and slowdown.
 
 use std::collections::BTreeMap;
 
-use aco_core::colony::{Decision, Outcome, PodRecord, TenantColony};
+use aco_core::colony::{Decision, Outcome, PodRecord};
 use aco_core::config::Config;
-use aco_core::node_state::NodeState;
-use rand::rngs::StdRng;
-use rand::SeedableRng;
+use aco_core::pipeline::ColonyCopies;
 
-use super::{features, Policy, ScoreCtx, TenantTrails};
+use super::{TenantSlowdowns, TenantTrails};
+use crate::cluster::SimPod;
 
-/// The full colony: one `TenantColony` per tenant, scores `τ^α·η^β` mapped to 0–10 exactly as
-/// the Worker's `/v1/prioritize` does; deposits only through `confirm` on the node the simulated
-/// kube-scheduler really bound (never on the colony's own argmax). Placements and outcomes go
-/// through `TenantColony::report`, the Worker's path: a placement deposits `Q × η then`, the
-/// pod's later outcome revises that deposit to `Q × observed quality` once.
-pub struct Colony {
-    pub colonies: BTreeMap<String, TenantColony>,
+#[derive(Debug, Default)]
+pub struct ColonyReports {
+    /// The last pod's decision, until its placement.
     pending: Option<(String, Decision)>,
-    /// Per pod (trace index): what the Worker's colony object would remember until the outcome.
+    /// Per pod (trace index): what the Colony object would remember until the outcome.
     records: BTreeMap<usize, PodRecord>,
-    rng: StdRng,
 }
 
-impl Colony {
-    pub fn new(seed: u64) -> Self {
-        Self {
-            colonies: BTreeMap::new(),
-            pending: None,
-            records: BTreeMap::new(),
-            rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11),
-        }
+impl ColonyReports {
+    /// Prioritize decided for a pod of `tenant` (the Worker sends it to the colony).
+    pub fn decided(&mut self, tenant: &str, decision: Decision) {
+        self.pending = Some((tenant.to_string(), decision));
     }
-}
 
-impl Policy for Colony {
-    fn name(&self) -> String {
-        "colony".into()
-    }
-    fn is_extender(&self) -> bool {
-        true
-    }
-    fn score(&mut self, ctx: &ScoreCtx, _: &[usize], states: &[&NodeState]) -> Vec<f64> {
-        let tenant = ctx.pod.demand.tenant.clone();
-        let colony = self.colonies.entry(tenant.clone()).or_default();
-        let p = colony.score(
-            &features(states, &ctx.pod.demand, ctx.config, ctx.outlook),
-            ctx.pod.demand.workload,
-            &ctx.pod.demand.key,
-            ctx.now_ms,
-            ctx.config,
-            &mut self.rng,
-        );
-        self.pending = Some((tenant, p.decision));
-        p.scores.iter().map(|s| *s as f64).collect()
-    }
-    fn placed(&mut self, ctx: &ScoreCtx, node: usize, scored: bool) {
-        let tenant = ctx.pod.demand.tenant.clone();
-        let pending = self
+    /// `pod` was bound to `node`. `scored` is false when there was a single feasible node and
+    /// kube-scheduler did not call prioritize: no decision, nothing deposited.
+    pub fn placed(
+        &mut self,
+        colonies: &mut ColonyCopies,
+        pod: &SimPod,
+        node: &str,
+        scored: bool,
+        now_ms: u64,
+        config: &Config,
+    ) {
+        let tenant = &pod.demand.tenant;
+        let decision = self
             .pending
             .take()
-            .filter(|(t, _)| scored && *t == tenant)
+            .filter(|(t, _)| scored && t == tenant)
             .map(|(_, d)| d);
-        let colony = self.colonies.entry(tenant).or_default();
         let mut record = PodRecord {
-            decision: pending,
+            decision,
             confirmed: None,
         };
-        let _ = colony.report(
-            &mut record,
-            &ctx.world.nodes[node].name,
-            None,
-            ctx.now_ms,
-            ctx.config,
-        );
+        let colony = colonies.colony_mut(tenant, now_ms);
+        let _ = colony.report(&mut record, node, None, now_ms, config);
         if record.confirmed.is_some() {
-            self.records.insert(ctx.pod.idx, record);
+            self.records.insert(pod.idx, record);
         }
     }
-    fn outcome(&mut self, ctx: &ScoreCtx, node: usize, outcome: Outcome) {
-        // An unscored pod (one feasible node) has no record: the Worker answers UnknownPod.
-        let Some(mut record) = self.records.remove(&ctx.pod.idx) else {
+
+    /// `pod`'s outcome on `node`. An unscored pod (one feasible node) has no record, and the
+    /// Colony object forgets a confirmed pod after `CONFIRMED_TTL_MS`: the Worker answers both
+    /// as unknown pods, and learns nothing from them.
+    pub fn outcome(
+        &mut self,
+        colonies: &mut ColonyCopies,
+        pod: &SimPod,
+        node: &str,
+        outcome: Outcome,
+        now_ms: u64,
+        config: &Config,
+    ) {
+        let Some(mut record) = self.records.remove(&pod.idx) else {
             return;
         };
-        let colony = self
-            .colonies
-            .entry(ctx.pod.demand.tenant.clone())
-            .or_default();
-        let _ = colony.report(
-            &mut record,
-            &ctx.world.nodes[node].name,
-            Some(outcome),
-            ctx.now_ms,
-            ctx.config,
-        );
+        let since = now_ms.saturating_sub(config.confirmed_ttl_ms);
+        if record
+            .confirmed
+            .as_ref()
+            .is_some_and(|c| c.confirmed_ms < since)
+        {
+            record = PodRecord::default();
+        }
+        let colony = colonies.colony_mut(&pod.demand.tenant, now_ms);
+        let _ = colony.report(&mut record, node, Some(outcome), now_ms, config);
     }
-    fn pheromones(&self, config: &Config) -> TenantTrails {
-        self.colonies
-            .iter()
-            .map(|(t, c)| (t.clone(), c.pheromones.snapshot(config)))
-            .collect()
-    }
+}
+
+/// Per tenant (by name), its trail as (node, τ), best first.
+pub fn trails(colonies: &ColonyCopies, config: &Config) -> TenantTrails {
+    let mut out: TenantTrails = colonies
+        .iter()
+        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(config)))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Per tenant (by name), each node's learned slowdown, by node name.
+pub fn slowdowns(colonies: &ColonyCopies) -> TenantSlowdowns {
+    let mut out: TenantSlowdowns = colonies
+        .iter()
+        .map(|(t, c)| {
+            let learned = c
+                .outcomes
+                .iter()
+                .filter_map(|(node, stats)| Some((node.clone(), stats.slowdown()?)))
+                .collect();
+            (t.to_string(), learned)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }

@@ -1,14 +1,16 @@
-//! Scoring policies, all behind [`Policy`]. The engine filters first (the simulated
-//! kube-scheduler's own fit check, then the core's `check_node` on the node state built from
-//! reported facts); a policy scores the survivors (higher is better) and the engine takes the
-//! best, breaking ties at random as kube-scheduler does ([`select_host`]).
+//! What answers kube-scheduler in a run ([`Decider`]): one of its own plugins, a baseline behind
+//! [`Policy`], or the extender ([`Extender`]), answered by the Worker's pipeline
+//! (`aco_core::pipeline`). The engine filters first (the simulated kube-scheduler's own fit
+//! check, then the core's `check_node` on the node state built from reported facts); the decider
+//! scores the survivors (higher is better) and the engine takes the best, breaking ties at
+//! random as kube-scheduler does ([`select_host`]).
 
 use aco_core::config::Config;
 use aco_core::demand::PodDemand;
 use aco_core::heuristic::{ClusterOutlook, NodeFeatures};
 use aco_core::node_state::NodeState;
 use rand::rngs::StdRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
@@ -16,10 +18,9 @@ use crate::cluster::{SimPod, World};
 mod best_fit;
 mod best_fit_atc;
 mod cheapest_fit;
-mod colony;
+pub mod colony;
 mod fgd;
 mod first_fit;
-mod heuristic;
 mod k8s_default;
 mod most_allocated;
 mod random;
@@ -28,10 +29,9 @@ mod tetris;
 pub use best_fit::BestFit;
 pub use best_fit_atc::BestFitAtc;
 pub use cheapest_fit::CheapestFit;
-pub use colony::Colony;
+pub use colony::ColonyReports;
 pub use fgd::Fgd;
 pub use first_fit::FirstFit;
-pub use heuristic::Heuristic;
 pub use k8s_default::KubeDefault;
 pub use most_allocated::MostAllocated;
 pub use random::RandomPolicy;
@@ -39,6 +39,8 @@ pub use tetris::Tetris;
 
 /// Per tenant, its trail as (node, τ), best first.
 pub type TenantTrails = Vec<(String, Vec<(String, f64)>)>;
+/// Per tenant, each node's learned slowdown as (node, slowdown), by node name.
+pub type TenantSlowdowns = Vec<(String, Vec<(String, f64)>)>;
 
 /// What a policy may look at when scoring one pod.
 pub struct ScoreCtx<'a> {
@@ -52,25 +54,45 @@ pub struct ScoreCtx<'a> {
     pub outlook: &'a ClusterOutlook,
 }
 
+/// One of kube-scheduler's own scoring plugins (or a published baseline scoring like one): it
+/// reads kube-scheduler's exact cache, and kube-scheduler binds its best.
 pub trait Policy {
     fn name(&self) -> String;
     /// One score per candidate (node indices into `world.nodes`, in cluster order); `states`
     /// are the extender's views of the same candidates.
     fn score(&mut self, ctx: &ScoreCtx, candidates: &[usize], states: &[&NodeState]) -> Vec<f64>;
-    /// The pod was bound to `node`. `scored` is false when there was a single feasible node and
-    /// kube-scheduler would not have called prioritize at all.
-    fn placed(&mut self, _ctx: &ScoreCtx, _node: usize, _scored: bool) {}
-    /// The policy is the extender (η alone or the colony): it reads the node facts, answers
-    /// with one node alone at the top, and its pipeline assumes the pod there until the facts
-    /// show it. The baselines are kube-scheduler's own plugins, which read its exact cache.
-    fn is_extender(&self) -> bool {
-        false
+}
+
+/// The extender: the Worker's pipeline answers (one node alone at the top, assumed there until
+/// the facts show it), from each tenant's colony — `colony`, τ·η with what it learned from
+/// placements and outcomes (reliability, slowdowns) — or from η alone — `heuristic`, no colony.
+pub struct Extender {
+    pub colony: bool,
+    /// The colony's exploration draws (ACS, `Q0`).
+    pub rng: StdRng,
+    /// The Colony object's part: decisions and pods remembered until their reports.
+    pub reports: ColonyReports,
+}
+
+/// What answers kube-scheduler in a run.
+pub enum Decider {
+    Baseline(Box<dyn Policy>),
+    Extender(Box<Extender>),
+}
+
+impl Decider {
+    pub fn name(&self) -> String {
+        match self {
+            Decider::Baseline(p) => p.name(),
+            Decider::Extender(e) if e.colony => "colony".into(),
+            Decider::Extender(_) => "heuristic".into(),
+        }
     }
-    /// The pod's observed outcome on `node` (see `Scheduler::outcome`); only the colony learns.
-    fn outcome(&mut self, _ctx: &ScoreCtx, _node: usize, _outcome: aco_core::colony::Outcome) {}
-    /// Per-tenant pheromone snapshot (node, τ), best first; empty for policies without trails.
-    fn pheromones(&self, _config: &Config) -> TenantTrails {
-        Vec::new()
+
+    /// The extender: it reads the node facts, answers with one node alone at the top, and its
+    /// pipeline assumes the pod there. The baselines are kube-scheduler's own plugins.
+    pub fn is_extender(&self) -> bool {
+        matches!(self, Decider::Extender(_))
     }
 }
 
@@ -116,8 +138,8 @@ pub const ALL: [&str; 11] = [
     "colony",
 ];
 
-pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
-    Some(match name {
+pub fn by_name(name: &str, seed: u64) -> Option<Decider> {
+    let baseline: Box<dyn Policy> = match name {
         "first-fit" => Box::new(FirstFit),
         "best-fit" => Box::new(BestFit),
         "best-fit-atc" => Box::new(BestFitAtc),
@@ -127,10 +149,16 @@ pub fn by_name(name: &str, seed: u64) -> Option<Box<dyn Policy>> {
         "random" => Box::new(RandomPolicy),
         "cheapest-fit" => Box::new(CheapestFit),
         "tetris" => Box::new(Tetris),
-        "heuristic" => Box::new(Heuristic),
-        "colony" => Box::new(Colony::new(seed)),
+        "heuristic" | "colony" => {
+            return Some(Decider::Extender(Box::new(Extender {
+                colony: name == "colony",
+                rng: StdRng::seed_from_u64(seed ^ 0xC010_4E11),
+                reports: ColonyReports::default(),
+            })))
+        }
         _ => return None,
-    })
+    };
+    Some(Decider::Baseline(baseline))
 }
 
 /// Requested and allocatable per dimension after placing the pod: (cpu, memory, gpu milli).

@@ -126,7 +126,6 @@ impl SatPolicy for SatColony {
                         .spot
                         .then(|| aco_core::node_labels::prior_rate(&s.labels, ctx.config)),
                     latency_critical_pods: None,
-                    slowdown: None,
                 }
             })
             .collect();
