@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use aco_sim::saturate::kube_objects::{self as ko, Replay, HAMI_POD_ALLOCATED};
 use aco_sim::saturate::policy as sp;
+use aco_sim::saturate::sampling::NodeSampling;
 use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
 use aco_testkit::kube::replay::{
     self, metric_sum, ReplayConfig, ReplayObjects, ReplayOutcome, WithWorker,
 };
-use aco_testkit::kube::replay_configs::ReplaySpec;
+use aco_testkit::kube::replay_configs::{Base, ReplaySpec};
 use aco_testkit::kube::reporter::sample;
 use aco_testkit::kube::{kube_bin, SCHEDULER_NAME};
 use serde_json::json;
@@ -174,42 +175,59 @@ async fn main() {
     // The simulator on the same world, variant and seed (what `aco-sim saturate` prints).
     let folder = sim_folder(&a, &replay, &pods_csv, &name);
     let sim_command = format!(
-        "cargo run --release -p aco-sim -- saturate --openb {} --openb-dir {} --seeds {} --policies fgd,colony --out target/bench-trace",
+        "cargo run --release -p aco-sim -- saturate --openb {} --openb-dir {} --seeds {} --policies fgd,colony --nodes-to-score {} --out target/bench-trace",
         a.variant,
         folder.display(),
-        a.seed
+        a.seed,
+        shipped_percentage().map_or("adaptive".to_string(), |p| p.to_string()),
     );
-    let mut sim = Vec::new();
+    // The simulator's figure per configuration: the policy the configuration runs (the colony for
+    // the extender, FGD for the plugin), shown the nodes kube-scheduler would show it.
+    let mut sim: Vec<SimFigure> = Vec::new();
     if a.sim {
-        for policy in ["colony", "fgd"] {
+        for spec_text in &a.configs {
+            let spec = ReplaySpec::parse(spec_text).unwrap_or_else(|e| panic!("{e}"));
+            let policy = match spec.base {
+                Base::Extender => "colony",
+                Base::Fgd => "fgd",
+                Base::Alone => continue,
+            };
+            let sampling = sampling_of(&spec);
+            if sim
+                .iter()
+                .any(|f| f.policy == policy && f.sampling == sampling)
+            {
+                continue;
+            }
+            // The Worker scores fragmentation against the default trace's typical shapes
+            // (OPENB_DEFAULT_SHAPES), not the variant's; the FGD plugin gets the variant's.
+            let shapes = match spec.base {
+                Base::Extender => &aco_core::heuristic::OPENB_DEFAULT_SHAPES[..],
+                _ => shapes,
+            };
             let t = Instant::now();
             let mut p = sp::by_name(policy, a.seed).unwrap();
-            let r = aco_sim::saturate::run(world, &world.config, shapes, a.seed, p.as_mut());
+            let r = aco_sim::saturate::run_sampled(
+                world,
+                &world.config,
+                shapes,
+                a.seed,
+                p.as_mut(),
+                sampling,
+            );
             eprintln!(
-                "aco-sim saturate {policy}: {:.2}% at 100, {:.2}% at 130, {} failed ({:.1}s)",
+                "aco-sim saturate {policy} ({sampling:?}): {:.2}% at 100, {:.2}% at 130, {:.0} candidates/pod ({:.1}s)",
                 r.at100,
                 r.at130,
-                r.failed,
+                r.candidates_per_pod,
                 t.elapsed().as_secs_f64()
             );
-            sim.push(r);
+            sim.push(SimFigure {
+                policy,
+                sampling,
+                run: r,
+            });
         }
-        // The Worker scores fragmentation against the default trace's shapes
-        // (OPENB_DEFAULT_SHAPES), not the variant's: the simulator's colony with those.
-        let mut p = sp::by_name("colony", a.seed).unwrap();
-        let mut r = aco_sim::saturate::run(
-            world,
-            &world.config,
-            &aco_core::heuristic::OPENB_DEFAULT_SHAPES,
-            a.seed,
-            p.as_mut(),
-        );
-        r.policy = "colony (Worker's shapes)".into();
-        eprintln!(
-            "aco-sim saturate colony with the default trace's shapes: {:.2}% at 100, {:.2}% at 130",
-            r.at100, r.at130
-        );
-        sim.push(r);
     } else {
         eprintln!("simulator skipped; its figure: {sim_command}");
     }
@@ -311,7 +329,17 @@ async fn main() {
         }));
     }
 
-    let sim_of = |policy: &str| sim.iter().find(|r| r.policy == policy);
+    let sim_of = |spec: &ReplaySpec| {
+        let policy = match spec.base {
+            Base::Extender => "colony",
+            Base::Fgd => "fgd",
+            Base::Alone => return None,
+        };
+        let sampling = sampling_of(spec);
+        sim.iter()
+            .find(|f| f.policy == policy && f.sampling == sampling)
+            .map(|f| &f.run)
+    };
     let mut table = format!(
         "OpenB `{}` ({}), seed {}, {} GPU nodes / {gpus} GPUs, {} pods to 130% arrived; kube-scheduler {} ({}), client QPS {}; reporter pushes every {}; {} cores, shared\n\n\
          | configuration | at 100% | at 130% | aco-sim at 100 / 130 | real − sim at 130 | failed | failed that fitted | pods/s | bound elsewhere | candidates / decision | wall s |\n\
@@ -329,13 +357,7 @@ async fn main() {
     );
     for r in &rows {
         let config = r["config"].as_str().unwrap();
-        let sim_row = if config.starts_with("extender") {
-            sim_of("colony")
-        } else if config.starts_with("fgd") {
-            sim_of("fgd")
-        } else {
-            None
-        };
+        let sim_row = sim_of(&ReplaySpec::parse(config).unwrap());
         let w = &r["worker"];
         let per = |k: &str| {
             let d = w["decisions"].as_f64()?;
@@ -366,12 +388,7 @@ async fn main() {
             r["wallSeconds"].as_f64().unwrap_or(0.0),
         );
     }
-    if let Some(s) = sim_of("colony (Worker's shapes)") {
-        table += &format!(
-            "\naco-sim's colony scored against the default trace's typical shapes (the Worker's): {:.2} / {:.2}.\n",
-            s.at100, s.at130
-        );
-    }
+    table += "\naco-sim's figure is the same nodes and pods in the simulator, each pod shown the feasible nodes kube-scheduler would show it (the configuration's `percentageOfNodesToScore`), the colony scoring fragmentation against the default trace's typical shapes as the Worker does.\n";
     table += &format!(
         "\nSimulator: `{sim_command}`. Whole run: {:.0} s.\n",
         started.elapsed().as_secs_f64()
@@ -387,7 +404,9 @@ async fn main() {
             "gpus": gpus,
             "pods": order.len(),
             "simCommand": sim_command,
-            "sim": sim.iter().map(|r| json!({"policy": r.policy, "at100": r.at100, "at130": r.at130, "failed": r.failed})).collect::<Vec<_>>(),
+            "sim": sim.iter().map(|f| json!({"policy": f.policy, "nodesToScore": format!("{:?}", f.sampling),
+                "at100": f.run.at100, "at130": f.run.at130, "failed": f.run.failed,
+                "candidatesPerPod": f.run.candidates_per_pod})).collect::<Vec<_>>(),
             "configs": rows,
             "seconds": started.elapsed().as_secs_f64(),
         }))
@@ -396,6 +415,35 @@ async fn main() {
     .unwrap();
     std::fs::write(a.out.join(format!("{name}.md")), &table).unwrap();
     eprintln!("written to {}", out.display());
+}
+
+/// One simulator run beside the real ones.
+struct SimFigure {
+    policy: &'static str,
+    sampling: NodeSampling,
+    run: aco_sim::saturate::SatRun,
+}
+
+/// The nodes kube-scheduler shows each pod under `spec`: its `percentageOfNodesToScore`, or
+/// the shipped file's (unset: kube-scheduler's adaptive default).
+fn sampling_of(spec: &ReplaySpec) -> NodeSampling {
+    let shipped = shipped_percentage();
+    match spec.percentage.or(shipped) {
+        Some(p) => NodeSampling::KubeScheduler { percentage: p },
+        None => NodeSampling::KubeScheduler { percentage: 0 },
+    }
+}
+
+/// `percentageOfNodesToScore` of the shipped configuration's profile (or its top level).
+fn shipped_percentage() -> Option<u32> {
+    let path = aco_testkit::repo_root().join(aco_testkit::kube::scheduler_config::SHIPPED);
+    let doc: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let key = "percentageOfNodesToScore";
+    doc["profiles"][0][key]
+        .as_u64()
+        .or(doc[key].as_u64())
+        .map(|p| p as u32)
 }
 
 fn kube_version(bin: &Path) -> String {

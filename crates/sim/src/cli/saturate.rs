@@ -9,6 +9,7 @@
 //! `openb_node_list_gpu_node.csv`, else the first folder's that has one: every OpenB variant runs
 //! on the same 1,213 GPU nodes.
 
+use crate::saturate::sampling::NodeSampling;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -59,6 +60,11 @@ pub struct SaturateArgs {
     /// The colony's config, as the Worker's `[vars]` (repeatable), e.g. `--var ETA_FACTORS=fragmentation`.
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub vars: Vec<String>,
+    /// Which feasible nodes each pod is scored on: `all` (the ATC '23 protocol), `adaptive`
+    /// (kube-scheduler's default sample: 50 − N/125 % of N nodes, at least 100, from a start that
+    /// rotates between pods) or a `percentageOfNodesToScore` 1–100.
+    #[arg(long = "nodes-to-score", default_value = "all", value_parser = NodeSampling::parse)]
+    pub nodes_to_score: NodeSampling,
     /// Exit non-zero when a reproduction check misses.
     #[arg(long)]
     pub require_reproduction: bool,
@@ -188,7 +194,14 @@ pub fn run(
             .collect();
         let runs = crate::parallel::map(&jobs_list, args.jobs, |(n, seed)| {
             let mut p = sp::by_name(n, *seed).expect("checked above");
-            let r = crate::saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
+            let r = crate::saturate::run_sampled(
+                &world,
+                &world.config,
+                &shapes,
+                *seed,
+                p.as_mut(),
+                args.nodes_to_score,
+            );
             eprintln!(
                 "{:>15} {} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s",
                 n, v.name, r.at100, r.at130, r.failed, r.decisions_per_s

@@ -10,6 +10,7 @@ pub mod kube_objects;
 pub mod node;
 pub mod policy;
 pub mod report;
+pub mod sampling;
 
 use std::time::Instant;
 
@@ -23,6 +24,7 @@ use serde::Serialize;
 use crate::cluster::World;
 use node::SatNode;
 use policy::{pod_gpus, Ctx, SatPolicy};
+use sampling::{NodeSampling, NodeWalk};
 
 /// Arrived workload at which the run stops, as a fraction of GPU capacity.
 pub const STOP_AT: f64 = 1.3;
@@ -37,6 +39,9 @@ pub struct SatRun {
     pub at130: f64,
     pub pods: usize,
     pub failed: usize,
+    /// Feasible nodes the policy was shown per pod it placed (all of them, or kube-scheduler's
+    /// sample: [`NodeSampling`]).
+    pub candidates_per_pod: f64,
     pub decisions_per_s: f64,
 }
 
@@ -123,13 +128,26 @@ pub fn shapes_of(world: &World) -> Vec<PodShape> {
     )
 }
 
-/// One policy, one seed.
+/// One policy, one seed, every feasible node scored.
 pub fn run(
     world: &World,
     config: &Config,
     shapes: &[PodShape],
     seed: u64,
     policy: &mut dyn SatPolicy,
+) -> SatRun {
+    run_sampled(world, config, shapes, seed, policy, NodeSampling::All)
+}
+
+/// [`run`] with the policy shown only the feasible nodes `sampling` picks, as kube-scheduler
+/// does (the walk starts at the world's first node, in the order the real replay names them).
+pub fn run_sampled(
+    world: &World,
+    config: &Config,
+    shapes: &[PodShape],
+    seed: u64,
+    policy: &mut dyn SatPolicy,
+    sampling: NodeSampling,
 ) -> SatRun {
     let started = Instant::now();
     let mut nodes: Vec<SatNode> = world
@@ -150,11 +168,12 @@ pub fn run(
     let mut arrivals = Arrivals::new(capacity);
     let mut failed = 0usize;
     let mut candidates = Vec::with_capacity(nodes.len());
+    let mut walk = NodeWalk::new(sampling);
+    let mut shown = 0usize;
     for (step, &pi) in order.iter().enumerate() {
         let sim_pod = &world.pods[pi];
         let pod = &sim_pod.trace;
-        candidates.clear();
-        candidates.extend((0..nodes.len()).filter(|n| nodes[*n].fits(pod)));
+        walk.feasible(nodes.len(), |n| nodes[n].fits(pod), &mut candidates);
         let mut allocated = 0;
         if candidates.is_empty() {
             failed += 1;
@@ -179,6 +198,7 @@ pub fn run(
                 })
                 .map(|(c, v)| (*c, v.gpu))
                 .unwrap();
+            shown += candidates.len();
             policy.placed(&ctx, best.0);
             allocated = nodes[best.0].place(pod, best.1);
         }
@@ -194,6 +214,7 @@ pub fn run(
         at130,
         pods: order.len(),
         failed,
+        candidates_per_pod: shown as f64 / (order.len() - failed).max(1) as f64,
         decisions_per_s: order.len() as f64 / wall.max(1e-9),
     }
 }
