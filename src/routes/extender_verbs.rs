@@ -1,11 +1,11 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
 use aco_core::colony::Prioritized;
-use aco_core::metrics;
 use aco_core::colony_store::wire::DecisionRecord;
 use aco_core::config::Config;
 use aco_core::extender::FilterReply;
 use aco_core::extender::{parse_args, ScoringInput};
+use aco_core::metrics;
 use aco_core::pipeline::ColonySource;
 use rand::{rngs::SmallRng, SeedableRng};
 

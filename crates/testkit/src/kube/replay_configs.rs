@@ -7,7 +7,7 @@
 //!
 //! With a kube-scheduler build that has the device-accounting plugin, every configuration
 //! enables it (device accounting is the cluster's, not a policy): best fit for a share's GPU in
-//! `alone` and `extender`, FGD's choice in `fgd`. One thing at a time can be changed after a
+//! `alone` and `extender`, FGD's choice in `fgd`. Changes follow a
 //! `+`: `pct=N` (the profile's `percentageOfNodesToScore`), `scores=off` (every default score
 //! plugin off), `fit=most` (NodeResourcesFit scores MostAllocated instead of LeastAllocated),
 //! `spread=off` (the spreading scores off: BalancedAllocation, PodTopologySpread,
@@ -51,17 +51,15 @@ pub enum Base {
     Fgd,
 }
 
-/// What becomes of the profile's default score plugins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scores {
-    /// As shipped.
-    Default,
+/// What becomes of the profile's default score plugins (changes combine: `fit=most+spread=off`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scores {
     /// All off.
-    Off,
-    /// NodeResourcesFit scores MostAllocated.
-    MostAllocated,
+    pub off: bool,
+    /// NodeResourcesFit scores MostAllocated instead of LeastAllocated.
+    pub most_allocated: bool,
     /// BalancedAllocation, PodTopologySpread and InterPodAffinity off.
-    SpreadOff,
+    pub spread_off: bool,
 }
 
 impl ReplaySpec {
@@ -77,7 +75,7 @@ impl ReplaySpec {
             name: text.to_owned(),
             base,
             percentage: (base == Base::Fgd).then_some(100),
-            scores: Scores::Default,
+            scores: Scores::default(),
             weight: None,
             share_gpu_choice: None,
             node_cache_capable: true,
@@ -91,9 +89,9 @@ impl ReplaySpec {
             };
             match (key, value) {
                 ("pct", _) => spec.percentage = Some(number()?.clamp(0, 100) as u32),
-                ("scores", "off") => spec.scores = Scores::Off,
-                ("fit", "most") => spec.scores = Scores::MostAllocated,
-                ("spread", "off") => spec.scores = Scores::SpreadOff,
+                ("scores", "off") => spec.scores.off = true,
+                ("fit", "most") => spec.scores.most_allocated = true,
+                ("spread", "off") => spec.scores.spread_off = true,
                 ("weight", _) if base == Base::Extender => spec.weight = Some(number()?),
                 ("gpu", choice) if !choice.is_empty() => {
                     spec.share_gpu_choice = Some(choice.to_owned())
@@ -167,19 +165,20 @@ impl ReplaySpec {
             }
             Base::Alone => {}
         }
-        match self.scores {
-            Scores::Default => {}
-            Scores::Off => score_disabled.push(named("*")),
-            Scores::SpreadOff => {
-                for p in [
-                    "NodeResourcesBalancedAllocation",
-                    "PodTopologySpread",
-                    "InterPodAffinity",
-                ] {
-                    score_disabled.push(named(p));
-                }
+        if self.scores.off {
+            score_disabled.push(named("*"));
+        }
+        if self.scores.spread_off {
+            for p in [
+                "NodeResourcesBalancedAllocation",
+                "PodTopologySpread",
+                "InterPodAffinity",
+            ] {
+                score_disabled.push(named(p));
             }
-            Scores::MostAllocated => plugin_config.push(args(
+        }
+        if self.scores.most_allocated {
+            plugin_config.push(args(
                 "NodeResourcesFit",
                 &[(
                     "scoringStrategy",
@@ -188,7 +187,7 @@ impl ReplaySpec {
                     )
                     .unwrap(),
                 )],
-            )),
+            ));
         }
         let mut plugins_map = Mapping::new();
         if !enabled_multi.is_empty() {
@@ -280,7 +279,10 @@ mod tests {
             (
                 Base::Extender,
                 Some(100),
-                Scores::MostAllocated,
+                Scores {
+                    most_allocated: true,
+                    ..Scores::default()
+                },
                 Some(10),
                 false
             )
