@@ -5,11 +5,15 @@
 //! then kube-scheduler starts with that configuration and the clock runs from the first binding to
 //! the last (polling the API for unbound pods every 50 ms). Nodes: the first 500 (BENCH_NODES)
 //! OpenB GPU nodes with cost/latency labels, facts pushed to the Worker. Configurations:
-//! kube-scheduler alone; with the Worker (node objects / node names); the floor under names mode
-//! (the Worker's `echo` route as both verbs: the same round trips, no verb work); and with the Worker behind
-//! aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the edge distance.
-//! BENCH_VARS (a JSON object) sets the Worker's [vars]. Prints a Markdown table and writes it to
-//! `target/bench-kube.md`.
+//! kube-scheduler alone; with the Worker asked two verbs (`k8s/scheduler-config-filter.yaml`:
+//! filter, then prioritize) and one (`k8s/scheduler-config.yaml`, the default: prioritize
+//! only), each with node objects and node names; the floors under names mode (the Worker's
+//! `echo` route as every verb: the same round trips, no verb work); and each install with the
+//! Worker behind aco-netem-proxy adding 5, 20 and 50 ms round trip (BENCH_RTTS_MS) to model the
+//! edge distance. The pods carry no constraint, so the one-verb runs need no admission webhook
+//! (a pod with one would add a NodeAffinity check in kube-scheduler, not a round trip).
+//! BENCH_VARS (a JSON object) sets the Worker's [vars]. Prints a Markdown table, and the ratio of
+//! one verb to two in the same run, and writes both to `target/bench-kube.md`.
 
 use std::time::{Duration, Instant};
 
@@ -106,47 +110,54 @@ async fn main() {
     let proxy = env
         .cp
         .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
-    let via_proxy = |node_cache_capable: bool| {
-        let mut c = env.worker_config(node_cache_capable);
+    // The two installs: (label, the Worker's scheduler config of that install).
+    let installs: [(&str, &dyn Fn(bool) -> SchedulerConfig); 2] = [
+        ("two verbs", &|names| env.worker_config_filter(names)),
+        ("one verb", &|names| env.worker_config(names)),
+    ];
+    let via_proxy = |mut c: SchedulerConfig| {
         if let Extender::Worker { url_prefix, .. } = &mut c.extender {
             // The same path (with its token), through the proxy.
             *url_prefix = url_prefix.replace(&env.api.base, &format!("https://{}", proxy.addr));
         }
         c
     };
-    let mut runs: Vec<(String, SchedulerConfig, Option<u64>)> = vec![
-        ("kube-scheduler alone".into(), SchedulerConfig::off(), None),
-        (
-            "extender, node objects (nodeCacheCapable: false)".into(),
-            env.worker_config(false),
+    let mut runs: Vec<(String, SchedulerConfig, Option<u64>)> =
+        vec![("kube-scheduler alone".into(), SchedulerConfig::off(), None)];
+    for (verbs, config) in installs {
+        runs.push((
+            format!("{verbs}, node objects (nodeCacheCapable: false)"),
+            config(false),
             None,
-        ),
-        (
-            "extender, node names (nodeCacheCapable: true)".into(),
-            env.worker_config(true),
+        ));
+        runs.push((
+            format!("{verbs}, node names (nodeCacheCapable: true)"),
+            config(true),
             None,
-        ),
+        ));
         // The floor under names mode: the same round trips through workerd, no verb work.
-        (
-            "extender floor: echo as both verbs, node names".into(),
+        runs.push((
+            format!("{verbs}, floor: echo as every verb, node names"),
             SchedulerConfig {
-                verbs: Some(("echo".into(), "echo".into())),
-                ..env.worker_config(true)
+                verbs: Some("echo".into()),
+                ..config(true)
             },
             None,
-        ),
-    ];
+        ));
+    }
     for rtt in &rtts {
-        runs.push((
-            format!("extender, node objects, +{rtt} ms RTT"),
-            via_proxy(false),
-            Some(*rtt),
-        ));
-        runs.push((
-            format!("extender, node names, +{rtt} ms RTT"),
-            via_proxy(true),
-            Some(*rtt),
-        ));
+        for (verbs, config) in installs {
+            runs.push((
+                format!("{verbs}, node objects, +{rtt} ms RTT"),
+                via_proxy(config(false)),
+                Some(*rtt),
+            ));
+            runs.push((
+                format!("{verbs}, node names, +{rtt} ms RTT"),
+                via_proxy(config(true)),
+                Some(*rtt),
+            ));
+        }
     }
     if let Ok(only) = std::env::var("BENCH_ONLY") {
         // Comma-separated: a run is kept if its name contains any of them ("alone,names").
@@ -214,10 +225,42 @@ async fn main() {
     for (name, done, secs, rate) in &rows {
         table.push_str(&format!("| {name} | {done} | {secs:.1} | {rate:.1} |\n"));
     }
+    table.push_str(&ratios(&rows));
     println!("\n{table}");
     let out = aco_testkit::repo_root().join("target/bench-kube.md");
     std::fs::write(&out, &table).unwrap();
     eprintln!("written to {}", out.display());
+}
+
+/// One verb against two in this run: for every configuration measured both ways (the same
+/// node mode and added round trip), the ratio of their pods/s, and each against
+/// kube-scheduler alone.
+fn ratios(rows: &[(String, usize, f64, f64)]) -> String {
+    let rate = |name: &str| rows.iter().find(|r| r.0 == name).map(|r| r.3);
+    let alone = rate("kube-scheduler alone");
+    let mut out = String::from(
+        "\n| configuration | two verbs pods/s | one verb pods/s | one verb / two verbs | one verb / alone |\n|---|---:|---:|---:|---:|\n",
+    );
+    let mut any = false;
+    for (name, ..) in rows {
+        let Some(rest) = name.strip_prefix("two verbs, ") else {
+            continue;
+        };
+        let (Some(two), Some(one)) = (rate(name), rate(&format!("one verb, {rest}"))) else {
+            continue;
+        };
+        any = true;
+        let vs_alone = alone.map_or("–".into(), |a| format!("{:.0}%", 100.0 * one / a));
+        out.push_str(&format!(
+            "| {rest} | {two:.1} | {one:.1} | {:.2}× | {vs_alone} |\n",
+            one / two
+        ));
+    }
+    if any {
+        out
+    } else {
+        String::new()
+    }
 }
 
 fn kube_version() -> String {

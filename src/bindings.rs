@@ -108,9 +108,13 @@ impl Ops {
         };
         if let Some((what, limit)) = refused {
             #[cfg(target_arch = "wasm32")]
-            worker::console_error!(
-                "{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {limit} {what})",
-                kind.as_str()
+            crate::log::error(
+                "bindings",
+                None,
+                &format!(
+                    "{BUDGET_EXCEEDED}: {used} used, {n} more {} refused (limit {limit} {what})",
+                    kind.as_str()
+                ),
             );
             return Err(ApiError::new(
                 503,
@@ -149,6 +153,9 @@ impl Ops {
 pub struct Bindings {
     pub env: Env,
     pub ops: Ops,
+    /// The invocation's request id (`log.rs`), sent to every Durable Object it calls, so that
+    /// an object's error names the request it met it in.
+    pub request_id: Rc<str>,
 }
 
 fn kv_unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
@@ -158,9 +165,10 @@ fn kv_unavailable(what: &str, e: impl std::fmt::Display) -> ApiError {
 impl Bindings {
     /// The bindings of one invocation; its operation counts go to `sink` when the invocation's
     /// last work lets go of them.
-    pub fn new(env: Env, sink: CountSink) -> Self {
+    pub fn new(env: Env, sink: CountSink, request_id: &str) -> Self {
         Self {
             env,
+            request_id: request_id.into(),
             ops: Ops(Rc::new(Tally {
                 sink: Some(sink),
                 used: Cell::default(),
@@ -232,6 +240,9 @@ impl Bindings {
             })
             .map_err(unreachable)?;
         self.ops.spend(OpKind::DoRequest, 1)?;
+        let _ = req
+            .headers()
+            .set(crate::log::REQUEST_ID_HEADER, &self.request_id);
         let resp = stub.fetch_with_request(req).await.map_err(unreachable)?;
         if let Ok(Some(rows)) = resp.headers().get(ROWS_WRITTEN_HEADER) {
             if let Ok(rows) = rows.parse::<u64>() {

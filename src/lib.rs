@@ -23,6 +23,7 @@ mod env_config;
 mod facts;
 mod filter_memory;
 mod http;
+mod log;
 mod pipeline;
 mod pod_index;
 mod registry;

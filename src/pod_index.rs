@@ -21,7 +21,7 @@ pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &str, ttl
         )
         .await
     {
-        worker::console_error!("pod index: {}", e.message);
+        crate::log::error("pod_index", Some(&bindings.request_id), &e.message);
     }
 }
 

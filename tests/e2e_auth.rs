@@ -17,7 +17,7 @@ use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::nodes::name_of;
 
-use aco_testkit::kube::scheduler_config::SHIPPED_MTLS;
+use aco_testkit::kube::scheduler_config::{SHIPPED_FILTER, SHIPPED_MTLS};
 use aco_testkit::kube::{ControlPlane, SchedulerConfig};
 use aco_testkit::openb::pick_gpu_nodes;
 use aco_testkit::WorkerProcess;
@@ -42,19 +42,6 @@ async fn gpu_nodes(cp: &ControlPlane, api: &WorkerApi) -> Vec<Value> {
     nodes
 }
 
-/// A pod asking for one GPU of `models` (`scheduling.aco/gpu-models`).
-fn gpu_pod(ns: &str, name: &str, models: &str) -> Value {
-    pod(
-        ns,
-        name,
-        PodOpts {
-            gpus: 1,
-            annotations: vec![("scheduling.aco/gpu-models", models.into())],
-            ..Default::default()
-        },
-    )
-}
-
 #[tokio::test]
 async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_ignorable() {
     let cp = ControlPlane::start().await;
@@ -69,9 +56,12 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
     let nodes = gpu_nodes(&cp, &api).await;
     let ns = "tokened";
     cp.kube.create_namespace(ns).await;
-    let gpu_pod = |name: &str, models: &str| gpu_pod(ns, name, models);
-    let with_token = |token: &str| {
-        SchedulerConfig::worker(format!("{}/t/{token}/v1", api.base), cp.pki.ca_pem(), false)
+    let gpu_pod = |name: &str, models: &str| gpu_model_pod(ns, name, models);
+    // Two verbs (`k8s/scheduler-config-filter.yaml`): both verbs go through the token path, and
+    // the Worker's filter shows it decided (the mTLS test below runs the one-verb default).
+    let with_token = |token: &str| SchedulerConfig {
+        file: SHIPPED_FILTER,
+        ..SchedulerConfig::worker(format!("{}/t/{token}/v1", api.base), cp.pki.ca_pem(), false)
     };
 
     // The right token: the Worker filters (A100 exists nowhere → Pending with our reason) and scores.
@@ -213,30 +203,34 @@ async fn the_shipped_mtls_scheduler_config_runs_a_real_kube_scheduler_through_th
         "{SHIPPED_MTLS}'s tlsConfig carries the client certificate: {tls:?}"
     );
     let mut sched = cp.start_scheduler("scheduler-mtls", &config).await;
-    // The Worker decides: no node has an A100 (Pending with our reason); a V100 pod lands on a V100.
-    cp.kube.create_pod(&gpu_pod(ns, "a100-mtls", "A100")).await;
-    let msg = cp
-        .kube
-        .wait_unschedulable(ns, "a100-mtls", BIND_TIMEOUT)
-        .await;
-    assert!(msg.to_lowercase().contains("a100"), "{msg}");
-    cp.kube
-        .create_pod(&gpu_pod(ns, "v100-mtls", "V100M16|V100M32"))
-        .await;
-    let node = cp.kube.wait_bound(ns, "v100-mtls", BIND_TIMEOUT).await;
+    // One verb (the shipped default): every pod's prioritize goes through the mTLS config and
+    // is decided by the Worker (a decision remembered per pod), and kube-scheduler binds it.
+    let pods: Vec<Value> = (0..3)
+        .map(|i| pod(ns, &format!("mtls-{i}"), PodOpts::default()))
+        .collect();
+    let names = create_pods(&cp.kube, &pods).await;
+    let placed = cp.kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
     assert!(
-        nodes
+        placed
             .iter()
-            .any(|n| name_of(n) == node && label(n, "aco/gpu-type").starts_with("V100")),
-        "{node}"
+            .all(|p| nodes.iter().any(|n| &name_of(n) == p)),
+        "{placed:?}"
     );
     assert!(
-        api.pheromones(ns).await["counters"]["decisions"]
-            .as_u64()
-            .unwrap_or(0)
-            >= 1,
-        "prioritize went through the mTLS config"
+        rendered["extenders"][0].get("filterVerb").is_none(),
+        "{SHIPPED_MTLS} asks only prioritize"
     );
+    aco_testkit::kube::wait_for(
+        "a decision per pod through the mTLS config",
+        BIND_TIMEOUT,
+        || async {
+            let decisions = api.pheromones(ns).await["counters"]["decisions"]
+                .as_u64()
+                .unwrap_or(0);
+            (decisions >= names.len() as u64).then_some(())
+        },
+    )
+    .await;
     sched.assert_running();
     drop(worker);
 }

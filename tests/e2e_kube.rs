@@ -9,7 +9,9 @@
 //! 4. Cheaper eligible nodes win over a batch, compared with kube-scheduler alone.
 //! 5. Fallback: Worker unreachable / HTTP 500 / hanging / stopped → pods still schedule; back
 //!    up → the Worker decides again.
-//! 6. 1 and 2 run with `nodeCacheCapable: false` (node objects) and `true` (names + KV facts).
+//! 6. 1 and 2 run with `nodeCacheCapable: false` (node objects) and `true` (names + KV facts),
+//!    in the two-verb install (`k8s/scheduler-config-filter.yaml`, the Worker's filter) and the
+//!    one-verb default (`k8s/scheduler-config.yaml` + the reporter's admission webhook).
 //!
 //! Nodes are Node objects from the OpenB trace (`../shared/data/openb/`) with
 //! `status.allocatable` patched in (no kubelet) plus the labels the Worker reads. The real
@@ -33,7 +35,7 @@ use aco_testkit::kube::fixtures::*;
 use aco_testkit::nodes::name_of;
 
 use aco_testkit::kube::{host_port, install, Kube, ProxyMode, SchedulerConfig};
-use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
+use aco_testkit::openb::openb_cpu_nodes;
 use serde_json::{json, Value};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 /// The colony's default τ_initial (wrangler.toml / aco-core Config).
@@ -65,27 +67,17 @@ async fn failed_scheduling_messages(kube: &Kube, ns: &str, name: &str) -> Vec<St
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1, 2, 6: hard constraints, in both node modes
+// 1, 2, 6: hard constraints, in both installs and both node modes
 
-/// GPU nodes of several models plus CPU-only nodes; latencies straddle the 200 µs target.
-fn constraint_nodes() -> Vec<Value> {
-    let gpu = pick_gpu_nodes(&["V100M16", "V100M16", "V100M32", "T4", "T4", "P100", "G2"]);
-    let latencies = [150, 900, 120, 80, 600, 190, 1500];
-    let costs = [3.2, 3.0, 4.1, 1.1, 1.0, 0.9, 2.2];
-    let mut nodes: Vec<Value> = gpu
-        .into_iter()
-        .enumerate()
-        .map(|(i, n)| label_node(n, costs[i], latencies[i], i % 3 == 2))
-        .collect();
-    let cpu = openb_cpu_nodes();
-    for (i, (lat, cost)) in [(100, 0.5), (700, 0.4), (300, 0.6)].into_iter().enumerate() {
-        nodes.push(label_node(cpu[i].clone(), cost, lat, false));
-    }
-    nodes
-}
-
+/// The constraints in both installs: two verbs (`k8s/scheduler-config-filter.yaml`: the
+/// Worker's filter decides, its reasons in the Pending pods' events) and one verb (the shipped
+/// `k8s/scheduler-config.yaml` with the reporter's admission webhook, `k8s/webhook/webhook.yaml`:
+/// kube-scheduler decides on the required node affinity the webhook wrote), each in both node
+/// modes. The same pods land on the same kinds of node; an impossible one stays Pending with
+/// a reason a user can read (one verb: "didn't match Pod's node affinity/selector", and the
+/// pod's annotation saying what it requires).
 #[tokio::test]
-async fn constraints_hold_in_both_node_modes() {
+async fn constraints_hold_in_both_installs_and_node_modes() {
     let _serial = serial();
     let env = Env::start_with_reporter().await;
     let kube = env.kube();
@@ -100,9 +92,16 @@ async fn constraints_hold_in_both_node_modes() {
     };
     let is_gpu = |node: &str| !model(node).is_empty();
 
-    for node_cache_capable in [false, true] {
+    // Two verbs first: the webhook, once registered, applies to every later pod.
+    for (one_verb, node_cache_capable) in
+        [(false, false), (false, true), (true, false), (true, true)]
+    {
+        if one_verb && !node_cache_capable {
+            env.install_webhook().await;
+        }
         let ns = format!(
-            "constraints-{}",
+            "{}-{}",
+            if one_verb { "one-verb" } else { "two-verbs" },
             if node_cache_capable {
                 "names"
             } else {
@@ -110,12 +109,14 @@ async fn constraints_hold_in_both_node_modes() {
             }
         );
         kube.create_namespace(&ns).await;
+        let config = if one_verb {
+            env.worker_config(node_cache_capable)
+        } else {
+            env.worker_config_filter(node_cache_capable)
+        };
         let mut sched = env
             .cp
-            .start_scheduler(
-                &format!("scheduler-{ns}"),
-                &env.worker_config(node_cache_capable),
-            )
+            .start_scheduler(&format!("scheduler-{ns}"), &config)
             .await;
 
         let v100 = || ("scheduling.aco/gpu-models", "V100M16|V100M32".to_owned());
@@ -192,7 +193,7 @@ async fn constraints_hold_in_both_node_modes() {
             .map(String::as_str)
             .zip(placed.iter().map(String::as_str))
             .collect();
-        eprintln!("nodeCacheCapable={node_cache_capable}: {placement:#?}");
+        eprintln!("{ns}: {placement:#?}");
         for (pod, node) in &placement {
             if pod.starts_with("gpu-v100") {
                 assert!(
@@ -211,11 +212,27 @@ async fn constraints_hold_in_both_node_modes() {
             }
         }
 
-        // 2: Pending, with the Worker's FailedAndUnresolvableNodes reasons in status and events.
-        for (pod, needle) in [("gpu-a100", "a100"), ("latency-impossible", "latency")] {
+        // 2: Pending. Two verbs: the Worker's FailedAndUnresolvableNodes reasons in status and
+        // events. One verb: kube-scheduler's node affinity reason, and the webhook's annotation
+        // on the pod (`kubectl describe pod`) naming what it requires, on the labels its
+        // affinity reads.
+        for (pod, needle, required, key) in [
+            ("gpu-a100", "a100", "GPU model A100", "aco/gpu-type"),
+            (
+                "latency-impossible",
+                "latency",
+                "latency ≤ 50 µs",
+                "aco/latency-us",
+            ),
+        ] {
             let message = kube.wait_unschedulable(&ns, pod, BIND_TIMEOUT).await;
             let events = failed_scheduling_messages(kube, &ns, pod).await;
             eprintln!("{pod}: condition: {message}\n  events: {events:?}");
+            let needle = if one_verb {
+                "didn't match pod's node affinity/selector"
+            } else {
+                needle
+            };
             assert!(
                 message.to_lowercase().contains(needle),
                 "{pod}: condition lacks {needle:?}: {message}"
@@ -224,6 +241,17 @@ async fn constraints_hold_in_both_node_modes() {
                 events.iter().any(|m| m.to_lowercase().contains(needle)),
                 "{pod}: no FailedScheduling event mentions {needle:?}: {events:?}"
             );
+            let stored = kube.pod(&ns, pod).await;
+            let said = stored["metadata"]["annotations"][WEBHOOK_ANNOTATION].as_str();
+            let affinity = stored["spec"]["affinity"]["nodeAffinity"].to_string();
+            if one_verb {
+                assert!(
+                    said.is_some_and(|s| s.starts_with(required)) && affinity.contains(key),
+                    "{pod}: annotation {said:?}, affinity {affinity}"
+                );
+            } else {
+                assert_eq!(said, None, "{pod}: no webhook in the two-verb install");
+            }
         }
         sched.assert_running();
         drop(sched);
@@ -486,7 +514,9 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
     let proxy = env
         .cp
         .start_proxy("proxy", &host_port(&env.api.base), Duration::ZERO);
-    let mut config = env.worker_config(false);
+    // Two verbs: the Worker's filter is what refuses the A100 pod while it is up (the one-verb
+    // install keeps that constraint without the Worker: tests/e2e_onehop.rs).
+    let mut config = env.worker_config_filter(false);
     if let aco_testkit::kube::Extender::Worker { url_prefix, .. } = &mut config.extender {
         // The same path (with its token), through the proxy.
         *url_prefix = url_prefix.replace(&env.api.base, &format!("https://{}", proxy.addr));
@@ -594,7 +624,17 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
     let k8s = aco_testkit::repo_root().join("k8s");
 
     let objects = install::render(&env.cp, &env.api.base, "registry.example/aco-reporter:e2e");
-    install::apply(kube, &objects).await;
+    // Everything as rendered, but the admission webhook calls this test's reporter (in a
+    // cluster: the Service aco-reporter-webhook and the CA cert-manager or scripts/webhook-cert
+    // put in its caBundle).
+    let webhook = env.local_webhook(&objects, env.reporter.as_ref().unwrap());
+    let others: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] != "MutatingWebhookConfiguration")
+        .cloned()
+        .collect();
+    install::apply(kube, &others).await;
+    env.register_webhook(&webhook).await;
     let deploy = kube
         .get("/apis/apps/v1/namespaces/kube-system/deployments/aco-scheduler")
         .await
@@ -646,7 +686,8 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         "Deployment image {image} should be the tested {version}"
     );
 
-    // Example pods, scheduled by kube-scheduler with the shipped config through the Worker.
+    // Example pods, scheduled by kube-scheduler with the shipped config (one verb) through the
+    // Worker, their constraints written by the webhook.
     env.add_nodes(&constraint_nodes()).await;
     let by_name: HashMap<String, Value> = constraint_nodes()
         .iter()

@@ -510,11 +510,15 @@ mod e2e {
         )
         .await;
 
-        // Pods through kube-scheduler and the Worker (node objects mode).
+        // Pods through kube-scheduler and the Worker (node objects mode), both verbs
+        // (`k8s/scheduler-config-filter.yaml`): the dashboard's filter panels need the filter.
         let scheduler = cp
             .start_scheduler(
                 "scheduler",
-                &SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false),
+                &SchedulerConfig {
+                    file: aco_testkit::kube::scheduler_config::SHIPPED_FILTER,
+                    ..SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false)
+                },
             )
             .await;
         cp.kube.create_namespace(NS).await;

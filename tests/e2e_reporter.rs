@@ -232,6 +232,9 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
 
     let mut reporter = lp.start_reporter("reporter", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut reporter, nodes.len()).await;
+    // The one-verb install (prioritize only): the reporter's admission webhook writes the GPU
+    // model and latency constraints into the pods' node affinity.
+    lp.env.install_webhook_for(&reporter).await;
     assert!(
         lp.table("team-a").await["nodes"]
             .as_array()
@@ -239,7 +242,8 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
         "no trail before any binding"
     );
 
-    // GPU model and latency, decided by kube-scheduler through the Worker on reported facts.
+    // GPU model and latency: enforced by kube-scheduler on the webhook's affinity, scored by
+    // the Worker on reported facts.
     let gpu = pod(
         "team-a",
         "gpu-v100",

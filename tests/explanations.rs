@@ -145,14 +145,154 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
             .any(|n| n.as_str().unwrap().contains("filterReasons is null")),
         "{e}"
     );
-    // A confirmed placement deletes the decision: the 404 names the pod and says so.
-    let s = api.place(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[0])}])).await;
+    // A confirmed placement deletes the decision, not its explanation: it now names the node
+    // the pod was bound on beside the one prioritize answered.
+    let before = api.explanation("research", "uid-research-first").await.1;
+    let s = api.place(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[2])}])).await;
     assert_eq!(s["deposited"], 1, "{s}");
     let (status, e) = api.explanation("research", "uid-research-first").await;
-    assert_eq!(status, 404, "{e}");
-    assert_eq!(e["field"], "podUid");
-    assert!(e["error"].as_str().unwrap().contains("confirmed"), "{e}");
-    assert_eq!(e["confirmed"]["node"], name_of(&nodes[0]).as_str());
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(e["boundNode"], name_of(&nodes[2]).as_str(), "{e}");
+    assert_eq!(e["answeredNode"], before["answeredNode"], "{e}");
+    assert_eq!(e["candidates"], before["candidates"], "{e}");
+    assert_eq!(e["filterReasons"], before["filterReasons"], "{e}");
+    assert!(e["confirmedMs"].as_u64().is_some(), "{e}");
+}
+
+/// Requests on the trace's clock (`TEST_CLOCK_HEADER`): each carries its time.
+async fn at(
+    api: &Api,
+    t: u64,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<String>,
+) -> (u16, Value) {
+    let mut req = api
+        .http
+        .request(method, api.worker.url(path))
+        .header(aco_sim::replay::TEST_CLOCK_HEADER, t.to_string())
+        .bearer_auth(ADMIN_TOKEN);
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+#[tokio::test]
+async fn a_confirmed_pods_explanation_is_answered_an_hour_of_trace_time_later_naming_its_bound_node(
+) {
+    let api = Api::start(StartOptions::default().var("TEST_CLOCK_HEADER", "true"));
+    let nodes = priced_nodes();
+    let t0: u64 = 1_800_000_000_000;
+    let p = pod("late", "team", json!({}), json!({}), json!({"cpu": "1"}));
+    let path = api.verb_path("prioritize");
+    let (status, scored) = at(
+        &api,
+        t0,
+        reqwest::Method::POST,
+        &path,
+        Some(full_args(&p, &nodes).0),
+    )
+    .await;
+    assert_eq!(status, 200, "{scored}");
+    let answered = scored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|hp| hp["Score"] == 10)
+        .unwrap()["Host"]
+        .clone();
+    // Bound elsewhere than answered (kube-scheduler's own scores may overrule the extender).
+    let bound = nodes.iter().map(name_of).find(|n| *n != answered).unwrap();
+    let placement = json!({"placements": [{"podUid": "uid-team-late", "namespace": "team", "name": "late", "tenant": "team", "node": bound}]});
+    let (status, s) = at(
+        &api,
+        t0 + 2_000,
+        reqwest::Method::POST,
+        "/v1/placements",
+        Some(placement.to_string()),
+    )
+    .await;
+    assert_eq!((status, &s["deposited"]), (200, &json!(1)), "{s}");
+    // Other pods come and go in the hour: confirmations of their own.
+    for i in 0..30u64 {
+        let q = pod(
+            &format!("other{i}"),
+            "team",
+            json!({}),
+            json!({}),
+            json!({"cpu": "1"}),
+        );
+        let t = t0 + 60_000 * (i + 1);
+        assert_eq!(
+            at(
+                &api,
+                t,
+                reqwest::Method::POST,
+                &path,
+                Some(full_args(&q, &nodes).0)
+            )
+            .await
+            .0,
+            200
+        );
+        let placed = json!({"placements": [{"podUid": format!("uid-team-other{i}"), "namespace": "team", "name": format!("other{i}"), "tenant": "team", "node": bound}]});
+        assert_eq!(
+            at(
+                &api,
+                t + 1_000,
+                reqwest::Method::POST,
+                "/v1/placements",
+                Some(placed.to_string())
+            )
+            .await
+            .0,
+            200
+        );
+    }
+    let decision = "/v1/tenants/team/decisions/uid-team-late";
+    let hour_later = t0 + 2_000 + 3_600_000;
+    let (status, e) = at(&api, hour_later, reqwest::Method::GET, decision, None).await;
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(
+        (&e["boundNode"], &e["answeredNode"], &e["confirmedMs"]),
+        (&json!(bound), &answered, &json!(t0 + 2_000)),
+        "{e}"
+    );
+    assert_eq!(
+        e["candidates"].as_array().unwrap().len(),
+        nodes.len(),
+        "{e}"
+    );
+    assert!(
+        e["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("overruled")),
+        "{e}"
+    );
+    // The same after a restart of the Worker: the explanation was committed with the colony.
+    let mut api = api;
+    api.worker.restart();
+    let (status, e) = at(&api, hour_later + 1, reqwest::Method::GET, decision, None).await;
+    assert_eq!((status, &e["boundNode"]), (200, &json!(bound)), "{e}");
+    // Beyond CONFIRMED_EXPLANATIONS_TTL_MS (a day): no longer kept.
+    let (status, e) = at(
+        &api,
+        t0 + 2_000 + 86_400_001,
+        reqwest::Method::GET,
+        decision,
+        None,
+    )
+    .await;
+    assert_eq!((status, &e["field"]), (404, &json!("podUid")), "{e}");
 }
 
 #[tokio::test]

@@ -194,6 +194,10 @@ fn route_path(route: &Route) -> String {
         Route::ShadowSummary(t) => format!("v1/tenants/{t}/shadow"),
         Route::Decision(t, a, None) => format!("v1/tenants/{t}/decisions/{a}"),
         Route::Decision(t, a, Some(b)) => format!("v1/tenants/{t}/decisions/{a}/{b}"),
+        Route::Clusters => "v1/clusters".into(),
+        Route::Tenants => "v1/tenants".into(),
+        Route::Export(t) => format!("v1/tenants/{t}/export"),
+        Route::Import(t) => format!("v1/tenants/{t}/import"),
     }
 }
 
@@ -238,6 +242,10 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
         }
         Route::Bind => {
             let _ = serde_json::from_str::<aco_core::wire::ExtenderBindingArgs>(text);
+        }
+        Route::Import(t) => {
+            let _ =
+                aco_core::api::colony_export::ColonyExport::read(text, DEFAULT_CLUSTER, t, false);
         }
         _ => {}
     }

@@ -3,6 +3,8 @@
 //! (`client.rs`) cannot disagree on a path or a body. Bodies are the core's
 //! (`aco_core::colony_store::wire`); the tenant travels once, as the [`ColonyName`] in a header.
 
+use aco_core::api::colony_export::{ExportedState, ImportReply};
+use aco_core::api::pheromones::{PheromoneTableReply, ResetReply};
 use aco_core::cluster::colony_name;
 use aco_core::colony_store::wire::{
     ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest,
@@ -50,9 +52,11 @@ pub enum Route {
     Table,
     Reset,
     Lookup,
+    Export,
+    Import,
 }
 
-const ROUTES: [(Route, &str); 8] = [
+const ROUTES: [(Route, &str); 10] = [
     (Route::Copy, "/copy"),
     (Route::Decisions, "/decisions"),
     (Route::Placements, "/placements"),
@@ -61,6 +65,8 @@ const ROUTES: [(Route, &str); 8] = [
     (Route::Table, "/table"),
     (Route::Reset, "/reset"),
     (Route::Lookup, "/lookup"),
+    (Route::Export, "/export"),
+    (Route::Import, "/import"),
 ];
 
 impl Route {
@@ -90,14 +96,37 @@ pub struct Envelope<R> {
     pub report: Option<aco_core::telemetry::StampedReport>,
 }
 
-/// `Table`: the pheromone table and counters (the admin view, as JSON).
+/// `Table`: the pheromone table and counters (the admin view), reliability as of `now_ms`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct TableRequest {}
+#[serde(rename_all = "camelCase")]
+pub struct TableRequest {
+    #[serde(default)]
+    pub now_ms: u64,
+}
 /// `Reset`: forget the colony.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ResetRequest {
     pub now_ms: u64,
 }
+/// `Export`: the learned state an export file carries, and the colony's version.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExportRequest {}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportReply {
+    pub version: u64,
+    pub state: ExportedState,
+}
+
+/// `Import`: replace the colony by this (checked) state, in one commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportRequest {
+    pub state: ExportedState,
+    pub now_ms: u64,
+}
+
 /// `ShadowSummary`: shadow mode's summary.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ShadowSummaryRequest {}
@@ -124,11 +153,19 @@ impl ColonyCall for ShadowSummaryRequest {
 }
 impl ColonyCall for TableRequest {
     const ROUTE: Route = Route::Table;
-    type Reply = serde_json::Value;
+    type Reply = PheromoneTableReply;
 }
 impl ColonyCall for ResetRequest {
     const ROUTE: Route = Route::Reset;
-    type Reply = serde_json::Value;
+    type Reply = ResetReply;
+}
+impl ColonyCall for ExportRequest {
+    const ROUTE: Route = Route::Export;
+    type Reply = ExportReply;
+}
+impl ColonyCall for ImportRequest {
+    const ROUTE: Route = Route::Import;
+    type Reply = ImportReply;
 }
 impl ColonyCall for LookupRequest {
     const ROUTE: Route = Route::Lookup;

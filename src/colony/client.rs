@@ -140,11 +140,12 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
         }
         Err(e) => {
             queue::failed(&colony, &batch.decisions);
-            worker::console_error!(
-                "prioritize: {sent} decisions of colony {:?} not recorded yet: {}",
+            let message = format!(
+                "{sent} decisions of colony {:?} not recorded yet: {}",
                 colony.object_name(),
                 e.message
             );
+            crate::log::error("prioritize", Some(&bindings.request_id), &message);
             let reason = e.colony_failure.unwrap_or("error");
             telemetry::count(&metrics::COLONY_ERRORS, &[reason], 1.0);
             telemetry::count(&metrics::COLONY_LOCAL_DECISIONS, &["retry"], sent);

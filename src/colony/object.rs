@@ -20,12 +20,16 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use aco_core::api::colony_export::ImportReply;
+use aco_core::api::pheromones::ResetReply;
+use aco_core::colony_store::explained::ExplainedRow;
 use aco_core::colony_store::schema::{
-    LedgerRow, SegmentRow, SnapshotRow, SqlArg, Statement, SCHEMA, SELECT_LEDGER, SELECT_SEGMENTS,
-    SELECT_SNAPSHOT,
+    LedgerRow, SegmentRow, SnapshotRow, SqlArg, Statement, SCHEMA, SELECT_EXPLAINED_BODY,
+    SELECT_EXPLAINED_KEYS, SELECT_LEDGER, SELECT_SEGMENTS, SELECT_SNAPSHOT,
 };
 use aco_core::colony_store::wire::{
-    CopyRequest, DecisionBatch, DecisionsReply, LookupRequest, PlacementsRequest, ShadowRequest,
+    CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest, PlacementsRequest,
+    ShadowRequest,
 };
 use aco_core::colony_store::{ColonyStore, LegacyRows, LEGACY_TABLES};
 use aco_core::config::Config;
@@ -39,7 +43,10 @@ use worker::{
 use aco_core::colony_store::ReportKey;
 use aco_core::telemetry::StampedReport;
 
-use super::api::{ResetRequest, Route, ShadowSummaryRequest, TableRequest, NAME_HEADER};
+use super::api::{
+    ExportReply, ExportRequest, ImportRequest, ResetRequest, Route, ShadowSummaryRequest,
+    TableRequest, NAME_HEADER,
+};
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::clock;
 use crate::env_config;
@@ -74,6 +81,18 @@ struct SegmentSqlRow {
 #[derive(Deserialize)]
 struct LedgerSqlRow {
     seq: f64,
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct ExplainedSqlRow {
+    id: f64,
+    newest_ms: f64,
+    keys: String,
+}
+
+#[derive(Deserialize)]
+struct BodySqlRow {
     body: String,
 }
 
@@ -153,6 +172,17 @@ impl Colony {
                 body: r.body,
             })
             .collect();
+        let explained: Vec<ExplainedRow> = self
+            .sql
+            .exec(SELECT_EXPLAINED_KEYS, None)?
+            .to_array::<ExplainedSqlRow>()?
+            .into_iter()
+            .map(|r| ExplainedRow {
+                id: r.id as i64,
+                newest_ms: r.newest_ms as i64,
+                keys: r.keys,
+            })
+            .collect();
         // A new incarnation per load: what an earlier one accepted but never committed is gone.
         let incarnation = getrandom::u64().unwrap_or_else(|_| now());
         let corrupt = |e: aco_core::colony_store::CorruptState| {
@@ -166,7 +196,16 @@ impl Colony {
             self.legacy.set(true);
             return Ok(store);
         }
-        ColonyStore::load(snapshot, segments, ledger, incarnation, now(), config).map_err(corrupt)
+        ColonyStore::load(
+            snapshot,
+            segments,
+            ledger,
+            explained,
+            incarnation,
+            now(),
+            config,
+        )
+        .map_err(corrupt)
     }
 
     fn has_legacy_tables(&self) -> Result<bool> {
@@ -376,6 +415,31 @@ impl Colony {
         Ok(format!(r#"{{"reply":{reply},"report":{report}}}"#))
     }
 
+    /// What is remembered of a pod, its confirmed explanation read from its `explained` row
+    /// when it is not in memory (one row read).
+    fn lookup(&self, config: &Config, req: &LookupRequest) -> Result<DecisionLookup> {
+        let (mut out, row) = self.with_store(config, |s| {
+            let out = s.lookup(&req.key, req.now_ms, config);
+            let row = match out.explained {
+                Some(_) => None,
+                None => s.explained_row(&req.key, req.now_ms, config),
+            };
+            (out, row)
+        })?;
+        if let Some(id) = row {
+            let rows: Vec<BodySqlRow> = self
+                .sql
+                .exec(SELECT_EXPLAINED_BODY, vec![SqlStorageValue::Integer(id)])?
+                .to_array()?;
+            if let Some(r) = rows.first() {
+                out.explained =
+                    ColonyStore::explained_in_row(id, &r.body, &req.key, req.now_ms, config)
+                        .map_err(|e| failure(format!("{CORRUPT}: {e}")))?;
+            }
+        }
+        Ok(out)
+    }
+
     async fn route(&self, route: Route, tenant: &str, body: &str) -> Result<String> {
         self.ensure_schema()?;
         let config = self.config()?;
@@ -451,18 +515,43 @@ impl Colony {
             }
             Route::Lookup => {
                 let req: LookupRequest = parse(body)?;
-                reply(&self.with_store(config, |s| s.lookup(&req.key, req.now_ms, config))?)
+                reply(&self.lookup(config, &req)?)
             }
             Route::Table => {
-                let _: TableRequest = parse(body)?;
-                reply(&self.with_store(config, |s| table(s, config))?)
+                let req: TableRequest = parse(body)?;
+                reply(&self.with_store(config, |s| s.table(req.now_ms, config))?)
+            }
+            Route::Export => {
+                let _: ExportRequest = parse(body)?;
+                reply(&self.with_store(config, |s| ExportReply {
+                    version: s.version(),
+                    state: s.export(),
+                })?)
+            }
+            Route::Import => {
+                // Checked whole by the Worker (`api::colony_export`) before it was sent.
+                let req: ImportRequest = parse(body)?;
+                let trails = req.state.colony.pheromones.trails.len() as u64;
+                let changed = self.with_store(config, |s| {
+                    s.name_tenant(tenant, req.now_ms);
+                    s.import(req.state, req.now_ms)
+                })?;
+                // One transaction: on failure nothing is written and the store is reloaded.
+                self.commit(config, false)?;
+                let version = self.with_store(config, |s| s.version())?;
+                reply(&ImportReply {
+                    changed,
+                    version,
+                    trails,
+                })
             }
             Route::Reset => {
                 let req: ResetRequest = parse(body)?;
                 if self.store.borrow().is_none() {
                     if let Err(e) = self.with_store(config, |_| ()) {
                         // Unreadable state: the reset is what repairs it, so it starts over.
-                        worker::console_error!("colony {tenant}: reset over unreadable state: {e}");
+                        let message = format!("reset over unreadable state: {e}");
+                        crate::log::object_error("colony", tenant, None, &message);
                         let incarnation = getrandom::u64().unwrap_or_else(|_| now());
                         *self.store.borrow_mut() = Some(ColonyStore::reset_unreadable(
                             tenant,
@@ -477,47 +566,13 @@ impl Colony {
                     s.version()
                 })?;
                 self.commit(config, false)?;
-                reply(&serde_json::json!({"reset": true, "version": version}))
+                reply(&ResetReply {
+                    reset: true,
+                    version,
+                })
             }
         }
     }
-}
-
-/// The admin view of `GET /v1/tenants/{t}/pheromones`.
-fn table(s: &ColonyStore, config: &Config) -> serde_json::Value {
-    let c = s.colony();
-    let nodes: Vec<serde_json::Value> = c
-        .pheromones
-        .snapshot(config)
-        .into_iter()
-        .map(|(node, tau)| {
-            let o = c.outcomes.get(&node).copied().unwrap_or_default();
-            serde_json::json!({
-                "node": node,
-                "tau": tau,
-                "successes": o.successes,
-                "failures": o.failures,
-                "slowdown": o.slowdown(),
-                "outcomesAsOfMs": o.as_of_ms,
-            })
-        })
-        .collect();
-    let d = s.durability();
-    serde_json::json!({
-        "tenant": s.meta().tenant,
-        "epoch": c.pheromones.epoch,
-        "tauInitialNow": c.pheromones.tau("", config),
-        "bounds": {"tauMin": config.tau_min, "tauMax": config.tau_max, "rho": config.rho},
-        "nodes": nodes,
-        "counters": c.counters,
-        "dropped": s.meta().dropped,
-        "pendingDecisions": s.pending_decisions(),
-        "heldPlacements": s.held_placements(),
-        "confirmedPods": s.remembered_pods(),
-        "version": s.version(),
-        "uncommitted": s.is_dirty(),
-        "durableSeq": d.durable_seq,
-    })
 }
 
 impl DurableObject for Colony {
@@ -548,6 +603,7 @@ impl DurableObject for Colony {
         }
         let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
         let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();
+        let request_id = crate::log::forwarded_id(&req);
         let path = req.path();
         let body = req.text().await?;
         let result = match Route::parse(&path) {
@@ -563,7 +619,7 @@ impl DurableObject for Colony {
                 } else {
                     "error"
                 };
-                worker::console_error!("colony {tenant}: {message}");
+                crate::log::object_error("colony", &name, request_id.as_deref(), &message);
                 json_response(
                     503,
                     &serde_json::json!({"error": message, "reason": reason}),

@@ -352,11 +352,12 @@ impl DurableObject for Facts {
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
+        let request_id = crate::log::forwarded_id(&req);
         let r = match self.route(req).await {
             Ok(r) => r,
             Err(e) => {
                 let message = e.to_string();
-                worker::console_error!("facts: {message}");
+                crate::log::error("facts", request_id.as_deref(), &message);
                 refuse(503, None, message)
             }
         };

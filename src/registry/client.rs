@@ -1,6 +1,6 @@
 //! The Worker's side of the Registry: whether a cluster or colony may exist, asked once per
 //! name per isolate (an admitted name stays admitted, so the answer is kept), and the pages of
-//! admitted colonies `/metrics` reads.
+//! admitted names the operator's listings read (`routes/names.rs`).
 //!
 //! A refusal is remembered for `FULL_RECHECK_MS` per kind: once the registry is full, a caller
 //! inventing names costs no Durable Object request per name, only the refusal.
@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 
-use aco_core::registry::{AdmitReply, AdmitRequest, NameKind};
+use aco_core::registry::{AdmitReply, AdmitRequest, NameKind, Page};
 use worker::{Method, Request, RequestInit};
 
 use super::{BINDING, CLASS, INSTANCE};
@@ -85,4 +85,35 @@ pub async fn admit(
         }
     });
     Ok(reply.admitted())
+}
+
+/// One page of admitted names: named clusters, or (`cluster` given) that cluster's tenants, in
+/// order after `after`. One Registry request.
+pub async fn page(
+    bindings: &Bindings,
+    kind: NameKind,
+    cluster: Option<&str>,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Page, ApiError> {
+    let mut url = format!(
+        "https://registry/names?kind={}&limit={limit}",
+        kind.as_str()
+    );
+    // Names are DNS labels and tenant names (validated by the caller): nothing to escape.
+    if let Some(c) = cluster {
+        url.push_str(&format!("&cluster={c}"));
+    }
+    if let Some(a) = after {
+        url.push_str(&format!("&after={a}"));
+    }
+    let req = Request::new(&url, Method::Get).map_err(|e| ApiError::unavailable("registry", e))?;
+    let mut resp = bindings.do_fetch(BINDING, CLASS, INSTANCE, req).await?;
+    if resp.status_code() != 200 {
+        let text = resp.text().await.unwrap_or_default();
+        return Err(ApiError::new(503, format!("registry: {text}")));
+    }
+    resp.json()
+        .await
+        .map_err(|e| ApiError::unavailable("registry reply", e))
 }

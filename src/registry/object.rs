@@ -4,7 +4,8 @@
 //! nothing. Every reply carries `x-aco-rows-written`.
 //!
 //! Internal API, used only by `client.rs`: `POST /admit` (`AdmitRequest` → `AdmitReply`),
-//! `GET /names?kind=<cluster|colony>&after=<name>&limit=<n>` (→ `Page`).
+//! `GET /names?kind=<cluster|colony>&after=<name>&limit=<n>` (→ `Page`), and with
+//! `kind=colony&cluster=<id>` the tenants of one cluster (`after` a tenant).
 
 use std::cell::RefCell;
 
@@ -87,6 +88,7 @@ struct PageQuery {
     kind: String,
     after: Option<String>,
     limit: Option<usize>,
+    cluster: Option<String>,
 }
 
 impl DurableObject for Registry {
@@ -109,12 +111,11 @@ impl DurableObject for Registry {
                 let Some(kind) = NameKind::parse(&query.kind) else {
                     return Ok(text_response(400, "unknown kind".into(), "text/plain"));
                 };
-                let page = self.with_names(|n| {
-                    n.page(
-                        kind,
-                        query.after.as_deref(),
-                        query.limit.unwrap_or(registry::PAGE_LIMIT),
-                    )
+                let limit = query.limit.unwrap_or(registry::PAGE_LIMIT);
+                let after = query.after.as_deref();
+                let page = self.with_names(|n| match (kind, &query.cluster) {
+                    (NameKind::Colony, Some(cluster)) => n.tenants(cluster, after, limit),
+                    _ => n.page(kind, after, limit),
                 })?;
                 Ok(json_response(200, &page))
             }

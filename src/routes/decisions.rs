@@ -1,9 +1,10 @@
 //! `GET /v1/tenants/{tenant}/decisions/{podUid}` (admin): why prioritize scored a pod's
 //! candidates as it did — each remembered candidate's η factors, τ and 0–10 score, and the
-//! filter's rejections when the scoring isolate served the pod's filter call. Exists while the
-//! decision is remembered: until the placement is confirmed (then the decision row is deleted,
-//! and the 404 says so) or `DECISION_TTL_MS`. Bounded: `DECISION_KEEP_TOP` candidates and
-//! `FILTER_REJECTIONS_KEPT` rejected nodes.
+//! filter's rejections when the scoring isolate served the pod's filter call. While the decision
+//! is remembered (until its placement is confirmed, or `DECISION_TTL_MS`), and after the
+//! confirmation, with the node the pod was bound on, for `CONFIRMED_EXPLANATIONS_TTL_MS` and the
+//! newest `CONFIRMED_EXPLANATIONS_MAX` pods of the tenant (`colony_store::explained`). Bounded:
+//! `DECISION_KEEP_TOP` candidates and `FILTER_REJECTIONS_KEPT` rejected nodes.
 
 use aco_core::cluster::validate_tenant;
 use aco_core::colony_store::validate_pod_key;
@@ -32,26 +33,29 @@ pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
         },
     )
     .await?;
-    match (lookup.decision, lookup.confirmed) {
-        (Some(decision), _) => Ok(json_response(200, &decision.explain(key, tenant))),
-        (None, Some(c)) => Err(ApiError {
+    match (lookup.decision, lookup.explained, lookup.confirmed) {
+        (Some(decision), ..) => Ok(json_response(200, &decision.explain(key, tenant))),
+        (None, Some(explained), _) => Ok(json_response(200, &explained.explain(tenant))),
+        (None, None, Some(c)) => Err(ApiError {
             detail: Some(serde_json::json!({"confirmed": {"node": c.node, "confirmedMs": c.confirmed_ms}})),
             ..ApiError::field(
                 404,
                 "podUid",
                 format!(
-                    "no decision remembered for podUid {key:?} of tenant {tenant:?}: its placement on {:?} was confirmed at {} ms, \
-                     and a decision (with its explanation) is deleted when its placement is confirmed",
-                    c.node, c.confirmed_ms
+                    "no explanation kept for podUid {key:?} of tenant {tenant:?}: its placement on {:?} was confirmed at {} ms, \
+                     and a confirmed pod's explanation is kept CONFIRMED_EXPLANATIONS_TTL_MS ({} ms), for the newest \
+                     CONFIRMED_EXPLANATIONS_MAX ({}) pods of the tenant",
+                    c.node, c.confirmed_ms, call.config.confirmed_explanations_ttl_ms, call.config.confirmed_explanations_max
                 ),
             )
         }),
-        (None, None) => Err(ApiError::field(
+        (None, None, None) => Err(ApiError::field(
             404,
             "podUid",
             format!(
                 "no decision remembered for podUid {key:?} of tenant {tenant:?} (never scored by this tenant's colony, \
-                 expired after DECISION_TTL_MS, evicted beyond MAX_DECISIONS_PER_TENANT, or confirmed longer ago than CONFIRMED_TTL_MS)"
+                 expired after DECISION_TTL_MS, evicted beyond MAX_DECISIONS_PER_TENANT, or confirmed longer ago than \
+                 CONFIRMED_TTL_MS and CONFIRMED_EXPLANATIONS_TTL_MS)"
             ),
         )),
     }

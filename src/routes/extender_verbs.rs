@@ -116,6 +116,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     aco_core::colony_store::validate_pod_key(&input.demand.key)
         .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     let tenant = input.demand.tenant.clone();
+    call.tenant = Some(tenant.clone());
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
     // η alone always answers; the pipeline then assumes the pod on its top like any answer.
     let eta_alone = |call: &Call, rng: &mut SmallRng| {
@@ -127,7 +128,8 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         Ok(a) => a,
         // The Registry did not answer: fail open with η alone, creating nothing.
         Err(e) => {
-            worker::console_error!("prioritize: registry: {}", e.message);
+            let message = format!("registry: {}", e.message);
+            crate::log::error("prioritize", Some(&call.bindings.request_id), &message);
             call.event.count(
                 &metrics::COLONY_FALLBACK,
                 &["eta_only", "registry_unavailable"],
@@ -186,10 +188,11 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                 // alone (counted, and the failure itself in aco_colony_errors_total), never an
                 // error. Nothing is remembered: such a pod's placement counts as unknown.
                 let reason = e.colony_failure.unwrap_or("error");
-                worker::console_error!(
-                    "prioritize: colony of {tenant:?} failed, answering without it: {}",
+                let message = format!(
+                    "colony of {tenant:?} failed, answering without it: {}",
                     e.message
                 );
+                crate::log::error("prioritize", Some(&call.bindings.request_id), &message);
                 call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
                 let stale = ColonySource::Any(&colony.tenant);
                 let (mode, reply) = match answer(call, &input, stale, &config, &mut rng) {

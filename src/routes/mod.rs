@@ -1,6 +1,7 @@
 //! Routing, one file per endpoint. `dispatch` times every request and reports it to the
 //! Telemetry Durable Object after the response is sent (`waitUntil`), so metrics never add
-//! latency to a scheduling decision.
+//! latency to a scheduling decision; it also writes the request's JSON log line with its id
+//! (`log.rs`), which the response carries back in `x-request-id`.
 //!
 //! A path is parsed once into a [`Route`] (`aco_core::route`, the routing as pure data); every
 //! match on it is exhaustive, so a new route cannot be added without its handler.
@@ -9,11 +10,13 @@ mod admission;
 mod bind;
 mod decisions;
 mod extender_verbs;
+mod names;
 mod nodes;
 mod ops;
 mod placements;
 mod shadow;
 mod tenants;
+mod transfer;
 
 use aco_core::metrics;
 use std::rc::Rc;
@@ -22,6 +25,7 @@ use aco_core::access::{ClientCert, ExtenderAuth};
 use aco_core::cluster::DEFAULT_CLUSTER;
 use aco_core::config::Config;
 use aco_core::registry::NameKind;
+use aco_core::request_log::RequestLine;
 pub use aco_core::route::Probe;
 use aco_core::route::{parse_path, Guard, Method as RouteMethod, PathError, Route};
 use worker::{Context, Date, Env, Method, Request, Response};
@@ -31,6 +35,7 @@ use crate::bindings::{self, Bindings};
 use crate::clock;
 use crate::env_config;
 use crate::http::{drain, ApiError};
+use crate::log;
 use crate::registry;
 use crate::telemetry::{self, Event};
 
@@ -49,27 +54,71 @@ pub struct Call {
     pub cluster: String,
     /// Handed to `waitUntil` after the response.
     pub deferred: Vec<Deferred>,
+    /// The tenant the request turned out to be about (the log line's), where a handler knows it.
+    pub tenant: Option<String>,
 }
 
 type Handled = Result<Response, ApiError>;
 /// Work to finish after the response (`waitUntil`): e.g. recording a decision scored locally.
 pub type Deferred = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
-type Routed = (Response, Event, Vec<Deferred>);
+/// What a request came to: the response, its telemetry, the work left for after it, and what
+/// its log line says it was about.
+struct Routed {
+    response: Response,
+    event: Event,
+    deferred: Vec<Deferred>,
+    /// A named cluster, once the request was authenticated for it.
+    cluster: Option<String>,
+    tenant: Option<String>,
+}
+
+impl Routed {
+    /// A request answered before any handler ran (refused, or a probe).
+    fn early(response: Response, event: Event) -> Self {
+        Self {
+            response,
+            event,
+            deferred: Vec::new(),
+            cluster: None,
+            tenant: None,
+        }
+    }
+}
 
 pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     let started = Date::now().as_millis();
     let method = req.method();
     let path = req.path();
-    let bindings = Bindings::new(env.clone(), telemetry::count);
-    let (verb, (response, mut event, deferred)) = route(method, &path, req, bindings.clone()).await;
+    let request_id = log::request_id(&req);
+    let bindings = Bindings::new(env.clone(), telemetry::count, &request_id);
+    let (verb, routed) = route(method.clone(), &path, req, bindings.clone()).await;
+    let Routed {
+        response,
+        mut event,
+        deferred,
+        cluster,
+        tenant,
+    } = routed;
     // Set on the response we built ourselves; a header that cannot be set changes nothing else.
     let _ = response
         .headers()
         .set(bindings::OPS_HEADER, &bindings.ops.used().to_string());
+    let _ = response.headers().set(log::REQUEST_ID_HEADER, &request_id);
+    let duration_ms = Date::now().as_millis().saturating_sub(started);
+    log::request(&RequestLine::new(
+        &request_id,
+        method.as_ref(),
+        verb.unwrap_or("probe"),
+        cluster.as_deref(),
+        tenant.as_deref(),
+        response.status_code(),
+        duration_ms,
+        bindings.ops.used(),
+    ));
     if let Some(verb) = verb {
         event.verb = verb.to_string();
         event.code = response.status_code();
-        event.seconds = Date::now().as_millis().saturating_sub(started) as f64 / 1000.0;
+        event.seconds = duration_ms as f64 / 1000.0;
         telemetry::record(&event);
     }
     for work in deferred {
@@ -138,13 +187,10 @@ async fn route(
         Ok(t) => (t.cluster, t.token, t.route),
         Err(PathError::Cluster(message)) => {
             drain(&mut req).await;
+            let e = ApiError::field(400, "cluster", message);
             return (
                 Some("unknown"),
-                (
-                    ApiError::field(400, "cluster", message).into_response(),
-                    Event::default(),
-                    Vec::new(),
-                ),
+                Routed::early(e.into_response(), Event::default()),
             );
         }
         Err(PathError::NoRoute) => {
@@ -152,41 +198,29 @@ async fn route(
             let e = ApiError::new(404, format!("no route for {} {path}", method.as_ref()));
             return (
                 Some("unknown"),
-                (e.into_response(), Event::default(), Vec::new()),
+                Routed::early(e.into_response(), Event::default()),
             );
         }
     };
     let verb = route.verb();
     if let Route::Probe(probe) = route {
         drain(&mut req).await;
-        return (
-            verb,
-            (
-                ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response),
-                Event::default(),
-                Vec::new(),
-            ),
-        );
+        let response = ops::health(probe, &method, &env).unwrap_or_else(ApiError::into_response);
+        return (verb, Routed::early(response, Event::default()));
     }
     let config = match env_config::config(&env) {
         Ok(c) => c,
         Err(e) => {
             drain(&mut req).await;
-            return (
-                verb,
-                (
-                    ApiError::new(503, e.to_string()).into_response(),
-                    Event::default(),
-                    Vec::new(),
-                ),
-            );
+            let response = ApiError::new(503, e.to_string()).into_response();
+            return (verb, Routed::early(response, Event::default()));
         }
     };
     let now_ms = match clock::of_request(&req, &config) {
         Ok(t) => t,
         Err(e) => {
             drain(&mut req).await;
-            return (verb, (e.into_response(), Event::default(), Vec::new()));
+            return (verb, Routed::early(e.into_response(), Event::default()));
         }
     };
     // Refused requests are counted without a `cluster` label and touch no object: neither an
@@ -199,7 +233,7 @@ async fn route(
             "cluster",
             format!("cluster {cluster:?} is not served here (CLUSTERS, CLUSTER_PATTERN)"),
         );
-        return (verb, (e.into_response(), Event::default(), Vec::new()));
+        return (verb, Routed::early(e.into_response(), Event::default()));
     }
     let refused = match route.guard() {
         Guard::Open => None,
@@ -221,13 +255,13 @@ async fn route(
     };
     if let Some((e, event)) = refused {
         drain(&mut req).await;
-        return (verb, (e.into_response(), event, Vec::new()));
+        return (verb, Routed::early(e.into_response(), event));
     }
     // Only a request authenticated as the extender or an admin carries its cluster's label.
     let authenticated = matches!(route.guard(), Guard::ExtenderVerb | Guard::Admin);
     // A named cluster exists once the Registry admitted it (MAX_CLUSTERS), before any object or
     // label is made for it; a refusal, like an unknown id, is counted without a label.
-    if authenticated && cluster != DEFAULT_CLUSTER {
+    if authenticated && cluster != DEFAULT_CLUSTER && route.admits_cluster() {
         let admitted = registry::client::admit(&bindings, NameKind::Cluster, cluster, now_ms).await;
         let refusal = match admitted {
             Ok(true) => None,
@@ -245,7 +279,7 @@ async fn route(
             drain(&mut req).await;
             let mut event = Event::default();
             event.count(&metrics::CLUSTERS_REFUSED, &[], 1.0);
-            return (verb, (e.into_response(), event, Vec::new()));
+            return (verb, Routed::early(e.into_response(), event));
         }
     }
     let event = Event {
@@ -265,6 +299,7 @@ async fn route(
         now_ms,
         cluster: cluster.to_string(),
         deferred: Vec::new(),
+        tenant: route.tenant().map(str::to_string),
     };
     let result = if !route
         .methods()
@@ -296,6 +331,10 @@ async fn route(
             Route::Decision(tenant, namespace, Some(name)) => {
                 decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await
             }
+            Route::Clusters => names::clusters(&mut call).await,
+            Route::Tenants => names::tenants(&mut call).await,
+            Route::Export(tenant) => transfer::export(&mut call, tenant).await,
+            Route::Import(tenant) => transfer::import(&mut call, tenant).await,
         }
     };
     drain(&mut call.req).await;
@@ -305,15 +344,19 @@ async fn route(
         ..
     }) = &result
     {
-        worker::console_error!("{}: {message}", verb.unwrap_or("request"));
+        log::error(
+            verb.unwrap_or("request"),
+            Some(&call.bindings.request_id),
+            message,
+        );
         call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
     }
-    (
-        verb,
-        (
-            result.unwrap_or_else(ApiError::into_response),
-            call.event,
-            call.deferred,
-        ),
-    )
+    let routed = Routed {
+        response: result.unwrap_or_else(ApiError::into_response),
+        event: call.event,
+        deferred: call.deferred,
+        cluster: (authenticated && call.cluster != DEFAULT_CLUSTER).then_some(call.cluster),
+        tenant: call.tenant,
+    };
+    (verb, routed)
 }

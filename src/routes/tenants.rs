@@ -1,4 +1,5 @@
-//! `GET /v1/tenants/{tenant}/pheromones` (table and stats) and `DELETE` (reset the colony).
+//! `GET /v1/tenants/{tenant}/pheromones` (table and stats, `aco_core::api::pheromones`) and
+//! `DELETE` (reset the colony).
 
 use aco_core::cluster::validate_tenant;
 use worker::Method;
@@ -14,7 +15,7 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
     require_admin(&call.req, &call.env)?;
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let colony = admitted_colony(call, tenant, "pheromones").await?;
-    let reply = if method == Method::Delete {
+    if method == Method::Delete {
         // What this isolate holds for the colony is forgotten with it.
         queue::forget(&colony);
         let reply = client::call(
@@ -26,11 +27,16 @@ pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handle
         )
         .await?;
         copy::forget(&colony);
-        reply
+        Ok(json_response(200, &reply))
     } else {
         // Read your writes: decisions this isolate scored from its copy reach the colony first.
         client::send_not_durable(&call.bindings, &colony).await?;
-        client::call(&call.bindings, &colony, &TableRequest {}).await?
-    };
-    Ok(json_response(200, &reply))
+        let table = TableRequest {
+            now_ms: call.now_ms,
+        };
+        Ok(json_response(
+            200,
+            &client::call(&call.bindings, &colony, &table).await?,
+        ))
+    }
 }

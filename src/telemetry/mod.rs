@@ -121,7 +121,10 @@ pub fn schedule_flush(
             worker::Delay::from(std::time::Duration::from_millis(flush_ms)).await;
         }
         if let Err(e) = flush(&bindings, worker::Date::now().as_millis()).await {
-            worker::console_error!("telemetry: flushing this isolate's counters failed (kept, sent again by the next flush): {e}");
+            let message = format!(
+                "flushing this isolate's counters failed (kept, sent again by the next flush): {e}"
+            );
+            crate::log::error("telemetry", Some(&bindings.request_id), &message);
         }
     })
 }

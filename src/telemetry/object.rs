@@ -59,7 +59,8 @@ impl Telemetry {
             reports.iter().map(|r| (r.key.as_str(), r.body.as_str())),
         );
         for problem in &unreadable {
-            worker::console_error!("telemetry: stored {problem} does not parse; it starts empty");
+            let message = format!("stored {problem} does not parse; it starts empty");
+            crate::log::error("telemetry", None, &message);
             ledger.count_reset();
         }
         Ok(ledger)

@@ -205,6 +205,16 @@ config_keys! {
     /// outcome count once. Bounded: one row per pod placed in that window.
     confirmed_ttl_ms: u64 = "CONFIRMED_TTL_MS", number, 21_600_000,
         check(minute_to_30_days, MINUTE_TO_30_DAYS);
+    /// How long a confirmed pod's explanation is kept after its confirmation (0: none is kept),
+    /// so that `GET …/decisions/{podUid}` still answers why it landed where it did
+    /// (`colony_store::explained`; docs/explanations.md). Together with the count below.
+    confirmed_explanations_ttl_ms: u64 = "CONFIRMED_EXPLANATIONS_TTL_MS", number, 86_400_000,
+        check(|v| v <= MAX_CONFIRMED_TTL_MS, "must be within 0..=2592000000 (30 days)");
+    /// At most this many confirmed pods' explanations per tenant (0: none), the newest; beyond
+    /// it the oldest go, a segment row (~1 MB of them) at a time. Bounds their storage: ≈ 4–20 KB
+    /// each at 64 candidates.
+    confirmed_explanations_max: u64 = "CONFIRMED_EXPLANATIONS_MAX", number, 10_000,
+        check(|v| v <= MAX_CONFIRMED_EXPLANATIONS_LIMIT, "must be within 0..=100000");
     /// 40 MiB by default, about 5,600 real-shaped nodes in full-object mode. The verbs judge each
     /// node object as they read it and stream the filter reply from the body, so the Worker's
     /// wasm memory is the body plus 1–3 MiB (docs/benchmarks.md "Worker memory of large
@@ -427,6 +437,8 @@ pub const LOCATION_HINTS: [&str; 9] = [
 
 /// The largest `MAX_DECISIONS_PER_TENANT` accepted.
 pub const MAX_DECISIONS_LIMIT: u64 = 1_000_000;
+/// The largest `CONFIRMED_EXPLANATIONS_MAX` accepted: ≈ 0.4–2 GB of explanations per tenant.
+pub const MAX_CONFIRMED_EXPLANATIONS_LIMIT: u64 = 100_000;
 /// The largest `MAX_CLUSTERS` accepted.
 pub const MAX_CLUSTERS_LIMIT: u64 = 10_000;
 /// The largest `MAX_COLONIES` accepted: the Telemetry object keeps every colony's latest report

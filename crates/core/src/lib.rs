@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod predict;
 pub mod quantity;
 pub mod registry;
+pub mod request_log;
 pub mod route;
 pub mod run_time;
 pub mod shadow;

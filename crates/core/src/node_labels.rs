@@ -72,14 +72,27 @@ impl LabelReading {
 }
 
 /// The latency label (`LATENCY_LABELS`, first present key) in µs; `None` when absent or not a
-/// finite, non-negative number.
+/// whole number ([`latency_label_value`]).
 pub fn latency_us(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
     config
         .latency_labels
         .iter()
         .find_map(|key| labels.get(key))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
+        .and_then(|v| latency_label_value(v))
+}
+
+/// A latency label's value in µs, read as kube-scheduler reads a label for NodeAffinity's
+/// `Gt`/`Lt` (Go's `strconv.ParseInt(value, 10, 64)`): a whole number, nothing around it. The
+/// one-verb install enforces latency targets with `Lt` on these labels (the reporter's admission
+/// webhook), so a value kube-scheduler cannot compare (`250.5`, `1e3`, ` 250`) must not satisfy
+/// a target here either: both then agree on every node. Negative values are refused (no label
+/// value can start with `-`).
+pub fn latency_label_value(value: &str) -> Option<f64> {
+    value
+        .parse::<i64>()
+        .ok()
+        .filter(|v| *v >= 0)
+        .map(|v| v as f64)
 }
 
 /// The price per hour of the cost label (`COST_LABEL`); `None` when absent or unreadable.
@@ -219,6 +232,34 @@ mod tests {
         }
         assert_eq!(hourly_rate(0.0), 0.0);
         assert!(hourly_rate(1.0).is_finite());
+    }
+
+    #[test]
+    fn latency_labels_are_whole_microseconds_as_kube_scheduler_reads_them() {
+        for (value, want) in [
+            ("0", Some(0.0)),
+            ("250", Some(250.0)),
+            ("0250", Some(250.0)),
+            ("+250", Some(250.0)),
+            ("9223372036854775807", Some(i64::MAX as f64)),
+            ("250.5", None),
+            ("250.0", None),
+            ("1e3", None),
+            (" 250", None),
+            ("250 ", None),
+            ("-5", None),
+            ("9223372036854775808", None),
+            ("", None),
+            ("fast", None),
+        ] {
+            assert_eq!(latency_label_value(value), want, "{value:?}");
+        }
+        let c = Config::default();
+        // First present key wins, also when its value does not read.
+        let l = labels(&[("aco/latency-us", "slow"), ("nodeLatencyUs", "100")]);
+        assert_eq!(latency_us(&l, &c), None);
+        let l = labels(&[("nodeLatencyUs", "100")]);
+        assert_eq!(latency_us(&l, &c), Some(100.0));
     }
 
     #[test]

@@ -13,7 +13,11 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{split_colony_name, validate_cluster, validate_tenant, DEFAULT_CLUSTER};
+use std::ops::Bound;
+
+use crate::cluster::{
+    colony_name, split_colony_name, validate_cluster, validate_tenant, DEFAULT_CLUSTER,
+};
 
 /// The table the object keeps (one row per admitted name; `WITHOUT ROWID`, so an insert is one
 /// row written, not a table row plus an index entry).
@@ -192,23 +196,48 @@ impl Registry {
     /// Names of `kind` after `after` (exclusive; `None`: from the first), at most `limit`
     /// (capped at [`PAGE_LIMIT`]).
     pub fn page(&self, kind: NameKind, after: Option<&str>, limit: usize) -> Page {
-        use std::ops::Bound;
-        let limit = limit.clamp(1, PAGE_LIMIT);
         let lower = match after {
             Some(a) => Bound::Excluded(a.to_string()),
             None => Bound::Unbounded,
         };
-        let mut iter = self
-            .set(kind)
-            .range::<String, _>((lower, Bound::Unbounded))
-            .cloned();
-        let names: Vec<String> = iter.by_ref().take(limit).collect();
-        let next = match iter.next() {
-            Some(_) => names.last().cloned(),
-            None => None,
-        };
-        Page { names, next }
+        paged(
+            self.set(kind)
+                .range::<String, _>((lower, Bound::Unbounded))
+                .cloned(),
+            limit,
+        )
     }
+
+    /// The tenants with a colony in `cluster`, in order, after the tenant `after`.
+    pub fn tenants(&self, cluster: &str, after: Option<&str>, limit: usize) -> Page {
+        let default = cluster == DEFAULT_CLUSTER;
+        let lower = match after {
+            Some(t) => Bound::Excluded(colony_name(cluster, t)),
+            None if default => Bound::Unbounded,
+            None => Bound::Included(format!("{cluster}/")),
+        };
+        let names = self
+            .colonies
+            .range::<String, _>((lower, Bound::Unbounded))
+            .map(|n| split_colony_name(n))
+            // A named cluster's colonies are contiguous (`cluster/…`); the default cluster's
+            // bare names lie between the others.
+            .take_while(|(c, _)| default || *c == cluster)
+            .filter(|(c, _)| *c == cluster)
+            .map(|(_, t)| t.to_string());
+        paged(names, limit)
+    }
+}
+
+/// At most `limit` (1..=[`PAGE_LIMIT`]) names of `names`, and whether more follow.
+fn paged(mut names: impl Iterator<Item = String>, limit: usize) -> Page {
+    let limit = limit.clamp(1, PAGE_LIMIT);
+    let page: Vec<String> = names.by_ref().take(limit).collect();
+    let next = match names.next() {
+        Some(_) => page.last().cloned(),
+        None => None,
+    };
+    Page { names: page, next }
 }
 
 #[cfg(test)]
@@ -280,6 +309,32 @@ mod tests {
         assert_eq!(pages, 3);
         let empty = Registry::default().page(NameKind::Cluster, None, 10);
         assert_eq!((empty.names.len(), empty.next), (0, None));
+    }
+
+    #[test]
+    fn a_clusters_tenants_are_paged_apart_from_the_others() {
+        let r = Registry::from_rows(
+            [
+                "ml", "eu-1/ml", "eu/a", "eu/b", "eu/c", "eu0/z", "web", "eu-1/web",
+            ]
+            .iter()
+            .map(|n| ("colony", *n)),
+        );
+        let all = |cluster: &str| {
+            let (mut seen, mut after) = (Vec::new(), None::<String>);
+            loop {
+                let p = r.tenants(cluster, after.as_deref(), 2);
+                seen.extend(p.names);
+                match p.next {
+                    Some(n) => after = Some(n),
+                    None => return seen,
+                }
+            }
+        };
+        assert_eq!(all("eu"), ["a", "b", "c"]);
+        assert_eq!(all("eu-1"), ["ml", "web"]);
+        assert_eq!(all(DEFAULT_CLUSTER), ["ml", "web"]);
+        assert!(all("nowhere").is_empty());
     }
 
     #[test]

@@ -79,6 +79,14 @@ pub enum Route<'a> {
     ShadowSummary(&'a str),
     /// (tenant, pod key): a UID, or `namespace/name` as two segments.
     Decision(&'a str, &'a str, Option<&'a str>),
+    // The operator's (acoctl; routes/names.rs, routes/transfer.rs).
+    /// The named clusters (the Registry's).
+    Clusters,
+    /// The tenants with a colony in the path's cluster.
+    Tenants,
+    /// A colony's learned state as a file, and that file put back.
+    Export(&'a str),
+    Import(&'a str),
 }
 
 impl<'a> Route<'a> {
@@ -103,6 +111,10 @@ impl<'a> Route<'a> {
             ["v1", "tenants", tenant, "decisions", namespace, name] => {
                 Route::Decision(tenant, namespace, Some(name))
             }
+            ["v1", "clusters"] => Route::Clusters,
+            ["v1", "tenants"] => Route::Tenants,
+            ["v1", "tenants", tenant, "export"] => Route::Export(tenant),
+            ["v1", "tenants", tenant, "import"] => Route::Import(tenant),
             _ => return None,
         })
     }
@@ -124,7 +136,41 @@ impl<'a> Route<'a> {
             Route::Shadow => "shadow",
             Route::ShadowSummary(_) => "shadow_summary",
             Route::Decision(..) => "decision",
+            Route::Clusters => "clusters",
+            Route::Tenants => "tenants",
+            Route::Export(_) => "export",
+            Route::Import(_) => "import",
         })
+    }
+
+    /// The tenant the path names, if it names one (the request log's `tenant`).
+    pub fn tenant(self) -> Option<&'a str> {
+        match self {
+            Route::Pheromones(t)
+            | Route::ShadowSummary(t)
+            | Route::Decision(t, ..)
+            | Route::Export(t)
+            | Route::Import(t) => Some(t),
+            Route::Probe(_)
+            | Route::Metrics
+            | Route::Filter
+            | Route::Prioritize
+            | Route::Bind
+            | Route::Placements
+            | Route::Nodes
+            | Route::Node(_)
+            | Route::Echo
+            | Route::Shadow
+            | Route::Clusters
+            | Route::Tenants => None,
+        }
+    }
+
+    /// Whether serving the route makes its path's cluster exist (the Registry admits it first,
+    /// `MAX_CLUSTERS`): every route that may touch a cluster's objects, but not the listings,
+    /// which only read what exists.
+    pub fn admits_cluster(self) -> bool {
+        !matches!(self, Route::Clusters | Route::Tenants)
     }
 
     /// Who may call the route: checked before anything else is done for the request.
@@ -140,7 +186,11 @@ impl<'a> Route<'a> {
             | Route::Pheromones(_)
             | Route::Shadow
             | Route::ShadowSummary(_)
-            | Route::Decision(..) => Guard::Admin,
+            | Route::Decision(..)
+            | Route::Clusters
+            | Route::Tenants
+            | Route::Export(_)
+            | Route::Import(_) => Guard::Admin,
         }
     }
 
@@ -160,8 +210,11 @@ impl<'a> Route<'a> {
             | Route::Metrics
             | Route::Node(_)
             | Route::ShadowSummary(_)
-            | Route::Decision(..) => &[Method::Get],
-            Route::Nodes => &[Method::Put],
+            | Route::Decision(..)
+            | Route::Clusters
+            | Route::Tenants
+            | Route::Export(_) => &[Method::Get],
+            Route::Nodes | Route::Import(_) => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
             Route::Filter
             | Route::Prioritize
@@ -229,6 +282,17 @@ mod tests {
                 Ok(("default", None, Route::Decision("ml", "ns", Some("pod")))),
             ),
             ("/metrics", Ok(("default", None, Route::Metrics))),
+            ("/v1/clusters", Ok(("default", None, Route::Clusters))),
+            ("/c/eu/v1/tenants", Ok(("eu", None, Route::Tenants))),
+            (
+                "/c/eu/v1/tenants/ml/export",
+                Ok(("eu", None, Route::Export("ml"))),
+            ),
+            (
+                "/v1/tenants/ml/import",
+                Ok(("default", None, Route::Import("ml"))),
+            ),
+            ("/t/abc/v1/tenants", Err(PathError::NoRoute)),
             ("/t/abc/v1/nodes", Err(PathError::NoRoute)),
             ("/t/abc/metrics", Err(PathError::NoRoute)),
             ("/v1/unknown", Err(PathError::NoRoute)),
@@ -259,6 +323,10 @@ mod tests {
             Route::Shadow,
             Route::ShadowSummary("t"),
             Route::Decision("t", "u", None),
+            Route::Clusters,
+            Route::Tenants,
+            Route::Export("t"),
+            Route::Import("t"),
         ];
         for r in routes {
             assert!(!r.methods().is_empty(), "{r:?}");

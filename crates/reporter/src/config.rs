@@ -168,6 +168,16 @@ pub struct Args {
     /// `json` (default) or `text`.
     #[arg(long, env = "ACO_LOG_FORMAT", default_value = "json")]
     pub log_format: String,
+    /// The mutating admission webhook (`POST /mutate`, HTTPS) that writes pods' GPU-model and
+    /// latency constraints into their required node affinity: on when both files are given.
+    #[arg(long, env = "ACO_WEBHOOK_LISTEN", default_value = "0.0.0.0:8443")]
+    pub webhook_listen: SocketAddr,
+    /// The webhook's serving certificate (PEM chain), re-read when it changes.
+    #[arg(long, env = "ACO_WEBHOOK_CERT_FILE", requires = "webhook_key_file")]
+    pub webhook_cert_file: Option<PathBuf>,
+    /// The webhook's private key (PEM).
+    #[arg(long, env = "ACO_WEBHOOK_KEY_FILE", requires = "webhook_cert_file")]
+    pub webhook_key_file: Option<PathBuf>,
 }
 
 impl Args {
@@ -319,6 +329,24 @@ pub fn worker_base(url: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_webhook_is_on_with_both_files_and_refused_with_one() {
+        let base = ["aco-reporter", "--worker-url", "https://w"];
+        let off = Args::try_parse_from(base).unwrap();
+        assert_eq!(off.webhook_cert_file, None);
+        let with = |extra: &[&str]| Args::try_parse_from(base.iter().chain(extra));
+        let on = with(&[
+            "--webhook-cert-file",
+            "c.pem",
+            "--webhook-key-file",
+            "k.pem",
+        ])
+        .unwrap();
+        assert_eq!(on.webhook_key_file, Some(PathBuf::from("k.pem")));
+        assert!(with(&["--webhook-cert-file", "c.pem"]).is_err());
+        assert!(with(&["--webhook-key-file", "k.pem"]).is_err());
+    }
 
     #[test]
     fn defaults_and_durations() {

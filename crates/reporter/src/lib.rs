@@ -6,13 +6,15 @@
 //! The pure parts — what a node's facts are, what changed, what a pod's fate is, which pods to
 //! report, the delivery queue and its backoff — take their inputs (objects, the time, random
 //! numbers) as arguments and are tested natively. Only `node_metrics`,
-//! `worker_client`, `leader`, `ops_server` and `run` do I/O; only they know the Kubernetes API
+//! `worker_client`, `leader`, `ops_server`, `webhook_server` and `run` do I/O; only they know the Kubernetes API
 //! or HTTP.
 
 // Request paths must not panic (a panic aborts the isolate / stops delivery): no unwrap or
 // expect outside tests. Tests may.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod admission;
+pub mod affinity;
 pub mod attribution;
 pub mod cache;
 pub mod changes;
@@ -32,6 +34,7 @@ pub mod run;
 pub mod slim;
 pub mod telemetry;
 pub mod time;
+pub mod webhook_server;
 pub mod worker_client;
 
 // The Kubernetes crates at the versions the reporter is built with, for the scale benchmark

@@ -216,10 +216,11 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
                 .collect()
         })
         .unwrap_or_default();
+    // Read as the Worker reads latency labels (a whole number, as kube-scheduler's `Lt` does):
+    // the fact must not pass a node that the admission webhook's affinity does not.
     let latency_us = all_labels
         .get(input.latency_label)
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0);
+        .and_then(|v| aco_core::node_labels::latency_label_value(v));
     let utilisation = input
         .usage
         .and_then(|u| {

@@ -22,6 +22,8 @@ pub struct OpsState {
     pub freshness: Arc<Freshness>,
     /// Whether NodeMetrics are read at all.
     pub with_metrics: bool,
+    /// Set once the admission webhook serves; `None` when it is off.
+    pub webhook_serving: Option<Arc<AtomicBool>>,
 }
 
 async fn metrics(State(s): State<OpsState>) -> impl IntoResponse {
@@ -55,6 +57,26 @@ async fn readyz(State(s): State<OpsState>) -> impl IntoResponse {
     }
 }
 
+/// The pod's readiness probe (`k8s/reporter.yaml`): the caches have synced and, with the
+/// admission webhook on, it serves. Not the inputs' health, unlike `/readyz`: the webhook
+/// Service sends admission reviews to ready replicas only, and pod creation (the webhook's
+/// `failurePolicy: Fail`) must not stop because metrics-server or a watch is failing — those show
+/// in `/readyz`, `aco_reporter_source_healthy` and their alerts.
+async fn readyz_admission(State(s): State<OpsState>) -> impl IntoResponse {
+    let webhook = s
+        .webhook_serving
+        .as_ref()
+        .is_none_or(|w| w.load(Ordering::Relaxed));
+    match (s.ready.load(Ordering::Relaxed), webhook) {
+        (true, true) => (StatusCode::OK, "ok"),
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "caches not synced"),
+        (true, false) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "admission webhook not serving",
+        ),
+    }
+}
+
 pub async fn serve(
     addr: SocketAddr,
     state: OpsState,
@@ -64,6 +86,7 @@ pub async fn serve(
         .route("/metrics", get(metrics))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/readyz/admission", get(readyz_admission))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "ops server listening");

@@ -37,7 +37,7 @@ use crate::outcome::{OutcomeRules, Presence};
 use crate::placements::{scan, Endpoint, Item, Kind, Ledger, ScanRules, Schedulers, Windows};
 use crate::reclaim::reclaimed;
 use crate::telemetry::Telemetry;
-use crate::worker_client::WorkerClient;
+use crate::worker_client::{Answer, WorkerClient};
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -126,12 +126,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let _ = shutdown_tx.send(true);
     });
 
+    let nodes = Arc::new(Cache::<Node>::default());
+    let webhook_serving = crate::webhook_server::start(
+        &args,
+        &config,
+        nodes.clone(),
+        telemetry.clone(),
+        shutdown_rx.clone(),
+    );
     let ops = {
         let state = OpsState {
             telemetry: telemetry.clone(),
             ready: ready.clone(),
             freshness: freshness.clone(),
             with_metrics: args.load_source() != "none",
+            webhook_serving,
         };
         let mut rx = shutdown_rx.clone();
         let addr = args.listen;
@@ -147,7 +156,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Caches. Pods: only bound ones (`spec.nodeName!=`): pending pods request nothing on a node
     // and have no placement to report.
-    let nodes = Arc::new(Cache::<Node>::default());
     let pods = Arc::new(Cache::<Pod>::default());
     let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
     let watch_config = watch_config(&client).await;
@@ -651,6 +659,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
                 .get_or_create(&kind)
                 .set(now as f64 / 1000.0);
             tracing::debug!(
+                request_id = %answer.request_id,
                 nodes = chunk.batch.nodes.len(),
                 deleted = chunk.batch.deleted.len(),
                 full = chunk.full,
@@ -658,7 +667,7 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
             );
         } else {
             s.telemetry.failed.get_or_create(&kind).inc();
-            tracing::warn!(status = ?answer.status, body = %answer.body, "node facts push failed; retrying next interval");
+            tracing::warn!(request_id = %answer.request_id, status = ?answer.status, body = %answer.body, "node facts push failed; retrying next interval");
             return;
         }
     }
@@ -901,12 +910,13 @@ async fn deliver(s: Arc<Shared>) {
                             .observe(now.saturating_sub(item.bound_at_ms) as f64 / 1000.0);
                     }
                 }
-                tracing::debug!(items = batch.len(), endpoint = endpoint.path(), answer = %answer.body, "reports delivered");
+                tracing::info!(request_id = %answer.request_id, items = batch.len(), endpoint = endpoint.path(), "reports delivered");
+                tracing::debug!(request_id = %answer.request_id, answer = %answer.body, "the Worker's answer");
             }
             Disposition::Retry(after) => {
                 count_failed(&s, &batch);
                 let wait = after.unwrap_or_else(|| backoff.failed(&mut rng));
-                tracing::warn!(endpoint = endpoint.path(), status = ?answer.status, body = %answer.body, ?wait, queued = batch.len(), "report delivery failed; retrying");
+                tracing::warn!(request_id = %answer.request_id, endpoint = endpoint.path(), status = ?answer.status, body = %answer.body, ?wait, queued = batch.len(), "report delivery failed; retrying");
                 put_back(&s, batch);
                 if s.stopping() {
                     break; // the next leader re-derives what is left
@@ -927,6 +937,7 @@ async fn deliver(s: Arc<Shared>) {
                     };
                 s.telemetry.token_reloads.inc();
                 tracing::warn!(
+                    request_id = %answer.request_id,
                     endpoint = endpoint.path(),
                     token_changed = reloaded,
                     "the Worker answered 401; re-read the token file and retrying"
@@ -942,7 +953,7 @@ async fn deliver(s: Arc<Shared>) {
                     endpoint,
                     batch,
                     "HTTP 401 (the token file's token is refused)".into(),
-                    &answer.body,
+                    &answer,
                 )
                 .await;
                 if s.stopping() {
@@ -950,16 +961,7 @@ async fn deliver(s: Arc<Shared>) {
                 }
             }
             Disposition::Halt(why) => {
-                halt(
-                    &s,
-                    &mut backoff,
-                    &mut rng,
-                    endpoint,
-                    batch,
-                    why,
-                    &answer.body,
-                )
-                .await;
+                halt(&s, &mut backoff, &mut rng, endpoint, batch, why, &answer).await;
                 if s.stopping() {
                     break;
                 }
@@ -971,14 +973,14 @@ async fn deliver(s: Arc<Shared>) {
                     .rejected
                     .get_or_create(&Telemetry::kind(refused.kind.as_str()))
                     .inc();
-                tracing::error!(pod = %refused.uid(), field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
+                tracing::error!(request_id = %answer.request_id, pod = %refused.uid(), field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
                 let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
                 r.ledger.settle(&refused);
                 r.queue.put_back(batch);
             }
             Disposition::Split => {
                 batch_size = (batch.len() / 2).max(1);
-                tracing::warn!(status = ?answer.status, batch_size, "the Worker refused the batch as too large; splitting it");
+                tracing::warn!(request_id = %answer.request_id, status = ?answer.status, batch_size, "the Worker refused the batch as too large; splitting it");
                 put_back(&s, batch);
             }
         }
@@ -995,7 +997,7 @@ async fn halt(
     endpoint: Endpoint,
     batch: Vec<Item>,
     why: String,
-    body: &str,
+    answer: &Answer,
 ) {
     count_failed(s, &batch);
     s.telemetry.delivery_halted.set(1);
@@ -1004,7 +1006,7 @@ async fn halt(
         .get_or_create(&Telemetry::reason(&why))
         .inc();
     let wait = backoff.failed(rng);
-    tracing::error!(endpoint = endpoint.path(), cause = %why, body = %body, worker_url = %s.args.worker_url, ?wait, queued = batch.len(),
+    tracing::error!(request_id = %answer.request_id, endpoint = endpoint.path(), cause = %why, body = %answer.body, worker_url = %s.args.worker_url, ?wait, queued = batch.len(),
         "the Worker refused the request as a whole (not any one report): delivery halted, nothing dropped; check ACO_WORKER_URL and the token");
     put_back(s, batch);
     s.pause(wait).await;

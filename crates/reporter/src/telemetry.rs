@@ -29,6 +29,12 @@ pub struct EndLabel {
     pub reason: String,
 }
 
+/// What the admission webhook did with a review ([`crate::admission::Outcome`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
 pub struct Telemetry {
     pub registry: Registry,
     /// Reports the Worker acknowledged (nodes: node reports; placements/outcomes: items).
@@ -66,6 +72,8 @@ pub struct Telemetry {
     /// Rounds of the node-facts loop, on every replica (leading or not): the loop is alive, and
     /// a standby's rounds are the chances it had to push and did not.
     pub push_ticks: Counter,
+    /// Admission reviews answered by the webhook, by outcome.
+    pub admission_reviews: Family<OutcomeLabel, Counter>,
 }
 
 impl Default for Telemetry {
@@ -102,6 +110,7 @@ impl Telemetry {
             source_healthy: Family::default(),
             facts_age_seconds: Gauge::default(),
             push_ticks: Counter::default(),
+            admission_reviews: Family::default(),
         };
         let registry = &mut t.registry;
         registry.register(
@@ -214,7 +223,20 @@ impl Telemetry {
             "Rounds of the node-facts loop (every replica; only the leader sends)",
             t.push_ticks.clone(),
         );
+        registry.register(
+            "admission_reviews",
+            "Pod admission reviews answered by the webhook, by outcome (skipped, unchanged, mutated, refused)",
+            t.admission_reviews.clone(),
+        );
         t
+    }
+
+    pub fn admission(&self, outcome: crate::admission::Outcome) {
+        self.admission_reviews
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.as_str().to_string(),
+            })
+            .inc();
     }
 
     pub fn reason(reason: &str) -> ReasonLabel {

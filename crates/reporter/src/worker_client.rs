@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+/// The header the Worker reads a request id from (`aco_core::request_log`).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
 /// What the Worker answered (or `status: None` when it could not be reached).
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
@@ -13,6 +16,9 @@ pub struct Answer {
     pub field: Option<String>,
     pub body: String,
     pub bytes_sent: usize,
+    /// The `x-request-id` the request carried (made here, one per request): the Worker logs it
+    /// on its line for the request and answers it back, so a delivery is found in both logs.
+    pub request_id: String,
 }
 
 impl Answer {
@@ -79,12 +85,14 @@ impl WorkerClient {
             }
         };
         let bytes_sent = bytes.len();
+        let request_id = format!("{:032x}", rand::random::<u128>());
         let token = self.token.read().unwrap_or_else(|e| e.into_inner()).clone();
         let result = self
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(token)
             .header("content-type", "application/json")
+            .header(REQUEST_ID_HEADER, &request_id)
             .body(bytes)
             .send()
             .await;
@@ -94,6 +102,7 @@ impl WorkerClient {
                 return Answer {
                     body: e.to_string(),
                     bytes_sent,
+                    request_id,
                     ..Default::default()
                 }
             }
@@ -114,6 +123,7 @@ impl WorkerClient {
             field,
             body,
             bytes_sent,
+            request_id,
         }
     }
 }

@@ -133,6 +133,9 @@ pub struct World {
     pub config: Config,
     pub nodes: Vec<SimNode>,
     pub pods: Vec<SimPod>,
+    /// The tenants, in order: `team-a`, `team-b`, … for a trace, an imported cluster's own
+    /// (`crate::import::observed`).
+    pub tenant_list: Vec<String>,
 }
 
 const ZONES: [(&str, f64); 3] = [("zone-a", 100.0), ("zone-b", 250.0), ("zone-c", 600.0)];
@@ -180,6 +183,7 @@ impl World {
         pods.sort_by_key(|p| (p.trace.creation_s, p.idx));
         let _ = seed;
         World {
+            tenant_list: (0..params.tenants.max(1)).map(tenant_name).collect(),
             params,
             config,
             nodes,
@@ -188,7 +192,7 @@ impl World {
     }
 
     pub fn tenants(&self) -> Vec<String> {
-        (0..self.params.tenants.max(1)).map(tenant_name).collect()
+        self.tenant_list.clone()
     }
 
     /// First arrival to last departure (or last arrival + 1 h for pods that never leave).

@@ -1,12 +1,14 @@
-//! Prints a decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}` of the Worker):
+//! Fetches a decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}` of the Worker):
 //! `aco-sim explain` fetches one, `aco-sim replay --explain N` the first N scored pods' (fetched
-//! between prioritize and the placement report, since a confirmed placement deletes it).
-
-use std::fmt::Write;
+//! between prioritize and the placement report, so that every one is shown as scored, before a
+//! bound node; the Worker keeps it after the confirmation too, `CONFIRMED_EXPLANATIONS_*`).
 
 use aco_core::colony::DecisionExplanation;
 
 use crate::trace::Error;
+
+/// The explanation as a plain-text table (the core's, shared with `acoctl`).
+pub use aco_core::colony::explain_text::render;
 
 /// `GET [/c/<cluster>]/v1/tenants/{tenant}/decisions/{pod}` with the admin token.
 pub fn fetch(
@@ -29,137 +31,4 @@ pub fn fetch(
         return Err(format!("GET {url}: HTTP {status}: {text}").into());
     }
     serde_json::from_str(&text).map_err(|e| format!("explanation reply: {e}: {text}").into())
-}
-
-fn num(v: Option<f64>, width: usize) -> String {
-    match v {
-        Some(v) => format!("{v:>width$.4}"),
-        None => format!("{:>width$}", "–"),
-    }
-}
-
-/// The explanation as a plain-text table: one line per remembered candidate, best first, then
-/// the filter's rejections and the notes.
-pub fn render(e: &DecisionExplanation) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "pod {} (tenant {}, {:?}): {} candidates scored, {} remembered; explored: {}",
-        e.pod_uid,
-        e.tenant,
-        e.workload,
-        e.candidate_count,
-        e.candidates.len(),
-        e.explored.as_deref().unwrap_or("none")
-    );
-    let width = e
-        .candidates
-        .iter()
-        .map(|c| c.node.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let _ = writeln!(
-        out,
-        "  {:<width$} score       τ        η   $/h = resources + strandedGpu + qosRisk + reclaim + failure + slowdown",
-        "node"
-    );
-    for c in &e.candidates {
-        let t = c.cost_per_hour;
-        let _ = writeln!(
-            out,
-            "  {:<width$} {:>5} {} {} {} = {} + {} + {} + {} + {} + {}",
-            c.node,
-            c.score.map_or("–".to_string(), |s| s.to_string()),
-            num(c.tau, 7),
-            num(Some(c.eta), 8),
-            num(c.total_per_hour, 5),
-            num(t.map(|t| t.resources), 9),
-            num(t.and_then(|t| t.stranded_gpu), 11),
-            num(t.map(|t| t.qos_risk), 7),
-            num(t.map(|t| t.reclamation_risk), 7),
-            num(t.map(|t| t.failure_risk), 7),
-            num(t.map(|t| t.slowdown), 8),
-        );
-    }
-    match &e.filter_reasons {
-        None => {
-            let _ = writeln!(
-                out,
-                "filter: not seen by the isolate that scored the pod (filterReasons: null)"
-            );
-        }
-        Some(f) => {
-            let by: Vec<String> = f
-                .by_reason
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect();
-            let _ = writeln!(
-                out,
-                "filter: {} passed, {} rejected{}",
-                f.passed,
-                f.rejected,
-                if by.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", by.join(", "))
-                }
-            );
-            for n in &f.nodes {
-                let _ = writeln!(
-                    out,
-                    "  {} [{}{}] {}",
-                    n.node,
-                    n.code,
-                    if n.unresolvable { ", unresolvable" } else { "" },
-                    n.reason
-                );
-            }
-        }
-    }
-    for n in &e.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use aco_core::colony::TenantColony;
-    use aco_core::config::Config;
-    use aco_core::demand::WorkloadClass;
-    use aco_core::heuristic::NodeFeatures;
-    use rand::{rngs::StdRng, SeedableRng};
-
-    #[test]
-    fn renders_every_candidate_and_the_missing_filter() {
-        let node = |n: &'static str, cost: f64| NodeFeatures {
-            node: n.into(),
-            cost_per_hour: Some(cost),
-            predicted_utilisation: Some(0.2),
-            ..NodeFeatures::default()
-        };
-        let mut rng = StdRng::seed_from_u64(1);
-        let p = TenantColony::default().score(
-            &[node("cheap", 0.4), node("dear", 3.2)],
-            WorkloadClass::Batch,
-            "ns/pod",
-            0,
-            &Config::default(),
-            &mut rng,
-        );
-        let text = render(&p.decision.explain("uid-1", "t"));
-        assert!(
-            text.contains("pod uid-1 (tenant t, Batch): 2 candidates"),
-            "{text}"
-        );
-        assert!(
-            text.lines()
-                .any(|l| l.trim_start().starts_with("cheap") && l.contains(" 10 ")),
-            "{text}"
-        );
-        assert!(text.contains("filterReasons: null"), "{text}");
-    }
 }

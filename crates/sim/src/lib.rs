@@ -8,7 +8,8 @@
 //! scheduler ([`shadow`] its shadow mode), [`report`] the Markdown/JSON/SVG output; [`recording`] notes a replay into a
 //! [`replay_record::ReplayRecord`] that [`html_report`] draws as the demo's HTML report.
 //! [`saturate`] is the ATC '23 saturation protocol, [`ablate`] the ablations, and [`cli`] the
-//! `aco-sim` command line (one file per subcommand).
+//! `aco-sim` command line (one file per subcommand); [`progress`] draws the long subcommands'
+//! progress bars and [`import`] turns a cluster's own objects into a replayable trace.
 
 pub mod ablate;
 pub mod alloc;
@@ -20,6 +21,7 @@ pub mod facts_report;
 pub mod faults;
 pub mod gpu_accounts;
 pub mod html_report;
+pub mod import;
 pub mod indexed_facts;
 pub mod load;
 pub mod native;
@@ -28,6 +30,7 @@ pub mod performance;
 pub mod policy;
 pub mod predictor;
 pub mod prices;
+pub mod progress;
 pub mod recording;
 pub mod replay;
 pub mod replay_record;

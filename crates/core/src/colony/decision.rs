@@ -240,6 +240,9 @@ impl Decision {
             workload: self.workload,
             candidate_count: self.candidate_count,
             explored: stored.and_then(|e| e.explored.clone()),
+            answered_node: self.answered().map(str::to_string),
+            bound_node: None,
+            confirmed_ms: None,
             candidates,
             filter_reasons: stored.and_then(|e| e.filter.clone()),
             notes,
@@ -258,6 +261,16 @@ pub struct DecisionExplanation {
     /// Candidates prioritize scored; `candidates` lists the best `DECISION_KEEP_TOP` of them.
     pub candidate_count: usize,
     pub explored: Option<String>,
+    /// The node prioritize answered alone at 10 (`Decision::answered`), where kube-scheduler
+    /// binds unless its own scores overrule it; `null` for a decision stored without scores.
+    #[serde(default)]
+    pub answered_node: Option<String>,
+    /// Where the placement was confirmed, once it was (the explanation is then kept for
+    /// `CONFIRMED_EXPLANATIONS_TTL_MS`, the newest `CONFIRMED_EXPLANATIONS_MAX` per tenant).
+    #[serde(default)]
+    pub bound_node: Option<String>,
+    #[serde(default)]
+    pub confirmed_ms: Option<u64>,
     /// Best first.
     pub candidates: Vec<CandidateExplanation>,
     /// `null` when the scoring isolate did not see the pod's filter call.

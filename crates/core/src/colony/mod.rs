@@ -6,6 +6,7 @@
 //! node within a few dozen calls.
 
 mod decision;
+pub mod explain_text;
 mod outcome;
 mod outcome_index;
 mod pheromone;

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::explained::ConfirmedExplanation;
 use super::pod_index::IndexChange;
 use super::schema::SnapshotRow;
 use super::{corrupt, CorruptState, StoreMeta};
@@ -25,6 +26,12 @@ pub struct LedgerEntry {
     /// Pods remembered: confirmations, outcomes recorded, shadow records.
     #[serde(default)]
     pub records: Vec<IndexChange>,
+    /// Confirmed pods' explanations gathered by this commit (`explained.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<ConfirmedExplanation>,
+    /// This commit wrote every explanation gathered before it into `explained` rows.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explained_flushed: bool,
 }
 
 /// The whole state as of ledger entry `seq` (the pod index lives in the segments).
@@ -37,6 +44,9 @@ pub struct SnapshotBody {
     pub colony: TenantColony,
     #[serde(default)]
     pub pending: Vec<(String, Decision)>,
+    /// Confirmed pods' explanations gathered and not yet in an `explained` row.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<ConfirmedExplanation>,
 }
 
 /// The snapshot's text from its parts, checked to be one complete snapshot.

@@ -25,6 +25,7 @@
 //! learning), never counts it twice.
 
 mod early;
+pub mod explained;
 mod ledger;
 mod legacy;
 pub mod merge;
@@ -38,6 +39,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::api::colony_export::ExportedState;
+use crate::api::pheromones::{NodeTrail, PheromoneTableReply, TauBounds};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
 use crate::facts::validate_node_name;
@@ -45,6 +48,7 @@ use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
 use early::{EarlyPlacements, Hold};
 pub use early::{HOLD_MS, MAX_HELD};
+use explained::{ConfirmedExplanation, Explained, ExplainedPlan, ExplainedRow, Found};
 pub use ledger::{LedgerEntry, SnapshotBody};
 pub use legacy::{LegacyRows, LEGACY_TABLES};
 use pending::Pending;
@@ -97,6 +101,11 @@ pub struct ReportKey {
     dropped: u64,
     shadow: ShadowSummary,
     tenant_named: bool,
+}
+
+/// Confirmed explanations are answered if made at or after this.
+fn explained_since(now_ms: u64, config: &Config) -> u64 {
+    now_ms.saturating_sub(config.confirmed_explanations_ttl_ms)
 }
 
 /// A pod key as the colony stores it: the pod's UID, or `namespace/name`.
@@ -158,6 +167,7 @@ pub struct Commit {
     pub snapshot: bool,
     colony: Value,
     now_ms: u64,
+    explained: ExplainedPlan,
 }
 
 /// A stored row that does not parse (or contradicts the others): the colony refuses to work on it.
@@ -190,6 +200,8 @@ pub struct ColonyStore {
     /// Placements that came before their decision (memory only, see `early.rs`).
     early: EarlyPlacements,
     index: PodIndex,
+    /// Confirmed pods' explanations (`explained.rs`).
+    explained: Explained,
     /// Set by the Worker per load: identifies what [`Durability::durable_seq`] refers to.
     incarnation: u64,
     /// Last committed ledger sequence number, and the snapshot's.
@@ -225,6 +237,7 @@ impl ColonyStore {
             pending: Pending::default(),
             early: EarlyPlacements::default(),
             index: PodIndex::default(),
+            explained: Explained::default(),
             incarnation,
             seq: 0,
             snapshot_seq: 0,
@@ -263,6 +276,7 @@ impl ColonyStore {
         snapshot: Vec<SnapshotRow>,
         segments: Vec<SegmentRow>,
         ledger: Vec<LedgerRow>,
+        explained: Vec<ExplainedRow>,
         incarnation: u64,
         now_ms: u64,
         config: &Config,
@@ -291,6 +305,11 @@ impl ColonyStore {
         for (key, d) in snap.pending {
             store.pending.insert(key, d, cap);
         }
+        store.explained.load_gathered(snap.explained, false);
+        store
+            .explained
+            .load_rows(explained)
+            .map_err(|(id, e)| corrupt(format!("explained[{id}]"), e))?;
         for row in segments {
             let changes: Vec<IndexChange> = serde_json::from_str(&row.body)
                 .map_err(|e| corrupt(format!("segments[{}]", row.id), e))?;
@@ -326,6 +345,9 @@ impl ColonyStore {
                 store.index.apply(&c, MAX_PODS_REMEMBERED);
                 store.segment.push(c);
             }
+            store
+                .explained
+                .load_gathered(entry.explained, entry.explained_flushed);
             store.seq = entry.seq;
             store.last_commit_ms = entry.at_ms;
         }
@@ -366,6 +388,11 @@ impl ColonyStore {
 
     pub fn remembered_pods(&self) -> usize {
         self.index.len()
+    }
+
+    /// Confirmed pods whose explanation is kept (`explained.rs`).
+    pub fn explained_pods(&self) -> usize {
+        self.explained.len()
     }
 
     /// The colony for an isolate's copy.
@@ -492,15 +519,42 @@ impl ColonyStore {
         }
     }
 
+    /// What is remembered of a pod: its decision, its confirmation, and its confirmed
+    /// explanation if that is in memory (else [`ColonyStore::explained_row`] says which row).
     pub fn lookup(&self, key: &str, now_ms: u64, config: &Config) -> DecisionLookup {
         let r = self.record_of(key, now_ms, config);
+        let explained = match self.explained.find(key, explained_since(now_ms, config)) {
+            Some(Found::Memory(e)) => Some(e.clone()),
+            _ => None,
+        };
         DecisionLookup {
             decision: r.decision,
             confirmed: r.confirmed.map(|c| ConfirmedView {
                 node: c.node,
                 confirmed_ms: c.confirmed_ms,
             }),
+            explained,
         }
+    }
+
+    /// The `explained` row holding the pod's confirmed explanation, when it is not in memory.
+    pub fn explained_row(&self, key: &str, now_ms: u64, config: &Config) -> Option<i64> {
+        match self.explained.find(key, explained_since(now_ms, config))? {
+            Found::Row(id) => Some(id),
+            Found::Memory(_) => None,
+        }
+    }
+
+    /// The pod's confirmed explanation in the body of `explained` row `id`.
+    pub fn explained_in_row(
+        id: i64,
+        body: &str,
+        key: &str,
+        now_ms: u64,
+        config: &Config,
+    ) -> Result<Option<ConfirmedExplanation>, CorruptState> {
+        Explained::in_row(body, key, explained_since(now_ms, config))
+            .map_err(|e| corrupt(format!("explained[{id}]"), e))
     }
 
     fn remember(&mut self, change: IndexChange) {
@@ -616,6 +670,18 @@ impl ColonyStore {
         if before.decision.is_some() && record.decision.is_none() {
             self.pending.remove(&item.key);
             self.changed_decisions.insert(item.key.clone(), None);
+            // The decision goes; why the pod landed where it did is kept (`explained.rs`).
+            if let (Some(decision), Some(c)) = (before.decision, &record.confirmed) {
+                self.explained.add(
+                    ConfirmedExplanation {
+                        key: item.key.clone(),
+                        node: c.node.clone(),
+                        confirmed_ms: c.confirmed_ms,
+                        decision,
+                    },
+                    config,
+                );
+            }
         }
         if record.confirmed != before.confirmed {
             self.remember(IndexChange {
@@ -715,11 +781,78 @@ impl ColonyStore {
         self.pending.clear();
         self.early.clear();
         self.index.clear();
+        self.explained.clear();
         self.changed_decisions.clear();
         self.changed_records.clear();
         self.segment.clear();
         self.reset = true;
         self.touch(now_ms);
+    }
+
+    /// The learned state an export carries (`api::colony_export`).
+    pub fn export(&self) -> ExportedState {
+        ExportedState {
+            colony: self.colony.clone(),
+            shadow: self.meta.shadow.clone(),
+        }
+    }
+
+    /// Replaces the colony by an exported state (validated by the caller): a reset — pending
+    /// decisions, held placements, remembered pods and kept explanations go, the version moves
+    /// on — then the state. Returns false, changing nothing, when the colony already holds
+    /// exactly that state, so that an import repeated is one import.
+    pub fn import(&mut self, state: ExportedState, now_ms: u64) -> bool {
+        if self.colony == state.colony && self.meta.shadow == state.shadow {
+            return false;
+        }
+        self.reset(now_ms);
+        self.colony = state.colony;
+        self.meta.shadow = state.shadow;
+        true
+    }
+
+    /// The admin view of the colony (`GET …/pheromones`), at `now_ms` (reliability fades).
+    pub fn table(&self, now_ms: u64, config: &Config) -> PheromoneTableReply {
+        let c = &self.colony;
+        let nodes = c
+            .pheromones
+            .snapshot(config)
+            .into_iter()
+            .map(|(node, tau)| {
+                let o = c.outcomes.get(&node).copied().unwrap_or_default();
+                let now = o.at(now_ms, config);
+                NodeTrail {
+                    tau,
+                    successes: o.successes,
+                    failures: o.failures,
+                    outcomes_as_of_ms: o.as_of_ms,
+                    slowdown: o.slowdown(),
+                    reliability: Some(crate::heuristic::reliability(Some(&now), config)),
+                    node,
+                }
+            })
+            .collect();
+        let d = self.durability();
+        PheromoneTableReply {
+            tenant: self.meta.tenant.clone(),
+            epoch: c.pheromones.epoch,
+            tau_initial_now: c.pheromones.tau("", config),
+            bounds: TauBounds {
+                tau_min: config.tau_min,
+                tau_max: config.tau_max,
+                rho: config.rho,
+            },
+            nodes,
+            counters: c.counters.clone(),
+            dropped: self.meta.dropped.clone(),
+            pending_decisions: self.pending.len() as u64,
+            held_placements: self.held_placements() as u64,
+            confirmed_pods: self.index.len() as u64,
+            explained_pods: self.explained.len() as u64,
+            version: self.meta.version,
+            uncommitted: self.is_dirty(),
+            durable_seq: d.durable_seq,
+        }
     }
 
     /// What a scrape reads.
@@ -812,6 +945,7 @@ impl ColonyStore {
             || now_ms.saturating_sub(self.snapshot_at_ms) >= SNAPSHOT_EVERY_MS
             || segment_len >= SEGMENT_CHANGES_MAX;
         let mut statements = Vec::new();
+        let mut explained = self.explained.plan(seq, now_ms, config);
         if !snapshot {
             let entry = LedgerEntry {
                 seq,
@@ -820,6 +954,12 @@ impl ColonyStore {
                 colony: merge::diff(&self.committed_colony, &colony),
                 decisions: self.changed_decisions.clone().into_iter().collect(),
                 records: self.changed_records.clone(),
+                explained: if explained.flushed {
+                    Vec::new()
+                } else {
+                    self.explained.uncommitted()
+                },
+                explained_flushed: explained.flushed,
             };
             let body = serde_json::to_string(&entry).map_err(|e| e.to_string())?;
             if body.len() <= MAX_PART_BYTES {
@@ -832,6 +972,7 @@ impl ColonyStore {
         if snapshot {
             if self.reset {
                 statements.push(Statement::delete_all_segments());
+                statements.push(Statement::delete_all_explained());
             }
             if self.clear_ledger {
                 statements.push(Statement::delete_ledger());
@@ -856,16 +997,24 @@ impl ColonyStore {
                     .iter()
                     .map(|(k, d)| (k.clone(), d.clone()))
                     .collect(),
+                explained: if explained.flushed {
+                    Vec::new()
+                } else {
+                    self.explained.gathered()
+                },
             };
             let text = serde_json::to_string(&body).map_err(|e| e.to_string())?;
             statements.extend(Statement::snapshot(seq, &text));
         }
+        // After a reset's deletions: the rows this commit writes are the new ones.
+        statements.append(&mut explained.statements);
         Ok(Commit {
             seq,
             statements,
             snapshot,
             colony,
             now_ms,
+            explained,
         })
     }
 
@@ -874,6 +1023,7 @@ impl ColonyStore {
         self.must_commit = false;
         self.seq = commit.seq;
         self.committed_colony = commit.colony;
+        self.explained.committed(commit.explained);
         let records = std::mem::take(&mut self.changed_records);
         if commit.snapshot {
             self.segment.clear();

@@ -9,6 +9,9 @@
 //!   as of ledger entry `seq`, its JSON cut into parts below the 2 MB row limit.
 //! - `segments(id, newest_ms, body)`: the confirmed-pod index, one immutable row per snapshot
 //!   holding the index changes since the previous one; deleted once every pod in it expired.
+//! - `explained(id, newest_ms, keys, body)`: confirmed pods' explanations (`explained.rs`), one
+//!   immutable row per ~1 MB of them, the pods' key hashes beside them (read at load; the body
+//!   only by a lookup); deleted whole, oldest first.
 
 /// Ring size of the ledger. A snapshot is forced long before the ring wraps onto an entry newer
 /// than the snapshot ([`super::SNAPSHOT_EVERY_COMMITS`] is half of it).
@@ -20,12 +23,17 @@ pub const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS ledger(slot INTEGER PRIMARY KEY, seq INTEGER NOT NULL, body TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS snapshot(part INTEGER PRIMARY KEY, seq INTEGER NOT NULL, parts INTEGER NOT NULL, body TEXT NOT NULL);
     CREATE TABLE IF NOT EXISTS segments(id INTEGER PRIMARY KEY, newest_ms INTEGER NOT NULL, body TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS explained(id INTEGER PRIMARY KEY, newest_ms INTEGER NOT NULL, keys TEXT NOT NULL, body TEXT NOT NULL);
 ";
 
 pub const SELECT_SNAPSHOT: &str = "SELECT part, seq, parts, body FROM snapshot ORDER BY part";
 pub const SELECT_SEGMENTS: &str = "SELECT id, newest_ms, body FROM segments ORDER BY id";
 /// Ledger entries newer than the snapshot (bind: the snapshot's seq), oldest first.
 pub const SELECT_LEDGER: &str = "SELECT seq, body FROM ledger WHERE seq > ? ORDER BY seq";
+/// Which pods each `explained` row explains (not the bodies), oldest first.
+pub const SELECT_EXPLAINED_KEYS: &str = "SELECT id, newest_ms, keys FROM explained ORDER BY id";
+/// One `explained` row's explanations (bind: its id).
+pub const SELECT_EXPLAINED_BODY: &str = "SELECT body FROM explained WHERE id = ?";
 
 const UPSERT_LEDGER: &str = "INSERT INTO ledger(slot, seq, body) VALUES(?, ?, ?) ON CONFLICT(slot) DO UPDATE SET seq = excluded.seq, body = excluded.body";
 const UPSERT_SNAPSHOT: &str = "INSERT INTO snapshot(part, seq, parts, body) VALUES(?, ?, ?, ?) ON CONFLICT(part) DO UPDATE SET seq = excluded.seq, parts = excluded.parts, body = excluded.body";
@@ -34,6 +42,10 @@ const INSERT_SEGMENT: &str = "INSERT OR REPLACE INTO segments(id, newest_ms, bod
 const DELETE_SEGMENTS_BEFORE: &str = "DELETE FROM segments WHERE newest_ms < ?";
 const DELETE_ALL_SEGMENTS: &str = "DELETE FROM segments";
 const DELETE_LEDGER: &str = "DELETE FROM ledger";
+const INSERT_EXPLAINED: &str =
+    "INSERT OR REPLACE INTO explained(id, newest_ms, keys, body) VALUES(?, ?, ?, ?)";
+const DELETE_EXPLAINED_THROUGH: &str = "DELETE FROM explained WHERE id <= ?";
+const DELETE_ALL_EXPLAINED: &str = "DELETE FROM explained";
 
 /// One value bound to a statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +121,33 @@ impl Statement {
     pub fn delete_all_segments() -> Self {
         Self {
             sql: DELETE_ALL_SEGMENTS,
+            args: vec![],
+        }
+    }
+
+    pub fn explained(id: i64, newest_ms: u64, keys: String, body: String) -> Self {
+        Self {
+            sql: INSERT_EXPLAINED,
+            args: vec![
+                SqlArg::Int(id),
+                int(newest_ms),
+                SqlArg::Text(keys),
+                SqlArg::Text(body),
+            ],
+        }
+    }
+
+    /// The `explained` rows up to `id` (they are made in id order, oldest first).
+    pub fn delete_explained_through(id: i64) -> Self {
+        Self {
+            sql: DELETE_EXPLAINED_THROUGH,
+            args: vec![SqlArg::Int(id)],
+        }
+    }
+
+    pub fn delete_all_explained() -> Self {
+        Self {
+            sql: DELETE_ALL_EXPLAINED,
             args: vec![],
         }
     }

@@ -16,6 +16,8 @@ struct Tables {
     ledger: BTreeMap<i64, (i64, String)>,
     snapshot: BTreeMap<i64, (i64, i64, String)>,
     segments: BTreeMap<i64, (i64, String)>,
+    /// id → (newest_ms, keys, body)
+    explained: BTreeMap<i64, (i64, String, String)>,
     rows_written: u64,
 }
 
@@ -61,6 +63,17 @@ impl Tables {
             } else if s.sql == "DELETE FROM segments" {
                 self.rows_written += self.segments.len() as u64;
                 self.segments.clear();
+            } else if s.sql.starts_with("INSERT OR REPLACE INTO explained") {
+                self.explained
+                    .insert(int(&a[0]), (int(&a[1]), text(&a[2]), text(&a[3])));
+                self.rows_written += 1;
+            } else if s.sql.starts_with("DELETE FROM explained WHERE id <=") {
+                let before = self.explained.len();
+                self.explained.retain(|id, _| *id > int(&a[0]));
+                self.rows_written += (before - self.explained.len()) as u64;
+            } else if s.sql == "DELETE FROM explained" {
+                self.rows_written += self.explained.len() as u64;
+                self.explained.clear();
             } else {
                 panic!("unexpected statement {}", s.sql);
             }
@@ -102,7 +115,43 @@ impl Tables {
                 body: body.clone(),
             })
             .collect();
-        ColonyStore::load(snapshot, segments, ledger, incarnation, now_ms, config)
+        let explained = self
+            .explained
+            .iter()
+            .map(|(id, (newest_ms, keys, _))| ExplainedRow {
+                id: *id,
+                newest_ms: *newest_ms,
+                keys: keys.clone(),
+            })
+            .collect();
+        ColonyStore::load(
+            snapshot,
+            segments,
+            ledger,
+            explained,
+            incarnation,
+            now_ms,
+            config,
+        )
+    }
+
+    /// What a lookup of the Worker answers: the store's, with a row read if it says so.
+    fn lookup(
+        &self,
+        store: &ColonyStore,
+        key: &str,
+        now_ms: u64,
+        config: &Config,
+    ) -> DecisionLookup {
+        let mut out = store.lookup(key, now_ms, config);
+        if out.explained.is_none() {
+            if let Some(id) = store.explained_row(key, now_ms, config) {
+                let body = &self.explained[&id].2;
+                out.explained =
+                    ColonyStore::explained_in_row(id, body, key, now_ms, config).unwrap();
+            }
+        }
+        out
     }
 }
 
@@ -686,4 +735,163 @@ fn a_decision_of_a_retry_cycle_that_arrives_after_the_confirmation_is_refused() 
     store.placements(&[place("ns/p", "a")], 20, &config);
     store.record_decisions(vec![decision_for("ns/p", 30, &config)], true, 40, &config);
     assert_eq!(store.pending_decisions(), 1);
+}
+
+/// A decision over 200 candidates with EKS-style names, as prioritize makes it: the best 64
+/// kept, each with its cost terms, τ and score (what docs/explanations.md measures).
+fn wide_decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
+    let nodes: Vec<NodeFeatures> = (0..200)
+        .map(|i| NodeFeatures {
+            predicted_utilisation: Some((i % 17) as f64 / 20.0),
+            committed_share: Some((i % 5) as f64 / 6.0),
+            pod_share: Some(0.0625),
+            ..node(
+                &format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 100, i % 100),
+                0.4 + i as f64 * 0.037,
+            )
+        })
+        .collect();
+    let mut rng = SmallRng::seed_from_u64(now_ms);
+    let p =
+        TenantColony::default().score(&nodes, WorkloadClass::Batch, key, now_ms, config, &mut rng);
+    DecisionRecord {
+        key: key.into(),
+        decision: p.decision,
+        explored: false,
+    }
+}
+
+/// An hour of one pod every 5 s (decided, then placed 100 ms later on its second-best
+/// candidate; the object commits every placement batch) after the pod `target` was confirmed at
+/// `t0`, with a reload from the rows every 10 minutes. Returns the store, its rows and when the
+/// hour ended.
+fn an_hour_after_target(config: &Config) -> (ColonyStore, Tables, u64) {
+    let mut db = Tables::default();
+    let mut store = ColonyStore::new(1);
+    store.name_tenant("t", 0);
+    commit(&mut store, &mut db, 0, config);
+    let mut now = 1_000;
+    for (i, key) in std::iter::once("target".to_string())
+        .chain((0..720).map(|i| format!("pod-{i}")))
+        .enumerate()
+    {
+        let d = wide_decision_for(&key, now, config);
+        let bound = d.decision.etas[1].0.clone();
+        store.record_decisions(vec![d], true, now, config);
+        let r = store.placements(&[place(&key, &bound)], now + 100, config);
+        assert_eq!(r.deposited, 1);
+        commit(&mut store, &mut db, now + 100, config);
+        if i % 120 == 119 {
+            store = db.load(i as u64, now + 200, config).unwrap();
+        }
+        now += 5_000;
+    }
+    (store, db, now)
+}
+
+/// The aim "an explanation asked an hour of trace time after the pod's confirmation names the
+/// bound node", on the colony's own clock: the pod's decision is gone with its confirmation,
+/// sixty snapshots and six reloads later its explanation is read from an `explained` row, with
+/// every candidate, the node answered and the node bound. Prints what it cost in rows.
+#[test]
+fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node() {
+    let config = Config::default();
+    let (store, db, end) = an_hour_after_target(&config);
+    assert!(end >= 3_600_000 + 1_000);
+    let found = db.lookup(&store, "target", end, &config);
+    assert!(
+        found.decision.is_none(),
+        "the decision went with the confirmation"
+    );
+    let explained = found.explained.expect("explained an hour later");
+    assert!(
+        store.explained_row("target", end, &config).is_some(),
+        "read from a row, not memory"
+    );
+    let e = explained.explain("t");
+    assert_eq!(e.candidates.len(), 64);
+    assert!(e
+        .candidates
+        .iter()
+        .all(|c| c.cost_per_hour.is_some() && c.score.is_some()));
+    assert_eq!(e.bound_node.as_deref(), Some(e.candidates[1].node.as_str()));
+    assert_eq!(
+        e.answered_node.as_deref(),
+        Some(e.candidates[0].node.as_str())
+    );
+    assert_eq!(e.confirmed_ms, found.confirmed.map(|c| c.confirmed_ms));
+    assert!(
+        e.notes.iter().any(|n| n.contains("overruled")),
+        "{:?}",
+        e.notes
+    );
+    // Past the window: no longer answered, and the next commit deletes every row.
+    let later = 1_100 + config.confirmed_explanations_ttl_ms + 1;
+    assert!(db
+        .lookup(&store, "target", later, &config)
+        .explained
+        .is_none());
+    let (mut store, mut db) = (store, db);
+    store.name_tenant("t-later", later + 3_600_000 * 25);
+    commit(&mut store, &mut db, later + 3_600_000 * 25, &config);
+    assert!(db.explained.is_empty(), "{} rows left", db.explained.len());
+
+    // What keeping them cost: the same hour with none kept.
+    let off = Config {
+        confirmed_explanations_max: 0,
+        ..Config::default()
+    };
+    let (_, db_off, _) = an_hour_after_target(&off);
+    let (_, db_on, _) = an_hour_after_target(&config);
+    let pods = 721.0;
+    let bytes: usize = db_on
+        .explained
+        .values()
+        .map(|(_, k, b)| k.len() + b.len())
+        .sum();
+    eprintln!(
+        "an hour at one pod / 5 s, 64 candidates each: {} rows with explanations kept ({} explained rows, {bytes} bytes in them), {} without; {:.4} more rows per pod",
+        db_on.rows_written,
+        db_on.explained.len(),
+        db_off.rows_written,
+        (db_on.rows_written as f64 - db_off.rows_written as f64) / pods
+    );
+    assert!(db_on.rows_written - db_off.rows_written <= db_on.explained.len() as u64 + 2);
+}
+
+#[test]
+fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut source = ColonyStore::new(1);
+    source.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
+    source.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, &config);
+    let state = source.export();
+    assert!(!state.colony.pheromones.trails.is_empty());
+
+    let mut target = ColonyStore::new(2);
+    target.name_tenant("t", 0);
+    target.record_decisions(vec![decision_for("q", 10, &config)], true, 10, &config);
+    commit(&mut target, &mut db, 30, &config);
+    let version = target.version();
+    assert!(target.import(state.clone(), 40));
+    assert!(target.version() > version, "copies drop what they hold");
+    assert_eq!(
+        target.pending_decisions(),
+        0,
+        "in-flight pods go, as with a reset"
+    );
+    let rows = commit(&mut target, &mut db, 40, &config);
+    assert!(rows >= 1);
+    assert_eq!(target.export(), state);
+    // Once more: nothing to do, nothing written.
+    assert!(!target.import(state.clone(), 50));
+    assert!(!target.is_dirty());
+    let loaded = db.load(3, 60, &config).unwrap();
+    assert_eq!(loaded.export(), state);
+    assert_eq!(loaded.meta().tenant, "t");
+    assert_eq!(
+        loaded.table(60, &config).nodes.len(),
+        state.colony.pheromones.trails.len()
+    );
 }

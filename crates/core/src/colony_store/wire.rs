@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::explained::ConfirmedExplanation;
 use crate::colony::{ColonyCounters, Decision, FilterRejections, Outcome, TenantColony};
 use crate::shadow::{ShadowScore, ShadowSummary};
 
@@ -165,6 +166,9 @@ pub struct DecisionLookup {
     pub decision: Option<Decision>,
     /// Present when the pod's placement was confirmed (its decision was deleted then).
     pub confirmed: Option<ConfirmedView>,
+    /// The confirmed pod's decision and bound node, while it is kept (`explained.rs`).
+    #[serde(default)]
+    pub explained: Option<ConfirmedExplanation>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

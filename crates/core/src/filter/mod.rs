@@ -8,6 +8,8 @@ mod gpu;
 mod latency;
 mod resources;
 
+pub use latency::affinity_lt_bound;
+
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::node_state::NodeState;

@@ -8,11 +8,12 @@ use aco_core::config::EtaFactorSet;
 use serde::Serialize;
 
 use crate::cluster::{sim_config_with, World};
-use crate::engine::{run, Metrics, OutcomeReports, SimParams};
+use crate::engine::{Metrics, OutcomeReports, SimParams};
 use crate::load::LoadModel;
 use crate::native::NativeScheduler;
 use crate::policy;
 use crate::predictor::PredictorKind;
+use crate::progress::Progress;
 use crate::report::mean_sd;
 use crate::trace::Error;
 
@@ -133,6 +134,8 @@ pub struct VariantRow {
 
 /// What the runner needs from the CLI: the world and the simulation of a seed.
 pub struct AblationPlan<'a> {
+    /// Counts the pods of every run (`crate::progress`).
+    pub progress: Progress,
     pub variants: Vec<Variant>,
     pub seeds: Vec<u64>,
     pub jobs: usize,
@@ -163,7 +166,8 @@ fn run_one(plan: &AblationPlan, variant: &Variant, seed: u64) -> Result<Metrics,
         world.config.clone(),
         PredictorKind::Ema(world.config.ema_alpha),
     );
-    Ok(run(&world, &(plan.load_of)(seed)?, &params, &mut s)?.metrics)
+    let load = (plan.load_of)(seed)?;
+    Ok(plan.progress.run(&world, &load, &params, &mut s)?.metrics)
 }
 
 /// Runs every variant on every seed (`jobs` threads) and summarises each variant.
@@ -174,16 +178,17 @@ pub fn run_ablation(plan: &AblationPlan) -> Result<Vec<VariantRow>, Error> {
     let outputs = crate::parallel::map(&tasks, plan.jobs, |&(v, seed)| {
         let r = run_one(plan, &plan.variants[v], seed).map_err(|e| e.to_string());
         if let Ok(m) = &r {
-            eprintln!(
+            plan.progress.println(format!(
                 "{:>40} seed {seed}: ${:.0}, LS QoS {:.2}%, unplaced {}",
                 plan.variants[v].label,
                 m.cost_busy_usd,
                 100.0 * m.ls_compliance,
                 m.unplaced
-            );
+            ));
         }
         r
     });
+    plan.progress.finish();
     let mut by_task = std::collections::BTreeMap::new();
     for (key, r) in tasks.iter().zip(outputs) {
         by_task.insert(*key, r?);
@@ -284,6 +289,7 @@ mod tests {
             ),
         ];
         let plan = AblationPlan {
+            progress: Progress::hidden(),
             variants,
             seeds: vec![1, 2],
             jobs: 2,

@@ -3,17 +3,20 @@
 //! the command line names.
 
 use crate::cluster::World;
-use crate::engine::{run, Metrics, SimParams};
+use crate::engine::{Metrics, SimParams};
 use crate::load::LoadModel;
 use crate::native::NativeScheduler;
 use crate::policy;
 use crate::predictor::PredictorKind;
+use crate::progress::Progress;
 use crate::report::AblationRow;
 use crate::trace::Error;
 
 /// What the runner needs from the command line: the seeds and the world, simulation and load of
 /// a seed.
 pub struct PredictorPlan<'a> {
+    /// Counts the pods of every run (`crate::progress`).
+    pub progress: Progress,
     pub seeds: Vec<u64>,
     pub jobs: usize,
     pub world_of: &'a (dyn Fn(u64) -> Result<World, Error> + Sync),
@@ -36,7 +39,8 @@ pub fn run_predictor_ablation(plan: &PredictorPlan) -> Result<Vec<AblationRow>, 
                     world.config.clone(),
                     kind,
                 );
-                Ok(run(&world, &(plan.load_of)(seed)?, &params, &mut s)?.metrics)
+                let load = (plan.load_of)(seed)?;
+                Ok(plan.progress.run(&world, &load, &params, &mut s)?.metrics)
             })()
             .map_err(|e| e.to_string())
         });
@@ -48,13 +52,14 @@ pub fn run_predictor_ablation(plan: &PredictorPlan) -> Result<Vec<AblationRow>, 
             cost.push(m.cost_busy_usd);
         }
         let row = AblationRow::from_seeds(kind.label(), &safe, &qos, &cost);
-        eprintln!(
+        plan.progress.println(format!(
             "{:>24}: safe {:.2}% ± {:.2}",
             row.predictor,
             100.0 * row.safe_routing_mean,
             100.0 * row.safe_routing_sd
-        );
+        ));
         rows.push(row);
     }
+    plan.progress.finish();
     Ok(rows)
 }

@@ -1,13 +1,14 @@
 //! `aco-sim ablate predictors-real`: every load predictor of [`PredictorKind::ablation_set`] on
-//! the synthetic load model and on load shaped by the real series of `../shared/data/usage` (see
+//! the synthetic load model and on load shaped by the real utilisation series (`--usage-dir`; see
 //! `crate::usage`): its forecast error at the reporting horizon on single-pod probe nodes, beside
 //! the colony's safe-node routing with that predictor, in one run.
 
 use crate::cluster::World;
-use crate::engine::{run, SimParams};
+use crate::engine::SimParams;
 use crate::load::LoadModel;
 use crate::native::NativeScheduler;
 use crate::predictor::{forecast_abs_errors, mae_p95, probe_series, PredictorKind};
+use crate::progress::Progress;
 use crate::trace::Error;
 use crate::{policy, report};
 
@@ -50,6 +51,8 @@ pub fn dynamics_table(rows: &[DynamicsRow]) -> String {
 
 /// What the ablation on real dynamics needs from the command line.
 pub struct DynamicsPlan<'a> {
+    /// Counts the pods of every run (`crate::progress`).
+    pub progress: Progress,
     /// (label, model template; its seed is replaced per run).
     pub models: Vec<(String, LoadModel)>,
     pub seeds: Vec<u64>,
@@ -117,7 +120,10 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 world.config.clone(),
                 kinds[ki],
             );
-            let m = run(&world, &model, &params, &mut sched)?.metrics;
+            let m = plan
+                .progress
+                .run(&world, &model, &params, &mut sched)?
+                .metrics;
             Ok(SeedOutput {
                 errors,
                 hot,
@@ -129,6 +135,7 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
         })()
         .map_err(|e| e.to_string())
     });
+    plan.progress.finish();
     let results: Vec<_> = jobs_list.iter().copied().zip(outputs).collect();
     let mut rows = Vec::new();
     for (mi, (label, _)) in plan.models.iter().enumerate() {
@@ -152,13 +159,13 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 probe_time_hot: hot as f64 / total.max(1) as f64,
                 routing: report::AblationRow::from_seeds(kind.label(), &safe, &qos, &cost),
             };
-            eprintln!(
+            plan.progress.println(format!(
                 "{:>14} {:>24}: MAE {:?}, safe {:.2}%",
                 row.load_model,
                 row.routing.predictor,
                 row.mae.map(|v| 100.0 * v),
                 100.0 * row.routing.safe_routing_mean
-            );
+            ));
             rows.push(row);
         }
     }

@@ -5,12 +5,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::input::Input;
+use super::input::{load_models as models_named, Input};
 use super::output::Output;
-use super::{parse_seeds, repo_path};
+use super::parse_seeds;
+use super::paths::out_dir;
 use crate::ablate::eta::{ablation_table, run_ablation, standard_variants, AblationPlan};
 use crate::ablate::predictors::{run_predictor_ablation, PredictorPlan};
 use crate::ablate::predictors_real::{ablation_on_dynamics, dynamics_table, DynamicsPlan};
+use crate::predictor::PredictorKind;
+use crate::progress::Display;
 use crate::report;
 use crate::trace::Error;
 
@@ -53,9 +56,10 @@ pub enum Mode {
             default_value = "synthetic,usage:alibaba,usage:alibaba-300s,usage:google,usage:azure"
         )]
         load_models: Vec<String>,
-        /// Single-pod probe nodes per seed for the forecast error, and their span in hours.
+        /// Single-pod probe nodes per seed for the forecast error.
         #[arg(long, default_value_t = 64)]
         probes: u64,
+        /// Hours of load each probe node's series spans.
         #[arg(long, default_value_t = 48)]
         probe_hours: u64,
     },
@@ -69,8 +73,10 @@ pub struct Common {
     /// Seeds as a range `1-3` or a list `1,2` (default: the mode's).
     #[arg(long)]
     pub seeds: Option<String>,
-    #[arg(long, default_value = "docs/sim")]
-    pub out: PathBuf,
+    /// Output folder (default: target/aco-sim/ablate in the checkout; `--out docs/sim`
+    /// regenerates the committed results).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Output name (default: the mode's).
     #[arg(long)]
     pub name: Option<String>,
@@ -85,11 +91,14 @@ impl Common {
     }
 
     fn output(&self, default: &str) -> Output {
-        Output::new(&self.out, self.name.as_deref().unwrap_or(default))
+        Output::new(
+            &out_dir(self.out.as_deref(), "ablate"),
+            self.name.as_deref().unwrap_or(default),
+        )
     }
 }
 
-pub fn main(args: AblateArgs) -> Result<(), Error> {
+pub fn main(args: AblateArgs, display: Display) -> Result<(), Error> {
     match args.mode {
         Mode::Eta { common, only } => {
             let input = &common.input;
@@ -99,9 +108,11 @@ pub fn main(args: AblateArgs) -> Result<(), Error> {
                     v.label == "first-fit" || only.iter().any(|o| v.label.contains(o.as_str()))
                 });
             }
+            let seeds = common.seeds("1-3")?;
             let plan = AblationPlan {
+                progress: display.pods(variants.len() * seeds.len(), "ablate eta"),
                 variants,
-                seeds: common.seeds("1-3")?,
+                seeds,
                 jobs: common.jobs,
                 base_vars: input.vars.clone(),
                 world_of: &|seed| input.world(seed),
@@ -111,12 +122,19 @@ pub fn main(args: AblateArgs) -> Result<(), Error> {
             let rows = run_ablation(&plan)?;
             let table = ablation_table(&rows);
             println!("{table}");
-            common.output("ablate").tables(&table, &rows)
+            common.output("ablate").tables(&table, &rows)?;
+            common.output("ablate").announce(&[".md", ".json"]);
+            Ok(())
         }
         Mode::Predictors { common } => {
             let input = &common.input;
+            let seeds = common.seeds("1-10")?;
             let plan = PredictorPlan {
-                seeds: common.seeds("1-10")?,
+                progress: display.pods(
+                    PredictorKind::ablation_set().len() * seeds.len(),
+                    "ablate predictors",
+                ),
+                seeds,
                 jobs: common.jobs,
                 world_of: &|seed| input.world(seed),
                 sim_of: &|seed| input.sim(seed),
@@ -125,7 +143,9 @@ pub fn main(args: AblateArgs) -> Result<(), Error> {
             let rows = run_predictor_ablation(&plan)?;
             let table = report::ablation_table(&rows);
             println!("{table}");
-            common.output("ablation").tables(&table, &rows)
+            common.output("ablation").tables(&table, &rows)?;
+            common.output("ablation").announce(&[".md", ".json"]);
+            Ok(())
         }
         Mode::PredictorsReal {
             common,
@@ -134,9 +154,15 @@ pub fn main(args: AblateArgs) -> Result<(), Error> {
             probe_hours,
         } => {
             let input = &common.input;
+            let models = models_named(&load_models, input.usage_dir.as_deref())?;
+            let seeds = common.seeds("1-5")?;
             let plan = DynamicsPlan {
-                models: crate::load::load_models(&load_models, &repo_path(&input.usage_dir))?,
-                seeds: common.seeds("1-5")?,
+                progress: display.pods(
+                    models.len() * PredictorKind::ablation_set().len() * seeds.len(),
+                    "ablate predictors-real",
+                ),
+                models,
+                seeds,
                 jobs: common.jobs,
                 probes,
                 probe_span_s: probe_hours * 3600,
@@ -146,7 +172,9 @@ pub fn main(args: AblateArgs) -> Result<(), Error> {
             let rows = ablation_on_dynamics(&plan)?;
             let table = dynamics_table(&rows);
             println!("{table}");
-            common.output("predictors-real").tables(&table, &rows)
+            common.output("predictors-real").tables(&table, &rows)?;
+            common.output("predictors-real").announce(&[".md", ".json"]);
+            Ok(())
         }
     }
 }

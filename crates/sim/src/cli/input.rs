@@ -6,53 +6,75 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::repo_path;
+use super::{data, repo_path};
 use crate::cluster::{World, WorldParams};
 use crate::engine::SimParams;
 use crate::load::LoadModel;
 use crate::prices::PriceTable;
-use crate::trace::{self, Error};
+use crate::trace::Error;
 
 #[derive(Args, Clone)]
 pub struct Input {
-    /// Node CSV (default: the shipped sample).
+    /// Node CSV in the OpenB format (default: the shipped sample, data/openb-sample/nodes.csv).
     #[arg(long)]
     pub nodes: Option<PathBuf>,
-    /// Pod CSV (default: the shipped sample).
+    /// Pod CSV in the OpenB format (default: the shipped sample, data/openb-sample/pods.csv).
     #[arg(long)]
     pub pods: Option<PathBuf>,
-    /// Use ../shared/data/openb with this pod list: default, cpu050, gpushare40, gpuspec10, multigpu20.
-    #[arg(long)]
+    /// Replay this pod list of the OpenB trace (`openb_pod_list_<LIST>.csv`: default, cpu050,
+    /// gpushare40, gpuspec10, multigpu20) on the trace's nodes (`openb_node_list_all_node.csv`),
+    /// both from the folder --openb-dir finds (with only --openb-dir, the list `default`, or
+    /// the folder's only pod list, as in a folder written by `aco-sim import`).
+    #[arg(long, value_name = "LIST")]
     pub openb: Option<String>,
-    #[arg(long, default_value = "../shared/data/openb")]
-    pub openb_dir: PathBuf,
-    #[arg(long, default_value = "data/prices")]
+    /// Folder holding the OpenB trace's CSVs (or an `aco-sim import` output); giving it
+    /// replays the trace even without --openb. Default: $ACO_OPENB_DIR, else data/openb/ in
+    /// the checkout; when neither holds it, aco-sim says where to get it and exits 2.
+    #[arg(long, value_name = "DIR")]
+    pub openb_dir: Option<PathBuf>,
+    /// Price table folder (node_types.csv, components.csv; see data/prices/README.md):
+    /// on-demand $/h per node shape.
+    #[arg(long, default_value = "data/prices", value_name = "DIR")]
     pub prices: PathBuf,
+    /// Seed of everything derived (spot nodes, zones, latencies, tenants, load, ties): the same
+    /// seed and flags write the same files.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Only the first N arrivals.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub max_pods: Option<usize>,
+    /// Tenants the trace's pods are spread over (seeded): team-a, team-b, … (an imported
+    /// cluster keeps its own).
     #[arg(long, default_value_t = 3)]
     pub tenants: usize,
-    #[arg(long, default_value_t = 0.2)]
+    /// Share of nodes that are spot instances (seeded), priced at 0.4 × on-demand and
+    /// reclaimed at their pool's rate (an imported cluster's `aco/instance-type` label decides).
+    #[arg(long, default_value_t = 0.2, value_name = "SHARE")]
     pub spot_share: f64,
-    #[arg(long, default_value_t = 60)]
+    /// Seconds between the simulated reporter's node-fact rounds.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub report_interval_s: u64,
-    #[arg(long, default_value_t = 0.8)]
+    /// A latency-sensitive pod keeps its QoS while its node's utilisation stays below this
+    /// (0-1).
+    #[arg(long, default_value_t = 0.8, value_name = "UTILISATION")]
     pub sla_threshold: f64,
-    #[arg(long, default_value_t = 600)]
+    /// Safe-node routing counts a node as safe when it stays below the spike threshold for
+    /// this many seconds after a placement.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
     pub safe_horizon_s: u64,
     /// The extender's config, as the Worker's `[vars]` (repeatable): `--var ALPHA=0` ignores the
     /// trail (η alone), `--var ETA_FACTORS=cost,headroom` keeps only those factors of η.
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub vars: Vec<String>,
     /// `synthetic` (default) or `usage:<alibaba|alibaba-300s|google|azure>`: the load's shape
-    /// from a real utilisation series in `--usage-dir` (see `aco_sim::usage`).
-    #[arg(long, default_value = "synthetic")]
+    /// from a real utilisation series in --usage-dir (see `aco_sim::usage`).
+    #[arg(long, default_value = "synthetic", value_name = "MODEL")]
     pub load_model: String,
-    #[arg(long, default_value = "../shared/data/usage")]
-    pub usage_dir: PathBuf,
+    /// Folder holding the real utilisation series (read only by `usage:` load models).
+    /// Default: $ACO_USAGE_DIR, else data/usage/ in the checkout; when neither holds them,
+    /// aco-sim says where to get them and exits 2.
+    #[arg(long, value_name = "DIR")]
+    pub usage_dir: Option<PathBuf>,
     /// What the simulated reporter says after a placement: `none` (placements only: the trail
     /// deposits η), `qos` (each pod's QoS outcome) or `qos-cost` (with its observed cost).
     #[arg(long, default_value = "qos-cost")]
@@ -72,26 +94,34 @@ pub struct Input {
 }
 
 impl Input {
-    pub fn world(&self, seed: u64) -> Result<World, Error> {
-        let (nodes, pods) = match &self.openb {
-            Some(list) => {
-                let dir = repo_path(&self.openb_dir);
-                (
-                    dir.join("openb_node_list_all_node.csv"),
-                    dir.join(format!("openb_pod_list_{list}.csv")),
-                )
-            }
-            None => (
-                self.nodes
-                    .clone()
-                    .unwrap_or_else(|| repo_path(Path::new("data/openb-sample/nodes.csv"))),
-                self.pods
-                    .clone()
-                    .unwrap_or_else(|| repo_path(Path::new("data/openb-sample/pods.csv"))),
-            ),
+    /// The node and pod CSVs: the OpenB trace's when --openb or --openb-dir is given, else
+    /// --nodes/--pods, else the shipped sample.
+    pub fn files(&self) -> Result<(PathBuf, PathBuf), Error> {
+        if self.openb.is_some() || self.openb_dir.is_some() {
+            let dir = data::OPENB.dir(self.openb_dir.as_deref())?;
+            let list = match &self.openb {
+                Some(list) => list.clone(),
+                None => data::default_pod_list(std::slice::from_ref(&dir))?,
+            };
+            return Ok((
+                dir.join("openb_node_list_all_node.csv"),
+                dir.join(format!("openb_pod_list_{list}.csv")),
+            ));
+        }
+        let or_sample = |given: &Option<PathBuf>, file: &str| {
+            given.as_deref().map_or_else(
+                || repo_path(&Path::new("data/openb-sample").join(file)),
+                repo_path,
+            )
         };
-        let nodes = trace::read_nodes(&nodes)?;
-        let pods = trace::read_pods(&pods, 60)?;
+        Ok((
+            or_sample(&self.nodes, "nodes.csv"),
+            or_sample(&self.pods, "pods.csv"),
+        ))
+    }
+
+    pub fn world(&self, seed: u64) -> Result<World, Error> {
+        let (nodes, pods) = self.files()?;
         let prices = PriceTable::load(&repo_path(&self.prices))?;
         let params = WorldParams {
             seed,
@@ -99,9 +129,8 @@ impl Input {
             spot_share: self.spot_share,
             ..WorldParams::default()
         };
-        let mut world = World::build(&nodes, &pods, &prices, params);
-        world.config = crate::cluster::sim_config_with(&self.vars)?;
-        Ok(world)
+        let config = crate::cluster::sim_config_with(&self.vars)?;
+        crate::import::observed::world_from_files(&nodes, &pods, &prices, params, config)
     }
 
     pub fn sim(&self, seed: u64) -> SimParams {
@@ -115,17 +144,32 @@ impl Input {
             spot_reclamation: !self.no_spot_reclamation,
             performance: self.performance,
             node_faults: self.node_faults,
-            progress: true,
+            // The command line draws one bar per sweep (`crate::progress`), not one per run.
+            progress: false,
             ..SimParams::default()
         }
     }
 
     pub fn load(&self, seed: u64) -> Result<LoadModel, Error> {
-        let (_, model) = crate::load::load_models(
+        let (_, model) = load_models(
             std::slice::from_ref(&self.load_model),
-            &repo_path(&self.usage_dir),
+            self.usage_dir.as_deref(),
         )?
         .remove(0);
         Ok(LoadModel { seed, ..model })
     }
+}
+
+/// The load models `specs` names; the utilisation series' folder is looked for (and its
+/// absence refused) only when one of them is a `usage:` model.
+pub fn load_models(
+    specs: &[String],
+    usage_dir: Option<&Path>,
+) -> Result<Vec<(String, LoadModel)>, Error> {
+    let dir = if specs.iter().any(|s| s.trim().starts_with("usage:")) {
+        data::USAGE.dir(usage_dir)?
+    } else {
+        PathBuf::new()
+    };
+    Ok(crate::load::load_models(specs, &dir)?)
 }

@@ -1,20 +1,24 @@
 //! The `aco-sim` command line: one file per subcommand (`run.rs`, `ablate.rs`, `saturate.rs`,
-//! `replay.rs`, `explain.rs`), the flags the trace-driven ones share (`input.rs`) and the writer
-//! of their files (`output.rs`).
-
-use std::path::{Path, PathBuf};
+//! `replay.rs`, `explain.rs`, `import.rs`), the flags the trace-driven ones share (`input.rs`),
+//! where relative paths and outputs go (`paths.rs`), the data sets found or refused
+//! (`data.rs`), and the writer of their files (`output.rs`).
 
 use clap::{Parser, Subcommand};
 
 use crate::trace::Error;
 
 pub mod ablate;
+pub mod data;
 pub mod explain;
+pub mod import;
 pub mod input;
 pub mod output;
+pub mod paths;
 pub mod replay;
 pub mod run;
 pub mod saturate;
+
+pub use paths::repo_path;
 
 #[derive(Parser)]
 #[command(
@@ -24,6 +28,10 @@ pub mod saturate;
 pub struct Cli {
     #[command(subcommand)]
     pub cmd: Cmd,
+    /// No progress bars (they are drawn on stderr only when it is a terminal; the per-run
+    /// summary lines stay).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -44,30 +52,33 @@ pub enum Cmd {
     /// Print a remembered decision's explanation from a running Worker
     /// (`GET [/c/<cluster>]/v1/tenants/{tenant}/decisions/{pod}`).
     Explain(explain::ExplainArgs),
+    /// Turn a cluster's own state into a replayable trace: nodes and pods of a
+    /// `kubectl get nodes,pods -o json` dump (a v1.List) with their requests, labels, prices
+    /// and start/end times, as OpenB CSVs that `run --openb-dir DIR` and `saturate
+    /// --openb-dir DIR` replay ("what would the colony have done on my cluster?").
+    Import(import::ImportArgs),
 }
 
-/// Runs one subcommand.
-pub fn main(cmd: Cmd) -> Result<(), Error> {
-    match cmd {
-        Cmd::Run(args) => run::main(args),
-        Cmd::Ablate(args) => ablate::main(args),
-        Cmd::Saturate(args) => saturate::run(&args, &parse_seeds(&args.seeds)?, repo_path),
+/// Runs one subcommand. A data set that is needed and missing is a [`data::MissingData`]
+/// error (the binary exits 2 on it).
+pub fn main(cli: Cli) -> Result<(), Error> {
+    let progress = crate::progress::Display::new(!cli.quiet);
+    match cli.cmd {
+        Cmd::Run(args) => run::main(args, progress),
+        Cmd::Ablate(args) => ablate::main(args, progress),
+        Cmd::Saturate(args) => saturate::run(&args, &parse_seeds(&args.seeds)?, progress),
         Cmd::Replay(args) => replay::main(args),
         Cmd::Explain(args) => explain::main(args),
+        Cmd::Import(args) => import::main(args),
     }
 }
 
-/// A path given on the command line: as given if it exists (or is absolute), else relative to
-/// the repository root, so the commands work from the repository and from `crates/sim`.
-pub fn repo_path(p: &Path) -> PathBuf {
-    if p.exists() || p.is_absolute() {
-        return p.to_path_buf();
-    }
-    let alt = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(p);
-    if alt.exists() {
-        alt
+/// The exit status for an error of [`main`]: 2 when a data set is missing, else 1.
+pub fn exit_status(e: &Error) -> i32 {
+    if e.downcast_ref::<data::MissingData>().is_some() {
+        2
     } else {
-        p.to_path_buf()
+        1
     }
 }
 
@@ -95,6 +106,35 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// Every flag of `aco-sim` and of every subcommand (at every depth) says what it is for.
+    #[test]
+    fn every_flag_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>, seen: &mut usize) {
+            for arg in cmd.get_arguments() {
+                *seen += 1;
+                let id = arg.get_id().as_str();
+                if id != "help" && id != "version" && arg.get_help().is_none() {
+                    missing.push(format!("{path} --{}", arg.get_long().unwrap_or(id)));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                assert!(
+                    sub.get_about().is_some(),
+                    "{path} {} has no description",
+                    sub.get_name()
+                );
+                walk(sub, &format!("{path} {}", sub.get_name()), missing, seen);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let (mut missing, mut seen) = (Vec::new(), 0);
+        walk(&cmd, "aco-sim", &mut missing, &mut seen);
+        assert!(missing.is_empty(), "flags without help: {missing:?}");
+        // Every subcommand's shared flags are counted: the walk really reached them.
+        assert!(seen > 150, "{seen} args walked");
     }
 
     #[test]

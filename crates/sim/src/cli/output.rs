@@ -34,6 +34,15 @@ impl Output {
         Ok(())
     }
 
+    /// Says on stderr which files were written (`suffixes` of `<dir>/<name>`).
+    pub fn announce(&self, suffixes: &[&str]) {
+        let files: Vec<String> = suffixes
+            .iter()
+            .map(|s| self.path(s).display().to_string())
+            .collect();
+        eprintln!("wrote {}", files.join(", "));
+    }
+
     /// The table as `<name>.md` and the rows as pretty-printed `<name>.json`.
     pub fn tables<T: Serialize + ?Sized>(&self, markdown: &str, rows: &T) -> Result<(), Error> {
         self.write(".md", markdown)?;

@@ -25,6 +25,7 @@ use crate::trace::Error;
 pub struct ReplayArgs {
     #[command(flatten)]
     pub input: Input,
+    /// The Worker's base URL (`wrangler dev` serves http://127.0.0.1:8787).
     #[arg(long, default_value = "http://127.0.0.1:8787")]
     pub url: String,
     /// The Worker's ADMIN_TOKEN (no default: a deployment's is a secret; scripts/demo's is random).

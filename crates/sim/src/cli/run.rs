@@ -8,11 +8,13 @@ use clap::Args;
 
 use super::input::Input;
 use super::output::Output;
+use super::paths::out_dir;
 use crate::cluster::{SimNode, SimPod, World};
-use crate::engine::{run, Metrics, RunResult};
+use crate::engine::{Metrics, RunResult};
 use crate::native::NativeScheduler;
 use crate::policy;
 use crate::predictor::PredictorKind;
+use crate::progress::Display;
 use crate::report;
 use crate::trace::Error;
 
@@ -23,9 +25,10 @@ pub struct RunArgs {
     /// Comma-separated policies (default: all).
     #[arg(long, value_delimiter = ',')]
     pub policies: Option<Vec<String>>,
-    /// Output directory for <name>.json, <name>.md and plots.
-    #[arg(long, default_value = "docs/sim")]
-    pub out: PathBuf,
+    /// Output folder for <name>.json, <name>.md, the CSVs and plots (default:
+    /// target/aco-sim/run in the checkout; `--out docs/sim` regenerates the committed results).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Run name (file prefix).
     #[arg(long, default_value = "sample")]
     pub name: String,
@@ -34,7 +37,7 @@ pub struct RunArgs {
     pub jobs: usize,
 }
 
-pub fn main(args: RunArgs) -> Result<(), Error> {
+pub fn main(args: RunArgs, display: Display) -> Result<(), Error> {
     let RunArgs {
         input,
         policies,
@@ -42,6 +45,7 @@ pub fn main(args: RunArgs) -> Result<(), Error> {
         name,
         jobs,
     } = args;
+    let out = out_dir(out.as_deref(), "run");
     let world = input.world(input.seed)?;
     let load = input.load(input.seed)?;
     let params = input.sim(input.seed);
@@ -56,15 +60,18 @@ pub fn main(args: RunArgs) -> Result<(), Error> {
         policy::by_name(n, input.seed)
             .ok_or_else(|| format!("unknown policy {n}; known: {}", policy::ALL.join(", ")))?;
     }
+    let progress = display.pods(names.len(), "run");
     let results = crate::parallel::map(&names, jobs, |n| {
         let mut s = NativeScheduler::new(
             policy::by_name(n, input.seed).unwrap(),
             world.config.clone(),
             PredictorKind::Ema(world.config.ema_alpha),
         );
-        let r = run(&world, &load, &params, &mut s).map_err(|e| e.to_string());
+        let r = progress
+            .run(&world, &load, &params, &mut s)
+            .map_err(|e| e.to_string());
         if let Ok(r) = &r {
-            eprintln!(
+            progress.println(format!(
                 "{:>13}: ${:.0}, unplaced {}, LS QoS {:.2}%, safe {:.2}%, {:.0} decisions/s",
                 n,
                 r.metrics.cost_busy_usd,
@@ -72,10 +79,11 @@ pub fn main(args: RunArgs) -> Result<(), Error> {
                 100.0 * r.metrics.ls_compliance,
                 100.0 * r.metrics.safe_routing_rate,
                 r.metrics.decisions_per_s
-            );
+            ));
         }
         r
     });
+    progress.finish();
     let mut runs: Vec<RunResult> = Vec::new();
     for r in results {
         runs.push(r?);

@@ -3,39 +3,49 @@
 //! (`saturate-reproduction.{md,json}`) with the reproduction table — FGD and Best-fit against the
 //! published means, variant by variant — followed by each variant's full table.
 //!
-//! Pod lists are looked up in the `--openb-dir` folders in the order given (the shipped
-//! `../shared/data/openb` first by default; more folders, such as one holding variants fetched
-//! from the public trace, after it). The node list is the variant's folder's
+//! Pod lists are looked up in the `--openb-dir` folders in the order given (by default
+//! `$ACO_OPENB_DIR`, else `data/openb/` in the checkout, else a refusal saying where to get the
+//! trace — `cli::data`; more folders, such as one holding variants fetched from the public
+//! trace, after the first). The node list is the variant's folder's
 //! `openb_node_list_gpu_node.csv`, else the first folder's that has one: every OpenB variant runs
-//! on the same 1,213 GPU nodes.
+//! on the same 1,213 GPU nodes. A folder written by `aco-sim import` is a variant `default`
+//! on the cluster's own GPU nodes.
 
 use crate::saturate::sampling::NodeSampling;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use super::data;
 use super::output::Output;
-use crate::cluster::{World, WorldParams};
+use super::paths::{out_dir, repo_path};
+use crate::cluster::WorldParams;
+use crate::import::observed::world_from_files;
 use crate::prices::PriceTable;
+use crate::progress::Display;
 use crate::saturate::policy as sp;
 use crate::saturate::report as sr;
-use crate::trace::{self, Error};
+use crate::trace::Error;
 
 /// Points within which FGD and Best-fit must meet the published means.
 pub const TOLERANCE: f64 = 0.5;
 const NODE_LIST: &str = "openb_node_list_gpu_node.csv";
-const POD_LIST_PREFIX: &str = "openb_pod_list_";
 
 #[derive(Debug, Clone, Args)]
 pub struct SaturateArgs {
     /// Variants (pod lists `openb_pod_list_<variant>.csv`), comma-separated, or `all`: every pod
-    /// list in the `--openb-dir` folders.
-    #[arg(long, value_delimiter = ',', default_value = "default")]
+    /// list in the `--openb-dir` folders (default: `default`, or the folders' only pod list,
+    /// as in a folder written by `aco-sim import`).
+    #[arg(long, value_delimiter = ',')]
     pub openb: Vec<String>,
-    /// Folders holding pod lists, searched in order (repeatable).
-    #[arg(long = "openb-dir", default_value = "../shared/data/openb")]
+    /// Folders holding pod lists, searched in order (repeatable). Default: $ACO_OPENB_DIR
+    /// (folders separated as in PATH), else data/openb/ in the checkout; when none holds the
+    /// trace, aco-sim says where to get it and exits 2.
+    #[arg(long = "openb-dir", value_name = "DIR")]
     pub openb_dirs: Vec<PathBuf>,
-    #[arg(long, default_value = "data/prices")]
+    /// Price table folder (node_types.csv, components.csv; see data/prices/README.md): the
+    /// colony's cost term.
+    #[arg(long, default_value = "data/prices", value_name = "DIR")]
     pub prices: PathBuf,
     /// Seeds as a range `42-51` or a list `42,43`.
     #[arg(long, default_value = "42-51")]
@@ -43,18 +53,23 @@ pub struct SaturateArgs {
     /// Comma-separated policies (default: fgd, best-fit, dot-product, gpu-packing, gpu-clustering, random, first-fit, colony).
     #[arg(long, value_delimiter = ',')]
     pub policies: Option<Vec<String>>,
-    /// Published means for the reproduction check.
+    /// The ATC '23 paper's published means per variant and policy, for the reproduction check
+    /// (shipped in data/fgd/; variants it does not list are not checked).
     #[arg(
         long,
-        default_value = "../shared/data/fgd/atc23_allocation_by_policy.csv"
+        default_value = "data/fgd/atc23_allocation_by_policy.csv",
+        value_name = "CSV"
     )]
     pub published: PathBuf,
-    #[arg(long, default_value = "docs/sim")]
-    pub out: PathBuf,
+    /// Output folder (default: target/aco-sim/saturate in the checkout; `--out docs/sim`
+    /// regenerates the committed results).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Output name: a single variant's files (default `saturate-<variant>`), or with several
     /// variants the reproduction table's (default `saturate-reproduction`).
     #[arg(long)]
     pub name: Option<String>,
+    /// Runs (policy × seed) in parallel threads.
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
     /// The colony's config, as the Worker's `[vars]` (repeatable), e.g. `--var ETA_FACTORS=fragmentation`.
@@ -87,21 +102,7 @@ pub fn resolve(
     shown: &[PathBuf],
 ) -> Result<Vec<Variant>, Error> {
     let names: Vec<String> = if wanted.iter().any(|w| w == "all") {
-        let mut found = std::collections::BTreeSet::new();
-        for d in dirs {
-            for e in
-                std::fs::read_dir(d).map_err(|e| format!("--openb-dir {}: {e}", d.display()))?
-            {
-                let file = e?.file_name().to_string_lossy().into_owned();
-                if let Some(v) = file
-                    .strip_prefix(POD_LIST_PREFIX)
-                    .and_then(|f| f.strip_suffix(".csv"))
-                {
-                    found.insert(v.to_string());
-                }
-            }
-        }
-        found.into_iter().collect()
+        data::pod_lists(dirs)?.into_iter().collect()
     } else {
         wanted.to_vec()
     };
@@ -109,7 +110,7 @@ pub fn resolve(
     names
         .into_iter()
         .map(|name| {
-            let file = format!("{POD_LIST_PREFIX}{name}.csv");
+            let file = format!("{}{name}.csv", data::POD_LIST_PREFIX);
             let i = dirs
                 .iter()
                 .position(|d| d.join(&file).exists())
@@ -140,14 +141,18 @@ pub fn resolve(
         .collect()
 }
 
-/// Runs the protocol on every variant; `path` resolves a path given on the command line.
-pub fn run(
-    args: &SaturateArgs,
-    seeds: &[u64],
-    path: impl Fn(&Path) -> PathBuf,
-) -> Result<(), Error> {
-    let dirs: Vec<PathBuf> = args.openb_dirs.iter().map(|d| path(d)).collect();
-    let variants = resolve(&args.openb, &dirs, &args.openb_dirs)?;
+/// Runs the protocol on every variant, with a bar counting the runs.
+pub fn run(args: &SaturateArgs, seeds: &[u64], display: Display) -> Result<(), Error> {
+    let found = data::OPENB.dirs(&args.openb_dirs)?;
+    let dirs: Vec<PathBuf> = found.iter().map(|f| f.dir.clone()).collect();
+    let shown: Vec<PathBuf> = found.iter().map(|f| f.shown.clone()).collect();
+    let wanted = if args.openb.is_empty() {
+        vec![data::default_pod_list(&dirs)?]
+    } else {
+        args.openb.clone()
+    };
+    let variants = resolve(&wanted, &dirs, &shown)?;
+    let out = out_dir(args.out.as_deref(), "saturate");
     let names = args
         .policies
         .clone()
@@ -160,34 +165,37 @@ pub fn run(
             )
         })?;
     }
-    let price_table = PriceTable::load(&path(&args.prices))?;
+    let price_table = PriceTable::load(&repo_path(&args.prices))?;
     let config = crate::cluster::sim_config_with(&args.vars)?;
-    let published = std::fs::read_to_string(path(&args.published)).unwrap_or_default();
+    let published = std::fs::read_to_string(repo_path(&args.published))
+        .map_err(|e| format!("--published {}: {e}", args.published.display()))?;
+    let progress = display.runs(variants.len() * names.len() * seeds.len(), "saturate");
     let single = variants.len() == 1;
     let (mut all, mut sections, mut per_variant) = (Vec::new(), String::new(), Vec::new());
     for v in &variants {
-        let nodes = trace::read_nodes(&v.nodes)?;
-        let pods = trace::read_pods(&v.pods, 60)?;
-        let mut world = World::build(
-            &nodes,
-            &pods,
+        let world = world_from_files(
+            &v.nodes,
+            &v.pods,
             &price_table,
             WorldParams {
                 seed: 1,
                 ..WorldParams::default()
             },
-        );
-        world.config = config.clone();
+            config.clone(),
+        )?;
+        if world.nodes.iter().all(|n| n.gpus == 0) {
+            return Err(format!("{}: no GPU node to saturate", v.nodes.display()).into());
+        }
         let shapes = crate::saturate::shapes_of(&world);
         let gpus: u32 = world.nodes.iter().map(|n| n.gpus).sum();
-        eprintln!(
+        progress.println(format!(
             "{}: {} GPU nodes, {gpus} GPUs, {} trace pods ({}), {} typical shapes, seeds {seeds:?}",
             v.name,
             world.nodes.len(),
             world.pods.len(),
             v.pods.display(),
             shapes.len(),
-        );
+        ));
         let jobs_list: Vec<(String, u64)> = names
             .iter()
             .flat_map(|n| seeds.iter().map(move |s| (n.clone(), *s)))
@@ -202,10 +210,11 @@ pub fn run(
                 p.as_mut(),
                 args.nodes_to_score,
             );
-            eprintln!(
+            progress.run_done();
+            progress.println(format!(
                 "{:>15} {} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s",
                 n, v.name, r.at100, r.at130, r.failed, r.decisions_per_s
-            );
+            ));
             r
         });
         let rows = sr::rows(&runs, &names, &sr::published(&published, &v.name));
@@ -226,7 +235,7 @@ pub fn run(
                 .clone()
                 .unwrap_or_else(|| format!("saturate-{}", v.name));
             write_variant(
-                &args.out,
+                &out,
                 &name,
                 &v.name,
                 seeds.len(),
@@ -241,6 +250,7 @@ pub fn run(
                 .push(serde_json::json!({"variant": v.name, "podList": v.pods, "rows": rows}));
         }
     }
+    progress.finish();
     if !single {
         let name = args
             .name
@@ -248,14 +258,15 @@ pub fn run(
             .unwrap_or_else(|| "saturate-reproduction".into());
         let table = sr::reproduction_table(&all, TOLERANCE);
         println!("{table}");
-        Output::new(&args.out, &name).tables(
+        let output = Output::new(&out, &name);
+        output.tables(
             &format!("{table}{sections}"),
             &serde_json::json!({
                 "reproduction": all,
                 "variants": per_variant,
             }),
         )?;
-        eprintln!("wrote {}/{name}.md, .json", args.out.display());
+        output.announce(&[".md", ".json"]);
     }
     let missed: Vec<String> = all
         .iter()
@@ -289,7 +300,7 @@ fn write_variant(
         &format!("GPU allocation vs arrived workload — OpenB {variant}, {seeds} seeds"),
         &curves,
     )?;
-    eprintln!("wrote {}/{name}.md, .json, .csv, .svg", out.display());
+    output.announce(&[".md", ".json", ".csv", ".svg"]);
     Ok(())
 }
 

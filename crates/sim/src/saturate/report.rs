@@ -8,7 +8,7 @@ use super::SatRun;
 use crate::report::mean_sd;
 use crate::trace::Error;
 
-/// Published means (ATC '23, `../shared/data/fgd/`): policy → (at 100%, at 130%).
+/// Published means (ATC '23, `data/fgd/`): policy → (at 100%, at 130%).
 pub fn published(csv: &str, workload: &str) -> Vec<(String, f64, f64)> {
     let map = |p: &str| match p {
         "01-Random" => "random",

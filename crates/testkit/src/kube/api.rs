@@ -167,6 +167,29 @@ impl Kube {
             .await
     }
 
+    /// Creates a pod and returns the API server's answer as it is — the stored pod, or the
+    /// status code and body of a refusal (an admission webhook's, for instance); `dry_run` runs
+    /// the whole admission chain without storing the pod (`?dryRun=All`).
+    pub async fn try_create_pod(&self, pod: &Value, dry_run: bool) -> Result<Value, (u16, String)> {
+        let ns = pod["metadata"]["namespace"]
+            .as_str()
+            .expect("pod namespace");
+        let query = if dry_run { "?dryRun=All" } else { "" };
+        let r = self
+            .http
+            .post(format!("{}/api/v1/namespaces/{ns}/pods{query}", self.base))
+            .json(pod)
+            .send()
+            .await
+            .map_err(|e| (0, e.to_string()))?;
+        let status = r.status().as_u16();
+        let text = r.text().await.map_err(|e| (status, e.to_string()))?;
+        if !(200..300).contains(&status) {
+            return Err((status, text));
+        }
+        serde_json::from_str(&text).map_err(|e| (status, format!("{e}: {text}")))
+    }
+
     pub async fn pod(&self, ns: &str, name: &str) -> Value {
         self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
             .await

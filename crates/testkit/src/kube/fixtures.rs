@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::reporter::Reporter;
-use super::{ControlPlane, Kube, SchedulerConfig};
+use super::{install, ControlPlane, Kube, SchedulerConfig};
 use crate::api::{WorkerApi, WorkerHttp};
 use crate::nodes::name_of;
 use crate::pods::pod_object;
@@ -81,12 +81,75 @@ impl Env {
         &self.cp.kube
     }
 
+    /// The shipped `k8s/scheduler-config.yaml` (one verb: prioritize) pointed at this Worker.
     pub fn worker_config(&self, node_cache_capable: bool) -> SchedulerConfig {
         SchedulerConfig::worker(
             self.api.url_prefix(),
             self.cp.pki.ca_pem(),
             node_cache_capable,
         )
+    }
+
+    /// The two-verb variant (`k8s/scheduler-config-filter.yaml`: filter, then prioritize)
+    /// pointed at this Worker: the Worker's own filter enforces the constraints.
+    pub fn worker_config_filter(&self, node_cache_capable: bool) -> SchedulerConfig {
+        SchedulerConfig {
+            file: super::scheduler_config::SHIPPED_FILTER,
+            ..self.worker_config(node_cache_capable)
+        }
+    }
+
+    /// Registers the shipped admission webhook (`k8s/webhook/webhook.yaml` as kustomize renders it)
+    /// with the API server, calling this env's reporter, and waits until it applies
+    /// ([`Env::register_webhook`]). Returns the registered object.
+    pub async fn install_webhook(&self) -> Value {
+        let reporter = self
+            .reporter
+            .as_ref()
+            .expect("the reporter serves the webhook: Env::start_with_reporter");
+        self.install_webhook_for(reporter).await
+    }
+
+    /// [`Env::install_webhook`], calling `reporter`'s webhook.
+    pub async fn install_webhook_for(&self, reporter: &Reporter) -> Value {
+        let objects = install::render(&self.cp, &self.api.base, "aco-reporter:test");
+        let mwc = self.local_webhook(&objects, reporter);
+        self.register_webhook(&mwc).await;
+        mwc
+    }
+
+    /// The rendered `MutatingWebhookConfiguration` of `objects`, calling `reporter` with the
+    /// webhook CA of this control plane ([`install::local_webhook`]).
+    pub fn local_webhook(&self, objects: &[Value], reporter: &Reporter) -> Value {
+        install::local_webhook(objects, reporter.webhook, &self.cp.pki.webhook_ca_pem())
+    }
+
+    /// Applies `mwc` and waits until the API server calls it: a dry-run creation of a pod of
+    /// aco-scheduler with a latency target comes back with the webhook's annotation.
+    pub async fn register_webhook(&self, mwc: &Value) {
+        install::apply(self.kube(), std::slice::from_ref(mwc)).await;
+        let probe = pod(
+            "default",
+            "webhook-probe",
+            PodOpts {
+                annotations: vec![(LATENCY_TARGET_ANNOTATION, "100".into())],
+                ..Default::default()
+            },
+        );
+        super::wait_for(
+            "the admission webhook to apply to new pods",
+            Duration::from_secs(60),
+            || {
+                let probe = probe.clone();
+                async move {
+                    let created = self.kube().try_create_pod(&probe, true).await.ok()?;
+                    created["metadata"]["annotations"][WEBHOOK_ANNOTATION]
+                        .is_string()
+                        .then_some(())
+                }
+            },
+        )
+        .await;
     }
 
     /// Creates the Node objects; with a reporter, waits until the Worker has its facts for
@@ -134,6 +197,12 @@ pub fn worker_options(cp: &ControlPlane, state: &std::path::Path) -> StartOption
     .var("EXTENDER_AUTH", "path-token")
     .var("EXTENDER_TOKENS", EXTENDER_TOKEN)
 }
+
+/// The annotation the reporter's admission webhook writes on a pod it gave node affinity
+/// (`aco_reporter::admission::ANNOTATION`).
+pub const WEBHOOK_ANNOTATION: &str = "scheduling.aco/required-node-affinity";
+/// The pod annotation of a latency target (the Worker's first `LATENCY_TARGET_ANNOTATIONS`).
+pub const LATENCY_TARGET_ANNOTATION: &str = "scheduling.aco/latency-target-us";
 
 pub fn start_worker(cp: &ControlPlane, state: &std::path::Path) -> WorkerProcess {
     WorkerProcess::start(worker_options(cp, state))
@@ -203,6 +272,25 @@ pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Va
     node
 }
 
+/// The constraint scenario's nodes: GPU nodes of several models (V100M16 ×2, V100M32, T4 ×2,
+/// P100, G2) plus three CPU-only ones, with latencies straddling a 200 µs target and prices.
+pub fn constraint_nodes() -> Vec<Value> {
+    let gpu =
+        crate::openb::pick_gpu_nodes(&["V100M16", "V100M16", "V100M32", "T4", "T4", "P100", "G2"]);
+    let latencies = [150, 900, 120, 80, 600, 190, 1500];
+    let costs = [3.2, 3.0, 4.1, 1.1, 1.0, 0.9, 2.2];
+    let mut nodes: Vec<Value> = gpu
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| label_node(n, costs[i], latencies[i], i % 3 == 2))
+        .collect();
+    let cpu = crate::openb::openb_cpu_nodes();
+    for (i, (lat, cost)) in [(100, 0.5), (700, 0.4), (300, 0.6)].into_iter().enumerate() {
+        nodes.push(label_node(cpu[i].clone(), cost, lat, false));
+    }
+    nodes
+}
+
 pub fn label(v: &Value, key: &str) -> String {
     v["metadata"]["labels"][key]
         .as_str()
@@ -236,6 +324,19 @@ pub struct PodOpts<'a> {
     pub labels: Vec<(&'a str, String)>,
     pub annotations: Vec<(&'a str, String)>,
     pub affinity: Option<Value>,
+}
+
+/// A pod asking for one GPU of `models` (`scheduling.aco/gpu-models`, `|`-separated).
+pub fn gpu_model_pod(ns: &str, name: &str, models: &str) -> Value {
+    pod(
+        ns,
+        name,
+        PodOpts {
+            gpus: 1,
+            annotations: vec![("scheduling.aco/gpu-models", models.into())],
+            ..Default::default()
+        },
+    )
 }
 
 /// A pod for a test to create in the API server (500m CPU and 512Mi unless told, GPUs as limits).

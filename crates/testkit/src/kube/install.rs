@@ -127,6 +127,11 @@ fn collection(obj: &Value) -> String {
         "NetworkPolicy" => ("/apis/networking.k8s.io/v1", "networkpolicies", true),
         "Deployment" => ("/apis/apps/v1", "deployments", true),
         "PodDisruptionBudget" => ("/apis/policy/v1", "poddisruptionbudgets", true),
+        "MutatingWebhookConfiguration" => (
+            "/apis/admissionregistration.k8s.io/v1",
+            "mutatingwebhookconfigurations",
+            false,
+        ),
         "ClusterRole" => ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", false),
         "ClusterRoleBinding" => (
             "/apis/rbac.authorization.k8s.io/v1",
@@ -142,6 +147,26 @@ fn collection(obj: &Value) -> String {
     } else {
         format!("{prefix}/{plural}")
     }
+}
+
+/// The shipped `MutatingWebhookConfiguration` (`k8s/webhook/webhook.yaml`) as this output renders it,
+/// with only its endpoint changed: `clientConfig` calls `https://127.0.0.1:<port>` (the test's
+/// reporter, [`super::reporter::Reporter::webhook`]) at the rendered path, trusting `ca_pem`
+/// ([`super::Pki::webhook_ca_pem`]) — in a cluster the Service and the injected CA. Rules,
+/// selectors, matchConditions, failure policy and timeout are the shipped ones.
+pub fn local_webhook(objects: &[Value], port: u16, ca_pem: &[u8]) -> Value {
+    let mut mwc = object(objects, "MutatingWebhookConfiguration", "aco-reporter").clone();
+    for hook in mwc["webhooks"].as_array_mut().unwrap() {
+        let path = hook["clientConfig"]["service"]["path"]
+            .as_str()
+            .unwrap_or("/")
+            .to_owned();
+        hook["clientConfig"] = serde_json::json!({
+            "url": format!("https://127.0.0.1:{port}{path}"),
+            "caBundle": super::base64::encode(ca_pem),
+        });
+    }
+    mwc
 }
 
 /// Applies every object (`kubectl apply --server-side`: created, or updated if it exists).

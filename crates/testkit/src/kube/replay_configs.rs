@@ -1,6 +1,6 @@
 //! The kube-scheduler configurations of the real-kube trace replay, by name:
 //!
-//! - `alone`: kube-scheduler alone, the shipped profile with no extender (the default plugins);
+//! - `alone`: kube-scheduler alone, with kube-scheduler's default plugins and no extender;
 //! - `extender`: the shipped `k8s/scheduler-config.yaml` with the Worker as extender;
 //! - `fgd`: FGD compiled into the same kube-scheduler as the only score plugin (the ATC '23
 //!   authors' scheduler), every feasible node scored as their simulator does.
@@ -9,7 +9,8 @@
 //! enables it (device accounting is the cluster's, not a policy): best fit for a share's GPU in
 //! `alone` and `extender`, FGD's choice in `fgd`. Changes follow a
 //! `+`: `pct=N` (the profile's `percentageOfNodesToScore`), `scores=off` (every default score
-//! plugin off), `fit=most` (NodeResourcesFit scores MostAllocated instead of LeastAllocated),
+//! plugin off), `scores=kube` (kube-scheduler's default score plugins instead of the shipped
+//! profile's), `fit=most` (NodeResourcesFit scores MostAllocated instead of LeastAllocated),
 //! `spread=off` (the spreading scores off: BalancedAllocation, PodTopologySpread,
 //! InterPodAffinity), `weight=N` (the extender's weight), `gpu=<choice>` (the device plugin's
 //! share choice), `objects` (the extender gets node objects, `nodeCacheCapable: false`), e.g.
@@ -56,6 +57,8 @@ pub enum Base {
 pub struct Scores {
     /// All off.
     pub off: bool,
+    /// kube-scheduler's default score plugins and weights instead of the shipped profile's.
+    pub kube_defaults: bool,
     /// NodeResourcesFit scores MostAllocated instead of LeastAllocated.
     pub most_allocated: bool,
     /// BalancedAllocation, PodTopologySpread and InterPodAffinity off.
@@ -90,6 +93,7 @@ impl ReplaySpec {
             match (key, value) {
                 ("pct", _) => spec.percentage = Some(number()?.clamp(0, 100) as u32),
                 ("scores", "off") => spec.scores.off = true,
+                ("scores", "kube") => spec.scores.kube_defaults = true,
                 ("fit", "most") => spec.scores.most_allocated = true,
                 ("spread", "off") => spec.scores.spread_off = true,
                 ("weight", _) if base == Base::Extender => spec.weight = Some(number()?),
@@ -168,6 +172,10 @@ impl ReplaySpec {
         if self.scores.off {
             score_disabled.push(named("*"));
         }
+        // kube-scheduler alone is what a cluster runs without us: its default plugins.
+        // FGD's profile is its own: FGD alone scores.
+        config.shipped_plugins =
+            !(self.scores.kube_defaults || matches!(self.base, Base::Alone | Base::Fgd));
         if self.scores.spread_off {
             for p in [
                 "NodeResourcesBalancedAllocation",
@@ -318,7 +326,27 @@ mod tests {
         assert_eq!(ext["profiles"][0]["percentageOfNodesToScore"], 100);
         let shipped = render("extender", false);
         assert_eq!(shipped["extenders"][0]["weight"], 5);
-        assert!(shipped["profiles"][0].get("plugins").is_none());
+        let disabled = |doc: &Value| -> Vec<String> {
+            doc["profiles"][0]["plugins"]["score"]["disabled"]
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // The shipped profile's spreading scores stay off, with the device plugin added beside
+        // them; kube-scheduler's defaults only where asked, and for kube-scheduler alone.
+        assert!(disabled(&shipped).contains(&"NodeResourcesBalancedAllocation".to_owned()));
+        let with_plugins = render("extender", true);
+        assert_eq!(disabled(&with_plugins), disabled(&shipped));
+        assert_eq!(
+            with_plugins["profiles"][0]["plugins"]["multiPoint"]["enabled"][0]["name"],
+            GPU_DEVICES_PLUGIN
+        );
+        assert!(disabled(&render("extender+scores=kube", true)).is_empty());
+        assert!(disabled(&alone).is_empty());
+        let off = render("extender+scores=off", false);
+        assert_eq!(disabled(&off).last().map(String::as_str), Some("*"));
 
         let fgd = render("fgd", true);
         let p = &fgd["profiles"][0];

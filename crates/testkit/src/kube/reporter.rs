@@ -45,10 +45,12 @@ pub fn reporter_bin(release: bool) -> PathBuf {
     .clone()
 }
 
-/// A reporter replica and its ops port.
+/// A reporter replica, its ops port and its admission webhook's port (HTTPS, the
+/// certificate of [`super::Pki::webhook_tls`]).
 pub struct Reporter {
     pub server: Server,
     pub ops: u16,
+    pub webhook: u16,
 }
 
 /// Test-speed defaults (production: 15 s pushes, 2 min full refresh, 5 s scans, 30 s backoff cap).
@@ -77,9 +79,13 @@ impl Reporter {
         release: bool,
     ) -> Reporter {
         let ops = free_port();
+        let webhook = free_port();
         let ca = cp.pki.path("ca.crt");
         let ca = ca.to_string_lossy().into_owned();
         let listen = format!("127.0.0.1:{ops}");
+        let webhook_listen = format!("127.0.0.1:{webhook}");
+        let (cert, key) = cp.pki.webhook_tls();
+        let (cert, key) = (cert.to_string_lossy(), key.to_string_lossy());
         let mut defaults: Vec<&str> = vec![
             "--worker-url",
             worker_url,
@@ -91,6 +97,12 @@ impl Reporter {
             &listen,
             "--leader-elect",
             "false",
+            "--webhook-listen",
+            &webhook_listen,
+            "--webhook-cert-file",
+            &cert,
+            "--webhook-key-file",
+            &key,
         ];
         defaults.extend(TEST_FLAGS);
         // clap refuses a flag given twice: a flag in `extra` replaces the default (all of ours
@@ -113,12 +125,18 @@ impl Reporter {
                 ("RUST_LOG", Path::new("info,aco_reporter=debug")),
             ],
         );
-        Reporter { server, ops }
+        Reporter {
+            server,
+            ops,
+            webhook,
+        }
     }
 
     /// Starts the reporter as the installed Deployment runs it: `env` and `args` from the
     /// rendered manifest ([`super::install`]), the API reached with `kubeconfig` (a
-    /// ServiceAccount's token), the test CA trusted, plus `extra` flags (test speeds).
+    /// ServiceAccount's token), the test CA trusted, plus `extra` flags (test speeds). The
+    /// webhook's certificate files (the mounted Secret's) are the test's and it listens on a
+    /// free loopback port.
     pub fn start_installed(
         cp: &ControlPlane,
         kubeconfig: &Path,
@@ -128,8 +146,23 @@ impl Reporter {
         extra: &[&str],
     ) -> Reporter {
         let ops = free_port();
+        let webhook = free_port();
         let listen = format!("127.0.0.1:{ops}");
         let ca = cp.pki.path("ca.crt");
+        let (cert, key) = cp.pki.webhook_tls();
+        let webhook_listen = PathBuf::from(format!("127.0.0.1:{webhook}"));
+        let env: Vec<(String, PathBuf)> = env
+            .iter()
+            .map(|(k, v)| {
+                let local = match k.as_str() {
+                    "ACO_WEBHOOK_CERT_FILE" => cert.clone(),
+                    "ACO_WEBHOOK_KEY_FILE" => key.clone(),
+                    "ACO_WEBHOOK_LISTEN" => webhook_listen.clone(),
+                    _ => v.clone(),
+                };
+                (k.clone(), local)
+            })
+            .collect();
         let mut all: Vec<String> = args.to_vec();
         all.extend(
             ["--listen", &listen, "--ca-file", &ca.to_string_lossy()]
@@ -142,7 +175,11 @@ impl Reporter {
         vars.push(("KUBECONFIG", kubeconfig));
         vars.push(("RUST_LOG", Path::new("info,aco_reporter=debug")));
         let server = Server::spawn_with_env(name, &cp.dir, &reporter_bin(false), &all, &vars);
-        Reporter { server, ops }
+        Reporter {
+            server,
+            ops,
+            webhook,
+        }
     }
 
     pub async fn metrics(&self) -> String {

@@ -13,6 +13,8 @@ use crate::repo_root;
 pub const SHIPPED: &str = "k8s/scheduler-config.yaml";
 /// The shipped configuration for `EXTENDER_AUTH=mtls` (client certificate in tlsConfig).
 pub const SHIPPED_MTLS: &str = "k8s/scheduler-config-mtls.yaml";
+/// The shipped two-verb variant: [`SHIPPED`] plus `filterVerb: filter`.
+pub const SHIPPED_FILTER: &str = "k8s/scheduler-config-filter.yaml";
 
 /// Where the extender stanza of `k8s/scheduler-config.yaml` points in a test.
 #[derive(Clone, Debug)]
@@ -39,14 +41,18 @@ pub struct SchedulerConfig {
     /// Overrides the profile's `schedulerName` (None: the shipped `aco-scheduler`), e.g.
     /// `default-scheduler` with [`Extender::Off`]: the cluster's default scheduler, alone.
     pub scheduler_name: Option<String>,
-    /// Overrides the extender's `filterVerb` and `prioritizeVerb` (None: the shipped ones), e.g.
-    /// the Worker's `echo` for both: the protocol's floor with no verb work (kube-scheduler reads
-    /// the echoed `NodeNames` as every node passing, and the echoed arguments as a prioritize
-    /// reply it cannot decode, which an ignorable extender skips).
-    pub verbs: Option<(String, String)>,
-    /// Keys set on the profile (e.g. `plugins`, `pluginConfig`, `percentageOfNodesToScore`),
-    /// replacing the shipped values of those keys; empty: the shipped profile.
+    /// Points every verb the file names (`filterVerb` if it has one, `prioritizeVerb`) at this
+    /// route instead, e.g. the Worker's `echo`: the protocol's floor with no verb work
+    /// (kube-scheduler reads the echoed `NodeNames` as every node passing, and the echoed
+    /// arguments as a prioritize reply it cannot decode, which an ignorable extender skips).
+    pub verbs: Option<String>,
+    /// Keys set on the profile (e.g. `pluginConfig`, `percentageOfNodesToScore`), replacing the
+    /// shipped values of those keys, but for `plugins`, whose `enabled`/`disabled` lists are
+    /// added to the shipped ones per extension point; empty: the shipped profile.
     pub profile: serde_yaml::Mapping,
+    /// false: the shipped profile's `plugins` are dropped first (kube-scheduler's default
+    /// plugins and weights, as a cluster without our configuration runs).
+    pub shipped_plugins: bool,
     /// Keys set at the top of the configuration (e.g. `podInitialBackoffSeconds`).
     pub top_level: serde_yaml::Mapping,
     /// Overrides the extender's `weight` (None: the shipped one).
@@ -70,6 +76,7 @@ impl SchedulerConfig {
             scheduler_name: None,
             verbs: None,
             profile: serde_yaml::Mapping::new(),
+            shipped_plugins: true,
             top_level: serde_yaml::Mapping::new(),
             extender_weight: None,
             file: SHIPPED,
@@ -84,6 +91,7 @@ impl SchedulerConfig {
             scheduler_name: None,
             verbs: None,
             profile: serde_yaml::Mapping::new(),
+            shipped_plugins: true,
             top_level: serde_yaml::Mapping::new(),
             extender_weight: None,
             file: SHIPPED,
@@ -108,7 +116,7 @@ impl SchedulerConfig {
     pub fn render(&self, kubeconfig: &Path) -> String {
         let text = std::fs::read_to_string(repo_root().join(self.file)).unwrap();
         let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-        if self.file == SHIPPED {
+        if self.file == SHIPPED || self.file == SHIPPED_FILTER {
             let shipped = doc["extenders"][0]["urlPrefix"]
                 .as_str()
                 .unwrap_or_default();
@@ -128,8 +136,19 @@ impl SchedulerConfig {
         if let Some(name) = &self.scheduler_name {
             doc["profiles"][0]["schedulerName"] = name.clone().into();
         }
+        let profile = doc["profiles"][0].as_mapping_mut().expect("profile");
+        if !self.shipped_plugins {
+            profile.remove("plugins");
+        }
         for (key, value) in &self.profile {
-            doc["profiles"][0][key] = value.clone();
+            if key.as_str() == Some("plugins") {
+                let plugins = profile
+                    .entry(key.clone())
+                    .or_insert_with(|| serde_yaml::Mapping::new().into());
+                add_plugin_sets(plugins, value);
+            } else {
+                profile.insert(key.clone(), value.clone());
+            }
         }
         for (key, value) in &self.top_level {
             doc[key] = value.clone();
@@ -165,13 +184,38 @@ impl SchedulerConfig {
                 if let Some(weight) = self.extender_weight {
                     ext["weight"] = weight.into();
                 }
-                if let Some((filter, prioritize)) = &self.verbs {
-                    ext["filterVerb"] = filter.clone().into();
-                    ext["prioritizeVerb"] = prioritize.clone().into();
+                if let Some(route) = &self.verbs {
+                    for verb in ["filterVerb", "prioritizeVerb"] {
+                        if ext.get(verb).is_some() {
+                            ext[verb] = route.clone().into();
+                        }
+                    }
                 }
             }
         }
         serde_yaml::to_string(&doc).unwrap()
+    }
+}
+
+/// Adds `more`'s plugin sets (`{<extension point>: {enabled: [...], disabled: [...]}}`) to
+/// `plugins`, list by list.
+fn add_plugin_sets(plugins: &mut serde_yaml::Value, more: &serde_yaml::Value) {
+    let Some(more) = more.as_mapping() else {
+        return;
+    };
+    for (point, sets) in more {
+        let Some(sets) = sets.as_mapping() else {
+            continue;
+        };
+        for (set, names) in sets {
+            let target =
+                &mut plugins[point.as_str().unwrap_or_default()][set.as_str().unwrap_or_default()];
+            if !target.is_sequence() {
+                *target = serde_yaml::Value::Sequence(Vec::new());
+            }
+            let list = target.as_sequence_mut().unwrap();
+            list.extend(names.as_sequence().into_iter().flatten().cloned());
+        }
     }
 }
 
@@ -192,7 +236,47 @@ pub fn is_path_token_prefix(url: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_path_token_prefix;
+    use super::{is_path_token_prefix, SHIPPED, SHIPPED_FILTER, SHIPPED_MTLS};
+    use crate::repo_root;
+
+    fn shipped(file: &str) -> serde_yaml::Value {
+        serde_yaml::from_str(&std::fs::read_to_string(repo_root().join(file)).unwrap()).unwrap()
+    }
+
+    /// The default install asks only prioritize; the two-verb file is the same configuration
+    /// plus `filterVerb: filter`, and the mTLS one differs only where the extender is reached
+    /// (urlPrefix, tlsConfig): a change to the profile or the extender's settings must be made
+    /// in all three.
+    #[test]
+    fn the_shipped_variants_differ_only_where_they_say() {
+        let one = shipped(SHIPPED);
+        let ext = &one["extenders"][0];
+        assert!(
+            ext.get("filterVerb").is_none(),
+            "{SHIPPED} asks only prioritize"
+        );
+        assert_eq!(ext["prioritizeVerb"].as_str(), Some("prioritize"));
+
+        let mut two = shipped(SHIPPED_FILTER);
+        let filter = two["extenders"][0]
+            .as_mapping_mut()
+            .unwrap()
+            .remove("filterVerb");
+        assert_eq!(filter.as_ref().and_then(|f| f.as_str()), Some("filter"));
+        assert_eq!(two, one, "{SHIPPED_FILTER} = {SHIPPED} + filterVerb");
+
+        let mut mtls = shipped(SHIPPED_MTLS);
+        let mut same = one.clone();
+        for doc in [&mut mtls, &mut same] {
+            let ext = doc["extenders"][0].as_mapping_mut().unwrap();
+            ext.remove("urlPrefix");
+            ext.remove("tlsConfig");
+        }
+        assert_eq!(
+            mtls, same,
+            "{SHIPPED_MTLS} = {SHIPPED} but urlPrefix and tlsConfig"
+        );
+    }
 
     #[test]
     fn path_token_prefixes_are_the_two_shapes_the_worker_serves() {
