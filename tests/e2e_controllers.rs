@@ -92,7 +92,14 @@ impl Cluster {
         with_metrics: bool,
         vars: &[(&str, &str)],
     ) -> Cluster {
-        let env = Env::start_with(ControlPlaneOptions { controllers: true }, vars).await;
+        let env = Env::start_with(
+            ControlPlaneOptions {
+                controllers: true,
+                ..Default::default()
+            },
+            vars,
+        )
+        .await;
         let kwok = env.cp.start_kwok_with(&stages.yaml()).await;
         let metrics_server = if with_metrics {
             Some(env.cp.start_metrics_server().await)

@@ -11,6 +11,7 @@
 //! on the same 1,213 GPU nodes. A folder written by `aco-sim import` is a variant `default`
 //! on the cluster's own GPU nodes.
 
+use crate::saturate::sampling::NodeSampling;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -74,6 +75,11 @@ pub struct SaturateArgs {
     /// The colony's config, as the Worker's `[vars]` (repeatable), e.g. `--var ETA_FACTORS=fragmentation`.
     #[arg(long = "var", value_name = "KEY=VALUE")]
     pub vars: Vec<String>,
+    /// Which feasible nodes each pod is scored on: `all` (the ATC '23 protocol), `adaptive`
+    /// (kube-scheduler's default sample: 50 − N/125 % of N nodes, at least 100, from a start that
+    /// rotates between pods) or a `percentageOfNodesToScore` 1–100.
+    #[arg(long = "nodes-to-score", default_value = "all", value_parser = NodeSampling::parse)]
+    pub nodes_to_score: NodeSampling,
     /// Exit non-zero when a reproduction check misses.
     #[arg(long)]
     pub require_reproduction: bool,
@@ -196,7 +202,14 @@ pub fn run(args: &SaturateArgs, seeds: &[u64], display: Display) -> Result<(), E
             .collect();
         let runs = crate::parallel::map(&jobs_list, args.jobs, |(n, seed)| {
             let mut p = sp::by_name(n, *seed).expect("checked above");
-            let r = crate::saturate::run(&world, &world.config, &shapes, *seed, p.as_mut());
+            let r = crate::saturate::run_sampled(
+                &world,
+                &world.config,
+                &shapes,
+                *seed,
+                p.as_mut(),
+                args.nodes_to_score,
+            );
             progress.run_done();
             progress.println(format!(
                 "{:>15} {} seed {seed}: {:.2}% at 100, {:.2}% at 130, {} failed, {:.0} decisions/s",

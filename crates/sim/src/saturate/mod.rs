@@ -6,9 +6,11 @@
 //! capacity against arrived workload (requested GPUs of every submitted pod, failed ones
 //! included, / capacity). Ties between equal scores go to a seeded node order.
 
+pub mod kube_objects;
 pub mod node;
 pub mod policy;
 pub mod report;
+pub mod sampling;
 
 use std::time::Instant;
 
@@ -22,6 +24,7 @@ use serde::Serialize;
 use crate::cluster::World;
 use node::SatNode;
 use policy::{pod_gpus, Ctx, SatPolicy};
+use sampling::{NodeSampling, NodeWalk};
 
 /// Arrived workload at which the run stops, as a fraction of GPU capacity.
 pub const STOP_AT: f64 = 1.3;
@@ -36,6 +39,9 @@ pub struct SatRun {
     pub at130: f64,
     pub pods: usize,
     pub failed: usize,
+    /// Feasible nodes the policy was shown per pod it placed (all of them, or kube-scheduler's
+    /// sample: [`NodeSampling`]).
+    pub candidates_per_pod: f64,
     pub decisions_per_s: f64,
 }
 
@@ -54,6 +60,61 @@ pub fn workload(world: &World, seed: u64, capacity_milli: f64) -> Vec<usize> {
     order
 }
 
+/// The protocol's x and y axes, pod by pod in arrival order: arrived workload (requested GPU of
+/// every submitted pod, failed ones included) and allocated GPU, both in % of capacity; one curve
+/// point per 0.5% of arrived workload, and the allocation once 100% and 130% have arrived (the
+/// last one if the run stops short). The simulator feeds it as it places; the real-kube replay
+/// (`kube_objects`) from where kube-scheduler bound each pod.
+#[derive(Debug, Clone)]
+pub struct Arrivals {
+    capacity_milli: f64,
+    arrived: f64,
+    allocated: f64,
+    curve: Vec<(f64, f64)>,
+    next_point: f64,
+    at100: Option<f64>,
+    at130: Option<f64>,
+}
+
+impl Arrivals {
+    pub fn new(capacity_milli: f64) -> Self {
+        Self {
+            capacity_milli,
+            arrived: 0.0,
+            allocated: 0.0,
+            curve: Vec::new(),
+            next_point: 0.0,
+            at100: None,
+            at130: None,
+        }
+    }
+
+    /// The next pod arrived asking `requested_milli` GPU and was given `allocated_milli` (0 when
+    /// it failed).
+    pub fn arrive(&mut self, requested_milli: f64, allocated_milli: f64) {
+        self.arrived += requested_milli;
+        self.allocated += allocated_milli;
+        let x = 100.0 * self.arrived / self.capacity_milli;
+        let y = 100.0 * self.allocated / self.capacity_milli;
+        if x >= self.next_point {
+            self.curve.push((x, y));
+            self.next_point = (x / 0.5).floor() * 0.5 + 0.5;
+        }
+        if self.at100.is_none() && x >= 100.0 {
+            self.at100 = Some(y);
+        }
+        if self.at130.is_none() && x >= 130.0 {
+            self.at130 = Some(y);
+        }
+    }
+
+    /// (curve, allocation at 100% arrived, at 130%).
+    pub fn finish(self) -> (Vec<(f64, f64)>, f64, f64) {
+        let y = 100.0 * self.allocated / self.capacity_milli;
+        (self.curve, self.at100.unwrap_or(y), self.at130.unwrap_or(y))
+    }
+}
+
 /// The trace's typical shapes by FGD's rule (95% popularity), each GPU pod's shape with its
 /// `gpu_spec` (the authors' simulator keys its typical pods by the GPU-model annotation too:
 /// `GetTypicalPods` over `PodResource`, which carries `GpuType`).
@@ -67,13 +128,26 @@ pub fn shapes_of(world: &World) -> Vec<PodShape> {
     )
 }
 
-/// One policy, one seed.
+/// One policy, one seed, every feasible node scored.
 pub fn run(
     world: &World,
     config: &Config,
     shapes: &[PodShape],
     seed: u64,
     policy: &mut dyn SatPolicy,
+) -> SatRun {
+    run_sampled(world, config, shapes, seed, policy, NodeSampling::All)
+}
+
+/// [`run`] with the policy shown only the feasible nodes `sampling` picks, as kube-scheduler
+/// does (the walk starts at the world's first node, in the order the real replay names them).
+pub fn run_sampled(
+    world: &World,
+    config: &Config,
+    shapes: &[PodShape],
+    seed: u64,
+    policy: &mut dyn SatPolicy,
+    sampling: NodeSampling,
 ) -> SatRun {
     let started = Instant::now();
     let mut nodes: Vec<SatNode> = world
@@ -91,17 +165,16 @@ pub fn run(
         rank[*n] = r;
     }
     let order = workload(world, seed, capacity);
-    let (mut arrived, mut allocated, mut failed) = (0.0f64, 0.0f64, 0usize);
-    let mut curve = Vec::new();
-    let mut next_point = 0.0;
-    let (mut at100, mut at130) = (None, None);
+    let mut arrivals = Arrivals::new(capacity);
+    let mut failed = 0usize;
     let mut candidates = Vec::with_capacity(nodes.len());
+    let mut walk = NodeWalk::new(sampling);
+    let mut shown = 0usize;
     for (step, &pi) in order.iter().enumerate() {
         let sim_pod = &world.pods[pi];
         let pod = &sim_pod.trace;
-        arrived += pod.gpu_units() * 1000.0;
-        candidates.clear();
-        candidates.extend((0..nodes.len()).filter(|n| nodes[*n].fits(pod)));
+        walk.feasible(nodes.len(), |n| nodes[n].fits(pod), &mut candidates);
+        let mut allocated = 0;
         if candidates.is_empty() {
             failed += 1;
         } else {
@@ -125,37 +198,28 @@ pub fn run(
                 })
                 .map(|(c, v)| (*c, v.gpu))
                 .unwrap();
+            shown += candidates.len();
             policy.placed(&ctx, best.0);
-            allocated += nodes[best.0].place(pod, best.1) as f64;
+            allocated = nodes[best.0].place(pod, best.1);
         }
-        let x = 100.0 * arrived / capacity;
-        let y = 100.0 * allocated / capacity;
-        if x >= next_point {
-            curve.push((x, y));
-            next_point = (x / 0.5).floor() * 0.5 + 0.5;
-        }
-        if at100.is_none() && x >= 100.0 {
-            at100 = Some(y);
-        }
-        if at130.is_none() && x >= 130.0 {
-            at130 = Some(y);
-        }
+        arrivals.arrive(pod.gpu_units() * 1000.0, f64::from(allocated));
     }
-    let y = 100.0 * allocated / capacity;
     let wall = started.elapsed().as_secs_f64();
+    let (curve, at100, at130) = arrivals.finish();
     SatRun {
         policy: policy.name().to_string(),
         seed,
         curve,
-        at100: at100.unwrap_or(y),
-        at130: at130.unwrap_or(y),
+        at100,
+        at130,
         pods: order.len(),
         failed,
+        candidates_per_pod: shown as f64 / (order.len() - failed).max(1) as f64,
         decisions_per_s: order.len() as f64 / wall.max(1e-9),
     }
 }
 
-fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
+pub(crate) fn trace_node(n: &crate::cluster::SimNode) -> crate::trace::TraceNode {
     crate::trace::TraceNode {
         name: n.name.clone(),
         cpu_milli: n.cpu_milli,

@@ -12,6 +12,15 @@ pub enum PodClass {
 }
 
 impl PodClass {
+    /// The milli-GPU a pod of this class holds once bound: its share, or k whole GPUs.
+    pub fn allocated_milli(p: &TracePod) -> u32 {
+        match Self::of(p) {
+            Self::NoGpu => 0,
+            Self::Share => p.gpu_milli,
+            Self::Whole(k) => 1000 * k,
+        }
+    }
+
     pub fn of(p: &TracePod) -> Self {
         if p.num_gpu == 0 || p.gpu_milli == 0 {
             Self::NoGpu

@@ -45,6 +45,8 @@ pub struct SatRow {
     pub at130_mean: f64,
     pub at130_sd: f64,
     pub failed_mean: f64,
+    /// Feasible nodes each placed pod's policy saw (kube-scheduler's sample or all).
+    pub candidates_per_pod: f64,
     pub decisions_per_s: f64,
     pub published: Option<(f64, f64)>,
 }
@@ -64,6 +66,10 @@ pub fn rows(runs: &[SatRun], order: &[String], published: &[(String, f64, f64)])
                 at130_mean: b,
                 at130_sd: bsd,
                 failed_mean: mean_sd(&rs.iter().map(|r| r.failed as f64).collect::<Vec<_>>()).0,
+                candidates_per_pod: mean_sd(
+                    &rs.iter().map(|r| r.candidates_per_pod).collect::<Vec<_>>(),
+                )
+                .0,
                 decisions_per_s: mean_sd(&rs.iter().map(|r| r.decisions_per_s).collect::<Vec<_>>())
                     .0,
                 published: published
@@ -76,7 +82,7 @@ pub fn rows(runs: &[SatRun], order: &[String], published: &[(String, f64, f64)])
 }
 
 pub fn table(rows: &[SatRow]) -> String {
-    let mut s = String::from("| policy | seeds | GPU alloc % at 100% arrived | at 130% | published (100 / 130) | Δ at 100 / 130 | failed pods | decisions/s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut s = String::from("| policy | seeds | GPU alloc % at 100% arrived | at 130% | published (100 / 130) | Δ at 100 / 130 | failed pods | candidates / pod | decisions/s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let (pb, d) = match r.published {
             Some((x, y)) => (
@@ -86,7 +92,7 @@ pub fn table(rows: &[SatRow]) -> String {
             None => ("–".into(), "–".into()),
         };
         s += &format!(
-            "| {} | {} | {:.2} ± {:.2} | {:.2} ± {:.2} | {} | {} | {:.0} | {:.0} |\n",
+            "| {} | {} | {:.2} ± {:.2} | {:.2} ± {:.2} | {} | {} | {:.0} | {:.0} | {:.0} |\n",
             r.policy,
             r.seeds,
             r.at100_mean,
@@ -96,6 +102,7 @@ pub fn table(rows: &[SatRow]) -> String {
             pb,
             d,
             r.failed_mean,
+            r.candidates_per_pod,
             r.decisions_per_s
         );
     }
@@ -296,6 +303,7 @@ mod tests {
             at130_mean: at130,
             at130_sd: 0.1,
             failed_mean: 0.0,
+            candidates_per_pod: 0.0,
             decisions_per_s: 1.0,
             published,
         }

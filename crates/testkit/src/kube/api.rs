@@ -11,22 +11,56 @@ use super::{wait_for, Pki};
 pub struct Kube {
     base: String,
     http: reqwest::Client,
+    /// The same client without the 30 s deadline, for watches (a stream that lasts the run).
+    streaming: reqwest::Client,
 }
 
 impl Kube {
     pub fn new(base: &str, pki: &Pki) -> Kube {
         let mut identity = std::fs::read(pki.path("admin.crt")).unwrap();
         identity.extend(std::fs::read(pki.path("admin.key")).unwrap());
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&pki.ca_pem()).unwrap())
-            .identity(reqwest::Identity::from_pem(&identity).unwrap())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap();
+        let client = |timeout: Option<Duration>| {
+            let mut b = reqwest::Client::builder()
+                .add_root_certificate(reqwest::Certificate::from_pem(&pki.ca_pem()).unwrap())
+                .identity(reqwest::Identity::from_pem(&identity).unwrap());
+            if let Some(t) = timeout {
+                b = b.timeout(t);
+            }
+            b.build().unwrap()
+        };
         Kube {
             base: base.to_owned(),
-            http,
+            http: client(Some(Duration::from_secs(30))),
+            streaming: client(None),
         }
+    }
+
+    /// Opens a watch (`path` is a collection, e.g. `/api/v1/namespaces/x/pods`) from
+    /// `resource_version`; the server ends it after `timeout_s` (resume from the last event's
+    /// resourceVersion).
+    pub async fn watch(
+        &self,
+        path: &str,
+        resource_version: &str,
+        timeout_s: u32,
+    ) -> Result<Watch, String> {
+        let url = format!(
+            "{}{path}?watch=true&resourceVersion={resource_version}&timeoutSeconds={timeout_s}",
+            self.base
+        );
+        let r = self
+            .streaming
+            .get(url)
+            .send()
+            .await
+            .map_err(|e| format!("watch {path}: {e}"))?;
+        if !r.status().is_success() {
+            return Err(format!("watch {path}: HTTP {}", r.status()));
+        }
+        Ok(Watch {
+            response: r,
+            buffer: Vec::new(),
+        })
     }
 
     pub async fn get_raw(&self, path: &str) -> reqwest::Result<(u16, String)> {
@@ -250,5 +284,31 @@ impl Kube {
             },
         )
         .await
+    }
+}
+
+/// A watch's stream of events (`{"type": ADDED|MODIFIED|DELETED|BOOKMARK|ERROR, "object": …}`),
+/// one JSON document per line.
+pub struct Watch {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+impl Watch {
+    /// The next event; `None` when the server ended the watch (or the connection broke).
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buffer.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some(serde_json::from_slice(&line).expect("a watch event is JSON"));
+            }
+            match self.response.chunk().await {
+                Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk),
+                _ => return None,
+            }
+        }
     }
 }

@@ -48,6 +48,10 @@ pub struct ControlPlaneOptions {
     /// the node lifecycle and taint eviction controllers, service accounts and their tokens).
     /// Off: no controllers, pods created directly.
     pub controllers: bool,
+    /// The Priority admission plugin off, so a pod's own `spec.priority` and
+    /// `spec.preemptionPolicy` stand (it would set them from a PriorityClass and refuse pods
+    /// that give them): the trace replay orders kube-scheduler's queue with them.
+    pub priority_in_pod_spec: bool,
 }
 
 /// How long the tokens of the shipped ServiceAccounts are valid: longer than any test or
@@ -132,6 +136,14 @@ impl ControlPlane {
 
         let api_port = free_port();
         let p = |f: &str| pki.path(f).to_string_lossy().into_owned();
+        let mut disabled_admission = Vec::new();
+        if !options.controllers {
+            disabled_admission.extend(["ServiceAccount", "TaintNodesByCondition"]);
+        }
+        if options.priority_in_pod_spec {
+            disabled_admission.push("Priority");
+        }
+        let disabled_admission = disabled_admission.join(",");
         let apiserver_args = strings(&[
             "--etcd-servers",
             &etcd_url,
@@ -180,11 +192,7 @@ impl ControlPlane {
             // could not be admitted) and no node lifecycle controller lifts the not-ready taint
             // new nodes get; with it, both plugins stay on as in a real cluster.
             "--disable-admission-plugins",
-            if options.controllers {
-                ""
-            } else {
-                "ServiceAccount,TaintNodesByCondition"
-            },
+            &disabled_admission,
             // The default reconciler refuses a loopback advertise address.
             "--endpoint-reconciler-type",
             "none",
@@ -411,29 +419,39 @@ impl ControlPlane {
         binary: &str,
         config_yaml: &str,
     ) -> Server {
+        self.start_scheduler_binary_args(name, binary, config_yaml, &[])
+            .await
+    }
+
+    /// [`ControlPlane::start_scheduler_binary`] with more flags after ours (a later flag wins,
+    /// e.g. `-v=3`).
+    pub async fn start_scheduler_binary_args(
+        &self,
+        name: &str,
+        binary: &str,
+        config_yaml: &str,
+        extra: &[&str],
+    ) -> Server {
         let cfg_path = self.dir.join(format!("{name}.yaml"));
         std::fs::write(&cfg_path, config_yaml).unwrap();
         let identity = self.scheduler_kubeconfig.to_string_lossy().into_owned();
         let port = free_port();
-        let mut sched = Server::spawn(
-            name,
-            &self.dir,
-            &self.bin.join(binary),
-            &strings(&[
-                "--config",
-                &cfg_path.to_string_lossy(),
-                "--leader-elect=false",
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                &port.to_string(),
-                "--authentication-kubeconfig",
-                &identity,
-                "--authorization-kubeconfig",
-                &identity,
-                "-v=2",
-            ]),
-        );
+        let mut args = strings(&[
+            "--config",
+            &cfg_path.to_string_lossy(),
+            "--leader-elect=false",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            &port.to_string(),
+            "--authentication-kubeconfig",
+            &identity,
+            "--authorization-kubeconfig",
+            &identity,
+            "-v=2",
+        ]);
+        args.extend(strings(extra));
+        let mut sched = Server::spawn(name, &self.dir, &self.bin.join(binary), &args);
         sched.port = port;
         let insecure = reqwest::Client::builder()
             .danger_accept_invalid_certs(true)

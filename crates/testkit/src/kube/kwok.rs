@@ -147,6 +147,19 @@ impl JobStages {
     }
 }
 
+/// The node stages of `scripts/kube/kwok/upstream-v0.8.0.yaml` (node-initialize and
+/// node-heartbeat-with-lease), without its pod stages and metrics.
+pub fn node_stages() -> String {
+    let upstream =
+        std::fs::read_to_string(repo_root().join("scripts/kube/kwok/upstream-v0.8.0.yaml"))
+            .unwrap();
+    upstream
+        .split("\n---\n")
+        .filter(|doc| doc.contains("kind: Stage") && doc.contains("    kind: Node\n"))
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
 /// metrics-server's `--metric-resolution`: 10 s is the smallest it accepts.
 pub const METRIC_RESOLUTION: Duration = Duration::from_secs(10);
 
@@ -158,22 +171,46 @@ impl ControlPlane {
 
     /// [`ControlPlane::start_kwok`] with extra Stage documents (e.g. [`JobStages::yaml`]).
     pub async fn start_kwok_with(&self, extra_stages: &str) -> Server {
+        self.start_kwok_stages(extra_stages, 40).await
+    }
+
+    /// [`ControlPlane::start_kwok`] with a node lease of `lease_s` seconds (40 elsewhere).
+    pub async fn start_kwok_lease(&self, lease_s: u32) -> Server {
+        self.start_kwok_stages("", lease_s).await
+    }
+
+    async fn start_kwok_stages(&self, extra_stages: &str, lease_s: u32) -> Server {
+        let dir = repo_root().join("scripts/kube/kwok");
+        let mut configs = vec![dir.join("upstream-v0.8.0.yaml"), dir.join("fates.yaml")];
+        if !extra_stages.trim().is_empty() {
+            let extra = self.dir.join("kwok-extra-stages.yaml");
+            std::fs::write(&extra, extra_stages).unwrap();
+            configs.push(extra);
+        }
+        self.start_kwok_options(&configs, lease_s).await
+    }
+
+    /// kwok for nodes only (no pod stages: bound pods stay Pending, as if their kubelet had not
+    /// started them yet; no pod fates) with a node lease of `lease_s` seconds. For a
+    /// benchmark on a thousand nodes whose pods' phase is beside the point: a pod going Running
+    /// is one more API write and watch event per pod. Nothing reads the leases without a node
+    /// lifecycle controller, so a long lease spares the API server a renewal per node every few
+    /// seconds too.
+    pub async fn start_kwok_nodes_only(&self, lease_s: u32) -> Server {
+        let config = self.dir.join("kwok-node-stages.yaml");
+        std::fs::write(&config, node_stages()).unwrap();
+        self.start_kwok_options(&[config], lease_s).await
+    }
+
+    async fn start_kwok_options(&self, configs: &[std::path::PathBuf], lease_s: u32) -> Server {
         let port = free_port();
-        let config = repo_root().join("scripts/kube/kwok");
         // kwok also loads ~/.kwok/kwok.yaml when it exists: point its work dir at the test's.
         let workdir = self.dir.join("kwok-workdir");
         std::fs::create_dir_all(&workdir).unwrap();
         let p = |f: &str| self.pki.path(f).to_string_lossy().into_owned();
-        let path = |f: &str| config.join(f).to_string_lossy().into_owned();
-        let extra = self.dir.join("kwok-extra-stages.yaml");
-        std::fs::write(&extra, extra_stages).unwrap();
         let mut args = strings(&[
             "--kubeconfig",
             &self.kubeconfig.to_string_lossy(),
-            "--config",
-            &path("upstream-v0.8.0.yaml"),
-            "--config",
-            &path("fates.yaml"),
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector",
             &format!("{KWOK_NODE_ANNOTATION}=fake"),
@@ -186,14 +223,14 @@ impl ControlPlane {
             "--server-address",
             &format!("127.0.0.1:{port}"),
             "--node-lease-duration-seconds",
-            "40",
+            &lease_s.to_string(),
             "--tls-cert-file",
             &p("kubelet.crt"),
             "--tls-private-key-file",
             &p("kubelet.key"),
         ]);
-        if !extra_stages.trim().is_empty() {
-            args.extend(strings(&["--config", &extra.to_string_lossy()]));
+        for c in configs {
+            args.extend(strings(&["--config", &c.to_string_lossy()]));
         }
         let mut kwok = Server::spawn_with_env(
             "kwok",
@@ -339,4 +376,18 @@ pub fn quantity(q: &str) -> Option<f64> {
         _ => return None,
     };
     Some(num.parse::<f64>().ok()? * factor)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn node_stages_are_the_two_upstream_node_stages_alone() {
+        let stages = super::node_stages();
+        let names: Vec<&str> = stages
+            .lines()
+            .filter_map(|l| l.strip_prefix("  name: "))
+            .collect();
+        assert_eq!(names, ["node-initialize", "node-heartbeat-with-lease"]);
+        assert!(!stages.contains("kind: Pod"));
+    }
 }

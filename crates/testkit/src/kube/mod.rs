@@ -17,7 +17,8 @@
 //! [`base64`], [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
 //! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
-//! accounting and FGD plugins).
+//! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay) and
+//! [`replay_configs`] (its kube-scheduler configurations by name).
 
 pub mod aco_scheduler;
 pub mod api;
@@ -28,6 +29,8 @@ pub mod install;
 pub mod kwok;
 pub mod pki;
 pub mod proxy;
+pub mod replay;
+pub mod replay_configs;
 pub mod reporter;
 pub mod scheduler_config;
 pub mod server;

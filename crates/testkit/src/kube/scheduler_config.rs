@@ -46,6 +46,17 @@ pub struct SchedulerConfig {
     /// (kube-scheduler reads the echoed `NodeNames` as every node passing, and the echoed
     /// arguments as a prioritize reply it cannot decode, which an ignorable extender skips).
     pub verbs: Option<String>,
+    /// Keys set on the profile (e.g. `pluginConfig`, `percentageOfNodesToScore`), replacing the
+    /// shipped values of those keys, but for `plugins`, whose `enabled`/`disabled` lists are
+    /// added to the shipped ones per extension point; empty: the shipped profile.
+    pub profile: serde_yaml::Mapping,
+    /// false: the shipped profile's `plugins` are dropped first (kube-scheduler's default
+    /// plugins and weights, as a cluster without our configuration runs).
+    pub shipped_plugins: bool,
+    /// Keys set at the top of the configuration (e.g. `podInitialBackoffSeconds`).
+    pub top_level: serde_yaml::Mapping,
+    /// Overrides the extender's `weight` (None: the shipped one).
+    pub extender_weight: Option<i64>,
     /// The shipped file rendered, relative to the repository ([`SHIPPED`] unless told).
     pub file: &'static str,
     /// `(cert.pem, key.pem)` kube-scheduler presents to the Worker (`tlsConfig.certData`/`keyData`).
@@ -64,6 +75,10 @@ impl SchedulerConfig {
             client_qps: None,
             scheduler_name: None,
             verbs: None,
+            profile: serde_yaml::Mapping::new(),
+            shipped_plugins: true,
+            top_level: serde_yaml::Mapping::new(),
+            extender_weight: None,
             file: SHIPPED,
             client_cert: None,
         }
@@ -75,6 +90,10 @@ impl SchedulerConfig {
             client_qps: None,
             scheduler_name: None,
             verbs: None,
+            profile: serde_yaml::Mapping::new(),
+            shipped_plugins: true,
+            top_level: serde_yaml::Mapping::new(),
+            extender_weight: None,
             file: SHIPPED,
             client_cert: None,
         }
@@ -117,6 +136,23 @@ impl SchedulerConfig {
         if let Some(name) = &self.scheduler_name {
             doc["profiles"][0]["schedulerName"] = name.clone().into();
         }
+        let profile = doc["profiles"][0].as_mapping_mut().expect("profile");
+        if !self.shipped_plugins {
+            profile.remove("plugins");
+        }
+        for (key, value) in &self.profile {
+            if key.as_str() == Some("plugins") {
+                let plugins = profile
+                    .entry(key.clone())
+                    .or_insert_with(|| serde_yaml::Mapping::new().into());
+                add_plugin_sets(plugins, value);
+            } else {
+                profile.insert(key.clone(), value.clone());
+            }
+        }
+        for (key, value) in &self.top_level {
+            doc[key] = value.clone();
+        }
         match &self.extender {
             Extender::Off => {
                 doc.as_mapping_mut().unwrap().remove("extenders");
@@ -145,6 +181,9 @@ impl SchedulerConfig {
                 if let Some(t) = &self.http_timeout {
                     ext["httpTimeout"] = t.clone().into();
                 }
+                if let Some(weight) = self.extender_weight {
+                    ext["weight"] = weight.into();
+                }
                 if let Some(route) = &self.verbs {
                     for verb in ["filterVerb", "prioritizeVerb"] {
                         if ext.get(verb).is_some() {
@@ -155,6 +194,28 @@ impl SchedulerConfig {
             }
         }
         serde_yaml::to_string(&doc).unwrap()
+    }
+}
+
+/// Adds `more`'s plugin sets (`{<extension point>: {enabled: [...], disabled: [...]}}`) to
+/// `plugins`, list by list.
+fn add_plugin_sets(plugins: &mut serde_yaml::Value, more: &serde_yaml::Value) {
+    let Some(more) = more.as_mapping() else {
+        return;
+    };
+    for (point, sets) in more {
+        let Some(sets) = sets.as_mapping() else {
+            continue;
+        };
+        for (set, names) in sets {
+            let target =
+                &mut plugins[point.as_str().unwrap_or_default()][set.as_str().unwrap_or_default()];
+            if !target.is_sequence() {
+                *target = serde_yaml::Value::Sequence(Vec::new());
+            }
+            let list = target.as_sequence_mut().unwrap();
+            list.extend(names.as_sequence().into_iter().flatten().cloned());
+        }
     }
 }
 
