@@ -31,7 +31,7 @@ use aco_core::colony_store::wire::{
     CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest, PlacementsRequest,
     ShadowRequest,
 };
-use aco_core::colony_store::{ColonyStore, LegacyRows, LEGACY_TABLES};
+use aco_core::colony_store::ColonyStore;
 use aco_core::config::Config;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -119,8 +119,6 @@ pub struct Colony {
     request_rows: Cell<u64>,
     /// Placement requests failed so far by `TEST_FAULT_PLACEMENTS` (tests only).
     faults_injected: Cell<u64>,
-    /// The store was imported from the old tables: dropped after its first commit.
-    legacy: Cell<bool>,
     /// What the report a reply last carried was (none yet since the instance started).
     last_report: RefCell<Option<ReportKey>>,
 }
@@ -190,12 +188,6 @@ impl Colony {
                 "{CORRUPT}: {e}; DELETE /v1/tenants/{{tenant}}/pheromones resets it"
             ))
         };
-        if snapshot.is_empty() && self.has_legacy_tables()? {
-            let store = ColonyStore::import_legacy(self.legacy_rows()?, incarnation, now(), config)
-                .map_err(corrupt)?;
-            self.legacy.set(true);
-            return Ok(store);
-        }
         ColonyStore::load(
             snapshot,
             segments,
@@ -206,94 +198,6 @@ impl Colony {
             config,
         )
         .map_err(corrupt)
-    }
-
-    fn has_legacy_tables(&self) -> Result<bool> {
-        #[derive(Deserialize)]
-        struct Count {
-            n: f64,
-        }
-        let rows: Vec<Count> = self
-            .sql
-            .exec(
-                "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
-                None,
-            )?
-            .to_array()?;
-        Ok(rows.first().is_some_and(|r| r.n > 0.0))
-    }
-
-    /// The tables of the object's storage before the ledger (read once, on upgrade).
-    fn legacy_rows(&self) -> Result<LegacyRows> {
-        fn text(v: &SqlStorageValue) -> String {
-            match v {
-                SqlStorageValue::String(s) => s.clone(),
-                SqlStorageValue::Integer(i) => i.to_string(),
-                SqlStorageValue::Float(f) => f.to_string(),
-                _ => String::new(),
-            }
-        }
-        fn num(v: &SqlStorageValue) -> f64 {
-            match v {
-                SqlStorageValue::Integer(i) => *i as f64,
-                SqlStorageValue::Float(f) => *f,
-                _ => f64::NAN,
-            }
-        }
-        fn at(r: &[SqlStorageValue], i: usize) -> SqlStorageValue {
-            r.get(i).cloned().unwrap_or(SqlStorageValue::Null)
-        }
-        let table = |name: &str, columns: &str| -> Result<Vec<Vec<SqlStorageValue>>> {
-            let exists: Vec<serde_json::Value> = self
-                .sql
-                .exec(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?",
-                    vec![name.into()],
-                )?
-                .to_array()?;
-            if exists.is_empty() {
-                return Ok(Vec::new());
-            }
-            self.sql
-                .exec(&format!("SELECT {columns} FROM {name}"), None)?
-                .raw()
-                .collect()
-        };
-        let mut rows = LegacyRows::default();
-        for r in table("trails", "node, tau, epoch")? {
-            rows.trails
-                .push((text(&at(&r, 0)), num(&at(&r, 1)), num(&at(&r, 2))));
-        }
-        for r in table("outcomes", "node, successes, failures")? {
-            rows.outcomes
-                .push((text(&at(&r, 0)), num(&at(&r, 1)), num(&at(&r, 2))));
-        }
-        for r in table("meta", "name, value")? {
-            rows.meta.push((text(&at(&r, 0)), text(&at(&r, 1))));
-        }
-        for r in table("decisions", "key, body")? {
-            rows.decisions.push((text(&at(&r, 0)), text(&at(&r, 1))));
-        }
-        let confirmed = "key, node, confirmed_ms, outcome_recorded, deposit_quality, deposit_epoch";
-        for r in table("confirmed", confirmed)? {
-            rows.confirmed.push((
-                text(&at(&r, 0)),
-                text(&at(&r, 1)),
-                num(&at(&r, 2)),
-                num(&at(&r, 3)),
-                num(&at(&r, 4)),
-                num(&at(&r, 5)),
-            ));
-        }
-        for r in table("shadow", "key, node, seen_ms, outcome_recorded")? {
-            rows.shadow.push((
-                text(&at(&r, 0)),
-                text(&at(&r, 1)),
-                num(&at(&r, 2)),
-                num(&at(&r, 3)),
-            ));
-        }
-        Ok(rows)
     }
 
     /// Runs `f` on the store, loading it on first use in this instance's lifetime.
@@ -330,13 +234,6 @@ impl Colony {
             Ok(rows) => {
                 self.count_rows(rows as u64);
                 store.committed(plan, config);
-                if self.legacy.replace(false) {
-                    // The imported state is in the snapshot now; a failure here only leaves
-                    // unread tables behind.
-                    for t in LEGACY_TABLES {
-                        let _ = self.sql.exec(&format!("DROP TABLE IF EXISTS {t}"), None);
-                    }
-                }
                 Ok(())
             }
             Err(e) => {
@@ -590,7 +487,6 @@ impl DurableObject for Colony {
             rows_written: Cell::new(0),
             request_rows: Cell::new(0),
             faults_injected: Cell::new(0),
-            legacy: Cell::new(false),
             last_report: RefCell::new(None),
         }
     }

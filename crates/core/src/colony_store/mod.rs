@@ -27,7 +27,6 @@
 mod early;
 pub mod explained;
 mod ledger;
-mod legacy;
 pub mod merge;
 mod pending;
 pub mod pod_index;
@@ -50,7 +49,6 @@ use early::{EarlyPlacements, Hold};
 pub use early::{HOLD_MS, MAX_HELD};
 use explained::{ConfirmedExplanation, Explained, ExplainedPlan, ExplainedRow, Found};
 pub use ledger::{LedgerEntry, SnapshotBody};
-pub use legacy::{LegacyRows, LEGACY_TABLES};
 use pending::Pending;
 pub use pending::EXPLANATIONS_KEPT;
 use pod_index::{key_hash, IndexChange, PodIndex};

@@ -483,48 +483,6 @@ fn rows_per_pod_at_ten_pods_a_second_from_four_isolates() {
 }
 
 #[test]
-fn an_upgraded_object_imports_the_old_tables_once_and_its_first_commit_persists_them() {
-    let config = Config::default();
-    let d = decision_for("pending", 10, &config);
-    let rows = LegacyRows {
-        trails: vec![("a".into(), 2.5, 3.0)],
-        outcomes: vec![("a".into(), 1.0, 0.0)],
-        meta: vec![
-            ("epoch".into(), "3".into()),
-            ("version".into(), "7".into()),
-            ("tenant".into(), "old".into()),
-            ("counters".into(), r#"{"deposits":3}"#.into()),
-        ],
-        decisions: vec![(
-            "pending".into(),
-            serde_json::to_string(&d.decision).unwrap(),
-        )],
-        confirmed: vec![("done".into(), "a".into(), 20.0, 0.0, 0.5, 3.0)],
-        shadow: vec![],
-    };
-    let mut store = ColonyStore::import_legacy(rows.clone(), 1, 30, &config).unwrap();
-    assert!(store.is_dirty());
-    assert_eq!((store.version(), store.meta().tenant.as_str()), (8, "old"));
-    let mut db = Tables::default();
-    commit(&mut store, &mut db, 40, &config);
-    assert_eq!(db.snapshot.len(), 1);
-    assert_eq!(db.segments.len(), 1);
-    let mut loaded = db.load(2, 50, &config).unwrap();
-    assert_eq!(loaded.colony().pheromones.epoch, 3);
-    assert_eq!(loaded.colony().counters.deposits, 3);
-    let r = loaded.placements(&[place("done", "a"), place("pending", "b")], 60, &config);
-    assert_eq!((r.duplicates, r.deposited), (1, 1));
-    let mut bad = rows;
-    bad.meta[0].1 = "not-a-number".into();
-    assert_eq!(
-        ColonyStore::import_legacy(bad, 1, 30, &config)
-            .unwrap_err()
-            .what,
-        "meta.epoch"
-    );
-}
-
-#[test]
 fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes() {
     let config = Config::default();
     let mut db = Tables::default();
