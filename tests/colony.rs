@@ -288,7 +288,7 @@ async fn measure_the_window_of_decisions_lost_to_a_kill_9_right_after_their_answ
     );
 }
 
-/// issue 19's reproduction: a prioritize naming a 2.2 MB node used to be queued, refused by the
+/// A prioritize naming a 2.2 MB node used to be queued, refused by the
 /// colony forever and block the tenant's learning. Now it is refused at the door (400 naming the
 /// field), and the tenant keeps learning.
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! End-to-end: a real kube-scheduler (built from k8s.io/kubernetes by `scripts/build-kube`)
 //! schedules pods through the Worker (Miniflare, HTTPS with a private CA) using the shipped
 //! `k8s/scheduler-config.yaml`. Run with `scripts/e2e` (builds the control plane and the Worker
-//! first). The scenarios are those of issue 3:
+//! first). The scenarios:
 //!
 //! 1. GPU pods land on GPU nodes of an allowed model; CPU pods anywhere that fits.
 //! 2. Latency targets hold; an impossible target leaves the pod Pending with our reason.

@@ -65,7 +65,7 @@ pub struct SimParams {
 /// missed its latency target).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutcomeReports {
-    /// Placements only: the trail deposits η at decision time (learning before issue 9).
+    /// Placements only: the trail deposits η at decision time (how the simulator learned before outcomes were reported).
     None,
     /// The quality alone (as the in-cluster reporter's succeeded/failed labels).
     Qos,
@@ -337,7 +337,7 @@ impl Sim<'_> {
         );
         let mut failed = Vec::new();
         for node in nodes {
-            // Exact shortcuts (speed, issue 9): a node whose utilisation cannot reach either
+            // Exact shortcuts (for speed): a node whose utilisation cannot reach either
             // threshold (upper bound of the load model) or whose LS pods can no longer change
             // (all violated and past their safe horizon or already unsafe) would be skipped
             // below anyway. The bound first: it is kept between ticks.

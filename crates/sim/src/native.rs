@@ -5,7 +5,7 @@
 //! is the simulator's own: the event loop's side of it (reports, bindings, outcomes, as the
 //! reporter delivers them) and the fast paths below, which answer exactly as the plain path.
 //!
-//! Speed (issue 9): the reporter resends every node's facts before almost every decision, so
+//! Speed: the reporter resends every node's facts before almost every decision, so
 //! the fast path folds a [`ReportBatch`] without the quantity strings (a node's `requested` is
 //! re-parsed only when its allocation changed), refreshes a cached node state's fact-derived
 //! fields in place instead of reassembling it (labels and allocatable come from the `v1.Node`

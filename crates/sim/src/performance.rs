@@ -1,4 +1,4 @@
-//! Node performance that no label shows (issue 16, item 3). Identical GPUs differ: Sinha et al.,
+//! Node performance that no label shows. Identical GPUs differ: Sinha et al.,
 //! "Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich
 //! Systems" (SC '22) measured on four clusters an **8% average performance variation (max 22%)**
 //! among GPUs of the same SKU, with **outliers up to 1.5× slower than the median**, varying in
