@@ -43,7 +43,6 @@ pub struct SimParams {
     pub safe_horizon_s: u64,
     /// Only the first `max_pods` arrivals (None: all).
     pub max_pods: Option<usize>,
-    pub progress: bool,
     /// Pheromone snapshots per run (colony only).
     pub pheromone_samples: usize,
     /// What the simulated reporter says about a pod's fate (`Scheduler::outcome`).
@@ -99,7 +98,6 @@ impl Default for SimParams {
             spike_threshold: 0.9,
             safe_horizon_s: 600,
             max_pods: None,
-            progress: false,
             pheromone_samples: 60,
             outcomes: OutcomeReports::default(),
             spot_reclamation: true,
@@ -642,7 +640,6 @@ pub fn run_observed(
         pods: pods.len(),
         ..Metrics::default()
     };
-    let bar = progress_bar(params.progress, pods.len() as u64, &m.policy);
     let snapshot_every = (pods.len() / params.pheromone_samples.max(1)).max(1);
     let by_idx: HashMap<usize, &SimPod> = pods.iter().map(|p| (p.idx, *p)).collect();
 
@@ -841,7 +838,6 @@ pub fn run_observed(
             let ph = scheduler.pheromones(world)?;
             observer(world, &m, &ph);
         }
-        bar.inc(1);
     }
     // After the last arrival: departures, reclamations and node faults (whose pods have nowhere
     // to go now that nothing is scheduled; they count as evicted and unplaced).
@@ -886,7 +882,6 @@ pub fn run_observed(
             sim.closed_cost += world.nodes[node].price * (end - since) as f64 / 3600.0;
         }
     }
-    bar.finish_and_clear();
     m.cost_busy_usd = sim.closed_cost;
     m.cost_all_on_usd =
         world.nodes.iter().map(|n| n.price).sum::<f64>() * (end - start_s) as f64 / 3600.0;
@@ -930,23 +925,6 @@ fn ratio(a: usize, b: usize) -> f64 {
     } else {
         a as f64 / b as f64
     }
-}
-
-fn progress_bar(enabled: bool, len: u64, label: &str) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !enabled || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(len);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:>14} [{bar:30}] {pos}/{len} pods {per_sec} eta {eta}",
-        )
-        .unwrap()
-        .progress_chars("=> "),
-    );
-    bar.set_message(label.to_string());
-    bar
 }
 
 #[cfg(test)]

@@ -156,7 +156,6 @@ fn run_one(plan: &AblationPlan, variant: &Variant, seed: u64) -> Result<Metrics,
         .collect();
     world.config = sim_config_with(&vars)?;
     let mut params = (plan.sim_of)(seed);
-    params.progress = false;
     params.pheromone_samples = 1;
     params.outcomes = variant.outcomes;
     let policy = policy::by_name(variant.policy, seed)

@@ -32,7 +32,6 @@ pub fn run_predictor_ablation(plan: &PredictorPlan) -> Result<Vec<AblationRow>, 
             (|| -> Result<Metrics, Error> {
                 let world = (plan.world_of)(seed)?;
                 let mut params = (plan.sim_of)(seed);
-                params.progress = false;
                 params.pheromone_samples = 1;
                 let mut s = NativeScheduler::new(
                     policy::by_name("colony", seed).unwrap(),

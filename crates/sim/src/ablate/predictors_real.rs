@@ -97,7 +97,6 @@ pub fn ablation_on_dynamics(plan: &DynamicsPlan) -> Result<Vec<DynamicsRow>, Err
                 ..plan.models[mi].1.clone()
             };
             let params = SimParams {
-                progress: false,
                 pheromone_samples: 1,
                 ..(plan.sim_of)(seed)
             };

@@ -145,7 +145,6 @@ impl Input {
             performance: self.performance,
             node_faults: self.node_faults,
             // The command line draws one bar per sweep (`crate::progress`), not one per run.
-            progress: false,
             ..SimParams::default()
         }
     }

@@ -70,7 +70,6 @@ pub fn main(args: ReplayArgs) -> Result<(), Error> {
     let world = input.world(input.seed)?;
     let load = input.load(input.seed)?;
     let mut params = input.sim(input.seed);
-    params.progress = false;
     params.pheromone_samples = 1;
     if let Some(baseline) = shadow {
         return shadow_replay(&world, &load, &params, &url, &token, &baseline, input.seed);
