@@ -100,10 +100,12 @@ impl SchedulerConfig {
     }
 
     /// Kube-scheduler alone as the cluster's `default-scheduler` (no extender): what binds pods
-    /// that name no scheduler.
+    /// that name no scheduler, with kube-scheduler's default plugins (not the aco-scheduler
+    /// profile's, which turns the spreading scores off).
     pub fn default_scheduler() -> Self {
         SchedulerConfig {
             scheduler_name: Some("default-scheduler".into()),
+            shipped_plugins: false,
             ..SchedulerConfig::off()
         }
     }
