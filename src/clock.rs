@@ -7,20 +7,14 @@
 //! reads [`now_ms`]: the latest time this isolate was given, so the Worker forwards it to the
 //! objects it calls ([`forward`]).
 
-use std::cell::Cell;
-
 use aco_core::config::Config;
 use worker::{Date, Headers, Request};
 
 use crate::http::ApiError;
+use crate::isolate;
 
 /// The request's time in ms since the epoch, under `TEST_CLOCK_HEADER`.
 pub const HEADER: &str = "x-aco-test-now-ms";
-
-thread_local! {
-    /// The latest time a request gave this isolate (only under `TEST_CLOCK_HEADER`).
-    static GIVEN: Cell<Option<u64>> = const { Cell::new(None) };
-}
 
 fn wall_ms() -> u64 {
     Date::now().as_millis()
@@ -46,20 +40,23 @@ pub fn of_request(req: &Request, config: &Config) -> Result<u64, ApiError> {
             format!("{value:?} is not a time in ms since the epoch"),
         )
     })?;
-    GIVEN.with(|g| g.set(Some(g.get().map_or(at, |t| t.max(at)))));
+    isolate::with(|i| {
+        let g = &i.given_clock_ms;
+        g.set(Some(g.get().map_or(at, |t| t.max(at))))
+    });
     Ok(at)
 }
 
 /// Now, for work that no request times: the latest time a request gave this isolate under
 /// `TEST_CLOCK_HEADER`, else the wall clock.
 pub fn now_ms() -> u64 {
-    GIVEN.with(Cell::get).unwrap_or_else(wall_ms)
+    isolate::with(|i| i.given_clock_ms.get()).unwrap_or_else(wall_ms)
 }
 
 /// Sets this isolate's given time on a request to one of the Worker's objects, so that the
 /// object runs on the same clock (nothing without `TEST_CLOCK_HEADER`).
 pub fn forward(headers: &Headers) -> worker::Result<()> {
-    match GIVEN.with(Cell::get) {
+    match isolate::with(|i| i.given_clock_ms.get()) {
         Some(at) => headers.set(HEADER, &at.to_string()),
         None => Ok(()),
     }

@@ -1,20 +1,16 @@
 //! Reads `aco_core::config::Config` from the Worker's `[vars]` once per isolate.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use aco_core::access::ExtenderAuth;
 use aco_core::config::{Config, ConfigError};
 use worker::Env;
 
-thread_local! {
-    static CONFIG: RefCell<Option<Rc<Config>>> = const { RefCell::new(None) };
-    static AUTH: RefCell<Option<Rc<ExtenderAuth>>> = const { RefCell::new(None) };
-}
+use crate::isolate;
 
 /// `EXTENDER_AUTH` and its credentials (`EXTENDER_TOKENS` is read from a secret first, then a var).
 pub fn extender_auth(env: &Env) -> Result<Rc<ExtenderAuth>, ConfigError> {
-    if let Some(a) = AUTH.with(|a| a.borrow().clone()) {
+    if let Some(a) = isolate::with(|i| i.auth.borrow().clone()) {
         return Ok(a);
     }
     let auth = Rc::new(ExtenderAuth::from_vars(|key| {
@@ -23,13 +19,13 @@ pub fn extender_auth(env: &Env) -> Result<Rc<ExtenderAuth>, ConfigError> {
             .map(|s| s.to_string())
             .or_else(|| env.var(key).ok().map(|v| v.to_string()))
     })?);
-    AUTH.with(|a| *a.borrow_mut() = Some(auth.clone()));
+    isolate::with(|i| *i.auth.borrow_mut() = Some(auth.clone()));
     Ok(auth)
 }
 
 /// The validated config; an invalid var is reported (503 on the verbs, and on /readyz).
 pub fn config(env: &Env) -> Result<Rc<Config>, ConfigError> {
-    if let Some(c) = CONFIG.with(|c| c.borrow().clone()) {
+    if let Some(c) = isolate::with(|i| i.config.borrow().clone()) {
         return Ok(c);
     }
     let config = Config::from_vars(|key| env.var(key).ok().map(|v| v.to_string()))?;
@@ -44,6 +40,6 @@ pub fn config(env: &Env) -> Result<Rc<Config>, ConfigError> {
         });
     }
     let config = Rc::new(config);
-    CONFIG.with(|c| *c.borrow_mut() = Some(config.clone()));
+    isolate::with(|i| *i.config.borrow_mut() = Some(config.clone()));
     Ok(config)
 }

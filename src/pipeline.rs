@@ -1,7 +1,8 @@
 //! Per isolate and cluster: the cluster's `aco_core::pipeline::ExtenderPipeline` — this
 //! isolate's copy of the cluster's node facts, the placements its verbs answered that the facts
 //! do not show yet, the cluster outlook, its copies of the tenants' colonies — and how fresh the
-//! facts copy is. The verbs run the pipeline; this file only keeps it between requests.
+//! facts copy is. The verbs run the pipeline; this file only keeps it between requests (in the
+//! isolate's state, `isolate.rs`, which bounds the copies an isolate holds).
 //!
 //! What an isolate keeps is its own: assumed placements and colony copies make no binding
 //! operation, and an isolate sees only the pods it answered itself. kube-scheduler keeps its
@@ -11,12 +12,13 @@
 //! A pipeline is borrowed only inside [`with`], which never awaits: a request that reads the
 //! facts across an await holds its own `Rc` of them (`ExtenderPipeline::facts`).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use aco_core::config::Config;
 use aco_core::pipeline::{ClusterFacts, ExtenderPipeline};
+
+use crate::isolate::{self, FACTS_NODE_BUDGET};
 
 /// One cluster's pipeline in this isolate, and where its facts copy stands.
 #[derive(Default)]
@@ -48,20 +50,19 @@ impl ClusterState {
     }
 }
 
-thread_local! {
-    static CLUSTERS: RefCell<HashMap<String, ClusterState>> = RefCell::new(HashMap::new());
-}
-
-/// Runs `f` on `cluster`'s state (made empty on first use). `f` must not call back into this
-/// module.
+/// Runs `f` on `cluster`'s state (made empty on first use); then, if the isolate's facts copies
+/// outgrew their budget, drops the least recently used other clusters. `f` must not call back
+/// into this module.
 pub fn with<T>(cluster: &str, f: impl FnOnce(&mut ClusterState) -> T) -> T {
-    CLUSTERS.with(|c| {
-        let mut clusters = c.borrow_mut();
-        f(clusters.entry(cluster.to_string()).or_default())
+    isolate::with(|i| {
+        let mut clusters = i.clusters.borrow_mut();
+        let out = f(clusters.get(cluster));
+        clusters.bound(cluster, FACTS_NODE_BUDGET);
+        out
     })
 }
 
-/// Runs `f` on every cluster's state (what bounds the isolate as a whole).
+/// Runs `f` on every cluster's state (what bounds the colony copies across clusters).
 pub fn with_all<T>(f: impl FnOnce(&mut HashMap<String, ClusterState>) -> T) -> T {
-    CLUSTERS.with(|c| f(&mut c.borrow_mut()))
+    isolate::with(|i| f(&mut i.clusters.borrow_mut().states))
 }

@@ -2,11 +2,8 @@
 //! name per isolate (an admitted name stays admitted, so the answer is kept), and the pages of
 //! admitted names the operator's listings read (`routes/names.rs`).
 //!
-//! A refusal is remembered for `FULL_RECHECK_MS` per kind: once the registry is full, a caller
+//! A refusal is remembered for `aco_core::registry::FULL_RECHECK_MS` per kind: once the registry is full, a caller
 //! inventing names costs no Durable Object request per name, only the refusal.
-
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
 
 use aco_core::registry::{AdmitReply, AdmitRequest, NameKind, Page};
 use worker::{Method, Request, RequestInit};
@@ -14,20 +11,7 @@ use worker::{Method, Request, RequestInit};
 use super::{BINDING, CLASS, INSTANCE};
 use crate::bindings::Bindings;
 use crate::http::ApiError;
-
-/// How long an isolate takes "full" for an answer before asking again (a place may have been
-/// made by raising the limit).
-const FULL_RECHECK_MS: u64 = 60_000;
-
-#[derive(Default)]
-struct Known {
-    admitted: HashSet<(NameKind, String)>,
-    full_until_ms: BTreeMap<NameKind, u64>,
-}
-
-thread_local! {
-    static KNOWN: RefCell<Known> = RefCell::new(Known::default());
-}
+use crate::isolate;
 
 /// Whether `name` may exist: `Ok(true)` admitted (now or before), `Ok(false)` the registry is
 /// full, `Err` the registry did not answer (the caller decides whether to fail open).
@@ -37,20 +21,7 @@ pub async fn admit(
     name: &str,
     now_ms: u64,
 ) -> Result<bool, ApiError> {
-    let known = KNOWN.with(|k| {
-        let k = k.borrow();
-        if k.admitted.contains(&(kind, name.to_string())) {
-            Some(true)
-        } else if k
-            .full_until_ms
-            .get(&kind)
-            .is_some_and(|until| now_ms < *until)
-        {
-            Some(false)
-        } else {
-            None
-        }
-    });
+    let known = isolate::with(|i| i.names.borrow().known(kind, name, now_ms));
     if let Some(answer) = known {
         return Ok(answer);
     }
@@ -75,15 +46,7 @@ pub async fn admit(
         .json()
         .await
         .map_err(|e| ApiError::unavailable("registry reply", e))?;
-    KNOWN.with(|k| {
-        let mut k = k.borrow_mut();
-        if reply.admitted() {
-            k.admitted.insert((kind, name.to_string()));
-            k.full_until_ms.remove(&kind);
-        } else {
-            k.full_until_ms.insert(kind, now_ms + FULL_RECHECK_MS);
-        }
-    });
+    isolate::with(|i| i.names.borrow_mut().answered(kind, name, &reply, now_ms));
     Ok(reply.admitted())
 }
 

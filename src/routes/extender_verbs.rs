@@ -13,8 +13,8 @@ use super::admission::{admit_tenant, TenantAdmission};
 use super::{Call, Handled};
 use crate::colony::{client, queue};
 use crate::facts::client as facts_client;
-use crate::filter_memory;
 use crate::http::{priorities_response, read_body, stream_response, ApiError};
+use crate::isolate;
 use crate::pipeline;
 use crate::pod_index;
 
@@ -70,12 +70,14 @@ pub async fn filter(call: &mut Call) -> Handled {
     })?;
     let mut outcome = streamed.output;
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
-    filter_memory::remember(
-        &call.cluster,
-        &streamed.pod.decision_key(),
-        call.now_ms,
-        std::mem::take(&mut outcome.rejections),
-    );
+    isolate::with(|i| {
+        i.filter_memory.borrow_mut().remember(
+            &call.cluster,
+            &streamed.pod.decision_key(),
+            call.now_ms,
+            std::mem::take(&mut outcome.rejections),
+        )
+    });
     let ev = &mut call.event;
     ev.count(&metrics::FILTER_NODES_PASSED, &[], outcome.passed as f64);
     for (code, n) in &outcome.rejected {
@@ -102,7 +104,11 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     })?
     .output;
     // Taken whatever happens next, so that a filter is attached to one decision at most.
-    let filter_reasons = filter_memory::take(&call.cluster, &input.demand.key, call.now_ms);
+    let filter_reasons = isolate::with(|i| {
+        i.filter_memory
+            .borrow_mut()
+            .take(&call.cluster, &input.demand.key, call.now_ms)
+    });
     call.event.count(
         &metrics::STALE_NODE_FACTS,
         &["prioritize"],

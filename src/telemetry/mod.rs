@@ -13,8 +13,6 @@ mod object;
 
 pub use object::{Telemetry, ACK_HEADER};
 
-use std::cell::{Cell, RefCell};
-
 use aco_core::metrics::Metric;
 use aco_core::telemetry::outbox::Outbox;
 pub use aco_core::telemetry::Event;
@@ -22,19 +20,15 @@ use aco_core::telemetry::{Ack, Delivery, IsolateView, StampedReport};
 use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
+use crate::isolate;
 
 pub const BINDING: &str = "TELEMETRY";
 /// One global instance: it receives one request per isolate per flush interval.
 pub const INSTANCE: &str = "global";
 
-thread_local! {
-    static OUTBOX: RefCell<Option<Outbox>> = const { RefCell::new(None) };
-    static FLUSH_SCHEDULED: Cell<bool> = const { Cell::new(false) };
-}
-
 fn with_outbox<T>(f: impl FnOnce(&mut Outbox) -> T) -> T {
-    OUTBOX.with(|o| {
-        let mut o = o.borrow_mut();
+    isolate::with(|i| {
+        let mut o = i.telemetry.borrow_mut();
         let outbox = o.get_or_insert_with(|| {
             // Unique per isolate so that the Durable Object can tell sequences apart.
             Outbox::new(format!(
@@ -79,7 +73,7 @@ pub fn isolate_view() -> IsolateView {
 /// Sends every unacknowledged batch; keeps them on failure (the next flush retries) and counts
 /// the failure in this isolate.
 pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
-    FLUSH_SCHEDULED.with(|s| s.set(false));
+    isolate::with(|i| i.telemetry_flush_scheduled.set(false));
     let Some(delivery) = seal(now_ms) else {
         return Ok(());
     };
@@ -113,7 +107,7 @@ pub fn schedule_flush(
     bindings: Bindings,
     flush_ms: u64,
 ) -> Option<impl std::future::Future<Output = ()>> {
-    if FLUSH_SCHEDULED.with(|s| s.replace(true)) {
+    if isolate::with(|i| i.telemetry_flush_scheduled.replace(true)) {
         return None;
     }
     Some(async move {

@@ -9,7 +9,7 @@
 //! Pure: the object loads the rows, asks [`Registry::admit`] what to write, writes it and calls
 //! [`Registry::commit`]. Tested natively.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -103,6 +103,48 @@ pub struct AdmitReply {
 impl AdmitReply {
     pub fn admitted(&self) -> bool {
         self.verdict != Verdict::Full
+    }
+}
+
+/// How long a caller takes "full" for an answer before asking again (a place may have been
+/// made by raising the limit).
+pub const FULL_RECHECK_MS: u64 = 60_000;
+
+/// What a caller of the registry remembers of its answers: an admitted name stays admitted (kept
+/// for good), and "full" per kind for [`FULL_RECHECK_MS`], so that a caller inventing names costs
+/// no registry request per name once the registry is full. Bounded by the registry's own limits
+/// (`MAX_CLUSTERS` + `MAX_COLONIES` names of ≤ 253 bytes: ≤ 2.8 MB at the largest).
+#[derive(Debug, Default)]
+pub struct AdmittedNames {
+    admitted: HashSet<(NameKind, String)>,
+    full_until_ms: BTreeMap<NameKind, u64>,
+}
+
+impl AdmittedNames {
+    /// The answer already known: `Some(true)` admitted before, `Some(false)` the registry said
+    /// full less than [`FULL_RECHECK_MS`] ago, `None` ask it.
+    pub fn known(&self, kind: NameKind, name: &str, now_ms: u64) -> Option<bool> {
+        if self.admitted.contains(&(kind, name.to_string())) {
+            Some(true)
+        } else if self
+            .full_until_ms
+            .get(&kind)
+            .is_some_and(|until| now_ms < *until)
+        {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The registry's answer for `name`, kept.
+    pub fn answered(&mut self, kind: NameKind, name: &str, reply: &AdmitReply, now_ms: u64) {
+        if reply.admitted() {
+            self.admitted.insert((kind, name.to_string()));
+            self.full_until_ms.remove(&kind);
+        } else {
+            self.full_until_ms.insert(kind, now_ms + FULL_RECHECK_MS);
+        }
     }
 }
 
@@ -248,6 +290,29 @@ mod tests {
         max_clusters: 2,
         max_colonies: 3,
     };
+
+    #[test]
+    fn a_caller_keeps_admitted_names_for_good_and_full_for_a_while() {
+        let reply = |verdict| AdmitReply {
+            verdict,
+            count: 1,
+            limit: 1,
+        };
+        let mut names = AdmittedNames::default();
+        assert_eq!(names.known(NameKind::Cluster, "a", 0), None);
+        names.answered(NameKind::Cluster, "a", &reply(Verdict::Admitted), 0);
+        names.answered(NameKind::Cluster, "b", &reply(Verdict::Full), 0);
+        assert_eq!(names.known(NameKind::Cluster, "a", u64::MAX), Some(true));
+        assert_eq!(names.known(NameKind::Cluster, "c", 1), Some(false));
+        assert_eq!(names.known(NameKind::Colony, "c", 1), None, "per kind");
+        assert_eq!(names.known(NameKind::Cluster, "c", FULL_RECHECK_MS), None);
+        names.answered(NameKind::Cluster, "b", &reply(Verdict::Known), 2);
+        assert_eq!(
+            names.known(NameKind::Cluster, "c", 3),
+            None,
+            "a place was made"
+        );
+    }
 
     fn admit(r: &mut Registry, kind: NameKind, name: &str) -> Verdict {
         let v = r.admit(kind, name, LIMITS);

@@ -21,6 +21,8 @@
 
 mod cluster_facts;
 mod colonies;
+mod decision_outbox;
+mod filter_memory;
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
@@ -30,6 +32,8 @@ use rand::Rng;
 
 pub use cluster_facts::ClusterFacts;
 pub use colonies::ColonyCopies;
+pub use decision_outbox::DecisionOutbox;
+pub use filter_memory::FilterMemory;
 
 use crate::assumed::{AssumedPlacements, WithAssumed};
 use crate::colony::{Prioritized, Scored, TenantColony};
