@@ -14,6 +14,7 @@
 //! in the [`ROWS_WRITTEN_HEADER`] of their replies (`aco_do_rows_written_total{class}`), so
 //! `docs/cost.md` prices operations that a benchmark counted rather than guessed.
 
+use aco_core::colony_store::wire::ColonyFailure;
 use aco_core::metrics;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -220,7 +221,7 @@ impl Bindings {
         req: Request,
     ) -> Result<Response, ApiError> {
         let unreachable = |e: worker::Error| ApiError {
-            colony_failure: Some("unreachable"),
+            colony_failure: Some(ColonyFailure::Unreachable),
             ..ApiError::unavailable(class, e)
         };
         // DO_LOCATION_HINT: where an object is created, the first time it is named. An invalid

@@ -4,16 +4,20 @@
 use serde::Serialize;
 use worker::{Request, Response};
 
+use aco_core::api::error::ErrorBody;
+use aco_core::colony_store::wire::ColonyFailure;
 use aco_core::extender::BadRequest;
 
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: u16,
     pub field: Option<String>,
+    /// In a batch, the index of the one item refused (`ErrorBody::item`).
+    pub item: Option<usize>,
     pub message: String,
     /// Set when a tenant's colony failed (`corrupt_state`, `error`, `unreachable`): counted in
     /// `aco_colony_errors_total{reason}`.
-    pub colony_failure: Option<&'static str>,
+    pub colony_failure: Option<ColonyFailure>,
     /// Extra JSON members of the error body (e.g. per-tenant results of a placement batch).
     pub detail: Option<serde_json::Value>,
 }
@@ -23,6 +27,7 @@ impl ApiError {
         Self {
             status,
             field: None,
+            item: None,
             message: message.into(),
             colony_failure: None,
             detail: None,
@@ -33,6 +38,7 @@ impl ApiError {
         Self {
             status,
             field: Some(field.into()),
+            item: None,
             message: message.into(),
             colony_failure: None,
             detail: None,
@@ -44,11 +50,21 @@ impl ApiError {
         Self::new(503, format!("{what} unavailable: {e}"))
     }
 
-    pub fn into_response(self) -> Response {
-        let mut body = serde_json::json!({"error": self.message});
-        if let Some(f) = &self.field {
-            body["field"] = f.clone().into();
+    /// The same error, about item `index` of a batch.
+    pub fn for_item(self, index: usize) -> Self {
+        Self {
+            item: Some(index),
+            ..self
         }
+    }
+
+    pub fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: self.message,
+            field: self.field,
+            item: self.item,
+        };
+        let mut body = serde_json::to_value(body).unwrap_or_default();
         if let Some(serde_json::Value::Object(extra)) = self.detail {
             for (k, v) in extra {
                 body[k] = v;
@@ -63,6 +79,7 @@ impl From<BadRequest> for ApiError {
         Self {
             status: b.status,
             field: b.field,
+            item: None,
             message: b.message,
             colony_failure: None,
             detail: None,

@@ -1,7 +1,9 @@
 //! The Worker's side of the Colony object: [`call`] sends one typed request (see `api.rs`) to a
 //! tenant's colony, and the decision traffic that follows prioritize goes through here.
 
-use aco_core::colony_store::wire::{ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply};
+use aco_core::colony_store::wire::{
+    ColonyFailure, ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply, FailureBody,
+};
 use aco_core::metrics;
 use worker::{Method, Request, RequestInit};
 
@@ -20,7 +22,7 @@ pub async fn call<C: ColonyCall>(
     req: &C,
 ) -> Result<C::Reply, ApiError> {
     let unreachable = |e: worker::Error| ApiError {
-        colony_failure: Some("unreachable"),
+        colony_failure: Some(ColonyFailure::Unreachable),
         ..ApiError::unavailable("colony Durable Object", e)
     };
     let json = serde_json::to_string(req)
@@ -38,14 +40,9 @@ pub async fn call<C: ColonyCall>(
     let mut resp = bindings.do_fetch(BINDING, CLASS, &name, request).await?;
     let text = resp.text().await.map_err(unreachable)?;
     if resp.status_code() != 200 {
-        #[derive(serde::Deserialize)]
-        struct Failure {
-            reason: String,
-        }
-        let reason = match serde_json::from_str::<Failure>(&text).map(|f| f.reason) {
-            Ok(r) if r == "corrupt_state" => "corrupt_state",
-            _ => "error",
-        };
+        // A body that is not the object's (the runtime's own error page) is an error.
+        let reason =
+            serde_json::from_str::<FailureBody>(&text).map_or(ColonyFailure::Error, |f| f.reason);
         let e = ApiError::new(
             503,
             format!(
@@ -146,8 +143,8 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
                 e.message
             );
             crate::log::error("prioritize", Some(&bindings.request_id), &message);
-            let reason = e.colony_failure.unwrap_or("error");
-            telemetry::count(&metrics::COLONY_ERRORS, &[reason], 1.0);
+            let reason = e.colony_failure.unwrap_or(ColonyFailure::Error);
+            telemetry::count(&metrics::COLONY_ERRORS, &[reason.label()], 1.0);
             telemetry::count(&metrics::COLONY_LOCAL_DECISIONS, &["retry"], sent);
         }
     }

@@ -28,16 +28,15 @@ use aco_core::colony_store::schema::{
     SELECT_EXPLAINED_KEYS, SELECT_LEDGER, SELECT_SEGMENTS, SELECT_SNAPSHOT,
 };
 use aco_core::colony_store::wire::{
-    CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest, PlacementsRequest,
-    ShadowRequest,
+    ColonyFailure, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, FailureBody,
+    LookupRequest, PlacementsRequest, ShadowRequest,
 };
 use aco_core::colony_store::ColonyStore;
 use aco_core::config::Config;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use worker::{
-    durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue,
-    State,
+    durable_object, DurableObject, Env, Request, Response, SqlStorage, SqlStorageValue, State,
 };
 
 use aco_core::colony_store::ReportKey;
@@ -54,10 +53,53 @@ use crate::http::json_response;
 use crate::sql_transaction::run_in_transaction;
 
 /// Prefix of the error a colony answers when its stored state does not parse.
-pub const CORRUPT: &str = "corrupt colony state";
+const CORRUPT: &str = "corrupt colony state";
 
-fn failure(message: impl std::fmt::Display) -> worker::Error {
-    worker::Error::RustError(message.to_string())
+/// Why an event failed, kept typed up to the reply ([`FailureBody`]'s reason).
+#[derive(Debug)]
+enum Failure {
+    /// The stored state does not parse.
+    Corrupt(String),
+    Other(worker::Error),
+}
+
+impl From<worker::Error> for Failure {
+    fn from(e: worker::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+impl From<Failure> for worker::Error {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Corrupt(m) => worker::Error::RustError(m),
+            Failure::Other(e) => e,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Corrupt(m) => f.write_str(m),
+            Failure::Other(e) => e.fmt(f),
+        }
+    }
+}
+
+impl Failure {
+    fn reason(&self) -> ColonyFailure {
+        match self {
+            Failure::Corrupt(_) => ColonyFailure::CorruptState,
+            Failure::Other(_) => ColonyFailure::Error,
+        }
+    }
+}
+
+type Result<T, E = Failure> = std::result::Result<T, E>;
+
+fn failure(message: impl std::fmt::Display) -> Failure {
+    Failure::Other(worker::Error::RustError(message.to_string()))
 }
 
 fn now() -> u64 {
@@ -184,7 +226,7 @@ impl Colony {
         // A new incarnation per load: what an earlier one accepted but never committed is gone.
         let incarnation = getrandom::u64().unwrap_or_else(|_| now());
         let corrupt = |e: aco_core::colony_store::CorruptState| {
-            failure(format!(
+            Failure::Corrupt(format!(
                 "{CORRUPT}: {e}; DELETE /v1/tenants/{{tenant}}/pheromones resets it"
             ))
         };
@@ -238,7 +280,7 @@ impl Colony {
             }
             Err(e) => {
                 *slot = None;
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -331,7 +373,7 @@ impl Colony {
             if let Some(r) = rows.first() {
                 out.explained =
                     ColonyStore::explained_in_row(id, &r.body, &req.key, req.now_ms, config)
-                        .map_err(|e| failure(format!("{CORRUPT}: {e}")))?;
+                        .map_err(|e| Failure::Corrupt(format!("{CORRUPT}: {e}")))?;
             }
         }
         Ok(out)
@@ -491,7 +533,7 @@ impl DurableObject for Colony {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> Result<Response> {
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         self.request_rows.set(0);
         // On the Worker's clock (the wall clock but under TEST_CLOCK_HEADER).
         if let Ok(config) = self.config() {
@@ -509,17 +551,12 @@ impl DurableObject for Colony {
         let resp = match result.and_then(|text| self.envelope(&name, text)) {
             Ok(text) => crate::http::text_response(200, text, "application/json"),
             Err(e) => {
-                let message = e.to_string();
-                let reason = if message.contains(CORRUPT) {
-                    "corrupt_state"
-                } else {
-                    "error"
+                let body = FailureBody {
+                    error: e.to_string(),
+                    reason: e.reason(),
                 };
-                crate::log::object_error("colony", &name, request_id.as_deref(), &message);
-                json_response(
-                    503,
-                    &serde_json::json!({"error": message, "reason": reason}),
-                )
+                crate::log::object_error("colony", &name, request_id.as_deref(), &body.error);
+                json_response(503, &body)
             }
         };
         resp.headers()
@@ -528,7 +565,7 @@ impl DurableObject for Colony {
     }
 
     /// Commits what no request committed within `COMMIT_BACKSTOP_MS`.
-    async fn alarm(&self) -> Result<Response> {
+    async fn alarm(&self) -> worker::Result<Response> {
         self.alarm_at.set(None);
         self.ensure_schema()?;
         let config = self.config()?;

@@ -25,6 +25,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use aco_core::api::error::ErrorBody;
 use aco_core::api::nodes::NodesReply;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
@@ -169,13 +170,8 @@ pub async fn get(
 
 /// A non-200 reply: the object's 4xx (a bad batch) is the client's, anything else ours (503).
 fn refused(status: u16, text: &str) -> ApiError {
-    #[derive(serde::Deserialize)]
-    struct Refusal {
-        error: String,
-        field: Option<String>,
-    }
-    match serde_json::from_str::<Refusal>(text) {
-        Ok(r) if (400..500).contains(&status) => ApiError {
+    match ErrorBody::parse(text) {
+        Some(r) if (400..500).contains(&status) => ApiError {
             field: r.field,
             ..ApiError::new(status, r.error)
         },

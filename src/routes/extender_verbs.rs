@@ -1,7 +1,7 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
 use aco_core::colony::Prioritized;
-use aco_core::colony_store::wire::DecisionRecord;
+use aco_core::colony_store::wire::{ColonyFailure, DecisionRecord};
 use aco_core::config::Config;
 use aco_core::extender::FilterReply;
 use aco_core::extender::{parse_args, ScoringInput};
@@ -193,7 +193,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                 // Scores are advisory: without the colony, answer from an old copy or from η
                 // alone (counted, and the failure itself in aco_colony_errors_total), never an
                 // error. Nothing is remembered: such a pod's placement counts as unknown.
-                let reason = e.colony_failure.unwrap_or("error");
+                let reason = e.colony_failure.unwrap_or(ColonyFailure::Error).label();
                 let message = format!(
                     "colony of {tenant:?} failed, answering without it: {}",
                     e.message

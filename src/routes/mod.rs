@@ -349,7 +349,8 @@ async fn route(
             Some(&call.bindings.request_id),
             message,
         );
-        call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
+        call.event
+            .count(&metrics::COLONY_ERRORS, &[reason.label()], 1.0);
     }
     let routed = Routed {
         response: result.unwrap_or_else(ApiError::into_response),

@@ -214,7 +214,7 @@ pub async fn placements(call: &mut Call) -> Handled {
         .placements
         .into_iter()
         .enumerate()
-        .map(|(i, r)| validate(i, r, &call.config))
+        .map(|(i, r)| validate(i, r, &call.config).map_err(|e| e.for_item(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let summary = deliver(call, items, "placements").await?;
     Ok(json_response(200, &summary))

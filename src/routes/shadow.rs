@@ -121,7 +121,7 @@ pub async fn report(call: &mut Call) -> Handled {
         .placements
         .into_iter()
         .enumerate()
-        .map(|(i, r)| validate(i, r, &call.config))
+        .map(|(i, r)| validate(i, r, &call.config).map_err(|e| e.for_item(i)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut summary = ShadowBatchSummary {
         received: reports.len() as u64,

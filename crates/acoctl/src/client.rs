@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use aco_core::api::error::ErrorBody;
 use aco_core::cluster::{validate_cluster, DEFAULT_CLUSTER};
 use aco_core::request_log::REQUEST_ID_HEADER;
 use reqwest::blocking::Client as Http;
@@ -115,10 +116,10 @@ impl Client {
 
 /// The Worker's refusal as one line: status, its message, the field it names, the request id.
 pub fn refusal(what: &str, status: u16, body: &str, request_id: Option<&str>) -> String {
-    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    let message = v["error"].as_str().unwrap_or(body);
+    let error = ErrorBody::parse(body);
+    let message = error.as_ref().map_or(body, |e| e.error.as_str());
     let mut line = format!("{what}: HTTP {status}: {message}");
-    if let Some(field) = v["field"].as_str() {
+    if let Some(field) = error.as_ref().and_then(|e| e.field.as_deref()) {
         line.push_str(&format!(" (field {field})"));
     }
     if let Some(id) = request_id {

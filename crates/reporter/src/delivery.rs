@@ -21,6 +21,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use aco_core::api::error::ErrorBody;
 use rand::Rng;
 
 use crate::placements::{Endpoint, Item};
@@ -187,8 +188,8 @@ pub enum Disposition {
     /// Try the same batch again later (Worker down, 5xx, 429, auth not yet right); the Worker's
     /// `Retry-After` if it gave one.
     Retry(Option<Duration>),
-    /// The Worker refused item `index` for good (400 naming `placements[index]`): drop that
-    /// item, retry the rest at once.
+    /// The Worker refused item `index` for good (a 4xx whose error body names the item): drop
+    /// that item, retry the rest at once.
     DropItem(usize),
     /// The batch was too large (413): split it.
     Split,
@@ -199,11 +200,11 @@ pub enum Disposition {
     Halt(String),
 }
 
-/// Reads a Worker answer. `field` is the `field` of its JSON error body, if any.
+/// Reads a Worker answer and its error body, if it had one.
 pub fn disposition(
     status: Option<u16>,
     retry_after: Option<&str>,
-    field: Option<&str>,
+    error: Option<&ErrorBody>,
     batch_len: usize,
 ) -> Disposition {
     let Some(status) = status else {
@@ -220,20 +221,17 @@ pub fn disposition(
         413 if batch_len > 1 => Disposition::Split,
         // One report alone too large can never be taken.
         413 => Disposition::DropItem(0),
-        _ => match field.and_then(item_index) {
+        _ => match error.and_then(|e| e.item) {
             Some(i) if i < batch_len => Disposition::DropItem(i),
             _ => Disposition::Halt(format!(
                 "HTTP {status}{}",
-                field.map(|f| format!(" ({f})")).unwrap_or_default()
+                error
+                    .and_then(|e| e.field.as_deref())
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default()
             )),
         },
     }
-}
-
-/// `placements[12].node` → 12.
-fn item_index(field: &str) -> Option<usize> {
-    let rest = field.strip_prefix("placements[")?;
-    rest[..rest.find(']')?].parse().ok()
 }
 
 #[cfg(test)]
@@ -298,6 +296,14 @@ mod tests {
         assert!(b.failed(&mut rng) <= Duration::from_millis(500));
     }
 
+    fn refused(field: Option<&str>, item: Option<usize>) -> ErrorBody {
+        ErrorBody {
+            error: "refused".into(),
+            field: field.map(String::from),
+            item,
+        }
+    }
+
     #[test]
     fn worker_answers() {
         assert_eq!(
@@ -318,12 +324,22 @@ mod tests {
             Disposition::Unauthorized
         );
         assert_eq!(
-            disposition(Some(400), None, Some("placements[3].node"), 5),
+            disposition(
+                Some(400),
+                None,
+                Some(&refused(Some("placements[3].node"), Some(3))),
+                5
+            ),
             Disposition::DropItem(3)
         );
         // Refused as a whole: never split down and dropped one by one (the old silent loss).
         assert_eq!(
-            disposition(Some(400), None, Some("placements batch"), 5),
+            disposition(
+                Some(400),
+                None,
+                Some(&refused(Some("placements batch"), None)),
+                5
+            ),
             Disposition::Halt("HTTP 400 (placements batch)".into())
         );
         assert_eq!(
@@ -336,12 +352,17 @@ mod tests {
             Disposition::Halt("HTTP 403".into())
         );
         assert_eq!(
-            disposition(Some(400), None, Some("placements[9].node"), 5),
+            disposition(
+                Some(400),
+                None,
+                Some(&refused(Some("placements[9].node"), Some(9))),
+                5
+            ),
             Disposition::Halt("HTTP 400 (placements[9].node)".into()),
             "an index outside the batch names no item of ours"
         );
         assert_eq!(
-            disposition(Some(413), None, Some("placements"), 5),
+            disposition(Some(413), None, Some(&refused(Some("placements"), None)), 5),
             Disposition::Split
         );
         assert_eq!(

@@ -853,7 +853,7 @@ async fn deliver(s: Arc<Shared>) {
         let disposition = disposition(
             answer.status,
             answer.retry_after.as_deref(),
-            answer.field.as_deref(),
+            answer.error.as_ref(),
             batch.len(),
         );
         if !matches!(disposition, Disposition::Unauthorized) {
@@ -948,7 +948,7 @@ async fn deliver(s: Arc<Shared>) {
                     .rejected
                     .get_or_create(&Telemetry::kind(refused.kind.as_str()))
                     .inc();
-                tracing::error!(request_id = %answer.request_id, pod = %refused.uid(), field = ?answer.field, body = %answer.body, "the Worker refused a report; dropping it");
+                tracing::error!(request_id = %answer.request_id, pod = %refused.uid(), field = ?answer.error.as_ref().and_then(|e| e.field.as_deref()), body = %answer.body, "the Worker refused a report; dropping it");
                 let mut r = s.reports.lock().unwrap_or_else(|e| e.into_inner());
                 r.ledger.settle(&refused);
                 r.queue.put_back(batch);

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use aco_core::api::error::ErrorBody;
 use serde::Serialize;
 
 /// The header the Worker reads a request id from (`aco_core::request_log`).
@@ -12,8 +13,8 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 pub struct Answer {
     pub status: Option<u16>,
     pub retry_after: Option<String>,
-    /// The `field` of a JSON error body.
-    pub field: Option<String>,
+    /// The Worker's error body, when it answered one.
+    pub error: Option<ErrorBody>,
     pub body: String,
     pub bytes_sent: usize,
     /// The `x-request-id` the request carried (made here, one per request): the Worker logs it
@@ -114,13 +115,13 @@ impl WorkerClient {
             .and_then(|v| v.to_str().ok())
             .map(String::from);
         let body = response.text().await.unwrap_or_default();
-        let field = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v.get("field").and_then(|f| f.as_str()).map(String::from));
+        let error = (!(200..300).contains(&status))
+            .then(|| ErrorBody::parse(&body))
+            .flatten();
         Answer {
             status: Some(status),
             retry_after,
-            field,
+            error,
             body,
             bytes_sent,
             request_id,

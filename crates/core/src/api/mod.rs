@@ -16,6 +16,7 @@
 //! checksum, values), which are part of its format.
 
 pub mod colony_export;
+pub mod error;
 pub mod nodes;
 pub mod pheromones;
 pub mod placements;

@@ -219,3 +219,54 @@ pub struct ColonyReport {
     #[serde(default)]
     pub confirmed_pods: u64,
 }
+
+/// Why a request failed in a tenant's colony: the label of `aco_colony_errors_total{reason}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColonyFailure {
+    /// Its stored state does not parse (the operator's reset is the way out).
+    CorruptState,
+    /// It answered with any other failure.
+    Error,
+    /// It could not be reached.
+    Unreachable,
+}
+
+impl ColonyFailure {
+    pub fn label(self) -> &'static str {
+        match self {
+            ColonyFailure::CorruptState => "corrupt_state",
+            ColonyFailure::Error => "error",
+            ColonyFailure::Unreachable => "unreachable",
+        }
+    }
+}
+
+/// The body of a colony's failed reply (HTTP 503).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureBody {
+    pub error: String,
+    pub reason: ColonyFailure,
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_body_names_its_reason_as_the_metric_label() {
+        for reason in [
+            ColonyFailure::CorruptState,
+            ColonyFailure::Error,
+            ColonyFailure::Unreachable,
+        ] {
+            let body = FailureBody {
+                error: "x".into(),
+                reason,
+            };
+            let json = serde_json::to_value(&body).unwrap();
+            assert_eq!(json["reason"], reason.label());
+            assert_eq!(serde_json::from_value::<FailureBody>(json).unwrap(), body);
+        }
+    }
+}
