@@ -1,6 +1,6 @@
 //! Every tunable in one typed struct, read from the Worker's `[vars]` (string values) and
 //! validated once at start. Each var is declared once, in the `config_keys!` table below: its
-//! field, key, reader, default and checks (README.md "Configuration" documents them). Unknown
+//! field, key, reader, default and checks (docs/configuration.md is generated from it). Unknown
 //! keys are ignored so that unrelated vars (e.g. `ADMIN_TOKEN`) can live beside them.
 
 use std::str::FromStr;
