@@ -90,8 +90,44 @@ test("every relative link of the docs resolves", () => {
     assert.deepEqual(problems, []);
 });
 
+// ARCHITECTURE.md's code map: each section is a crate (its heading's first code span, e.g.
+// `crates/core`, whose files are under src/) or the repository ("Elsewhere"); each bullet starts
+// with the paths it describes, before " — ".
+export function codeMapPaths(text) {
+    const lines = prose(text);
+    const start = lines.findIndex((l) => /^## Code map/.test(l));
+    const paths = [];
+    let base = null;
+    for (const line of lines.slice(start + 1)) {
+        if (/^## /.test(line)) break;
+        const heading = /^### (.*)/.exec(line);
+        if (heading) {
+            const span = /`([^`]+)`/.exec(heading[1]);
+            const dir = span ? span[1].replace(/\/$/, "") : "";
+            base = dir !== "" && existsSync(path.join(root, dir, "src")) ? path.join(dir, "src") : dir;
+            continue;
+        }
+        if (base === null || !line.startsWith("- `")) continue;
+        const head = line.split(" — ")[0];
+        for (const m of head.matchAll(/`([^`]+)`/g)) {
+            if (/^[\w.-]+(\/[\w.-]*)*$/.test(m[1]) && /\/|\.(rs|md|toml|ya?ml|m?js|capnp)$/.test(m[1])) {
+                paths.push(path.join(base, m[1]));
+            }
+        }
+    }
+    return paths;
+}
+
+test("every path ARCHITECTURE.md's code map names exists", () => {
+    const paths = codeMapPaths(readFileSync(path.join(root, "ARCHITECTURE.md"), "utf8"));
+    assert.ok(paths.length > 50, `only ${paths.length} paths found: is the code map still bullets?`);
+    assert.deepEqual(paths.filter((p) => !existsSync(path.join(root, p))), []);
+});
+
 test("the checker itself finds a missing file and a missing heading", () => {
     assert.deepEqual(links("see [a](b.md#c) and `[x](y)`\n```\n[no](z)\n```"), ["b.md#c"]);
     const a = anchors("# One verb or two\n## Self-hosted: the Worker (inside)\n## X\n## X\n```\n# not\n```");
     assert.deepEqual([...a], ["one-verb-or-two", "self-hosted-the-worker-inside", "x", "x-1"]);
+    const map = "## Code map\n### `crates/core` — core\n- `a.rs`, `b/` — x `c.rs`\n### Elsewhere\n- `k8s/` (`aco`) — y\n## Invariants\n- `d.rs` — z";
+    assert.deepEqual(codeMapPaths(map), ["crates/core/src/a.rs", "crates/core/src/b/", "k8s/"]);
 });
