@@ -338,19 +338,23 @@ config_keys! {
     max_decisions_per_tenant: u64 = "MAX_DECISIONS_PER_TENANT", number, 10_000,
         check(|v| (1..=MAX_DECISIONS_LIMIT).contains(&v), "must be within 1..=1000000");
     /// At most this many named clusters (`/c/<cluster>`) exist, admitted by the Registry object
-    /// as they are first used; beyond it a new id is refused (404). Bounds the Facts objects and
-    /// `cluster` series anyone may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
+    /// as they are first used by an authenticated request; beyond it a new id is refused (404
+    /// naming `cluster`, `aco_clusters_refused_total`) before any object or label exists for it;
+    /// an admitted cluster stays admitted. Bounds the Facts objects and `cluster` series anyone
+    /// may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
     max_clusters: u64 = "MAX_CLUSTERS", number, 100,
         check(|v| v <= MAX_CLUSTERS_LIMIT, "must be within 0..=10000");
     /// At most this many colonies (cluster × tenant, all clusters together) exist; a tenant
-    /// beyond it is scored by η alone, its placements refused, its requests counted under
-    /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
+    /// beyond it is scored by η alone, its placements are `unknownPod`, admin reads 404 naming
+    /// `tenant`, and its requests are counted under `aco_tenant_overflow_total{tenant="other"}`.
+    /// Bounds the Colony objects and what one `/metrics` scrape asks.
     max_colonies: u64 = "MAX_COLONIES", number, 1_000,
         check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (the Telemetry object keeps every colony's report)");
     // --- tests only ---
     /// Each request's time from its `x-aco-test-now-ms` header instead of the wall clock, in
     /// the Worker and its objects, so that a trace replay runs the Worker on the trace's clock
-    /// (`tests/replay_matches_native.rs`). The Worker refuses it unless `EXTENDER_AUTH=none`:
+    /// (`tests/replay_matches_native.rs`); a request without the header is a 400 naming it. The
+    /// Worker refuses the var (503 naming it) unless `EXTENDER_AUTH=none`:
     /// anyone who can call the verbs could set the clock, and a production Worker
     /// authenticates them.
     test_clock_header: bool = "TEST_CLOCK_HEADER", flag, false;
