@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Checks what `wrangler deploy` would upload, without an account or a network (README "Deploy";
+// Checks what `wrangler deploy` would upload, without an account or a network (docs/deploy.md "Deploy";
 // a step of scripts/test):
 //
 //   node scripts/check-deploy.mjs --outdir DIR [--wrangler-log FILE] [--config wrangler.toml] [--for-deploy]

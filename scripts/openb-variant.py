@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes an OpenB pod list that is *not* one of the shipped variants, to check a default on
-traces it was not chosen on (docs/simulation.md, v6 "unseen variants").
+traces it was not chosen on (docs/history/simulation.md, v6 "unseen variants").
 
 Every row of the default list keeps its name and times (arrivals, departures); its shape
 (cpu, memory, GPUs, GPU share, GPU model, QoS) is redrawn, seeded, from the default list's pods

@@ -1,4 +1,4 @@
-//! The key spaces no caller can grow beyond their bound (README "Limits"), on the built Worker
+//! The key spaces no caller can grow beyond their bound (docs/limits.md), on the built Worker
 //! in Miniflare with real Durable Objects: colonies beyond `MAX_COLONIES` and clusters beyond
 //! `MAX_CLUSTERS` create nothing and are counted; `/metrics` shows every admitted colony for one
 //! Durable Object request however many there are; telemetry keeps one bounded row per cluster

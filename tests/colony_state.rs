@@ -2,7 +2,7 @@
 //! value is an error that is counted and a reset repairs, remembered decisions are capped per
 //! tenant, tenants outside the allowlist get η scores and no colony.
 //!
-//! With `--features measure` also the storage per remembered decision of README "Limits"
+//! With `--features measure` also the storage per remembered decision of docs/limits.md
 //! (`cargo test --features measure --test colony_state measure -- --nocapture`).
 
 use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
@@ -265,7 +265,7 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
         .await;
 }
 
-/// The figure in README "Limits": what an unauthenticated caller (EXTENDER_AUTH=none) can make
+/// The figure in docs/limits.md: what an unauthenticated caller (EXTENDER_AUTH=none) can make
 /// one tenant store. A measurement, not a test (the cap itself is asserted by
 /// `remembered_decisions_are_capped_per_tenant_oldest_first`): compiled only with the `measure`
 /// feature, `cargo test --features measure --test colony_state measure -- --nocapture`.

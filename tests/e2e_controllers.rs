@@ -140,7 +140,7 @@ impl Cluster {
             .start_scheduler("scheduler", &env.worker_config(true))
             .await;
 
-        // The install, as README says: the token Secret, then `kubectl apply -k` of the overlay.
+        // The install, as docs/deploy.md says: the token Secret, then `kubectl apply -k` of the overlay.
         kube.wait_service_account("kube-system", "default").await;
         kube.post(
             "/api/v1/namespaces/kube-system/secrets",

@@ -1,6 +1,6 @@
-//! End-to-end: the shipped install (`k8s/`, `k8s/observability/`) as README "Install" uses it.
+//! End-to-end: the shipped install (`k8s/`, `k8s/observability/`) as docs/deploy.md "Install" uses it.
 //!
-//! 1. A changed value rolls the pods: the README's overlay rendered twice by the pinned
+//! 1. A changed value rolls the pods: the overlay of docs/deploy.md rendered twice by the pinned
 //!    kustomize (`$KUBE_BIN/kustomize`, what `kubectl apply -k` renders), once with another
 //!    urlPrefix token, once with another Worker URL: the generated Secret/ConfigMap get a new
 //!    name and the Deployment that mounts it a different pod template (so it rolls); the other
@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 const IMAGE: &str = "registry.example/aco-reporter:0.1.0";
 
-/// The README's overlay: the scheduler config copied with its urlPrefix set (replacing the
+/// The overlay of docs/deploy.md "Install": the scheduler config copied with its urlPrefix set (replacing the
 /// generated Secret's file), `ACO_WORKER_URL` and the image; rendered.
 fn render(dir: &Path, url_prefix: &str, worker_url: &str) -> Vec<Value> {
     let shipped = std::fs::read_to_string(repo_root().join("k8s/scheduler-config.yaml")).unwrap();

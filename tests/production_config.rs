@@ -1,5 +1,5 @@
 //! The Worker as `wrangler.toml` ships it, plus only the secrets a deployer sets with
-//! `wrangler secret put` (README "Deploy") — no test bindings ([`StartOptions::shipped`]):
+//! `wrangler secret put` (docs/deploy.md "Deploy") — no test bindings ([`StartOptions::shipped`]):
 //! the extender verbs are refused unless called through the token path, `/metrics` is refused
 //! without the scrape token, and an `ADMIN_TOKEN` that is the old development default (or too
 //! short) opens no admin route.

@@ -101,7 +101,7 @@ fn the_config_declares_what_wrangler_toml_declares() {
             "[vars] {key}"
         );
     }
-    // The secrets of README "Deploy", from the environment (the Secret aco-worker-secrets).
+    // The secrets of docs/deploy.md "Deploy", from the environment (the Secret aco-worker-secrets).
     for secret in ["ADMIN_TOKEN", "METRICS_TOKEN", "EXTENDER_TOKENS"] {
         has(&format!(
             "(name = \"{secret}\", fromEnvironment = \"{secret}\")"

@@ -10,7 +10,7 @@
 # (crates/testkit/src/workerd.rs: -I <repository> -I <test PKI>, the state directory and the
 # listening address overridden on the command line), so keep it the only copy.
 #
-# Tuning: every `[vars]` key of README "Configuration" is a text binding of the worker below
+# Tuning: every `[vars]` key of docs/configuration.md is a text binding of the worker below
 # (`(name = "TENANT_SOURCE", text = "namespace")`); the secrets come from the environment, which
 # the StatefulSet fills from the Secret aco-worker-secrets. The file is a ConfigMap generated
 # with a content hash (k8s/self-hosted/kustomization.yaml): an edit rolls the pod.
@@ -58,7 +58,7 @@ const extender :Workerd.Worker = (
     (name = "NODE_FACTS", kvNamespace = "node-facts-kv"),
     # [vars]
     (name = "EXTENDER_AUTH", text = "path-token"),
-    # Secrets (README "Deploy"): set in the environment, never here. An unset variable would be
+    # Secrets (docs/deploy.md "Deploy"): set in the environment, never here. An unset variable would be
     # a null binding, which the Worker cannot read: the StatefulSet requires all three.
     (name = "ADMIN_TOKEN", fromEnvironment = "ADMIN_TOKEN"),
     (name = "METRICS_TOKEN", fromEnvironment = "METRICS_TOKEN"),

@@ -225,7 +225,7 @@ async fn route(
     };
     // Refused requests are counted without a `cluster` label and touch no object: neither an
     // unknown cluster id nor an unauthenticated caller can add a series, a row or a Durable
-    // Object (README "Limits").
+    // Object (docs/limits.md).
     if !config.cluster_allowed(cluster) {
         drain(&mut req).await;
         let e = ApiError::field(

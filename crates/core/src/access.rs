@@ -43,6 +43,57 @@ pub struct Refusal {
     pub message: String,
 }
 
+/// The vars and secrets of this module and of the bearer tokens, as docs/configuration.md shows
+/// them (generated: `crates/core/tests/config_doc.rs`; a test there fails when `from_vars` reads
+/// a key not listed here).
+pub fn documented_vars() -> Vec<crate::config_doc::VarDoc> {
+    use crate::config_doc::VarDoc;
+    let secret = "a secret (`wrangler secret put`), never a var";
+    vec![
+        VarDoc {
+            keys: &["EXTENDER_AUTH"],
+            default: "(none: required)".into(),
+            format: "`none`, `path-token` or `mtls`",
+            checks: &["unset or unknown: 503 naming it"],
+            doc: &["Who may call the extender verbs (filter, prioritize, bind). `path-token`: \
+                    only at `/t/<token>/v1/<verb>`; `mtls`: a verified, allowed client \
+                    certificate (API Shield, a custom domain); `none`: anyone (local \
+                    development only; `scripts/check-deploy` refuses it in `wrangler.toml`, \
+                    which ships `path-token`)."],
+        },
+        VarDoc {
+            keys: &["EXTENDER_TOKENS"],
+            default: "(none)".into(),
+            format: secret,
+            checks: &["one token, or `current,next` while rotating; each 32–256 characters of `[A-Za-z0-9_-]`"],
+            doc: &["`path-token`: the tokens the verbs' path may carry, compared in constant time."],
+        },
+        VarDoc {
+            keys: &["EXTENDER_CERT_FINGERPRINTS", "EXTENDER_CERT_ISSUERS"],
+            default: "(none)".into(),
+            format: "comma-separated SHA-256 fingerprints (64 hex digits, `:` allowed); `;`-separated issuer DNs",
+            checks: &["`mtls` needs at least one of the two"],
+            doc: &["`mtls`: the client certificates allowed, by fingerprint and/or by issuer \
+                    (401 without a verified certificate, 403 for one not allowed)."],
+        },
+        VarDoc {
+            keys: &["ADMIN_TOKEN"],
+            default: "(none)".into(),
+            format: secret,
+            checks: &["one token, or `current,next` while rotating; each 32–256 printable characters without spaces or commas, not guessable (e.g. `openssl rand -hex 32`)"],
+            doc: &["Bearer token of the admin and ingest routes (the reporter's token, acoctl's). \
+                    Unset or unusable: those routes answer 503, never open."],
+        },
+        VarDoc {
+            keys: &["METRICS_TOKEN"],
+            default: "(none)".into(),
+            format: secret,
+            checks: &["as `ADMIN_TOKEN`"],
+            doc: &["Bearer token of `GET /metrics` (Prometheus' scrape credential)."],
+        },
+    ]
+}
+
 pub const MIN_TOKEN_LEN: usize = 32;
 pub const MAX_TOKEN_LEN: usize = 256;
 /// The current token and the next one, during a rotation.

@@ -6,7 +6,7 @@
 //! pods, a Deployment's replicas — were all scored against the same facts, so every one of them
 //! saw the same half-empty node as the best and kube-scheduler stacked them on it: its own fit
 //! check stops at the node's capacity, not at the headroom a latency-critical pod needs. In the
-//! simulator that was most of the LS QoS breaches (docs/simulation.md, v8).
+//! simulator that was most of the LS QoS breaches (docs/history/simulation.md, v8).
 //!
 //! So the node prioritize puts alone at the top (`colony::single_out_top`, the node
 //! kube-scheduler binds), or the only node filter passes, is assumed to hold the pod from the

@@ -1,6 +1,6 @@
 //! Every tunable in one typed struct, read from the Worker's `[vars]` (string values) and
 //! validated once at start. Each var is declared once, in the `config_keys!` table below: its
-//! field, key, reader, default and checks (README.md "Configuration" documents them). Unknown
+//! field, key, reader, default and checks (docs/configuration.md is generated from it). Unknown
 //! keys are ignored so that unrelated vars (e.g. `ADMIN_TOKEN`) can live beside them.
 
 use std::str::FromStr;
@@ -27,21 +27,21 @@ pub enum TenantSource {
 macro_rules! config_keys {
     (
         $(
-            $(#[$doc:meta])*
+            $(#[doc = $doc:literal])*
             $field:ident : $ty:ty = $key:literal, $read:ident, $default:expr
             $(, check($ok:expr, $reason:expr))* ;
         )*
         @derived {
             $(
-                $(#[$xdoc:meta])*
-                $xfield:ident : $xty:ty = $xdefault:expr ;
+                $(#[doc = $xdoc:literal])*
+                $xfield:ident : $xty:ty = $xdefault:expr, from($($xkey:literal),+), $xread:ident ;
             )*
         }
     ) => {
         #[derive(Debug, Clone, PartialEq)]
         pub struct Config {
-            $( $(#[$doc])* pub $field: $ty, )*
-            $( $(#[$xdoc])* pub $xfield: $xty, )*
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+            $( $(#[doc = $xdoc])* pub $xfield: $xty, )*
         }
 
         impl Default for Config {
@@ -54,7 +54,8 @@ macro_rules! config_keys {
         }
 
         impl Config {
-            /// Every key of the table that `lookup` has, read into `self`.
+            /// Every key of the table that `lookup` has, read into `self`; then the derived
+            /// fields, each from its keys.
             fn read_keys(
                 &mut self,
                 lookup: &impl Fn(&str) -> Option<String>,
@@ -64,6 +65,7 @@ macro_rules! config_keys {
                         self.$field = $read($key, &v)?;
                     }
                 )*
+                $( self.$xfield = $xread(lookup, &[$($xkey),+])?; )*
                 Ok(())
             }
 
@@ -80,6 +82,29 @@ macro_rules! config_keys {
                 )* )*
                 Ok(())
             }
+
+            /// Every row of the table (then the derived ones) as docs/configuration.md shows
+            /// it: keys, default, how the text is read, checks and doc comment.
+            pub fn documented_vars() -> Vec<crate::config_doc::VarDoc> {
+                use crate::config_doc::{reader_format, Documented, VarDoc};
+                let d = Config::default();
+                vec![
+                    $( VarDoc {
+                        keys: &[$key],
+                        default: d.$field.documented(),
+                        format: reader_format(stringify!($read)),
+                        checks: &[$($reason),*],
+                        doc: &[$($doc),*],
+                    }, )*
+                    $( VarDoc {
+                        keys: &[$($xkey),+],
+                        default: d.$xfield.documented(),
+                        format: reader_format(stringify!($xread)),
+                        checks: &[],
+                        doc: &[$($xdoc),*],
+                    }, )*
+                ]
+            }
         }
     };
 }
@@ -93,11 +118,14 @@ config_keys! {
     /// counts as a GPU request too.
     gpu_resources: Vec<String> = "GPU_RESOURCES", text_list,
         strings(&["nvidia.com/gpu", "alibabacloud.com/gpu-count", "alibabacloud.com/gpu-milli"]);
+    /// Node label carrying the node's price in $/h; unlabelled nodes are priced at
+    /// `DEFAULT_COST_PER_HOUR`.
     cost_label: String = "COST_LABEL", text, "aco/cost-per-hour".into();
     /// Node labels carrying network latency in µs, first present wins (fresh reported facts win
     /// over labels).
     latency_labels: Vec<String> = "LATENCY_LABELS", text_list,
         strings(&["aco/latency-us", "nodeLatencyUs"]);
+    /// Node label whose value `spot` marks spot capacity (beside `SPOT_LABELS`).
     instance_type_label: String = "INSTANCE_TYPE_LABEL", text, "aco/instance-type".into();
     /// `label=value` pairs that mark spot capacity (value compared case-insensitively).
     spot_labels: Vec<(String, String)> = "SPOT_LABELS", label_pairs, vec![
@@ -106,12 +134,22 @@ config_keys! {
         ("cloud.google.com/gke-spot".into(), "true".into()),
     ];
     // --- pod labels / annotations ---
+    /// Pod label naming the pod's tenant (see `TENANT_SOURCE`).
     tenant_label: String = "TENANT_LABEL", text, "scheduling.aco/tenant-id".into();
+    /// Where a pod's tenant comes from: the tenant label, else the namespace
+    /// (`label-then-namespace`); `namespace` when pods of one team must not steer another team's
+    /// trail (any pod can set any label); `label`: the label only.
     tenant_source: TenantSource = "TENANT_SOURCE", tenant_source_rule,
         TenantSource::LabelThenNamespace;
+    /// Pod label naming the workload class: `latency-critical`, `stream-processing` or `batch`.
     workload_label: String = "WORKLOAD_LABEL", text, "aco/workload-type".into();
+    /// Pod annotations carrying the pod's latency target in µs (the most network latency its node
+    /// may have), first present wins. An unusable value rejects every node with the message, so the
+    /// pod stays Pending and its events say why.
     latency_target_annotations: Vec<String> = "LATENCY_TARGET_ANNOTATIONS", text_list,
         strings(&["scheduling.aco/latency-target-us", "latency-target-us"]);
+    /// Pod annotation listing the GPU models the pod accepts, `|`-separated (e.g.
+    /// `V100M16|V100M32`).
     gpu_models_annotation: String = "GPU_MODELS_ANNOTATION", text,
         "scheduling.aco/gpu-models".into();
     // --- colony (MAX–MIN ant system) ---
@@ -124,35 +162,52 @@ config_keys! {
             finite_at_least_zero,
             "must be a finite number ≥ 0 (0 = the trail is ignored, η alone)"
         );
+    /// The exponent of η in `τ^α·η^β`.
     beta: f64 = "BETA", number, 2.0, check(positive, "must be a positive finite number");
+    /// Evaporation of τ per epoch (one epoch = one confirmed placement).
     rho: f64 = "RHO", number, 0.05,
         check(unit, "must be within 0..=1"),
         check(|v| v > 0.0 && v < 1.0, "must be within (0, 1)");
+    /// Deposit scale: a confirmed placement deposits Q × quality on its node.
     deposit_q: f64 = "DEPOSIT_Q", number, 1.0, check(positive, "must be a positive finite number");
+    /// τ of a node before any deposit; `TAU_MIN ≤ TAU_INITIAL ≤ TAU_MAX`.
     tau_initial: f64 = "TAU_INITIAL", number, 1.0;
+    /// Lower MAX–MIN bound of τ.
     tau_min: f64 = "TAU_MIN", number, 0.1, check(positive, "must be a positive finite number");
+    /// Upper MAX–MIN bound of τ; `TAU_MAX/TAU_MIN` ≤ 1e6, so that no node can take every pod.
     tau_max: f64 = "TAU_MAX", number, 10.0;
-    /// ACS rule: probability of exploiting; 1.0 turns exploration off (default).
+    /// ACS rule: probability of exploiting; 1.0 turns exploration off (default), below 1 a pod's
+    /// top is sometimes drawn in proportion to desirability (randomness from `getrandom`).
     q0: f64 = "Q0", number, 1.0, check(unit, "must be within 0..=1");
     // --- heuristic η ---
+    /// The $/h η is measured against: η = `exp(−expected $/h / COST_REFERENCE)`
+    /// (`heuristic/placement_cost.rs`).
     cost_reference: f64 = "COST_REFERENCE", number, 1.0,
         check(positive, "must be a positive finite number");
-    /// Which factors of η count (`ETA_FACTORS`, default all); a factor left out is 1.0. For
-    /// ablations and for clusters where a factor's facts mislead.
+    /// Which cost terms of η count: `reliability` (failure and reclamation risk), `cost` (the pod's
+    /// share of the bill), `headroom` (SLA breach risk from load), `spike` (its predicted-spike
+    /// part), `fragmentation` (stranded GPUs), `performance` (the node's slowdown, learned per
+    /// tenant from the outcomes' `slowdown`: run time ÷ the workload's median). A term left out is
+    /// $0. For ablations (`aco-sim ablate eta` measures each) and for clusters where a term's facts
+    /// mislead.
     eta_factors: EtaFactorSet = "ETA_FACTORS", factor_set, EtaFactorSet::ALL;
-    /// Cost assumed for nodes without a cost label.
+    /// Price in $/h of nodes without a cost label.
     default_cost_per_hour: f64 = "DEFAULT_COST_PER_HOUR", number, 1.0,
         check(finite_at_least_zero, "must be ≥ 0");
+    /// Beta prior of a node's reliability: the successes it starts with.
     reliability_prior_successes: f64 = "RELIABILITY_PRIOR_SUCCESSES", number, 9.0,
         check(positive, "must be a positive finite number");
+    /// Beta prior of a node's reliability: the failures it starts with.
     reliability_prior_failures: f64 = "RELIABILITY_PRIOR_FAILURES", number, 1.0,
         check(positive, "must be a positive finite number");
-    /// How fast a node's outcome history fades, in ms (`OUTCOME_HALF_LIFE_MS`; 0 = never): its
-    /// successes and failures halve every half-life, so reliability judges what the node has
-    /// shown lately (`reliability.rs`).
+    /// How fast a node's outcome history fades, in ms (0 = never): the successes and failures
+    /// reliability counts, and the slowdowns η's performance term learns, halve every half-life, so
+    /// a node is judged by what it showed over the last few stays, not by one hot spell long ago
+    /// (`reliability.rs`).
     outcome_half_life_ms: u64 = "OUTCOME_HALF_LIFE_MS", number, 3_600_000;
-    /// Share of an idle node's remaining capacity expected to stay unused while a pod that opens
-    /// it keeps it running (`cost.rs`).
+    /// Share of an idle node's remaining capacity expected to stay unused while a pod that opens it
+    /// keeps it running, charged to that pod × `(1 − GPU scarcity)³`: in a filling cluster every
+    /// node is needed anyway (`cost.rs`).
     open_node_idle_fraction: f64 = "OPEN_NODE_IDLE_FRACTION", number, 0.5,
         check(unit, "must be within 0..=1");
     /// What one SLA breach of a latency-critical pod costs, in $ (`SLA_VIOLATION_COST`): the
@@ -164,30 +219,45 @@ config_keys! {
     /// spread into $/h.
     expected_stay_hours: f64 = "EXPECTED_STAY_HOURS", number, 1.0,
         check(positive, "must be a positive finite number");
-    /// Node label carrying the spot pool's interruption band (`spot_risk.rs`).
+    /// Node label carrying the spot pool's monthly interruption band (`lt5`, `5-10`, `10-15`,
+    /// `15-20`, `gt20` as in the Spot Advisor, or a percent): the prior of the pool's reclamation
+    /// rate (`spot_risk.rs`).
     spot_band_label: String = "SPOT_INTERRUPTION_BAND_LABEL", text,
         "aco/spot-interruption-band".into();
     /// Monthly share of a spot pool reclaimed, in percent, for spot nodes without a band label.
     spot_default_interruption_percent: f64 = "SPOT_DEFAULT_INTERRUPTION_PERCENT", number, 10.0,
         check(|v| (0.0..=100.0).contains(&v), "must be a percentage within 0..=100");
-    /// Exposure (node-hours) the band prior is worth against what the cluster shows.
+    /// Exposure (node-hours) the band prior is worth against the reclamations the cluster shows
+    /// (reported in `PUT /v1/nodes` `reclaimed`).
     spot_prior_node_hours: f64 = "SPOT_PRIOR_NODE_HOURS", number, 720.0,
         check(positive, "must be a positive finite number");
     /// Node labels whose values name a spot pool (joined with `/`).
     spot_pool_labels: Vec<String> = "SPOT_POOL_LABELS", text_list,
         strings(&["node.kubernetes.io/instance-type", "topology.kubernetes.io/zone"]);
+    /// Headroom a latency-critical pod needs: its SLA breach probability rises from 0 at load `1 −
+    /// headroom − SPIKE_BAND` to 1 at `1 − headroom + SPIKE_BAND`.
     latency_critical_min_headroom: f64 = "LATENCY_CRITICAL_MIN_HEADROOM", number, 0.2,
         check(unit, "must be within 0..=1");
+    /// Utilisation above which the load predictor calls a spike.
     spike_threshold: f64 = "SPIKE_THRESHOLD", number, 0.9, check(unit, "must be within 0..=1");
+    /// Half-width of the load band over which a latency-critical pod's breach probability rises
+    /// from 0 to 1 (see `LATENCY_CRITICAL_MIN_HEADROOM`).
     spike_band: f64 = "SPIKE_BAND", number, 0.1,
         check(positive, "must be a positive finite number");
+    /// Smoothing of the load predictor's EMA of reported utilisation.
     ema_alpha: f64 = "EMA_ALPHA", number, 0.5,
         check(|v| v > 0.0 && v <= 1.0, "must be within (0, 1]");
+    /// η never drops below this, so every feasible node stays reachable.
     eta_floor: f64 = "ETA_FLOOR", number, 0.001,
         check(positive, "must be a positive finite number"),
         check(|v| v <= 1.0, "must be ≤ 1");
     // --- state and limits ---
+    /// How long a node's measurements stay fresh, in ms; older ones are ignored (fail open to
+    /// labels, or neutral) and counted in `aco_stale_node_facts_total`. The Facts object persists
+    /// an observation time at most min(60 s, `FACTS_TTL_MS`/4) behind the newest.
     facts_ttl_ms: u64 = "FACTS_TTL_MS", number, 300_000;
+    /// How long an isolate serves its copy of the cluster's facts before one request for the shards
+    /// changed since.
     facts_cache_ms: u64 = "FACTS_CACHE_MS", number, 5_000;
     /// A placement the extender named (the top of prioritize, the only node filter passed) counts
     /// on its node until the node's `requested` is observed this long after it (`assumed.rs`):
@@ -198,16 +268,21 @@ config_keys! {
     /// assumptions off, so every pod is scored on the facts alone.
     assumed_ttl_ms: u64 = "ASSUMED_TTL_MS", number, 120_000,
         check(|v| v <= 3_600_000, "must be within 0..=3600000 (an hour)");
+    /// How long a pod's decision (its candidates' η) is remembered, waiting for the pod's placement
+    /// report.
     decision_ttl_ms: u64 = "DECISION_TTL_MS", number, 3_600_000,
         check(minute_to_30_days, MINUTE_TO_30_DAYS);
+    /// How many of a decision's best candidates are remembered (and explained).
     decision_keep_top: usize = "DECISION_KEEP_TOP", number, 64, check(|v| v != 0, "must be ≥ 1");
     /// How long a confirmed placement is remembered, so that replayed reports and the pod's later
-    /// outcome count once. Bounded: one row per pod placed in that window.
+    /// outcome count once; an outcome arriving later is ignored as `unknownPod`. Bounded: one row
+    /// per pod placed in that window.
     confirmed_ttl_ms: u64 = "CONFIRMED_TTL_MS", number, 21_600_000,
         check(minute_to_30_days, MINUTE_TO_30_DAYS);
-    /// How long a confirmed pod's explanation is kept after its confirmation (0: none is kept),
-    /// so that `GET …/decisions/{podUid}` still answers why it landed where it did
-    /// (`colony_store::explained`; docs/explanations.md). Together with the count below.
+    /// How long a confirmed pod's explanation is kept after its confirmation (0: none is kept), so
+    /// that `GET …/decisions/{podUid}` still answers why it landed where it did, naming the node it
+    /// was bound on (`colony_store::explained`; docs/explanations.md). Together with
+    /// `CONFIRMED_EXPLANATIONS_MAX`.
     confirmed_explanations_ttl_ms: u64 = "CONFIRMED_EXPLANATIONS_TTL_MS", number, 86_400_000,
         check(|v| v <= MAX_CONFIRMED_TTL_MS, "must be within 0..=2592000000 (30 days)");
     /// At most this many confirmed pods' explanations per tenant (0: none), the newest; beyond
@@ -215,11 +290,13 @@ config_keys! {
     /// each at 64 candidates.
     confirmed_explanations_max: u64 = "CONFIRMED_EXPLANATIONS_MAX", number, 10_000,
         check(|v| v <= MAX_CONFIRMED_EXPLANATIONS_LIMIT, "must be within 0..=100000");
-    /// 40 MiB by default, about 5,600 real-shaped nodes in full-object mode. The verbs judge each
-    /// node object as they read it and stream the filter reply from the body, so the Worker's
-    /// wasm memory is the body plus 1–3 MiB (docs/benchmarks.md "Worker memory of large
-    /// requests": 39 MiB for the 37 MB of 5,000 nodes, 77 MiB for 10,000); the isolate's 128 MB
-    /// also holds the JavaScript side, so larger clusters use names mode (nodeCacheCapable).
+    /// Request body limit of every route: 413 above it, from Content-Length before any byte is
+    /// kept. 40 MiB by default, about 5,600 real-shaped nodes in full-object mode. The verbs judge
+    /// each node object as they read it and stream the filter reply from the body, so the Worker's
+    /// wasm memory is the body plus 1–3 MiB (docs/benchmarks.md "Worker memory of large requests":
+    /// 39 MiB for the 37 MB of 5,000 nodes, 77 MiB for 10,000); the isolate's 128 MB also holds the
+    /// JavaScript side, so larger clusters use names mode (`nodeCacheCapable: true`). A `PUT
+    /// /v1/nodes` of 10,000 reports is about 6 MB.
     max_body_bytes: usize = "MAX_BODY_BYTES", number, 40 << 20,
         check(|v| v >= 1024, "must be ≥ 1024");
     /// How long an isolate keeps request counters before sending them to the Telemetry Durable
@@ -255,36 +332,45 @@ config_keys! {
     /// arguments carry no labels) finds label-chosen tenants. Off by default: it costs a KV write
     /// per decision; without it `bind` uses the pod's namespace as its tenant.
     bind_index: bool = "BIND_INDEX", flag, false;
-    /// At most this many remembered decisions per tenant; beyond it the oldest is evicted (and
-    /// counted). Bounds what an unauthenticated prioritize caller can make a colony store.
+    /// At most this many remembered decisions per tenant; beyond it the oldest is evicted
+    /// (`aco_colony_evicted_decisions_total`), and its pod's later placement is `unknownPod`.
+    /// Bounds what an unauthenticated prioritize caller can make a colony store.
     max_decisions_per_tenant: u64 = "MAX_DECISIONS_PER_TENANT", number, 10_000,
         check(|v| (1..=MAX_DECISIONS_LIMIT).contains(&v), "must be within 1..=1000000");
     /// At most this many named clusters (`/c/<cluster>`) exist, admitted by the Registry object
-    /// as they are first used; beyond it a new id is refused (404). Bounds the Facts objects and
-    /// `cluster` series anyone may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
+    /// as they are first used by an authenticated request; beyond it a new id is refused (404
+    /// naming `cluster`, `aco_clusters_refused_total`) before any object or label exists for it;
+    /// an admitted cluster stays admitted. Bounds the Facts objects and `cluster` series anyone
+    /// may create when no `CLUSTERS`/`CLUSTER_PATTERN` is set.
     max_clusters: u64 = "MAX_CLUSTERS", number, 100,
         check(|v| v <= MAX_CLUSTERS_LIMIT, "must be within 0..=10000");
     /// At most this many colonies (cluster × tenant, all clusters together) exist; a tenant
-    /// beyond it is scored by η alone, its placements refused, its requests counted under
-    /// `tenant="other"`. Bounds the Colony objects and what one `/metrics` scrape asks.
+    /// beyond it is scored by η alone, its placements are `unknownPod`, admin reads 404 naming
+    /// `tenant`, and its requests are counted under `aco_tenant_overflow_total{tenant="other"}`.
+    /// Bounds the Colony objects and what one `/metrics` scrape asks.
     max_colonies: u64 = "MAX_COLONIES", number, 1_000,
         check(|v| (1..=MAX_COLONIES_LIMIT).contains(&v), "must be within 1..=9000 (the Telemetry object keeps every colony's report)");
     // --- tests only ---
     /// Each request's time from its `x-aco-test-now-ms` header instead of the wall clock, in
     /// the Worker and its objects, so that a trace replay runs the Worker on the trace's clock
-    /// (`tests/replay_matches_native.rs`). The Worker refuses it unless `EXTENDER_AUTH=none`:
+    /// (`tests/replay_matches_native.rs`); a request without the header is a 400 naming it. The
+    /// Worker refuses the var (503 naming it) unless `EXTENDER_AUTH=none`:
     /// anyone who can call the verbs could set the clock, and a production Worker
     /// authenticates them.
     test_clock_header: bool = "TEST_CLOCK_HEADER", flag, false;
     @derived {
-        /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); `None`:
-        /// any valid name. Pods of another tenant are scored by η alone and their placements
-        /// refused.
-        tenant_policy: Option<TenantPolicy> = None;
+        /// Which tenant names may have a colony (`TENANTS` list and/or `TENANT_PATTERN`); unset:
+        /// any valid name. Pods of another tenant are scored by η alone with no colony (no Durable
+        /// Object, nothing stored; `aco_tenants_refused_total`), their placements are refused (400)
+        /// and their tables 404.
+        tenant_policy: Option<TenantPolicy> = None, from("TENANTS", "TENANT_PATTERN"), tenant_names;
         /// Which named clusters (`/c/<cluster>/…`) are served (`CLUSTERS` list and/or
-        /// `CLUSTER_PATTERN`); `None`: any valid id. Another id is refused (404) before any object,
-        /// row or telemetry label exists for it.
-        cluster_policy: Option<TenantPolicy> = None;
+        /// `CLUSTER_PATTERN`); unset: any valid id an authenticated caller names, until
+        /// `MAX_CLUSTERS` exist. Another id is refused (404 naming `cluster`) before authentication
+        /// and before any object, row or telemetry label exists for it; the `default` cluster is
+        /// always served.
+        cluster_policy: Option<TenantPolicy> = None, from("CLUSTERS", "CLUSTER_PATTERN"),
+            cluster_names;
     }
 }
 
@@ -401,7 +487,7 @@ pub struct ConfigError {
 
 /// Vars of earlier versions, refused with what replaced them (silently ignoring one would
 /// change scoring without a word).
-const REPLACED_VARS: [(&str, &str); 3] = [
+pub const REPLACED_VARS: [(&str, &str); 3] = [
     (
         "SPOT_PENALTY",
         "spot capacity is priced by its pool's interruption rate (SPOT_INTERRUPTION_BAND_LABEL, \
@@ -472,6 +558,22 @@ fn name_policy(
         None => None,
     };
     Ok((!names.is_empty() || pattern.is_some()).then_some(TenantPolicy { names, pattern }))
+}
+
+/// `TENANTS` and `TENANT_PATTERN` (the keys of the derived row, in that order).
+fn tenant_names(
+    lookup: &impl Fn(&str) -> Option<String>,
+    keys: &[&str],
+) -> Result<Option<TenantPolicy>, ConfigError> {
+    name_policy(lookup, (keys[0], keys[1]), crate::cluster::validate_tenant)
+}
+
+/// `CLUSTERS` and `CLUSTER_PATTERN` (the keys of the derived row, in that order).
+fn cluster_names(
+    lookup: &impl Fn(&str) -> Option<String>,
+    keys: &[&str],
+) -> Result<Option<TenantPolicy>, ConfigError> {
+    name_policy(lookup, (keys[0], keys[1]), crate::cluster::validate_cluster)
 }
 
 fn list(v: &str) -> Vec<String> {
@@ -614,16 +716,6 @@ impl Config {
         }
         let mut c = Config::default();
         c.read_keys(&lookup)?;
-        c.tenant_policy = name_policy(
-            &lookup,
-            ("TENANTS", "TENANT_PATTERN"),
-            crate::cluster::validate_tenant,
-        )?;
-        c.cluster_policy = name_policy(
-            &lookup,
-            ("CLUSTERS", "CLUSTER_PATTERN"),
-            crate::cluster::validate_cluster,
-        )?;
         c.validate()?;
         Ok(c)
     }

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod colony;
 pub mod colony_store;
 pub mod config;
+pub mod config_doc;
 pub mod demand;
 pub mod extender;
 pub mod facts;

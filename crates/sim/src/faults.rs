@@ -1,7 +1,7 @@
 //! Hidden node faults: what the colony's reliability term is for, and the one thing in the
 //! simulator no fact shows. Off by default (`--node-faults`): the default world has no fault η
-//! cannot see, and there the colony at `ALPHA=0` places exactly as η alone (docs/simulation.md
-//! "v8").
+//! cannot see, and there the colony at `ALPHA=0` places exactly as η alone (docs/simulation.md,
+//! "Cost/QoS replay").
 //!
 //! Model (modelled, not from the trace): a seeded `share` of the nodes are faulty — a GPU that
 //! throws Xid errors, a NIC that flaps, a kubelet that loses its devices — and a pod on one fails

@@ -32,7 +32,7 @@ pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
 /// for the pods that would fill it; as free GPUs run out every node is needed anyway, and
 /// keeping pods off fresh nodes only strands GPUs (FGD's whole free nodes are what the large
 /// pods need). The exponent is chosen on the shipped OpenB variants under the saturation
-/// protocol (docs/simulation.md, v6; seed 42): 1 left the colony below FGD on the default trace
+/// protocol (docs/history/simulation.md, v6; seed 42): 1 left the colony below FGD on the default trace
 /// (94.96% against 95.43% at 130%), 2 on gpushare40 and multigpu20 (by 0.45 and 0.26 points); 3
 /// is the smallest at or above FGD on all five.
 pub fn idle_taper(scarcity: f64) -> f64 {
