@@ -22,6 +22,7 @@ use aco_core::metrics;
 use std::rc::Rc;
 
 use aco_core::access::{ClientCert, ExtenderAuth};
+use aco_core::api::reporter_view::ReporterView;
 use aco_core::cluster::DEFAULT_CLUSTER;
 use aco_core::config::Config;
 use aco_core::registry::NameKind;
@@ -34,7 +35,7 @@ use crate::auth::{self, require_bearer};
 use crate::bindings::{self, Bindings};
 use crate::clock;
 use crate::env_config;
-use crate::http::{drain, ApiError};
+use crate::http::{drain, json_response, ApiError};
 use crate::log;
 use crate::registry;
 use crate::telemetry::{self, Event};
@@ -335,6 +336,7 @@ async fn route(
             Route::Tenants => names::tenants(&mut call).await,
             Route::Export(tenant) => transfer::export(&mut call, tenant).await,
             Route::Import(tenant) => transfer::import(&mut call, tenant).await,
+            Route::ReporterView => Ok(json_response(200, &ReporterView::of(&call.config))),
         }
     };
     drain(&mut call.req).await;

@@ -83,6 +83,12 @@ macro_rules! config_keys {
                 Ok(())
             }
 
+            /// Every row's key and this config's value, written as its var would be.
+            pub fn var_values(&self) -> Vec<(&'static str, String)> {
+                use crate::config_doc::Documented;
+                vec![ $( ($key, self.$field.documented()), )* ]
+            }
+
             /// Every row of the table (then the derived ones) as docs/configuration.md shows
             /// it: keys, default, how the text is read, checks and doc comment.
             pub fn documented_vars() -> Vec<crate::config_doc::VarDoc> {

@@ -87,6 +87,8 @@ pub enum Route<'a> {
     /// A colony's learned state as a file, and that file put back.
     Export(&'a str),
     Import(&'a str),
+    /// The vars the reporter must read as the Worker does (`api::reporter_view`).
+    ReporterView,
 }
 
 impl<'a> Route<'a> {
@@ -115,6 +117,7 @@ impl<'a> Route<'a> {
             ["v1", "tenants"] => Route::Tenants,
             ["v1", "tenants", tenant, "export"] => Route::Export(tenant),
             ["v1", "tenants", tenant, "import"] => Route::Import(tenant),
+            ["v1", "config", "reporter"] => Route::ReporterView,
             _ => return None,
         })
     }
@@ -140,6 +143,7 @@ impl<'a> Route<'a> {
             Route::Tenants => "tenants",
             Route::Export(_) => "export",
             Route::Import(_) => "import",
+            Route::ReporterView => "reporter_view",
         })
     }
 
@@ -162,7 +166,8 @@ impl<'a> Route<'a> {
             | Route::Echo
             | Route::Shadow
             | Route::Clusters
-            | Route::Tenants => None,
+            | Route::Tenants
+            | Route::ReporterView => None,
         }
     }
 
@@ -170,7 +175,7 @@ impl<'a> Route<'a> {
     /// `MAX_CLUSTERS`): every route that may touch a cluster's objects, but not the listings,
     /// which only read what exists.
     pub fn admits_cluster(self) -> bool {
-        !matches!(self, Route::Clusters | Route::Tenants)
+        !matches!(self, Route::Clusters | Route::Tenants | Route::ReporterView)
     }
 
     /// Who may call the route: checked before anything else is done for the request.
@@ -190,7 +195,8 @@ impl<'a> Route<'a> {
             | Route::Clusters
             | Route::Tenants
             | Route::Export(_)
-            | Route::Import(_) => Guard::Admin,
+            | Route::Import(_)
+            | Route::ReporterView => Guard::Admin,
         }
     }
 
@@ -213,7 +219,8 @@ impl<'a> Route<'a> {
             | Route::Decision(..)
             | Route::Clusters
             | Route::Tenants
-            | Route::Export(_) => &[Method::Get],
+            | Route::Export(_)
+            | Route::ReporterView => &[Method::Get],
             Route::Nodes | Route::Import(_) => &[Method::Put],
             Route::Pheromones(_) => &[Method::Get, Method::Delete],
             Route::Filter
@@ -292,6 +299,10 @@ mod tests {
                 "/v1/tenants/ml/import",
                 Ok(("default", None, Route::Import("ml"))),
             ),
+            (
+                "/v1/config/reporter",
+                Ok(("default", None, Route::ReporterView)),
+            ),
             ("/t/abc/v1/tenants", Err(PathError::NoRoute)),
             ("/t/abc/v1/nodes", Err(PathError::NoRoute)),
             ("/t/abc/metrics", Err(PathError::NoRoute)),
@@ -327,6 +338,7 @@ mod tests {
             Route::Tenants,
             Route::Export("t"),
             Route::Import("t"),
+            Route::ReporterView,
         ];
         for r in routes {
             assert!(!r.methods().is_empty(), "{r:?}");

@@ -19,6 +19,7 @@ pub mod attribution;
 pub mod cache;
 pub mod changes;
 pub mod config;
+pub mod config_check;
 pub mod delivery;
 pub mod freshness;
 pub mod gpu_share;

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aco_core::api::nodes::{NodeReport, NodesBatch};
 use aco_core::api::placements::PlacementsBatch;
+use aco_core::api::reporter_view::ReporterView;
 use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::Outcome;
 use aco_core::config::Config;
@@ -24,6 +25,7 @@ use crate::attribution::Attribution;
 use crate::cache::{read_event, Cache};
 use crate::changes::{Acknowledged, Push};
 use crate::config::Args;
+use crate::config_check;
 use crate::delivery::{disposition, Backoff, Disposition, Pacer, Queue};
 use crate::freshness::{Freshness, Source};
 use crate::gpu_share::gpu_free_milli;
@@ -281,6 +283,33 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             _ = stop.wait_for(|s| *s) => { return Ok(()); }
         }
     }
+    // Nothing is sent to a Worker that reads the shared vars otherwise.
+    let view = ReporterView::of(&shared.config);
+    if !config_check::agree_at_start(&shared.worker, &view, shutdown_rx.clone()).await? {
+        return Ok(());
+    }
+    let s = shared.clone();
+    let rechecks = tokio::spawn(async move {
+        let mut stop = s.shutdown.clone();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(config_check::RECHECK) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            match config_check::ask(&s.worker, &view).await {
+                config_check::Agreement::Differ(d) => {
+                    // Restarted by Kubernetes into the refusal at start, where it stays visible.
+                    tracing::error!(error = %config_check::refusal(&d), "stopping");
+                    std::process::exit(1);
+                }
+                config_check::Agreement::Unknown(why) => {
+                    tracing::debug!(%why, "shared vars not compared this time");
+                }
+                _ => {}
+            }
+        }
+    });
+
     ready.store(true, Ordering::Relaxed);
     tracing::info!(
         nodes = shared.nodes.state().len(),
@@ -314,7 +343,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let deliveries = tokio::spawn(deliver(shared.clone()));
 
     let _ = shutdown_rx.clone().wait_for(|s| *s).await;
-    let _ = tokio::join!(pushes, scans, deliveries, leader_gauge);
+    let _ = tokio::join!(pushes, scans, deliveries, leader_gauge, rechecks);
     node_watch.abort();
     pod_watch.abort();
     leadership.release().await;

@@ -76,27 +76,35 @@ impl WorkerClient {
         path: &str,
         body: &T,
     ) -> Answer {
-        let bytes = match serde_json::to_vec(body) {
-            Ok(b) => b,
-            Err(e) => {
-                return Answer {
-                    body: format!("serialising: {e}"),
-                    ..Default::default()
-                }
-            }
-        };
-        let bytes_sent = bytes.len();
+        match serde_json::to_vec(body) {
+            Ok(bytes) => self.request(method, path, Some(bytes)).await,
+            Err(e) => Answer {
+                body: format!("serialising: {e}"),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A GET, without a body.
+    pub async fn get(&self, path: &str) -> Answer {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    async fn request(&self, method: reqwest::Method, path: &str, body: Option<Vec<u8>>) -> Answer {
+        let bytes_sent = body.as_ref().map_or(0, Vec::len);
         let request_id = format!("{:032x}", rand::random::<u128>());
         let token = self.token.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let result = self
+        let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(token)
-            .header("content-type", "application/json")
-            .header(REQUEST_ID_HEADER, &request_id)
-            .body(bytes)
-            .send()
-            .await;
+            .header(REQUEST_ID_HEADER, &request_id);
+        if let Some(bytes) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(bytes);
+        }
+        let result = request.send().await;
         let response = match result {
             Ok(r) => r,
             Err(e) => {

@@ -20,4 +20,5 @@ pub mod error;
 pub mod nodes;
 pub mod pheromones;
 pub mod placements;
+pub mod reporter_view;
 pub mod shadow;

@@ -115,6 +115,13 @@ impl Server {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// Whether the process has exited.
+    pub fn exited(&mut self) -> bool {
+        self.group
+            .as_mut()
+            .is_some_and(|g| g.try_status().is_some())
+    }
+
     /// Panics with the log tail if the process has exited.
     pub fn assert_running(&mut self) {
         if let Some(status) = self.group.as_mut().and_then(|g| g.try_status()) {
