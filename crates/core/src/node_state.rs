@@ -91,6 +91,21 @@ pub struct LoadOutlook {
     pub spike_probability: f64,
 }
 
+impl LoadOutlook {
+    /// What a predictor of the node's utilisation foresees (`None` before its first sample).
+    pub fn of<P: Predictor + ?Sized>(predictor: &P, config: &Config) -> Option<LoadOutlook> {
+        predictor.forecast().map(|u| LoadOutlook {
+            predicted_utilisation: u,
+            spike_probability: spike_probability(
+                u,
+                predictor.volatility(),
+                config.spike_threshold,
+                config.spike_band,
+            ),
+        })
+    }
+}
+
 /// The value of a measurement if it is fresh; flags `stale` when one exists but is too old.
 fn fresh<'f, T>(
     observed: Option<&'f Observed<T>>,
@@ -176,17 +191,7 @@ impl<'a> NodeState<'a> {
         let gpu_free_milli =
             facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
         let latency_us = fact_latency.or(label_latency);
-        let load = load.and_then(|ema| {
-            ema.forecast().map(|u| LoadOutlook {
-                predicted_utilisation: u,
-                spike_probability: spike_probability(
-                    u,
-                    ema.volatility(),
-                    config.spike_threshold,
-                    config.spike_band,
-                ),
-            })
-        });
+        let load = load.and_then(|ema| LoadOutlook::of(&ema, config));
         Ok(NodeState {
             name: Cow::Borrowed(name),
             profile,

@@ -24,7 +24,7 @@ use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
 use aco_core::node_state::{LoadOutlook, NodeState};
 use aco_core::pipeline::{ColonyCopies, ColonySource, ExtenderPipeline};
-use aco_core::predict::{spike_probability, Ema, Predictor};
+use aco_core::predict::{Ema, Predictor};
 use rand::rngs::StdRng;
 
 use crate::alloc::NodeAlloc;
@@ -302,15 +302,7 @@ fn overlay_predictor(
     config: &Config,
 ) {
     if let Some(p) = p {
-        s.load = p.forecast().map(|u| LoadOutlook {
-            predicted_utilisation: u,
-            spike_probability: spike_probability(
-                u,
-                p.volatility(),
-                config.spike_threshold,
-                config.spike_band,
-            ),
-        });
+        s.load = LoadOutlook::of(p, config);
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
     }
@@ -365,17 +357,7 @@ fn refresh(
     }
     // The Worker's reading of the latency labels (whole µs, as kube-scheduler's `Lt` reads them).
     s.latency_us = fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, config));
-    s.load = load.and_then(|ema: Ema| {
-        ema.forecast().map(|u| LoadOutlook {
-            predicted_utilisation: u,
-            spike_probability: spike_probability(
-                u,
-                ema.volatility(),
-                config.spike_threshold,
-                config.spike_band,
-            ),
-        })
-    });
+    s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, config));
     s.stale_facts = stale;
     s.committed_share = aco_core::node_state::committed_share(
         s.allocatable.as_deref(),
