@@ -16,7 +16,7 @@ test("the shipped wrangler.toml passes, but not --for-deploy with the placeholde
   assert.deepEqual(configProblems(shipped()), []);
   const forDeploy = configProblems(shipped(), { forDeploy: true });
   assert.equal(forDeploy.length, 1);
-  assert.match(forDeploy[0], /NODE_FACTS: id is the placeholder/);
+  assert.match(forDeploy[0], /POD_TENANTS: id is the placeholder/);
   const real = shipped();
   real.kv_namespaces[0].id = "0f2ac74b498b48028cb68387c421e279";
   assert.deepEqual(configProblems(real, { forDeploy: true }), []);

@@ -3,8 +3,8 @@
 
 use crate::bindings::Bindings;
 
-/// The KV namespace (named for the node facts it used to hold; they are in the Facts object now).
-pub const BINDING: &str = "NODE_FACTS";
+/// The KV namespace of the pod → tenant index.
+pub const BINDING: &str = "POD_TENANTS";
 
 fn key(decision_key: &str) -> String {
     format!("pod/{decision_key}")

@@ -155,7 +155,7 @@ async fn bind(api: &WorkerApi, pod: &Value, node: &str) {
 /// Whether the KV namespace's object on disk holds `key` (read with the sqlite3 CLI beside the
 /// running workerd: SQLite in WAL mode admits a reader).
 fn kv_on_disk_has(state_dir: &Path, key: &str) -> bool {
-    class_sqlite_files(state_dir, "NODE_FACTS").iter().any(|f| {
+    class_sqlite_files(state_dir, "POD_TENANTS").iter().any(|f| {
         Command::new("sqlite3")
             .arg(f)
             .arg(format!("SELECT count(*) FROM kv WHERE key = '{key}'"))
@@ -267,7 +267,7 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
         [
             "aco-edge-extender-Colony",
             "aco-edge-extender-Facts",
-            "aco-edge-extender-NODE_FACTS",
+            "aco-edge-extender-POD_TENANTS",
             "aco-edge-extender-Registry",
             "aco-edge-extender-Telemetry"
         ]

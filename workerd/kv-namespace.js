@@ -187,6 +187,6 @@ export class KvNamespace extends DurableObject {
 // The KV binding's requests all go to one object per namespace (this service serves one).
 export default {
   fetch(request, env) {
-    return env.STORE.get(env.STORE.idFromName("NODE_FACTS")).fetch(request);
+    return env.STORE.get(env.STORE.idFromName("POD_TENANTS")).fetch(request);
   },
 };

@@ -19,7 +19,7 @@ using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "aco-edge-extender", worker = .extender),
-    (name = "node-facts-kv", worker = .kv),
+    (name = "pod-tenants-kv", worker = .kv),
     # Durable Object state (SQLite files, one directory per class), on the PersistentVolume.
     (name = "state", disk = (path = "/var/lib/aco-worker", writable = true)),
     # What the workers may reach outside this process: nothing.
@@ -55,7 +55,7 @@ const extender :Workerd.Worker = (
     (name = "TELEMETRY", durableObjectNamespace = "Telemetry"),
     (name = "FACTS", durableObjectNamespace = "Facts"),
     (name = "REGISTRY", durableObjectNamespace = "Registry"),
-    (name = "NODE_FACTS", kvNamespace = "node-facts-kv"),
+    (name = "POD_TENANTS", kvNamespace = "pod-tenants-kv"),
     # [vars]
     (name = "EXTENDER_AUTH", text = "path-token"),
     # Secrets (docs/deploy.md "Deploy"): set in the environment, never here. An unset variable would be
@@ -78,7 +78,7 @@ const extender :Workerd.Worker = (
   globalOutbound = "no-network",
 );
 
-# The KV namespace NODE_FACTS (the pod → tenant index of the bind verb), on the same volume:
+# The KV namespace POD_TENANTS (the pod → tenant index of the bind verb), on the same volume:
 # workerd has no KV store of its own, a KV binding sends Cloudflare's KV protocol to a service.
 # This one keeps the keys in one SQLite-backed Durable Object (workerd/kv-namespace.js).
 const kv :Workerd.Worker = (
@@ -86,7 +86,7 @@ const kv :Workerd.Worker = (
   compatibilityDate = "2026-04-01",
   bindings = [(name = "STORE", durableObjectNamespace = "KvNamespace")],
   durableObjectNamespaces = [
-    (className = "KvNamespace", uniqueKey = "aco-edge-extender-NODE_FACTS", enableSql = true),
+    (className = "KvNamespace", uniqueKey = "aco-edge-extender-POD_TENANTS", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "no-network",
