@@ -222,15 +222,19 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
         let done = join_all(group.iter().map(|b| send(b.clone(), url.clone()))).await;
         acknowledged += done.iter().filter(|d| d.is_some()).count();
     }
-    // A group in flight when the process group dies.
-    let in_flight: Vec<_> = batches[12..18]
-        .iter()
-        .map(|b| tokio::spawn(send(b.clone(), url.clone())))
-        .collect();
-    tokio::time::sleep(Duration::from_millis(15)).await;
+    // A group in flight when the process group dies: each request's headers and half its body
+    // written to the Worker's socket (so it has begun and cannot have been answered), the rest
+    // never sent.
+    let mut in_flight = Vec::new();
+    for b in &batches[12..18] {
+        in_flight.push(half_sent(&url, &serde_json::to_vec(b).unwrap()).await);
+    }
     api.worker.crash_and_restart();
-    for h in in_flight {
-        let _ = h.await;
+    for connection in in_flight {
+        assert!(
+            !answered_200(connection).await,
+            "a request cut off in flight was acknowledged"
+        );
     }
     assert_eq!(acknowledged, 12);
 
@@ -357,4 +361,33 @@ async fn a_2_2_mb_node_name_leaves_the_tenant_learning() {
     // A scrape after all of it passes `promtool check metrics` (`metrics()` runs it).
     api.metrics_containing("aco_colony_deposits_total{tenant=\"poison\"} 3")
         .await;
+}
+
+/// Opens a connection to `url` and writes a POST of `body` (as the admin) up to half its bytes:
+/// the request is under way and cannot be complete.
+async fn half_sent(url: &str, body: &[u8]) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let url = reqwest::Url::parse(url).unwrap();
+    let address = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "POST {} HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        url.path(),
+        url.host_str().unwrap(),
+        aco_testkit::ADMIN_TOKEN,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..body.len() / 2]).await.unwrap();
+    stream.flush().await.unwrap();
+    stream
+}
+
+/// Whether the connection of a half-sent request still gets a 200 once the rest is sent.
+async fn answered_200(mut stream: tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut reply = Vec::new();
+    // The process on the other side was killed: the read ends (reset or EOF) without a reply.
+    let _ = stream.read_to_end(&mut reply).await;
+    reply.starts_with(b"HTTP/1.1 200")
 }

@@ -155,13 +155,15 @@ async fn bind(api: &WorkerApi, pod: &Value, node: &str) {
 /// Whether the KV namespace's object on disk holds `key` (read with the sqlite3 CLI beside the
 /// running workerd: SQLite in WAL mode admits a reader).
 fn kv_on_disk_has(state_dir: &Path, key: &str) -> bool {
-    class_sqlite_files(state_dir, "POD_TENANTS").iter().any(|f| {
-        Command::new("sqlite3")
-            .arg(f)
-            .arg(format!("SELECT count(*) FROM kv WHERE key = '{key}'"))
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
-    })
+    class_sqlite_files(state_dir, "POD_TENANTS")
+        .iter()
+        .any(|f| {
+            Command::new("sqlite3")
+                .arg(f)
+                .arg(format!("SELECT count(*) FROM kv WHERE key = '{key}'"))
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "1")
+        })
 }
 
 /// node → tau of a tenant, and its deposits.
