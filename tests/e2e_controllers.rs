@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_core::facts::NodeFacts;
 use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 
@@ -846,9 +847,9 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     // The API server stops: b's watches break; the facts keep the time they were confirmed.
     let node = c.nodes[0].clone();
     // `requested.atMs`: when the reporter says its inputs were observed.
-    let observed = |f: &Value| f["requested"]["atMs"].as_u64();
+    let observed = |f: &NodeFacts| f.requested.as_ref().map(|r| r.at_ms);
     let before = c.env.api.try_node_facts(&node).await.unwrap();
-    eprintln!("facts before the outage: {before}");
+    eprintln!("facts before the outage: {before:?}");
     c.env.cp.stop_apiserver();
     let stopped = now_ms();
     wait_for(
@@ -883,7 +884,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     )
     .await;
     let during = c.env.api.try_node_facts(&node).await.unwrap();
-    eprintln!("facts during the outage: {during}");
+    eprintln!("facts during the outage: {during:?}");
     let t = observed(&during).expect("requested.atMs");
     assert!(
         t <= stopped + 1_000,
@@ -1047,8 +1048,8 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
         let api = &c.env.api;
         async move {
             let f = api.try_node_facts(&name).await?;
-            let level = f["load"]["value"]["level"].as_f64()?;
-            let price = f["labels"]["aco/cost-per-hour"].as_str()?.to_owned();
+            let level = f.load?.value.level?;
+            let price = f.labels.get("aco/cost-per-hour")?.clone();
             Some((level, price))
         }
     };

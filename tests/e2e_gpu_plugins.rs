@@ -594,13 +594,13 @@ async fn the_workers_facts_carry_the_per_gpu_shares_placed_through_the_extender(
     );
     for s in &states {
         let name = s.name.clone();
-        let want = json!(s.gpu_free);
+        let want = &s.gpu_free;
         wait_for(
-            &format!("the Worker's facts for {name} to carry gpuFreeMilli {want}"),
+            &format!("the Worker's facts for {name} to carry gpuFreeMilli {want:?}"),
             BIND_TIMEOUT,
             || async {
                 let facts = env.api.try_node_facts(&name).await?;
-                (facts["gpuFreeMilli"]["value"] == want).then_some(())
+                (&facts.gpu_free_milli?.value == want).then_some(())
             },
         )
         .await;

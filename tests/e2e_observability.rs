@@ -369,7 +369,7 @@ mod e2e {
     use aco_testkit::kube::{wait_for, ControlPlane, SchedulerConfig};
     use aco_testkit::nodes::name_of;
     use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
-    use aco_testkit::prometheus::{ApiError, Prometheus, ScrapeJob};
+    use aco_testkit::prometheus::{ApiError, Prometheus, Rule, Rules, ScrapeJob, Targets};
     use aco_testkit::WorkerProcess;
 
     const BIND_TIMEOUT: Duration = Duration::from_secs(90);
@@ -488,7 +488,7 @@ mod e2e {
                     async move {
                         api.try_node_facts(&name)
                             .await
-                            .filter(|f| f["requested"].is_object())
+                            .filter(|f| f.requested.is_some())
                     }
                 },
             )
@@ -604,45 +604,29 @@ mod e2e {
             ));
         }
         let empty = wait_all_have_series(&prometheus, &queries, DATA_TIMEOUT).await;
-        let targets = prometheus
-            .api("targets", &[])
-            .await
-            .map(|t| t["activeTargets"].clone())
-            .unwrap_or(Value::Null);
+        let targets = prometheus.api::<Targets>("targets", &[]).await;
         assert!(
             empty.is_empty(),
-            "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets}\nPrometheus log:\n{}",
+            "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets:?}\nPrometheus log:\n{}",
             empty.join("\n  "),
             prometheus.log()
         );
+        let targets = targets.expect("Prometheus's scrape targets").active_targets;
         let health: Vec<(&str, &str)> = targets
-            .as_array()
-            .unwrap()
             .iter()
-            .map(|t| {
-                (
-                    t["labels"]["job"].as_str().unwrap(),
-                    t["health"].as_str().unwrap(),
-                )
-            })
+            .map(|t| (t.labels["job"].as_str(), t.health.as_str()))
             .collect();
-        assert_eq!(health.len(), 2, "{targets}");
-        assert!(health.iter().all(|(_, h)| *h == "up"), "{targets}");
+        assert_eq!(health.len(), 2, "{targets:?}");
+        assert!(health.iter().all(|(_, h)| *h == "up"), "{targets:?}");
 
         // Every alert rule evaluates against these metrics without an error.
         let rules = wait_for(
             "every alert rule evaluated",
             Duration::from_secs(60),
             || async {
-                let groups = prometheus.api("rules", &[]).await.ok()?["groups"]
-                    .as_array()?
-                    .clone();
-                let rules: Vec<Value> = groups
-                    .iter()
-                    .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
-                    .collect();
-                (!rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown"))
-                    .then_some(rules)
+                let groups = prometheus.api::<Rules>("rules", &[]).await.ok()?.groups;
+                let rules: Vec<Rule> = groups.into_iter().flat_map(|g| g.rules).collect();
+                (!rules.is_empty() && rules.iter().all(|r| r.health != "unknown")).then_some(rules)
             },
         )
         .await;
@@ -654,9 +638,9 @@ mod e2e {
         );
         for r in &rules {
             assert_eq!(
-                r["health"], "ok",
+                r.health, "ok",
                 "alert {} does not evaluate: {}",
-                r["name"], r["lastError"]
+                r.name, r.last_error
             );
         }
         drop(scheduler);

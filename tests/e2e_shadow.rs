@@ -122,7 +122,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
                 let name = name.clone();
                 async move {
                     let f = api.try_node_facts(&name).await?;
-                    (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
+                    (f.requested?.value.get("cpu") as f64 >= want).then_some(())
                 }
             },
         )

@@ -21,3 +21,12 @@ pub fn pod_object(
         "spec": {"schedulerName": SCHEDULER_NAME, "containers": [container]},
     })
 }
+
+/// `pod` with `container` appended to its containers.
+pub fn with_container(mut pod: Value, container: Value) -> Value {
+    pod["spec"]["containers"]
+        .as_array_mut()
+        .expect("a pod with containers")
+        .push(container);
+    pod
+}
