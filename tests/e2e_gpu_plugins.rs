@@ -34,7 +34,7 @@ use aco_testkit::kube::aco_scheduler::{
 };
 use aco_testkit::kube::fixtures::{label_node, Env};
 use aco_testkit::kube::kwok::quantity;
-use aco_testkit::kube::{wait_for, ControlPlane, Kube, SCHEDULER_NAME};
+use aco_testkit::kube::{typed, wait_for, ControlPlane, Kube, SCHEDULER_NAME};
 use serde_json::{json, Value};
 
 const NS: &str = "gpu";
@@ -118,10 +118,6 @@ fn gpu_pod(p: PodSpec) -> Value {
         pod["spec"]["nodeName"] = n.into();
     }
     pod
-}
-
-fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> T {
-    serde_json::from_value(v.clone()).unwrap()
 }
 
 /// One node's state as FGD reads it, from the API alone: free CPU (allocatable − the requests of

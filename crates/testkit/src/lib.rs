@@ -41,6 +41,9 @@ pub mod workerd;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The Kubernetes object types the kube suites read back (the reporter's pin of k8s-openapi).
+#[cfg(feature = "launchers")]
+pub use k8s_openapi;
 #[cfg(feature = "launchers")]
 pub use worker::{trail_on, StartOptions, WorkerProcess};
 

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::{wait_for, Pki};
@@ -68,7 +70,11 @@ impl Kube {
         Ok((r.status().as_u16(), r.text().await?))
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+    async fn send<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<T, String> {
         let r = req.send().await.map_err(|e| format!("{what}: {e}"))?;
         let status = r.status();
         let text = r.text().await.map_err(|e| format!("{what}: {e}"))?;
@@ -79,6 +85,11 @@ impl Kube {
     }
 
     pub async fn get(&self, path: &str) -> Result<Value, String> {
+        self.get_as(path).await
+    }
+
+    /// `GET path` read as `T` (a k8s-openapi object, `List<Pod>`, a metrics.k8s.io reading).
+    pub async fn get_as<T: DeserializeOwned>(&self, path: &str) -> Result<T, String> {
         self.send(
             self.http.get(format!("{}{path}", self.base)),
             &format!("GET {path}"),
@@ -194,6 +205,18 @@ impl Kube {
         self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
             .await
             .unwrap()
+    }
+
+    /// The pod `ns/name`, typed.
+    pub async fn typed_pod(&self, ns: &str, name: &str) -> Pod {
+        self.get_as(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
+            .await
+            .unwrap()
+    }
+
+    /// The node `name`, typed; `None` while the API server has none (or does not answer).
+    pub async fn try_node(&self, name: &str) -> Option<Node> {
+        self.get_as(&format!("/api/v1/nodes/{name}")).await.ok()
     }
 
     pub async fn pods(&self, ns: &str) -> Vec<Value> {
