@@ -19,12 +19,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use aco_testkit::k8s_openapi::api::apps::v1::Deployment;
-use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Secret, Service};
+use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Service};
 use aco_testkit::k8s_openapi::api::networking::v1::NetworkPolicy;
 use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use aco_testkit::kube::install::{generated, object, render_overlay, yaml_docs, yaml_file};
+use aco_testkit::kube::install::{
+    generated, object, render_overlay, secret_file, yaml_docs, yaml_file,
+};
 use aco_testkit::kube::scheduler_config::is_path_token_prefix;
 use aco_testkit::kube::{kube_bin, typed, ControlPlane, SchedulerConfig};
+use aco_testkit::nodes::name_of;
 use aco_testkit::repo_root;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -115,13 +118,8 @@ fn template(objects: &[Value], deployment: &str) -> PodTemplateSpec {
 }
 
 /// The scheduler configuration file of the generated Secret.
-fn scheduler_file(secret: &Secret) -> String {
-    let bytes = secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get("scheduler-config.yaml"))
-        .expect("scheduler-config.yaml in the Secret");
-    String::from_utf8(bytes.0.clone()).unwrap()
+fn scheduler_file(secret: &Value) -> String {
+    secret_file(secret, "scheduler-config.yaml")
 }
 
 fn name(meta: &ObjectMeta) -> &str {
@@ -143,8 +141,8 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
     );
 
     // The scheduler's config is a Secret with a content-hashed name, holding the token.
-    let secret: Secret = typed(generated(&new_token, "Secret", "aco-scheduler-config"));
-    let file = scheduler_file(&secret);
+    let secret = generated(&new_token, "Secret", "aco-scheduler-config");
+    let file = scheduler_file(secret);
     assert!(file.contains(&prefix(&token_b)), "{file}");
     let config_maps = new_token
         .iter()
@@ -156,10 +154,9 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
             .any(|v| v.contains(&token_b)),
         "the token is in no ConfigMap"
     );
-    let first_secret: Secret = typed(generated(&first, "Secret", "aco-scheduler-config"));
     assert_ne!(
-        name(&first_secret.metadata),
-        name(&secret.metadata),
+        name_of(generated(&first, "Secret", "aco-scheduler-config")),
+        name_of(secret),
         "a new urlPrefix is a new Secret name"
     );
 
@@ -181,7 +178,7 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
             .secret
             .as_ref()
             .and_then(|s| s.secret_name.as_deref()),
-        Some(name(&secret.metadata)),
+        Some(name_of(secret).as_str()),
         "aco-scheduler mounts the generated Secret"
     );
     assert_eq!(
@@ -245,8 +242,11 @@ fn the_shipped_k8s_renders_a_path_token_url_prefix_a_network_policy_and_services
         String::from_utf8_lossy(&out.stderr)
     );
     let objects: Vec<Value> = yaml_docs(&String::from_utf8(out.stdout).unwrap());
-    let secret: Secret = typed(generated(&objects, "Secret", "aco-scheduler-config"));
-    let url = url_prefix_of(&scheduler_file(&secret));
+    let url = url_prefix_of(&scheduler_file(generated(
+        &objects,
+        "Secret",
+        "aco-scheduler-config",
+    )));
     assert!(is_path_token_prefix(&url), "{url}");
 
     let policy: NetworkPolicy = typed(object(&objects, "NetworkPolicy", "aco-reporter"));

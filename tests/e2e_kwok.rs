@@ -27,6 +27,7 @@ use aco_testkit::kube::kwok::{
 };
 use aco_testkit::kube::{wait_for, ControlPlane, Kube};
 use aco_testkit::openb::pick_gpu_nodes;
+use aco_testkit::pods::edit_spec;
 use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,12 +49,11 @@ fn bound_pod(
             ..Default::default()
         },
     );
-    let mut typed: Pod = serde_json::from_value(p).expect("a pod");
-    let spec = typed.spec.as_mut().expect("a pod spec");
-    spec.scheduler_name = None;
-    spec.node_name = Some(node.into());
-    spec.restart_policy = Some(restart_policy.into());
-    serde_json::to_value(typed).expect("a pod serialises")
+    edit_spec(p, |spec| {
+        spec.scheduler_name = None;
+        spec.node_name = Some(node.into());
+        spec.restart_policy = Some(restart_policy.into());
+    })
 }
 
 fn usage_pod(name: &str, node: &str, cpu: &str, memory: &str) -> Value {

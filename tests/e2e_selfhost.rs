@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use aco_testkit::api::{WorkerApi, WorkerHttp};
 use aco_testkit::k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Secret, Service};
+use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Service};
 use aco_testkit::k8s_openapi::api::networking::v1::NetworkPolicy;
 use aco_testkit::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use aco_testkit::kube::fixtures::*;
-use aco_testkit::kube::install::{generated, kustomize_build, object};
+use aco_testkit::kube::install::{generated, kustomize_build, object, secret_file};
 use aco_testkit::kube::reporter::Reporter;
 use aco_testkit::kube::{kube_bin, typed, ControlPlane, SchedulerConfig};
 use aco_testkit::nodes::name_of;
@@ -173,17 +173,8 @@ fn the_overlay_runs_workerd_as_the_test_kit_does_one_writer_behind_a_service() {
     let service: Service = typed(object(&objects, "Service", "aco-worker"));
     let port = service.spec.and_then(|s| s.ports).expect("ports")[0].port;
     let host = format!("aco-worker.kube-system.svc:{port}");
-    let scheduler_secret: Secret = typed(generated(&objects, "Secret", "aco-scheduler-config"));
-    let scheduler_config = String::from_utf8(
-        scheduler_secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get("scheduler-config.yaml"))
-            .expect("scheduler-config.yaml")
-            .0
-            .clone(),
-    )
-    .unwrap();
+    let scheduler_secret = generated(&objects, "Secret", "aco-scheduler-config");
+    let scheduler_config = secret_file(scheduler_secret, "scheduler-config.yaml");
     let scheduler: SchedulerExtenders = serde_yaml::from_str(&scheduler_config).unwrap();
     let ext = &scheduler.extenders[0];
     let url_prefix = ext.url_prefix.as_str();

@@ -3,6 +3,7 @@
 //! [`crate::kube::fixtures::pod`] (a pod a test creates in the API server: defaults, GPU
 //! limits, affinity). They differ in what the other side of each adds, not in the envelope.
 
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use serde_json::{json, Value};
 
 use crate::kube::SCHEDULER_NAME;
@@ -29,4 +30,12 @@ pub fn with_container(mut pod: Value, container: Value) -> Value {
         .expect("a pod with containers")
         .push(container);
     pod
+}
+
+/// `pod` with its spec edited as a k8s-openapi `PodSpec` (bound to a node, for another
+/// scheduler, another restart policy).
+pub fn edit_spec(pod: Value, edit: impl FnOnce(&mut PodSpec)) -> Value {
+    let mut typed: Pod = crate::kube::typed(&pod);
+    edit(typed.spec.as_mut().expect("a pod spec"));
+    serde_json::to_value(typed).expect("a pod serialises")
 }
