@@ -32,10 +32,15 @@ pub fn with_container(mut pod: Value, container: Value) -> Value {
     pod
 }
 
+/// `pod` edited as a k8s-openapi `Pod` (a UID, a status).
+pub fn edit_pod(pod: Value, edit: impl FnOnce(&mut Pod)) -> Value {
+    let mut typed: Pod = crate::kube::typed(&pod);
+    edit(&mut typed);
+    serde_json::to_value(typed).expect("a pod serialises")
+}
+
 /// `pod` with its spec edited as a k8s-openapi `PodSpec` (bound to a node, for another
 /// scheduler, another restart policy).
 pub fn edit_spec(pod: Value, edit: impl FnOnce(&mut PodSpec)) -> Value {
-    let mut typed: Pod = crate::kube::typed(&pod);
-    edit(typed.spec.as_mut().expect("a pod spec"));
-    serde_json::to_value(typed).expect("a pod serialises")
+    edit_pod(pod, |p| edit(p.spec.as_mut().expect("a pod spec")))
 }
