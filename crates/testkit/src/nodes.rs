@@ -33,3 +33,17 @@ pub fn set_allocatable(node: &mut Value, resource: &str, value: Value) {
 pub fn set_name(node: &mut Value, value: Value) {
     node["metadata"]["name"] = value;
 }
+
+/// `node` without the label `key`.
+pub fn remove_label(mut node: Value, key: &str) -> Value {
+    if let Some(labels) = node["metadata"]["labels"].as_object_mut() {
+        labels.remove(key);
+    }
+    node
+}
+
+/// `node` cordoned (`spec.unschedulable`, what `kubectl cordon` sets).
+pub fn cordon(mut node: Value) -> Value {
+    node["spec"]["unschedulable"] = json!(true);
+    node
+}

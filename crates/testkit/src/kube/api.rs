@@ -219,6 +219,14 @@ impl Kube {
         self.get_as(&format!("/api/v1/nodes/{name}")).await.ok()
     }
 
+    /// The pods of `ns`, typed.
+    pub async fn typed_pods(&self, ns: &str) -> Vec<Pod> {
+        self.get_as::<k8s_openapi::List<Pod>>(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap()
+            .items
+    }
+
     pub async fn pods(&self, ns: &str) -> Vec<Value> {
         let list = self
             .get(&format!("/api/v1/namespaces/{ns}/pods"))
