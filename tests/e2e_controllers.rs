@@ -31,8 +31,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_core::api::pheromones::PheromoneTableReply;
 use aco_core::facts::NodeFacts;
 use aco_testkit::api::WorkerHttp;
+use aco_testkit::k8s_openapi::api::coordination::v1::Lease;
+use aco_testkit::k8s_openapi::api::core::v1::Secret;
 use aco_testkit::kube::fixtures::*;
 
 use aco_testkit::nodes::name_of;
@@ -40,7 +43,7 @@ use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 
 use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
 use aco_testkit::kube::reporter::Reporter;
-use aco_testkit::kube::{base64, install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
+use aco_testkit::kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
 use aco_testkit::{now_ms, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -118,17 +121,14 @@ impl Cluster {
                 || {
                     let (kube, name) = (kube.clone(), name.clone());
                     async move {
-                        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-                        let ready = node["status"]["conditions"]
-                            .as_array()?
+                        let node = kube.try_node(&name).await?;
+                        let ready = node
+                            .status?
+                            .conditions?
                             .iter()
-                            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                        let tainted = node["spec"]["taints"].as_array().is_some_and(|t| {
-                            t.iter().any(|t| {
-                                t["key"]
-                                    .as_str()
-                                    .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
-                            })
+                            .any(|c| c.type_ == "Ready" && c.status == "True");
+                        let tainted = node.spec.and_then(|s| s.taints).is_some_and(|t| {
+                            t.iter().any(|t| t.key.starts_with("node.kubernetes.io/"))
                         });
                         (ready && !tainted).then_some(())
                     }
@@ -153,16 +153,13 @@ impl Cluster {
         let objects = install::render(&env.cp, &env.api.base, "registry.example/aco-reporter:e2e");
         install::apply(&kube, &objects).await;
         // What the kubelet would mount from the Secret.
-        let secret = kube
-            .get("/api/v1/namespaces/kube-system/secrets/aco-reporter-token")
+        let secret: Secret = kube
+            .get_as("/api/v1/namespaces/kube-system/secrets/aco-reporter-token")
             .await
             .unwrap();
+        let token = secret.data.unwrap_or_default().remove("token");
         let token_file = env.cp.dir.join("aco-reporter-token");
-        std::fs::write(
-            &token_file,
-            base64::decode(secret["data"]["token"].as_str().unwrap()),
-        )
-        .unwrap();
+        std::fs::write(&token_file, token.expect("the token").0).unwrap();
         Cluster {
             env,
             _kwok: kwok,
@@ -203,8 +200,8 @@ impl Cluster {
         Reporter::start_installed(&self.env.cp, &kubeconfig, pod_name, &env, &args, &flags)
     }
 
-    async fn table(&self, tenant: &str) -> Value {
-        self.env.api.pheromones(tenant).await
+    async fn table(&self, tenant: &str) -> PheromoneTableReply {
+        self.env.api.pheromone_table(tenant).await
     }
 
     /// Failures the tenant's colony has recorded per node. The stored counts fade with
@@ -212,16 +209,9 @@ impl Cluster {
     /// so the rounded count is the number of failed outcomes recorded.
     async fn failures(&self, tenant: &str) -> BTreeMap<String, f64> {
         let t = self.table(tenant).await;
-        t["nodes"]
-            .as_array()
+        t.nodes
             .into_iter()
-            .flatten()
-            .map(|e| {
-                (
-                    e["node"].as_str().unwrap_or_default().to_owned(),
-                    e["failures"].as_f64().unwrap_or(0.0).round(),
-                )
-            })
+            .map(|e| (e.node, e.failures.round()))
             .collect()
     }
 
@@ -498,11 +488,14 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
             "{source}"
         );
     }
-    let lease = kube
-        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
+    let lease: Lease = kube
+        .get_as("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
         .await
         .unwrap();
-    assert_eq!(lease["spec"]["holderIdentity"], "aco-reporter-0");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("aco-reporter-0")
+    );
     assert!(
         !r.server.log_text().contains("forbidden"),
         "{}",
@@ -725,13 +718,13 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_its_pods_failures_n
         Duration::from_secs(180),
         || async {
             let t = c.table(ns).await;
-            (t["counters"]["failedOutcomes"].as_u64() >= Some(2)).then(|| t["counters"].clone())
+            (t.counters.failed_outcomes >= 2).then_some(t.counters)
         },
     )
     .await;
     let f = c.failures(ns).await;
     eprintln!(
-        "counted {:?} after the node was deleted: {counters}, failures by node {f:?}",
+        "counted {:?} after the node was deleted: {counters:?}, failures by node {f:?}",
         deleted_at.elapsed()
     );
     assert!(f.values().all(|v| *v == 0.0), "no node charged: {f:?}");
