@@ -200,7 +200,7 @@ fn allocated_gpus(pod: &Pod) -> Vec<usize> {
 async fn bound_pod(kube: &Kube, name: &str) -> (String, Pod) {
     let node = kube.wait_bound(NS, name, BIND_TIMEOUT).await;
     // PreBind's patch precedes the binding: the bound pod carries it.
-    (node, kube.typed_pod(NS, name).await)
+    (node, kube.pod(NS, name).await)
 }
 
 /// Creates `pod` and waits until kube-scheduler refuses it for a reason containing `reason`.

@@ -245,7 +245,7 @@ async fn constraints_hold_in_both_installs_and_node_modes() {
                 events.iter().any(|m| m.to_lowercase().contains(needle)),
                 "{pod}: no FailedScheduling event mentions {needle:?}: {events:?}"
             );
-            let stored = kube.typed_pod(&ns, pod).await;
+            let stored = kube.pod(&ns, pod).await;
             let said = stored
                 .metadata
                 .annotations

@@ -133,7 +133,7 @@ fn restarts(p: &Pod) -> i32 {
 async fn wait_pod(kube: &Kube, name: &str, what: &str, pred: impl Fn(&Pod) -> bool) -> Pod {
     let pred = &pred;
     wait_for(&format!("pod {NS}/{name} {what}"), TIMEOUT, || async move {
-        let p = kube.typed_pod(NS, name).await;
+        let p = kube.pod(NS, name).await;
         (p.status.is_some() && pred(&p)).then_some(p)
     })
     .await

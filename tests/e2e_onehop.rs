@@ -93,7 +93,7 @@ async fn outcome(kube: &Kube, ns: &str, name: &str) -> Option<String> {
         &format!("{ns}/{name} bound or Unschedulable"),
         BIND_TIMEOUT,
         || async move {
-            let p = kube.typed_pod(ns, name).await;
+            let p = kube.pod(ns, name).await;
             if let Some(node) = p.spec.and_then(|s| s.node_name) {
                 return Some(Ok(node));
             }

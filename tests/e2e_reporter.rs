@@ -449,7 +449,7 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
             let kube = kube.clone();
             let name = name.clone();
             async move {
-                let phase = kube.typed_pod("jobs", &name).await.status?.phase;
+                let phase = kube.pod("jobs", &name).await.status?.phase;
                 (phase.as_deref() == Some("Failed")).then_some(())
             }
         })

@@ -156,7 +156,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     let names = create_pods(&kube, &pods).await;
     let placed = kube.wait_all_bound(NS, &names, TIMEOUT).await;
     for n in &names {
-        let spec = kube.typed_pod(NS, n).await.spec.expect("a pod spec");
+        let spec = kube.pod(NS, n).await.spec.expect("a pod spec");
         assert_eq!(
             spec.scheduler_name.as_deref(),
             Some("default-scheduler"),

@@ -201,14 +201,8 @@ impl Kube {
         serde_json::from_str(&text).map_err(|e| (status, format!("{e}: {text}")))
     }
 
-    pub async fn pod(&self, ns: &str, name: &str) -> Value {
-        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
-            .await
-            .unwrap()
-    }
-
-    /// The pod `ns/name`, typed.
-    pub async fn typed_pod(&self, ns: &str, name: &str) -> Pod {
+    /// The pod `ns/name`.
+    pub async fn pod(&self, ns: &str, name: &str) -> Pod {
         self.get_as(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
             .await
             .unwrap()
@@ -265,10 +259,7 @@ impl Kube {
         wait_for(
             &format!("pod {ns}/{name} to be bound"),
             timeout,
-            || async move {
-                let pod = self.pod(ns, name).await;
-                pod["spec"]["nodeName"].as_str().map(str::to_owned)
-            },
+            || async move { self.pod(ns, name).await.spec?.node_name },
         )
         .await
     }
@@ -298,20 +289,14 @@ impl Kube {
             timeout,
             || async move {
                 let pod = self.pod(ns, name).await;
-                assert!(
-                    pod["spec"]["nodeName"].as_str().is_none(),
-                    "pod {ns}/{name} was bound: {}",
-                    pod["spec"]["nodeName"]
-                );
-                pod["status"]["conditions"]
-                    .as_array()?
-                    .iter()
-                    .find_map(|c| {
-                        (c["type"] == "PodScheduled"
-                            && c["status"] == "False"
-                            && c["reason"] == "Unschedulable")
-                            .then(|| c["message"].as_str().unwrap_or_default().to_owned())
-                    })
+                let node = pod.spec.and_then(|s| s.node_name);
+                assert!(node.is_none(), "pod {ns}/{name} was bound: {node:?}");
+                pod.status?.conditions?.into_iter().find_map(|c| {
+                    (c.type_ == "PodScheduled"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable"))
+                    .then(|| c.message.unwrap_or_default())
+                })
             },
         )
         .await
