@@ -127,7 +127,7 @@ async fn run(
             || async {
                 let first = hot.iter().next()?;
                 let f = env.api.try_node_facts(first).await?;
-                (f["load"].is_object()).then_some(())
+                f.load.is_some().then_some(())
             },
         )
         .await;

@@ -2,12 +2,15 @@
 //! mTLS, none only when written down), cluster prefixes refused before they touch an object, and
 //! two clusters sharing one deployment without their node names or tenants colliding.
 
-use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_core::api::pheromones::PheromoneTableReply;
+use aco_core::api::placements::PlacementsSummary;
+use aco_testkit::api::{error_body, full_args, pod, Api, WorkerHttp};
+use aco_testkit::extender::{FilterResult, HostPriority};
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
 use aco_testkit::state::object_sqlite_files;
 use aco_testkit::{StartOptions, ADMIN_TOKEN};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const TOKEN_A: &str = "extender-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
@@ -43,10 +46,7 @@ async fn path_token_auth_serves_both_rotation_tokens_and_refuses_anything_else()
     ] {
         let (status, body) = api.post_raw(&path, args.clone()).await;
         assert_eq!(status, 401, "{path}: {body}");
-        assert!(
-            serde_json::from_str::<Value>(&body).unwrap()["error"].is_string(),
-            "{body}"
-        );
+        error_body(&body);
     }
     // The token path only carries the extender verbs; admin routes keep their bearer token.
     let (status, _) = api
@@ -54,21 +54,19 @@ async fn path_token_auth_serves_both_rotation_tokens_and_refuses_anything_else()
         .await;
     assert_eq!(status, 404);
     assert_eq!(
-        api.place(
+        api.place_summary(
             json!([{"podUid": "uid-tokened-t1", "namespace": "tokened", "node": name_of(&nodes[0])}])
         )
-        .await["deposited"],
+        .await
+        .deposited,
         1
     );
     // Refused calls wrote nothing: two decisions were made (one per token), one confirmed.
-    let table = api.pheromones("tokened").await;
+    let table = api.pheromone_table("tokened").await;
     assert_eq!(
-        (
-            table["counters"]["decisions"].as_u64(),
-            table["confirmedPods"].as_u64()
-        ),
-        (Some(2), Some(1)),
-        "{table}"
+        (table.counters.decisions, table.confirmed_pods),
+        (2, 1),
+        "{table:?}"
     );
     api.metrics_containing("aco_extender_auth_failures_total{status=\"401\"} 5")
         .await;
@@ -239,59 +237,34 @@ async fn two_clusters_share_one_deployment_without_their_node_names_or_tenants_c
     );
     let args = json!({"Pod": a10, "NodeNames": ["node-1"]}).to_string();
     // The same node name is an A10 in east and a T4 in west; the default cluster has no such node.
-    assert_eq!(
-        api.post("/c/east/v1/filter", args.clone()).await["NodeNames"],
-        json!(["node-1"])
-    );
-    assert!(
-        api.post("/c/west/v1/filter", args.clone()).await["FailedAndUnresolvableNodes"]["node-1"]
-            .as_str()
-            .unwrap()
-            .contains("T4")
-    );
-    assert!(
-        api.post("/v1/filter", args.clone()).await["FailedNodes"]["node-1"]
-            .as_str()
-            .unwrap()
-            .contains("no node facts")
-    );
+    let filter = |path: &'static str| api.post_as::<FilterResult>(path, args.clone());
+    assert_eq!(filter("/c/east/v1/filter").await.passed(), ["node-1"]);
+    assert!(filter("/c/west/v1/filter")
+        .await
+        .failed_and_unresolvable_nodes["node-1"]
+        .contains("T4"));
+    assert!(filter("/v1/filter").await.failed_nodes["node-1"].contains("no node facts"));
     // Tenant "ml" of east is not tenant "ml" of west.
     assert_eq!(
-        api.post("/c/east/v1/prioritize", args)
+        api.post_as::<Vec<HostPriority>>("/c/east/v1/prioritize", args.clone())
             .await
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
-    let s = api.admin(reqwest::Method::POST, "/c/east/v1/placements", Some(json!({"placements": [{"podUid": "uid-ml-infer", "namespace": "ml", "node": "node-1"}]}))).await.1;
-    assert_eq!(s["deposited"], 1, "{s}");
-    let s = api.admin(reqwest::Method::POST, "/c/west/v1/placements", Some(json!({"placements": [{"podUid": "uid-ml-infer", "namespace": "ml", "node": "node-1"}]}))).await.1;
-    // West never scored the pod: its colony holds the report for a decision that never comes.
-    assert_eq!(
-        (s["deposited"].as_u64(), s["held"].as_u64()),
-        (Some(0), Some(1)),
-        "{s}"
-    );
-    assert_eq!(
-        api.admin(
-            reqwest::Method::GET,
-            "/c/east/v1/tenants/ml/pheromones",
-            None
-        )
-        .await
-        .1["epoch"],
+            .len(),
         1
     );
-    assert_eq!(
-        api.admin(
-            reqwest::Method::GET,
-            "/c/west/v1/tenants/ml/pheromones",
-            None
-        )
-        .await
-        .1["epoch"],
-        0
-    );
+    let placed =
+        json!({"placements": [{"podUid": "uid-ml-infer", "namespace": "ml", "node": "node-1"}]});
+    let place = |path: &'static str| {
+        api.admin_as::<PlacementsSummary>(reqwest::Method::POST, path, Some(placed.clone()))
+    };
+    let s = place("/c/east/v1/placements").await;
+    assert_eq!(s.deposited, 1, "{s:?}");
+    let s = place("/c/west/v1/placements").await;
+    // West never scored the pod: its colony holds the report for a decision that never comes.
+    assert_eq!((s.deposited, s.held), (0, 1), "{s:?}");
+    let table =
+        |path: &'static str| api.admin_as::<PheromoneTableReply>(reqwest::Method::GET, path, None);
+    assert_eq!(table("/c/east/v1/tenants/ml/pheromones").await.epoch, 1);
+    assert_eq!(table("/c/west/v1/tenants/ml/pheromones").await.epoch, 0);
     // Series of a named cluster carry its label.
     let text = api
         .metrics_containing("aco_colony_deposits_total{cluster=\"east\",tenant=\"ml\"} 1")

@@ -1,8 +1,9 @@
 //! Bad inputs on the built Worker in Miniflare: 4xx JSON naming the problem and no state
 //! changed, and mutated bodies on every route never answered with a 5xx.
 
-use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
-use aco_testkit::nodes::name_of;
+use aco_core::api::error::ErrorBody;
+use aco_testkit::api::{error_body, full_args, pod, Api, WorkerHttp};
+use aco_testkit::nodes::{name_of, set_allocatable, set_name};
 use aco_testkit::openb::priced_nodes;
 use aco_testkit::{fixtures, now_ms, StartOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
@@ -24,8 +25,7 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
     for (path, body, status, needle) in cases {
         let (got, text) = api.post_raw(path, body).await;
         assert_eq!(got.as_u16(), status, "{path}: {text}");
-        let v: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
-        let message = format!("{} {}", v["error"], v["field"]);
+        let message = error_message(&error_body(&text));
         assert!(message.contains(needle), "{path}: {message}");
     }
     let r = api
@@ -45,13 +45,10 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         .await
         .unwrap();
     assert_eq!(r.status(), 413);
-    let v: Value = r.json().await.unwrap();
+    let v = error_body(&r.text().await.unwrap());
     assert!(
-        v["error"]
-            .as_str()
-            .unwrap()
-            .contains("(Content-Length) exceeds the limit"),
-        "refused from its Content-Length, before reading: {v}"
+        v.error.contains("(Content-Length) exceeds the limit"),
+        "refused from its Content-Length, before reading: {v:?}"
     );
     // Without a Content-Length (chunked), the same limit is met while streaming.
     let reply = post_chunked(&api.worker.base_url, "/v1/filter", &"x".repeat(70_000));
@@ -81,23 +78,20 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
 
     // A facts batch with one bad report stores nothing.
     let (status, body) = api
-        .admin(reqwest::Method::PUT, "/v1/nodes", Some(json!({"nodes": [{"name": "good", "latencyUs": 5}, {"name": "bad", "utilisation": [{"atMs": 1, "value": 7}]}]})))
+        .admin_refused(reqwest::Method::PUT, "/v1/nodes", Some(json!({"nodes": [{"name": "good", "latencyUs": 5}, {"name": "bad", "utilisation": [{"atMs": 1, "value": 7}]}]})))
         .await;
     assert_eq!(status, 400);
-    assert_eq!(body["field"], "nodes[1].utilisation[0].value");
+    assert_eq!(body.field.as_deref(), Some("nodes[1].utilisation[0].value"));
     let filter =
         json!({"Pod": pod("p", "n", json!({}), json!({}), json!({})), "NodeNames": ["good"]})
             .to_string();
-    assert!(api.post("/v1/filter", filter).await["FailedNodes"]["good"]
-        .as_str()
-        .unwrap()
-        .contains("no node facts"));
+    assert!(api.filter_args(filter).await.failed_nodes["good"].contains("no node facts"));
 
     // A placement batch with one bad item deposits nothing.
     api.scores(&pod("p1", "iso", json!({}), json!({}), json!({})), &nodes)
         .await;
     let (status, body) = api
-        .admin(
+        .admin_refused(
             reqwest::Method::POST,
             "/v1/placements",
             Some(json!({"placements": [
@@ -106,16 +100,16 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         )
         .await;
     assert_eq!(status, 400);
-    assert_eq!(body["field"], "placements[1].outcome");
-    assert_eq!(api.pheromones("iso").await["epoch"], 0);
+    assert_eq!(body.field.as_deref(), Some("placements[1].outcome"));
+    assert_eq!(api.pheromone_table("iso").await.epoch, 0);
     let (status, body) = api
-        .admin(
+        .admin_refused(
             reqwest::Method::GET,
             "/v1/tenants/bad..%2F/pheromones",
             None,
         )
         .await;
-    assert!(status == 400 || status == 404, "{status} {body}");
+    assert!(status == 400 || status == 404, "{status} {body:?}");
 
     // The Worker is still healthy and the failures are counted.
     assert_eq!(
@@ -145,13 +139,13 @@ async fn a_node_that_does_not_read_late_in_a_long_list_is_a_400_naming_it_not_ha
     };
     let good = fixtures::nodes(3000);
     let mut bad_allocatable = good.clone();
-    bad_allocatable[2990]["status"]["allocatable"]["cpu"] = json!("many");
+    set_allocatable(&mut bad_allocatable[2990], "cpu", json!("many"));
     let mut bad_name = good.clone();
-    bad_name[2997]["metadata"]["name"] = json!(7);
+    set_name(&mut bad_name[2997], json!(7));
     // A node the verb cannot judge early, one that does not read late: the latter is the answer,
     // as when the whole list was parsed before any node was judged.
     let mut both = bad_name.clone();
-    both[10]["status"]["allocatable"]["cpu"] = json!("many");
+    set_allocatable(&mut both[10], "cpu", json!("many"));
     let whole = body(&good);
     let cases = [
         (
@@ -175,14 +169,10 @@ async fn a_node_that_does_not_read_late_in_a_long_list_is_a_400_naming_it_not_ha
                 "{verb} {needle}: {}",
                 &text[..text.len().min(300)]
             );
-            let v: Value =
-                serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
-            let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-            assert!(
-                keys.iter().all(|k| ["error", "field"].contains(k)),
-                "{verb}: {keys:?}"
-            );
-            let message = format!("{} {}", v["field"], v["error"]);
+            // Exactly an error and maybe a field: no batch item in an extender verb's refusal.
+            let v = error_body(&text);
+            assert_eq!(v.item, None, "{verb}: {text}");
+            let message = error_message(&v);
             assert!(message.contains(needle), "{verb}: {message}");
         }
     }
@@ -266,11 +256,8 @@ async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_
     // The state a request could touch: the tenant's colony and the nodes' stored facts (not
     // where its commits stand, which the backstop alarm moves on its own).
     let snapshot = || async {
-        let mut table = api.pheromones("fuzzed").await;
-        if let Some(t) = table.as_object_mut() {
-            t.remove("uncommitted");
-            t.remove("durableSeq");
-        }
+        let mut table = api.pheromone_table("fuzzed").await;
+        (table.uncommitted, table.durable_seq) = (false, 0);
         let mut facts = Vec::new();
         for n in &node_names {
             facts.push(api.node_facts(n).await);
@@ -305,10 +292,8 @@ async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_
                 accepted += 1;
                 state = now;
             } else {
-                assert!(
-                    status.is_client_error() && serde_json::from_str::<Value>(&text).is_ok(),
-                    "{status}: {text}"
-                );
+                assert!(status.is_client_error(), "{status}: {text}");
+                error_body(&text);
                 assert_eq!(
                     now,
                     state,
@@ -323,6 +308,15 @@ async fn mutated_bodies_on_every_route_never_get_a_5xx_and_rejected_ones_change_
     // runs `promtool check metrics`).
     api.metrics_containing("aco_requests_total{verb=\"echo\"")
         .await;
+}
+
+/// An error body's message and the field it names, for a needle to be found in either.
+fn error_message(body: &ErrorBody) -> String {
+    format!(
+        "{} {}",
+        body.error,
+        body.field.as_deref().unwrap_or_default()
+    )
 }
 
 /// POSTs `body` with `Transfer-Encoding: chunked` (no Content-Length, as a streaming client

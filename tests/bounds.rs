@@ -39,35 +39,27 @@ async fn tenants_beyond_max_colonies_get_no_colony_and_are_counted_under_other()
     let nodes = [node("n1"), node("n2")];
     for i in 0..6 {
         let (body, _) = full_args(&cpu_pod("p", &format!("team-{i}")), &nodes);
-        let scores = api.post("/v1/prioritize", body).await;
-        assert_eq!(scores.as_array().map(Vec::len), Some(2), "{scores}");
+        let scores = api.prioritize_args(body).await;
+        assert_eq!(scores.len(), 2, "{scores:?}");
     }
     // An overflow tenant's placement: no colony to confirm into, so an unknown pod, not an
     // error the reporter would retry.
-    let (status, summary) = api
-        .admin(
-            reqwest::Method::POST,
-            "/v1/placements",
-            Some(json!({"placements": [
-                {"podUid": "uid-team-5-p", "namespace": "team-5", "node": "n1"},
-                {"podUid": "uid-team-0-p", "namespace": "team-0", "node": "n1"}]})),
-        )
+    let summary = api
+        .place_summary(json!([
+            {"podUid": "uid-team-5-p", "namespace": "team-5", "node": "n1"},
+            {"podUid": "uid-team-0-p", "namespace": "team-0", "node": "n1"}]))
         .await;
-    assert_eq!(status, 200, "{summary}");
     assert_eq!(
-        (
-            summary["deposited"].as_u64(),
-            summary["unknownPod"].as_u64()
-        ),
-        (Some(1), Some(1)),
-        "{summary}"
+        (summary.deposited, summary.unknown_pod),
+        (1, 1),
+        "{summary:?}"
     );
     // The admin routes name the tenant.
     let (status, body) = api
-        .admin(reqwest::Method::GET, "/v1/tenants/team-4/pheromones", None)
+        .admin_refused(reqwest::Method::GET, "/v1/tenants/team-4/pheromones", None)
         .await;
-    assert_eq!(status, 404, "{body}");
-    assert_eq!(body["field"], "tenant", "{body}");
+    assert_eq!(status, 404, "{body:?}");
+    assert_eq!(body.field.as_deref(), Some("tenant"), "{body:?}");
 
     let text = api
         .metrics_containing("aco_tenant_overflow_total{verb=\"placements\",tenant=\"other\"} 1")

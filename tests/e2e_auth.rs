@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use aco_testkit::api::WorkerApi;
 use aco_testkit::api::WorkerHttp;
+use aco_testkit::api::{error_body, WorkerApi};
 
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::nodes::name_of;
@@ -21,7 +21,28 @@ use aco_testkit::kube::scheduler_config::{SHIPPED_FILTER, SHIPPED_MTLS};
 use aco_testkit::kube::{ControlPlane, SchedulerConfig};
 use aco_testkit::openb::pick_gpu_nodes;
 use aco_testkit::WorkerProcess;
+use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// What the test reads of a rendered kube-scheduler configuration's extender.
+#[derive(Debug, Deserialize)]
+struct RenderedExtenders {
+    extenders: Vec<RenderedExtender>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RenderedExtender {
+    filter_verb: Option<String>,
+    tls_config: TlsConfig,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlsConfig {
+    cert_data: Option<String>,
+    key_data: Option<String>,
+}
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "e2e-extender-token-0123456789abcdefghijklmnop";
@@ -89,9 +110,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
             .any(|n| name_of(n) == node && label(n, "aco/gpu-type").starts_with("V100")),
         "{node}"
     );
-    let decisions = api.pheromones(ns).await["counters"]["decisions"]
-        .as_u64()
-        .unwrap_or(0);
+    let decisions = api.pheromone_table(ns).await.counters.decisions;
     assert!(decisions >= 1, "prioritize went through the token path");
     sched.assert_running();
     drop(sched);
@@ -113,10 +132,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    assert!(r.json::<Value>().await.unwrap()["error"]
-        .as_str()
-        .unwrap()
-        .contains("token"));
+    assert!(error_body(&r.text().await.unwrap()).error.contains("token"));
     // ... and, the extender being ignorable, kube-scheduler schedules without it: the A100 pod
     // that the Worker would keep Pending binds.
     let mut sched = cp
@@ -131,9 +147,7 @@ async fn pods_schedule_through_the_path_token_and_a_wrong_token_is_refused_but_i
         .await;
     eprintln!("wrong token: a100-wrong-token bound to {node} without the Worker");
     assert_eq!(
-        api.pheromones(ns).await["counters"]["decisions"]
-            .as_u64()
-            .unwrap_or(0),
+        api.pheromone_table(ns).await.counters.decisions,
         decisions,
         "refused calls decided nothing"
     );
@@ -196,10 +210,11 @@ async fn the_shipped_mtls_scheduler_config_runs_a_real_kube_scheduler_through_th
         client_cert: Some((std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap())),
         ..SchedulerConfig::worker(api.url_prefix(), cp.pki.ca_pem(), false)
     };
-    let rendered: serde_yaml::Value = serde_yaml::from_str(&config.render(&cp.kubeconfig)).unwrap();
-    let tls = &rendered["extenders"][0]["tlsConfig"];
+    let rendered: RenderedExtenders = serde_yaml::from_str(&config.render(&cp.kubeconfig)).unwrap();
+    let extender = &rendered.extenders[0];
+    let tls = &extender.tls_config;
     assert!(
-        tls["certData"].is_string() && tls["keyData"].is_string(),
+        tls.cert_data.is_some() && tls.key_data.is_some(),
         "{SHIPPED_MTLS}'s tlsConfig carries the client certificate: {tls:?}"
     );
     let mut sched = cp.start_scheduler("scheduler-mtls", &config).await;
@@ -216,17 +231,15 @@ async fn the_shipped_mtls_scheduler_config_runs_a_real_kube_scheduler_through_th
             .all(|p| nodes.iter().any(|n| &name_of(n) == p)),
         "{placed:?}"
     );
-    assert!(
-        rendered["extenders"][0].get("filterVerb").is_none(),
+    assert_eq!(
+        extender.filter_verb, None,
         "{SHIPPED_MTLS} asks only prioritize"
     );
     aco_testkit::kube::wait_for(
         "a decision per pod through the mTLS config",
         BIND_TIMEOUT,
         || async {
-            let decisions = api.pheromones(ns).await["counters"]["decisions"]
-                .as_u64()
-                .unwrap_or(0);
+            let decisions = api.pheromone_table(ns).await.counters.decisions;
             (decisions >= names.len() as u64).then_some(())
         },
     )

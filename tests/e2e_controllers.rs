@@ -31,15 +31,22 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_core::api::pheromones::PheromoneTableReply;
+use aco_core::facts::NodeFacts;
 use aco_testkit::api::WorkerHttp;
+use aco_testkit::k8s_openapi::api::batch::v1::Job;
+use aco_testkit::k8s_openapi::api::coordination::v1::Lease;
+use aco_testkit::k8s_openapi::api::core::v1::{Pod, PodStatus, Secret};
+use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use aco_testkit::kube::fixtures::*;
+use aco_testkit::pods::{edit_pod, edit_spec};
 
-use aco_testkit::nodes::name_of;
+use aco_testkit::nodes::{allocatable_of, name_of, set_label};
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
 
 use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER, JOB};
 use aco_testkit::kube::reporter::Reporter;
-use aco_testkit::kube::{base64, install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
+use aco_testkit::kube::{install, wait_for, ControlPlaneOptions, Server, SCHEDULER_NAME};
 use aco_testkit::{now_ms, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
@@ -117,17 +124,14 @@ impl Cluster {
                 || {
                     let (kube, name) = (kube.clone(), name.clone());
                     async move {
-                        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-                        let ready = node["status"]["conditions"]
-                            .as_array()?
+                        let node = kube.try_node(&name).await?;
+                        let ready = node
+                            .status?
+                            .conditions?
                             .iter()
-                            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                        let tainted = node["spec"]["taints"].as_array().is_some_and(|t| {
-                            t.iter().any(|t| {
-                                t["key"]
-                                    .as_str()
-                                    .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
-                            })
+                            .any(|c| c.type_ == "Ready" && c.status == "True");
+                        let tainted = node.spec.and_then(|s| s.taints).is_some_and(|t| {
+                            t.iter().any(|t| t.key.starts_with("node.kubernetes.io/"))
                         });
                         (ready && !tainted).then_some(())
                     }
@@ -152,16 +156,13 @@ impl Cluster {
         let objects = install::render(&env.cp, &env.api.base, "registry.example/aco-reporter:e2e");
         install::apply(&kube, &objects).await;
         // What the kubelet would mount from the Secret.
-        let secret = kube
-            .get("/api/v1/namespaces/kube-system/secrets/aco-reporter-token")
+        let secret: Secret = kube
+            .get_as("/api/v1/namespaces/kube-system/secrets/aco-reporter-token")
             .await
             .unwrap();
+        let token = secret.data.unwrap_or_default().remove("token");
         let token_file = env.cp.dir.join("aco-reporter-token");
-        std::fs::write(
-            &token_file,
-            base64::decode(secret["data"]["token"].as_str().unwrap()),
-        )
-        .unwrap();
+        std::fs::write(&token_file, token.expect("the token").0).unwrap();
         Cluster {
             env,
             _kwok: kwok,
@@ -202,8 +203,8 @@ impl Cluster {
         Reporter::start_installed(&self.env.cp, &kubeconfig, pod_name, &env, &args, &flags)
     }
 
-    async fn table(&self, tenant: &str) -> Value {
-        self.env.api.pheromones(tenant).await
+    async fn table(&self, tenant: &str) -> PheromoneTableReply {
+        self.env.api.pheromone_table(tenant).await
     }
 
     /// Failures the tenant's colony has recorded per node. The stored counts fade with
@@ -211,16 +212,9 @@ impl Cluster {
     /// so the rounded count is the number of failed outcomes recorded.
     async fn failures(&self, tenant: &str) -> BTreeMap<String, f64> {
         let t = self.table(tenant).await;
-        t["nodes"]
-            .as_array()
+        t.nodes
             .into_iter()
-            .flatten()
-            .map(|e| {
-                (
-                    e["node"].as_str().unwrap_or_default().to_owned(),
-                    e["failures"].as_f64().unwrap_or(0.0).round(),
-                )
-            })
+            .map(|e| (e.node, e.failures.round()))
             .collect()
     }
 
@@ -229,14 +223,31 @@ impl Cluster {
         self.kube().wait_service_account(ns, "default").await;
     }
 
-    async fn pods_where(&self, ns: &str, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+    async fn pods_where(&self, ns: &str, pred: impl Fn(&Pod) -> bool) -> Vec<Pod> {
         self.kube()
-            .pods(ns)
+            .typed_pods(ns)
             .await
             .into_iter()
             .filter(|p| pred(p))
             .collect()
     }
+}
+
+/// A node's allocatable CPU cores (as built).
+fn allocatable_cpu(n: &Value) -> f64 {
+    aco_testkit::kube::kwok::quantity(&allocatable_of(n, "cpu").expect("allocatable cpu")).unwrap()
+}
+
+/// The reporter's log line of a run-time slowdown (tracing's JSON: the event's fields).
+#[derive(serde::Deserialize)]
+struct SlowdownLine {
+    fields: SlowdownFields,
+}
+
+#[derive(serde::Deserialize)]
+struct SlowdownFields {
+    node: String,
+    slowdown: f64,
 }
 
 fn template(
@@ -283,10 +294,28 @@ fn job(
                  "template": template(json!({"job": name}), json!({JOB: "run"}), cpu, "Never", extra_spec)}})
 }
 
-fn bound(p: &Value) -> bool {
-    p["spec"]["nodeName"]
-        .as_str()
-        .is_some_and(|n| !n.is_empty())
+fn bound(p: &Pod) -> bool {
+    node_of(p).is_some_and(|n| !n.is_empty())
+}
+
+fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}
+
+fn pod_name(p: &Pod) -> String {
+    p.metadata.name.clone().expect("a pod name")
+}
+
+fn not_terminating(p: &Pod) -> bool {
+    p.metadata.deletion_timestamp.is_none()
+}
+
+fn is_filler(p: &Pod) -> bool {
+    p.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("app"))
+        .is_some_and(|a| a == "filler")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -319,14 +348,14 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     })
     .await;
     c.env.api.wait_deposits(ns, 3, TENANT_WAIT).await;
-    let first: Vec<String> = c.pods_where(ns, bound).await.iter().map(name_of).collect();
+    let first: Vec<String> = c.pods_where(ns, bound).await.iter().map(pod_name).collect();
     kube.merge_patch(
         &format!("/apis/apps/v1/namespaces/{ns}/deployments/shop"),
         &json!({"spec": {"template": {"metadata": {"annotations": {"rollout": "2"}}}}}),
     )
     .await;
     wait_for("the rollout to replace every pod", BIND_TIMEOUT, || async {
-        let now: Vec<String> = c.pods_where(ns, bound).await.iter().map(name_of).collect();
+        let now: Vec<String> = c.pods_where(ns, bound).await.iter().map(pod_name).collect();
         (now.len() == 3 && now.iter().all(|n| !first.contains(n))).then_some(())
     })
     .await;
@@ -337,23 +366,16 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     )
     .await;
     wait_for("scale-down to 1", BIND_TIMEOUT, || async {
-        (c.pods_where(ns, |p| {
-            bound(p) && p["metadata"]["deletionTimestamp"].is_null()
-        })
-        .await
-        .len()
+        (c.pods_where(ns, |p| bound(p) && not_terminating(p))
+            .await
+            .len()
             == 1)
             .then_some(())
     })
     .await;
     // A drain of the survivor: the Eviction API (the ReplicaSet replaces it). Chosen among the
     // pods not terminating: a scaled-down pod may still be listed, and gone by the eviction.
-    let survivor = name_of(
-        &c.pods_where(ns, |p| {
-            bound(p) && p["metadata"]["deletionTimestamp"].is_null()
-        })
-        .await[0],
-    );
+    let survivor = pod_name(&c.pods_where(ns, |p| bound(p) && not_terminating(p)).await[0]);
     kube.post(
         &format!("/api/v1/namespaces/{ns}/pods/{survivor}/eviction"),
         &json!({"apiVersion": "policy/v1", "kind": "Eviction",
@@ -361,27 +383,26 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
     )
     .await;
     // A container OOM-killed at its own memory limit (kwok: phase Failed, OOMKilled, exit 137).
-    let mut oom = pod(
+    let oom = pod(
         ns,
         "oom",
         PodOpts {
             cpu: "100m",
             memory: "64Mi",
+            annotations: vec![(FATE, "oom".into()), (FATE_AFTER, "1s".into())],
             ..Default::default()
         },
     );
-    oom["spec"]["restartPolicy"] = "Never".into();
-    oom["spec"]["containers"][0]["resources"]["limits"] = json!({"memory": "64Mi"});
-    oom["metadata"]["annotations"][FATE] = "oom".into();
-    oom["metadata"]["annotations"][FATE_AFTER] = "1s".into();
+    let oom = edit_spec(oom, |spec| {
+        spec.restart_policy = Some("Never".into());
+        let limits = [("memory".to_owned(), Quantity("64Mi".into()))];
+        spec.containers[0].resources.get_or_insert_default().limits = Some(limits.into());
+    });
     kube.create_pod(&oom).await;
 
     // Preemption: fillers take 70% of every node; a high-priority pod needing half a node
     // makes kube-scheduler preempt one of them.
-    let alloc = |n: &Value| {
-        aco_testkit::kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap())
-            .unwrap()
-    };
+    let alloc = allocatable_cpu;
     let min_cpu = nodes.iter().map(alloc).fold(f64::MAX, f64::min);
     kube.post(
         "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -405,27 +426,23 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
         kube.create_pod(&filler).await;
     }
     wait_for("a filler on every node", BIND_TIMEOUT, || async {
-        let n = c
-            .pods_where(ns, |p| {
-                bound(p) && p["metadata"]["labels"]["app"] == "filler"
-            })
-            .await
-            .len();
+        let n = c.pods_where(ns, |p| bound(p) && is_filler(p)).await.len();
         (n == nodes.len()).then_some(())
     })
     .await;
-    let mut urgent = pod(
+    let urgent_cpu = format!("{}m", (min_cpu * 500.0) as u64);
+    let urgent = pod(
         ns,
         "urgent",
         PodOpts {
-            cpu: "1",
+            cpu: &urgent_cpu,
             memory: "64Mi",
             ..Default::default()
         },
     );
-    urgent["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
-        format!("{}m", (min_cpu * 500.0) as u64).into();
-    urgent["spec"]["priorityClassName"] = "aco-e2e-high".into();
+    let urgent = edit_spec(urgent, |spec| {
+        spec.priority_class_name = Some("aco-e2e-high".into())
+    });
     kube.create_pod(&urgent).await;
     // The preemptor's own binding is not waited for: under load kube-scheduler v1.37.2 retries
     // it before it sees its nomination, preempts a filler on the next node too, and can leave it
@@ -440,10 +457,7 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
         "every preempted filler judged neutral",
         TENANT_WAIT,
         || async {
-            let left = c
-                .pods_where(ns, |p| p["metadata"]["labels"]["app"] == "filler")
-                .await
-                .len();
+            let left = c.pods_where(ns, is_filler).await.len();
             let gone = (nodes.len() - left) as f64;
             (gone >= 1.0 && r.metric(&preempted).await >= gone).then_some(())
         },
@@ -497,11 +511,14 @@ async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_no
             "{source}"
         );
     }
-    let lease = kube
-        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
+    let lease: Lease = kube
+        .get_as("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
         .await
         .unwrap();
-    assert_eq!(lease["spec"]["holderIdentity"], "aco-reporter-0");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("aco-reporter-0")
+    );
     assert!(
         !r.server.log_text().contains("forbidden"),
         "{}",
@@ -525,9 +542,9 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
         .map(|(i, n)| kwok_node(label_node(n, if i == 0 { 0.2 } else { 1.0 }, 300, false)))
         .collect();
     for n in &mut nodes {
-        n["metadata"]["labels"]["aco-test/role"] = "worker".into();
+        set_label(n, "aco-test/role", "worker");
     }
-    nodes[0]["metadata"]["labels"]["aco-test/role"] = "flaky".into();
+    set_label(&mut nodes[0], "aco-test/role", "flaky");
     let names: Vec<String> = nodes.iter().map(name_of).collect();
     let (flaky, slow) = (names[0].clone(), names[1].clone());
     let stages = JobStages {
@@ -571,10 +588,7 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
     // A Job with a native sidecar, one pod per node at a time (each takes 60% of a node's CPU),
     // kept off the flaky node: slower on the slow node.
     c.namespace("train").await;
-    let alloc = |n: &Value| {
-        aco_testkit::kube::kwok::quantity(n["status"]["allocatable"]["cpu"].as_str().unwrap())
-            .unwrap()
-    };
+    let alloc = allocatable_cpu;
     let cpu = format!(
         "{}m",
         (nodes[1..].iter().map(alloc).fold(f64::MAX, f64::min) * 600.0) as u64
@@ -594,24 +608,32 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
         "the training Job to complete",
         Duration::from_secs(300),
         || async {
-            let j = kube
-                .get("/apis/batch/v1/namespaces/train/jobs/resnet")
+            let j: Job = kube
+                .get_as("/apis/batch/v1/namespaces/train/jobs/resnet")
                 .await
                 .ok()?;
-            (j["status"]["succeeded"].as_u64() >= Some(15)).then_some(())
+            (j.status?.succeeded? >= 15).then_some(())
         },
     )
     .await;
-    let pods = kube.pods("train").await;
+    let pods = kube.typed_pods("train").await;
     let on_slow = pods
         .iter()
-        .filter(|p| p["spec"]["nodeName"] == slow.as_str())
+        .filter(|p| node_of(p) == Some(slow.as_str()))
         .count();
-    assert!(pods.iter().all(|p| p["status"]["phase"] == "Succeeded"));
+    let statuses: Vec<_> = pods
+        .iter()
+        .map(|p| p.status.clone().unwrap_or_default())
+        .collect();
+    assert!(statuses
+        .iter()
+        .all(|s| s.phase.as_deref() == Some("Succeeded")));
+    let sidecar_exit = |s: &PodStatus| {
+        let init = s.init_container_statuses.as_ref()?.first()?;
+        Some(init.state.as_ref()?.terminated.as_ref()?.exit_code)
+    };
     assert!(
-        pods.iter().all(
-            |p| p["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 143
-        ),
+        statuses.iter().all(|s| sidecar_exit(s) == Some(143)),
         "the sidecars exited 143 at the end"
     );
     // The sidecars' 143 is no failure; the slow node's pods carry a slowdown.
@@ -626,9 +648,8 @@ async fn jobs_charge_the_node_they_fail_on_and_report_slowdown_of_the_slow_node(
                 .lines()
                 .filter(|l| l.contains("run-time slowdown"))
                 .filter_map(|l| {
-                    let v: Value = serde_json::from_str(l).ok()?;
-                    let f = &v["fields"];
-                    Some((f["node"].as_str()?.to_owned(), f["slowdown"].as_f64()?))
+                    let line: SlowdownLine = serde_json::from_str(l).ok()?;
+                    Some((line.fields.node, line.fields.slowdown))
                 })
                 .collect();
             found.iter().any(|(n, _)| *n == slow).then_some(found)
@@ -694,7 +715,7 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_its_pods_failures_n
     )
     .await;
     wait_for("2 pods on the spot node", BIND_TIMEOUT, || async {
-        (c.pods_where(ns, |p| p["spec"]["nodeName"] == spot.as_str())
+        (c.pods_where(ns, |p| node_of(p) == Some(spot.as_str()))
             .await
             .len()
             == 2)
@@ -724,13 +745,13 @@ async fn a_spot_node_deleted_under_its_pods_is_reclaimed_and_its_pods_failures_n
         Duration::from_secs(180),
         || async {
             let t = c.table(ns).await;
-            (t["counters"]["failedOutcomes"].as_u64() >= Some(2)).then(|| t["counters"].clone())
+            (t.counters.failed_outcomes >= 2).then_some(t.counters)
         },
     )
     .await;
     let f = c.failures(ns).await;
     eprintln!(
-        "counted {:?} after the node was deleted: {counters}, failures by node {f:?}",
+        "counted {:?} after the node was deleted: {counters:?}, failures by node {f:?}",
         deleted_at.elapsed()
     );
     assert!(f.values().all(|v| *v == 0.0), "no node charged: {f:?}");
@@ -846,9 +867,9 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     // The API server stops: b's watches break; the facts keep the time they were confirmed.
     let node = c.nodes[0].clone();
     // `requested.atMs`: when the reporter says its inputs were observed.
-    let observed = |f: &Value| f["requested"]["atMs"].as_u64();
+    let observed = |f: &NodeFacts| f.requested.as_ref().map(|r| r.at_ms);
     let before = c.env.api.try_node_facts(&node).await.unwrap();
-    eprintln!("facts before the outage: {before}");
+    eprintln!("facts before the outage: {before:?}");
     c.env.cp.stop_apiserver();
     let stopped = now_ms();
     wait_for(
@@ -883,7 +904,7 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     )
     .await;
     let during = c.env.api.try_node_facts(&node).await.unwrap();
-    eprintln!("facts during the outage: {during}");
+    eprintln!("facts during the outage: {during:?}");
     let t = observed(&during).expect("requested.atMs");
     assert!(
         t <= stopped + 1_000,
@@ -896,8 +917,9 @@ async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_
     assert!(age > 0.0, "{age}");
     // The Worker judges the facts by that frozen time: a filter ignores them as stale (fails
     // open) once FACTS_TTL_MS has passed since the last confirmation, not later.
-    let mut probe = pod("ops", "probe", PodOpts::default());
-    probe["metadata"]["uid"] = "probe-uid".into();
+    let probe = edit_pod(pod("ops", "probe", PodOpts::default()), |p| {
+        p.metadata.uid = Some("probe-uid".into())
+    });
     let stale = "aco_stale_node_facts_total{verb=\"filter\"}";
     wait_for(
         "the Worker ignores the frozen facts as stale",
@@ -1047,8 +1069,8 @@ node_total_hourly_cost{{node=\"{idle}\",instance_type=\"g4dn.xlarge\",region=\"e
         let api = &c.env.api;
         async move {
             let f = api.try_node_facts(&name).await?;
-            let level = f["load"]["value"]["level"].as_f64()?;
-            let price = f["labels"]["aco/cost-per-hour"].as_str()?.to_owned();
+            let level = f.load?.value.level?;
+            let price = f.labels.get("aco/cost-per-hour")?.clone();
             Some((level, price))
         }
     };

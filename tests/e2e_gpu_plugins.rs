@@ -24,6 +24,7 @@ use std::time::Duration;
 use aco_core::heuristic::{PodGpus, PodShape};
 use aco_reporter::gpu_share::gpu_free_milli;
 use aco_reporter::k8s_openapi::api::core::v1::{Node, Pod};
+use aco_reporter::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use aco_reporter::node_facts::labels_the_worker_reads;
 use aco_reporter::node_record::NodeReader;
 use aco_reporter::pod_record::{PodReader, PodRecord};
@@ -35,6 +36,7 @@ use aco_testkit::kube::aco_scheduler::{
 use aco_testkit::kube::fixtures::{label_node, Env};
 use aco_testkit::kube::kwok::quantity;
 use aco_testkit::kube::{wait_for, ControlPlane, Kube, SCHEDULER_NAME};
+use aco_testkit::nodes::name_of;
 use serde_json::{json, Value};
 
 const NS: &str = "gpu";
@@ -104,24 +106,29 @@ fn gpu_pod(p: PodSpec) -> Value {
     let mut requests = gpus.clone();
     requests.insert("cpu".into(), format!("{}m", p.cpu_milli).into());
     requests.insert("memory".into(), "1Gi".into());
-    let mut pod = json!({
+    json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": p.name, "namespace": NS, "annotations": p.annotations},
         "spec": {
             "schedulerName": p.scheduler,
             "nodeSelector": {GROUP: p.group},
+            "nodeName": p.node_name,
             "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                             "resources": {"requests": requests, "limits": gpus}}],
         },
-    });
-    if let Some(n) = p.node_name {
-        pod["spec"]["nodeName"] = n.into();
-    }
-    pod
+    })
 }
 
-fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> T {
-    serde_json::from_value(v.clone()).unwrap()
+fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}
+
+fn annotation<'a>(p: &'a Pod, key: &str) -> Option<&'a str> {
+    p.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
 }
 
 /// One node's state as FGD reads it, from the API alone: free CPU (allocatable − the requests of
@@ -134,50 +141,53 @@ struct NodeState {
 }
 
 async fn node_states(kube: &Kube, names: &[&str]) -> Vec<NodeState> {
-    let pods = kube.pods(NS).await;
+    let pods = kube.typed_pods(NS).await;
     let config = aco_core::config::Config::default();
     let strings = std::sync::Arc::default();
     let pod_reader = PodReader::new(&config, None, std::sync::Arc::clone(&strings));
     let node_reader = NodeReader::new(&labels_the_worker_reads(&config), "aco/latency-us", strings);
     let mut out = Vec::new();
     for name in names {
-        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.unwrap();
-        let on: Vec<&Value> = pods
-            .iter()
-            .filter(|p| p["spec"]["nodeName"] == *name)
-            .collect();
+        let node: Node = kube.try_node(name).await.expect("the node");
+        let on: Vec<&Pod> = pods.iter().filter(|p| node_of(p) == Some(*name)).collect();
         let requested: i64 = on
             .iter()
-            .map(|p| milli(&p["spec"]["containers"][0]["resources"]["requests"]["cpu"]))
+            .map(|p| {
+                let resources = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.containers[0].resources.as_ref());
+                milli(resources.and_then(|r| r.requests.as_ref()?.get("cpu")))
+            })
             .sum();
         // Read into the reporter's records, as its watches do.
-        let records: Vec<PodRecord> = on
-            .iter()
-            .map(|p| pod_reader.read(&typed::<Pod>(p)))
-            .collect();
+        let records: Vec<PodRecord> = on.iter().map(|p| pod_reader.read(p)).collect();
         let refs: Vec<&PodRecord> = records.iter().collect();
+        let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
         out.push(NodeState {
             name: name.to_string(),
-            model: node["metadata"]["labels"][GPU_MODEL_LABEL]
-                .as_str()
-                .map(String::from),
-            cpu_free: milli(&node["status"]["allocatable"]["cpu"]) - requested,
-            gpu_free: gpu_free_milli(&node_reader.read(&typed::<Node>(&node)), &refs)
+            model: node
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(GPU_MODEL_LABEL))
+                .cloned(),
+            cpu_free: milli(allocatable.and_then(|a| a.get("cpu"))) - requested,
+            gpu_free: gpu_free_milli(&node_reader.read(&node), &refs)
                 .expect("the node registers its GPUs"),
         });
     }
     out
 }
 
-fn milli(q: &Value) -> i64 {
-    (quantity(q.as_str().unwrap()).unwrap() * 1000.0).round() as i64
+fn milli(q: Option<&Quantity>) -> i64 {
+    (quantity(&q.expect("a CPU quantity").0).unwrap() * 1000.0).round() as i64
 }
 
 /// The device indices a bound pod's annotation names (ids are `<node>-gpu<i>`).
-fn allocated_gpus(pod: &Value) -> Vec<usize> {
-    let text = pod["metadata"]["annotations"][HAMI_POD_ALLOCATED]
-        .as_str()
-        .unwrap_or_else(|| panic!("{} has no {HAMI_POD_ALLOCATED}", pod["metadata"]["name"]));
+fn allocated_gpus(pod: &Pod) -> Vec<usize> {
+    let text = annotation(pod, HAMI_POD_ALLOCATED)
+        .unwrap_or_else(|| panic!("{:?} has no {HAMI_POD_ALLOCATED}", pod.metadata.name));
     text.split([';', ':'])
         .filter(|e| !e.is_empty())
         .map(|e| {
@@ -187,7 +197,7 @@ fn allocated_gpus(pod: &Value) -> Vec<usize> {
         .collect()
 }
 
-async fn bound_pod(kube: &Kube, name: &str) -> (String, Value) {
+async fn bound_pod(kube: &Kube, name: &str) -> (String, Pod) {
     let node = kube.wait_bound(NS, name, BIND_TIMEOUT).await;
     // PreBind's patch precedes the binding: the bound pod carries it.
     (node, kube.pod(NS, name).await)
@@ -195,9 +205,9 @@ async fn bound_pod(kube: &Kube, name: &str) -> (String, Value) {
 
 /// Creates `pod` and waits until kube-scheduler refuses it for a reason containing `reason`.
 async fn refused(kube: &Kube, pod: &Value, reason: &str) {
-    let name = pod["metadata"]["name"].as_str().unwrap();
+    let name = name_of(pod);
     kube.create_pod(pod).await;
-    let why = kube.wait_unschedulable(NS, name, BIND_TIMEOUT).await;
+    let why = kube.wait_unschedulable(NS, &name, BIND_TIMEOUT).await;
     assert!(why.contains(reason), "{name}: {why}");
 }
 
@@ -236,25 +246,30 @@ async fn devices_are_accounted_per_gpu_and_survive_a_restart() {
             .await;
     }
     let (bound, pending) = wait_for("4 shares of 600 bound, 1 refused", BIND_TIMEOUT, || async {
-        let pods = kube.pods(NS).await;
-        let bound: Vec<Value> = pods
+        let pods = kube.typed_pods(NS).await;
+        let bound: Vec<Pod> = pods
             .iter()
-            .filter(|p| p["spec"]["nodeName"].is_string())
+            .filter(|p| node_of(p).is_some())
             .cloned()
             .collect();
+        let conditions = |p: &Pod| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default()
+        };
         let pending: Vec<String> = pods
             .iter()
             .filter(|p| {
-                p["status"]["conditions"].as_array().is_some_and(|c| {
-                    c.iter()
-                        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+                conditions(p).iter().any(|c| {
+                    c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable")
                 })
             })
             .map(|p| {
-                p["status"]["conditions"][0]["message"]
-                    .as_str()
+                conditions(p)
+                    .first()
+                    .and_then(|c| c.message.clone())
                     .unwrap_or_default()
-                    .to_owned()
             })
             .collect();
         (bound.len() == 4 && pending.len() == 1).then_some((bound, pending))
@@ -268,7 +283,7 @@ async fn devices_are_accounted_per_gpu_and_survive_a_restart() {
     let mut devices: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for p in &bound {
         devices
-            .entry(p["spec"]["nodeName"].as_str().unwrap().to_owned())
+            .entry(node_of(p).expect("bound").to_owned())
             .or_default()
             .extend(allocated_gpus(p));
     }
@@ -330,33 +345,66 @@ async fn devices_are_accounted_per_gpu_and_survive_a_restart() {
 /// The aco-fgd profile's typical shapes, as the scheduler read them (YAML anchors resolved).
 fn sample_shapes() -> Vec<PodShape> {
     let text = sample_config(std::path::Path::new("/dev/null"));
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let profile = doc["profiles"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find(|p| p["schedulerName"] == "aco-fgd")
+    let doc: SchedulerProfiles = serde_yaml::from_str(&text).unwrap();
+    let profile = doc
+        .profiles
+        .into_iter()
+        .find(|p| p.scheduler_name == "aco-fgd")
         .expect("an aco-fgd profile");
-    let args = profile["pluginConfig"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "AcoFGD")
+    let args = profile
+        .plugin_config
+        .into_iter()
+        .find(|c| c.name == "AcoFGD")
         .expect("AcoFGD args");
-    args["args"]["typicalShapes"]
-        .as_sequence()
-        .unwrap()
-        .iter()
+    let args: FgdArgs = serde_yaml::from_value(args.args).expect("AcoFGD's args");
+    args.typical_shapes
+        .into_iter()
         .map(|s| PodShape {
-            cpu_milli: s["cpuMilli"].as_i64().unwrap(),
-            num_gpu: s["numGpu"].as_u64().unwrap() as u32,
-            gpu_milli: s["gpuMilli"].as_u64().unwrap() as u32,
-            gpu_models: s["gpuModels"]
-                .as_sequence()
-                .map(|m| m.iter().map(|x| x.as_str().unwrap().to_owned()).collect()),
-            freq: s["frequency"].as_f64().unwrap(),
+            cpu_milli: s.cpu_milli,
+            num_gpu: s.num_gpu,
+            gpu_milli: s.gpu_milli,
+            gpu_models: s.gpu_models,
+            freq: s.frequency,
         })
         .collect()
+}
+
+/// The profiles of a KubeSchedulerConfiguration, as much as the test reads.
+#[derive(serde::Deserialize)]
+struct SchedulerProfiles {
+    profiles: Vec<Profile>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Profile {
+    scheduler_name: String,
+    #[serde(default)]
+    plugin_config: Vec<PluginConfig>,
+}
+
+#[derive(serde::Deserialize)]
+struct PluginConfig {
+    name: String,
+    /// Each plugin's own arguments.
+    args: serde_yaml::Value,
+}
+
+/// AcoFGD's arguments (scripts/kube/plugins).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FgdArgs {
+    typical_shapes: Vec<ShapeArg>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShapeArg {
+    cpu_milli: i64,
+    num_gpu: u32,
+    gpu_milli: u32,
+    gpu_models: Option<Vec<String>>,
+    frequency: f64,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -506,7 +554,7 @@ async fn fgd_binds_where_the_simulators_fgd_scores_highest() {
         );
         let j = names.iter().position(|n| *n == node).unwrap();
         match ask {
-            Ask::Cpu => assert!(bound["metadata"]["annotations"][HAMI_POD_ALLOCATED].is_null()),
+            Ask::Cpu => assert_eq!(annotation(&bound, HAMI_POD_ALLOCATED), None),
             Ask::Share(_) => {
                 let want = verdicts[j].1.expect("a share's GPU");
                 assert_eq!(
@@ -594,13 +642,13 @@ async fn the_workers_facts_carry_the_per_gpu_shares_placed_through_the_extender(
     );
     for s in &states {
         let name = s.name.clone();
-        let want = json!(s.gpu_free);
+        let want = &s.gpu_free;
         wait_for(
-            &format!("the Worker's facts for {name} to carry gpuFreeMilli {want}"),
+            &format!("the Worker's facts for {name} to carry gpuFreeMilli {want:?}"),
             BIND_TIMEOUT,
             || async {
                 let facts = env.api.try_node_facts(&name).await?;
-                (facts["gpuFreeMilli"]["value"] == want).then_some(())
+                (&facts.gpu_free_milli?.value == want).then_some(())
             },
         )
         .await;

@@ -14,13 +14,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use aco_sim::cli::{main as aco_sim, Cli};
+use aco_testkit::k8s_openapi::api::core::v1::{Node, Pod};
+use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use aco_testkit::k8s_openapi::List;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::kube::kwok::{JobStages, JOB};
-use aco_testkit::kube::{wait_for, ControlPlane, Kube, SchedulerConfig};
-use aco_testkit::nodes::name_of;
+use aco_testkit::kube::{typed, wait_for, ControlPlane, Kube, SchedulerConfig};
+use aco_testkit::nodes::{cordon, name_of, remove_label};
 use aco_testkit::openb::pick_gpu_nodes;
+use aco_testkit::pods::edit_spec;
 use clap::Parser;
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(90);
 const NAMESPACES: [&str; 2] = ["serving", "research"];
@@ -29,10 +35,31 @@ const LABELLED_PRICE: f64 = 3.25;
 
 /// A pod the cluster's default scheduler binds (the fixture names the extender's scheduler).
 fn plain_pod(ns: &str, name: &str, o: PodOpts) -> Value {
-    let mut p = pod(ns, name, o);
-    p["spec"].as_object_mut().unwrap().remove("schedulerName");
-    p["spec"]["restartPolicy"] = "Never".into();
-    p
+    edit_spec(pod(ns, name, o), |spec| {
+        spec.scheduler_name = None;
+        spec.restart_policy = Some("Never".into());
+    })
+}
+
+/// What the test reads of a replay's metrics (`aco_sim::engine::Metrics`, written as JSON).
+#[derive(Debug, Deserialize)]
+struct RunSummary {
+    pods: usize,
+    placed: usize,
+    cost_busy_usd: f64,
+}
+
+fn is_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// CPU cores of a quantity.
+fn cores(q: Option<&Quantity>) -> f64 {
+    q.and_then(|q| aco_testkit::kube::kwok::quantity(&q.0))
+        .expect("a CPU quantity")
 }
 
 fn cli(args: &[&str]) {
@@ -52,9 +79,10 @@ fn header(path: &Path) -> Vec<String> {
     r.headers().unwrap().iter().map(str::to_owned).collect()
 }
 
-/// Seconds since the Unix epoch of an RFC 3339 timestamp the API server wrote.
-fn unix(v: &Value) -> u64 {
-    aco_sim::import::seconds(v).unwrap_or_else(|| panic!("not a timestamp: {v}"))
+/// Seconds since the Unix epoch of a time the API server wrote.
+fn unix(t: Option<&Time>) -> u64 {
+    let v = serde_json::to_value(t.expect("a time")).unwrap();
+    aco_sim::import::seconds(&v).unwrap_or_else(|| panic!("not a timestamp: {v}"))
 }
 
 async fn list(kube: &Kube, path: &str) -> Value {
@@ -77,15 +105,12 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     // Nodes.
     let gpu = pick_gpu_nodes(&["T4", "V100M16"]);
     let labelled = kwok_node(label_node(gpu[0].clone(), LABELLED_PRICE, 200, false));
-    let mut unpriced_gpu = label_node(gpu[1].clone(), 0.0, 200, false);
-    unpriced_gpu["metadata"]["labels"]
-        .as_object_mut()
-        .unwrap()
-        .remove("aco/cost-per-hour");
-    let unpriced_gpu = kwok_node(unpriced_gpu);
+    let unpriced_gpu = kwok_node(remove_label(
+        label_node(gpu[1].clone(), 0.0, 200, false),
+        "aco/cost-per-hour",
+    ));
     let cpu = kwok_node(cpu_node("cpu-0", "32", "128Gi"));
-    let mut cordoned = kwok_node(cpu_node("cpu-cordoned", "32", "128Gi"));
-    cordoned["spec"] = json!({"unschedulable": true});
+    let cordoned = cordon(kwok_node(cpu_node("cpu-cordoned", "32", "128Gi")));
     let nodes = [
         labelled.clone(),
         unpriced_gpu.clone(),
@@ -96,12 +121,7 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     for n in &nodes {
         let name = name_of(n);
         wait_for(&format!("node {name} Ready"), TIMEOUT, || async {
-            let n = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-            let ready = n["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True");
-            ready.then_some(())
+            is_ready(&kube.try_node(&name).await?).then_some(())
         })
         .await;
     }
@@ -154,12 +174,14 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     ));
     create_pods(kube, &pods).await;
     let total = pods.len();
-    let settled = |p: &Value| {
-        let name = p["metadata"]["name"].as_str().unwrap_or_default();
-        let phase = p["status"]["phase"].as_str().unwrap_or_default();
-        let unschedulable = p["status"]["conditions"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["reason"] == "Unschedulable"));
+    let settled = |p: &Pod| {
+        let name = p.metadata.name.as_deref().unwrap_or_default();
+        let status = p.status.clone().unwrap_or_default();
+        let phase = status.phase.unwrap_or_default();
+        let unschedulable = status.conditions.is_some_and(|c| {
+            c.iter()
+                .any(|c| c.reason.as_deref() == Some("Unschedulable"))
+        });
         match name {
             "too-large" => unschedulable,
             n if n.starts_with("job-") => phase == "Succeeded",
@@ -168,13 +190,16 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     };
     let pod_list = wait_for("every pod settled", TIMEOUT, || async {
         let list = list(kube, "/api/v1/pods").await;
-        let items = list["items"].as_array()?;
+        let items = typed::<List<Pod>>(&list).items;
         (items.len() == total && items.iter().all(settled)).then_some(list)
     })
     .await;
     let node_list = list(kube, "/api/v1/nodes").await;
-    assert_eq!(node_list["kind"], "NodeList");
-    assert_eq!(pod_list["kind"], "PodList");
+    // As the API returned them (a typed List checks its kind: NodeList, PodList).
+    let (listed_nodes, listed_pods) = (
+        typed::<List<Node>>(&node_list).items,
+        typed::<List<Pod>>(&pod_list).items,
+    );
 
     // Import the lists as the API returned them.
     let dir = tempfile::Builder::new()
@@ -210,17 +235,12 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     got.sort();
     assert_eq!(got, want);
     for row in &rows {
-        let listed = node_list["items"]
-            .as_array()
-            .unwrap()
+        let listed = listed_nodes
             .iter()
-            .find(|n| n["metadata"]["name"] == row[0])
+            .find(|n| n.metadata.name.as_deref() == Some(&row[0]))
             .unwrap();
-        let alloc = &listed["status"]["allocatable"];
-        let cores: f64 = alloc["cpu"]
-            .as_str()
-            .and_then(aco_testkit::kube::kwok::quantity)
-            .unwrap();
+        let alloc = listed.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        let cores = cores(alloc.and_then(|a| a.get("cpu")));
         assert_eq!(row[1].parse::<f64>().unwrap(), cores * 1000.0, "{row:?}");
         let price: f64 = row[5].parse().unwrap();
         if row[0] == name_of(&labelled) {
@@ -242,34 +262,42 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
     let col = |name: &str| cols.iter().position(|c| c == name).unwrap();
     let rows = csv_rows(&pod_file);
     assert_eq!(rows.len(), total);
-    let items = pod_list["items"].as_array().unwrap();
-    let origin = items
+    let origin = listed_pods
         .iter()
-        .map(|p| unix(&p["metadata"]["creationTimestamp"]))
+        .map(|p| unix(p.metadata.creation_timestamp.as_ref()))
         .min()
         .unwrap();
     for row in &rows {
         let (name, ns) = (&row[col("name")], &row[col("namespace")]);
         let base = name.strip_suffix(&format!(".{ns}")).unwrap_or(name);
-        let p = items
+        let p = listed_pods
             .iter()
-            .find(|p| p["metadata"]["name"] == base && p["metadata"]["namespace"] == ns)
+            .find(|p| {
+                p.metadata.name.as_deref() == Some(base)
+                    && p.metadata.namespace.as_deref() == Some(ns)
+            })
             .unwrap_or_else(|| panic!("no pod for {row:?}"));
-        let requests = &p["spec"]["containers"][0]["resources"]["requests"];
-        let cores = requests["cpu"]
-            .as_str()
-            .and_then(aco_testkit::kube::kwok::quantity)
-            .unwrap();
+        let spec = p.spec.as_ref().expect("a pod spec");
+        let requests = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref());
+        let cores = cores(requests.and_then(|r| r.get("cpu")));
         assert_eq!(
             row[col("cpu_milli")].parse::<f64>().unwrap(),
             cores * 1000.0
         );
-        let created = unix(&p["metadata"]["creationTimestamp"]) - origin;
+        let created = unix(p.metadata.creation_timestamp.as_ref()) - origin;
         assert_eq!(row[col("creation_time")], created.to_string(), "{row:?}");
-        assert_eq!(row[col("pod_phase")], p["status"]["phase"]);
+        let status = p.status.as_ref().expect("a pod status");
+        assert_eq!(
+            Some(&row[col("pod_phase")]),
+            status.phase.as_deref(),
+            "{row:?}"
+        );
         assert_eq!(
             &row[col("node")],
-            p["spec"]["nodeName"].as_str().unwrap_or_default()
+            spec.node_name.as_deref().unwrap_or_default()
         );
         let (scheduled, ended) = (&row[col("scheduled_time")], &row[col("deletion_time")]);
         match base {
@@ -279,8 +307,14 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
             }
             b if b.starts_with("job-") => {
                 // Ended when its container finished, which kwok stamps after its 2 s run.
-                let finished =
-                    unix(&p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]);
+                let terminated = status
+                    .container_statuses
+                    .as_ref()
+                    .and_then(|cs| cs.first())
+                    .and_then(|c| c.state.as_ref())
+                    .and_then(|s| s.terminated.as_ref())
+                    .expect("a terminated container");
+                let finished = unix(terminated.finished_at.as_ref());
                 assert_eq!(*ended, (finished - origin).to_string(), "{row:?}");
                 assert!(finished - origin > created, "{row:?}");
                 assert_eq!(&row[col("qos")], "BE");
@@ -311,14 +345,13 @@ async fn a_kwok_clusters_own_lists_import_and_replay() {
         "--name",
         "cluster",
     ]);
-    let metrics: Value =
+    let runs: Vec<RunSummary> =
         serde_json::from_str(&std::fs::read_to_string(out.join("cluster.json")).unwrap()).unwrap();
-    let runs = metrics.as_array().unwrap();
     assert_eq!(runs.len(), 2);
-    for m in runs {
-        assert_eq!(m["pods"], total, "{m}");
-        assert_eq!(m["placed"], total - 1, "{m}");
-        assert!(m["cost_busy_usd"].as_f64().unwrap() > 0.0, "{m}");
+    for m in &runs {
+        assert_eq!(m.pods, total, "{m:?}");
+        assert_eq!(m.placed, total - 1, "{m:?}");
+        assert!(m.cost_busy_usd > 0.0, "{m:?}");
     }
     let placements = std::fs::read_to_string(out.join("cluster-placements.csv")).unwrap();
     let schedulable = [name_of(&labelled), name_of(&unpriced_gpu), name_of(&cpu)];

@@ -15,12 +15,21 @@
 //! Run by `scripts/e2e` (needs the control plane binaries).
 #![cfg(feature = "e2e")]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use aco_testkit::kube::install::{generated, object, render_overlay, yaml_docs, yaml_file};
+use aco_testkit::k8s_openapi::api::apps::v1::Deployment;
+use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Service};
+use aco_testkit::k8s_openapi::api::networking::v1::NetworkPolicy;
+use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use aco_testkit::kube::install::{
+    generated, object, render_overlay, secret_file, yaml_docs, yaml_file,
+};
 use aco_testkit::kube::scheduler_config::is_path_token_prefix;
-use aco_testkit::kube::{base64, kube_bin, ControlPlane, SchedulerConfig};
+use aco_testkit::kube::{kube_bin, typed, ControlPlane, SchedulerConfig};
+use aco_testkit::nodes::name_of;
 use aco_testkit::repo_root;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 const IMAGE: &str = "registry.example/aco-reporter:0.1.0";
@@ -29,14 +38,21 @@ const IMAGE: &str = "registry.example/aco-reporter:0.1.0";
 /// generated Secret's file), `ACO_WORKER_URL` and the image; rendered.
 fn render(dir: &Path, url_prefix: &str, worker_url: &str) -> Vec<Value> {
     let shipped = std::fs::read_to_string(repo_root().join("k8s/scheduler-config.yaml")).unwrap();
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&shipped).unwrap();
-    config["extenders"][0]["urlPrefix"] = url_prefix.into();
+    let config = shipped
+        .lines()
+        .map(|line| match line.split_once("urlPrefix:") {
+            Some((indent, _)) => format!("{indent}urlPrefix: {url_prefix}"),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        url_prefix_of(&config),
+        url_prefix,
+        "the shipped file has one urlPrefix line"
+    );
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("scheduler-config.yaml"),
-        serde_yaml::to_string(&config).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(dir.join("scheduler-config.yaml"), config).unwrap();
     render_overlay(
         &kube_bin(),
         dir,
@@ -46,12 +62,68 @@ fn render(dir: &Path, url_prefix: &str, worker_url: &str) -> Vec<Value> {
     )
 }
 
-fn template<'a>(objects: &'a [Value], deployment: &str) -> &'a Value {
-    &object(objects, "Deployment", deployment)["spec"]["template"]
+/// What the tests read of a kube-scheduler configuration: its extender's urlPrefix.
+#[derive(Deserialize)]
+struct SchedulerExtenders {
+    extenders: Vec<ExtenderUrl>,
 }
 
-fn decode_base64(s: &str) -> String {
-    String::from_utf8(base64::decode(s)).unwrap()
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExtenderUrl {
+    url_prefix: String,
+}
+
+fn url_prefix_of(config_yaml: &str) -> String {
+    let config: SchedulerExtenders = serde_yaml::from_str(config_yaml).unwrap();
+    config.extenders[0].url_prefix.clone()
+}
+
+/// A Prometheus Operator ServiceMonitor, as much as the test reads (no k8s-openapi type).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceMonitor {
+    metadata: ObjectMeta,
+    spec: ServiceMonitorSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceMonitorSpec {
+    selector: LabelSelector,
+    namespace_selector: NamespaceSelector,
+    endpoints: Vec<Endpoint>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LabelSelector {
+    match_labels: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceSelector {
+    match_names: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Endpoint {
+    port: String,
+}
+
+fn template(objects: &[Value], deployment: &str) -> PodTemplateSpec {
+    let d: Deployment = typed(object(objects, "Deployment", deployment));
+    d.spec.expect("a Deployment spec").template
+}
+
+/// The scheduler configuration file of the generated Secret.
+fn scheduler_file(secret: &Value) -> String {
+    secret_file(secret, "scheduler-config.yaml")
+}
+
+fn name(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().expect("a name")
 }
 
 #[test]
@@ -70,31 +142,43 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
 
     // The scheduler's config is a Secret with a content-hashed name, holding the token.
     let secret = generated(&new_token, "Secret", "aco-scheduler-config");
-    let file = decode_base64(secret["data"]["scheduler-config.yaml"].as_str().unwrap());
+    let file = scheduler_file(secret);
     assert!(file.contains(&prefix(&token_b)), "{file}");
+    let config_maps = new_token
+        .iter()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("ConfigMap"))
+        .map(typed::<ConfigMap>);
     assert!(
-        !new_token
-            .iter()
-            .any(|o| o["kind"] == "ConfigMap" && o["data"].to_string().contains(&token_b)),
+        !config_maps
+            .flat_map(|c| c.data.unwrap_or_default().into_values())
+            .any(|v| v.contains(&token_b)),
         "the token is in no ConfigMap"
     );
     assert_ne!(
-        generated(&first, "Secret", "aco-scheduler-config")["metadata"]["name"],
-        secret["metadata"]["name"],
+        name_of(generated(&first, "Secret", "aco-scheduler-config")),
+        name_of(secret),
         "a new urlPrefix is a new Secret name"
     );
 
     // A new token: aco-scheduler's pod template changes (it mounts the new Secret), the
     // reporter's does not.
-    let volume = |objects: &[Value]| template(objects, "aco-scheduler")["spec"]["volumes"].clone();
+    let volume = |objects: &[Value]| {
+        template(objects, "aco-scheduler")
+            .spec
+            .and_then(|s| s.volumes)
+            .expect("volumes")
+    };
     assert_ne!(
         template(&first, "aco-scheduler"),
         template(&new_token, "aco-scheduler"),
         "a new urlPrefix must roll aco-scheduler"
     );
     assert_eq!(
-        volume(&new_token)[0]["secret"]["secretName"],
-        secret["metadata"]["name"],
+        volume(&new_token)[0]
+            .secret
+            .as_ref()
+            .and_then(|s| s.secret_name.as_deref()),
+        Some(name_of(secret).as_str()),
         "aco-scheduler mounts the generated Secret"
     );
     assert_eq!(
@@ -113,16 +197,31 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
         template(&new_token, "aco-scheduler"),
         template(&new_url, "aco-scheduler")
     );
-    let settings = generated(&new_url, "ConfigMap", "aco-reporter-settings");
+    let settings: ConfigMap = typed(generated(&new_url, "ConfigMap", "aco-reporter-settings"));
     assert_eq!(
-        settings["data"]["ACO_WORKER_URL"],
-        "https://aco.example.com/c/prod"
+        settings
+            .data
+            .as_ref()
+            .and_then(|d| d.get("ACO_WORKER_URL"))
+            .map(String::as_str),
+        Some("https://aco.example.com/c/prod")
     );
-    let env = template(&new_url, "aco-reporter")["spec"]["containers"][0]["env"].clone();
+    let reporter = template(&new_url, "aco-reporter").spec.expect("a pod spec");
+    let container = &reporter.containers[0];
+    let from_settings = |config_map: Option<&str>| config_map == Some(name(&settings.metadata));
     assert!(
-        env.to_string()
-            .contains(settings["metadata"]["name"].as_str().unwrap()),
-        "the reporter reads the generated ConfigMap: {env}"
+        container
+            .env_from
+            .iter()
+            .flatten()
+            .any(|e| from_settings(e.config_map_ref.as_ref().map(|c| c.name.as_str())))
+            || container.env.iter().flatten().any(|e| from_settings(
+                e.value_from
+                    .as_ref()
+                    .and_then(|v| v.config_map_key_ref.as_ref())
+                    .map(|c| c.name.as_str())
+            )),
+        "the reporter reads the generated ConfigMap: {container:?}"
     );
 }
 
@@ -143,61 +242,74 @@ fn the_shipped_k8s_renders_a_path_token_url_prefix_a_network_policy_and_services
         String::from_utf8_lossy(&out.stderr)
     );
     let objects: Vec<Value> = yaml_docs(&String::from_utf8(out.stdout).unwrap());
-    let secret = generated(&objects, "Secret", "aco-scheduler-config");
-    let config: serde_yaml::Value = serde_yaml::from_str(&decode_base64(
-        secret["data"]["scheduler-config.yaml"].as_str().unwrap(),
-    ))
-    .unwrap();
-    let url = config["extenders"][0]["urlPrefix"].as_str().unwrap();
-    assert!(is_path_token_prefix(url), "{url}");
+    let url = url_prefix_of(&scheduler_file(generated(
+        &objects,
+        "Secret",
+        "aco-scheduler-config",
+    )));
+    assert!(is_path_token_prefix(&url), "{url}");
 
-    let policy = object(&objects, "NetworkPolicy", "aco-reporter");
+    let policy: NetworkPolicy = typed(object(&objects, "NetworkPolicy", "aco-reporter"));
+    let policy = policy.spec.expect("a NetworkPolicy spec");
     assert_eq!(
-        policy["spec"]["podSelector"]["matchLabels"],
-        template(&objects, "aco-reporter")["metadata"]["labels"]
+        policy.pod_selector.and_then(|s| s.match_labels),
+        template(&objects, "aco-reporter")
+            .metadata
+            .and_then(|m| m.labels)
     );
-    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        policy.policy_types,
+        Some(vec!["Ingress".to_owned(), "Egress".to_owned()])
+    );
 
     // Each ServiceMonitor selects exactly one rendered Service, in its namespace, by a port it has.
-    let monitors = yaml_file(&repo_root().join("k8s/observability/servicemonitors.yaml"));
-    assert_eq!(monitors.len(), 2);
-    for m in &monitors {
-        let name = m["metadata"]["name"].as_str().unwrap();
-        let selector = m["spec"]["selector"]["matchLabels"].as_object().unwrap();
-        let services: Vec<&Value> = objects
+    let monitors: Vec<ServiceMonitor> =
+        yaml_file(&repo_root().join("k8s/observability/servicemonitors.yaml"))
             .iter()
-            .filter(|o| {
-                o["kind"] == "Service"
-                    && selector
-                        .iter()
-                        .all(|(k, v)| o["metadata"]["labels"][k] == *v)
+            .map(typed)
+            .collect();
+    assert_eq!(monitors.len(), 2);
+    let services: Vec<Service> = objects
+        .iter()
+        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Service"))
+        .map(typed)
+        .collect();
+    for m in &monitors {
+        let name = name(&m.metadata);
+        let selector = &m.spec.selector.match_labels;
+        let selected: Vec<&Service> = services
+            .iter()
+            .filter(|s| {
+                let labels = s.metadata.labels.clone().unwrap_or_default();
+                selector.iter().all(|(k, v)| labels.get(k) == Some(v))
             })
             .collect();
-        assert_eq!(services.len(), 1, "{name} selects one Service");
-        let svc = services[0];
+        assert_eq!(selected.len(), 1, "{name} selects one Service");
+        let svc = selected[0];
         assert_eq!(
-            svc["metadata"]["name"], name,
+            svc.metadata.name.as_deref(),
+            Some(name),
             "job label = Service name = {name}"
         );
-        assert!(m["spec"]["namespaceSelector"]["matchNames"]
-            .as_array()
-            .unwrap()
-            .contains(&svc["metadata"]["namespace"]));
-        let port = m["spec"]["endpoints"][0]["port"].as_str().unwrap();
+        let namespace = svc.metadata.namespace.as_ref().expect("a namespace");
+        assert!(m.spec.namespace_selector.match_names.contains(namespace));
+        let port = &m.spec.endpoints[0].port;
+        let ports = svc.spec.as_ref().and_then(|s| s.ports.as_ref());
         assert!(
-            svc["spec"]["ports"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p["name"] == port),
+            ports
+                .into_iter()
+                .flatten()
+                .any(|p| p.name.as_ref() == Some(port)),
             "{name}: Service has no port {port}"
         );
-        // ...and the port is one the selected pods declare.
-        let pods = template(&objects, name);
+        // ...and the port is one the selected pods declare (as a container port's name).
+        let pods = template(&objects, name).spec.expect("a pod spec");
         assert!(
-            pods["spec"]["containers"][0]["ports"]
-                .to_string()
-                .contains(&format!("\"{port}\"")),
+            pods.containers[0]
+                .ports
+                .iter()
+                .flatten()
+                .any(|p| p.name.as_ref() == Some(port)),
             "{name}: pods declare no port {port}"
         );
     }
@@ -209,10 +321,12 @@ fn the_shipped_k8s_renders_a_path_token_url_prefix_a_network_policy_and_services
         "worker-scrape.yaml",
     ] {
         for o in yaml_file(&repo_root().join("k8s/observability").join(file)) {
+            let meta: ObjectMeta = typed(o.get("metadata").expect("metadata"));
             assert_eq!(
-                o["metadata"]["labels"]["release"], "kube-prometheus-stack",
+                meta.labels.as_ref().and_then(|l| l.get("release")),
+                Some(&"kube-prometheus-stack".to_owned()),
                 "{file}: {} has no release label",
-                o["metadata"]["name"]
+                name(&meta)
             );
         }
     }

@@ -31,10 +31,13 @@ use std::time::Duration;
 use aco_testkit::api::WorkerApi;
 use aco_testkit::api::WorkerHttp;
 
+use aco_testkit::k8s_openapi::api::apps::v1::Deployment;
+use aco_testkit::k8s_openapi::api::core::v1::{Event, Pod, Secret};
+use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use aco_testkit::kube::fixtures::*;
-use aco_testkit::nodes::name_of;
+use aco_testkit::nodes::{name_of, set_label, set_name};
 
-use aco_testkit::kube::{host_port, install, Kube, ProxyMode, SchedulerConfig};
+use aco_testkit::kube::{host_port, install, typed, Kube, ProxyMode, SchedulerConfig};
 use aco_testkit::openb::openb_cpu_nodes;
 use serde_json::{json, Value};
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,8 +60,9 @@ async fn failed_scheduling_messages(kube: &Kube, ns: &str, name: &str) -> Vec<St
                 .pod_events(ns, name)
                 .await
                 .iter()
-                .filter(|e| e["reason"] == "FailedScheduling")
-                .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+                .map(typed::<Event>)
+                .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+                .map(|e| e.message.unwrap_or_default())
                 .collect();
             (!msgs.is_empty()).then_some(msgs)
         },
@@ -242,8 +246,19 @@ async fn constraints_hold_in_both_installs_and_node_modes() {
                 "{pod}: no FailedScheduling event mentions {needle:?}: {events:?}"
             );
             let stored = kube.pod(&ns, pod).await;
-            let said = stored["metadata"]["annotations"][WEBHOOK_ANNOTATION].as_str();
-            let affinity = stored["spec"]["affinity"]["nodeAffinity"].to_string();
+            let said = stored
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(WEBHOOK_ANNOTATION))
+                .map(String::as_str);
+            let affinity = stored
+                .spec
+                .as_ref()
+                .and_then(|s| s.affinity.as_ref())
+                .and_then(|a| a.node_affinity.as_ref())
+                .map(|a| serde_json::to_string(a).unwrap())
+                .unwrap_or_default();
             if one_verb {
                 assert!(
                     said.is_some_and(|s| s.starts_with(required)) && affinity.contains(key),
@@ -269,8 +284,8 @@ fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
         .map(|i| {
             let mut node = base.clone();
             let name = format!("{prefix}-{i}");
-            node["metadata"]["name"] = name.clone().into();
-            node["metadata"]["labels"]["kubernetes.io/hostname"] = name.into();
+            set_name(&mut node, name.clone().into());
+            set_label(&mut node, "kubernetes.io/hostname", &name);
             label_node(node, 1.0, 100, false)
         })
         .collect()
@@ -446,7 +461,7 @@ async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
         .into_iter()
         .zip(costs)
         .map(|(mut n, c)| {
-            n["metadata"]["labels"]["aco/cost-per-hour"] = c.to_string().into();
+            set_label(&mut n, "aco/cost-per-hour", &c.to_string());
             n
         })
         .collect();
@@ -474,7 +489,7 @@ async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
             })
             .collect()
     };
-    let mut mean_cost = BTreeMap::new();
+    let mut mean_cost = Vec::new();
     for (tag, config) in [
         ("alone", SchedulerConfig::off()),
         ("aco", env.worker_config(false)),
@@ -487,13 +502,16 @@ async fn cheaper_nodes_are_preferred_over_scheduler_alone() {
         let placed = kube.wait_all_bound(ns, &names, BIND_TIMEOUT).await;
         let mean = placed.iter().map(|n| cost[n]).sum::<f64>() / placed.len() as f64;
         eprintln!("{tag}: mean cost/h per pod {mean:.2}: {placed:?}");
-        mean_cost.insert(tag, mean);
+        mean_cost.push(mean);
         drop(sched);
         kube.delete_pods(ns).await;
     }
+    let [alone, aco] = mean_cost[..] else {
+        unreachable!("two runs")
+    };
     assert!(
-        mean_cost["aco"] < mean_cost["alone"],
-        "the extender should lower the cost per pod: {mean_cost:?}"
+        aco < alone,
+        "the extender should lower the cost per pod: alone {alone}, aco {aco}"
     );
 }
 
@@ -602,10 +620,17 @@ async fn pods_schedule_when_worker_is_down_erroring_or_slow() {
 // ---------------------------------------------------------------------------------------------
 // the shipped manifests
 
+/// Any object's kind and metadata.
+#[derive(serde::Deserialize)]
+struct Manifest {
+    kind: String,
+    metadata: ObjectMeta,
+}
+
 /// Path in the API server for the kinds of k8s/examples.
-fn collection_path(obj: &Value) -> String {
-    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
-    match obj["kind"].as_str().unwrap() {
+fn collection_path(obj: &Manifest) -> String {
+    let ns = obj.metadata.namespace.as_deref().unwrap_or("default");
+    match obj.kind.as_str() {
         "Pod" => format!("/api/v1/namespaces/{ns}/pods"),
         "Deployment" => format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         "Job" => format!("/apis/batch/v1/namespaces/{ns}/jobs"),
@@ -630,50 +655,59 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
     let webhook = env.local_webhook(&objects, env.reporter.as_ref().unwrap());
     let others: Vec<Value> = objects
         .iter()
-        .filter(|o| o["kind"] != "MutatingWebhookConfiguration")
+        .filter(|o| typed::<Manifest>(o).kind != "MutatingWebhookConfiguration")
         .cloned()
         .collect();
     install::apply(kube, &others).await;
     env.register_webhook(&webhook).await;
-    let deploy = kube
-        .get("/apis/apps/v1/namespaces/kube-system/deployments/aco-scheduler")
+    let deploy: Deployment = kube
+        .get_as("/apis/apps/v1/namespaces/kube-system/deployments/aco-scheduler")
         .await
         .unwrap();
-    let pod_spec = &deploy["spec"]["template"]["spec"];
+    let pod_spec = deploy
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("a pod template spec");
     // kube-scheduler's --config is the file of the Secret generated from scheduler-config.yaml.
-    let volume = pod_spec["volumes"]
-        .as_array()
-        .unwrap()
+    let volume = pod_spec
+        .volumes
         .iter()
-        .find(|v| v["name"] == "config")
+        .flatten()
+        .find(|v| v.name == "config")
         .expect("the config volume");
-    let secret_name = volume["secret"]["secretName"].as_str().unwrap();
+    let secret_name = volume
+        .secret
+        .as_ref()
+        .and_then(|s| s.secret_name.clone())
+        .expect("a Secret volume");
     assert!(
         secret_name.starts_with("aco-scheduler-config-"),
-        "the config volume is the generated, hashed Secret: {volume}"
+        "the config volume is the generated, hashed Secret: {volume:?}"
     );
-    let secret = kube
-        .get(&format!(
+    // The API server decodes what kustomize wrapped: the typed Secret reads its data.
+    let secret: Secret = kube
+        .get_as(&format!(
             "/api/v1/namespaces/kube-system/secrets/{secret_name}"
         ))
         .await
         .unwrap();
-    let file = secret["data"]
-        .as_object()
-        .unwrap()
-        .keys()
+    let file = secret
+        .data
+        .unwrap_or_default()
+        .into_keys()
         .next()
-        .unwrap()
-        .clone();
-    let container = &pod_spec["containers"][0];
-    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+        .expect("a file in the Secret");
+    let container = &pod_spec.containers[0];
+    let mount = &container.volume_mounts.as_ref().expect("mounts")[0].mount_path;
     assert!(
-        container["command"]
-            .to_string()
-            .contains(&format!("--config={mount}/{file}")),
-        "the Deployment must read the Secret's {file}: {container}"
+        container
+            .command
+            .iter()
+            .flatten()
+            .any(|arg| arg.contains(&format!("--config={mount}/{file}"))),
+        "the Deployment must read the Secret's {file}: {container:?}"
     );
-    let image = container["image"].as_str().unwrap().to_owned();
+    let image = container.image.clone().expect("an image");
     let version = std::process::Command::new(env.cp.bin.join("kube-scheduler"))
         .arg("--version")
         .output()
@@ -707,29 +741,36 @@ async fn shipped_manifests_install_and_example_pods_schedule() {
         examples.extend(install::yaml_file(&path));
     }
     for obj in &examples {
-        if let Some(ns) = obj["metadata"]["namespace"].as_str() {
+        let manifest: Manifest = typed(obj);
+        if let Some(ns) = &manifest.metadata.namespace {
             if kube.get(&format!("/api/v1/namespaces/{ns}")).await.is_err() {
                 kube.create_namespace(ns).await;
             }
         }
-        if obj["kind"] == "Node" {
+        if manifest.kind == "Node" {
             continue; // documentation of the labels; the test nodes above carry them
         }
-        kube.post(&collection_path(obj), obj).await;
+        kube.post(&collection_path(&manifest), obj).await;
     }
-    for obj in examples.iter().filter(|o| o["kind"] == "Pod") {
-        assert_eq!(obj["spec"]["schedulerName"], SCHEDULER_NAME_STR);
-        let (ns, name) = (obj["metadata"]["namespace"].as_str().unwrap(), name_of(obj));
+    let pods = examples
+        .iter()
+        .filter(|o| typed::<Manifest>(o).kind == "Pod")
+        .map(typed::<Pod>);
+    for p in pods {
+        let spec = p.spec.as_ref().expect("a pod spec");
+        assert_eq!(spec.scheduler_name.as_deref(), Some(SCHEDULER_NAME_STR));
+        let ns = p.metadata.namespace.as_deref().expect("a namespace");
+        let name = p.metadata.name.clone().expect("a name");
         let node = kube.wait_bound(ns, &name, BIND_TIMEOUT).await;
         let n = &by_name[&node];
-        if let Some(models) = obj["metadata"]["annotations"]["scheduling.aco/gpu-models"].as_str() {
+        let annotations = p.metadata.annotations.clone().unwrap_or_default();
+        if let Some(models) = annotations.get("scheduling.aco/gpu-models") {
             assert!(
                 models.split('|').any(|m| m == label(n, "aco/gpu-type")),
                 "{name} on {node}"
             );
         }
-        if let Some(t) = obj["metadata"]["annotations"]["scheduling.aco/latency-target-us"].as_str()
-        {
+        if let Some(t) = annotations.get("scheduling.aco/latency-target-us") {
             let lat: u32 = label(n, "aco/latency-us").parse().unwrap();
             assert!(lat <= t.parse().unwrap(), "{name} on {node} at {lat} µs");
         }

@@ -13,16 +13,21 @@
 //!     OOM-killed container, for `restartPolicy: Never` and `Always`
 //!     (`scripts/kube/kwok/fates.yaml`).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aco_testkit::kube::fixtures::*;
-use aco_testkit::nodes::name_of;
+use aco_testkit::nodes::{label_of, name_of};
 
+use aco_testkit::k8s_openapi::api::core::v1::{ContainerStatus, Node, Pod, PodStatus};
+use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use aco_testkit::kube::kwok::{
-    quantity, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION, USAGE_CPU, USAGE_MEMORY,
+    quantity, MetricsList, NodeMetrics, PodMetrics, Usage, FATE, FATE_AFTER, METRIC_RESOLUTION,
+    USAGE_CPU, USAGE_MEMORY,
 };
 use aco_testkit::kube::{wait_for, ControlPlane, Kube};
 use aco_testkit::openb::pick_gpu_nodes;
+use aco_testkit::pods::edit_spec;
 use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,7 +41,7 @@ fn bound_pod(
     restart_policy: &str,
     annotations: Vec<(&str, String)>,
 ) -> Value {
-    let mut p = pod(
+    let p = pod(
         NS,
         name,
         PodOpts {
@@ -44,11 +49,11 @@ fn bound_pod(
             ..Default::default()
         },
     );
-    let spec = p["spec"].as_object_mut().unwrap();
-    spec.remove("schedulerName");
-    spec.insert("nodeName".into(), node.into());
-    spec.insert("restartPolicy".into(), restart_policy.into());
-    p
+    edit_spec(p, |spec| {
+        spec.scheduler_name = None;
+        spec.node_name = Some(node.into());
+        spec.restart_policy = Some(restart_policy.into());
+    })
 }
 
 fn usage_pod(name: &str, node: &str, cpu: &str, memory: &str) -> Value {
@@ -69,31 +74,93 @@ fn fate_pod(name: &str, node: &str, fate: &str, restart_policy: &str) -> Value {
     )
 }
 
-fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
-    obj["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"] == kind)
+fn status(p: &Pod) -> &PodStatus {
+    p.status.as_ref().expect("a pod status")
 }
 
-fn is_true(obj: &Value, kind: &str) -> bool {
-    condition(obj, kind).is_some_and(|c| c["status"] == "True")
+fn phase(p: &Pod) -> &str {
+    status(p).phase.as_deref().unwrap_or_default()
+}
+
+/// The pod's condition `kind`: its status and reason.
+fn pod_condition<'a>(p: &'a Pod, kind: &str) -> Option<(&'a str, Option<&'a str>)> {
+    let c = status(p)
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)?;
+    Some((c.status.as_str(), c.reason.as_deref()))
+}
+
+fn pod_is(p: &Pod, kind: &str) -> bool {
+    pod_condition(p, kind).is_some_and(|(s, _)| s == "True")
+}
+
+fn node_is(n: &Node, kind: &str) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind && c.status == "True"))
+}
+
+/// The pod's first container's status.
+fn container(p: &Pod) -> ContainerStatus {
+    status(p)
+        .container_statuses
+        .as_ref()
+        .and_then(|cs| cs.first())
+        .cloned()
+        .unwrap_or_else(|| panic!("no container status: {p:?}"))
+}
+
+/// A terminated container state's reason and exit code.
+fn terminated(
+    state: Option<&aco_testkit::k8s_openapi::api::core::v1::ContainerState>,
+) -> Option<(String, i32)> {
+    let t = state?.terminated.as_ref()?;
+    Some((t.reason.clone()?, t.exit_code))
+}
+
+fn restarts(p: &Pod) -> i32 {
+    status(p)
+        .container_statuses
+        .as_ref()
+        .and_then(|cs| cs.first())
+        .map_or(0, |c| c.restart_count)
 }
 
 /// Waits until `pred` holds for the pod; returns it.
-async fn wait_pod(kube: &Kube, name: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+async fn wait_pod(kube: &Kube, name: &str, what: &str, pred: impl Fn(&Pod) -> bool) -> Pod {
     let pred = &pred;
     wait_for(&format!("pod {NS}/{name} {what}"), TIMEOUT, || async move {
         let p = kube.pod(NS, name).await;
-        pred(&p).then_some(p)
+        (p.status.is_some() && pred(&p)).then_some(p)
     })
     .await
 }
 
-async fn node_metrics(kube: &Kube, node: &str) -> Option<Value> {
-    kube.get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{node}"))
+async fn node_metrics(kube: &Kube, node: &str) -> Option<NodeMetrics> {
+    kube.get_as(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{node}"))
         .await
         .ok()
+}
+
+/// Quantities as numbers (kwok re-renders them in canonical form: 96000m -> 96).
+fn numbers(list: Option<&BTreeMap<String, Quantity>>) -> Vec<(String, Option<f64>)> {
+    list.expect("a resource list")
+        .iter()
+        .map(|(k, q)| (k.clone(), quantity(&q.0)))
+        .collect()
+}
+
+/// The same, of a node as built (JSON).
+fn numbers_of(node: &Value, field: &str) -> Vec<(String, Option<f64>)> {
+    let built: Node = serde_json::from_value(node.clone()).expect("a node");
+    let status = built.status.expect("a node status");
+    numbers(match field {
+        "allocatable" => status.allocatable.as_ref(),
+        _ => status.capacity.as_ref(),
+    })
 }
 
 fn close(actual: f64, want: f64, tolerance: f64) -> bool {
@@ -117,44 +184,39 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
     for want in &nodes {
         let name = name_of(want);
         let node = wait_for(&format!("node {name} Ready"), TIMEOUT, || async {
-            let n = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-            is_true(&n, "Ready").then_some(n)
+            let n = kube.try_node(&name).await?;
+            node_is(&n, "Ready").then_some(n)
         })
         .await;
-        let addresses = node["status"]["addresses"].as_array().unwrap();
+        let status = node.status.as_ref().unwrap();
+        let addresses = status.addresses.as_deref().unwrap_or_default();
         assert!(
             addresses
                 .iter()
-                .any(|a| a["type"] == "InternalIP" && a["address"] == "127.0.0.1"),
+                .any(|a| a.type_ == "InternalIP" && a.address == "127.0.0.1"),
             "{name}: {addresses:?}"
         );
-        assert!(
-            node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
-                .as_u64()
-                .unwrap_or(0)
-                > 0
-        );
+        let kubelet_port = status
+            .daemon_endpoints
+            .as_ref()
+            .and_then(|d| d.kubelet_endpoint.as_ref())
+            .map_or(0, |e| e.port);
+        assert!(kubelet_port > 0, "{name}: {status:?}");
         // Kept, though in canonical form (kwok re-renders it: 96000m -> 96, 393216Mi -> 384Gi).
-        let numbers = |v: &Value| -> Vec<(String, Option<f64>)> {
-            v.as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, q)| (k.clone(), q.as_str().and_then(quantity)))
-                .collect()
-        };
         assert_eq!(
-            numbers(&node["status"]["allocatable"]),
-            numbers(&want["status"]["allocatable"]),
+            numbers(status.allocatable.as_ref()),
+            numbers_of(want, "allocatable"),
             "{name}"
         );
         assert_eq!(
-            numbers(&node["status"]["capacity"]),
-            numbers(&want["status"]["capacity"]),
+            numbers(status.capacity.as_ref()),
+            numbers_of(want, "capacity"),
             "{name}"
         );
+        let model = "alibabacloud.com/gpu-card-model";
         assert_eq!(
-            node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"],
-            want["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
+            node.metadata.labels.as_ref().and_then(|l| l.get(model)),
+            label_of(want, model).as_ref()
         );
     }
 
@@ -180,93 +242,84 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
     for p in &usage_pods {
         let name = name_of(p);
         let pod = wait_pod(kube, &name, "Running and Ready", |p| {
-            p["status"]["phase"] == "Running" && is_true(p, "Ready")
+            phase(p) == "Running" && pod_is(p, "Ready")
         })
         .await;
-        assert_eq!(pod["status"]["hostIP"], "127.0.0.1");
-        assert!(pod["status"]["podIP"]
-            .as_str()
+        assert_eq!(status(&pod).host_ip.as_deref(), Some("127.0.0.1"));
+        assert!(status(&pod)
+            .pod_ip
+            .as_deref()
             .is_some_and(|ip| !ip.is_empty()));
-        let cs = &pod["status"]["containerStatuses"][0];
+        let cs = container(&pod);
         assert!(
-            cs["state"]["running"]["startedAt"].is_string(),
-            "{name}: {cs}"
+            cs.state
+                .as_ref()
+                .and_then(|s| s.running.as_ref())
+                .is_some_and(|r| r.started_at.is_some()),
+            "{name}: {cs:?}"
         );
-        assert_eq!(cs["restartCount"], 0);
+        assert_eq!(cs.restart_count, 0);
     }
 
     // (c) the fates, as a kubelet reports them.
-    let cs = |p: &Value| p["status"]["containerStatuses"][0].clone();
-    let p = wait_pod(kube, "failed-never", "Failed", |p| {
-        p["status"]["phase"] == "Failed"
-    })
-    .await;
-    let c = cs(&p);
+    let p = wait_pod(kube, "failed-never", "Failed", |p| phase(p) == "Failed").await;
+    let c = container(&p);
     assert_eq!(
-        (
-            c["state"]["terminated"]["reason"].as_str(),
-            c["state"]["terminated"]["exitCode"].as_i64()
-        ),
-        (Some("Error"), Some(1)),
-        "{c}"
+        terminated(c.state.as_ref()),
+        Some(("Error".into(), 1)),
+        "{c:?}"
     );
+    assert_eq!((c.ready, c.restart_count), (false, 0), "{c:?}");
     assert_eq!(
-        (c["ready"].as_bool(), c["restartCount"].as_i64()),
-        (Some(false), Some(0)),
-        "{c}"
+        pod_condition(&p, "Ready").and_then(|(_, reason)| reason),
+        Some("PodFailed")
     );
-    assert_eq!(condition(&p, "Ready").unwrap()["reason"], "PodFailed");
 
-    let p = wait_pod(kube, "oom-never", "Failed", |p| {
-        p["status"]["phase"] == "Failed"
-    })
-    .await;
-    let c = cs(&p);
+    let p = wait_pod(kube, "oom-never", "Failed", |p| phase(p) == "Failed").await;
+    let c = container(&p);
     assert_eq!(
-        (
-            c["state"]["terminated"]["reason"].as_str(),
-            c["state"]["terminated"]["exitCode"].as_i64()
-        ),
-        (Some("OOMKilled"), Some(137)),
-        "{c}"
+        terminated(c.state.as_ref()),
+        Some(("OOMKilled".into(), 137)),
+        "{c:?}"
     );
-    assert_eq!(c["restartCount"], 0, "{c}");
+    assert_eq!(c.restart_count, 0, "{c:?}");
 
-    let p = wait_pod(kube, "failed-always", "restarted", |p| {
-        cs(p)["restartCount"].as_i64() >= Some(1)
-    })
-    .await;
-    let c = cs(&p);
-    assert_eq!(p["status"]["phase"], "Running");
+    let p = wait_pod(kube, "failed-always", "restarted", |p| restarts(p) >= 1).await;
+    let c = container(&p);
+    assert_eq!(phase(&p), "Running");
     assert_eq!(
-        (
-            c["lastState"]["terminated"]["reason"].as_str(),
-            c["lastState"]["terminated"]["exitCode"].as_i64()
-        ),
-        (Some("Error"), Some(1)),
-        "{c}"
+        terminated(c.last_state.as_ref()),
+        Some(("Error".into(), 1)),
+        "{c:?}"
     );
-    assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff", "{c}");
-    assert_eq!(c["ready"], false);
-    assert!(!is_true(&p, "Ready"));
+    assert_eq!(
+        c.state
+            .as_ref()
+            .and_then(|s| s.waiting.as_ref())
+            .and_then(|w| w.reason.as_deref()),
+        Some("CrashLoopBackOff"),
+        "{c:?}"
+    );
+    assert!(!c.ready);
+    assert!(!pod_is(&p, "Ready"));
 
-    let p = wait_pod(kube, "oom-always", "restarted", |p| {
-        cs(p)["restartCount"].as_i64() >= Some(1)
-    })
-    .await;
-    let c = cs(&p);
-    assert_eq!(p["status"]["phase"], "Running");
+    let p = wait_pod(kube, "oom-always", "restarted", |p| restarts(p) >= 1).await;
+    let c = container(&p);
+    assert_eq!(phase(&p), "Running");
     assert_eq!(
-        (
-            c["lastState"]["terminated"]["reason"].as_str(),
-            c["lastState"]["terminated"]["exitCode"].as_i64()
-        ),
-        (Some("OOMKilled"), Some(137)),
-        "{c}"
+        terminated(c.last_state.as_ref()),
+        Some(("OOMKilled".into(), 137)),
+        "{c:?}"
     );
-    assert!(c["state"]["running"]["startedAt"].is_string(), "{c}");
-    assert_eq!(c["ready"], true);
-    assert!(is_true(&p, "Ready"));
+    assert!(
+        c.state
+            .as_ref()
+            .and_then(|s| s.running.as_ref())
+            .is_some_and(|r| r.started_at.is_some()),
+        "{c:?}"
+    );
+    assert!(c.ready);
+    assert!(pod_is(&p, "Ready"));
 
     // (b) NodeMetrics through the aggregation layer. The first windows may straddle the pods'
     // start, so wait for one that covers full usage (a few scrapes at most).
@@ -276,71 +329,60 @@ async fn kwok_nodes_report_usage_through_metrics_server_and_pods_fail_real_shape
         metrics_timeout,
         || async {
             let m = node_metrics(kube, &hot).await?;
-            let u = Usage::of(&m["usage"])?;
+            let u = Usage::of(&m.usage)?;
             close(u.cpu_cores, 3.0, 0.05).then_some((m, u))
         },
     )
     .await;
     assert!(
         close(hot_usage.memory_bytes, 2.0 * GI, 0.01),
-        "{hot}: {hot_metrics}"
+        "{hot}: {hot_metrics:?}"
     );
-    assert!(
-        hot_metrics["timestamp"]
-            .as_str()
-            .is_some_and(|t| t.ends_with('Z')),
-        "{hot_metrics}"
-    );
-    assert!(
-        hot_metrics["window"]
-            .as_str()
-            .is_some_and(|w| w.ends_with('s')),
-        "window: {hot_metrics}"
-    );
-    assert_eq!(hot_metrics["metadata"]["name"], hot);
+    assert!(hot_metrics.timestamp.ends_with('Z'), "{hot_metrics:?}");
+    assert!(hot_metrics.window.ends_with('s'), "window: {hot_metrics:?}");
+    assert_eq!(hot_metrics.metadata.name.as_ref(), Some(&hot));
 
     let (cold_metrics, cold_usage) = wait_for(
         &format!("NodeMetrics of {cold}"),
         metrics_timeout,
         || async {
             let m = node_metrics(kube, &cold).await?;
-            let u = Usage::of(&m["usage"])?;
+            let u = Usage::of(&m.usage)?;
             close(u.cpu_cores, 0.2, 0.25).then_some((m, u))
         },
     )
     .await;
-    eprintln!("NodeMetrics {hot}: {hot_metrics}\nNodeMetrics {cold}: {cold_metrics}");
+    eprintln!("NodeMetrics {hot}: {hot_metrics:?}\nNodeMetrics {cold}: {cold_metrics:?}");
     assert!(
         cold_usage.cpu_cores < hot_usage.cpu_cores / 5.0,
-        "{cold_metrics} vs {hot_metrics}"
+        "{cold_metrics:?} vs {hot_metrics:?}"
     );
     assert!(
         cold_usage.memory_bytes < hot_usage.memory_bytes,
-        "{cold_metrics} vs {hot_metrics}"
+        "{cold_metrics:?} vs {hot_metrics:?}"
     );
 
     // PodMetrics: per container, from the same scrape.
     let pm = wait_for("PodMetrics of hot-0", metrics_timeout, || async {
-        let m = kube
-            .get(&format!(
+        let m: PodMetrics = kube
+            .get_as(&format!(
                 "/apis/metrics.k8s.io/v1beta1/namespaces/{NS}/pods/hot-0"
             ))
             .await
             .ok()?;
-        let u = Usage::of(&m["containers"][0]["usage"])?;
+        let u = Usage::of(&m.containers.first()?.usage)?;
         close(u.cpu_cores, 1.5, 0.05).then_some(m)
     })
     .await;
-    assert_eq!(pm["containers"][0]["name"], "c");
-    let list = kube
-        .get("/apis/metrics.k8s.io/v1beta1/nodes")
+    assert_eq!(pm.containers[0].name, "c");
+    let list: MetricsList<NodeMetrics> = kube
+        .get_as("/apis/metrics.k8s.io/v1beta1/nodes")
         .await
         .unwrap();
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
+    let names: Vec<&str> = list
+        .items
         .iter()
-        .filter_map(|m| m["metadata"]["name"].as_str())
+        .filter_map(|m| m.metadata.name.as_deref())
         .collect();
     assert!(
         names.contains(&hot.as_str()) && names.contains(&cold.as_str()),

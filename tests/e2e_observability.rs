@@ -24,7 +24,9 @@
 use std::path::{Path, PathBuf};
 
 use aco_testkit::repo_root;
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 const DASHBOARD: &str = "k8s/observability/grafana-dashboard.json";
 const RULES: &str = "k8s/observability/prometheus-rules.yaml";
@@ -36,7 +38,44 @@ const RULES_FILE: &str = "aco-rules.yml";
 // ---------------------------------------------------------------------------------------------
 // alert rules
 
-fn prometheus_rule() -> serde_yaml::Value {
+/// The Prometheus Operator's PrometheusRule, as much as the tests read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PrometheusRule {
+    api_version: String,
+    kind: String,
+    spec: RuleSpec,
+}
+
+#[derive(Deserialize)]
+struct RuleSpec {
+    /// Kept as written: they become a plain rules file for promtool.
+    groups: Vec<serde_yaml::Value>,
+}
+
+#[derive(Deserialize)]
+struct RuleGroup {
+    #[serde(default)]
+    rules: Vec<RuleEntry>,
+}
+
+/// A recording rule (no `alert`) or an alert.
+#[derive(Deserialize)]
+struct RuleEntry {
+    alert: Option<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+}
+
+struct Alert {
+    name: String,
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+}
+
+fn prometheus_rule() -> PrometheusRule {
     let text = std::fs::read_to_string(repo_root().join(RULES)).unwrap();
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{RULES}: {e}"))
 }
@@ -44,19 +83,12 @@ fn prometheus_rule() -> serde_yaml::Value {
 /// Writes the PrometheusRule's `spec.groups` as a plain rules file `dir/aco-rules.yml`.
 fn write_rules_file(dir: &Path) -> PathBuf {
     let rule = prometheus_rule();
-    assert_eq!(
-        rule["apiVersion"].as_str(),
-        Some("monitoring.coreos.com/v1"),
-        "{RULES}"
-    );
-    assert_eq!(rule["kind"].as_str(), Some("PrometheusRule"), "{RULES}");
-    let groups = rule["spec"]["groups"].clone();
-    assert!(
-        groups.as_sequence().is_some_and(|g| !g.is_empty()),
-        "{RULES}: no spec.groups"
-    );
+    assert_eq!(rule.api_version, "monitoring.coreos.com/v1", "{RULES}");
+    assert_eq!(rule.kind, "PrometheusRule", "{RULES}");
+    let groups = rule.spec.groups;
+    assert!(!groups.is_empty(), "{RULES}: no spec.groups");
     let mut file = serde_yaml::Mapping::new();
-    file.insert("groups".into(), groups);
+    file.insert("groups".into(), groups.into());
     let path = dir.join(RULES_FILE);
     std::fs::write(&path, serde_yaml::to_string(&file).unwrap()).unwrap();
     path
@@ -79,16 +111,20 @@ fn promtool(dir: &Path, args: &[&str]) -> (bool, String) {
     )
 }
 
-fn alerts() -> Vec<serde_yaml::Value> {
-    let rule = prometheus_rule();
-    let groups = rule["spec"]["groups"]
-        .as_sequence()
-        .cloned()
-        .unwrap_or_default();
-    groups
-        .iter()
-        .flat_map(|g| g["rules"].as_sequence().cloned().unwrap_or_default())
-        .filter(|r| r["alert"].is_string())
+fn alerts() -> Vec<Alert> {
+    prometheus_rule()
+        .spec
+        .groups
+        .into_iter()
+        .map(|g| serde_yaml::from_value::<RuleGroup>(g).unwrap_or_else(|e| panic!("{RULES}: {e}")))
+        .flat_map(|g| g.rules)
+        .filter_map(|r| {
+            Some(Alert {
+                name: r.alert?,
+                labels: r.labels,
+                annotations: r.annotations,
+            })
+        })
         .collect()
 }
 
@@ -115,7 +151,7 @@ fn alerts_pass_their_promtool_unit_tests() {
     // Every alert is exercised by a firing case of the unit tests.
     let tests = std::fs::read_to_string(repo_root().join(RULES_TEST)).unwrap();
     for alert in alerts() {
-        let name = alert["alert"].as_str().unwrap();
+        let name = &alert.name;
         assert!(
             tests.contains(&format!(
                 "alertname: {name}\n        exp_alerts:\n          - "
@@ -136,30 +172,32 @@ fn every_alert_has_a_severity_a_summary_and_a_runbook_section() {
         "AcoReporterBehind",
         "AcoColonyUnreachable",
     ] {
-        assert!(
-            all.iter().any(|a| a["alert"].as_str() == Some(want)),
-            "{RULES} has no {want}"
-        );
+        assert!(all.iter().any(|a| a.name == want), "{RULES} has no {want}");
     }
     for alert in all {
-        let name = alert["alert"].as_str().unwrap();
-        let severity = alert["labels"]["severity"].as_str().unwrap_or_default();
+        let name = &alert.name;
+        let severity = alert
+            .labels
+            .get("severity")
+            .map(String::as_str)
+            .unwrap_or_default();
         assert!(
             ["critical", "warning", "info"].contains(&severity),
             "{name}: severity {severity:?}"
         );
         for key in ["summary", "description", "runbook"] {
             assert!(
-                alert["annotations"][key]
-                    .as_str()
+                alert
+                    .annotations
+                    .get(key)
                     .is_some_and(|s| !s.trim().is_empty()),
                 "{name}: no {key} annotation"
             );
         }
         let anchor = format!("{DOCS}#{}", name.to_lowercase());
         assert_eq!(
-            alert["annotations"]["runbook"].as_str(),
-            Some(anchor.as_str()),
+            alert.annotations.get("runbook"),
+            Some(&anchor),
             "{name}: runbook"
         );
         assert!(
@@ -172,45 +210,114 @@ fn every_alert_has_a_severity_a_summary_and_a_runbook_section() {
 // ---------------------------------------------------------------------------------------------
 // dashboard
 
-fn dashboard() -> Value {
+/// A Grafana dashboard as exported for import, as much as the tests read.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Dashboard {
+    uid: Option<String>,
+    schema_version: Option<u64>,
+    title: Option<String>,
+    /// Absent (or null) in an importable dashboard.
+    id: Option<Value>,
+    #[serde(rename = "__inputs", default)]
+    inputs: Vec<DashboardInput>,
+    templating: Templating,
+    #[serde(default)]
+    panels: Vec<Panel>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DashboardInput {
+    #[serde(rename = "type")]
+    kind: String,
+    plugin_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Templating {
+    list: Vec<Variable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Variable {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    /// A string or an object, by variable type.
+    query: Option<Value>,
+    all_value: Option<String>,
+    datasource: Option<DataSourceRef>,
+    definition: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct DataSourceRef {
+    uid: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Panel {
+    id: Option<u64>,
+    title: Option<String>,
+    grid_pos: Option<GridPos>,
+    datasource: Option<DataSourceRef>,
+    targets: Option<Vec<Target>>,
+    /// A row's panels.
+    #[serde(default)]
+    panels: Vec<Panel>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct GridPos {
+    w: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Target {
+    ref_id: Option<String>,
+    expr: Option<String>,
+    datasource: Option<DataSourceRef>,
+}
+
+fn uid_of(d: &Option<DataSourceRef>) -> Option<&str> {
+    d.as_ref()?.uid.as_deref()
+}
+
+fn dashboard() -> Dashboard {
     let text = std::fs::read_to_string(repo_root().join(DASHBOARD)).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{DASHBOARD}: {e}"))
 }
 
 /// Every panel that queries, rows' nested panels included.
-fn query_panels(dashboard: &Value) -> Vec<Value> {
-    fn walk(panels: &[Value], out: &mut Vec<Value>) {
+fn query_panels(dashboard: &Dashboard) -> Vec<Panel> {
+    fn walk(panels: &[Panel], out: &mut Vec<Panel>) {
         for p in panels {
-            if let Some(nested) = p["panels"].as_array() {
-                walk(nested, out);
-            }
-            if p["targets"].is_array() {
+            walk(&p.panels, out);
+            if p.targets.is_some() {
                 out.push(p.clone());
             }
         }
     }
     let mut out = Vec::new();
-    walk(
-        dashboard["panels"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default(),
-        &mut out,
-    );
+    walk(&dashboard.panels, &mut out);
     out
 }
 
 /// (panel title, refId, expr) of every query of the dashboard.
-fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
+fn panel_queries(dashboard: &Dashboard) -> Vec<(String, String, String)> {
     query_panels(dashboard)
-        .iter()
+        .into_iter()
         .flat_map(|p| {
-            let title = p["title"].as_str().unwrap_or("(untitled)").to_owned();
-            p["targets"].as_array().unwrap().iter().map(move |t| {
+            let title = p.title.unwrap_or_else(|| "(untitled)".into());
+            p.targets.unwrap_or_default().into_iter().map(move |t| {
                 (
                     title.clone(),
-                    t["refId"].as_str().unwrap_or("?").to_owned(),
-                    t["expr"].as_str().unwrap_or_default().to_owned(),
+                    t.ref_id.unwrap_or_else(|| "?".into()),
+                    t.expr.unwrap_or_default(),
                 )
             })
         })
@@ -218,14 +325,14 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String, String)> {
 }
 
 /// The query Grafana would send with every variable on "All" (`.*`): PromQL.
-fn substitute(expr: &str, dashboard: &Value) -> String {
+fn substitute(expr: &str, dashboard: &Dashboard) -> String {
     let mut out = expr
         .replace("$__rate_interval", "1m")
         .replace("$__interval", "1m")
         .replace("$__range", "1h");
-    for var in dashboard["templating"]["list"].as_array().unwrap() {
-        if var["type"] == "query" {
-            let name = var["name"].as_str().unwrap();
+    for var in &dashboard.templating.list {
+        if var.kind == "query" {
+            let name = &var.name;
             out = out
                 .replace(&format!("${{{name}}}"), ".*")
                 .replace(&format!("${name}"), ".*");
@@ -248,73 +355,72 @@ fn variable_selector(query: &str) -> Option<String> {
 fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
     let d = dashboard();
     assert!(
-        d["uid"]
-            .as_str()
+        d.uid
+            .as_deref()
             .is_some_and(|u| !u.is_empty() && u.len() <= 40),
-        "uid: {}",
-        d["uid"]
+        "uid: {:?}",
+        d.uid
     );
     assert!(
-        d["schemaVersion"].as_u64().is_some_and(|v| v >= 30),
-        "schemaVersion: {}",
-        d["schemaVersion"]
+        d.schema_version.is_some_and(|v| v >= 30),
+        "schemaVersion: {:?}",
+        d.schema_version
     );
     assert!(
-        d["title"].is_string() && d["id"].is_null(),
+        d.title.is_some() && d.id.is_none(),
         "an importable dashboard has a title and no id"
     );
-    let inputs = d["__inputs"].as_array().expect("__inputs");
     assert!(
-        inputs
+        d.inputs
             .iter()
-            .any(|i| i["type"] == "datasource" && i["pluginId"] == "prometheus"),
-        "{inputs:?}"
+            .any(|i| i.kind == "datasource" && i.plugin_id.as_deref() == Some("prometheus")),
+        "{:?}",
+        d.inputs
     );
-    let vars = d["templating"]["list"].as_array().expect("templating.list");
     let var = |name: &str| {
-        vars.iter()
-            .find(|v| v["name"] == name)
+        d.templating
+            .list
+            .iter()
+            .find(|v| v.name == name)
             .unwrap_or_else(|| panic!("no variable {name}"))
     };
-    assert_eq!(var("datasource")["type"], "datasource");
-    assert_eq!(var("datasource")["query"], "prometheus");
+    assert_eq!(var("datasource").kind, "datasource");
+    assert_eq!(var("datasource").query, Some(json!("prometheus")));
     for name in ["cluster", "tenant"] {
         let v = var(name);
-        assert_eq!(v["type"], "query", "{name}");
+        assert_eq!(v.kind, "query", "{name}");
         assert_eq!(
-            v["allValue"], ".*",
+            v.all_value.as_deref(),
+            Some(".*"),
             "{name}: All must match series without the label"
         );
-        assert_eq!(v["datasource"]["uid"], "${datasource}", "{name}");
+        assert_eq!(uid_of(&v.datasource), Some("${datasource}"), "{name}");
         assert!(
-            variable_selector(v["definition"].as_str().unwrap_or_default()).is_some(),
-            "{name}: {}",
-            v["definition"]
+            variable_selector(v.definition.as_deref().unwrap_or_default()).is_some(),
+            "{name}: {:?}",
+            v.definition
         );
     }
     let panels = query_panels(&d);
     assert!(panels.len() >= 10, "{} panels", panels.len());
     let mut ids = std::collections::BTreeSet::new();
-    for p in d["panels"].as_array().unwrap() {
+    for p in &d.panels {
+        let id = p.id.expect("panel id");
+        assert!(ids.insert(id), "duplicate panel id {id}");
         assert!(
-            ids.insert(p["id"].as_u64().expect("panel id")),
-            "duplicate panel id {}",
-            p["id"]
-        );
-        assert!(
-            p["gridPos"]["w"].as_u64().is_some(),
-            "{}: no gridPos",
-            p["title"]
+            p.grid_pos.as_ref().is_some_and(|g| g.w.is_some()),
+            "{:?}: no gridPos",
+            p.title
         );
     }
     for p in &panels {
-        let title = p["title"].as_str().unwrap();
-        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
-        let targets = p["targets"].as_array().unwrap();
+        let title = p.title.as_deref().expect("a panel title");
+        assert_eq!(uid_of(&p.datasource), Some("${datasource}"), "{title}");
+        let targets = p.targets.as_deref().unwrap_or_default();
         assert!(!targets.is_empty(), "{title}: no targets");
         for t in targets {
-            assert_eq!(t["datasource"]["uid"], "${datasource}", "{title}");
-            let expr = t["expr"].as_str().unwrap_or_default();
+            assert_eq!(uid_of(&t.datasource), Some("${datasource}"), "{title}");
+            let expr = t.expr.as_deref().unwrap_or_default();
             assert!(!expr.trim().is_empty(), "{title}: empty expr");
             let q = substitute(expr, &d);
             assert!(!q.contains('$'), "{title}: an unknown variable left in {q}");
@@ -347,7 +453,7 @@ fn dashboard_is_importable_with_datasource_cluster_and_tenant_variables() {
     assert!(
         query_panels(&d)
             .iter()
-            .any(|p| p["title"] == "Shadow savings"),
+            .any(|p| p.title.as_deref() == Some("Shadow savings")),
         "no \"Shadow savings\" panel"
     );
 }
@@ -369,7 +475,8 @@ mod e2e {
     use aco_testkit::kube::{wait_for, ControlPlane, SchedulerConfig};
     use aco_testkit::nodes::name_of;
     use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
-    use aco_testkit::prometheus::{ApiError, Prometheus, ScrapeJob};
+    use aco_testkit::pods::{edit_pod, edit_spec};
+    use aco_testkit::prometheus::{ApiError, Prometheus, Rule, Rules, ScrapeJob, Targets};
     use aco_testkit::WorkerProcess;
 
     const BIND_TIMEOUT: Duration = Duration::from_secs(90);
@@ -382,9 +489,12 @@ mod e2e {
     const OUTSIDER: &str = "outsider";
 
     fn tenant_pod(name: &str, tenant: &str, opts: PodOpts) -> Value {
-        let mut p = pod(NS, name, opts);
-        p["metadata"]["labels"]["scheduling.aco/tenant-id"] = tenant.into();
-        p
+        edit_pod(pod(NS, name, opts), |p| {
+            p.metadata
+                .labels
+                .get_or_insert_default()
+                .insert("scheduling.aco/tenant-id".into(), tenant.into());
+        })
     }
 
     /// Polls every unsatisfied query until each returns a series; a query Prometheus refuses
@@ -488,7 +598,7 @@ mod e2e {
                     async move {
                         api.try_node_facts(&name)
                             .await
-                            .filter(|f| f["requested"].is_object())
+                            .filter(|f| f.requested.is_some())
                     }
                 },
             )
@@ -550,7 +660,7 @@ mod e2e {
 
         // Shadow mode: a latency-critical pod bound without the extender (directly, so it keeps
         // the default schedulerName); the reporter reports it to /v1/shadow, where it is scored.
-        let mut shadow = tenant_pod(
+        let shadow = tenant_pod(
             "s-0",
             "team-a",
             PodOpts {
@@ -558,11 +668,10 @@ mod e2e {
                 ..Default::default()
             },
         );
-        shadow["spec"]
-            .as_object_mut()
-            .unwrap()
-            .remove("schedulerName");
-        shadow["spec"]["nodeName"] = name_of(&nodes[4]).into();
+        let shadow = edit_spec(shadow, |spec| {
+            spec.scheduler_name = None;
+            spec.node_name = Some(name_of(&nodes[4]));
+        });
         cp.kube.create_pod(&shadow).await;
         wait_for(
             "the shadow summary to count the pod",
@@ -591,58 +700,35 @@ mod e2e {
                 )
             })
             .collect();
-        for var in d["templating"]["list"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|v| v["type"] == "query")
-        {
-            let selector = variable_selector(var["definition"].as_str().unwrap()).unwrap();
-            queries.push((
-                format!("variable {}", var["name"]),
-                substitute(&selector, &d),
-            ));
+        for var in d.templating.list.iter().filter(|v| v.kind == "query") {
+            let selector =
+                variable_selector(var.definition.as_deref().expect("a definition")).unwrap();
+            queries.push((format!("variable {}", var.name), substitute(&selector, &d)));
         }
         let empty = wait_all_have_series(&prometheus, &queries, DATA_TIMEOUT).await;
-        let targets = prometheus
-            .api("targets", &[])
-            .await
-            .map(|t| t["activeTargets"].clone())
-            .unwrap_or(Value::Null);
+        let targets = prometheus.api::<Targets>("targets", &[]).await;
         assert!(
             empty.is_empty(),
-            "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets}\nPrometheus log:\n{}",
+            "these dashboard queries returned no series within {DATA_TIMEOUT:?}:\n  {}\nscrape targets: {targets:?}\nPrometheus log:\n{}",
             empty.join("\n  "),
             prometheus.log()
         );
+        let targets = targets.expect("Prometheus's scrape targets").active_targets;
         let health: Vec<(&str, &str)> = targets
-            .as_array()
-            .unwrap()
             .iter()
-            .map(|t| {
-                (
-                    t["labels"]["job"].as_str().unwrap(),
-                    t["health"].as_str().unwrap(),
-                )
-            })
+            .map(|t| (t.labels["job"].as_str(), t.health.as_str()))
             .collect();
-        assert_eq!(health.len(), 2, "{targets}");
-        assert!(health.iter().all(|(_, h)| *h == "up"), "{targets}");
+        assert_eq!(health.len(), 2, "{targets:?}");
+        assert!(health.iter().all(|(_, h)| *h == "up"), "{targets:?}");
 
         // Every alert rule evaluates against these metrics without an error.
         let rules = wait_for(
             "every alert rule evaluated",
             Duration::from_secs(60),
             || async {
-                let groups = prometheus.api("rules", &[]).await.ok()?["groups"]
-                    .as_array()?
-                    .clone();
-                let rules: Vec<Value> = groups
-                    .iter()
-                    .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
-                    .collect();
-                (!rules.is_empty() && rules.iter().all(|r| r["health"] != "unknown"))
-                    .then_some(rules)
+                let groups = prometheus.api::<Rules>("rules", &[]).await.ok()?.groups;
+                let rules: Vec<Rule> = groups.into_iter().flat_map(|g| g.rules).collect();
+                (!rules.is_empty() && rules.iter().all(|r| r.health != "unknown")).then_some(rules)
             },
         )
         .await;
@@ -654,9 +740,9 @@ mod e2e {
         );
         for r in &rules {
             assert_eq!(
-                r["health"], "ok",
+                r.health, "ok",
                 "alert {} does not evaluate: {}",
-                r["name"], r["lastError"]
+                r.name, r.last_error
             );
         }
         drop(scheduler);

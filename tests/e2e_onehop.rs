@@ -25,10 +25,14 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aco_testkit::api::WorkerHttp;
+use aco_testkit::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use aco_testkit::k8s_openapi::api::core::v1::{Container, Pod};
+use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::kube::reporter::sample;
-use aco_testkit::kube::{install, wait_for, Kube, ProxyMode};
-use aco_testkit::nodes::name_of;
+use aco_testkit::kube::{install, typed, wait_for, Kube, ProxyMode};
+use aco_testkit::nodes::{name_of, set_label};
+use aco_testkit::pods::{edit_pod, edit_spec};
 use serde_json::{json, Value};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -42,11 +46,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What the admission webhook wrote on a pod, if it did.
+fn webhook_annotation(p: &Pod) -> Option<&str> {
+    p.metadata
+        .annotations
+        .as_ref()?
+        .get(WEBHOOK_ANNOTATION)
+        .map(String::as_str)
+}
+
 /// A CPU node with this latency label (none: no label).
 fn edge_node(name: &str, latency_us: Option<u32>) -> Value {
     let mut node = cpu_node(name, "8", "16Gi");
     if let Some(l) = latency_us {
-        node["metadata"]["labels"]["aco/latency-us"] = l.to_string().into();
+        set_label(&mut node, "aco/latency-us", &l.to_string());
     }
     node
 }
@@ -81,12 +94,12 @@ async fn outcome(kube: &Kube, ns: &str, name: &str) -> Option<String> {
         BIND_TIMEOUT,
         || async move {
             let p = kube.pod(ns, name).await;
-            if let Some(node) = p["spec"]["nodeName"].as_str() {
-                return Some(Ok(node.to_owned()));
+            if let Some(node) = p.spec.and_then(|s| s.node_name) {
+                return Some(Ok(node));
             }
-            p["status"]["conditions"].as_array()?.iter().find_map(|c| {
-                (c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
-                    .then(|| Err(c["message"].as_str().unwrap_or_default().to_owned()))
+            p.status?.conditions?.into_iter().find_map(|c| {
+                (c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable"))
+                    .then(|| Err(c.message.unwrap_or_default()))
             })
         },
     )
@@ -140,10 +153,8 @@ async fn latency_boundary_own_affinity_and_a_stopped_worker() {
     let mut expected: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (name, target, terms) in cases {
         let p = latency_pod(ns, name, target, Some(own_terms(terms)));
-        let created = kube.create_pod(&p).await;
-        let annotation = created["metadata"]["annotations"][WEBHOOK_ANNOTATION]
-            .as_str()
-            .unwrap_or_default();
+        let created: Pod = typed(&kube.create_pod(&p).await);
+        let annotation = webhook_annotation(&created).unwrap_or_default();
         assert!(
             annotation.starts_with(&format!("latency ≤ {target} µs")),
             "{name}: {annotation:?}"
@@ -151,16 +162,8 @@ async fn latency_boundary_own_affinity_and_a_stopped_worker() {
         // The Worker's filter (names mode, the reporter's facts) over the same nodes.
         let allowed: Vec<&str> = terms.iter().flat_map(|t| t.iter().copied()).collect();
         let body = json!({"Pod": p, "NodeNames": allowed});
-        let reply = env
-            .api
-            .post(&env.api.verb_path("filter"), body.to_string())
-            .await;
-        let passed: BTreeSet<String> = reply["NodeNames"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_str().unwrap().to_owned())
-            .collect();
+        let reply = env.api.filter_args(body.to_string()).await;
+        let passed: BTreeSet<String> = reply.passed().into_iter().collect();
         expected.insert(name, passed);
     }
     for (name, passed) in &expected {
@@ -244,18 +247,26 @@ fn pods(ns: &str, opted_out_ns: &str, round: &str) -> Pods {
     let n = |what: &str| format!("{what}-{round}");
     let latency = |ns: &str, name: &str| latency_pod(ns, name, "200", None);
     // A GPU requested by an init container only.
-    let mut gpu_init = pod(ns, &n("gpu-init"), PodOpts::default());
-    gpu_init["spec"]["initContainers"] = json!([{"name": "setup", "image": "registry.k8s.io/pause:3.10",
-        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]);
-    let mut other_scheduler = latency(ns, &n("default-scheduler"));
-    other_scheduler["spec"]["schedulerName"] = "default-scheduler".into();
-    let mut opted_out = latency(ns, &n("opted-out"));
-    opted_out["metadata"]["labels"]["scheduling.aco/admission"] = "disabled".into();
-    let mut bare = pod(ns, &n("no-resources"), PodOpts::default());
-    bare["spec"]["containers"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("resources");
+    let setup: Container = serde_json::from_value(
+        json!({"name": "setup", "image": "registry.k8s.io/pause:3.10",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}}}),
+    )
+    .unwrap();
+    let gpu_init = edit_spec(pod(ns, &n("gpu-init"), PodOpts::default()), |spec| {
+        spec.init_containers = Some(vec![setup])
+    });
+    let other_scheduler = edit_spec(latency(ns, &n("default-scheduler")), |spec| {
+        spec.scheduler_name = Some("default-scheduler".into())
+    });
+    let opted_out = edit_pod(latency(ns, &n("opted-out")), |p| {
+        p.metadata
+            .labels
+            .get_or_insert_default()
+            .insert("scheduling.aco/admission".into(), "disabled".into());
+    });
+    let bare = edit_spec(pod(ns, &n("no-resources"), PodOpts::default()), |spec| {
+        spec.containers[0].resources = None
+    });
     Pods {
         in_scope: vec![latency(ns, &n("latency")), gpu_init],
         outside: vec![
@@ -289,11 +300,14 @@ async fn the_webhook_refuses_bad_annotations_and_down_or_slow_blocks_only_its_sc
     let port: u16 = proxy.addr.rsplit(':').next().unwrap().parse().unwrap();
     let objects = install::render(&env.cp, &env.api.base, "aco-reporter:test");
     let mwc = install::local_webhook(&objects, port, &env.cp.pki.webhook_ca_pem());
+    let hook = &typed::<MutatingWebhookConfiguration>(&mwc)
+        .webhooks
+        .expect("webhooks")[0];
     assert_eq!(
-        mwc["webhooks"][0]["timeoutSeconds"].as_u64(),
-        Some(WEBHOOK_TIMEOUT.as_secs())
+        hook.timeout_seconds.map(i64::from),
+        Some(WEBHOOK_TIMEOUT.as_secs() as i64)
     );
-    assert_eq!(mwc["webhooks"][0]["failurePolicy"], "Fail");
+    assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
     env.register_webhook(&mwc).await;
 
     let ns = "scope";
@@ -340,8 +354,8 @@ async fn the_webhook_refuses_bad_annotations_and_down_or_slow_blocks_only_its_sc
         eprintln!("{name}: HTTP {code}: {body}");
         assert_eq!(code, 400, "{body}");
         // What `kubectl apply` prints: the Status's message.
-        let status: Value = serde_json::from_str(&body).unwrap();
-        let message = status["message"].as_str().unwrap_or_default();
+        let status: Status = serde_json::from_str(&body).unwrap();
+        let message = status.message.unwrap_or_default();
         assert!(
             message.contains("aco-scheduler cannot place this pod") && message.contains(needle),
             "{name}: {message}"
@@ -356,10 +370,11 @@ async fn the_webhook_refuses_bad_annotations_and_down_or_slow_blocks_only_its_sc
             .try_create_pod(p, false)
             .await
             .unwrap_or_else(|e| panic!("{e:?}"));
+        let created: Pod = typed(&created);
         assert!(
-            created["metadata"]["annotations"][WEBHOOK_ANNOTATION].is_null()
-                && created["spec"]["affinity"].is_null(),
-            "{}: {created}",
+            webhook_annotation(&created).is_none()
+                && created.spec.as_ref().is_some_and(|s| s.affinity.is_none()),
+            "{}: {created:?}",
             name_of(p)
         );
     }
@@ -373,10 +388,15 @@ async fn the_webhook_refuses_bad_annotations_and_down_or_slow_blocks_only_its_sc
             .try_create_pod(p, false)
             .await
             .unwrap_or_else(|e| panic!("{e:?}"));
+        let created: Pod = typed(&created);
+        let node_affinity = created
+            .spec
+            .as_ref()
+            .and_then(|s| s.affinity.as_ref())
+            .and_then(|a| a.node_affinity.as_ref());
         assert!(
-            created["metadata"]["annotations"][WEBHOOK_ANNOTATION].is_string()
-                && created["spec"]["affinity"]["nodeAffinity"].is_object(),
-            "{}: {created}",
+            webhook_annotation(&created).is_some() && node_affinity.is_some(),
+            "{}: {created:?}",
             name_of(p)
         );
     }

@@ -26,14 +26,18 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aco_core::api::pheromones::PheromoneTableReply;
 use aco_testkit::api::WorkerHttp;
+use aco_testkit::extender::FilterResult;
+use aco_testkit::k8s_openapi::api::coordination::v1::Lease;
 use aco_testkit::kube::fixtures::*;
 
-use aco_testkit::kube::kwok::{FATE, USAGE_CPU};
+use aco_testkit::kube::kwok::{NodeMetrics, FATE, USAGE_CPU};
 use aco_testkit::kube::reporter::Reporter;
 use aco_testkit::kube::{wait_for, ProxyMode, Server};
-use aco_testkit::nodes::name_of;
+use aco_testkit::nodes::{allocatable_of, name_of};
 use aco_testkit::openb::{openb_cpu_nodes, pick_gpu_nodes};
+use aco_testkit::pods::{edit_pod, edit_spec};
 use serde_json::{json, Value};
 
 const BIND_TIMEOUT: Duration = Duration::from_secs(90);
@@ -74,11 +78,12 @@ impl Loop {
                 || {
                     let (kube, name) = (kube.clone(), name.clone());
                     async move {
-                        let node = kube.get(&format!("/api/v1/nodes/{name}")).await.ok()?;
-                        let ready = node["status"]["conditions"]
-                            .as_array()?
+                        let node = kube.try_node(&name).await?;
+                        let ready = node
+                            .status?
+                            .conditions?
                             .iter()
-                            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+                            .any(|c| c.type_ == "Ready" && c.status == "True");
                         ready.then_some(())
                     }
                 },
@@ -114,8 +119,8 @@ impl Loop {
     }
 
     // Colony reads go through the shared fixtures (`WorkerApi`), as in the kube-scheduler suite.
-    async fn table(&self, tenant: &str) -> Value {
-        self.env.api.pheromones(tenant).await
+    async fn table(&self, tenant: &str) -> PheromoneTableReply {
+        self.env.api.pheromone_table(tenant).await
     }
 
     async fn deposits(&self, tenant: &str) -> u64 {
@@ -129,53 +134,45 @@ impl Loop {
     /// The Worker's prioritize scores for a pod over node names (what kube-scheduler would get).
     async fn scores(&self, pod: &Value, nodes: &[String]) -> BTreeMap<String, i64> {
         let body = json!({"Pod": pod, "NodeNames": nodes});
-        let r = self
-            .env
-            .api
-            .post(&self.env.api.verb_path("prioritize"), body.to_string())
-            .await;
-        r.as_array()
-            .unwrap()
-            .iter()
-            .map(|h| {
-                (
-                    h["Host"].as_str().unwrap().to_owned(),
-                    h["Score"].as_i64().unwrap(),
-                )
-            })
-            .collect()
+        let r = self.env.api.prioritize_args(body.to_string()).await;
+        r.into_iter().map(|h| (h.host, h.score)).collect()
     }
 
     /// The Worker's filter answer for a pod over node names.
-    async fn filter(&self, pod: &Value, nodes: &[String]) -> Value {
-        let body = json!({"Pod": pod, "NodeNames": nodes});
-        self.env
-            .api
-            .post(&self.env.api.verb_path("filter"), body.to_string())
-            .await
+    async fn filter(&self, pod: &Value, nodes: &[String]) -> FilterResult {
+        self.env.api.filter(pod, nodes).await
     }
 }
 
-fn with_uid(mut pod: Value, uid: &str) -> Value {
-    pod["metadata"]["uid"] = uid.into();
-    pod
+fn with_uid(pod: Value, uid: &str) -> Value {
+    edit_pod(pod, |p| p.metadata.uid = Some(uid.into()))
+}
+
+/// The failures recorded on `node` in a colony table (0 when it has no trail).
+fn failures(table: &PheromoneTableReply, node: &str) -> f64 {
+    table
+        .nodes
+        .iter()
+        .find(|e| e.node == node)
+        .map_or(0.0, |e| e.failures)
 }
 
 /// A pod bound directly to `node` (no scheduler involved): load that is not ours to report.
 fn bound_elsewhere(ns: &str, name: &str, node: &str, cpu: &str, usage_cpu: &str) -> Value {
-    let mut p = pod(
+    let p = pod(
         ns,
         name,
         PodOpts {
             cpu,
             memory: "64Mi",
+            annotations: vec![(USAGE_CPU, usage_cpu.into())],
             ..Default::default()
         },
     );
-    p["spec"]["schedulerName"] = "default-scheduler".into();
-    p["spec"]["nodeName"] = node.into();
-    p["metadata"]["annotations"][USAGE_CPU] = usage_cpu.into();
-    p
+    edit_spec(p, |spec| {
+        spec.scheduler_name = Some("default-scheduler".into());
+        spec.node_name = Some(node.into());
+    })
 }
 
 fn latency_critical(ns: &str, name: &str, target_us: Option<u32>) -> Value {
@@ -224,11 +221,7 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
     let before = lp
         .filter(&with_uid(probe.clone(), "probe-uid"), &names)
         .await;
-    assert_eq!(
-        before["NodeNames"].as_array().map(Vec::len),
-        Some(0),
-        "{before}"
-    );
+    assert_eq!(before.node_names, Some(vec![]), "{before:?}");
 
     let mut reporter = lp.start_reporter("reporter", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut reporter, nodes.len()).await;
@@ -236,9 +229,7 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
     // model and latency constraints into the pods' node affinity.
     lp.env.install_webhook_for(&reporter).await;
     assert!(
-        lp.table("team-a").await["nodes"]
-            .as_array()
-            .is_none_or(|n| n.is_empty()),
+        lp.table("team-a").await.nodes.is_empty(),
         "no trail before any binding"
     );
 
@@ -283,10 +274,7 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
     lp.wait_deposits("team-a", created.len() as u64, Duration::from_secs(60))
         .await;
     let table = lp.table("team-a").await;
-    assert!(
-        table["nodes"].as_array().is_some_and(|n| !n.is_empty()),
-        "the trail moved: {table}"
-    );
+    assert!(!table.nodes.is_empty(), "the trail moved: {table:?}");
     assert!(
         reporter
             .metric("aco_reporter_reports_sent_total{kind=\"placements\"}")
@@ -297,10 +285,7 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
     // Headroom from the reporter's `requested`: fill one node with directly bound pods; the
     // Worker then refuses it for a pod that no longer fits — a reason only facts can give.
     let full = &names[2];
-    let alloc_cpu = by_name[full]["status"]["allocatable"]["cpu"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let alloc_cpu = allocatable_of(by_name[full], "cpu").expect("allocatable cpu");
     let filler = bound_elsewhere("team-a", "filler", full, &alloc_cpu, "10m");
     kube.create_pod(&filler).await;
     let big = with_uid(
@@ -322,10 +307,7 @@ async fn names_mode_schedules_on_reporter_facts_and_deposits_equal_bindings() {
             let lp = &lp;
             async move {
                 let r = lp.filter(&big, &names).await;
-                r["FailedNodes"]
-                    .get(full.as_str())
-                    .and_then(|m| m.as_str())
-                    .map(str::to_owned)
+                r.failed_nodes.get(full.as_str()).cloned()
             }
         },
     )
@@ -359,7 +341,7 @@ async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node()
     // Make names[0] hot: pods bound directly with tiny requests but high real usage.
     let hot = &names[0];
     let alloc_milli = aco_testkit::kube::kwok::quantity(
-        nodes[0]["status"]["allocatable"]["cpu"].as_str().unwrap(),
+        &allocatable_of(&nodes[0], "cpu").expect("allocatable cpu"),
     )
     .unwrap()
         * 1000.0;
@@ -393,11 +375,11 @@ async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node()
         "usage reached the Worker {:?} after the hogs were created: {scores:?}",
         seen_hot.elapsed()
     );
-    let metrics = kube
-        .get(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{hot}"))
+    let metrics: NodeMetrics = kube
+        .get_as(&format!("/apis/metrics.k8s.io/v1beta1/nodes/{hot}"))
         .await
         .unwrap();
-    eprintln!("NodeMetrics of {hot}: {}", metrics["usage"]);
+    eprintln!("NodeMetrics of {hot}: {:?}", metrics.usage);
 
     let lcs: Vec<Value> = (0..4)
         .map(|i| latency_critical("svc", &format!("lc-{i}"), None))
@@ -446,18 +428,18 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
     // is scored while the previous failures are known; they land on the cheap node.
     let mut failed_on_cheap = 0;
     for i in 0..12 {
-        let mut p = pod(
+        let p = pod(
             "jobs",
             &format!("crash-{i}"),
             PodOpts {
                 cpu: "100m",
                 memory: "64Mi",
                 labels: vec![("app", "crash".into())],
+                annotations: vec![(FATE, "failed".into())],
                 ..Default::default()
             },
         );
-        p["metadata"]["annotations"][FATE] = "failed".into();
-        p["spec"]["restartPolicy"] = "Never".into();
+        let p = edit_spec(p, |spec| spec.restart_policy = Some("Never".into()));
         kube.create_pod(&p).await;
         let node = kube
             .wait_bound("jobs", &format!("crash-{i}"), BIND_TIMEOUT)
@@ -466,25 +448,19 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
         wait_for(&format!("{name} Failed"), Duration::from_secs(60), || {
             let kube = kube.clone();
             let name = name.clone();
-            async move { (kube.pod("jobs", &name).await["status"]["phase"] == "Failed").then_some(()) }
+            async move {
+                let phase = kube.pod("jobs", &name).await.status?.phase;
+                (phase.as_deref() == Some("Failed")).then_some(())
+            }
         })
         .await;
         if node == names[0] {
             failed_on_cheap += 1;
         }
         let table = lp.table("jobs").await;
-        let failures = |n: &str| {
-            table["nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|e| e["node"] == n)
-                .and_then(|e| e["failures"].as_f64())
-                .unwrap_or(0.0)
-                // Counts fade with OUTCOME_HALF_LIFE_MS (1 h): minutes fade an outcome by far
-                // less than half of one, so the rounded count is the outcomes recorded.
-                .round()
-        };
+        // Counts fade with OUTCOME_HALF_LIFE_MS (1 h): minutes fade an outcome by far less than
+        // half of one, so the rounded count is the outcomes recorded.
+        let failed = |n: &str| failures(&table, n).round();
         // Wait for this pod's outcome to be recorded before the next one is scored.
         // The first failure stays undecided until the second one on the same node.
         let want = if failed_on_cheap >= 2 {
@@ -492,7 +468,7 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
         } else {
             0.0
         };
-        if failures(&names[0]) < want {
+        if failed(&names[0]) < want {
             wait_for(
                 &format!("outcome of {name}"),
                 Duration::from_secs(60),
@@ -501,14 +477,7 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
                     let n0 = names[0].clone();
                     async move {
                         let t = lp.table("jobs").await;
-                        let f = t["nodes"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .find(|e| e["node"] == n0.as_str())?["failures"]
-                            .as_f64()?
-                            .round();
-                        (f >= want).then_some(())
+                        (failures(&t, &n0).round() >= want).then_some(())
                     }
                 },
             )
@@ -533,8 +502,8 @@ async fn failing_pods_lower_reliability_and_latency_critical_pods_move_away() {
     );
     let t = lp.table("jobs").await;
     eprintln!(
-        "after {failed_on_cheap} failures: scores {after:?}, table {}",
-        t["nodes"]
+        "after {failed_on_cheap} failures: scores {after:?}, table {:?}",
+        t.nodes
     );
 
     let lcs: Vec<Value> = (0..3)
@@ -626,9 +595,7 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
         .collect();
     let gap = create_pods(kube, &gap).await;
     kube.wait_all_bound("t", &gap, BIND_TIMEOUT).await;
-    let dup_before = lp.table("t").await["counters"]["duplicateReports"]
-        .as_u64()
-        .unwrap_or(0);
+    let dup_before = lp.table("t").await.counters.duplicate_reports;
     let mut restarted = lp.start_reporter("reporter-2", &["--no-node-metrics"]);
     lp.wait_nodes_reported(&mut restarted, nodes.len()).await;
     lp.wait_deposits("t", 15, Duration::from_secs(60)).await;
@@ -637,9 +604,7 @@ async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
         "the re-sent placements counted as duplicates",
         Duration::from_secs(30),
         || async {
-            let d = lp.table("t").await["counters"]["duplicateReports"]
-                .as_u64()
-                .unwrap_or(0);
+            let d = lp.table("t").await.counters.duplicate_reports;
             (d >= dup_before + 10).then_some(d)
         },
     )
@@ -713,11 +678,14 @@ async fn two_replicas_one_reports_and_the_standby_takes_over() {
         }
     })
     .await;
-    let lease_obj = kube
-        .get("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
+    let lease_obj: Lease = kube
+        .get_as("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/aco-reporter")
         .await
         .unwrap();
-    assert_eq!(lease_obj["spec"]["holderIdentity"], holder);
+    assert_eq!(
+        lease_obj.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(holder)
+    );
     let (leader, standby) = if holder == "reporter-a" {
         (&mut a, &mut b)
     } else {

@@ -18,13 +18,18 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aco_testkit::api::{WorkerApi, WorkerHttp};
+use aco_testkit::k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, Service};
+use aco_testkit::k8s_openapi::api::networking::v1::NetworkPolicy;
+use aco_testkit::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use aco_testkit::kube::fixtures::*;
-use aco_testkit::kube::install::{generated, kustomize_build, object};
+use aco_testkit::kube::install::{generated, kustomize_build, object, secret_file};
 use aco_testkit::kube::reporter::Reporter;
-use aco_testkit::kube::{kube_bin, ControlPlane, SchedulerConfig};
+use aco_testkit::kube::{kube_bin, typed, ControlPlane, SchedulerConfig};
 use aco_testkit::nodes::name_of;
 use aco_testkit::repo_root;
 use aco_testkit::workerd::{WorkerdOptions, WorkerdProcess, CONFIG};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// The overlay's scheduler configuration.
@@ -35,37 +40,50 @@ fn render_self_hosted() -> Vec<Value> {
     kustomize_build(&kube_bin(), &repo_root().join("k8s/self-hosted"))
 }
 
-fn mount<'a>(container: &'a Value, volume: &str) -> &'a str {
-    container["volumeMounts"]
-        .as_array()
-        .unwrap()
+fn mount<'a>(container: &'a Container, volume: &str) -> &'a str {
+    container
+        .volume_mounts
         .iter()
-        .find(|m| m["name"] == volume)
-        .and_then(|m| m["mountPath"].as_str())
+        .flatten()
+        .find(|m| m.name == volume)
+        .map(|m| m.mount_path.as_str())
         .unwrap_or_else(|| panic!("no mount of {volume}"))
+}
+
+/// The pod template's spec of a workload.
+fn template(spec: Option<&PodSpec>) -> &PodSpec {
+    spec.expect("a pod template spec")
+}
+
+/// What the test reads of a kube-scheduler configuration: its extenders' connection settings.
+#[derive(Debug, Deserialize)]
+struct SchedulerExtenders {
+    extenders: Vec<ExtenderSettings>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExtenderSettings {
+    url_prefix: String,
+    ignorable: Option<bool>,
+    #[serde(rename = "enableHTTPS")]
+    enable_https: Option<bool>,
 }
 
 #[test]
 fn the_overlay_runs_workerd_as_the_test_kit_does_one_writer_behind_a_service() {
     let objects = render_self_hosted();
-    let sts = object(&objects, "StatefulSet", "aco-worker");
-    assert_eq!(
-        sts["spec"]["replicas"], 1,
-        "Durable Objects need one writer"
-    );
-    let pod = &sts["spec"]["template"]["spec"];
-    let c = &pod["containers"][0];
+    let sts: StatefulSet = typed(object(&objects, "StatefulSet", "aco-worker"));
+    let sts = sts.spec.expect("a StatefulSet spec");
+    assert_eq!(sts.replicas, Some(1), "Durable Objects need one writer");
+    let pod = template(sts.template.spec.as_ref());
+    let c = &pod.containers[0];
 
     // The command: the config from the ConfigMap, two import paths (the image's bundle, the
     // TLS directory) — what the launcher gives workerd with the repository and its own TLS copy.
     let config_dir = mount(c, "config");
     let tls_dir = mount(c, "tls");
-    let args: Vec<&str> = c["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args: Vec<&str> = c.args.iter().flatten().map(String::as_str).collect();
     let bundle_root = "/srv/aco";
     let tls_root = tls_dir
         .strip_suffix("/tls")
@@ -86,68 +104,80 @@ fn the_overlay_runs_workerd_as_the_test_kit_does_one_writer_behind_a_service() {
     ] {
         assert!(dockerfile.contains(&line), "workerd/Dockerfile: {line}");
     }
-    let config_map = generated(&objects, "ConfigMap", "aco-worker-config");
+    let config_map: ConfigMap = typed(generated(&objects, "ConfigMap", "aco-worker-config"));
     let shipped = std::fs::read_to_string(repo_root().join(CONFIG)).unwrap();
     assert_eq!(
-        config_map["data"]["workerd.capnp"].as_str(),
-        Some(shipped.as_str()),
+        config_map
+            .data
+            .as_ref()
+            .and_then(|d| d.get("workerd.capnp")),
+        Some(&shipped),
         "the ConfigMap holds the file the tests run"
     );
-    let config_volume = pod["volumes"]
-        .as_array()
-        .unwrap()
+    let config_volume = pod
+        .volumes
         .iter()
-        .find(|v| v["name"] == "config")
+        .flatten()
+        .find(|v| v.name == "config")
         .unwrap();
     assert_eq!(
-        config_volume["configMap"]["name"],
-        config_map["metadata"]["name"]
+        config_volume.config_map.as_ref().map(|c| &c.name),
+        config_map.metadata.name.as_ref()
     );
     // The disk service "state" is the PersistentVolume's mount.
     assert!(shipped.contains(&format!(
         "(name = \"state\", disk = (path = \"{}\", writable = true))",
         mount(c, "state")
     )));
-    let claims = sts["spec"]["volumeClaimTemplates"].as_array().unwrap();
+    let claims = sts.volume_claim_templates.unwrap_or_default();
     assert_eq!(claims.len(), 1);
-    assert_eq!(claims[0]["metadata"]["name"], "state");
+    assert_eq!(claims[0].metadata.name.as_deref(), Some("state"));
 
     // Secrets from the Secret, all required (an unset one is a null binding).
     for secret in ["ADMIN_TOKEN", "METRICS_TOKEN", "EXTENDER_TOKENS"] {
-        let env = c["env"]
-            .as_array()
-            .unwrap()
+        let env = c
+            .env
             .iter()
-            .find(|e| e["name"] == secret)
+            .flatten()
+            .find(|e| e.name == secret)
             .unwrap_or_else(|| panic!("env {secret}"));
-        let r = &env["valueFrom"]["secretKeyRef"];
+        let r = env
+            .value_from
+            .as_ref()
+            .and_then(|v| v.secret_key_ref.as_ref())
+            .unwrap_or_else(|| panic!("env {secret} from a Secret"));
         assert_eq!(
-            (r["name"].as_str(), r["key"].as_str()),
-            (Some("aco-worker-secrets"), Some(secret))
+            (r.name.as_str(), r.key.as_str()),
+            ("aco-worker-secrets", secret)
         );
-        assert!(r["optional"].is_null() || r["optional"] == false);
+        assert_ne!(r.optional, Some(true));
         assert!(shipped.contains(&format!("fromEnvironment = \"{secret}\"")));
     }
-    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/livez");
-    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
-    assert_eq!(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
-    assert!(c["resources"]["requests"]["memory"].is_string());
-    assert!(c["resources"]["limits"]["memory"].is_string());
+    let http_get = |probe: &Option<_>| {
+        let probe: &aco_testkit::k8s_openapi::api::core::v1::Probe =
+            probe.as_ref().expect("a probe");
+        probe.http_get.clone().expect("an HTTP probe")
+    };
+    assert_eq!(http_get(&c.liveness_probe).path.as_deref(), Some("/livez"));
+    let ready = http_get(&c.readiness_probe);
+    assert_eq!(
+        (ready.path.as_deref(), ready.scheme.as_deref()),
+        (Some("/readyz"), Some("HTTPS"))
+    );
+    let resources = c.resources.as_ref().expect("resources");
+    for list in [&resources.requests, &resources.limits] {
+        assert!(list.as_ref().is_some_and(|l| l.contains_key("memory")));
+    }
 
     // kube-scheduler and the reporter reach it by Service name.
-    let service = object(&objects, "Service", "aco-worker");
-    let port = service["spec"]["ports"][0]["port"].as_u64().unwrap();
+    let service: Service = typed(object(&objects, "Service", "aco-worker"));
+    let port = service.spec.and_then(|s| s.ports).expect("ports")[0].port;
     let host = format!("aco-worker.kube-system.svc:{port}");
     let scheduler_secret = generated(&objects, "Secret", "aco-scheduler-config");
-    let scheduler_config = String::from_utf8(aco_testkit::kube::base64::decode(
-        scheduler_secret["data"]["scheduler-config.yaml"]
-            .as_str()
-            .unwrap(),
-    ))
-    .unwrap();
-    let scheduler: serde_yaml::Value = serde_yaml::from_str(&scheduler_config).unwrap();
-    let ext = &scheduler["extenders"][0];
-    let url_prefix = ext["urlPrefix"].as_str().unwrap();
+    let scheduler_config = secret_file(scheduler_secret, "scheduler-config.yaml");
+    let scheduler: SchedulerExtenders = serde_yaml::from_str(&scheduler_config).unwrap();
+    let ext = &scheduler.extenders[0];
+    let url_prefix = ext.url_prefix.as_str();
     assert!(
         url_prefix.starts_with(&format!("https://{host}/t/")),
         "{url_prefix}"
@@ -155,35 +185,55 @@ fn the_overlay_runs_workerd_as_the_test_kit_does_one_writer_behind_a_service() {
     assert!(aco_testkit::kube::scheduler_config::is_path_token_prefix(
         url_prefix
     ));
-    assert_eq!(ext["ignorable"].as_bool(), Some(true));
-    assert_eq!(ext["enableHTTPS"].as_bool(), Some(true));
-    let settings = generated(&objects, "ConfigMap", "aco-reporter-settings");
+    assert_eq!(ext.ignorable, Some(true));
+    assert_eq!(ext.enable_https, Some(true));
+    let settings: ConfigMap = typed(generated(&objects, "ConfigMap", "aco-reporter-settings"));
     assert_eq!(
-        settings["data"]["ACO_WORKER_URL"].as_str(),
-        Some(format!("https://{host}").as_str())
+        settings.data.as_ref().and_then(|d| d.get("ACO_WORKER_URL")),
+        Some(&format!("https://{host}"))
     );
-    let reporter = &object(&objects, "Deployment", "aco-reporter")["spec"]["template"]["spec"]
-        ["containers"][0];
-    assert!(reporter["env"]
-        .as_array()
-        .unwrap()
+    let reporter: Deployment = typed(object(&objects, "Deployment", "aco-reporter"));
+    let reporter = reporter.spec.expect("a Deployment spec").template.spec;
+    assert!(template(reporter.as_ref()).containers[0]
+        .env
         .iter()
-        .any(|e| e["name"] == "ACO_CA_FILE"));
+        .flatten()
+        .any(|e| e.name == "ACO_CA_FILE"));
     // Only kube-scheduler and the reporter (and Prometheus) may connect; the reporter may.
-    let policy = object(&objects, "NetworkPolicy", "aco-worker");
-    let from = policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchExpressions"][0]
-        ["values"]
+    let policy: NetworkPolicy = typed(object(&objects, "NetworkPolicy", "aco-worker"));
+    let ingress = policy.spec.and_then(|s| s.ingress).expect("ingress rules");
+    let from = ingress[0].from.as_ref().expect("peers")[0]
+        .pod_selector
+        .as_ref()
+        .and_then(|s| s.match_expressions.as_ref())
+        .expect("match expressions")[0]
+        .values
         .clone();
-    assert_eq!(from, serde_json::json!(["aco-scheduler", "aco-reporter"]));
-    let reporter_policy = object(&objects, "NetworkPolicy", "aco-reporter");
-    assert!(reporter_policy["spec"]["egress"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(
-            |r| r["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "aco-worker"
-                && r["ports"][0]["port"] == port
-        ));
+    assert_eq!(
+        from,
+        Some(vec!["aco-scheduler".to_owned(), "aco-reporter".to_owned()])
+    );
+    let reporter_policy: NetworkPolicy = typed(object(&objects, "NetworkPolicy", "aco-reporter"));
+    let egress = reporter_policy
+        .spec
+        .and_then(|s| s.egress)
+        .expect("egress rules");
+    assert!(egress.iter().any(|r| {
+        let to_worker = r.to.iter().flatten().take(1).any(|peer| {
+            peer.pod_selector
+                .as_ref()
+                .and_then(|s| s.match_labels.as_ref())
+                .and_then(|l| l.get("app.kubernetes.io/name"))
+                .is_some_and(|name| name == "aco-worker")
+        });
+        let on_port = r
+            .ports
+            .iter()
+            .flatten()
+            .take(1)
+            .any(|p| p.port == Some(IntOrString::Int(port)));
+        to_worker && on_port
+    }));
 }
 
 fn pods(prefix: &str, n: usize) -> Vec<Value> {
@@ -249,13 +299,13 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
     }
     api.wait_deposits(TENANT, first.len() as u64, Duration::from_secs(60))
         .await;
-    let before = api.pheromones(TENANT).await;
+    let before = api.pheromone_table(TENANT).await;
     assert!(
-        before["counters"]["decisions"].as_u64() >= Some(first.len() as u64),
-        "kube-scheduler asked workerd: {before}"
+        before.counters.decisions >= first.len() as u64,
+        "kube-scheduler asked workerd: {before:?}"
     );
     let taus = api.taus(TENANT).await;
-    assert!(!taus.is_empty(), "the trail moved: {before}");
+    assert!(!taus.is_empty(), "the trail moved: {before:?}");
     eprintln!(
         "workerd peak RSS before the restart: {:.1} MiB",
         workerd.peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
@@ -291,10 +341,10 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
         Duration::from_secs(60),
     )
     .await;
-    let after = api.pheromones(TENANT).await;
+    let after = api.pheromone_table(TENANT).await;
     assert!(
-        after["counters"]["decisions"].as_u64() >= Some((first.len() + second.len()) as u64),
-        "{after}"
+        after.counters.decisions >= (first.len() + second.len()) as u64,
+        "{after:?}"
     );
     reporter.server.assert_running();
     let logs = workerd.logs();

@@ -40,6 +40,7 @@ use aco_testkit::kube::kwok::quantity;
 use aco_testkit::kube::reporter::Reporter;
 use aco_testkit::kube::{wait_for, SchedulerConfig};
 use aco_testkit::nodes::name_of;
+use aco_testkit::pods::edit_spec;
 use serde_json::Value;
 
 /// The tenant is the namespace (no tenant label).
@@ -98,7 +99,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
 
     // Every node busy first: pods bound directly, by a scheduler nobody watches.
     for (i, n) in nodes.iter().enumerate() {
-        let mut p = pod(
+        let p = pod(
             NS,
             &format!("base-{i}"),
             PodOpts {
@@ -107,8 +108,10 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
                 ..Default::default()
             },
         );
-        p["spec"]["schedulerName"] = "preplaced".into();
-        p["spec"]["nodeName"] = name_of(n).into();
+        let p = edit_spec(p, |spec| {
+            spec.scheduler_name = Some("preplaced".into());
+            spec.node_name = Some(name_of(n));
+        });
         kube.create_pod(&p).await;
     }
     for (i, n) in nodes.iter().enumerate() {
@@ -122,7 +125,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
                 let name = name.clone();
                 async move {
                     let f = api.try_node_facts(&name).await?;
-                    (f["requested"]["value"]["cpu"].as_f64()? >= want).then_some(())
+                    (f.requested?.value.get("cpu") as f64 >= want).then_some(())
                 }
             },
         )
@@ -138,7 +141,7 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
         .iter()
         .enumerate()
         .map(|(i, (cpu, memory))| {
-            let mut p = pod(
+            let p = pod(
                 NS,
                 &format!("web-{i}"),
                 PodOpts {
@@ -147,16 +150,16 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
                     ..Default::default()
                 },
             );
-            p["spec"].as_object_mut().unwrap().remove("schedulerName");
-            p
+            edit_spec(p, |spec| spec.scheduler_name = None)
         })
         .collect();
     let names = create_pods(&kube, &pods).await;
     let placed = kube.wait_all_bound(NS, &names, TIMEOUT).await;
     for n in &names {
+        let spec = kube.pod(NS, n).await.spec.expect("a pod spec");
         assert_eq!(
-            kube.pod(NS, n).await["spec"]["schedulerName"],
-            "default-scheduler",
+            spec.scheduler_name.as_deref(),
+            Some("default-scheduler"),
             "{n}"
         );
     }

@@ -3,8 +3,11 @@
 //! prioritize (η in dollars: price, spot and load risk; equal nodes equal; scored from the
 //! isolate's copy of the colony).
 
+use aco_core::colony::DecisionExplanation;
+use aco_core::heuristic::CostTerms;
 use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
-use aco_testkit::nodes::{name_of, set_label};
+use aco_testkit::extender::{FilterResult, HostPriority};
+use aco_testkit::nodes::{allocatable_of, label_of, name_of, set_label};
 use aco_testkit::openb::{openb_nodes, priced_nodes};
 use aco_testkit::{now_ms, trail_on, StartOptions};
 use serde_json::{json, Value};
@@ -16,27 +19,16 @@ async fn full_nodes_mode_keeps_allowed_gpu_models_and_echoes_node_bytes() {
     let (body, items) = full_args(&gpu_pod("train", Some("V100M16|V100M32")), &nodes);
     let (status, text) = api.post_raw("/v1/filter", body).await;
     assert_eq!(status, 200, "{text}");
-    let reply: Value = serde_json::from_str(&text).unwrap();
+    let reply: FilterResult = serde_json::from_str(&text).unwrap();
 
-    let model = |n: &Value| {
-        n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let model = |n: &Value| label_of(n, "alibabacloud.com/gpu-card-model").unwrap();
     let expected: Vec<String> = nodes
         .iter()
         .filter(|n| model(n).starts_with("V100"))
         .map(name_of)
         .collect();
     assert_eq!(expected.len(), 4);
-    let passed: Vec<String> = reply["NodeNames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(passed, expected);
+    assert_eq!(reply.passed(), expected);
     // kube-scheduler uses the returned objects as they are: each must be the original bytes.
     for (node, item) in nodes.iter().zip(&items) {
         assert_eq!(
@@ -46,12 +38,12 @@ async fn full_nodes_mode_keeps_allowed_gpu_models_and_echoes_node_bytes() {
             name_of(node)
         );
     }
-    assert_eq!(reply["Nodes"]["items"].as_array().unwrap().len(), 4);
-    let unresolvable = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    assert_eq!(reply.items().len(), 4);
+    let unresolvable = &reply.failed_and_unresolvable_nodes;
     assert_eq!(unresolvable.len(), nodes.len() - 4);
     let t4 = nodes.iter().find(|n| model(n) == "T4").unwrap();
-    assert!(unresolvable[&name_of(t4)].as_str().unwrap().contains("T4"));
-    assert_eq!(reply["Error"], "");
+    assert!(unresolvable[&name_of(t4)].contains("T4"));
+    assert_eq!(reply.error, "");
 }
 
 #[tokio::test]
@@ -71,10 +63,20 @@ async fn nodes_sent_before_the_pod_get_the_same_replies_byte_for_byte() {
         let (status, text) = api.post_raw(verb, nodes_first.clone()).await;
         assert_eq!(status, 200, "{verb}: {text}");
         assert_eq!(text, expected, "{verb}");
-        let reply: Value = serde_json::from_str(&text).unwrap();
         let (answered, expected) = match verb {
-            "/v1/filter" => (reply["Nodes"]["items"].as_array().unwrap().len(), 4),
-            _ => (reply.as_array().unwrap().len(), nodes.len()),
+            "/v1/filter" => (
+                serde_json::from_str::<FilterResult>(&text)
+                    .unwrap()
+                    .items()
+                    .len(),
+                4,
+            ),
+            _ => (
+                serde_json::from_str::<Vec<HostPriority>>(&text)
+                    .unwrap()
+                    .len(),
+                nodes.len(),
+            ),
         };
         assert_eq!(
             answered, expected,
@@ -92,8 +94,8 @@ async fn lowercase_keys_from_old_schedulers_are_accepted() {
         gpu_pod("p", None),
         serde_json::to_string(&nodes).unwrap()
     );
-    let reply = api.post("/v1/filter", body).await;
-    assert_eq!(reply["NodeNames"].as_array().unwrap().len(), nodes.len());
+    let reply = api.filter_args(body).await;
+    assert_eq!(reply.passed().len(), nodes.len());
 }
 
 #[tokio::test]
@@ -104,26 +106,20 @@ async fn cpu_memory_and_gpu_headroom_use_requested_facts() {
     // Node a is nearly full of CPU; node b has all its GPUs taken.
     api.put_facts(json!([
         {"name": a, "requested": {"cpu": "62", "memory": "1Gi"}},
-        {"name": b, "requested": {"alibabacloud.com/gpu-count": nodes[1]["status"]["allocatable"]["alibabacloud.com/gpu-count"]}}
+        {"name": b, "requested": {"alibabacloud.com/gpu-count": allocatable_of(&nodes[1], "alibabacloud.com/gpu-count").unwrap()}}
     ]))
     .await;
     let reply = api
-        .post("/v1/filter", full_args(&gpu_pod("p", None), &nodes[..2]).0)
+        .filter_args(full_args(&gpu_pod("p", None), &nodes[..2]).0)
         .await;
-    let failed = reply["FailedNodes"].as_object().unwrap();
+    let failed = &reply.failed_nodes;
+    assert!(failed[&a].starts_with("insufficient cpu"), "{reply:?}");
     assert!(
-        failed[&a].as_str().unwrap().starts_with("insufficient cpu"),
-        "{reply}"
+        failed[&b].starts_with("insufficient alibabacloud.com/gpu-count"),
+        "{reply:?}"
     );
-    assert!(
-        failed[&b]
-            .as_str()
-            .unwrap()
-            .starts_with("insufficient alibabacloud.com/gpu-count"),
-        "{reply}"
-    );
-    assert_eq!(reply["NodeNames"], json!([]));
-    assert_eq!(reply["Nodes"]["items"], json!([]));
+    assert_eq!(reply.node_names, Some(vec![]));
+    assert_eq!(reply.nodes.map(|n| n.items), Some(vec![]));
 }
 
 #[tokio::test]
@@ -145,27 +141,18 @@ async fn names_mode_reads_stored_node_facts_and_rejects_unknown_names() {
     let body =
         json!({"Pod": gpu, "Nodes": null, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1", "ghost"]})
             .to_string();
-    let reply = api.post("/v1/filter", body).await;
-    assert_eq!(reply["NodeNames"], json!(["gpu-a10"]));
-    assert_eq!(reply["Nodes"], Value::Null);
-    assert!(reply["FailedNodes"]["ghost"]
-        .as_str()
-        .unwrap()
-        .contains("no node facts"));
-    assert!(reply["FailedAndUnresolvableNodes"]["gpu-t4"]
-        .as_str()
-        .unwrap()
-        .contains("T4"));
-    assert!(reply["FailedAndUnresolvableNodes"]["cpu-1"]
-        .as_str()
-        .unwrap()
-        .contains("GPU"));
+    let reply = api.filter_args(body).await;
+    assert_eq!(reply.node_names, Some(vec!["gpu-a10".to_owned()]));
+    assert_eq!(reply.nodes, None);
+    assert!(reply.failed_nodes["ghost"].contains("no node facts"));
+    assert!(reply.failed_and_unresolvable_nodes["gpu-t4"].contains("T4"));
+    assert!(reply.failed_and_unresolvable_nodes["cpu-1"].contains("GPU"));
 
     let cpu = pod("web", "prod", json!({}), json!({}), json!({"cpu": "1"}));
     let body = json!({"Pod": cpu, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1"]}).to_string();
     assert_eq!(
-        api.post("/v1/filter", body).await["NodeNames"],
-        json!(["gpu-a10", "gpu-t4", "cpu-1"])
+        api.filter_args(body).await.passed(),
+        ["gpu-a10", "gpu-t4", "cpu-1"]
     );
 }
 
@@ -186,17 +173,11 @@ async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
         json!({"cpu": "1"}),
     );
 
-    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
-    assert_eq!(reply["NodeNames"], json!([n0]));
-    let unresolvable = &reply["FailedAndUnresolvableNodes"];
-    assert!(
-        unresolvable[&n1].as_str().unwrap().contains("exceeds"),
-        "{reply}"
-    );
-    assert!(
-        unresolvable[&n2].as_str().unwrap().contains("unknown"),
-        "{reply}"
-    );
+    let reply = api.filter_args(full_args(&lc, &nodes).0).await;
+    assert_eq!(reply.passed(), std::slice::from_ref(&n0));
+    let unresolvable = &reply.failed_and_unresolvable_nodes;
+    assert!(unresolvable[&n1].contains("exceeds"), "{reply:?}");
+    assert!(unresolvable[&n2].contains("unknown"), "{reply:?}");
 
     // A fresh measurement wins over the label; a stale one is ignored (fail open to the label).
     let old = now_ms() - 3_600_000;
@@ -204,8 +185,8 @@ async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
         json!([{"name": n1, "latencyUs": 30}, {"name": n0, "latencyUs": 900, "observedAtMs": old}]),
     )
     .await;
-    let reply = api.post("/v1/filter", full_args(&lc, &nodes).0).await;
-    assert_eq!(reply["NodeNames"], json!([n0, n1]));
+    let reply = api.filter_args(full_args(&lc, &nodes).0).await;
+    assert_eq!(reply.passed(), [n0, n1]);
     api.metrics_containing("aco_stale_node_facts_total{verb=\"filter\"} 1")
         .await;
 
@@ -218,9 +199,9 @@ async fn latency_target_uses_fresh_facts_then_labels_and_counts_stale_facts() {
         json!({"cpu": "1"}),
     );
     assert_eq!(
-        api.post("/v1/filter", full_args(&plain, &nodes).0).await["NodeNames"]
-            .as_array()
-            .unwrap()
+        api.filter_args(full_args(&plain, &nodes).0)
+            .await
+            .passed()
             .len(),
         3
     );
@@ -247,16 +228,21 @@ async fn prioritize_prefers_cheaper_nodes_and_puts_one_of_equal_nodes_alone_at_t
 }
 
 /// The unique node at the top of a prioritize answer.
-fn answer(reply: &Value) -> String {
-    let top = reply.as_array().unwrap();
-    let max = top
+fn answer(reply: &[HostPriority]) -> String {
+    let max = reply.iter().map(|h| h.score).max().unwrap();
+    let best: Vec<&HostPriority> = reply.iter().filter(|h| h.score == max).collect();
+    assert_eq!(best.len(), 1, "one node alone at the top: {reply:?}");
+    best[0].host.clone()
+}
+
+/// The cost terms of `node` among a decision's candidates.
+fn cost_terms(why: &DecisionExplanation, node: &str) -> CostTerms {
+    why.candidates
         .iter()
-        .map(|h| h["Score"].as_i64().unwrap())
-        .max()
-        .unwrap();
-    let best: Vec<&Value> = top.iter().filter(|h| h["Score"] == max).collect();
-    assert_eq!(best.len(), 1, "one node alone at the top: {reply}");
-    best[0]["Host"].as_str().unwrap().to_owned()
+        .find(|c| c.node == node)
+        .unwrap_or_else(|| panic!("{node} is not a candidate: {why:?}"))
+        .cost_per_hour
+        .expect("cost terms recorded")
 }
 
 #[tokio::test]
@@ -287,40 +273,19 @@ async fn pods_scored_one_after_another_see_where_the_answers_before_them_went() 
             };
             api.put_facts(json!([node("small", "0.5", "8"), node("big", "2.0", "16")]))
                 .await;
-            let first = answer(
-                &api.post("/v1/prioritize", names(lc("p1", "3500m"), &both))
-                    .await,
-            );
+            let first = answer(&api.prioritize_args(names(lc("p1", "3500m"), &both)).await);
             // A guess never rejects a node: filter judges the pushed facts alone (5 of 8 CPUs
             // free by them, 1.5 if p1 is there), and kube-scheduler's own fit check is exact.
-            let fits = api
-                .post("/v1/filter", names(lc("p0", "5"), &["small"]))
-                .await;
-            assert_eq!(fits["NodeNames"], json!(["small"]), "{fits}");
-            let second = answer(
-                &api.post("/v1/prioritize", names(lc("p2", "3500m"), &both))
-                    .await,
-            );
+            let fits = api.filter_args(names(lc("p0", "5"), &["small"])).await;
+            assert_eq!(fits.passed(), ["small"], "{fits:?}");
+            let second = answer(&api.prioritize_args(names(lc("p2", "3500m"), &both)).await);
             // The filter's one passing node: kube-scheduler binds it without asking prioritize,
             // so the pod is assumed there too — 10 more CPUs on the big node.
-            let only = api
-                .post("/v1/filter", names(lc("p3", "10"), &["big"]))
-                .await;
-            assert_eq!(only["NodeNames"], json!(["big"]));
-            answer(
-                &api.post("/v1/prioritize", names(lc("p4", "500m"), &both))
-                    .await,
-            );
-            let (status, why) = api.explanation("team", "uid-team-p4").await;
-            assert_eq!(status, 200, "{why}");
-            let big = why["candidates"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["node"] == "big")
-                .unwrap()["costPerHour"]["qosRisk"]
-                .as_f64()
-                .unwrap();
+            let only = api.filter_args(names(lc("p3", "10"), &["big"])).await;
+            assert_eq!(only.passed(), ["big"]);
+            answer(&api.prioritize_args(names(lc("p4", "500m"), &both)).await);
+            let why = api.decision("team", "uid-team-p4").await;
+            let big = cost_terms(&why, "big").qos_risk;
             (first, second, big)
         }
     };
@@ -362,31 +327,20 @@ async fn spot_and_loaded_nodes_carry_their_risk_in_dollars_for_latency_critical_
     // Breaching the SLA on the loaded node costs more than the node: it ranks last.
     assert!(s[&name_of(&nodes[2])] < s[&name_of(&nodes[1])], "{s:?}");
     api.scores(&pod_of("b", "batch"), &nodes).await;
-    let terms = |e: &Value, n: &Value, term: &str| {
-        e["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["node"] == name_of(n))
-            .unwrap()["costPerHour"][term]
-            .as_f64()
-            .unwrap()
-    };
-    let (status, lc) = api.explanation("team", "uid-team-lc").await;
-    assert_eq!(status, 200, "{lc}");
-    let (status, batch) = api.explanation("team", "uid-team-b").await;
-    assert_eq!(status, 200, "{batch}");
+    let terms = |e: &DecisionExplanation, n: &Value| cost_terms(e, &name_of(n));
+    let lc = api.decision("team", "uid-team-lc").await;
+    let batch = api.decision("team", "uid-team-b").await;
     // Reclamation is priced only on the spot node, and dearer for the pod whose SLA it breaks
     // than for a batch pod that loses part of its run.
-    assert_eq!(terms(&lc, &nodes[0], "reclamationRisk"), 0.0, "{lc}");
-    assert!(terms(&lc, &nodes[1], "reclamationRisk") > 0.0, "{lc}");
+    assert_eq!(terms(&lc, &nodes[0]).reclamation_risk, 0.0, "{lc:?}");
+    assert!(terms(&lc, &nodes[1]).reclamation_risk > 0.0, "{lc:?}");
     assert!(
-        terms(&lc, &nodes[1], "reclamationRisk") > terms(&batch, &nodes[1], "reclamationRisk"),
-        "{lc} vs {batch}"
+        terms(&lc, &nodes[1]).reclamation_risk > terms(&batch, &nodes[1]).reclamation_risk,
+        "{lc:?} vs {batch:?}"
     );
     assert!(
-        terms(&lc, &nodes[2], "qosRisk") > terms(&lc, &nodes[0], "qosRisk"),
-        "{lc}"
+        terms(&lc, &nodes[2]).qos_risk > terms(&lc, &nodes[0]).qos_risk,
+        "{lc:?}"
     );
 }
 
@@ -401,17 +355,19 @@ async fn unusable_pod_annotation_keeps_the_pod_pending_with_a_reason() {
         json!({"scheduling.aco/latency-target-us": "asap"}),
         json!({}),
     );
-    let reply = api.post("/v1/filter", full_args(&p, &nodes).0).await;
-    assert_eq!(reply["NodeNames"], json!([]));
-    let reasons = reply["FailedAndUnresolvableNodes"].as_object().unwrap();
+    let reply = api.filter_args(full_args(&p, &nodes).0).await;
+    assert_eq!(reply.node_names, Some(vec![]));
+    let reasons = &reply.failed_and_unresolvable_nodes;
     assert_eq!(reasons.len(), nodes.len());
-    assert!(reasons
-        .values()
-        .all(|r| r.as_str().unwrap().contains("asap")));
+    assert!(reasons.values().all(|r| r.contains("asap")));
 }
 
-/// Binding operations a response reports (`x-aco-binding-ops`) and its JSON body.
-async fn prioritize_counting_ops(api: &Api, pod: &Value, nodes: &[Value]) -> (u64, Value) {
+/// Binding operations a response reports (`x-aco-binding-ops`) and its scores.
+async fn prioritize_counting_ops(
+    api: &Api,
+    pod: &Value,
+    nodes: &[Value],
+) -> (u64, Vec<HostPriority>) {
     let r = api
         .http
         .post(api.worker.url("/v1/prioritize"))
@@ -447,14 +403,10 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // A placement of the locally scored pod deposits exactly once, even if it overtook the
     // decision's delivery (the batch carries the isolate's unacknowledged decisions).
     let placed = json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": name_of(&nodes[2]), "outcome": "succeeded"}]);
-    let s = api.place(placed.clone()).await;
-    assert_eq!(
-        (s["deposited"].as_u64(), s["unknownPod"].as_u64()),
-        (Some(1), Some(0)),
-        "{s}"
-    );
-    let s = api.place(placed).await;
-    assert_eq!(s["duplicates"], 1, "{s}");
+    let s = api.place_summary(placed.clone()).await;
+    assert_eq!((s.deposited, s.unknown_pod), (1, 0), "{s:?}");
+    let s = api.place_summary(placed).await;
+    assert_eq!(s.duplicates, 1, "{s:?}");
     // The colony moved on; the placement batch's reply brought this isolate's copy up to date,
     // so the next decision is local too and already sees the deposit; so is the one after.
     let (ops, third) = prioritize_counting_ops(&api, &cpu("c"), &nodes).await;
@@ -467,18 +419,11 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     );
     let (ops, fourth) = prioritize_counting_ops(&api, &cpu("d"), &nodes).await;
     assert_eq!((ops, &fourth), (0, &third));
-    let table = api.pheromones("copy").await;
+    let table = api.pheromone_table("copy").await;
+    assert_eq!((table.epoch, table.counters.decisions), (1, 4), "{table:?}");
     assert_eq!(
-        (
-            table["epoch"].as_u64(),
-            table["counters"]["decisions"].as_u64()
-        ),
-        (Some(1), Some(4)),
-        "{table}"
-    );
-    assert_eq!(
-        table["pendingDecisions"], 3,
-        "a, c and d are remembered; b was confirmed: {table}"
+        table.pending_decisions, 3,
+        "a, c and d are remembered; b was confirmed: {table:?}"
     );
     api.metrics_containing("aco_colony_local_decisions_total")
         .await;
@@ -500,5 +445,5 @@ async fn with_colony_snapshot_ms_zero_every_decision_asks_the_colony() {
             "pod {p}: the colony (and the registry's admission and the node facts the first time)"
         );
     }
-    assert_eq!(api.pheromones("sync").await["counters"]["decisions"], 3);
+    assert_eq!(api.pheromone_table("sync").await.counters.decisions, 3);
 }

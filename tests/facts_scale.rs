@@ -5,9 +5,15 @@
 //! With `--features measure` also the measurements of docs/benchmarks.md and docs/cost.md
 //! (`cargo test --features measure --test facts_scale measure -- --nocapture --test-threads 1`).
 
+use aco_core::api::error::ErrorBody;
+use aco_core::api::nodes::{NodeReport, NodesReply};
+use aco_core::facts::NodeFacts;
+use aco_testkit::extender::{FilterResult, HostPriority};
 use aco_testkit::fixtures;
+use aco_testkit::nodes::name_of;
 use aco_testkit::{now_ms, StartOptions, WorkerProcess, ADMIN_TOKEN};
 use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 /// Shards of the Facts object (`aco_core::facts_shards::SHARDS`).
@@ -19,19 +25,38 @@ fn node_name(i: usize) -> String {
 
 /// A node report as aco-reporter sends it: the labels the Worker reads, allocatable, requested,
 /// latency, one utilisation sample, per-GPU free shares.
-fn report(i: usize, at_ms: u64, utilisation: f64) -> Value {
-    let gpu_type = ["A10", "T4", "V100"][i % 3];
-    json!({
+fn report(i: usize, at_ms: u64, utilisation: f64) -> NodeReport {
+    report_of(i, at_ms, utilisation, gpu_type(i), cpu_milli(i))
+}
+
+fn gpu_type(i: usize) -> &'static str {
+    ["A10", "T4", "V100"][i % 3]
+}
+
+fn cpu_milli(i: usize) -> usize {
+    1000 + (i % 17) * 500
+}
+
+/// [`report`] of a node with this GPU type and these milli-CPUs requested.
+fn report_of(
+    i: usize,
+    at_ms: u64,
+    utilisation: f64,
+    gpu_type: &str,
+    cpu_milli: usize,
+) -> NodeReport {
+    serde_json::from_value(json!({
         "name": node_name(i),
         "labels": {"aco/gpu-type": gpu_type, "aco/latency-us": format!("{}", 40 + (i % 7) * 30),
                    "aco/cost-per-hour": format!("{:.2}", 0.4 + (i % 13) as f64 * 0.25), "aco/instance-type": if i.is_multiple_of(5) { "spot" } else { "on-demand" }},
         "allocatable": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"},
-        "requested": {"cpu": format!("{}m", 1000 + (i % 17) * 500), "memory": "48Gi", "nvidia.com/gpu": format!("{}", i % 4)},
+        "requested": {"cpu": format!("{cpu_milli}m"), "memory": "48Gi", "nvidia.com/gpu": format!("{}", i % 4)},
         "latencyUs": 40 + (i % 7) * 30,
         "observedAtMs": at_ms,
         "utilisation": [{"atMs": at_ms, "value": utilisation}],
         "gpuFreeMilli": [1000, 1000, 500, 0, 0, 1000, 250, 1000],
-    })
+    }))
+    .expect("a node report")
 }
 
 fn pod(name: &str) -> Value {
@@ -44,10 +69,10 @@ struct Api {
     http: reqwest::Client,
 }
 
-/// A reply: status, JSON body, and the `x-aco-binding-ops` the invocation had spent.
+/// A reply: status, body, and the `x-aco-binding-ops` the invocation had spent.
 struct Reply {
     status: StatusCode,
-    body: Value,
+    body: String,
     ops: u32,
     /// `x-aco-wasm-memory-bytes` (only the facts routes send it), read by the measurements.
     #[cfg_attr(not(feature = "measure"), allow(dead_code))]
@@ -79,8 +104,7 @@ impl Api {
             .unwrap_or_else(|| panic!("no x-aco-binding-ops header")) as u32;
         let wasm_memory = header("x-aco-wasm-memory-bytes");
         let status = r.status();
-        let text = r.text().await.unwrap();
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let body = r.text().await.unwrap();
         Reply {
             status,
             body,
@@ -99,11 +123,11 @@ impl Api {
         .await
     }
 
-    async fn put_ok(&self, batch: &Value) -> Value {
+    async fn put_ok(&self, batch: &Value) -> NodesReply {
         let r = self.put(batch).await;
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.ops, 1, "one Durable Object request per batch");
-        r.body
+        r.json()
     }
 
     async fn verb(&self, path: &str, body: String) -> Reply {
@@ -130,7 +154,7 @@ impl Api {
         r.wasm_memory.expect("x-aco-wasm-memory-bytes")
     }
 
-    async fn node(&self, name: &str) -> Option<Value> {
+    async fn node(&self, name: &str) -> Option<NodeFacts> {
         let r = self
             .send(
                 self.http
@@ -139,14 +163,14 @@ impl Api {
             )
             .await;
         match r.status.as_u16() {
-            200 => Some(r.body),
+            200 => Some(r.json()),
             404 => None,
             s => panic!("GET /v1/nodes/{name}: {s} {}", r.body),
         }
     }
 
-    /// Names-mode filter of a small pod: the names that passed, and the reply.
-    async fn filter(&self, names: &[String]) -> (Vec<String>, Reply) {
+    /// Names-mode filter of a small pod: the reply and the binding operations it spent.
+    async fn filter(&self, names: &[String]) -> (FilterResult, u32) {
         let r = self
             .verb(
                 "/v1/filter",
@@ -154,13 +178,21 @@ impl Api {
             )
             .await;
         assert_eq!(r.status, 200, "{}", r.body);
-        let passed = r.body["NodeNames"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        (passed, r)
+        (r.json(), r.ops)
+    }
+}
+
+impl Reply {
+    /// The body read as `T` (failing with the body if it is not one).
+    fn json<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// A refusal's status and the field its error body names.
+    fn refusal(&self) -> (u16, Option<String>) {
+        let body = ErrorBody::parse(&self.body)
+            .unwrap_or_else(|| panic!("not an error body: {}", self.body));
+        (self.status.as_u16(), body.field)
     }
 }
 
@@ -170,22 +202,23 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
     let t = now_ms();
     let batch = json!({"nodes": (0..10_000).map(|i| report(i, t, 0.3 + (i % 50) as f64 / 100.0)).collect::<Vec<_>>()});
     let first = api.put_ok(&batch).await;
+    assert_eq!((first.stored, first.nodes), (10_000, 10_000), "{first:?}");
     assert_eq!(
-        (&first["stored"], &first["nodes"]),
-        (&json!(10_000), &json!(10_000)),
-        "{first}"
-    );
-    assert_eq!(
-        first["rowsWritten"], SHARDS,
-        "every shard row written once: {first}"
+        first.rows_written, SHARDS,
+        "every shard row written once: {first:?}"
     );
 
     // The hot path over 5,000 of them: one request for the cluster's snapshot (this isolate's
     // copy was marked stale by the PUT), then the rules; prioritize adds the colony's request.
     let names: Vec<String> = (0..10_000).step_by(2).map(node_name).collect();
-    let (passed, filtered) = api.filter(&names).await;
-    assert_eq!(passed.len(), 5_000, "{}", filtered.body["FailedNodes"]);
-    assert_eq!(filtered.ops, 1);
+    let (filtered, ops) = api.filter(&names).await;
+    assert_eq!(
+        filtered.passed().len(),
+        5_000,
+        "{:?}",
+        filtered.failed_nodes
+    );
+    assert_eq!(ops, 1);
     let scored = api
         .verb(
             "/v1/prioritize",
@@ -193,24 +226,19 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
         )
         .await;
     assert_eq!(scored.status, 200, "{}", scored.body);
-    assert_eq!(scored.body.as_array().unwrap().len(), 5_000);
+    assert_eq!(scored.json::<Vec<HostPriority>>().len(), 5_000);
     // 1 (colony) if this isolate's copy is still fresh, 2 if FACTS_CACHE_MS passed meanwhile.
     assert!((1..=2).contains(&scored.ops), "{}", scored.ops);
 
     // Deadband: the same report again folds no sample twice and writes no row.
     let again = api.put_ok(&batch).await;
-    assert_eq!(
-        (&again["stored"], &again["rowsWritten"]),
-        (&json!(10_000), &json!(0)),
-        "{again}"
-    );
+    assert_eq!((again.stored, again.rows_written), (10_000, 0), "{again:?}");
     // A material change of one node rewrites its shard only, and readers see it.
-    let mut moved = report(7, t, 0.37);
-    moved["labels"]["aco/gpu-type"] = json!("H100");
+    let moved = report_of(7, t, 0.37, "H100", cpu_milli(7));
     let one = api.put_ok(&json!({"nodes": [moved]})).await;
-    assert_eq!(one["rowsWritten"], 1, "{one}");
+    assert_eq!(one.rows_written, 1, "{one:?}");
     assert_eq!(
-        api.node(&node_name(7)).await.unwrap()["labels"]["aco/gpu-type"],
+        api.node(&node_name(7)).await.unwrap().labels["aco/gpu-type"],
         "H100"
     );
     let gpu = json!({"Pod": {"metadata": {"name": "g", "namespace": "scale", "annotations": {"scheduling.aco/gpu-models": "H100"}},
@@ -218,8 +246,8 @@ async fn a_report_of_10000_nodes_is_one_request_and_5000_candidates_cost_one_ope
                      "NodeNames": [node_name(6), node_name(7)]});
     let reply = api.verb("/v1/filter", gpu.to_string()).await;
     assert_eq!(
-        (reply.body["NodeNames"].clone(), reply.ops),
-        (json!([node_name(7)]), 1),
+        (reply.json::<FilterResult>().passed(), reply.ops),
+        (vec![node_name(7)], 1),
         "{}",
         reply.body
     );
@@ -239,68 +267,57 @@ async fn facts_survive_a_restart_a_bad_batch_changes_nothing_and_deleted_nodes_a
     let before = api.node(&node_name(150)).await.unwrap();
 
     // One bad report (index 150) or one bad deleted name: the whole batch is refused.
-    let mut bad: Vec<Value> = (0..300).map(|i| report(i, t + 1_000, 0.9)).collect();
-    bad[150]["utilisation"][0]["value"] = json!(1.5);
+    // (A utilisation of 1.5 is out of [0, 1].)
+    let bad: Vec<NodeReport> = (0..300)
+        .map(|i| report(i, t + 1_000, if i == 150 { 1.5 } else { 0.9 }))
+        .collect();
     let r = api
         .put(&json!({"nodes": bad, "deleted": [node_name(1)]}))
         .await;
     assert_eq!(
-        (r.status.as_u16(), &r.body["field"]),
-        (400, &json!("nodes[150].utilisation[0].value")),
+        r.refusal(),
+        (400, Some("nodes[150].utilisation[0].value".into())),
         "{}",
         r.body
     );
     let r = api
         .put(&json!({"nodes": [report(3, t + 1_000, 0.9)], "deleted": [node_name(1), "Bad_Name"]}))
         .await;
-    assert_eq!(
-        (r.status.as_u16(), &r.body["field"]),
-        (400, &json!("deleted[1]")),
-        "{}",
-        r.body
-    );
+    assert_eq!(r.refusal(), (400, Some("deleted[1]".into())), "{}", r.body);
     assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
-    assert_eq!(
-        api.node(&node_name(3)).await.unwrap()["load"]["value"]["samples"],
-        1
-    );
+    assert_eq!(samples(&api.node(&node_name(3)).await.unwrap()), 1);
     assert!(api.node(&node_name(1)).await.is_some());
 
     // 100 nodes leave the cluster.
     let gone: Vec<String> = (0..100).map(node_name).collect();
     let r = api.put_ok(&json!({"deleted": gone})).await;
-    assert_eq!(
-        (&r["forgotten"], &r["nodes"]),
-        (&json!(100), &json!(200)),
-        "{r}"
-    );
+    assert_eq!((r.forgotten, r.nodes), (100, 200), "{r:?}");
     // A change within the deadband (EMA 0.5 → 0.505) stays in memory only.
     let nudged = api
         .put_ok(&json!({"nodes": [report(150, t + 2_000, 0.51)]}))
         .await;
-    assert_eq!(nudged["rowsWritten"], 0, "{nudged}");
+    assert_eq!(nudged.rows_written, 0, "{nudged:?}");
     let in_memory = api.node(&node_name(150)).await.unwrap();
-    assert_eq!(in_memory["load"]["value"]["samples"], 2);
+    assert_eq!(samples(&in_memory), 2);
 
     api.worker.restart();
     // Every node, label and measurement survived; what a restart loses is exactly the change
     // within the deadband (the persisted record is the one before it).
-    let (passed, reply) = api.filter(&all).await;
-    assert_eq!(passed, all[100..].to_vec());
-    assert_eq!(reply.ops, 1);
+    let (reply, ops) = api.filter(&all).await;
+    assert_eq!(reply.passed(), all[100..].to_vec());
+    assert_eq!(ops, 1);
     for gone in &all[..100] {
-        assert!(
-            reply.body["FailedNodes"][gone]
-                .as_str()
-                .unwrap()
-                .contains("no node facts"),
-            "{gone}"
-        );
+        assert!(reply.failed_nodes[gone].contains("no node facts"), "{gone}");
     }
     assert!(api.node(&node_name(0)).await.is_none());
     assert_eq!(api.node(&node_name(150)).await.unwrap(), before);
-    let level = |f: &Value| f["load"]["value"]["level"].as_f64().unwrap();
+    let level = |f: &NodeFacts| f.load.as_ref().unwrap().value.level.unwrap();
     assert!((level(&in_memory) - level(&before)).abs() <= 0.02);
+}
+
+/// Utilisation samples folded into a node's load estimate.
+fn samples(facts: &NodeFacts) -> u64 {
+    facts.load.as_ref().expect("a load estimate").value.samples
 }
 
 /// Full-object mode reads each node object as it comes, keeping only what the verb needs; names
@@ -312,17 +329,22 @@ async fn full_objects_of_3000_real_nodes_filter_and_score_as_names_mode() {
     let t = now_ms();
     // What names mode reads of a node object (labels, allocatable), and what both modes read from
     // facts (requested: some nodes too busy for the pod).
-    let reports: Vec<Value> = nodes
+    let reports: Vec<NodeReport> = nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| {
-            json!({"name": n["metadata"]["name"], "labels": n["metadata"]["labels"],
-                   "allocatable": n["status"]["allocatable"], "observedAtMs": t,
-                   "requested": {"cpu": format!("{}m", (i % 11) * 9000), "memory": "16Gi"}})
+        .map(|(i, n)| NodeReport {
+            observed_at_ms: Some(t),
+            requested: Some(
+                serde_json::from_value(
+                    json!({"cpu": format!("{}m", (i % 11) * 9000), "memory": "16Gi"}),
+                )
+                .unwrap(),
+            ),
+            ..serde_json::from_value(fixtures::identity_report(n)).unwrap()
         })
         .collect();
     let pod = fixtures::bench_pod();
-    let names: Vec<&Value> = nodes.iter().map(|n| &n["metadata"]["name"]).collect();
+    let names: Vec<String> = nodes.iter().map(name_of).collect();
     let full = json!({"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": null})
         .to_string();
     let by_name = json!({"Pod": pod, "NodeNames": names}).to_string();
@@ -337,38 +359,29 @@ async fn full_objects_of_3000_real_nodes_filter_and_score_as_names_mode() {
         (f.status.as_u16(), n.status.as_u16()),
         (200, 200),
         "{} {}",
-        f.body["error"],
-        n.body["error"]
+        f.body,
+        n.body
     );
-    for key in [
-        "NodeNames",
-        "FailedNodes",
-        "FailedAndUnresolvableNodes",
-        "Error",
-    ] {
-        assert_eq!(f.body[key], n.body[key], "{key}");
-    }
-    let passed = f.body["NodeNames"].as_array().unwrap();
-    let failed = f.body["FailedNodes"].as_object().unwrap();
-    let unresolvable = f.body["FailedAndUnresolvableNodes"].as_object().unwrap();
+    let (f, n) = (f.json::<FilterResult>(), n.json::<FilterResult>());
+    // Everything but the echoed objects is the same in both modes.
+    assert_eq!(
+        FilterResult {
+            nodes: None,
+            ..f.clone()
+        },
+        n
+    );
+    let passed = f.passed();
+    let (failed, unresolvable) = (&f.failed_nodes, &f.failed_and_unresolvable_nodes);
     assert!(passed.len() > 300 && !failed.is_empty() && !unresolvable.is_empty());
     assert_eq!(passed.len() + failed.len() + unresolvable.len(), 3000);
     // Full-object mode echoes exactly the passing objects, in order, as they were sent.
-    let sent: std::collections::HashMap<&str, &Value> = nodes
-        .iter()
-        .map(|n| (n["metadata"]["name"].as_str().unwrap(), n))
-        .collect();
-    let expected: Vec<&Value> = passed
-        .iter()
-        .map(|name| sent[name.as_str().unwrap()])
-        .collect();
-    let echoed: Vec<&Value> = f.body["Nodes"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .collect();
+    let sent: std::collections::HashMap<String, &Value> =
+        nodes.iter().map(|n| (name_of(n), n)).collect();
+    let expected: Vec<&Value> = passed.iter().map(|name| sent[name]).collect();
+    let echoed: Vec<&Value> = f.items().iter().collect();
     assert_eq!(echoed, expected);
-    assert_eq!(n.body["Nodes"], Value::Null);
+    assert_eq!(n.nodes, None);
 
     let (f, n) = (
         api.verb("/v1/prioritize", full).await,
@@ -381,18 +394,10 @@ async fn full_objects_of_3000_real_nodes_filter_and_score_as_names_mode() {
         f.body,
         n.body
     );
-    assert_eq!(f.body, n.body, "every host, every score, the same order");
-    let scores: std::collections::BTreeSet<i64> = f
-        .body
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["Score"].as_i64().unwrap())
-        .collect();
-    assert!(
-        f.body.as_array().unwrap().len() == 3000 && scores.len() > 1,
-        "{scores:?}"
-    );
+    let (f, n) = (f.json::<Vec<HostPriority>>(), n.json::<Vec<HostPriority>>());
+    assert_eq!(f, n, "every host, every score, the same order");
+    let scores: std::collections::BTreeSet<i64> = f.iter().map(|h| h.score).collect();
+    assert!(f.len() == 3000 && scores.len() > 1, "{scores:?}");
 }
 
 /// docs/benchmarks.md "Worker memory": wasm linear memory of a fresh isolate (read from
@@ -501,34 +506,34 @@ async fn measure_rows_written_per_report() {
         let (mut rows, mut put_ms) = (Vec::new(), Vec::new());
         for k in 0..=REPORTS {
             let at = start + k * 15_000;
-            let nodes: Vec<Value> = (0..n)
+            let nodes: Vec<NodeReport> = (0..n)
                 .map(|i| {
                     if k > 0 && rng.random_bool(0.02) {
                         cpu[i] = (cpu[i] as i64 + rng.random_range(-2i64..=2) * 500)
                             .clamp(0, 60_000) as u32;
                     }
                     let level = 0.2 + (i % 60) as f64 / 100.0;
-                    let mut r = report(
+                    report_of(
                         i,
                         at,
                         (level + rng.random_range(-0.05..0.05)).clamp(0.0, 1.0),
-                    );
-                    r["requested"]["cpu"] = json!(format!("{}m", cpu[i]));
-                    r
+                        gpu_type(i),
+                        cpu[i] as usize,
+                    )
                 })
                 .collect();
             let started = std::time::Instant::now();
             let reply = api.put_ok(&json!({ "nodes": nodes })).await;
             put_ms.push(started.elapsed().as_secs_f64() * 1e3);
-            rows.push(reply["rowsWritten"].as_u64().unwrap());
+            rows.push(reply.rows_written);
         }
         // The hot path's snapshot fetch right after a report (every shard changed): an upper bound
         // of the Facts object's time per fetch.
         let names: Vec<String> = (0..n).map(node_name).collect();
         let started = std::time::Instant::now();
-        let (_, filtered) = api.filter(&names).await;
+        let (_, ops) = api.filter(&names).await;
         let filter_ms = started.elapsed().as_secs_f64() * 1e3;
-        assert_eq!(filtered.ops, 1);
+        assert_eq!(ops, 1);
         let steady = &rows[1..];
         let mean = steady.iter().sum::<u64>() as f64 / steady.len() as f64;
         let put_mean = put_ms[1..].iter().sum::<f64>() / (put_ms.len() - 1) as f64;
@@ -555,11 +560,11 @@ async fn measure_busy_isolates_one_facts_object_serves() {
         let at = start + k * 15_000;
         // Every node's utilisation moves beyond the deadband: every shard is rewritten.
         let u = if k % 2 == 0 { 0.2 } else { 0.6 };
-        let nodes: Vec<Value> = (0..N).map(|i| report(i, at, u)).collect();
+        let nodes: Vec<NodeReport> = (0..N).map(|i| report(i, at, u)).collect();
         let t = std::time::Instant::now();
         let reply = api.put_ok(&json!({ "nodes": nodes })).await;
         put.push(t.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(reply["rowsWritten"], SHARDS, "{reply}");
+        assert_eq!(reply.rows_written, SHARDS, "{reply:?}");
         let t = std::time::Instant::now();
         api.filter(&one).await;
         full.push(t.elapsed().as_secs_f64() * 1e3);

@@ -6,7 +6,7 @@
 use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
-use aco_testkit::prometheus::{Prometheus, ScrapeJob};
+use aco_testkit::prometheus::{Prometheus, ScrapeJob, Targets};
 use aco_testkit::state::{colony_sqlite_files, sqlite};
 use aco_testkit::{StartOptions, ADMIN_TOKEN, METRICS_TOKEN};
 use serde_json::json;
@@ -29,7 +29,7 @@ async fn metrics_report_verbs_filter_reasons_deposits_and_pheromones() {
         &nodes,
     )
     .await;
-    api.place(json!([{"podUid": "uid-metrics-team-m1", "namespace": "metrics-team", "node": name_of(&nodes[0])}])).await;
+    api.place_summary(json!([{"podUid": "uid-metrics-team-m1", "namespace": "metrics-team", "node": name_of(&nodes[0])}])).await;
     let text = api
         .metrics_containing("aco_requests_total{verb=\"placements\",code=\"200\"} 1")
         .await;
@@ -87,15 +87,8 @@ async fn a_scrape_needs_the_metrics_token_and_a_refused_one_touches_no_durable_o
         let (status, body, ops) = scrape_with(&api, authorization.as_deref()).await;
         assert_eq!((status, ops), (401, 0), "{authorization:?}: {body}");
         assert!(!body.contains("secret-team"), "{body}");
-        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert!(
-            error["error"]
-                .as_str()
-                .unwrap()
-                .to_lowercase()
-                .contains("bearer"),
-            "{body}"
-        );
+        let error = aco_testkit::api::error_body(&body);
+        assert!(error.error.to_lowercase().contains("bearer"), "{body}");
     }
     // The scrape itself is one request to the Telemetry object.
     let (status, body, ops) = scrape_with(&api, Some(&format!("Bearer {METRICS_TOKEN}"))).await;
@@ -123,7 +116,7 @@ async fn metrics_pass_promtool_with_several_tenants_invalid_input_and_a_corrupt_
             &nodes,
         )
         .await;
-        api.place(json!([{"podUid": format!("uid-{tenant}-m"), "namespace": tenant, "node": name_of(&nodes[0])}])).await;
+        api.place_summary(json!([{"podUid": format!("uid-{tenant}-m"), "namespace": tenant, "node": name_of(&nodes[0])}])).await;
     }
     // Bad input of every kind the counters see: a body that does not parse, and placements the
     // colony drops (the family every writer once wrote with its own HELP line).
@@ -198,7 +191,7 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
         &nodes,
     )
     .await;
-    api.place(json!([
+    api.place_summary(json!([
         {"podUid": "uid-scraped-p1", "namespace": "scraped", "node": name_of(&nodes[0])},
         {"podUid": "uid-scraped-p2", "namespace": "scraped", "node": name_of(&nodes[1])}
     ]))
@@ -213,8 +206,8 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
             .ok()
             .and_then(|series| series.into_iter().next())
         {
-            assert_eq!(sample["metric"]["job"], "aco");
-            assert_eq!(sample["value"][1], "2", "{sample}");
+            assert_eq!(sample.metric["job"], "aco");
+            assert_eq!(sample.value.1, "2", "{sample:?}");
             break;
         }
         assert!(
@@ -225,6 +218,6 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     // The scrape target is healthy (every scrape parsed).
-    let targets = prometheus.api("targets", &[]).await.unwrap();
-    assert_eq!(targets["activeTargets"][0]["health"], "up", "{targets}");
+    let targets: Targets = prometheus.api("targets", &[]).await.unwrap();
+    assert_eq!(targets.active_targets[0].health, "up", "{targets:?}");
 }

@@ -14,16 +14,50 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use aco_core::wire::ExtenderBindingResult;
 use aco_testkit::api::{WorkerApi, WorkerHttp};
 use aco_testkit::kube::{wait_for, Pki};
 use aco_testkit::repo_root;
 use aco_testkit::state::class_sqlite_files;
 use aco_testkit::workerd::{text_binding, WorkerdOptions, WorkerdProcess, CONFIG};
-use reqwest::Method;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// `wrangler.toml` as JSON (smol-toml, the parser the Miniflare harness reads it with).
-fn wrangler_toml() -> Value {
+/// What `wrangler.toml` declares that the self-hosted config must declare too.
+#[derive(Debug, Deserialize)]
+struct Wrangler {
+    main: String,
+    compatibility_date: String,
+    migrations: Vec<Migration>,
+    durable_objects: DurableObjects,
+    kv_namespaces: Vec<KvNamespace>,
+    vars: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Migration {
+    #[serde(default)]
+    new_sqlite_classes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DurableObjects {
+    bindings: Vec<DurableObjectBinding>,
+}
+
+#[derive(Debug, Deserialize)]
+struct DurableObjectBinding {
+    name: String,
+    class_name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct KvNamespace {
+    binding: String,
+}
+
+/// `wrangler.toml` (smol-toml, the parser the Miniflare harness reads it with).
+fn wrangler_toml() -> Wrangler {
     let out = Command::new(std::env::var_os("NODE").unwrap_or_else(|| "node".into()))
         .current_dir(repo_root())
         .args([
@@ -58,46 +92,34 @@ fn the_config_declares_what_wrangler_toml_declares() {
     };
     has(&format!(
         "compatibilityDate = \"{}\"",
-        wrangler["compatibility_date"].as_str().unwrap()
+        wrangler.compatibility_date
     ));
-    assert_eq!(wrangler["main"], "build/index.js");
+    assert_eq!(wrangler.main, "build/index.js");
     has("(name = \"index.js\", esModule = embed \"/build/index.js\")");
-    let sqlite: Vec<Value> = wrangler["migrations"]
-        .as_array()
-        .unwrap()
+    let sqlite: Vec<&String> = wrangler
+        .migrations
         .iter()
-        .flat_map(|m| {
-            m["new_sqlite_classes"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
+        .flat_map(|m| &m.new_sqlite_classes)
         .collect();
-    let bindings = wrangler["durable_objects"]["bindings"].as_array().unwrap();
+    let bindings = &wrangler.durable_objects.bindings;
     assert_eq!(bindings.len(), 4);
     for b in bindings {
-        let (name, class) = (
-            b["name"].as_str().unwrap(),
-            b["class_name"].as_str().unwrap(),
-        );
+        let (name, class) = (&b.name, &b.class_name);
         has(&format!(
             "(name = \"{name}\", durableObjectNamespace = \"{class}\")"
         ));
-        assert!(sqlite.contains(&json!(class)), "{class} is SQLite-backed");
+        assert!(sqlite.contains(&class), "{class} is SQLite-backed");
         has(&format!(
             "(className = \"{class}\", uniqueKey = \"aco-edge-extender-{class}\", enableSql = true)"
         ));
     }
-    for kv in wrangler["kv_namespaces"].as_array().unwrap() {
-        has(&format!(
-            "(name = \"{}\", kvNamespace = ",
-            kv["binding"].as_str().unwrap()
-        ));
+    for kv in &wrangler.kv_namespaces {
+        has(&format!("(name = \"{}\", kvNamespace = ", kv.binding));
     }
-    for (key, value) in wrangler["vars"].as_object().unwrap() {
+    for (key, value) in &wrangler.vars {
         assert_eq!(
             text_binding(&config, key).as_deref(),
-            value.as_str(),
+            Some(value.as_str()),
             "[vars] {key}"
         );
     }
@@ -110,10 +132,22 @@ fn the_config_declares_what_wrangler_toml_declares() {
 }
 
 /// A small CPU pod of `namespace`, its tenant chosen by label.
-fn pod(namespace: &str, name: &str, tenant: &str) -> Value {
-    json!({"metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+struct TestPod {
+    namespace: String,
+    name: String,
+    uid: String,
+    object: Value,
+}
+
+fn pod(namespace: &str, name: &str, tenant: &str) -> TestPod {
+    TestPod {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        uid: format!("uid-{name}"),
+        object: json!({"metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
                         "labels": {"scheduling.aco/tenant-id": tenant}},
-           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]}})
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}}]}}),
+    }
 }
 
 fn node(name: &str, cost: f64) -> Value {
@@ -124,32 +158,31 @@ fn node(name: &str, cost: f64) -> Value {
 
 /// Prioritizes `pod` over `names` (remembering the decision), then binds it on the top node
 /// with the bind verb, whose arguments carry no labels: the tenant comes from the KV pod index.
-async fn prioritize(api: &WorkerApi, pod: &Value, names: &[&str]) -> String {
+async fn prioritize(api: &WorkerApi, pod: &TestPod, names: &[&str]) -> String {
     let reply = api
-        .post(
-            &api.verb_path("prioritize"),
-            json!({"Pod": pod, "NodeNames": names}).to_string(),
-        )
+        .prioritize_args(json!({"Pod": pod.object, "NodeNames": names}).to_string())
         .await;
     reply
-        .as_array()
-        .unwrap()
         .iter()
-        .find(|h| h["Score"] == 10)
-        .map(|h| h["Host"].as_str().unwrap().to_owned())
-        .unwrap_or_else(|| panic!("no node at 10: {reply}"))
+        .find(|h| h.score == 10)
+        .map(|h| h.host.clone())
+        .unwrap_or_else(|| panic!("no node at 10: {reply:?}"))
 }
 
-async fn bind(api: &WorkerApi, pod: &Value, node: &str) {
-    let m = &pod["metadata"];
-    let reply = api
-        .post(
+async fn bind(api: &WorkerApi, pod: &TestPod, node: &str) {
+    let args = aco_core::wire::ExtenderBindingArgs {
+        pod_name: pod.name.clone(),
+        pod_namespace: pod.namespace.clone(),
+        pod_uid: pod.uid.clone(),
+        node: node.to_owned(),
+    };
+    let reply: ExtenderBindingResult = api
+        .post_as(
             &api.verb_path("bind"),
-            json!({"PodName": m["name"], "PodNamespace": m["namespace"], "PodUID": m["uid"], "Node": node})
-                .to_string(),
+            serde_json::to_string(&args).unwrap(),
         )
         .await;
-    assert_eq!(reply["Error"], "", "{reply}");
+    assert_eq!(reply.error, "", "{reply:?}");
 }
 
 /// Whether the KV namespace's object on disk holds `key` (read with the sqlite3 CLI beside the
@@ -219,8 +252,8 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
         "both decisions committed",
         Duration::from_secs(20),
         || async {
-            let t = api.pheromones("ml").await;
-            (t["counters"]["decisions"] == 2 && t["uncommitted"] == false).then_some(())
+            let t = api.pheromone_table("ml").await;
+            (t.counters.decisions == 2 && !t.uncommitted).then_some(())
         },
     )
     .await;
@@ -253,8 +286,10 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
     // kill -9: what a reply confirmed was committed.
     workerd.crash_and_restart().await;
     assert_eq!(trail(&api, "ml").await, after);
-    let (status, _) = api.admin(Method::GET, "/v1/nodes/n1", None).await;
-    assert_eq!(status, 200);
+    assert!(
+        api.node_facts("n1").await.is_some(),
+        "facts survived a crash"
+    );
     assert!(api.metrics().await.contains("aco_colony_decisions_total"));
 
     // One directory per Durable Object class on the volume, the KV namespace's included.

@@ -8,9 +8,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use aco_core::api::error::ErrorBody;
+use aco_core::api::nodes::NodesReply;
+use aco_core::api::pheromones::PheromoneTableReply;
+use aco_core::api::placements::PlacementsSummary;
+use aco_core::colony::DecisionExplanation;
+use aco_core::facts::NodeFacts;
 use reqwest::{Client, Method, StatusCode};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
+use crate::extender::{FilterResult, HostPriority};
 use crate::pods::pod_object;
 use crate::{StartOptions, WorkerProcess, ADMIN_TOKEN, METRICS_TOKEN};
 
@@ -187,6 +195,54 @@ pub trait WorkerHttp {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// [`WorkerHttp::post_raw`], asserting 200; the reply read as `T` (failing with the body if
+    /// it is not one).
+    async fn post_as<T: DeserializeOwned>(&self, path: &str, body: String) -> T {
+        let (status, text) = self.post_raw(path, body).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        parse(path, &text)
+    }
+
+    /// The `filter` verb of this `ExtenderArgs` body, asserting 200: the typed reply.
+    async fn filter_args(&self, body: String) -> FilterResult {
+        self.post_as(&self.verb_path("filter"), body).await
+    }
+
+    /// The `prioritize` verb of this `ExtenderArgs` body, asserting 200: the typed reply.
+    async fn prioritize_args(&self, body: String) -> Vec<HostPriority> {
+        self.post_as(&self.verb_path("prioritize"), body).await
+    }
+
+    /// An admin call asserting a 2xx reply, read as `T`.
+    async fn admin_as<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> T {
+        let (status, text) = self.admin_text(method.clone(), path, body).await;
+        assert!(
+            status.is_success(),
+            "{method} {path}: HTTP {status}: {text}"
+        );
+        parse(path, &text)
+    }
+
+    /// An admin call the Worker must refuse: its status (asserted not 2xx) and error body.
+    async fn admin_refused(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, ErrorBody) {
+        let (status, text) = self.admin_text(method.clone(), path, body).await;
+        assert!(
+            !status.is_success(),
+            "{method} {path}: HTTP {status} where a refusal was due: {text}"
+        );
+        (status, error_body(&text))
+    }
+
     /// An admin call (bearer [`ADMIN_TOKEN`]): status and text of the reply.
     async fn admin_text(
         &self,
@@ -236,12 +292,15 @@ pub trait WorkerHttp {
         assert_eq!(status, 200, "{body}");
     }
 
-    async fn put_batch(&self, batch: Value) -> (StatusCode, Value) {
-        self.admin(Method::PUT, "/v1/nodes", Some(batch)).await
+    /// `PUT /v1/nodes` of this batch: the Worker's reply, or its refusal's status and body.
+    async fn put_batch(&self, batch: Value) -> Result<NodesReply, (StatusCode, ErrorBody)> {
+        let (status, text) = self.admin_text(Method::PUT, "/v1/nodes", Some(batch)).await;
+        reply_or_refusal("/v1/nodes", status, &text)
     }
 
-    /// `PUT /v1/nodes` with a body as written (e.g. with a key repeated, which a `Value` cannot hold).
-    async fn put_batch_raw(&self, body: String) -> (StatusCode, Value) {
+    /// `PUT /v1/nodes` with a body as written (e.g. with a key repeated, which a `Value` cannot
+    /// hold): the Worker's reply, or its refusal's status and body.
+    async fn put_batch_raw(&self, body: String) -> Result<NodesReply, (StatusCode, ErrorBody)> {
         let r = self
             .http()
             .put(self.url("/v1/nodes"))
@@ -253,32 +312,28 @@ pub trait WorkerHttp {
             .unwrap();
         let status = r.status();
         let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        reply_or_refusal("/v1/nodes", status, &text)
     }
 
     /// The stored facts of one node (`None` when the Worker has none; any other answer fails).
-    async fn node_facts(&self, node: &str) -> Option<Value> {
-        let (status, body) = self
-            .admin(Method::GET, &format!("/v1/nodes/{node}"), None)
-            .await;
+    async fn node_facts(&self, node: &str) -> Option<NodeFacts> {
+        let path = format!("/v1/nodes/{node}");
+        let (status, text) = self.admin_text(Method::GET, &path, None).await;
         match status.as_u16() {
-            200 => Some(body),
+            200 => Some(parse(&path, &text)),
             404 => None,
-            _ => panic!("GET /v1/nodes/{node}: {status} {body}"),
+            _ => panic!("GET {path}: {status} {text}"),
         }
     }
 
     /// The stored facts of one node, `None` while the Worker has none or does not answer 2xx
     /// (for polling while a reporter or the Worker starts).
-    async fn try_node_facts(&self, name: &str) -> Option<Value> {
+    async fn try_node_facts(&self, name: &str) -> Option<NodeFacts> {
         self.try_get(&format!("/v1/nodes/{name}")).await
     }
 
-    /// An admin `GET`'s JSON, `None` unless it answers 2xx with JSON.
-    async fn try_get(&self, path: &str) -> Option<Value> {
+    /// An admin `GET`'s reply as `T`, `None` unless it answers 2xx with one.
+    async fn try_get<T: DeserializeOwned>(&self, path: &str) -> Option<T> {
         let r = self
             .http()
             .get(self.url(path))
@@ -294,35 +349,28 @@ pub trait WorkerHttp {
 
     /// A names-mode filter (`POST /v1/filter` with `NodeNames`, as kube-scheduler sends it with
     /// `nodeCacheCapable: true`) of `pod` over `names`: the Worker's reply, asserting 200.
-    async fn filter(&self, pod: &Value, names: &[String]) -> Value {
-        self.post(
-            &self.verb_path("filter"),
-            json!({"Pod": pod, "NodeNames": names}).to_string(),
-        )
-        .await
+    async fn filter(&self, pod: &Value, names: &[String]) -> FilterResult {
+        self.filter_args(json!({"Pod": pod, "NodeNames": names}).to_string())
+            .await
     }
 
     /// Which of `names` a names-mode (nodeCacheCapable) filter passes for a small CPU pod;
     /// the others' reasons.
-    async fn filter_names(&self, names: &[&str]) -> (Vec<String>, Value) {
+    async fn filter_names(&self, names: &[&str]) -> (Vec<String>, BTreeMap<String, String>) {
         let probe = pod("probe", "ops", json!({}), json!({}), json!({"cpu": "1"}));
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let reply = self.filter(&probe, &names).await;
-        let passed = reply["NodeNames"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap().to_string())
-            .collect();
-        (passed, reply["FailedNodes"].clone())
+        (reply.passed(), reply.failed_nodes)
     }
 
     /// The tenant's colony table, typed (`aco_core::api::pheromones`), asserting success.
-    async fn pheromone_table(
-        &self,
-        tenant: &str,
-    ) -> aco_core::api::pheromones::PheromoneTableReply {
-        serde_json::from_value(self.pheromones(tenant).await).expect("a pheromone table")
+    async fn pheromone_table(&self, tenant: &str) -> PheromoneTableReply {
+        self.admin_as(
+            Method::GET,
+            &format!("/v1/tenants/{tenant}/pheromones"),
+            None,
+        )
+        .await
     }
 
     /// The tenant's colony table (`GET /v1/tenants/{t}/pheromones`) as JSON, asserting success.
@@ -348,21 +396,22 @@ pub trait WorkerHttp {
         body
     }
 
+    /// `POST /v1/placements` of these reports, asserting 200: the typed summary.
+    async fn place_summary(&self, placements: Value) -> PlacementsSummary {
+        self.admin_as(
+            Method::POST,
+            "/v1/placements",
+            Some(json!({ "placements": placements })),
+        )
+        .await
+    }
+
     /// Scores as a map host → score.
     async fn scores(&self, pod: &Value, nodes: &[Value]) -> BTreeMap<String, i64> {
-        let reply = self
-            .post(&self.verb_path("prioritize"), full_args(pod, nodes).0)
-            .await;
-        reply
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|hp| {
-                (
-                    hp["Host"].as_str().unwrap().to_string(),
-                    hp["Score"].as_i64().unwrap(),
-                )
-            })
+        self.prioritize_args(full_args(pod, nodes).0)
+            .await
+            .into_iter()
+            .map(|hp| (hp.host, hp.score))
             .collect()
     }
 
@@ -442,6 +491,16 @@ pub trait WorkerHttp {
         .await
     }
 
+    /// A decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}`), asserting 200.
+    async fn decision(&self, tenant: &str, pod_uid: &str) -> DecisionExplanation {
+        self.admin_as(
+            Method::GET,
+            &format!("/v1/tenants/{tenant}/decisions/{pod_uid}"),
+            None,
+        )
+        .await
+    }
+
     /// node → tau for a tenant (empty when the tenant has no trail yet).
     async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
         self.pheromone_table(tenant)
@@ -450,5 +509,37 @@ pub trait WorkerHttp {
             .into_iter()
             .map(|n| (n.node, n.tau))
             .collect()
+    }
+}
+
+/// `text` read as `T`, failing with the text (what `path` answered) if it is not one.
+fn parse<T: DeserializeOwned>(path: &str, text: &str) -> T {
+    serde_json::from_str(text)
+        .unwrap_or_else(|e| panic!("{path}: not a {}: {e}: {text}", std::any::type_name::<T>()))
+}
+
+/// A refusal's body, which must be an [`ErrorBody`] and nothing more: a key the type lacks fails
+/// (read back and written again, the body must be the same JSON).
+pub fn error_body(text: &str) -> ErrorBody {
+    let body = ErrorBody::parse(text).unwrap_or_else(|| panic!("not an error body: {text}"));
+    let sent: Value = serde_json::from_str(text).expect("JSON");
+    assert_eq!(
+        serde_json::to_value(&body).expect("an error body serialises"),
+        sent,
+        "an error body has `error`, `field` and `item` only"
+    );
+    body
+}
+
+/// A 200's reply as `T`, or a refusal's status and error body.
+fn reply_or_refusal<T: DeserializeOwned>(
+    path: &str,
+    status: StatusCode,
+    text: &str,
+) -> Result<T, (StatusCode, ErrorBody)> {
+    if status == StatusCode::OK {
+        Ok(parse(path, text))
+    } else {
+        Err((status, error_body(text)))
     }
 }

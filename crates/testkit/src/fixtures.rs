@@ -98,11 +98,15 @@ pub fn extender_args_names(count: usize) -> String {
 
 /// `PUT /v1/nodes` body with the facts names mode needs for the same nodes (labels, allocatable).
 pub fn node_facts_report(count: usize) -> String {
-    let reports: Vec<Value> = nodes(count)
-        .iter()
-        .map(|n| json!({"name": n["metadata"]["name"], "labels": n["metadata"]["labels"], "allocatable": n["status"]["allocatable"]}))
-        .collect();
+    let reports: Vec<Value> = nodes(count).iter().map(identity_report).collect();
     json!({ "nodes": reports }).to_string()
+}
+
+/// The report of a v1.Node's identity as the reporter sends it (name, labels, allocatable): what
+/// names mode knows of a node that full-object mode reads from the object.
+pub fn identity_report(node: &Value) -> Value {
+    json!({"name": node["metadata"]["name"], "labels": node["metadata"]["labels"],
+           "allocatable": node["status"]["allocatable"]})
 }
 
 /// The same pod and nodes as [`extender_args`], shaped for the seed extender's request model

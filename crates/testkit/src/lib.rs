@@ -10,6 +10,7 @@
 //!   metrics-server, the reporter), one file per concern.
 //! - [`process`]: the process-group handling every launcher uses; [`state`]: the Worker's
 //!   Durable Object SQLite files on disk.
+//! - [`extender`]: the extender verbs' replies, typed and strict about their keys.
 //! - [`nodes`]: small reads and edits of node JSON.
 //! - [`pods`]: the v1.Pod envelope of both pod builders.
 //! - [`fixtures`]: real-shaped extender requests (OpenB nodes replicated to any count);
@@ -19,6 +20,7 @@
 
 #[cfg(feature = "launchers")]
 pub mod api;
+pub mod extender;
 pub mod fixtures;
 #[cfg(feature = "launchers")]
 pub mod kube;
@@ -39,6 +41,9 @@ pub mod workerd;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The Kubernetes object types the kube suites read back (the reporter's pin of k8s-openapi).
+#[cfg(feature = "launchers")]
+pub use k8s_openapi;
 #[cfg(feature = "launchers")]
 pub use worker::{trail_on, StartOptions, WorkerProcess};
 

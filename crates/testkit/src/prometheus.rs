@@ -7,9 +7,12 @@
 //! Prometheus) and the observability end-to-end test (`tests/e2e_observability.rs`: every
 //! dashboard panel's query against scrapes of the Worker and the reporter).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::process::{free_port, ProcessGroup};
@@ -159,8 +162,13 @@ impl Prometheus {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
-    /// `GET /api/v1/<path>` with `query` parameters: the reply's `data`.
-    pub async fn api(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, ApiError> {
+    /// `GET /api/v1/<path>` with `query` parameters: the reply's `data`, read as `T`
+    /// ([`Targets`], [`Rules`], or `Value`).
+    pub async fn api<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<T, ApiError> {
         let reply = self
             .http
             .get(format!("{}/api/v1/{path}", self.base_url))
@@ -168,24 +176,91 @@ impl Prometheus {
             .send()
             .await
             .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-        let body: Value = reply
+        let body: Reply<T> = reply
             .json()
             .await
-            .map_err(|e| ApiError::Unavailable(format!("reply is not JSON: {e}")))?;
-        if body["status"] != "success" {
-            return Err(ApiError::Refused {
-                error_type: body["errorType"].as_str().unwrap_or_default().to_owned(),
-                error: body["error"].as_str().unwrap_or_default().to_owned(),
-            });
+            .map_err(|e| ApiError::Unavailable(format!("reply is not one: {e}")))?;
+        match body {
+            Reply {
+                data: Some(data), ..
+            } if body.status == "success" => Ok(data),
+            _ => Err(ApiError::Refused {
+                error_type: body.error_type,
+                error: body.error,
+            }),
         }
-        Ok(body["data"].clone())
     }
 
     /// An instant query: the series of the resulting vector.
-    pub async fn query(&self, expr: &str) -> Result<Vec<Value>, ApiError> {
-        let data = self.api("query", &[("query", expr)]).await?;
-        Ok(data["result"].as_array().cloned().unwrap_or_default())
+    pub async fn query(&self, expr: &str) -> Result<Vec<Sample>, ApiError> {
+        let data: QueryData = self.api("query", &[("query", expr)]).await?;
+        Ok(data.result)
     }
+}
+
+/// The envelope of every Prometheus HTTP API reply.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Reply<T> {
+    status: String,
+    data: Option<T>,
+    #[serde(default)]
+    error_type: String,
+    #[serde(default)]
+    error: String,
+}
+
+#[derive(Deserialize)]
+struct QueryData {
+    #[serde(default)]
+    result: Vec<Sample>,
+}
+
+/// One series of an instant vector: its labels and its value at the query's time.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Sample {
+    pub metric: BTreeMap<String, String>,
+    /// Unix seconds and the value as Prometheus writes it (`"2"`, `"0.25"`, `"NaN"`).
+    pub value: (f64, String),
+}
+
+/// `GET /api/v1/targets`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Targets {
+    pub active_targets: Vec<Target>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    pub labels: BTreeMap<String, String>,
+    pub scrape_url: String,
+    /// `up`, `down` or `unknown`.
+    pub health: String,
+    pub last_error: String,
+}
+
+/// `GET /api/v1/rules`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Rules {
+    pub groups: Vec<RuleGroup>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RuleGroup {
+    pub name: String,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    pub name: String,
+    /// `ok`, `err` or `unknown` (not evaluated yet).
+    pub health: String,
+    #[serde(default)]
+    pub last_error: String,
 }
 
 /// Why an API call gave no data.

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::{wait_for, Pki};
@@ -68,7 +70,11 @@ impl Kube {
         Ok((r.status().as_u16(), r.text().await?))
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<Value, String> {
+    async fn send<T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<T, String> {
         let r = req.send().await.map_err(|e| format!("{what}: {e}"))?;
         let status = r.status();
         let text = r.text().await.map_err(|e| format!("{what}: {e}"))?;
@@ -79,6 +85,11 @@ impl Kube {
     }
 
     pub async fn get(&self, path: &str) -> Result<Value, String> {
+        self.get_as(path).await
+    }
+
+    /// `GET path` read as `T` (a k8s-openapi object, `List<Pod>`, a metrics.k8s.io reading).
+    pub async fn get_as<T: DeserializeOwned>(&self, path: &str) -> Result<T, String> {
         self.send(
             self.http.get(format!("{}{path}", self.base)),
             &format!("GET {path}"),
@@ -190,10 +201,24 @@ impl Kube {
         serde_json::from_str(&text).map_err(|e| (status, format!("{e}: {text}")))
     }
 
-    pub async fn pod(&self, ns: &str, name: &str) -> Value {
-        self.get(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
+    /// The pod `ns/name`.
+    pub async fn pod(&self, ns: &str, name: &str) -> Pod {
+        self.get_as(&format!("/api/v1/namespaces/{ns}/pods/{name}"))
             .await
             .unwrap()
+    }
+
+    /// The node `name`, typed; `None` while the API server has none (or does not answer).
+    pub async fn try_node(&self, name: &str) -> Option<Node> {
+        self.get_as(&format!("/api/v1/nodes/{name}")).await.ok()
+    }
+
+    /// The pods of `ns`, typed.
+    pub async fn typed_pods(&self, ns: &str) -> Vec<Pod> {
+        self.get_as::<k8s_openapi::List<Pod>>(&format!("/api/v1/namespaces/{ns}/pods"))
+            .await
+            .unwrap()
+            .items
     }
 
     pub async fn pods(&self, ns: &str) -> Vec<Value> {
@@ -234,10 +259,7 @@ impl Kube {
         wait_for(
             &format!("pod {ns}/{name} to be bound"),
             timeout,
-            || async move {
-                let pod = self.pod(ns, name).await;
-                pod["spec"]["nodeName"].as_str().map(str::to_owned)
-            },
+            || async move { self.pod(ns, name).await.spec?.node_name },
         )
         .await
     }
@@ -267,20 +289,14 @@ impl Kube {
             timeout,
             || async move {
                 let pod = self.pod(ns, name).await;
-                assert!(
-                    pod["spec"]["nodeName"].as_str().is_none(),
-                    "pod {ns}/{name} was bound: {}",
-                    pod["spec"]["nodeName"]
-                );
-                pod["status"]["conditions"]
-                    .as_array()?
-                    .iter()
-                    .find_map(|c| {
-                        (c["type"] == "PodScheduled"
-                            && c["status"] == "False"
-                            && c["reason"] == "Unschedulable")
-                            .then(|| c["message"].as_str().unwrap_or_default().to_owned())
-                    })
+                let node = pod.spec.and_then(|s| s.node_name);
+                assert!(node.is_none(), "pod {ns}/{name} was bound: {node:?}");
+                pod.status?.conditions?.into_iter().find_map(|c| {
+                    (c.type_ == "PodScheduled"
+                        && c.status == "False"
+                        && c.reason.as_deref() == Some("Unschedulable"))
+                    .then(|| c.message.unwrap_or_default())
+                })
             },
         )
         .await

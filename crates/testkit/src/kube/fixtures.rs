@@ -175,7 +175,7 @@ impl Env {
                         self.api
                             .try_node_facts(&name)
                             .await
-                            .filter(|f| f["requested"].is_object())
+                            .filter(|f| f.requested.is_some())
                     }
                 },
             )

@@ -250,3 +250,12 @@ pub fn reporter_args(objects: &[Value]) -> Vec<String> {
         .map(|a| a.iter().map(|s| s.as_str().unwrap().to_owned()).collect())
         .unwrap_or_default()
 }
+
+/// The file `key` of a rendered Secret, decoded. (kustomize wraps a Secret's base64 at 70
+/// columns, which the API server accepts and k8s-openapi's `ByteString` refuses.)
+pub fn secret_file(secret: &Value, key: &str) -> String {
+    let data = secret["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key} in the Secret"));
+    String::from_utf8(super::base64::decode(data)).expect("a UTF-8 file")
+}

@@ -15,9 +15,13 @@
 //!   `GET /apis/metrics.k8s.io/v1beta1/nodes` answers through the kube-apiserver as in a real
 //!   cluster.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+use serde_json::json;
 
 use super::base64::encode as base64;
 use super::{strings, wait_ready, ControlPlane, Server};
@@ -344,12 +348,42 @@ pub struct Usage {
 }
 
 impl Usage {
-    pub fn of(usage: &Value) -> Option<Usage> {
+    pub fn of(usage: &BTreeMap<String, Quantity>) -> Option<Usage> {
         Some(Usage {
-            cpu_cores: quantity(usage["cpu"].as_str()?)?,
-            memory_bytes: quantity(usage["memory"].as_str()?)?,
+            cpu_cores: quantity(&usage.get("cpu")?.0)?,
+            memory_bytes: quantity(&usage.get("memory")?.0)?,
         })
     }
+}
+
+/// `metrics.k8s.io/v1beta1` NodeMetrics (k8s-openapi has no type for the metrics API).
+#[derive(Clone, Debug, Deserialize)]
+pub struct NodeMetrics {
+    pub metadata: ObjectMeta,
+    /// RFC 3339, when the window ended.
+    pub timestamp: String,
+    /// A duration (`"15.023s"`).
+    pub window: String,
+    pub usage: BTreeMap<String, Quantity>,
+}
+
+/// `metrics.k8s.io/v1beta1` PodMetrics.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PodMetrics {
+    pub metadata: ObjectMeta,
+    pub containers: Vec<ContainerMetrics>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct ContainerMetrics {
+    pub name: String,
+    pub usage: BTreeMap<String, Quantity>,
+}
+
+/// A list of metrics.k8s.io objects.
+#[derive(Clone, Debug, Deserialize)]
+pub struct MetricsList<T> {
+    pub items: Vec<T>,
 }
 
 /// A Kubernetes quantity as a number (`3499484044n` → 3.499484044, `2Gi` → 2147483648,

@@ -44,6 +44,13 @@ pub use server::{wait_for, wait_ready, Server};
 
 pub const SCHEDULER_NAME: &str = "aco-scheduler";
 
+/// A Kubernetes object built or rendered as JSON, read as its k8s-openapi type (`Pod`, `Node`,
+/// `StatefulSet`, …), failing with the object if it is not one.
+pub fn typed<T: serde::de::DeserializeOwned>(object: &serde_json::Value) -> T {
+    serde_json::from_value(object.clone())
+        .unwrap_or_else(|e| panic!("not a {}: {e}: {object}", std::any::type_name::<T>()))
+}
+
 pub(crate) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
