@@ -279,7 +279,7 @@ async fn two_clusters_share_one_deployment_without_their_node_names_or_tenants_c
             None
         )
         .await
-        .1["epoch"],
+        .1["counters"]["deposits"],
         1
     );
     assert_eq!(
@@ -289,7 +289,7 @@ async fn two_clusters_share_one_deployment_without_their_node_names_or_tenants_c
             None
         )
         .await
-        .1["epoch"],
+        .1["counters"]["deposits"],
         0
     );
     // Series of a named cluster carry its label.

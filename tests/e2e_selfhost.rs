@@ -254,8 +254,9 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
         before["counters"]["decisions"].as_u64() >= Some(first.len() as u64),
         "kube-scheduler asked workerd: {before}"
     );
-    let taus = api.taus(TENANT).await;
-    assert!(!taus.is_empty(), "the trail moved: {before}");
+    // Every binding confirmed; the trail holds what outcomes taught (none while the pods run).
+    assert_eq!(before["confirmedPods"], first.len() as u64, "{before}");
+    let trails = api.trails(TENANT).await;
     eprintln!(
         "workerd peak RSS before the restart: {:.1} MiB",
         workerd.peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
@@ -264,9 +265,13 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
     // A restart on the same state directory (a rollout, a rescheduled pod on its volume).
     workerd.restart().await;
     assert_eq!(
-        api.taus(TENANT).await,
-        taus,
+        api.trails(TENANT).await,
+        trails,
         "the trail survived the restart"
+    );
+    assert_eq!(
+        api.pheromones(TENANT).await["confirmedPods"],
+        first.len() as u64
     );
     assert_eq!(api.deposits(TENANT).await, first.len() as u64);
     for n in &nodes {

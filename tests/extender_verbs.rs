@@ -6,7 +6,7 @@
 use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
 use aco_testkit::nodes::{name_of, set_label};
 use aco_testkit::openb::{openb_nodes, priced_nodes};
-use aco_testkit::{now_ms, trail_on, StartOptions};
+use aco_testkit::{now_ms, StartOptions};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -431,7 +431,7 @@ async fn prioritize_counting_ops(api: &Api, pod: &Value, nodes: &[Value]) -> (u6
 #[tokio::test]
 async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and_learning_is_unchanged(
 ) {
-    let api = Api::start(trail_on());
+    let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
     let cpu = |p: &str| pod(p, "copy", json!({}), json!({}), json!({"cpu": "1"}));
     // The first decision of a tenant in this isolate asks the colony (and seeds the copy)...
@@ -444,9 +444,18 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // same scores (the colony has not changed), the decision sent after the response.
     let (ops, second) = prioritize_counting_ops(&api, &cpu("b"), &nodes).await;
     assert_eq!((ops, &second), (0, &first));
-    // A placement of the locally scored pod deposits exactly once, even if it overtook the
-    // decision's delivery (the batch carries the isolate's unacknowledged decisions).
-    let placed = json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": name_of(&nodes[2]), "outcome": "succeeded"}]);
+    // A placement of the locally scored pod, failed on the node answered at the top, counts
+    // exactly once, even if it overtook the decision's delivery (the batch carries the
+    // isolate's unacknowledged decisions).
+    let top = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["Score"] == 10)
+        .map(|h| h["Host"].as_str().unwrap().to_string())
+        .unwrap();
+    let placed =
+        json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": top, "outcome": "failed"}]);
     let s = api.place(placed.clone()).await;
     assert_eq!(
         (s["deposited"].as_u64(), s["unknownPod"].as_u64()),
@@ -459,18 +468,13 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // so the next decision is local too and already sees the deposit; so is the one after.
     let (ops, third) = prioritize_counting_ops(&api, &cpu("c"), &nodes).await;
     assert_eq!(ops, 0);
-    assert_ne!(
-        third,
-        first,
-        "the deposit on {} changed the scores",
-        name_of(&nodes[2])
-    );
+    assert_ne!(third, first, "the failure on {top} changed the scores");
     let (ops, fourth) = prioritize_counting_ops(&api, &cpu("d"), &nodes).await;
     assert_eq!((ops, &fourth), (0, &third));
     let table = api.pheromones("copy").await;
     assert_eq!(
         (
-            table["epoch"].as_u64(),
+            table["counters"]["deposits"].as_u64(),
             table["counters"]["decisions"].as_u64()
         ),
         (Some(1), Some(4)),

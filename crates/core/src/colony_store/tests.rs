@@ -303,7 +303,7 @@ fn a_late_outcome_counts_once_across_a_reload() {
     assert_eq!(loaded.colony(), store.colony());
     let again = loaded.placements(&[failed], 1_050, &config);
     assert_eq!((again.outcomes, again.duplicates), (0, 1));
-    assert_eq!(loaded.colony().outcomes["a"].failures, 1.0);
+    assert_eq!(loaded.colony().pheromones.trails["a"].failures, 1.0);
 }
 
 #[test]
