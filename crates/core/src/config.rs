@@ -117,11 +117,13 @@ config_keys! {
     // --- colony: τ^α·η^β ---
     /// The trail's weight in `τ^α·η^β`, where τ = `exp(−learned $/h / COST_REFERENCE)` is what
     /// the tenant's outcomes on the node taught (`colony/pheromone.rs`) and η the same of what
-    /// the facts say. The default is `BETA`'s, 2, because at `α = β` a learned dollar weighs
-    /// what a seen one does, and that is what the learning earns: where nodes fail pods for
-    /// reasons no fact shows, 53–91% fewer pods failed by those faults than η alone at the same
-    /// cost (±1.4%), and where nothing is hidden the colony places exactly as η alone, since
-    /// nothing is learned (docs/simulation.md "The trail: what the colony learns"). 0 is η alone.
+    /// the facts say. The default is `BETA`'s, 2: at `α = β` a learned dollar weighs what a seen
+    /// one does, and that keeps what the learning earns. Where 3% of the nodes fail pods for
+    /// reasons no fact shows, 53–90% fewer pods were failed by them than under η alone (`ALPHA`
+    /// 0), at −0.2% to +1.7% of its cost; where nothing is hidden nothing is learned against any
+    /// node and the colony places exactly as η alone; α of 1 or 4 changes these by a pod or a
+    /// few (docs/simulation.md "The trail: what the colony learns"). The one place this reason
+    /// is given; the README and the docs point here.
     alpha: f64 = "ALPHA", number, 2.0,
         check(
             finite_at_least_zero,
@@ -397,7 +399,7 @@ pub struct ConfigError {
 
 /// Vars of earlier versions, refused with what replaced them (silently ignoring one would
 /// change scoring without a word).
-const REPLACED_VARS: [(&str, &str); 3] = [
+const REPLACED_VARS: [(&str, &str); 8] = [
     (
         "SPOT_PENALTY",
         "spot capacity is priced by its pool's interruption rate (SPOT_INTERRUPTION_BAND_LABEL, \
@@ -411,7 +413,16 @@ const REPLACED_VARS: [(&str, &str); 3] = [
         "LATENCY_CRITICAL_HEADROOM_PENALTY",
         "low headroom is a breach probability priced at SLA_VIOLATION_COST",
     ),
+    ("RHO", TRAIL_FROM_OUTCOMES),
+    ("DEPOSIT_Q", TRAIL_FROM_OUTCOMES),
+    ("TAU_INITIAL", TRAIL_FROM_OUTCOMES),
+    ("TAU_MIN", TRAIL_FROM_OUTCOMES),
+    ("TAU_MAX", TRAIL_FROM_OUTCOMES),
 ];
+
+/// Why the deposit-per-placement trail's vars are gone.
+const TRAIL_FROM_OUTCOMES: &str =
+    "the trail is learned from outcomes and evaporates with OUTCOME_HALF_LIFE_MS; ALPHA weighs it";
 
 /// Below a minute, a replayed placement could outlive its confirmation and deposit twice.
 pub const MIN_CONFIRMED_TTL_MS: u64 = 60_000;
@@ -805,6 +816,8 @@ mod tests {
         for (pairs, key) in [
             (vec![("Q0", "fast")], "Q0"),
             (vec![("Q0", "1.5")], "Q0"),
+            (vec![("RHO", "0.05")], "RHO"),
+            (vec![("TAU_MAX", "10")], "TAU_MAX"),
             (vec![("TENANT_SOURCE", "pod")], "TENANT_SOURCE"),
             (vec![("SPOT_LABELS", "novalue")], "SPOT_LABELS"),
             (vec![("FACTS_TTL_MS", "-1")], "FACTS_TTL_MS"),
