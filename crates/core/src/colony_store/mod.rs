@@ -691,8 +691,8 @@ impl ColonyStore {
         self.touch(now_ms);
     }
 
-    /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod,
-    /// reliability from outcomes; τ is never touched.
+    /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod, and
+    /// their outcomes deposited on the trail (the shadow placements themselves deposit nothing).
     pub fn shadow(&mut self, items: &[ShadowItem], now_ms: u64, config: &Config) -> ShadowReply {
         let mut out = ShadowReply::default();
         let mut outcomes = false;
