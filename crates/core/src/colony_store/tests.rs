@@ -203,6 +203,14 @@ fn place_ended(key: &str, node: &str, label: OutcomeLabel) -> PlacementItem {
     }
 }
 
+/// A colony that scored pod p and learned its failure on node a (at 20 ms).
+fn failed_once_on_a(config: &Config) -> ColonyStore {
+    let mut store = ColonyStore::new(1);
+    store.record_decisions(vec![decision_for("p", 10, config)], true, 10, config);
+    store.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, config);
+    store
+}
+
 #[test]
 fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     let config = Config::default();
@@ -821,9 +829,7 @@ fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node(
 fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing() {
     let config = Config::default();
     let mut db = Tables::default();
-    let mut source = ColonyStore::new(1);
-    source.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
-    source.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, &config);
+    let source = failed_once_on_a(&config);
     let state = source.export();
     assert!(!state.colony.pheromones.trails.is_empty());
 
@@ -862,9 +868,7 @@ fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing(
 fn a_colony_stored_with_the_old_deposit_table_keeps_its_trail_and_drops_the_table() {
     let config = Config::default();
     let mut db = Tables::default();
-    let mut store = ColonyStore::new(1);
-    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
-    store.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, &config);
+    let mut store = failed_once_on_a(&config);
     commit(&mut store, &mut db, 20, &config);
     assert!(
         !db.snapshot.is_empty(),
