@@ -263,8 +263,20 @@ async fn two_clusters_share_one_deployment_without_their_node_names_or_tenants_c
     assert_eq!((s.deposited, s.held), (0, 1), "{s:?}");
     let table =
         |path: &'static str| api.admin_as::<PheromoneTableReply>(reqwest::Method::GET, path, None);
-    assert_eq!(table("/c/east/v1/tenants/ml/pheromones").await.epoch, 1);
-    assert_eq!(table("/c/west/v1/tenants/ml/pheromones").await.epoch, 0);
+    assert_eq!(
+        table("/c/east/v1/tenants/ml/pheromones")
+            .await
+            .counters
+            .deposits,
+        1
+    );
+    assert_eq!(
+        table("/c/west/v1/tenants/ml/pheromones")
+            .await
+            .counters
+            .deposits,
+        0
+    );
     // Series of a named cluster carry its label.
     let text = api
         .metrics_containing("aco_colony_deposits_total{cluster=\"east\",tenant=\"ml\"} 1")

@@ -101,7 +101,7 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         .await;
     assert_eq!(status, 400);
     assert_eq!(body.field.as_deref(), Some("placements[1].outcome"));
-    assert_eq!(api.pheromone_table("iso").await.epoch, 0);
+    assert_eq!(api.pheromone_table("iso").await.counters.deposits, 0);
     let (status, body) = api
         .admin_refused(
             reqwest::Method::GET,

@@ -41,7 +41,7 @@ async fn colony_state_survives_a_restart_of_the_runtime() {
     api.worker.restart();
     let after = api.pheromones("keep").await;
     assert_eq!(after["nodes"], before["nodes"]);
-    assert_eq!(after["epoch"], 2);
+    assert_eq!(after["counters"]["deposits"], 2);
     assert_eq!(after["pendingDecisions"], 1);
     // The third decision is still remembered and still deposits; confirmations survived (a
     // replay is a duplicate); node facts survived too.
@@ -60,7 +60,7 @@ async fn colony_state_survives_a_restart_of_the_runtime() {
         (Some(0), Some(1)),
         "{replay}"
     );
-    assert_eq!(api.pheromones("keep").await["epoch"], 3);
+    assert_eq!(api.pheromones("keep").await["counters"]["deposits"], 3);
     let body = json!({"Pod": pod("q", "keep", json!({}), json!({"scheduling.aco/latency-target-us": "20"}), json!({})), "NodeNames": ["persisted-node"]});
     assert_eq!(
         api.post("/v1/filter", body.to_string()).await["NodeNames"],
@@ -136,7 +136,7 @@ async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(api.pheromones("corrupt").await["epoch"], 0);
+    assert_eq!(api.pheromones("corrupt").await["counters"]["deposits"], 0);
 }
 
 /// Sends `count` prioritize calls for distinct pods of `tenant` (8 at a time).
@@ -257,7 +257,7 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
         "{body}"
     );
     assert_eq!(
-        api.pheromones("ml").await["epoch"],
+        api.pheromones("ml").await["counters"]["deposits"],
         0,
         "the rejected batch changed nothing"
     );

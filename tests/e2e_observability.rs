@@ -559,9 +559,15 @@ mod e2e {
                 "60s",
                 "--shadow-scheduler-names",
                 "default-scheduler",
+                // A pod Running and Ready this long is a success: an outcome, the trail's
+                // deposit, so that the pheromone panel has a series.
+                "--healthy-after",
+                "5s",
             ],
             false,
         );
+        // The CPU node runs its pods (a fake kubelet): the only node whose pods reach an end.
+        let _kwok = cp.start_kwok().await;
         let rules_dir = tempfile::tempdir().unwrap();
         let rules = write_rules_file(rules_dir.path());
         let prometheus = Prometheus::start_with_rules(
@@ -582,7 +588,7 @@ mod e2e {
             .map(|(i, n)| label_node(n, 1.0 + i as f64 * 0.5, 200, false))
             .collect();
         let cpu = openb_cpu_nodes();
-        nodes.push(label_node(cpu[0].clone(), 0.5, 300, false));
+        nodes.push(kwok_node(label_node(cpu[0].clone(), 0.5, 300, false)));
         let doomed = label_node(cpu[1].clone(), 0.4, 300, false);
         for n in nodes.iter().chain([&doomed]) {
             cp.kube.create_node(n).await;

@@ -277,7 +277,13 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
     for n in &nodes {
         kube.create_node(n).await;
     }
-    let mut reporter = Reporter::start(&cp, &api.base, "reporter", &["--no-node-metrics"], false);
+    let mut reporter = Reporter::start(
+        &cp,
+        &api.base,
+        "reporter",
+        &["--no-node-metrics", "--healthy-after", "5s"],
+        false,
+    );
     reporter
         .wait_nodes_reported(nodes.len(), Duration::from_secs(90))
         .await;
@@ -304,8 +310,21 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
         before.counters.decisions >= first.len() as u64,
         "kube-scheduler asked workerd: {before:?}"
     );
-    let taus = api.taus(TENANT).await;
-    assert!(!taus.is_empty(), "the trail moved: {before:?}");
+    // Every binding confirmed; the pods run healthy (`--healthy-after`), and those outcomes are
+    // what the trail holds.
+    assert_eq!(before.confirmed_pods, first.len() as u64, "{before:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let trails = loop {
+        let trails = api.trails(TENANT).await;
+        if !trails.is_empty() {
+            break trails;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no outcome reached the trail"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     eprintln!(
         "workerd peak RSS before the restart: {:.1} MiB",
         workerd.peak_rss_bytes().unwrap_or(0) as f64 / (1 << 20) as f64
@@ -314,9 +333,13 @@ async fn kube_scheduler_schedules_through_self_hosted_workerd_and_a_restart_keep
     // A restart on the same state directory (a rollout, a rescheduled pod on its volume).
     workerd.restart().await;
     assert_eq!(
-        api.taus(TENANT).await,
-        taus,
+        api.trails(TENANT).await,
+        trails,
         "the trail survived the restart"
+    );
+    assert_eq!(
+        api.pheromone_table(TENANT).await.confirmed_pods,
+        first.len() as u64
     );
     assert_eq!(api.deposits(TENANT).await, first.len() as u64);
     for n in &nodes {

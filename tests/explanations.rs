@@ -72,9 +72,8 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
     let nodes = priced_nodes();
     // Three models allowed: the fourth node is rejected by GPU model.
     let allowed: Vec<String> = nodes[..3].iter().map(gpu_model).collect();
-    let tau = api.pheromones("research").await["tauInitialNow"]
-        .as_f64()
-        .unwrap();
+    // Nothing learned yet: τ is 1 on every node.
+    let tau = 1.0;
     // The first decision of the tenant asks the colony (PrioritizeRequest carries the filter's
     // rejections); the second is scored from the isolate's copy and sent after the response.
     for pod_name in ["first", "second"] {

@@ -9,7 +9,7 @@ use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
 use aco_testkit::extender::{FilterResult, HostPriority};
 use aco_testkit::nodes::{allocatable_of, label_of, name_of, set_label};
 use aco_testkit::openb::{openb_nodes, priced_nodes};
-use aco_testkit::{now_ms, trail_on, StartOptions};
+use aco_testkit::{now_ms, StartOptions};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -387,7 +387,7 @@ async fn prioritize_counting_ops(
 #[tokio::test]
 async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and_learning_is_unchanged(
 ) {
-    let api = Api::start(trail_on());
+    let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
     let cpu = |p: &str| pod(p, "copy", json!({}), json!({}), json!({"cpu": "1"}));
     // The first decision of a tenant in this isolate asks the colony (and seeds the copy)...
@@ -400,9 +400,16 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // same scores (the colony has not changed), the decision sent after the response.
     let (ops, second) = prioritize_counting_ops(&api, &cpu("b"), &nodes).await;
     assert_eq!((ops, &second), (0, &first));
-    // A placement of the locally scored pod deposits exactly once, even if it overtook the
-    // decision's delivery (the batch carries the isolate's unacknowledged decisions).
-    let placed = json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": name_of(&nodes[2]), "outcome": "succeeded"}]);
+    // A placement of the locally scored pod, failed on the node answered at the top, counts
+    // exactly once, even if it overtook the decision's delivery (the batch carries the
+    // isolate's unacknowledged decisions).
+    let top = first
+        .iter()
+        .find(|h| h.score == 10)
+        .map(|h| h.host.clone())
+        .unwrap();
+    let placed =
+        json!([{"podUid": "uid-copy-b", "namespace": "copy", "node": top, "outcome": "failed"}]);
     let s = api.place_summary(placed.clone()).await;
     assert_eq!((s.deposited, s.unknown_pod), (1, 0), "{s:?}");
     let s = api.place_summary(placed).await;
@@ -411,16 +418,15 @@ async fn prioritize_scores_from_the_isolate_copy_without_a_colony_round_trip_and
     // so the next decision is local too and already sees the deposit; so is the one after.
     let (ops, third) = prioritize_counting_ops(&api, &cpu("c"), &nodes).await;
     assert_eq!(ops, 0);
-    assert_ne!(
-        third,
-        first,
-        "the deposit on {} changed the scores",
-        name_of(&nodes[2])
-    );
+    assert_ne!(third, first, "the failure on {top} changed the scores");
     let (ops, fourth) = prioritize_counting_ops(&api, &cpu("d"), &nodes).await;
     assert_eq!((ops, &fourth), (0, &third));
     let table = api.pheromone_table("copy").await;
-    assert_eq!((table.epoch, table.counters.decisions), (1, 4), "{table:?}");
+    assert_eq!(
+        (table.counters.deposits, table.counters.decisions),
+        (1, 4),
+        "{table:?}"
+    );
     assert_eq!(
         table.pending_decisions, 3,
         "a, c and d are remembered; b was confirmed: {table:?}"

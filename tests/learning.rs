@@ -1,19 +1,18 @@
-//! Learning on the built Worker in Miniflare: only confirmed placements deposit (`/v1/placements`,
-//! `/v1/bind`), once per pod, tenants isolated; outcomes count once; unknown pods and tenants
-//! change nothing; a batch failing in one tenant is retried exactly.
+//! Learning on the built Worker in Miniflare: placements are confirmed once per pod
+//! (`/v1/placements`, `/v1/bind`) and only their outcomes deposit on the trail, once, tenants
+//! isolated; unknown pods and tenants change nothing; a batch failing in one tenant is retried
+//! exactly.
 
 use aco_testkit::api::{pod, Api, WorkerHttp};
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
-use aco_testkit::{trail_on, StartOptions};
+use aco_testkit::StartOptions;
 use serde_json::{json, Value};
 
 #[tokio::test]
-async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
-    let api = Api::start(trail_on());
+async fn only_outcomes_deposit_and_tenants_are_isolated() {
+    let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
-    // Dear (1.20/h against 0.45/h) but not so dear that a rounded score could not rise.
-    let expensive = name_of(&nodes[2]);
     let tenant_pod = |tenant: &str, i: usize| {
         pod(
             &format!("p{i}"),
@@ -27,6 +26,12 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
     let baseline_a = api.scores(&tenant_pod("alpha", 0), &nodes).await;
     let baseline_b = api.scores(&tenant_pod("beta", 0), &nodes).await;
     assert_eq!(baseline_a, baseline_b);
+    // The node the colony likes best: where failures will show.
+    let best = baseline_a
+        .iter()
+        .max_by_key(|(_, s)| **s)
+        .map(|(n, _)| n.clone())
+        .unwrap();
     // Scoring alone never deposits, however often.
     for i in 1..=20 {
         api.scores(&tenant_pod("alpha", i), &nodes).await;
@@ -34,41 +39,60 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
     let table = api.pheromones("alpha").await;
     assert_eq!(
         (
-            table["epoch"].as_u64(),
+            table["counters"]["deposits"].as_u64(),
             table["nodes"].as_array().unwrap().len()
         ),
         (Some(0), 0),
         "{table}"
     );
 
-    // Confirmed placements of alpha's pods on the expensive node move alpha's trail only.
-    let placements: Vec<Value> = (1..=20)
-        .map(|i| json!({"podUid": format!("uid-shared-ns-p{i}"), "namespace": "shared-ns", "name": format!("p{i}"), "tenant": "alpha", "node": expensive}))
-        .collect();
+    // Confirmed placements of alpha's pods are counted, and teach nothing by themselves.
+    let placement = |i: usize| json!({"podUid": format!("uid-shared-ns-p{i}"), "namespace": "shared-ns", "name": format!("p{i}"), "tenant": "alpha", "node": best});
+    let placements: Vec<Value> = (1..=20).map(placement).collect();
     let summary = api.place(json!(placements)).await;
     assert_eq!(summary["deposited"], 20, "{summary}");
     let table = api.pheromones("alpha").await;
-    assert_eq!(table["epoch"], 20);
-    assert_eq!(table["nodes"][0]["node"], expensive);
-    // Deposits are worth less on a dear node (quality × exp(−cost)), but its trail now stands
-    // above what every unreinforced node has.
-    assert!(
-        table["nodes"][0]["tau"].as_f64().unwrap() > table["tauInitialNow"].as_f64().unwrap(),
-        "{table}"
+    assert_eq!(table["counters"]["deposits"], 20);
+    assert_eq!(
+        table["nodes"],
+        json!([]),
+        "a placement deposits nothing: {table}"
     );
+    assert_eq!(
+        api.scores(&tenant_pod("alpha", 0), &nodes).await,
+        baseline_a
+    );
+
+    // Their outcomes do: the pods failed there, alpha's trail on that node falls.
+    let failed: Vec<Value> = (1..=20)
+        .map(|i| {
+            let mut p = placement(i);
+            p["outcome"] = json!("failed");
+            p
+        })
+        .collect();
+    let summary = api.place(json!(failed)).await;
+    assert_eq!(summary["outcomes"], 20, "{summary}");
+    let table = api.pheromones("alpha").await;
+    assert_eq!(table["nodes"][0]["node"], best.as_str(), "{table}");
+    assert!(table["nodes"][0]["tau"].as_f64().unwrap() < 1.0, "{table}");
 
     let after_a = api.scores(&tenant_pod("alpha", 99), &nodes).await;
     // The same pod as the baseline: among equal nodes the answer's top is told apart by the pod.
     let after_b = api.scores(&tenant_pod("beta", 0), &nodes).await;
     assert!(
-        after_a[&expensive] > baseline_a[&expensive],
+        after_a[&best] < baseline_a[&best],
         "{after_a:?} vs {baseline_a:?}"
     );
     assert_eq!(after_b, baseline_b);
-    assert_eq!(api.pheromones("beta").await["epoch"], 0);
+    assert_eq!(api.pheromones("beta").await["nodes"], json!([]));
 
     // A repeated or unknown report deposits nothing more.
-    let again = api.place(json!([placements[0].clone(), {"podUid": "never-scored", "tenant": "alpha", "node": expensive}])).await;
+    let again = api
+        .place(
+            json!([failed[0].clone(), {"podUid": "never-scored", "tenant": "alpha", "node": best}]),
+        )
+        .await;
     assert_eq!(
         (
             again["deposited"].as_u64(),
@@ -78,7 +102,10 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
         (Some(0), Some(1), Some(1)),
         "{again}"
     );
-    assert_eq!(api.pheromones("alpha").await["epoch"], 20);
+    assert_eq!(
+        api.pheromones("alpha").await["counters"]["failedOutcomes"],
+        20
+    );
 
     // Reset clears the tenant's colony.
     let (status, _) = api
@@ -89,7 +116,11 @@ async fn only_confirmed_placements_deposit_and_tenants_are_isolated() {
         )
         .await;
     assert_eq!(status, 200);
-    assert_eq!(api.pheromones("alpha").await["epoch"], 0);
+    let table = api.pheromones("alpha").await;
+    assert_eq!(
+        (&table["counters"]["deposits"], &table["nodes"]),
+        (&json!(0), &json!([]))
+    );
 }
 
 #[tokio::test]
@@ -104,8 +135,11 @@ async fn bind_verb_records_the_placement() {
     assert_eq!(reply, json!({"Error": ""}));
     let table = api.pheromones("shop").await;
     assert_eq!(
-        (table["epoch"].as_u64(), table["nodes"][0]["node"].as_str()),
-        (Some(1), Some(target.as_str())),
+        (
+            table["counters"]["deposits"].as_u64(),
+            table["confirmedPods"].as_u64()
+        ),
+        (Some(1), Some(1)),
         "{table}"
     );
 }
@@ -128,8 +162,11 @@ async fn bind_verb_finds_label_chosen_tenants_through_the_bind_index() {
         api.post("/v1/bind", args.to_string()).await,
         json!({"Error": ""})
     );
-    assert_eq!(api.pheromones("storefront").await["epoch"], 1);
-    assert_eq!(api.pheromones("shop").await["epoch"], 0);
+    assert_eq!(
+        api.pheromones("storefront").await["counters"]["deposits"],
+        1
+    );
+    assert_eq!(api.pheromones("shop").await["counters"]["deposits"], 0);
 }
 
 /// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod,
@@ -180,11 +217,16 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         v
     };
 
-    // The placement, delivered three times (and twice more inside one batch), deposits once.
+    // The placement, delivered three times (and twice more inside one batch), counts once.
     let first = api.place(json!([placed("p1", &x)])).await;
     assert_eq!(first["received"], 1);
     assert_eq!(tally(&first), (1, 0, 0, 0, 0, 0), "{first}");
     let after_deposit = api.pheromones("replay").await;
+    assert_eq!(
+        after_deposit["nodes"],
+        json!([]),
+        "a placement deposits nothing"
+    );
     for _ in 0..2 {
         assert_eq!(
             tally(&api.place(json!([placed("p1", &x)])).await),
@@ -196,7 +238,7 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         (0, 0, 2, 0, 0, 0)
     );
     let table = api.pheromones("replay").await;
-    assert_eq!(table["epoch"], 1);
+    assert_eq!(table["counters"]["deposits"], 1);
     assert_eq!(table["nodes"], after_deposit["nodes"]);
     assert_eq!(
         (
@@ -207,8 +249,7 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         "{table}"
     );
 
-    // The pod's fate, reported later: reliability of the confirmed node moves once, and its
-    // deposit is revised to the outcome's quality, once.
+    // The pod's fate, reported later: deposited on the confirmed node's trail, once.
     assert_eq!(
         tally(
             &api.place(json!([with_outcome("p1", &x, json!("failed"))]))
@@ -238,14 +279,15 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         (Some(0.0), Some(1.0)),
         "{table}"
     );
-    // As if the deposit had been Q × 0: τ_initial (1.0) evaporated over one epoch.
+    // One failure: reliability 9/11 against the prior's 0.9; τ for the reference (batch) pod
+    // prices half of the difference per $ (faded by the moments since: a hair higher).
     let tau = trail["tau"].as_f64().unwrap();
+    let one_failure = (-(0.9 - 9.0 / 11.0) / 2.0f64).exp();
     assert!(
-        (tau - 0.95).abs() < 1e-9,
-        "τ after a failed outcome: {tau} (was {})",
-        trail_of(&after_deposit, &x)["tau"]
+        tau >= one_failure && tau - one_failure < 1e-6,
+        "τ after a failed outcome: {tau}, want {one_failure}"
     );
-    assert_eq!(table["epoch"], 1, "a revision passes no epoch");
+    assert_eq!(table["counters"]["deposits"], 1);
     assert_eq!(table["counters"]["lateOutcomes"], 1);
 
     // An outcome naming another node than the confirmed one changes nothing; placement and
@@ -274,7 +316,7 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
             .all(|t| t["node"] != y.as_str()),
         "{table}"
     );
-    assert_eq!(table["epoch"], 2);
+    assert_eq!(table["counters"]["deposits"], 2);
 }
 
 #[tokio::test]
@@ -293,9 +335,13 @@ async fn an_outcome_for_a_pod_we_never_scored_changes_nothing() {
     assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 1, 0, 0, 0));
     let after = api.pheromones("fate").await;
     assert_eq!(
-        (&after["epoch"], &after["nodes"], &after["pendingDecisions"]),
         (
-            &before["epoch"],
+            &after["counters"]["deposits"],
+            &after["nodes"],
+            &after["pendingDecisions"]
+        ),
+        (
+            &before["counters"]["deposits"],
             &before["nodes"],
             &before["pendingDecisions"]
         )
@@ -316,7 +362,10 @@ async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_erro
     assert_eq!(tally(&body), (0, 0, 0, 0, 0, 1));
     let table = api.pheromones("brand-new").await;
     assert_eq!(
-        (table["epoch"].as_u64(), table["tenant"].as_str()),
+        (
+            table["counters"]["deposits"].as_u64(),
+            table["tenant"].as_str()
+        ),
         (Some(0), Some("brand-new")),
         "{table}"
     );
@@ -356,7 +405,7 @@ async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
     assert_eq!(body["tenants"]["t-b"]["committed"], false, "{body}");
     assert_eq!(body["tenants"]["t-c"]["committed"], true, "{body}");
     assert_eq!(
-        api.pheromones("t-b").await["epoch"],
+        api.pheromones("t-b").await["counters"]["deposits"],
         0,
         "the failed tenant's commit was rolled back"
     );
@@ -366,11 +415,8 @@ async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
     for tenant in ["t-a", "t-b", "t-c"] {
         let table = api.pheromones(tenant).await;
         assert_eq!(
-            (
-                table["epoch"].as_u64(),
-                table["counters"]["deposits"].as_u64()
-            ),
-            (Some(3), Some(3)),
+            table["counters"]["deposits"].as_u64(),
+            Some(3),
             "{tenant}: {table}"
         );
         assert_eq!(table["pendingDecisions"], 0);
@@ -416,14 +462,7 @@ async fn a_thousand_concurrent_placements_of_one_pod_deposit_exactly_once() {
         .sum();
     assert_eq!((deposited, duplicates), (1, 999));
     let table = api.pheromones("race").await;
-    assert_eq!(
-        (
-            table["epoch"].as_u64(),
-            table["counters"]["deposits"].as_u64()
-        ),
-        (Some(1), Some(1)),
-        "{table}"
-    );
+    assert_eq!(table["counters"]["deposits"].as_u64(), Some(1), "{table}");
 }
 
 #[tokio::test]
@@ -437,7 +476,10 @@ async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_
     let s = api.place(json!(batch)).await;
     assert_eq!(tally(&s), (0, 0, 0, 0, 0, 5), "{s}");
     for i in 0..5 {
-        assert_eq!(api.pheromones(&format!("fresh-{i}")).await["epoch"], 0);
+        assert_eq!(
+            api.pheromones(&format!("fresh-{i}")).await["counters"]["deposits"],
+            0
+        );
     }
 }
 
@@ -465,13 +507,12 @@ async fn a_placement_that_overtakes_its_decision_is_held_and_deposits_when_the_d
     let table = api.pheromones("overtake").await;
     assert_eq!(
         (
-            table["epoch"].as_u64(),
             table["counters"]["deposits"].as_u64(),
             table["pendingDecisions"].as_u64(),
             table["heldPlacements"].as_u64(),
             table["confirmedPods"].as_u64()
         ),
-        (Some(1), Some(1), Some(0), Some(0), Some(1)),
+        (Some(1), Some(0), Some(0), Some(1)),
         "{table}"
     );
     assert_eq!(tally(&api.place(placed).await), (0, 0, 1, 0, 0, 0));

@@ -29,7 +29,8 @@ async fn metrics_report_verbs_filter_reasons_deposits_and_pheromones() {
         &nodes,
     )
     .await;
-    api.place_summary(json!([{"podUid": "uid-metrics-team-m1", "namespace": "metrics-team", "node": name_of(&nodes[0])}])).await;
+    // A placement with its outcome: confirmed, and the failure deposited on the node's trail.
+    api.place_summary(json!([{"podUid": "uid-metrics-team-m1", "namespace": "metrics-team", "node": name_of(&nodes[0]), "outcome": "failed"}])).await;
     let text = api
         .metrics_containing("aco_requests_total{verb=\"placements\",code=\"200\"} 1")
         .await;

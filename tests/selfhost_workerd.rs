@@ -199,9 +199,10 @@ fn kv_on_disk_has(state_dir: &Path, key: &str) -> bool {
         })
 }
 
-/// node → tau of a tenant, and its deposits.
-async fn trail(api: &WorkerApi, tenant: &str) -> (BTreeMap<String, f64>, u64) {
-    (api.taus(tenant).await, api.deposits(tenant).await)
+/// node → the stored trail of a tenant, and its confirmed placements.
+type Trails = BTreeMap<String, (f64, f64, u64, Option<f64>)>;
+async fn trail(api: &WorkerApi, tenant: &str) -> (Trails, u64) {
+    (api.trails(tenant).await, api.deposits(tenant).await)
 }
 
 #[tokio::test]
@@ -258,9 +259,14 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
     )
     .await;
     bind(&api, &first, &top).await;
+    // The pod failed there: the reporter's outcome is the trail's deposit.
+    let outcome = api
+        .place(json!([{"podUid": "uid-first", "namespace": "web", "tenant": "ml", "node": top, "outcome": "failed"}]))
+        .await;
+    assert_eq!(outcome["outcomes"], 1, "{outcome}");
     let before = wait_for("the first deposit", Duration::from_secs(20), || async {
         let t = trail(&api, "ml").await;
-        (t.1 == 1).then_some(t)
+        (t.1 == 1 && !t.0.is_empty()).then_some(t)
     })
     .await;
     assert!(before.0.contains_key("n1"), "{before:?}");
@@ -272,7 +278,7 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
     assert!(api.node_facts("n3").await.is_some(), "facts survived");
     assert_eq!(trail(&api, "ml").await, before, "the trail survived");
     bind(&api, &second, &second_top).await;
-    let after = wait_for("the second deposit", Duration::from_secs(20), || async {
+    let after = wait_for("the second placement", Duration::from_secs(20), || async {
         let t = trail(&api, "ml").await;
         (t.1 == 2).then_some(t)
     })

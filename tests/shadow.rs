@@ -221,7 +221,7 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
 }
 
 #[tokio::test]
-async fn an_outcome_updates_reliability_once_and_tau_stays_initial() {
+async fn an_outcome_deposits_once_and_a_shadow_placement_nothing() {
     let api = Api::start(StartOptions::default());
     api.put_facts(facts(None)["nodes"].clone()).await;
     let (_, first, _) = shadow(&api, "", json!([report("p1", None, "c-expensive")])).await;
@@ -252,13 +252,24 @@ async fn an_outcome_updates_reliability_once_and_tau_stays_initial() {
     );
 
     let table = api.pheromones("team").await;
-    // Learning follows real outcomes only: reliability moved (one failure counted once), and no
-    // shadow pod deposited: no trail, no epoch, τ everywhere still τ_initial (1.0).
+    // Learning follows real outcomes only: the one failure was deposited on its node's trail,
+    // once; no shadow placement was confirmed or deposited anything.
     assert_eq!(table["counters"]["failedOutcomes"], 1, "{table}");
     assert_eq!(table["counters"]["deposits"], 0, "{table}");
-    assert_eq!(table["epoch"], 0, "{table}");
-    assert_eq!(table["nodes"], json!([]), "{table}");
-    assert_eq!(table["tauInitialNow"], 1.0, "{table}");
+    let trails = table["nodes"].as_array().unwrap();
+    let names: Vec<&str> = trails.iter().map(|t| t["node"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["c-expensive", "b-mid"],
+        "the failed node first: {table}"
+    );
+    assert_eq!(
+        (&trails[0]["failures"], &trails[1]["successes"]),
+        (&json!(1.0), &json!(1.0)),
+        "{table}"
+    );
+    assert!(trails[0]["tau"].as_f64().unwrap() < 1.0, "{table}");
+    assert_eq!(trails[1]["tau"], 1.0, "a success costs nothing: {table}");
     assert_eq!(summary(&api, "", "team").await["pods"], 2);
 }
 

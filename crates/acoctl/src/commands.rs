@@ -122,18 +122,14 @@ fn trails(client: &Client, out: Output, tenant: &str) -> Result<String, Failure>
     }
     let c = &t.counters;
     let mut text = format!(
-        "tenant {} (cluster {}): {} trails, epoch {}, version {}, τ without a trail {:.4} (τ in [{}, {}], ρ {})\n\
-         decisions {}, deposits {}, placed elsewhere than answered {}, failed outcomes {}; pending {}, held {}, \
+        "tenant {} (cluster {}): {} trails, version {}; τ learned from outcomes, for a batch pod paying \
+         COST_REFERENCE $/h on the node (1 = nothing learned against it)\n\
+         decisions {}, confirmed placements {}, placed elsewhere than answered {}, failed outcomes {}; pending {}, held {}, \
          confirmed pods {}, explained pods {}{}\n\n",
         t.tenant,
         client.cluster,
         t.nodes.len(),
-        t.epoch,
         t.version,
-        t.tau_initial_now,
-        t.bounds.tau_min,
-        t.bounds.tau_max,
-        t.bounds.rho,
         c.decisions,
         c.deposits,
         c.placements_elsewhere,
@@ -154,12 +150,20 @@ fn trails(client: &Client, out: Output, tenant: &str) -> Result<String, Failure>
                 format!("{:.2}", n.successes),
                 format!("{:.2}", n.failures),
                 n.reliability.map_or("–".into(), |r| format!("{r:.4}")),
+                n.slowdown.map_or("–".into(), |s| format!("{s:.3}")),
             ]
         })
         .collect();
-    let numbers = ["TAU", "SUCCESSES", "FAILURES", "RELIABILITY"];
+    let numbers = ["TAU", "SUCCESSES", "FAILURES", "RELIABILITY", "SLOWDOWN"];
     text.push_str(&table::render(
-        &["NODE", "TAU", "SUCCESSES", "FAILURES", "RELIABILITY"],
+        &[
+            "NODE",
+            "TAU",
+            "SUCCESSES",
+            "FAILURES",
+            "RELIABILITY",
+            "SLOWDOWN",
+        ],
         &numbers,
         &rows,
     ));

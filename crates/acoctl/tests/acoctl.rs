@@ -9,9 +9,8 @@ use std::process::{Command, Output};
 
 use aco_core::api::pheromones::PheromoneTableReply;
 use aco_testkit::api::{pod, Api, WorkerHttp};
-use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
-use aco_testkit::{trail_on, ADMIN_TOKEN};
+use aco_testkit::{StartOptions, ADMIN_TOKEN};
 use serde_json::{json, Value};
 
 /// `acoctl --url <worker> args…` with the admin token in `ACO_ADMIN_TOKEN`.
@@ -72,16 +71,21 @@ fn path_str(p: &Path) -> &str {
 #[tokio::test]
 async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_a_mismatch_changes_nothing(
 ) {
-    // τ counts in the scores (ALPHA=1), so a colony that learned scores unlike a fresh one.
-    let a = Api::start(trail_on());
+    // τ counts in the scores, so a colony that learned scores unlike a fresh one.
+    let a = Api::start(StartOptions::default());
     let nodes = priced_nodes();
-    let expensive = name_of(&nodes[3]);
     let fresh = a.scores(&tenant_pod(0), &nodes).await;
+    // The pods fail on the node the colony liked best: its trail falls.
+    let failing = fresh
+        .iter()
+        .max_by_key(|(_, s)| **s)
+        .map(|(n, _)| n.clone())
+        .unwrap();
     for i in 1..=20 {
         a.scores(&tenant_pod(i), &nodes).await;
     }
     let placements: Vec<Value> = (1..=20)
-        .map(|i| json!({"podUid": format!("uid-team-ns-p{i}"), "namespace": "team-ns", "name": format!("p{i}"), "tenant": "ml", "node": expensive}))
+        .map(|i| json!({"podUid": format!("uid-team-ns-p{i}"), "namespace": "team-ns", "name": format!("p{i}"), "tenant": "ml", "node": failing, "outcome": "failed"}))
         .collect();
     assert_eq!(a.place(json!(placements)).await["deposited"], 20);
     let probe = tenant_pod(100);
@@ -96,12 +100,13 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
     assert_eq!(tenants, json!({"cluster": "default", "tenants": ["ml"]}));
     let table = ok(acoctl(&a, &["trails", "ml"]));
     assert!(
-        table.contains("NODE") && table.contains(&expensive),
+        table.contains("NODE") && table.contains(&failing),
         "{table}"
     );
     let trails: PheromoneTableReply =
         serde_json::from_str(&ok(acoctl(&a, &["-o", "json", "trails", "ml"]))).unwrap();
-    assert_eq!(trails.nodes[0].node, expensive);
+    assert_eq!(trails.nodes[0].node, failing);
+    assert!(trails.nodes[0].tau < 1.0, "{trails:?}");
     assert_eq!(trails.counters.deposits, 20);
 
     let dir = tempfile::tempdir().unwrap();
@@ -110,7 +115,7 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
     assert!(summary.contains("exported tenant ml"), "{summary}");
 
     // A fresh Worker: the import makes its colony answer as the exporting one.
-    let b = Api::start(trail_on());
+    let b = Api::start(StartOptions::default());
     assert_eq!(b.scores(&tenant_pod(0), &nodes).await, fresh);
     let out = ok(acoctl(&b, &["import", "ml", "--file", path_str(&file)]));
     assert!(out.contains("imported"), "{out}");
@@ -123,7 +128,7 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
     .unwrap();
     assert_eq!(again["changed"], false, "{again}");
     assert_eq!(b.pheromone_table("ml").await.version, version);
-    assert_eq!(b.taus("ml").await, a.taus("ml").await);
+    assert_eq!(b.trails("ml").await, a.trails("ml").await);
     assert_eq!(b.scores(&probe, &nodes).await, learned);
     let version = b.pheromone_table("ml").await.version;
 
@@ -140,7 +145,7 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
         &["--cluster", "eu", "import", "ml", "--file", path_str(&file)],
     ));
     assert!(err.contains("(field cluster)"), "{err}");
-    assert!(b.taus("web").await.is_empty());
+    assert!(b.trails("web").await.is_empty());
     // One number of the state changed, every other byte as exported.
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.matches(r#""deposits":20"#).count(), 1, "{text}");
@@ -152,14 +157,14 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
     .unwrap();
     let (_, err) = refused(acoctl(&b, &["import", "ml", "--file", path_str(&tampered)]));
     assert!(err.contains("(field checksum)"), "{err}");
-    assert_eq!(b.taus("ml").await, a.taus("ml").await);
+    assert_eq!(b.trails("ml").await, a.trails("ml").await);
     assert_eq!(b.pheromone_table("ml").await.version, version);
     // Under another name when told.
     ok(acoctl(
         &b,
         &["import", "web", "--allow-rename", "--file", path_str(&file)],
     ));
-    assert_eq!(b.taus("web").await, a.taus("ml").await);
+    assert_eq!(b.trails("web").await, a.trails("ml").await);
 
     // The clusters the Worker serves: the default, and `eu` (admitted by the refused import).
     let clusters: Value =
@@ -171,12 +176,12 @@ async fn an_export_imported_into_a_fresh_worker_answers_prioritize_the_same_and_
     // A reset needs --yes; then the colony starts over.
     assert_eq!(refused(acoctl(&b, &["reset", "web"])).0, 2);
     ok(acoctl(&b, &["reset", "web", "--yes"]));
-    assert!(b.taus("web").await.is_empty());
+    assert!(b.trails("web").await.is_empty());
 }
 
 #[tokio::test]
 async fn the_token_comes_from_the_environment_or_a_file_and_a_wrong_one_is_refused() {
-    let api = Api::start(trail_on());
+    let api = Api::start(StartOptions::default());
     let (code, err) = refused(acoctl_with(&api, &["tenants"], None));
     assert_eq!(code, 2);
     assert!(err.contains("ACO_ADMIN_TOKEN"), "{err}");

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::colony::{tie_rank, Outcome, TenantColony};
+use crate::colony::{log_desirability, tie_rank, Outcome, TenantColony};
 use crate::config::Config;
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
@@ -150,19 +150,14 @@ impl<'a> ShadowCluster<'a> {
                 continue;
             }
             let features = features_of(state, &footprint, config, self.outlook, &mut memo);
-            let total = eta_terms(
+            let terms = eta_terms(
                 &features,
                 pod.workload,
-                colony
-                    .outcomes_at(&state.name, self.now_ms, config)
-                    .as_ref(),
+                colony.trail_at(&state.name, self.now_ms, config).as_ref(),
                 config,
-            )
-            .total();
+            );
             // Prioritize's ranking (`relative_desirabilities`), in log space.
-            let tau = colony.pheromones.tau(&state.name, config);
-            let d = config.alpha * tau.ln() - config.beta * total / config.cost_reference;
-            let d = if d.is_nan() { f64::NEG_INFINITY } else { d };
+            let d = log_desirability(&terms, config);
             // Prioritize's answer: the most desirable node, equal ones told apart as
             // `colony::single_out_top` does.
             let wins = best.as_ref().is_none_or(|(b, f)| {
@@ -316,10 +311,10 @@ pub struct ShadowReport<'a> {
 }
 
 /// Applies one shadow report to the tenant's colony and summary, given what is remembered of the
-/// pod (`record`, updated in place). Learning follows real outcomes only: an outcome moves the
-/// node's reliability (as a placement's outcome does), and nothing ever deposits pheromone — the
-/// colony did not decide, so τ stays as it is. Idempotent per pod key: every replay is a
-/// duplicate; an outcome applies once, to the node the pod was seen on.
+/// pod (`record`, updated in place). Learning follows real outcomes only: an outcome is deposited
+/// on the node's trail as a placement's outcome is (what a pod did on a node is evidence about
+/// the node, whoever placed it); the shadow placement itself deposits nothing. Idempotent per pod
+/// key: every replay is a duplicate; an outcome applies once, to the node the pod was seen on.
 pub fn report(
     colony: &mut TenantColony,
     summary: &mut ShadowSummary,
@@ -377,7 +372,7 @@ pub fn report(
 mod tests {
     use super::*;
     use crate::api::nodes::NodeReport;
-    use crate::colony::{PheromoneTable, Trail};
+    use crate::colony::PheromoneTable;
     use crate::heuristic::OutcomeStats;
     use crate::k8s::PodView;
 
@@ -415,11 +410,7 @@ mod tests {
         colony: &TenantColony,
     ) -> Result<ShadowVerdict, NotScored> {
         let facts: HashMap<String, NodeFacts> = nodes.into_iter().collect();
-        // The trail on (`ALPHA` 1; the default 0 scores by η alone).
-        let config = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+        let config = Config::default();
         let outlook = ClusterOutlook::from_facts(facts.values(), Default::default(), NOW, &config);
         ShadowCluster::new(&facts, &outlook, NOW, &config).score(pod, chosen, colony, &config)
     }
@@ -497,12 +488,8 @@ mod tests {
     }
 
     #[test]
-    fn the_colony_choice_is_prioritizes_argmax_with_tau_and_outcomes_and_ties_by_name() {
-        // The trail on (ALPHA defaults to 0, η alone).
-        let config = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+    fn the_colony_choice_is_prioritizes_argmax_with_the_trail_and_ties_by_name() {
+        let config = Config::default();
         let nodes = || {
             vec![
                 node("b", 1.0, "0", None),
@@ -518,38 +505,25 @@ mod tests {
                 .colony_choice,
             "a"
         );
-        // A trail on c outweighs the tie.
+        // Failures on a and b (a's worse): c wins, then b over a.
+        let failed = |n: f64| OutcomeStats {
+            successes: 0.0,
+            failures: n,
+            as_of_ms: NOW,
+            ..OutcomeStats::default()
+        };
         let mut trails = PheromoneTable::default();
-        trails
-            .trails
-            .insert("c".into(), Trail { tau: 3.0, epoch: 0 });
+        trails.trails.insert("a".into(), failed(5.0));
+        trails.trails.insert("b".into(), failed(1.0));
         let with_tau = TenantColony {
             pheromones: trails,
             ..Default::default()
         };
         let v = verdict(nodes(), &p, "c", &with_tau).unwrap();
         assert!(v.agree && v.colony_choice == "c", "{v:?}");
-        // Failures on a lower reliability: b wins over a.
-        let mut outcomes = std::collections::BTreeMap::new();
-        outcomes.insert(
-            "a".to_string(),
-            OutcomeStats {
-                successes: 0.0,
-                failures: 5.0,
-                as_of_ms: NOW,
-                ..OutcomeStats::default()
-            },
-        );
-        let v = verdict(
-            nodes(),
-            &p,
-            "c",
-            &TenantColony {
-                outcomes,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut without_c = with_tau.clone();
+        without_c.pheromones.trails.insert("c".into(), failed(9.0));
+        let v = verdict(nodes(), &p, "c", &without_c).unwrap();
         assert_eq!(v.colony_choice, "b");
         // The same ranking as prioritize's scores.
         let facts: HashMap<String, NodeFacts> = nodes().into_iter().collect();
@@ -627,7 +601,7 @@ mod tests {
     }
 
     #[test]
-    fn reports_count_once_outcomes_apply_once_and_tau_never_moves() {
+    fn reports_count_once_and_only_outcomes_deposit_once() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut s = ShadowSummary::default();
@@ -667,7 +641,7 @@ mod tests {
         }
         assert_eq!(s.pods, 1);
         assert_eq!(
-            c.outcomes["a"],
+            c.pheromones.trails["a"],
             OutcomeStats {
                 successes: 0.0,
                 failures: 1.0,
@@ -675,13 +649,11 @@ mod tests {
                 ..OutcomeStats::default()
             }
         );
-        assert!(!c.outcomes.contains_key("b"));
         assert_eq!(
-            c.pheromones,
-            PheromoneTable::default(),
-            "no deposit, no epoch"
+            c.pheromones.trails.keys().collect::<Vec<_>>(),
+            ["a"],
+            "the outcome is the only deposit"
         );
-        assert_eq!(c.pheromones.tau("a", &config), config.tau_initial);
         assert_eq!(
             r,
             Some(ShadowRecord {
@@ -706,7 +678,7 @@ mod tests {
             ShadowEffect::NotFeasible { outcome: true }
         );
         assert_eq!(
-            (c.outcomes["b"].successes, s.not_feasible, s.pods),
+            (c.pheromones.trails["b"].successes, s.not_feasible, s.pods),
             (1.0, 1, 1)
         );
         let mut r3 = None;

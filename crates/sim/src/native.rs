@@ -194,6 +194,9 @@ pub struct NativeScheduler {
     nodes: NodeCaches,
     scored: bool,
     ties: (usize, usize),
+    /// The latest time the event loop gave this scheduler: when the trails are read (they
+    /// evaporate), as the Worker reads them at its request's time.
+    now_ms: u64,
 }
 
 impl NativeScheduler {
@@ -210,6 +213,7 @@ impl NativeScheduler {
             nodes: NodeCaches::default(),
             scored: false,
             ties: (0, 0),
+            now_ms: 0,
         }
     }
 
@@ -222,9 +226,10 @@ impl NativeScheduler {
         s
     }
 
-    /// Per-tenant (node, τ) best first (the colony's trails).
+    /// Per-tenant (node, τ) of the colony's trails now, as `colony::PheromoneTable::snapshot`
+    /// orders them.
     pub fn pheromones_snapshot(&self) -> TenantTrails {
-        policy::colony::trails(self.pipeline.colonies_ref(), &self.config)
+        policy::colony::trails(self.pipeline.colonies_ref(), self.now_ms, &self.config)
     }
 
     /// Per tenant, each node's slowdown learned from the outcomes (`OutcomeStats::slowdown`).
@@ -372,6 +377,7 @@ impl Scheduler for NativeScheduler {
     }
 
     fn report(&mut self, world: &World, reports: &[NodeReport], now_ms: u64) -> Result<(), Error> {
+        self.now_ms = self.now_ms.max(now_ms);
         self.ensure(world);
         let (config, nodes) = (&self.config, &mut self.nodes);
         self.pipeline.update(|facts, pools| {
@@ -404,6 +410,7 @@ impl Scheduler for NativeScheduler {
         batch: &ReportBatch,
         now_ms: u64,
     ) -> Result<(), Error> {
+        self.now_ms = self.now_ms.max(now_ms);
         if self.nodes.reference {
             return self.report(world, &batch.to_wire(world), now_ms);
         }
@@ -486,6 +493,7 @@ impl Scheduler for NativeScheduler {
         now_ms: u64,
         tie: &mut StdRng,
     ) -> Result<Option<usize>, Error> {
+        self.now_ms = self.now_ms.max(now_ms);
         self.ensure(world);
         let settled = self.pipeline.settle(now_ms, &self.config);
         self.nodes.forget_assumed(self.pipeline.facts(), settled);
@@ -579,7 +587,9 @@ impl Scheduler for NativeScheduler {
         now_ms: u64,
     ) -> Result<(), Error> {
         // `scored` mirrors kube-scheduler: prioritize runs only with ≥ 2 feasible nodes, so a
-        // pod with a single feasible node has no remembered decision and deposits nothing.
+        // pod with a single feasible node has no remembered decision, and its outcome teaches
+        // nothing.
+        self.now_ms = self.now_ms.max(now_ms);
         let scored = self.scored;
         if let Some((reports, colonies, config)) = self.colony_reports() {
             reports.placed(
@@ -602,6 +612,7 @@ impl Scheduler for NativeScheduler {
         outcome: aco_core::colony::Outcome,
         now_ms: u64,
     ) -> Result<(), Error> {
+        self.now_ms = self.now_ms.max(now_ms);
         if let Some((reports, colonies, config)) = self.colony_reports() {
             reports.outcome(
                 colonies,

@@ -451,8 +451,8 @@ impl Scheduler for HttpScheduler {
     fn pheromones(&mut self, world: &World) -> Result<TenantTrails, Error> {
         let mut out = Vec::new();
         for (tenant, rows) in self.tables(world)? {
-            let mut rows: Vec<(String, f64)> = rows.into_iter().map(|r| (r.node, r.tau)).collect();
-            rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            // In the Worker's order (`PheromoneTable::snapshot`), as the native colony gives it.
+            let rows: Vec<(String, f64)> = rows.into_iter().map(|r| (r.node, r.tau)).collect();
             out.push((tenant, rows));
         }
         Ok(out)

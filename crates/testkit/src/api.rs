@@ -501,13 +501,28 @@ pub trait WorkerHttp {
         .await
     }
 
-    /// node → tau for a tenant (empty when the tenant has no trail yet).
+    /// node → tau for a tenant now (empty when the tenant has no trail yet); τ evaporates as
+    /// time passes, so two reads moments apart may differ in the last digits.
     async fn taus(&self, tenant: &str) -> BTreeMap<String, f64> {
         self.pheromone_table(tenant)
             .await
             .nodes
             .into_iter()
             .map(|n| (n.node, n.tau))
+            .collect()
+    }
+
+    /// node → its trail as stored, (successes, failures, as of ms, learned slowdown): what a
+    /// restart or an export keeps, the same whenever it is read (unlike [`WorkerHttp::taus`]).
+    async fn trails(&self, tenant: &str) -> BTreeMap<String, (f64, f64, u64, Option<f64>)> {
+        self.pheromone_table(tenant)
+            .await
+            .nodes
+            .into_iter()
+            .map(|n| {
+                let stored = (n.successes, n.failures, n.outcomes_as_of_ms, n.slowdown);
+                (n.node, stored)
+            })
             .collect()
     }
 }

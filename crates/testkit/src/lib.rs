@@ -45,7 +45,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 #[cfg(feature = "launchers")]
 pub use k8s_openapi;
 #[cfg(feature = "launchers")]
-pub use worker::{trail_on, StartOptions, WorkerProcess};
+pub use worker::{StartOptions, WorkerProcess};
 
 /// The path under which a Worker serves its extender verbs: `/t/<token>/v1` under
 /// `EXTENDER_AUTH=path-token` (the first of `EXTENDER_TOKENS`), else `/v1`.

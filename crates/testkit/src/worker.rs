@@ -78,12 +78,6 @@ impl Default for StartOptions {
     }
 }
 
-/// The trail counts in the scores (`ALPHA` 1; the default 0 scores by η alone and lets the
-/// trail learn unseen).
-pub fn trail_on() -> StartOptions {
-    StartOptions::default().var("ALPHA", "1")
-}
-
 impl StartOptions {
     /// `wrangler.toml` exactly as shipped, nothing added: a deployment before any
     /// `wrangler secret put`. Add what a deployer sets with [`StartOptions::var`].

@@ -1,6 +1,7 @@
 //! `GET [/c/<cluster>]/v1/tenants/{tenant}/export` and `PUT …/import`: a colony's learned state
-//! in a file ([`ColonyExport`]) — τ per node, the outcome history reliability is read from, the
-//! counters and shadow mode's summary ([`ExportedState`]) — so that an operator can keep it before
+//! in a file ([`ColonyExport`]) — the trail per node (the faded outcome counts τ is read from),
+//! the counters and shadow mode's summary ([`ExportedState`]); files written when the colony also
+//! kept a deposit table still import, their learned counts kept and that table dropped — so that an operator can keep it before
 //! a risky change or an account move and put it back (`acoctl export` / `acoctl import`).
 //!
 //! The file is versioned and checked before anything is changed: its `format` and `version`, the
@@ -90,34 +91,18 @@ pub struct ImportReply {
 impl ExportedState {
     /// Every value a colony could not have made itself is refused, naming it.
     pub fn validate(&self) -> Result<(), String> {
-        let table = &self.colony.pheromones;
-        for (node, trail) in &table.trails {
+        for (node, o) in &self.colony.pheromones.trails {
             validate_node_name(node).map_err(|e| format!("trail: {e}"))?;
-            if !(trail.tau.is_finite() && trail.tau > 0.0) {
-                return Err(format!(
-                    "trail of {node}: tau {} is not a positive number",
-                    trail.tau
-                ));
-            }
-            if trail.epoch > table.epoch {
-                return Err(format!(
-                    "trail of {node}: epoch {} is after the colony's epoch {}",
-                    trail.epoch, table.epoch
-                ));
-            }
-        }
-        for (node, o) in &self.colony.outcomes {
-            validate_node_name(node).map_err(|e| format!("outcomes: {e}"))?;
             let ok = |v: f64| v.is_finite() && v >= 0.0;
             if !(ok(o.successes) && ok(o.failures)) {
                 return Err(format!(
-                    "outcomes of {node}: successes {} and failures {} must be finite and ≥ 0",
+                    "trail of {node}: successes {} and failures {} must be finite and ≥ 0",
                     o.successes, o.failures
                 ));
             }
             if !(ok(o.slowdown_sum) && ok(o.slowdown_runs)) {
                 return Err(format!(
-                    "outcomes of {node}: slowdownSum {} and slowdownRuns {} must be finite and ≥ 0",
+                    "trail of {node}: slowdownSum {} and slowdownRuns {} must be finite and ≥ 0",
                     o.slowdown_sum, o.slowdown_runs
                 ));
             }
@@ -218,17 +203,11 @@ impl ColonyExport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::colony::Trail;
     use crate::heuristic::OutcomeStats;
 
     fn state() -> ExportedState {
         let mut s = ExportedState::default();
-        s.colony.pheromones.epoch = 4;
-        s.colony
-            .pheromones
-            .trails
-            .insert("node-a".into(), Trail { tau: 2.5, epoch: 3 });
-        s.colony.outcomes.insert(
+        s.colony.pheromones.trails.insert(
             "node-a".into(),
             OutcomeStats {
                 successes: 3.0,
@@ -268,13 +247,18 @@ mod tests {
         assert_eq!(field(&v2, "eu-1", "ml"), (400, "version"));
         assert_eq!(field("{}", "eu-1", "ml"), (400, "format"));
         assert_eq!(field("[1]", "eu-1", "ml"), (400, "format"));
-        // One digit of τ changed: the checksum says so.
-        let tampered = text.replace(r#""tau":2.5"#, r#""tau":9.5"#);
+        // One digit of the trail changed: the checksum says so.
+        let tampered = text.replace(r#""failures":1.0"#, r#""failures":9.0"#);
         assert_ne!(tampered, text);
         assert_eq!(field(&tampered, "eu-1", "ml"), (400, "checksum"));
         // Intact but holding what no colony holds.
         let mut bad = state();
-        bad.colony.pheromones.trails.get_mut("node-a").unwrap().tau = f64::NAN;
+        bad.colony
+            .pheromones
+            .trails
+            .get_mut("node-a")
+            .unwrap()
+            .failures = -1.0;
         assert!(bad.validate().is_err());
         bad = state();
         bad.colony
@@ -282,13 +266,7 @@ mod tests {
             .trails
             .get_mut("node-a")
             .unwrap()
-            .epoch = 5;
-        assert!(bad.validate().unwrap_err().contains("epoch"));
-        bad = state();
-        bad.colony.outcomes.get_mut("node-a").unwrap().failures = -1.0;
-        assert!(bad.validate().is_err());
-        bad = state();
-        bad.colony.outcomes.get_mut("node-a").unwrap().slowdown_runs = f64::INFINITY;
+            .slowdown_runs = f64::INFINITY;
         assert!(bad.validate().unwrap_err().contains("slowdownRuns"));
         bad = state();
         let trail = bad.colony.pheromones.trails.remove("node-a").unwrap();
@@ -299,6 +277,19 @@ mod tests {
         let text =
             serde_json::to_string(&ColonyExport::new("eu-1", "ml", 1, 1, &bad).unwrap()).unwrap();
         assert_eq!(field(&text, "eu-1", "ml"), (400, "state"));
+    }
+
+    /// A file written when the colony kept a deposit table beside the outcome history: the
+    /// history is the trail, the deposit table is dropped.
+    #[test]
+    fn a_file_with_the_old_deposit_table_imports_its_learned_counts() {
+        let state = r#"{"colony":{"pheromones":{"epoch":4,"trails":{"node-a":{"tau":2.5,"epoch":3}}},"outcomes":{"node-a":{"successes":3.0,"failures":1.0,"asOfMs":10,"slowdownSum":2.5,"slowdownRuns":2.0}},"counters":{"deposits":7}}}"#;
+        let file = format!(
+            r#"{{"format":"{FORMAT}","version":1,"cluster":"eu-1","tenant":"ml","exportedMs":1,"colonyVersion":1,"checksum":"{}","state":{state}}}"#,
+            checksum(state.as_bytes())
+        );
+        let read = ColonyExport::read(&file, "eu-1", "ml", false).unwrap();
+        assert_eq!(read, self::state());
     }
 
     #[test]

@@ -8,34 +8,27 @@ use serde::{Deserialize, Serialize};
 
 use crate::colony::ColonyCounters;
 
-/// One node's trail and outcome history in a tenant's colony.
+/// One node's trail in a tenant's colony: what the tenant's outcomes there taught.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeTrail {
     pub node: String,
-    /// τ now (evaporation applied), within `[TAU_MIN, TAU_MAX]`.
+    /// τ now (evaporation applied) for the reference pod (`colony::reference_tau`: batch,
+    /// `COST_REFERENCE` $/h of the node's bill): 1 = nothing learned against the node.
     pub tau: f64,
-    /// Outcomes as stored, faded as of `outcomesAsOfMs` (`OUTCOME_HALF_LIFE_MS`).
+    /// Outcomes as stored, faded as of `outcomesAsOfMs` (`OUTCOME_HALF_LIFE_MS`, the trail's
+    /// evaporation).
     pub successes: f64,
     pub failures: f64,
     pub outcomes_as_of_ms: u64,
-    /// η's learned slowdown on the node (runtime over the pod's expected one), `null` before
+    /// The learned slowdown on the node (runtime over the pod's expected one), `null` before
     /// any run ended there.
     #[serde(default)]
     pub slowdown: Option<f64>,
-    /// The probability that a placement there ends well, as η's `failureRisk` reads it now: the
+    /// The probability that a placement there ends well, as τ's `failureRisk` reads it now: the
     /// posterior mean of the prior (`RELIABILITY_PRIOR_*`) and the faded outcomes.
     #[serde(default)]
     pub reliability: Option<f64>,
-}
-
-/// `TAU_MIN`, `TAU_MAX` and `RHO` of the Worker that answered.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TauBounds {
-    pub tau_min: f64,
-    pub tau_max: f64,
-    pub rho: f64,
 }
 
 /// A tenant's colony as an operator reads it.
@@ -43,11 +36,7 @@ pub struct TauBounds {
 #[serde(rename_all = "camelCase")]
 pub struct PheromoneTableReply {
     pub tenant: String,
-    pub epoch: u64,
-    /// τ of a node without a trail.
-    pub tau_initial_now: f64,
-    pub bounds: TauBounds,
-    /// Every node with a trail, highest τ first.
+    /// Every node with a trail, τ farthest from 1 first (a node without a trail reads 1).
     pub nodes: Vec<NodeTrail>,
     pub counters: ColonyCounters,
     /// Items refused as invalid, by reason.

@@ -201,9 +201,9 @@ impl Decision {
             })
             .collect();
         let mut notes = vec![
-            "eta = clamp(exp(-totalPerHour / COST_REFERENCE), ETA_FLOOR, 1), totalPerHour the sum of costPerHour's terms in $/h \
-             (resources, strandedGpu, qosRisk, reclamationRisk, failureRisk, slowdown); strandedGpu is absent without \
-             per-GPU facts; terms and tau are stored as f32"
+            "totalPerHour is the sum of costPerHour's terms in $/h (resources, strandedGpu, qosRisk, reclamationRisk: what the facts say; \
+             failureRisk, slowdown: what the tenant's outcomes on the node taught); eta = clamp(exp(-(facts' terms) / COST_REFERENCE), ETA_FLOOR, 1), \
+             tau = exp(-(learned terms) / COST_REFERENCE); strandedGpu is absent without per-GPU facts; terms and tau are stored as f32"
                 .to_string(),
             "score = round(10 × tau^ALPHA × eta^BETA / best), one node alone at 10: the best, or an explored one; the other 10s become 9 (the pod is assumed on the 10 until the node facts show it)"
                 .to_string(),
@@ -282,12 +282,14 @@ pub struct DecisionExplanation {
 #[serde(rename_all = "camelCase")]
 pub struct CandidateExplanation {
     pub node: String,
-    /// η as deposits use it (exact, f64).
+    /// η as the decision remembers it (exact, f64).
     pub eta: f64,
-    /// η's cost terms in $/h; `null` for decisions stored before they were recorded.
+    /// The cost terms in $/h (η's and the trail's); `null` for decisions stored before they
+    /// were recorded.
     pub cost_per_hour: Option<CostTerms>,
-    /// Their sum: η = `exp(−total / COST_REFERENCE)` within the floor.
+    /// Their sum, the ranking's dollars at `ALPHA = BETA`.
     pub total_per_hour: Option<f64>,
+    /// τ for this pod: `exp(−(failureRisk + slowdown) / COST_REFERENCE)`.
     pub tau: Option<f64>,
     pub score: Option<u8>,
 }

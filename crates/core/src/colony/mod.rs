@@ -1,9 +1,9 @@
-//! One colony (a tenant's in one cluster; `cluster::colony_name`): its pheromone table, per-node outcome history and counters, and the
-//! things that happen to it — a prioritize decision (read-only on the trail), a confirmed
-//! placement (the only thing that deposits) and a pod's later outcome (reliability only; see
-//! `report.rs` for how replays are recognised). The extender's own argmax never deposits:
-//! kube-scheduler may bind elsewhere, and self-reinforcement would lock the colony onto one
-//! node within a few dozen calls.
+//! One colony (a tenant's in one cluster; `cluster::colony_name`): its pheromone table (per node,
+//! what the tenant's outcomes taught: `pheromone.rs`) and counters, and the things that happen
+//! to it — a prioritize decision (read-only on the trail), a confirmed placement (remembered, so
+//! that the pod's outcome is recognised) and the outcome (the only deposit; see `report.rs` for
+//! how replays are recognised). The extender's own argmax never deposits: kube-scheduler may
+//! bind elsewhere, and only what a pod really did on its node is evidence about the node.
 
 mod decision;
 pub mod explain_text;
@@ -19,20 +19,19 @@ pub use decision::{
     FilterRejections, RejectedNode, FILTER_REJECTIONS_KEPT, REASON_CHARS_KEPT,
 };
 pub use outcome::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
-pub use pheromone::{PheromoneTable, Trail};
+pub use pheromone::{reference_tau, PheromoneTable};
 pub use report::{Confirmed, PodRecord, ReportEffect};
-pub use score::{desirability, explore, relative_desirabilities, to_scores};
+pub use score::{desirability, explore, log_desirability, relative_desirabilities, to_scores};
 pub use top::{single_out_top, tie_rank};
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::demand::WorkloadClass;
-use crate::heuristic::{eta, eta_terms, CostTerms, NodeFeatures, OutcomeStats};
+use crate::heuristic::{eta, eta_terms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
 use outcome_index::OutcomeIndex;
 
@@ -46,12 +45,15 @@ pub struct ColonyCounters {
     #[serde(default)]
     pub candidates: u64,
     pub explorations: u64,
+    /// Confirmed placements, once per pod (the name is the stored one: before outcomes were the
+    /// trail's only deposit, every confirmed placement deposited): the pods whose outcomes the
+    /// trail learns from.
     pub deposits: u64,
     /// Confirmed placements on a node other than the one prioritize answered alone at 10:
     /// kube-scheduler's own scores (or a failed binding) overruled the answer.
     #[serde(default)]
     pub placements_elsewhere: u64,
-    /// Placements whose node was outside the remembered top candidates (deposited with a floor quality).
+    /// Placements whose node was outside the remembered top candidates.
     pub approximate_deposits: u64,
     /// Placements for pods we never scored (or already confirmed, or expired).
     pub unknown_placements: u64,
@@ -59,7 +61,7 @@ pub struct ColonyCounters {
     pub non_candidate_placements: u64,
     /// Outcomes below quality 0.5, with a placement or later.
     pub failed_outcomes: u64,
-    /// Outcomes reported after their placement was confirmed (reliability only, no deposit).
+    /// Outcomes reported after their placement was confirmed.
     pub late_outcomes: u64,
     /// Reports already counted (a replayed placement or outcome): nothing changed.
     pub duplicate_reports: u64,
@@ -69,8 +71,9 @@ pub struct ColonyCounters {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TenantColony {
+    /// The trails, stored under the outcome history's name (`pheromone.rs` says why).
+    #[serde(rename = "outcomes")]
     pub pheromones: PheromoneTable,
-    pub outcomes: BTreeMap<String, OutcomeStats>,
     pub counters: ColonyCounters,
 }
 
@@ -96,12 +99,10 @@ pub struct Scored {
 /// What confirming a remembered decision did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirmation {
-    /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
-    Deposited {
+    /// The placement on `node`, a candidate (`exact`: among the kept top ones); an outcome that
+    /// came with it is deposited on the node's trail.
+    Confirmed {
         node: String,
-        amount: f64,
-        quality: f64,
-        trail: Trail,
         exact: bool,
     },
     NotACandidate,
@@ -110,12 +111,9 @@ pub enum Confirmation {
 /// What a placement report did to the colony.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlacementEffect {
-    /// `quality` is what `amount = Q × quality` was computed from (the outcome, or η then).
-    Deposited {
+    /// As [`Confirmation::Confirmed`].
+    Confirmed {
         node: String,
-        amount: f64,
-        quality: f64,
-        trail: Trail,
         exact: bool,
     },
     UnknownPod,
@@ -123,25 +121,21 @@ pub enum PlacementEffect {
 }
 
 impl TenantColony {
-    /// `node`'s outcome history for this tenant as it stands at `now_ms` (faded).
-    pub fn outcomes_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.outcomes.get(node).map(|s| s.at(now_ms, config))
+    /// `node`'s trail for this tenant as it stands at `now_ms` (evaporated).
+    pub fn trail_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
+        self.pheromones.at(node, now_ms, config)
     }
 
-    /// η of every candidate for this tenant and workload at `now_ms`.
+    /// η of every candidate for this workload (the facts alone: the same for every tenant).
     pub fn etas(
         &self,
         candidates: &[NodeFeatures],
         workload: WorkloadClass,
-        now_ms: u64,
         config: &Config,
     ) -> Vec<f64> {
         candidates
             .iter()
-            .map(|f| {
-                let stats = self.outcomes_at(&f.node, now_ms, config);
-                eta(f, workload, stats.as_ref(), config)
-            })
+            .map(|f| eta(f, workload, config))
             .collect()
     }
 
@@ -182,36 +176,18 @@ impl TenantColony {
         config: &Config,
         rng: &mut impl Rng,
     ) -> Scored {
-        // η through its cost terms (exactly `eta`), so the explanation costs no second pass.
-        let outcomes = OutcomeIndex::new(&self.outcomes, candidates.len());
+        // Every term once (η's from the facts, τ's from the trail), so the explanation costs no
+        // second pass.
+        let trails = OutcomeIndex::new(&self.pheromones.trails, candidates.len());
         let factors: Vec<_> = candidates
             .iter()
             .map(|f| {
-                let stats = outcomes.get(&f.node).map(|s| s.at(now_ms, config));
+                let stats = trails.get(&f.node).map(|s| s.at(now_ms, config));
                 eta_terms(f, workload, stats.as_ref(), config)
             })
             .collect();
         let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
-        // τ^α is 1 whatever τ when α = 0 (τ stays within [TAU_MIN, TAU_MAX], positive and
-        // finite), so the trail is then read only for the candidates the explanation keeps.
-        let trail_matters = config.alpha != 0.0;
-        let taus: Vec<f64> = if trail_matters {
-            candidates
-                .iter()
-                .map(|f| self.pheromones.tau(&f.node, config))
-                .collect()
-        } else {
-            vec![1.0; candidates.len()]
-        };
-        let tau_of = |i: usize| {
-            if trail_matters {
-                taus[i]
-            } else {
-                self.pheromones.tau(&candidates[i].node, config)
-            }
-        };
-        let totals: Vec<f64> = factors.iter().map(CostTerms::total).collect();
-        let desirabilities = relative_desirabilities(&taus, &totals, config);
+        let desirabilities = relative_desirabilities(&factors, config);
         let mut scores = to_scores(&desirabilities);
         let explored_at = explore(&mut scores, &desirabilities, config, rng);
         let explored = explored_at.map(|i| candidates[i].node.to_string());
@@ -252,7 +228,7 @@ impl TenantColony {
         let explanation = Explanation {
             candidates: kept
                 .iter()
-                .map(|&i| CandidateWhy::new(&factors[i], tau_of(i), scores[i]))
+                .map(|&i| CandidateWhy::new(&factors[i], factors[i].tau(config), scores[i]))
                 .collect(),
             explored: explored.clone(),
             filter: None,
@@ -270,10 +246,9 @@ impl TenantColony {
         }
     }
 
-    /// A pod remembered by `decision` was really bound to `node`: one epoch passes and
-    /// `Q × quality` is deposited, quality being the reported outcome or else the node's η at
-    /// decision time. An outcome also updates the node's reliability history. Not idempotent by
-    /// itself: the Worker goes through [`TenantColony::report`], which remembers confirmations.
+    /// A pod remembered by `decision` was really bound to `node`: counted, and an outcome that
+    /// came with it deposited on the node's trail. Not idempotent by itself: the Worker goes
+    /// through [`TenantColony::report`], which remembers confirmations.
     pub fn confirm(
         &mut self,
         decision: Option<&Decision>,
@@ -289,25 +264,15 @@ impl TenantColony {
         };
         Ok(
             match self.confirm_decision(decision, node, outcome, now_ms, config)? {
-                Confirmation::Deposited {
-                    node,
-                    amount,
-                    quality,
-                    trail,
-                    exact,
-                } => PlacementEffect::Deposited {
-                    node,
-                    amount,
-                    quality,
-                    trail,
-                    exact,
-                },
+                Confirmation::Confirmed { node, exact } => {
+                    PlacementEffect::Confirmed { node, exact }
+                }
                 Confirmation::NotACandidate => PlacementEffect::NotACandidate,
             },
         )
     }
 
-    /// [`TenantColony::confirm`] for a pod whose decision is remembered: deposits, or the node
+    /// [`TenantColony::confirm`] for a pod whose decision is remembered: confirmed, or the node
     /// was not a candidate.
     pub fn confirm_decision(
         &mut self,
@@ -318,27 +283,20 @@ impl TenantColony {
         config: &Config,
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
-        let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         if decision.answered().is_some_and(|answered| answered != node) {
             self.counters.placements_elsewhere += 1;
         }
-        let Some((eta_then, exact)) = decision.quality_of(node) else {
+        let Some((_, exact)) = decision.quality_of(node) else {
             self.counters.non_candidate_placements += 1;
             return Ok(Confirmation::NotACandidate);
         };
         if let (Some(q), Some(o)) = (reported, outcome) {
             self.record_outcome(node, q, o, now_ms, config);
         }
-        let quality = deposit.unwrap_or(eta_then);
-        let amount = config.deposit_q * quality;
-        let trail = self.pheromones.deposit(node, amount, config);
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
-        Ok(Confirmation::Deposited {
+        Ok(Confirmation::Confirmed {
             node: node.to_string(),
-            amount,
-            quality,
-            trail,
             exact,
         })
     }
@@ -357,13 +315,9 @@ mod tests {
         }
     }
 
-    /// Scores with the trail on (`ALPHA` 1; the default 0 scores by η alone).
     fn scores(colony: &mut TenantColony, nodes: &[NodeFeatures]) -> Vec<i64> {
         let mut rng = SmallRng::seed_from_u64(1);
-        let config = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+        let config = Config::default();
         colony
             .prioritize(nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng)
             .priorities
@@ -387,29 +341,41 @@ mod tests {
     }
 
     #[test]
-    fn prioritize_never_deposits_and_confirm_does() {
-        // The trail on (ALPHA defaults to 0, η alone).
-        let config = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+    fn prioritize_and_placements_never_deposit_and_an_outcome_does() {
+        let config = Config::default();
         let mut c = TenantColony::default();
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
-        let p = c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
+        let decide = |c: &mut TenantColony, rng: &mut SmallRng| {
+            c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, rng)
+                .decision
+        };
         for _ in 0..50 {
-            c.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
+            decide(&mut c, &mut rng);
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
-        let effect = c.confirm(Some(&p.decision), "b", None, 0, &config).unwrap();
+        let d = decide(&mut c, &mut rng);
+        let effect = c.confirm(Some(&d), "b", None, 0, &config).unwrap();
         assert!(matches!(
             effect,
-            PlacementEffect::Deposited { exact: true, .. }
+            PlacementEffect::Confirmed { exact: true, .. }
         ));
-        assert!(c.pheromones.tau("b", &config) > c.pheromones.tau("a", &config));
-        // τ_a = 1·0.95 (one epoch), τ_b = 0.95 + Q·η_b with η_b = 0.9 reliability × 0.5 cost = 0.45:
-        // s_a/s_b = 0.95/1.40 → round(6.8) = 7.
-        assert_eq!(scores(&mut c, &nodes), vec![7, 10]);
+        assert_eq!(
+            c.pheromones,
+            PheromoneTable::default(),
+            "a placement teaches nothing"
+        );
+        assert_eq!(c.counters.deposits, 1);
+        // The outcome is the deposit: one failure of b.
+        let d = decide(&mut c, &mut rng);
+        let failed = Some(Outcome::Label(OutcomeLabel::Failed));
+        c.confirm(Some(&d), "b", failed, 0, &config).unwrap();
+        let rows = c.pheromones.snapshot(0, &config);
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].0 == "b" && rows[0].1 < 1.0, "{rows:?}");
+        // Equal nodes, b's trail lower: a alone at 10.
+        assert_eq!(scores(&mut c, &nodes)[0], 10);
+        assert!(scores(&mut c, &nodes)[1] < 10);
     }
 
     #[test]
@@ -429,7 +395,7 @@ mod tests {
         // kube-scheduler's own scores overruled the answer: still a candidate, still deposits.
         let overruled = decide(&mut c, "ns/p2");
         let effect = c.confirm(Some(&overruled), "c", None, 0, &config).unwrap();
-        assert!(matches!(effect, PlacementEffect::Deposited { .. }));
+        assert!(matches!(effect, PlacementEffect::Confirmed { .. }));
         // A node the extender never saw is elsewhere too.
         let unseen = decide(&mut c, "ns/p3");
         c.confirm(Some(&unseen), "zzz", None, 0, &config).unwrap();
@@ -517,13 +483,13 @@ mod tests {
             .priorities;
         assert_eq!(later, fresh);
         assert_eq!(
-            c.outcomes["a"].failures, 3.0,
+            c.pheromones.trails["a"].failures, 3.0,
             "reading fades nothing that is stored"
         );
     }
 
     #[test]
-    fn failed_outcomes_lower_reliability_and_deposit_nothing() {
+    fn failed_outcomes_lower_the_trail() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let nodes = [node("a", 1.0), node("b", 1.0)];
@@ -539,7 +505,8 @@ mod tests {
             )
             .unwrap();
         }
-        assert!(c.pheromones.tau("a", &config) <= config.tau_initial);
+        let rows = c.pheromones.snapshot(0, &config);
+        assert!(rows[0].1 < 1.0, "{rows:?}");
         let s = scores(&mut c, &nodes);
         assert!(s[0] < s[1], "{s:?}");
         assert_eq!(c.counters.failed_outcomes, 5);
@@ -580,7 +547,7 @@ mod tests {
             ..Config::default()
         };
         let mut c = TenantColony::default();
-        c.outcomes.insert(
+        c.pheromones.trails.insert(
             "b".into(),
             OutcomeStats {
                 successes: 1.0,
@@ -620,7 +587,9 @@ mod tests {
                 .unwrap()
                 .score;
             assert_eq!(cand.score, Some(replied as u8));
-            assert_eq!(cand.tau, Some(config.tau_initial as f32 as f64));
+            let tau = terms.tau(&config);
+            assert!((cand.tau.unwrap() - tau).abs() <= 1e-6 * tau, "{cand:?}");
+            assert_eq!(tau < 1.0, cand.node == "b", "only b has a trail: {cand:?}");
             assert_eq!(terms.stranded_gpu.is_some(), cand.node == "c");
         }
         assert!(
@@ -713,21 +682,18 @@ mod tests {
 
     #[test]
     fn trails_of_one_tenant_do_not_move_another() {
-        // The trail on (ALPHA defaults to 0, η alone).
-        let config = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+        let config = Config::default();
         let (mut t1, mut t2) = (TenantColony::default(), TenantColony::default());
         let nodes = [node("a", 1.0), node("b", 1.0)];
         let mut rng = SmallRng::seed_from_u64(1);
         let p = t1.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
-        t1.confirm(Some(&p.decision), "a", None, 0, &config)
+        let failed = Some(Outcome::Label(OutcomeLabel::Failed));
+        t1.confirm(Some(&p.decision), "a", failed, 0, &config)
             .unwrap();
         let untouched = scores(&mut TenantColony::default(), &nodes);
         assert_eq!(scores(&mut t2, &nodes), untouched);
-        // a's deposit makes it t1's top by its trail, b falls below the tie's 9.
-        assert_eq!(scores(&mut t1, &nodes)[0], 10);
-        assert!(scores(&mut t1, &nodes)[1] < 9);
+        // a's failure makes b t1's top by its trail.
+        assert_eq!(scores(&mut t1, &nodes)[1], 10);
+        assert!(scores(&mut t1, &nodes)[0] < 10);
     }
 }

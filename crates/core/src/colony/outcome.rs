@@ -1,7 +1,5 @@
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
-
 /// What a reporter may say about a placement beyond "the pod was bound there".
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -22,7 +20,8 @@ pub enum OutcomeLabel {
 
 /// An outcome with the placement's observed cost: the pod's share of its node's bill over its
 /// run, in $/h (the simulator computes it from the nodes it keeps busy; a reporter could from
-/// billing data).
+/// billing data). The cost is checked and kept in the wire shape, but the trail does not learn
+/// it: η prices the node's bill from its labels, and a dollar learned again would count twice.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObservedOutcome {
@@ -78,7 +77,8 @@ impl Outcome {
         }
     }
 
-    fn cost_per_hour(self) -> Result<Option<f64>, String> {
+    /// The reported [`ObservedOutcome::cost_per_hour`], checked: finite and ≥ 0.
+    pub fn cost_per_hour(self) -> Result<Option<f64>, String> {
         match self {
             Outcome::Observed(ObservedOutcome {
                 cost_per_hour: Some(c),
@@ -115,23 +115,6 @@ impl Outcome {
             })
         )
     }
-
-    /// What the trail deposits for this outcome: the quality, times η's mapping of dollars
-    /// (`exp(−c / COST_REFERENCE)`) applied to the observed cost when there is one (and the cost
-    /// term is on), and divided by the observed slowdown when the node ran the pod slower than
-    /// usual (the performance term on): a slow node cost more for the same work. Reliability
-    /// learns the quality alone — a cheap or fast node is not a more reliable one.
-    pub fn deposit_quality(self, config: &Config) -> Result<f64, String> {
-        let q = self.quality()?;
-        let priced = match self.cost_per_hour()? {
-            Some(c) if config.eta_factors.cost => q * (-c / config.cost_reference).exp(),
-            _ => q,
-        };
-        Ok(match self.slowdown()? {
-            Some(s) if config.eta_factors.performance => (priced / s.max(1.0)).min(1.0),
-            _ => priced,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -139,23 +122,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn observed_outcomes_parse_validate_and_price_the_deposit_not_the_reliability() {
-        let c = Config::default();
+    fn observed_outcomes_parse_and_validate() {
         let o: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":1.0}"#).unwrap();
         assert_eq!(
-            (o.quality().unwrap(), o.deposit_quality(&c).unwrap()),
-            (1.0, (-1.0f64).exp())
+            (o.quality().unwrap(), o.cost_per_hour().unwrap()),
+            (1.0, Some(1.0))
         );
-        let slow: Outcome = serde_json::from_str(r#"{"quality":1,"slowdown":2.0}"#).unwrap();
-        assert_eq!(slow.deposit_quality(&c).unwrap(), 0.5);
-        let fast: Outcome = serde_json::from_str(r#"{"quality":0.9,"slowdown":0.5}"#).unwrap();
-        assert_eq!(
-            fast.deposit_quality(&c).unwrap(),
-            0.9,
-            "faster than usual earns no more than the quality"
-        );
-        let free: Outcome = serde_json::from_str(r#"{"quality":0.8}"#).unwrap();
-        assert_eq!(free.deposit_quality(&c).unwrap(), 0.8);
         assert_eq!(
             serde_json::from_str::<Outcome>("0.25").unwrap(),
             Outcome::Quality(0.25)
@@ -163,7 +135,7 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<Outcome>(r#""failed""#)
                 .unwrap()
-                .deposit_quality(&c)
+                .quality()
                 .unwrap(),
             0.0
         );
@@ -185,10 +157,5 @@ mod tests {
             serde_json::from_str::<Outcome>(r#"{"quality":1,"cost":2}"#).is_err(),
             "a misspelt field is refused, not ignored"
         );
-        let no_cost = Config {
-            eta_factors: crate::config::EtaFactorSet::without("cost").unwrap(),
-            ..Config::default()
-        };
-        assert_eq!(o.deposit_quality(&no_cost).unwrap(), 1.0);
     }
 }

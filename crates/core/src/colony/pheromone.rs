@@ -1,154 +1,139 @@
-//! The per-tenant pheromone table of a MAX–MIN ant system with *lazy* evaporation.
+//! The per-tenant pheromone table: the colony's learned memory. Each node's trail is what the
+//! tenant's outcomes there taught ([`OutcomeStats`]: successes and failures by quality and cause,
+//! observed slowdowns). An outcome is the deposit; the half-life fading (`OUTCOME_HALF_LIFE_MS`)
+//! is the evaporation, applied lazily when a trail is read or written, so a node untouched for a
+//! few half-lives reads as one never visited.
 //!
-//! Every confirmed placement is one epoch. Instead of touching every entry each epoch, an entry
-//! stores τ as of the epoch it was last written; reading it applies `(1 − ρ)^(now − then)`.
-//! A node never written reads as `τ_initial` evaporated since epoch 0, exactly as if it had
-//! been in the table from the start. Every value read or written is clamped to `[τ_min, τ_max]`.
+//! τ is what the trail is worth to one pod: `exp(−learned $/h / COST_REFERENCE)`, the learned
+//! terms of its cost (`failureRisk`, `slowdown`: `heuristic::learned_terms`) — 1 where nothing
+//! was learned, below where pods failed or ran slow. Those dollars depend on the pod (what a
+//! failure loses it, its share of the bill), so the table holds the counts and not one τ per
+//! node: a multiplicative τ per node could not rank as the learned dollars do. The view per node
+//! ([`PheromoneTable::snapshot`], `/v1/pheromones`, `aco_pheromone`, the demo's chart) is τ for
+//! a reference pod: a batch pod whose share of the node's bill is `COST_REFERENCE` $/h.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::heuristic::{learned_terms, OutcomeStats};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Trail {
-    pub tau: f64,
-    pub epoch: u64,
-}
-
+/// One tenant's trails by node name. Stored as a map of node → counts: the shape the outcome
+/// history always had, so a colony stored before the trail and the history were one table keeps
+/// what it learned (its old deposit table, a field this type no longer has, is dropped on load).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct PheromoneTable {
-    pub epoch: u64,
-    pub trails: BTreeMap<String, Trail>,
-}
-
-fn evaporate(trail: Trail, epoch: u64, config: &Config) -> f64 {
-    let steps = epoch.saturating_sub(trail.epoch).min(i32::MAX as u64) as i32;
-    (trail.tau * (1.0 - config.rho).powi(steps)).clamp(config.tau_min, config.tau_max)
+    pub trails: BTreeMap<String, OutcomeStats>,
 }
 
 impl PheromoneTable {
-    /// τ(node) now.
-    pub fn tau(&self, node: &str, config: &Config) -> f64 {
-        let trail = self.trails.get(node).copied().unwrap_or(Trail {
-            tau: config.tau_initial,
-            epoch: 0,
-        });
-        evaporate(trail, self.epoch, config)
+    /// `node`'s trail as it stands at `now_ms` (evaporated), if the node has one.
+    pub fn at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
+        self.trails.get(node).map(|s| s.at(now_ms, config))
     }
 
-    /// One confirmed placement: advance the epoch (every trail evaporates once), then add
-    /// `amount` to the node's trail. Returns the node's new trail, for the caller to persist
-    /// together with the new epoch.
-    pub fn deposit(&mut self, node: &str, amount: f64, config: &Config) -> Trail {
-        self.epoch += 1;
-        let amount = if amount.is_finite() {
-            amount.max(0.0)
-        } else {
-            0.0
-        };
-        let tau = (self.tau(node, config) + amount).clamp(config.tau_min, config.tau_max);
-        let trail = Trail {
-            tau,
-            epoch: self.epoch,
-        };
-        self.trails.insert(node.to_string(), trail);
-        trail
+    /// The trail of `node`, made on its first deposit.
+    pub fn entry(&mut self, node: &str) -> &mut OutcomeStats {
+        self.trails.entry(node.to_string()).or_default()
     }
 
-    /// Revises a deposit made at epoch `deposit_epoch` by `delta` (its quality turned out
-    /// different): `delta` is added as it would stand now had it been part of the deposit, i.e.
-    /// evaporated by `(1 − ρ)^(now − then)`. No epoch passes. Returns the node's new trail.
-    pub fn revise(&mut self, node: &str, delta: f64, deposit_epoch: u64, config: &Config) -> Trail {
-        let delta = if delta.is_finite() { delta } else { 0.0 };
-        let steps = self
-            .epoch
-            .saturating_sub(deposit_epoch)
-            .min(i32::MAX as u64) as i32;
-        let tau = (self.tau(node, config) + delta * (1.0 - config.rho).powi(steps))
-            .clamp(config.tau_min, config.tau_max);
-        let trail = Trail {
-            tau,
-            epoch: self.epoch,
-        };
-        self.trails.insert(node.to_string(), trail);
-        trail
-    }
-
-    /// Every node that has a trail, with τ now, highest first (ties by name).
-    pub fn snapshot(&self, config: &Config) -> Vec<(String, f64)> {
+    /// Every node that has a trail, with the reference τ at `now_ms`, the farthest from 1 first
+    /// (what the trail says most strongly: a node failing pods, or one running them fast), ties
+    /// by name.
+    pub fn snapshot(&self, now_ms: u64, config: &Config) -> Vec<(String, f64)> {
         let mut rows: Vec<_> = self
             .trails
-            .keys()
-            .map(|n| (n.clone(), self.tau(n, config)))
+            .iter()
+            .map(|(n, s)| {
+                (
+                    n.clone(),
+                    reference_tau(Some(&s.at(now_ms, config)), config),
+                )
+            })
             .collect();
-        rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let strength = |tau: f64| tau.ln().abs();
+        rows.sort_by(|a, b| {
+            strength(b.1)
+                .total_cmp(&strength(a.1))
+                .then_with(|| a.0.cmp(&b.0))
+        });
         rows
     }
+}
+
+/// τ of a node whose trail is `stats` (already evaporated to the time of interest) for the
+/// reference pod: batch, `COST_REFERENCE` $/h of the node's bill, so that τ =
+/// `exp(−(failure probability above the prior / 2 + slowdown − 1))` with every factor on.
+pub fn reference_tau(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+    let resources = config.cost_reference;
+    // A batch pod's failure loses half its stay's resources on average (`cost_terms`).
+    let loss = resources * config.expected_stay_hours.max(1e-6) / 2.0;
+    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, config);
+    (-(failure_risk + slowdown) / config.cost_reference).exp()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
-    fn a_revision_lands_where_the_right_deposit_would_have() {
+    fn a_node_without_a_trail_reads_one_and_failures_lower_it() {
         let c = Config::default();
-        let mut revised = PheromoneTable::default();
-        let mut right = PheromoneTable::default();
-        revised.deposit("a", 0.8, &c);
-        let then = revised.epoch;
-        right.deposit("a", 0.0, &c);
-        for _ in 0..5 {
-            revised.deposit("b", 0.3, &c);
-            right.deposit("b", 0.3, &c);
+        assert_eq!(reference_tau(None, &c), 1.0);
+        let mut t = PheromoneTable::default();
+        t.entry("bad").record(0.0, 0, &c);
+        t.entry("good").record(1.0, 0, &c);
+        t.entry("fast").record_slowdown(0.5, 0, &c);
+        let rows = t.snapshot(0, &c);
+        let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["fast", "bad", "good"],
+            "the strongest signal first: {rows:?}"
+        );
+        assert_eq!(rows[2].1, 1.0, "successes above the prior cost nothing");
+        // One failure: reliability 9/11 against the prior's 0.9, half of it priced per $.
+        let expected = (-(0.9 - 9.0 / 11.0) / 2.0f64).exp();
+        assert!((rows[1].1 - expected).abs() < 1e-12, "{rows:?}");
+        // One run at half the usual time: slowdown (3 + 0.5)/4, τ = exp(1 − 0.875) > 1.
+        assert!((rows[0].1 - 0.125f64.exp()).abs() < 1e-12, "{rows:?}");
+    }
+
+    /// The trail of a node that failed pods evaporates with the half-life: a failure's weight
+    /// halves every `OUTCOME_HALF_LIFE_MS`, and τ climbs back to 1.
+    #[test]
+    fn a_failed_nodes_tau_recovers_with_the_half_life() {
+        let c = Config::default();
+        let h = c.outcome_half_life_ms;
+        let mut t = PheromoneTable::default();
+        for _ in 0..4 {
+            t.entry("n").record(0.0, 1_000, &c);
         }
-        revised.revise("a", -0.8, then, &c);
-        assert!((revised.tau("a", &c) - right.tau("a", &c)).abs() < 1e-12);
-        assert_eq!(revised.epoch, right.epoch, "a revision is no epoch");
-        // Bounds hold: a revision can never take τ below τ_min.
-        revised.revise("a", -100.0, then, &c);
-        assert_eq!(revised.tau("a", &c), c.tau_min);
+        let tau = |ms: u64| t.snapshot(ms, &c)[0].1;
+        let taus: Vec<f64> = (0..8).map(|k| tau(1_000 + k * h)).collect();
+        assert!(taus[0] < 0.9, "{taus:?}");
+        assert!(taus.windows(2).all(|w| w[0] < w[1]), "{taus:?}");
+        // A half-life on, four failures weigh two: τ is that of two fresh failures.
+        let mut two = PheromoneTable::default();
+        two.entry("n").record(0.0, 0, &c);
+        two.entry("n").record(0.0, 0, &c);
+        assert!((taus[1] - two.snapshot(0, &c)[0].1).abs() < 1e-12);
+        assert!((tau(1_000 + 40 * h) - 1.0).abs() < 1e-9);
+        assert_eq!(
+            t.trails["n"].failures, 4.0,
+            "reading evaporates nothing stored"
+        );
     }
 
     #[test]
-    fn untouched_nodes_evaporate_like_touched_ones() {
+    fn stored_as_the_outcome_history_was() {
         let c = Config::default();
         let mut t = PheromoneTable::default();
-        assert_eq!(t.tau("a", &c), c.tau_initial);
-        t.deposit("b", 0.0, &c);
-        t.deposit("b", 0.0, &c);
-        let expected = c.tau_initial * (1.0 - c.rho).powi(2);
-        assert!((t.tau("a", &c) - expected).abs() < 1e-12);
-        assert!((t.tau("b", &c) - expected).abs() < 1e-12);
-    }
-
-    #[test]
-    fn deposits_raise_the_chosen_trail_only() {
-        let c = Config::default();
-        let mut t = PheromoneTable::default();
-        t.deposit("a", 1.0, &c);
-        assert!(t.tau("a", &c) > t.tau("b", &c));
-        assert_eq!(t.snapshot(&c)[0].0, "a");
-    }
-
-    proptest! {
-        /// MMAS bounds hold for any sequence of deposits and reads.
-        #[test]
-        fn trails_stay_within_bounds(ops in proptest::collection::vec((0u8..4, 0.0f64..50.0), 1..300)) {
-            let c = Config::default();
-            let mut t = PheromoneTable::default();
-            for (node, amount) in ops {
-                let node = format!("n{node}");
-                let trail = t.deposit(&node, amount, &c);
-                prop_assert!(trail.tau >= c.tau_min && trail.tau <= c.tau_max);
-                for n in ["n0", "n1", "n2", "n3", "other"] {
-                    let tau = t.tau(n, &c);
-                    prop_assert!(tau >= c.tau_min && tau <= c.tau_max);
-                }
-            }
-        }
+        t.entry("a").record(1.0, 5, &c);
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json, r#"{"a":{"successes":1.0,"failures":0.0,"asOfMs":5}}"#);
+        assert_eq!(serde_json::from_str::<PheromoneTable>(&json).unwrap(), t);
     }
 }

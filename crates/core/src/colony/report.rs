@@ -6,24 +6,22 @@
 //!
 //! | remembered | report | effect |
 //! |---|---|---|
-//! | decision | any | deposit `Q × quality` (outcome if given, else η then); decision → confirmed |
+//! | decision | any | decision → confirmed; an outcome with it deposited on the node's trail |
 //! | confirmed, no outcome yet | no outcome | duplicate: nothing |
-//! | confirmed, no outcome yet | outcome, same node | the node's reliability updated once; the deposit revised to the outcome's quality (no new epoch) |
+//! | confirmed, no outcome yet | outcome, same node | deposited on the node's trail, once |
 //! | confirmed, no outcome yet | outcome, other node | not a candidate: nothing |
 //! | confirmed, outcome recorded | any | duplicate: nothing |
 //! | nothing | any | unknown pod: nothing (we never scored it, or it expired) |
 //!
-//! The revision makes a placement's deposit, in the end, `Q × observed outcome` (evaporated as
-//! the original deposit was): without it a node where pods keep failing would still collect
-//! `Q × η` from every placement reported before its pods failed, and the trail would outvote
-//! the node's falling reliability (seen in the real-cluster test of failing pods).
+//! Only an outcome deposits: a placement says where kube-scheduler bound the pod, which the
+//! colony's own scores largely decided, and a trail fed by placements would reinforce itself.
 //!
 //! A decision always wins over a confirmation: a new decision for the key means the pod was
 //! scheduled again (e.g. a StatefulSet pod recreated under the same name).
 
 use serde::{Deserialize, Serialize};
 
-use super::{Confirmation, Decision, Outcome, TenantColony, Trail};
+use super::{Confirmation, Decision, Outcome, TenantColony};
 use crate::config::Config;
 
 /// A placement the colony has learnt from, remembered for `CONFIRMED_TTL_MS` so that replays
@@ -34,12 +32,9 @@ pub struct Confirmed {
     /// The node the placement was confirmed on; a later outcome is that node's.
     pub node: String,
     pub confirmed_ms: u64,
-    /// The pod's outcome has already updated the node's reliability.
+    /// The pod's outcome has already been deposited on the node's trail. (Records stored when
+    /// placements deposited also carry `depositQuality` and `depositEpoch`, ignored.)
     pub outcome_recorded: bool,
-    /// The quality the deposit used (η at decision time when no outcome was known) and the
-    /// epoch it was made in: a later outcome revises the deposit to its own quality.
-    pub deposit_quality: f64,
-    pub deposit_epoch: u64,
 }
 
 /// What the colony remembers about one pod key (unexpired entries only).
@@ -52,23 +47,16 @@ pub struct PodRecord {
 /// What one report did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReportEffect {
-    /// The first report of a remembered decision. `outcome` is the quality the report carried,
-    /// if any (it updated the node's reliability too).
-    Deposited {
+    /// The first report of a remembered decision: the placement confirmed. `outcome` is the
+    /// quality the report carried, if any (deposited on the node's trail).
+    Placed {
         node: String,
-        amount: f64,
-        trail: Trail,
         exact: bool,
         outcome: Option<f64>,
     },
-    /// The later outcome of a confirmed placement: the node's reliability updated and its
-    /// deposit revised to `quality` (the outcome's deposit quality, priced when it carries an
-    /// observed cost; `trail` is the node's new trail).
-    OutcomeRecorded {
-        node: String,
-        quality: f64,
-        trail: Trail,
-    },
+    /// The later outcome of a confirmed placement, of quality `quality`: deposited on the
+    /// node's trail.
+    OutcomeRecorded { node: String, quality: f64 },
     /// Already counted: nothing changed.
     Duplicate,
     /// Never scored by this colony (or forgotten after its TTL): nothing changed.
@@ -89,29 +77,18 @@ impl TenantColony {
         config: &Config,
     ) -> Result<ReportEffect, String> {
         let quality = outcome.map(Outcome::quality).transpose()?;
-        let deposit = outcome.map(|o| o.deposit_quality(config)).transpose()?;
         if let Some(decision) = &record.decision {
             return Ok(
                 match self.confirm_decision(decision, node, outcome, now_ms, config)? {
-                    Confirmation::Deposited {
-                        node,
-                        amount,
-                        quality: deposit_quality,
-                        trail,
-                        exact,
-                    } => {
+                    Confirmation::Confirmed { node, exact } => {
                         record.decision = None;
                         record.confirmed = Some(Confirmed {
                             node: node.clone(),
                             confirmed_ms: now_ms,
                             outcome_recorded: quality.is_some(),
-                            deposit_quality,
-                            deposit_epoch: trail.epoch,
                         });
-                        ReportEffect::Deposited {
+                        ReportEffect::Placed {
                             node,
-                            amount,
-                            trail,
                             exact,
                             outcome: quality,
                         }
@@ -124,24 +101,18 @@ impl TenantColony {
             self.counters.unknown_placements += 1;
             return Ok(ReportEffect::UnknownPod);
         };
-        match quality.zip(deposit).zip(outcome) {
-            Some(((q, dq), o)) if !confirmed.outcome_recorded => {
+        match quality.zip(outcome) {
+            Some((q, o)) if !confirmed.outcome_recorded => {
                 if confirmed.node != node {
                     self.counters.non_candidate_placements += 1;
                     return Ok(ReportEffect::NotACandidate);
                 }
                 self.record_outcome(&confirmed.node, q, o, now_ms, config);
-                let delta = config.deposit_q * (dq - confirmed.deposit_quality);
-                let trail =
-                    self.pheromones
-                        .revise(&confirmed.node, delta, confirmed.deposit_epoch, config);
                 self.counters.late_outcomes += 1;
                 confirmed.outcome_recorded = true;
-                confirmed.deposit_quality = dq;
                 Ok(ReportEffect::OutcomeRecorded {
                     node: confirmed.node.clone(),
-                    quality: dq,
-                    trail,
+                    quality: q,
                 })
             }
             _ => {
@@ -151,10 +122,10 @@ impl TenantColony {
         }
     }
 
-    /// One observed outcome of quality `q` on `node`: `q` successes and `1 − q` failures in the
-    /// node's reliability posterior — unless it is a failure η prices already
+    /// One observed outcome of quality `q` on `node`, deposited on the node's trail: `q`
+    /// successes and `1 − q` failures — unless it is a failure η prices already
     /// ([`Outcome::teaches_reliability`]), which is only counted — and the run's slowdown, if
-    /// the reporter measured one, in the node's learned slowdown.
+    /// the reporter measured one.
     pub(crate) fn record_outcome(
         &mut self,
         node: &str,
@@ -165,12 +136,12 @@ impl TenantColony {
     ) {
         self.counters.failed_outcomes += (q < 0.5) as u64;
         if outcome.teaches_reliability() {
-            let stats = self.outcomes.entry(node.to_string()).or_default();
-            stats.record(q, now_ms, config);
+            self.pheromones.entry(node).record(q, now_ms, config);
         }
         if let Ok(Some(slowdown)) = outcome.slowdown() {
-            let stats = self.outcomes.entry(node.to_string()).or_default();
-            stats.record_slowdown(slowdown, now_ms, config);
+            self.pheromones
+                .entry(node)
+                .record_slowdown(slowdown, now_ms, config);
         }
     }
 }
@@ -225,7 +196,7 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(c.counters.failed_outcomes, 4);
-        let learned: Vec<&str> = c.outcomes.keys().map(String::as_str).collect();
+        let learned: Vec<&str> = c.pheromones.trails.keys().map(String::as_str).collect();
         assert_eq!(
             learned,
             ["flaky", "old-reporter"],
@@ -250,12 +221,12 @@ mod tests {
             matches!(effect, ReportEffect::OutcomeRecorded { .. }),
             "{effect:?}"
         );
-        assert!(!c.outcomes.contains_key("hot"));
+        assert!(!c.pheromones.trails.contains_key("hot"));
         assert_eq!(c.counters.failed_outcomes, 5);
     }
 
     #[test]
-    fn a_placement_replayed_deposits_once() {
+    fn a_placement_replayed_is_confirmed_once_and_deposits_nothing() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
@@ -266,7 +237,7 @@ mod tests {
         assert!(
             matches!(
                 first,
-                ReportEffect::Deposited {
+                ReportEffect::Placed {
                     exact: true,
                     outcome: None,
                     ..
@@ -278,8 +249,6 @@ mod tests {
             node: "a".into(),
             confirmed_ms: 100,
             outcome_recorded: false,
-            deposit_quality: 0.5,
-            deposit_epoch: 1,
         };
         assert_eq!(
             r,
@@ -296,13 +265,12 @@ mod tests {
             );
         }
         assert_eq!(c.pheromones, after_first);
-        assert_eq!(c.pheromones.epoch, 1);
         assert_eq!((c.counters.deposits, c.counters.duplicate_reports), (1, 3));
-        assert!(c.outcomes.is_empty());
+        assert!(c.pheromones.trails.is_empty());
     }
 
     #[test]
-    fn a_later_outcome_updates_reliability_and_revises_the_deposit_once() {
+    fn a_later_outcome_deposits_once() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
@@ -310,7 +278,7 @@ mod tests {
             confirmed: None,
         };
         c.report(&mut r, "a", None, 100, &config).unwrap();
-        // Other placements pass epochs meanwhile.
+        // Other placements meanwhile.
         for i in 0..3 {
             let mut other = PodRecord {
                 decision: Some(decision(&[("b", 0.5)])),
@@ -319,19 +287,10 @@ mod tests {
             c.report(&mut other, "b", None, 150 + i, &config).unwrap();
         }
         let effect = c.report(&mut r, "a", FAILED, 300, &config).unwrap();
-        let ReportEffect::OutcomeRecorded {
-            node,
-            quality,
-            trail,
-        } = effect
-        else {
+        let ReportEffect::OutcomeRecorded { node, quality } = effect else {
             panic!("{effect:?}")
         };
         assert_eq!((node.as_str(), quality), ("a", 0.0));
-        // As if the deposit had been Q × 0: τ_initial evaporated over the four epochs.
-        let expected = config.tau_initial * (1.0 - config.rho).powi(4);
-        assert!((c.pheromones.tau("a", &config) - expected).abs() < 1e-12);
-        assert_eq!(trail.epoch, 4, "a revision passes no epoch");
         let trail = c.pheromones.clone();
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
         // Replays of the outcome, and of the placement, change nothing more.
@@ -342,7 +301,7 @@ mod tests {
             );
         }
         assert_eq!(
-            c.outcomes["a"],
+            c.pheromones.trails["a"],
             OutcomeStats {
                 successes: 0.0,
                 failures: 1.0,
@@ -350,7 +309,7 @@ mod tests {
                 ..OutcomeStats::default()
             }
         );
-        assert_eq!(c.pheromones, trail, "replays revise nothing");
+        assert_eq!(c.pheromones, trail, "replays deposit nothing");
         assert_eq!(
             (
                 c.counters.late_outcomes,
@@ -373,7 +332,7 @@ mod tests {
             .report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &config)
             .unwrap();
         assert!(
-            matches!(effect, ReportEffect::Deposited { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12),
+            matches!(effect, ReportEffect::Placed { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12),
             "{effect:?}"
         );
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
@@ -381,7 +340,7 @@ mod tests {
             c.report(&mut r, "a", SUCCEEDED, 200, &config).unwrap(),
             ReportEffect::Duplicate
         );
-        let stats = c.outcomes["a"];
+        let stats = c.pheromones.trails["a"];
         assert!(
             (stats.successes - 0.8).abs() < 1e-12 && (stats.failures - 0.2).abs() < 1e-12,
             "{stats:?}"
@@ -403,7 +362,7 @@ mod tests {
             ReportEffect::NotACandidate
         );
         assert_eq!((c.pheromones.clone(), r.clone()), before);
-        assert!(c.outcomes.is_empty());
+        assert!(c.pheromones.trails.is_empty());
         assert!(matches!(
             c.report(&mut r, "a", SUCCEEDED, 300, &config).unwrap(),
             ReportEffect::OutcomeRecorded { quality: 1.0, .. }
@@ -423,7 +382,6 @@ mod tests {
         }
         assert_eq!(r, PodRecord::default());
         assert_eq!(c.pheromones, PheromoneTable::default());
-        assert!(c.outcomes.is_empty());
         assert_eq!(c.counters.unknown_placements, 2);
     }
 
@@ -453,16 +411,15 @@ mod tests {
         assert_eq!(c.pheromones, PheromoneTable::default());
         assert!(matches!(
             c.report(&mut r, "a", None, 100, &config).unwrap(),
-            ReportEffect::Deposited { .. }
+            ReportEffect::Placed { .. }
         ));
     }
 
     #[test]
-    fn a_priced_outcome_revises_the_deposit_to_its_priced_quality_and_reliability_to_its_quality() {
+    fn a_priced_outcome_teaches_its_quality_not_its_price() {
         let config = Config::default();
         let (mut priced, mut plain) = (TenantColony::default(), TenantColony::default());
         let observed: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":3.0}"#).unwrap();
-        let mut trails = Vec::new();
         for (c, outcome) in [(&mut priced, observed), (&mut plain, Outcome::Quality(1.0))] {
             let mut r = PodRecord {
                 decision: Some(decision(&[("a", 0.5)])),
@@ -470,31 +427,19 @@ mod tests {
             };
             c.report(&mut r, "a", None, 100, &config).unwrap();
             let effect = c.report(&mut r, "a", Some(outcome), 200, &config).unwrap();
-            let ReportEffect::OutcomeRecorded { quality, trail, .. } = effect else {
-                panic!("{effect:?}")
-            };
-            assert_eq!(r.confirmed.as_ref().unwrap().deposit_quality, quality);
-            assert_eq!(
-                c.report(&mut r, "a", Some(outcome), 300, &config).unwrap(),
-                ReportEffect::Duplicate
+            assert!(
+                matches!(effect, ReportEffect::OutcomeRecorded { quality: 1.0, .. }),
+                "{effect:?}"
             );
-            trails.push((quality, trail.tau));
         }
         assert_eq!(
-            trails[0].0,
-            (-3.0f64).exp(),
-            "quality 1 at $3/h with COST_REFERENCE=1: exp(-3)"
-        );
-        assert_eq!(trails[1].0, 1.0);
-        assert!(trails[0].1 < trails[1].1, "{trails:?}");
-        assert_eq!(
-            priced.outcomes["a"], plain.outcomes["a"],
-            "reliability learns the quality, not the price"
+            priced.pheromones, plain.pheromones,
+            "the facts price the node (η); the trail learns what they cannot show"
         );
     }
 
     #[test]
-    fn a_new_decision_for_a_confirmed_key_deposits_again() {
+    fn a_new_decision_for_a_confirmed_key_is_confirmed_again() {
         let config = Config::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
@@ -505,9 +450,9 @@ mod tests {
         r.decision = Some(decision(&[("b", 0.5)]));
         assert!(matches!(
             c.report(&mut r, "b", None, 200, &config).unwrap(),
-            ReportEffect::Deposited { .. }
+            ReportEffect::Placed { .. }
         ));
         assert_eq!(r.confirmed.as_ref().unwrap().node, "b");
-        assert_eq!(c.pheromones.epoch, 2);
+        assert_eq!(c.counters.deposits, 2);
     }
 }

@@ -3,36 +3,42 @@
 use rand::Rng;
 
 use crate::config::Config;
+use crate::heuristic::CostTerms;
 
 /// `s(n) = τ^α · η^β`.
 pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
     tau.powf(config.alpha) * eta.powf(config.beta)
 }
 
-/// `τ^α·η^β` of each candidate relative to the best one, from η's unfloored cost totals ($/h):
-/// `exp(α·ln τ − β·total/COST_REFERENCE − max)`. Equal to `desirability / max desirability`
-/// whenever no η sits at `ETA_FLOOR`, and unlike it still ranks candidates by their total when
-/// every total is large (a 4-GPU pod on $24/h nodes: η = exp(−12) would floor them all to one
-/// tie). A non-finite total, and anything below `ETA_FLOOR^β`, is that floor (still reachable
-/// by exploration).
-pub fn relative_desirabilities(taus: &[f64], totals: &[f64], config: &Config) -> Vec<f64> {
-    let logs: Vec<f64> = taus
-        .iter()
-        .zip(totals)
-        .map(|(tau, total)| {
-            let total = if total.is_nan() {
-                f64::INFINITY
-            } else {
-                total.max(0.0)
-            };
-            let l = config.alpha * tau.ln() - config.beta * total / config.cost_reference;
-            if l.is_nan() {
-                f64::NEG_INFINITY
-            } else {
-                l
-            }
-        })
-        .collect();
+/// `ln(τ^α·η^β) = −(α·learned + β·facts)/COST_REFERENCE` of one candidate, from its cost terms
+/// (τ = `exp(−learned/COST_REFERENCE)`, η = `exp(−facts/COST_REFERENCE)`, both unfloored);
+/// `−∞` for a non-finite cost. At `α = β` it is computed as `−β·total/COST_REFERENCE`, the same
+/// number in the same rounding as the whole expected $/h, so that the default ranks exactly by
+/// it; at `α = 0` as `−β·facts/COST_REFERENCE`, exactly η alone.
+pub fn log_desirability(terms: &CostTerms, config: &Config) -> f64 {
+    let dollars = |d: f64| if d.is_nan() { f64::INFINITY } else { d };
+    let l = if config.alpha == config.beta {
+        -config.beta * dollars(terms.total()).max(0.0) / config.cost_reference
+    } else {
+        let facts = dollars(terms.facts_total()).max(0.0);
+        let learned = dollars(terms.learned_total());
+        let learned = if config.alpha == 0.0 { 0.0 } else { learned };
+        -(config.beta * facts + config.alpha * learned) / config.cost_reference
+    };
+    if l.is_nan() {
+        f64::NEG_INFINITY
+    } else {
+        l
+    }
+}
+
+/// `τ^α·η^β` of each candidate relative to the best one, from its cost terms in $/h
+/// ([`log_desirability`]): equal to `desirability / max desirability` whenever no η sits at
+/// `ETA_FLOOR`, and unlike it still ranks candidates by their dollars when every total is large
+/// (a 4-GPU pod on $24/h nodes: η = exp(−12) would floor them all to one tie). A non-finite
+/// cost, and anything below `ETA_FLOOR^β`, is that floor (still reachable by exploration).
+pub fn relative_desirabilities(terms: &[CostTerms], config: &Config) -> Vec<f64> {
+    let logs: Vec<f64> = terms.iter().map(|t| log_desirability(t, config)).collect();
     let best = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let floor = config.eta_floor.powf(config.beta);
     logs.iter()
@@ -114,34 +120,102 @@ mod tests {
         assert_eq!(to_scores(&[]), Vec::<i64>::new());
     }
 
+    fn cost(resources: f64, failure_risk: f64, slowdown: f64) -> CostTerms {
+        CostTerms {
+            resources,
+            failure_risk,
+            slowdown,
+            ..CostTerms::default()
+        }
+    }
+
     #[test]
     fn relative_desirabilities_rank_large_totals_that_eta_would_floor_to_one_tie() {
-        let c = Config {
-            alpha: 1.0,
-            ..Config::default()
-        };
+        let c = Config::default();
         // Totals of $12–$14/h: η = exp(−total) is below ETA_FLOOR for all three.
-        let totals = [12.0, 12.5, 14.0];
-        let taus = [1.0, 1.0, 1.0];
-        let r = relative_desirabilities(&taus, &totals, &c);
+        let terms = [
+            cost(12.0, 0.0, 0.0),
+            cost(12.5, 0.0, 0.0),
+            cost(14.0, 0.0, 0.0),
+        ];
+        let r = relative_desirabilities(&terms, &c);
         assert_eq!(r[0], 1.0);
         assert!((r[1] - (-1.0f64).exp()).abs() < 1e-12, "{r:?}");
         assert_eq!(to_scores(&r), vec![10, 4, 0]);
-        // Where nothing floors, the same as desirability / max.
-        let (totals, taus): ([f64; 2], [f64; 2]) = ([0.5, 1.0], [2.0, 1.0]);
-        let d: Vec<f64> = taus
-            .iter()
-            .zip(&totals)
-            .map(|(t, x)| desirability(*t, (-x / c.cost_reference).exp(), &c))
-            .collect();
-        let max = d.iter().copied().fold(0.0, f64::max);
-        let r = relative_desirabilities(&taus, &totals, &c);
-        for (a, b) in r.iter().zip(&d) {
-            assert!((a - b / max).abs() < 1e-12, "{r:?} vs {d:?}");
+        // Where nothing floors, the same as desirability / max, τ from the learned dollars.
+        for c in [
+            c.clone(),
+            Config {
+                alpha: 0.5,
+                ..c.clone()
+            },
+        ] {
+            let terms = [cost(0.5, 0.3, 0.0), cost(1.0, 0.0, -0.2)];
+            let d: Vec<f64> = terms
+                .iter()
+                .map(|t| desirability(t.tau(&c), t.eta(&c), &c))
+                .collect();
+            let max = d.iter().copied().fold(0.0, f64::max);
+            let r = relative_desirabilities(&terms, &c);
+            for (a, b) in r.iter().zip(&d) {
+                assert!((a - b / max).abs() < 1e-12, "{r:?} vs {d:?}");
+            }
         }
-        // A non-finite total is the floor, never NaN.
-        let r = relative_desirabilities(&[1.0, 1.0], &[0.1, f64::NAN], &c);
+        // A non-finite cost is the floor, never NaN.
+        let r = relative_desirabilities(&[cost(0.1, 0.0, 0.0), cost(f64::NAN, 0.0, 0.0)], &c);
         assert_eq!(r, vec![1.0, c.eta_floor.powf(c.beta)]);
+    }
+
+    /// `τ^α·η^β` at `α = β` ranks exactly as the whole expected $/h did when the learned terms
+    /// were part of η (`exp(−β·total/COST_REFERENCE)`), bit for bit, whatever the mix of terms;
+    /// at `α = 0` exactly as η alone, whatever was learned.
+    #[test]
+    fn alpha_equal_to_beta_ranks_as_the_combined_cost_and_alpha_zero_as_eta_alone() {
+        let cases = [
+            // (resources, stranded, qos, reclamation, failure, slowdown)
+            (0.45, None, 0.0, 0.0, 0.0, 0.0),
+            (0.45, Some(0.8), 0.1, 0.0, 0.9, 0.0),
+            (3.2, None, 0.0, 0.3, 0.0, 0.64),
+            (1.0, Some(0.0), 2.5, 0.0, 4.1, -0.1),
+            (0.1 + 0.2, Some(0.3), 1e-9, 7.0, 0.1, 0.2),
+            (24.0, Some(79.2), 12.5, 0.0, 25.0, 6.0),
+            (0.0, None, 0.0, 0.0, 0.0, -0.05),
+        ];
+        let terms: Vec<CostTerms> = cases
+            .iter()
+            .map(|&(r, s, q, rc, f, sl)| CostTerms {
+                resources: r,
+                stranded_gpu: s,
+                qos_risk: q,
+                reclamation_risk: rc,
+                failure_risk: f,
+                slowdown: sl,
+            })
+            .collect();
+        for beta in [1.0, 2.0, 3.5] {
+            let c = Config {
+                alpha: beta,
+                beta,
+                ..Config::default()
+            };
+            // What prioritize computed when η held every term.
+            let combined: Vec<f64> = terms
+                .iter()
+                .map(|t| -beta * t.total().max(0.0) / c.cost_reference)
+                .collect();
+            let ours: Vec<f64> = terms.iter().map(|t| log_desirability(t, &c)).collect();
+            assert_eq!(ours, combined, "β = {beta}");
+            let eta_alone = Config { alpha: 0.0, ..c };
+            let facts: Vec<f64> = terms
+                .iter()
+                .map(|t| -beta * t.facts_total().max(0.0) / c.cost_reference)
+                .collect();
+            let ours: Vec<f64> = terms
+                .iter()
+                .map(|t| log_desirability(t, &eta_alone))
+                .collect();
+            assert_eq!(ours, facts, "β = {beta}, α = 0");
+        }
     }
 
     #[test]

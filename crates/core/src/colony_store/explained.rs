@@ -1,5 +1,5 @@
 //! Why a confirmed pod landed where it did, kept after its decision is gone: confirming a
-//! placement deletes the pod's decision (that is what makes a deposit happen once), and with it
+//! placement deletes the pod's decision (that is what makes a confirmation happen once), and with it
 //! the explanation an operator asks for a day later. So the decision is kept here, with the node
 //! it was bound on, for `CONFIRMED_EXPLANATIONS_TTL_MS` and at most
 //! `CONFIRMED_EXPLANATIONS_MAX` pods per tenant (the newest).

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::colony_export::ExportedState;
-use crate::api::pheromones::{NodeTrail, PheromoneTableReply, TauBounds};
+use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
 use crate::facts::validate_node_name;
@@ -90,7 +90,6 @@ pub const DROPPED_SHADOW: &str = "invalid_shadow_report";
 pub struct ReportKey {
     version: u64,
     counters: crate::colony::ColonyCounters,
-    epoch: u64,
     trails: usize,
     rows_written: u64,
     pending: usize,
@@ -659,7 +658,7 @@ impl ColonyStore {
             }
         };
         match effect {
-            ReportEffect::Deposited { .. } => out.deposited += 1,
+            ReportEffect::Placed { .. } => out.deposited += 1,
             ReportEffect::OutcomeRecorded { .. } => out.outcomes += 1,
             ReportEffect::Duplicate => out.duplicates += 1,
             ReportEffect::UnknownPod => out.unknown_pod += 1,
@@ -692,8 +691,8 @@ impl ColonyStore {
         self.touch(now_ms);
     }
 
-    /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod,
-    /// reliability from outcomes; τ is never touched.
+    /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod, and
+    /// their outcomes deposited on the trail (the shadow placements themselves deposit nothing).
     pub fn shadow(&mut self, items: &[ShadowItem], now_ms: u64, config: &Config) -> ShadowReply {
         let mut out = ShadowReply::default();
         let mut outcomes = false;
@@ -814,10 +813,10 @@ impl ColonyStore {
         let c = &self.colony;
         let nodes = c
             .pheromones
-            .snapshot(config)
+            .snapshot(now_ms, config)
             .into_iter()
             .map(|(node, tau)| {
-                let o = c.outcomes.get(&node).copied().unwrap_or_default();
+                let o = c.pheromones.trails[&node];
                 let now = o.at(now_ms, config);
                 NodeTrail {
                     tau,
@@ -833,13 +832,6 @@ impl ColonyStore {
         let d = self.durability();
         PheromoneTableReply {
             tenant: self.meta.tenant.clone(),
-            epoch: c.pheromones.epoch,
-            tau_initial_now: c.pheromones.tau("", config),
-            bounds: TauBounds {
-                tau_min: config.tau_min,
-                tau_max: config.tau_max,
-                rho: config.rho,
-            },
             nodes,
             counters: c.counters.clone(),
             dropped: self.meta.dropped.clone(),
@@ -867,7 +859,6 @@ impl ColonyStore {
         let key = ReportKey {
             version: self.meta.version,
             counters: self.colony.counters.clone(),
-            epoch: self.colony.pheromones.epoch,
             trails: self.colony.pheromones.trails.len(),
             rows_written,
             pending: self.pending.len(),
@@ -888,10 +879,11 @@ impl ColonyStore {
         ColonyReport {
             tenant: self.meta.tenant.clone(),
             counters: self.colony.counters.clone(),
-            epoch: self.colony.pheromones.epoch,
             pheromones: {
                 let mut bytes = 0;
-                let mut trails = self.colony.pheromones.snapshot(config);
+                // Each trail as of its own last deposit: the report is rebuilt only when the
+                // colony changed (`report_if_changed`), so a time-faded value would go stale.
+                let mut trails = self.colony.pheromones.snapshot(0, config);
                 trails.truncate(wire::TRAILS_SCRAPED);
                 trails.retain(|(node, _)| {
                     bytes += node.len();

@@ -1,7 +1,7 @@
 //! Decisions waiting for their placement, by pod key: at most `MAX_DECISIONS_PER_TENANT`
 //! (oldest evicted) and `DECISION_TTL_MS` old. Only the newest [`EXPLANATIONS_KEPT`] keep their
 //! explanation in memory (an explanation at 64 candidates with the filter's rejections is up to
-//! ~19 KB, the decision without it ~4 KB): older ones still deposit exactly, and explain η alone.
+//! ~19 KB, the decision without it ~4 KB): older ones still confirm exactly, and explain η alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -166,8 +166,6 @@ mod tests {
             node: node.into(),
             confirmed_ms: at,
             outcome_recorded: false,
-            deposit_quality: 0.5,
-            deposit_epoch: 1,
         }
     }
 

@@ -203,6 +203,14 @@ fn place_ended(key: &str, node: &str, label: OutcomeLabel) -> PlacementItem {
     }
 }
 
+/// A colony that scored pod p and learned its failure on node a (at 20 ms).
+fn failed_once_on_a(config: &Config) -> ColonyStore {
+    let mut store = ColonyStore::new(1);
+    store.record_decisions(vec![decision_for("p", 10, config)], true, 10, config);
+    store.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, config);
+    store
+}
+
 #[test]
 fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     let config = Config::default();
@@ -303,7 +311,7 @@ fn a_late_outcome_counts_once_across_a_reload() {
     assert_eq!(loaded.colony(), store.colony());
     let again = loaded.placements(&[failed], 1_050, &config);
     assert_eq!((again.outcomes, again.duplicates), (0, 1));
-    assert_eq!(loaded.colony().outcomes["a"].failures, 1.0);
+    assert_eq!(loaded.colony().pheromones.trails["a"].failures, 1.0);
 }
 
 #[test]
@@ -821,9 +829,7 @@ fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node(
 fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing() {
     let config = Config::default();
     let mut db = Tables::default();
-    let mut source = ColonyStore::new(1);
-    source.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
-    source.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, &config);
+    let source = failed_once_on_a(&config);
     let state = source.export();
     assert!(!state.colony.pheromones.trails.is_empty());
 
@@ -851,5 +857,46 @@ fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing(
     assert_eq!(
         loaded.table(60, &config).nodes.len(),
         state.colony.pheromones.trails.len()
+    );
+}
+
+/// A colony stored when it kept a deposit table (`pheromones`: epochs and τ per node) beside its
+/// outcome history, in the snapshot and in a ledger entry after it: it loads with the learned
+/// counts (now the trail) and without the deposit table, writing nothing for it; the next
+/// commit's patch removes the table from the stored state, in the ledger row it writes anyway.
+#[test]
+fn a_colony_stored_with_the_old_deposit_table_keeps_its_trail_and_drops_the_table() {
+    let config = Config::default();
+    let mut db = Tables::default();
+    let mut store = failed_once_on_a(&config);
+    commit(&mut store, &mut db, 20, &config);
+    assert!(
+        !db.snapshot.is_empty(),
+        "the first commit writes a snapshot"
+    );
+    let old_table = r#""pheromones":{"epoch":4,"trails":{"a":{"tau":2.5,"epoch":3}}},"#;
+    for (_, (_, _, body)) in db.snapshot.iter_mut() {
+        assert!(body.contains(r#""colony":{"#), "{body}");
+        *body = body.replacen(r#""colony":{"#, &format!(r#""colony":{{{old_table}"#), 1);
+    }
+    for (_, (_, body)) in db.ledger.iter_mut() {
+        *body = body.replacen(r#""colony":{"#, &format!(r#""colony":{{{old_table}"#), 1);
+    }
+    let written = db.rows_written;
+    let mut loaded = db.load(2, 30, &config).unwrap();
+    assert_eq!(db.rows_written, written, "loading writes nothing");
+    assert_eq!(loaded.colony(), store.colony());
+    assert_eq!(loaded.colony().pheromones.trails["a"].failures, 1.0);
+    // The next commit (a decision) writes its one ledger row; the state it leaves has no table.
+    loaded.record_decisions(vec![decision_for("q", 40, &config)], true, 40, &config);
+    let rows = commit(&mut loaded, &mut db, 40, &config);
+    assert_eq!(rows, 1, "one ledger row, as any commit");
+    let again = db.load(3, 50, &config).unwrap();
+    assert_eq!(again.colony(), loaded.colony());
+    assert!(
+        loaded.committed_colony.get("pheromones").is_none()
+            && again.committed_colony.get("pheromones").is_none(),
+        "{}",
+        again.committed_colony
     );
 }

@@ -100,8 +100,9 @@ pub struct PlacementsRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementsReply {
+    /// Placements confirmed (each pod once; an outcome with it deposited on the trail).
     pub deposited: u64,
-    /// Later outcomes of confirmed placements (reliability updated, no deposit).
+    /// Later outcomes of confirmed placements, deposited on the trail.
     pub outcomes: u64,
     /// Reports already counted (replays): nothing changed.
     pub duplicates: u64,
@@ -181,7 +182,7 @@ pub struct ConfirmedView {
 /// What the filter verb rejected, attached by the Worker to a decision's explanation.
 pub type FilterReasons = Option<FilterRejections>;
 
-/// Trails per colony a scrape shows, highest τ first (the whole table: `GET …/pheromones`).
+/// Trails per colony a scrape shows, τ farthest from 1 first (the whole table: `GET …/pheromones`).
 /// With [`REPORT_NODE_BYTES`] this bounds a report to a few KB, so the Telemetry object keeps
 /// every colony's (at most `MAX_COLONIES_LIMIT`) in tens of MB and a scrape of a thousand
 /// colonies is tens of thousands of lines, not a cardinality problem for Prometheus.
@@ -196,9 +197,9 @@ pub const REPORT_NODE_BYTES: usize = 2_048;
 pub struct ColonyReport {
     pub tenant: String,
     pub counters: ColonyCounters,
-    pub epoch: u64,
-    /// (node, τ with evaporation applied): the [`TRAILS_SCRAPED`] highest, so that a scrape of
-    /// every colony stays bounded however many nodes the clusters have.
+    /// (node, reference τ as of the report, `colony::reference_tau`): the [`TRAILS_SCRAPED`]
+    /// farthest from 1, so that a scrape of every colony stays bounded however many nodes the
+    /// clusters have.
     pub pheromones: Vec<(String, f64)>,
     /// Nodes with a trail in this colony (all of them, not only those above).
     #[serde(default)]

@@ -1,13 +1,14 @@
 //! The heuristic desirability η(n) ∈ (0, 1] of a node for a pod, from the expected cost of the
 //! placement in $/h (`placement_cost.rs`): `η = exp(−total / COST_REFERENCE)`. One file per
 //! term's ingredients: `cost.rs` (the pod's marginal share of the bill), `fragmentation.rs`
-//! (FGD's gradient), `headroom.rs` (load after placement), `reliability.rs` (outcome history),
+//! (FGD's gradient), `headroom.rs` (load after placement), `reliability.rs` (the faded outcome
+//! counts the trail holds, and what they teach: reliability and slowdown),
 //! `spot_risk.rs` (interruption rates per spot pool), `outlook.rs` (what the cluster as a whole
 //! says: GPU scarcity, pool histories).
 //!
 //! The Worker turns each candidate's [`NodeState`] into [`NodeFeatures`] (plain numbers, cheap to
-//! send to the Colony Durable Object of the cluster × tenant); the colony adds the tenant's outcome history
-//! (reliability) and computes η there.
+//! send to the Colony Durable Object of the cluster × tenant); the colony prices them with η (the
+//! facts' terms) and its trail τ (the learned terms, from the tenant's outcome history).
 
 mod cost;
 mod fragmentation;
@@ -25,7 +26,7 @@ pub use fragmentation::{
 };
 pub use headroom::{headroom_after, is_hot};
 pub use outlook::{gpu_allocation, gpu_allocation_of_facts, ClusterOutlook, GpuNodeAccount};
-pub use placement_cost::{breach_probability, cost_terms, CostTerms};
+pub use placement_cost::{breach_probability, cost_terms, learned_terms, CostTerms};
 pub use pod_footprint::PodFootprint;
 pub use reliability::{reliability, OutcomeStats};
 
@@ -231,8 +232,8 @@ pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
     }
 }
 
-/// Every term of the placement's expected cost (see [`CostTerms`]); [`eta`] is exactly
-/// `.eta(config)` of it. The explanations' view of η.
+/// Every term of the placement's expected cost (see [`CostTerms`]), the learned ones from the
+/// node's trail `stats`; [`eta`] is exactly `.eta(config)` of it. The explanations' view.
 pub fn eta_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
@@ -242,15 +243,11 @@ pub fn eta_terms(
     cost_terms(features, workload, stats, config)
 }
 
-/// η for one node: `exp(−expected $/h / COST_REFERENCE)`, floored at `eta_floor` so that every
-/// feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
-pub fn eta(
-    features: &NodeFeatures,
-    workload: WorkloadClass,
-    stats: Option<&OutcomeStats>,
-    config: &Config,
-) -> f64 {
-    cost_terms(features, workload, stats, config).eta(config)
+/// η for one node: `exp(−the facts' expected $/h / COST_REFERENCE)`, floored at `eta_floor` so
+/// that every feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
+/// Nothing learned enters it: that is the trail's.
+pub fn eta(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
+    cost_terms(features, workload, None, config).eta(config)
 }
 
 #[cfg(test)]
@@ -280,19 +277,14 @@ mod tests {
     fn pricier_spottier_busier_and_spikier_nodes_get_lower_eta_for_latency_critical_pods() {
         let c = Config::default();
         let lc = WorkloadClass::LatencyCritical;
-        let base = eta(
-            &features(Some(1.0), false, Some(0.3), Some(0.0)),
-            lc,
-            None,
-            &c,
-        );
+        let base = eta(&features(Some(1.0), false, Some(0.3), Some(0.0)), lc, &c);
         for worse in [
             features(Some(3.0), false, Some(0.3), Some(0.0)),
             features(Some(1.0), true, Some(0.3), Some(0.0)),
             features(Some(1.0), false, Some(0.75), Some(0.0)),
             features(Some(1.0), false, Some(0.3), Some(0.9)),
         ] {
-            assert!(eta(&worse, lc, None, &c) < base, "{worse:?}");
+            assert!(eta(&worse, lc, &c) < base, "{worse:?}");
         }
     }
 
@@ -313,7 +305,7 @@ mod tests {
             ..OutcomeStats::default()
         };
         let full = eta_terms(&f, w, Some(&bad), &all);
-        assert_eq!(eta(&f, w, Some(&bad), &all), full.eta(&all));
+        assert_eq!(eta(&f, w, &all), full.eta(&all), "η reads no outcome");
         for (name, term) in [
             ("cost", full.resources),
             ("fragmentation", full.stranded_gpu.unwrap()),
@@ -347,7 +339,6 @@ mod tests {
                 let e = eta(
                     &features(cost, true, util, Some(1.0)),
                     WorkloadClass::LatencyCritical,
-                    None,
                     &c,
                 );
                 assert!(e >= c.eta_floor && e <= 1.0, "{e}");

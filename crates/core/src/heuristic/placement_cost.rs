@@ -1,6 +1,7 @@
-//! η in one currency: what placing the pod on the node is expected to cost the cluster per
-//! hour, term by term, so that the balance between packing, fragmentation and risk is a fact
-//! about dollars and not a tuning of weights.
+//! What placing the pod on the node is expected to cost the cluster per hour, term by term, so
+//! that the balance between packing, fragmentation and risk is a fact about dollars and not a
+//! tuning of weights. The first four terms are what the facts say (η); the last two are what the
+//! tenant's outcomes taught (the trail τ, `colony/pheromone.rs`).
 //!
 //! | term | $/h |
 //! |---|---|
@@ -8,12 +9,13 @@
 //! | `strandedGpu` | usable GPU capacity the placement takes from typical pods, its own GPUs included — FGD's gradient turned into a cost: `(pod GPU milli − ΔF)/1000 × the cluster's $/GPU-h × s/(1−s)` at GPU scarcity `s` |
 //! | `qosRisk` | expected SLA breaches of latency-critical pods on the node, its own and its neighbours', × `SLA_VIOLATION_COST`, per `EXPECTED_STAY_HOURS` |
 //! | `reclamationRisk` | P(the spot node is reclaimed during the stay) × the loss (a breach for a latency-critical pod, half the run's resources otherwise), per stay |
-//! | `failureRisk` | the node's failure probability above the prior (its outcome history) × the same loss, per stay |
-//! | `slowdown` | (the node's learned slowdown for the tenant − 1) × `resources` (a slower node holds the pod longer; learned from the run times the reporter sends, `OutcomeStats::slowdown`) |
+//! | `failureRisk` | learned: the node's failure probability above the prior (its faded outcomes) × the same loss, per stay |
+//! | `slowdown` | learned: (the node's learned slowdown for the tenant − 1) × `resources` (a slower node holds the pod longer; learned from the run times the reporter sends, `OutcomeStats::slowdown`) |
 //!
-//! `η = exp(−total / COST_REFERENCE)`, floored at `ETA_FLOOR`: a monotone function of the total,
-//! so the prioritize ranking under η alone is the ranking by expected $/h, and with the trail
-//! `τ^α·η^β` adds `α·ln τ` to `−β·total/COST_REFERENCE`: τ is worth dollars.
+//! `η = exp(−facts / COST_REFERENCE)` (floored at `ETA_FLOOR`) and `τ = exp(−learned /
+//! COST_REFERENCE)`: monotone in their dollars, so the ranking under η alone is the ranking by
+//! the facts' $/h, and `τ^α·η^β` with `α = β` is the ranking by the whole expected $/h: a learned
+//! dollar weighs what a seen one does.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +37,19 @@ pub struct CostTerms {
 }
 
 impl CostTerms {
-    /// The expected $/h of the placement.
+    /// What the facts say the placement costs, $/h: η's dollars.
+    pub fn facts_total(&self) -> f64 {
+        self.resources + self.stranded_gpu.unwrap_or(0.0) + self.qos_risk + self.reclamation_risk
+    }
+
+    /// What the tenant's outcomes taught the placement costs beyond that, $/h: the trail's
+    /// dollars (negative where the node ran the tenant's pods faster than usual).
+    pub fn learned_total(&self) -> f64 {
+        self.failure_risk + self.slowdown
+    }
+
+    /// The expected $/h of the placement: the facts' terms, then the learned ones, summed in
+    /// this order (the ranking at `ALPHA = BETA` is by exactly this number).
     pub fn total(&self) -> f64 {
         self.resources
             + self.stranded_gpu.unwrap_or(0.0)
@@ -45,10 +59,10 @@ impl CostTerms {
             + self.slowdown
     }
 
-    /// η = `exp(−total / COST_REFERENCE)`, within `[ETA_FLOOR, 1]` (a non-finite total is the
+    /// η = `exp(−facts / COST_REFERENCE)`, within `[ETA_FLOOR, 1]` (a non-finite total is the
     /// floor).
     pub fn eta(&self, config: &Config) -> f64 {
-        let total = self.total();
+        let total = self.facts_total();
         if !total.is_finite() {
             return config.eta_floor;
         }
@@ -56,6 +70,44 @@ impl CostTerms {
             .exp()
             .clamp(config.eta_floor, 1.0)
     }
+
+    /// τ = `exp(−learned / COST_REFERENCE)`: 1 where nothing was learned, below 1 where the
+    /// node failed or slowed the tenant's pods, above 1 where it ran them faster; a non-finite
+    /// learned cost is `ETA_FLOOR`.
+    pub fn tau(&self, config: &Config) -> f64 {
+        let learned = self.learned_total();
+        if !learned.is_finite() {
+            return config.eta_floor;
+        }
+        (-learned / config.cost_reference).exp()
+    }
+}
+
+/// The learned terms (`failureRisk`, `slowdown`) of a pod whose work lost on a failure costs
+/// `loss` $ and whose share of the node's bill is `resources` $/h, from the node's faded
+/// outcomes `stats`: what the trail of a node is worth to one pod.
+pub fn learned_terms(
+    stats: Option<&OutcomeStats>,
+    resources: f64,
+    loss: f64,
+    config: &Config,
+) -> (f64, f64) {
+    let on = config.eta_factors;
+    let stay = config.expected_stay_hours.max(1e-6);
+    let failure_risk = if on.reliability {
+        let prior = reliability(None, config);
+        (prior - reliability(stats, config)).max(0.0) * loss / stay
+    } else {
+        0.0
+    };
+    let slowdown = if on.performance {
+        stats
+            .and_then(OutcomeStats::slowdown)
+            .map_or(0.0, |s| (s - 1.0) * resources)
+    } else {
+        0.0
+    };
+    (failure_risk, slowdown)
 }
 
 /// The probability that a latency-critical pod on a node loaded to `load` (fraction of
@@ -69,8 +121,8 @@ pub fn breach_probability(load: f64, config: &Config) -> f64 {
 }
 
 /// Every term of the expected cost of placing the pod described by `features` (see
-/// [`NodeFeatures::for_pod`]) on its node; `stats` is the node's outcome history for the tenant
-/// (reliability and learned slowdown).
+/// [`NodeFeatures::for_pod`]) on its node; `stats` is the node's trail for the tenant (its faded
+/// outcomes: reliability and learned slowdown), read only by the learned terms.
 /// A term whose factor is left out of `ETA_FACTORS` is 0 (`strandedGpu`: absent).
 pub fn cost_terms(
     features: &NodeFeatures,
@@ -92,6 +144,7 @@ pub fn cost_terms(
     } else {
         marginal_cost_per_hour(features, config) * stay / 2.0
     };
+    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, config);
     CostTerms {
         resources,
         stranded_gpu: features
@@ -105,19 +158,8 @@ pub fn cost_terms(
         } else {
             0.0
         },
-        failure_risk: if on.reliability {
-            let prior = reliability(None, config);
-            (prior - reliability(stats, config)).max(0.0) * loss / stay
-        } else {
-            0.0
-        },
-        slowdown: if on.performance {
-            stats
-                .and_then(OutcomeStats::slowdown)
-                .map_or(0.0, |s| (s - 1.0) * resources)
-        } else {
-            0.0
-        },
+        failure_risk,
+        slowdown,
     }
 }
 

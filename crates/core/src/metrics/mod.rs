@@ -148,11 +148,11 @@ metrics! {
     COLONY_EXPLORATIONS = "aco_colony_explorations_total" Counter ["tenant"]
         "Decisions where ACS exploration promoted a node (Q0 < 1).";
     COLONY_DEPOSITS = "aco_colony_deposits_total" Counter ["tenant"]
-        "Confirmed placements that deposited pheromone (once per pod).";
+        "Confirmed placements (once per pod): the pods whose outcomes the trail learns from.";
     COLONY_PLACEMENTS_ELSEWHERE = "aco_colony_placements_elsewhere_total" Counter ["tenant"]
         "Confirmed placements bound on a node other than the one prioritize answered alone at 10 (kube-scheduler's own scores, or a failed binding, overruled the answer).";
     COLONY_APPROXIMATE_DEPOSITS = "aco_colony_approximate_deposits_total" Counter ["tenant"]
-        "Deposits on a node outside the remembered top candidates (floor quality).";
+        "Confirmed placements on a node outside the remembered top candidates.";
     COLONY_UNKNOWN_PLACEMENTS = "aco_colony_unknown_placements_total" Counter ["tenant"]
         "Placement reports for pods the colony never scored or forgot.";
     COLONY_NON_CANDIDATE_PLACEMENTS = "aco_colony_non_candidate_placements_total" Counter ["tenant"]
@@ -169,8 +169,6 @@ metrics! {
         "Decisions, placements and shadow reports the colony refused as invalid (dropped; the rest of their batch applied), by reason.";
     COLONY_ROWS_WRITTEN = "aco_colony_rows_written_total" Counter ["tenant"]
         "SQLite rows the tenant's colony object wrote since it started, alarms and setAlarm included.";
-    COLONY_EPOCH = "aco_colony_epoch" Gauge ["tenant"]
-        "Confirmed placements so far (one evaporation epoch each).";
     COLONY_PENDING_DECISIONS = "aco_colony_pending_decisions" Gauge ["tenant"]
         "Decisions the colony remembers, waiting for their pod's placement.";
     COLONY_HELD_PLACEMENTS = "aco_colony_held_placements" Gauge ["tenant"]
@@ -178,9 +176,9 @@ metrics! {
     COLONY_REMEMBERED_PODS = "aco_colony_remembered_pods" Gauge ["tenant"]
         "Confirmed and shadow pods the colony remembers (replays and late outcomes count once).";
     PHEROMONE_TRAILS = "aco_pheromone_trails" Gauge ["tenant"]
-        "Nodes with a pheromone trail in the tenant's colony.";
+        "Nodes with a pheromone trail (an outcome learned) in the tenant's colony.";
     PHEROMONE = "aco_pheromone" Gauge ["tenant", "node"]
-        "Pheromone level τ per tenant and node (evaporation applied), the 16 highest per tenant (the whole table: GET /v1/tenants/<t>/pheromones).";
+        "Pheromone level τ per tenant and node, learned from outcomes (1 = nothing against the node; for a batch pod paying COST_REFERENCE $/h there, as of its last outcome), the 16 farthest from 1 per tenant (the whole table: GET /v1/tenants/<t>/pheromones).";
     SHADOW_PODS = "aco_shadow_pods_total" Counter ["tenant"]
         "Pods placed by another scheduler that shadow mode scored (once each).";
     SHADOW_AGREEMENTS = "aco_shadow_agreements_total" Counter ["tenant"]

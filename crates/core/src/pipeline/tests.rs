@@ -300,9 +300,9 @@ fn slowdowns_learned_from_outcomes_move_the_answer() {
             .report(&mut record, node, Some(ran), 2_000, &c)
             .unwrap();
     }
-    let learned = colony.outcomes[&first].slowdown().unwrap();
+    let learned = colony.pheromones.trails[&first].slowdown().unwrap();
     assert!((learned - (3.0 + 8.0) / 7.0).abs() < 1e-12, "{learned}");
-    assert_eq!(colony.outcomes[other].slowdown(), Some(1.0));
+    assert_eq!(colony.pheromones.trails[other].slowdown(), Some(1.0));
     let again = answer(&mut p, 3_000);
     assert_eq!(top(&again), other);
     let why = again.decision.explanation.unwrap();

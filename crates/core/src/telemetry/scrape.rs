@@ -106,7 +106,6 @@ fn colony(e: &mut Exposition, stamped: &StampedReport) {
         gauge(metric, value(&r.counters) as f64);
     }
     gauge(&m::COLONY_ROWS_WRITTEN, r.rows_written as f64);
-    gauge(&m::COLONY_EPOCH, r.epoch as f64);
     gauge(&m::COLONY_PENDING_DECISIONS, r.pending_decisions as f64);
     gauge(&m::COLONY_HELD_PLACEMENTS, r.held_placements as f64);
     gauge(&m::COLONY_REMEMBERED_PODS, r.confirmed_pods as f64);
@@ -167,7 +166,6 @@ mod tests {
                     deposits,
                     ..Default::default()
                 },
-                epoch: deposits,
                 pheromones: vec![("n\"1".into(), 1.5), ("n2".into(), f64::NAN)],
                 dropped: [("invalid_decision".to_string(), 1)].into(),
                 rows_written: 7,

@@ -1,6 +1,6 @@
-//! Pheromone τ per node over the replay, one chart per tenant: the `TOP` nodes with the highest
-//! final τ as lines, the rest as one dashed line of their mean, and a legend naming each line's
-//! node, GPU model and final τ.
+//! Pheromone τ per node over the replay, one chart per tenant: the `TOP` nodes whose τ moved
+//! farthest from 1 (what the trail learned most about, for or against) as lines, the rest as one
+//! dashed line of their mean, and a legend naming each line's node, GPU model and final τ.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -52,8 +52,10 @@ pub fn section(record: &ReplayRecord) -> String {
     }
     let _ = write!(
         s,
-        "<p>τ as <code>GET /v1/tenants/{{t}}/pheromones</code> answered at {} sample(s). The {TOP} nodes with the highest final τ get a line each; \
-         a node's line starts at the first sample after its first deposit. Higher τ means the colony has learnt to prefer the node.</p>",
+        "<p>τ as <code>GET /v1/tenants/{{t}}/pheromones</code> answered at {} sample(s): what the tenant's outcomes on the node taught, \
+         <code>exp(−learned $/h / COST_REFERENCE)</code> for a batch pod paying <code>COST_REFERENCE</code> $/h there. 1 is nothing learned against the node; \
+         below 1 its pods failed or ran slow, and τ climbs back as those outcomes fade (<code>OUTCOME_HALF_LIFE_MS</code>); above 1 they ran fast. \
+         The {TOP} nodes whose τ moved farthest from 1 get a line each; a node's line starts at the first sample after its first outcome.</p>",
         record.trails.len()
     );
     for tenant in &tenants {
@@ -67,12 +69,16 @@ fn chart(record: &ReplayRecord, tenant: &str) -> String {
     let mut s = format!("<h3>Tenant {}</h3>", esc(tenant));
     let series = series(record, tenant);
     if series.is_empty() {
-        s.push_str(r#"<p class="nodata">No data: this tenant has no trail yet (no confirmed placement).</p>"#);
+        s.push_str(
+            r#"<p class="nodata">No data: this tenant has no trail yet (no outcome reported).</p>"#,
+        );
         return s;
     }
+    // How far τ moved from 1 at any sample: a node that failed pods and recovered is still one
+    // the trail learned about.
     let mut ranked: Vec<(&String, f64)> = series
         .iter()
-        .map(|(n, pts)| (n, pts.last().map_or(0.0, |p| p.1)))
+        .map(|(n, pts)| (n, pts.iter().map(|p| p.1.ln().abs()).fold(0.0, f64::max)))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     let shown: Vec<&String> = ranked.iter().take(TOP).map(|(n, _)| *n).collect();

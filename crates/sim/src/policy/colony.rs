@@ -2,9 +2,9 @@
 //! tenant's colony (`ColonySource::Held`: the simulator holds the colonies themselves, where the
 //! Worker's isolate holds copies) and the decision is remembered here until the pod's placement
 //! is reported; placements and outcomes then go through `TenantColony::report`, the Worker's
-//! path: a placement deposits `Q × η then` on the node the simulated kube-scheduler really bound
-//! (never on the colony's own argmax), and the pod's later outcome revises that deposit to
-//! `Q × observed quality` once and teaches the node's reliability and slowdown.
+//! path: a placement is confirmed on the node the simulated kube-scheduler really bound (never
+//! the colony's own argmax), and the pod's later outcome is deposited once on that node's trail
+//! (its reliability and slowdown).
 
 use std::collections::BTreeMap;
 
@@ -30,7 +30,7 @@ impl ColonyReports {
     }
 
     /// `pod` was bound to `node`. `scored` is false when there was a single feasible node and
-    /// kube-scheduler did not call prioritize: no decision, nothing deposited.
+    /// kube-scheduler did not call prioritize: no decision, nothing remembered.
     pub fn placed(
         &mut self,
         colonies: &mut ColonyCopies,
@@ -85,11 +85,12 @@ impl ColonyReports {
     }
 }
 
-/// Per tenant (by name), its trail as (node, τ), best first.
-pub fn trails(colonies: &ColonyCopies, config: &Config) -> TenantTrails {
+/// Per tenant (by name), its trail as (node, τ at `now_ms`), as `PheromoneTable::snapshot`
+/// orders them.
+pub fn trails(colonies: &ColonyCopies, now_ms: u64, config: &Config) -> TenantTrails {
     let mut out: TenantTrails = colonies
         .iter()
-        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(config)))
+        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(now_ms, config)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -101,7 +102,8 @@ pub fn slowdowns(colonies: &ColonyCopies) -> TenantSlowdowns {
         .iter()
         .map(|(t, c)| {
             let learned = c
-                .outcomes
+                .pheromones
+                .trails
                 .iter()
                 .filter_map(|(node, stats)| Some((node.clone(), stats.slowdown()?)))
                 .collect();

@@ -141,18 +141,14 @@ impl SatPolicy for SatColony {
         );
         self.pending = Some((tenant, pr.decision));
         if self.raw {
-            let taus: Vec<f64> = features
-                .iter()
-                .map(|f| colony.pheromones.tau(&f.node, ctx.config))
-                .collect();
-            let totals: Vec<f64> = features
+            let terms: Vec<_> = features
                 .iter()
                 .map(|f| {
-                    let stats = colony.outcomes_at(&f.node, ctx.step * 1000, ctx.config);
-                    eta_terms(f, ctx.sim_pod.demand.workload, stats.as_ref(), ctx.config).total()
+                    let stats = colony.trail_at(&f.node, ctx.step * 1000, ctx.config);
+                    eta_terms(f, ctx.sim_pod.demand.workload, stats.as_ref(), ctx.config)
                 })
                 .collect();
-            return relative_desirabilities(&taus, &totals, ctx.config)
+            return relative_desirabilities(&terms, ctx.config)
                 .into_iter()
                 .zip(gpus)
                 .map(|(score, gpu)| Verdict { score, gpu })
