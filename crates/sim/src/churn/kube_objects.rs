@@ -1,8 +1,10 @@
 //! A churned segment as the Kubernetes objects a real kube-scheduler schedules: the saturation
 //! replay's nodes and pods (`crate::saturate::kube_objects`: the simulator's labels, prices,
-//! allocatable and device annotations) with the engine's limit of 110 pods per node, and each
-//! pod's trace run time, compressed, as [`RUN_FOR`]: the kwok Stage that ends pods completes it
-//! (phase Succeeded) that long after it started running, as its departure.
+//! allocatable and device annotations) with the engine's limit of 110 pods per node, each pod
+//! with its arrival and its departure in compressed trace time. A pod that leaves has
+//! `restartPolicy: Never`; the harness stamps [`END_AT`] on it when it creates it (its departure
+//! as a wall-clock time), and the kwok Stage that ends pods completes it (phase Succeeded) then:
+//! at its departure whenever it was bound, as the engine has it leave.
 
 use serde_json::{json, Value};
 
@@ -10,8 +12,8 @@ use super::Segment;
 use crate::cluster::SimNode;
 use crate::saturate::kube_objects::{self as ko};
 
-/// Pod annotation: how long the pod runs before kwok completes it (a Go duration, e.g. `1500ms`).
-pub const RUN_FOR: &str = "aco-churn/run-for";
+/// Pod annotation: when kwok completes the pod (RFC 3339), stamped at its creation.
+pub const END_AT: &str = "aco-churn/end-at";
 
 /// The engine's pod limit per node (`NodeAlloc::fits`), kube-scheduler's default too.
 pub const PODS_PER_NODE: u32 = 110;
@@ -21,6 +23,8 @@ pub struct ChurnPod {
     pub object: Value,
     /// Wall seconds after the first arrival.
     pub at_s: f64,
+    /// Wall seconds after the first arrival it leaves (its trace departure), if it does.
+    pub end_s: Option<f64>,
     /// The trace's name of the pod (bindings are reported by it).
     pub trace_name: String,
 }
@@ -31,13 +35,6 @@ pub fn node_object(n: &SimNode) -> Value {
         v["status"][key]["pods"] = json!(PODS_PER_NODE.to_string());
     }
     v
-}
-
-/// The run time of a pod from `creation_s` to `deletion_s`, compressed `compression`-fold, as a
-/// Go duration in whole milliseconds (at least 1).
-pub fn run_for(creation_s: u64, deletion_s: u64, compression: f64) -> String {
-    let ms = (deletion_s.saturating_sub(creation_s) as f64 * 1000.0 / compression).round();
-    format!("{}ms", ms.max(1.0) as u64)
 }
 
 impl Segment {
@@ -53,13 +50,17 @@ impl Segment {
             .enumerate()
             .map(|(i, p)| {
                 let mut object = ko::pod_object(p, i, pods.len(), namespace, scheduler);
-                if let Some(d) = p.trace.deletion_s {
-                    object["metadata"]["annotations"][RUN_FOR] =
-                        json!(run_for(p.arrival_s(), d, compression));
+                if p.trace.deletion_s.is_some() {
+                    // It runs to its end, as a batch pod does.
+                    object["spec"]["restartPolicy"] = json!("Never");
                 }
                 ChurnPod {
                     object,
                     at_s: (p.arrival_s() - start) as f64 / compression,
+                    end_s: p
+                        .trace
+                        .deletion_s
+                        .map(|d| d.saturating_sub(start) as f64 / compression),
                     trace_name: p.trace.name.clone(),
                 }
             })
@@ -72,10 +73,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn run_times_compress_to_whole_milliseconds_of_at_least_one() {
-        assert_eq!(run_for(100, 40_100, 40_000.0), "1000ms");
-        assert_eq!(run_for(0, 1_056, 40_000.0), "26ms");
-        assert_eq!(run_for(5, 5, 40_000.0), "1ms");
-        assert_eq!(run_for(9, 5, 1.0), "1ms");
+    fn the_segments_pods_arrive_and_leave_at_their_compressed_trace_times() {
+        let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data");
+        let segment = Segment::load(super::super::SegmentSpec {
+            nodes_csv: data.join("openb-sample/nodes.csv"),
+            pods_csv: data.join("openb-sample/pods.csv"),
+            prices_dir: data.join("prices"),
+            seed: 1,
+            pods: 40,
+            report_interval_s: 60,
+        })
+        .unwrap();
+        let nodes = segment.kube_nodes();
+        assert_eq!(nodes.len(), segment.world.nodes.len());
+        assert!(nodes
+            .iter()
+            .all(|n| n["status"]["allocatable"]["pods"] == "110"));
+        let pods = segment.kube_pods("trace", "aco-scheduler", 1000.0);
+        assert_eq!(pods.len(), 40);
+        assert_eq!(pods[0].at_s, 0.0);
+        assert!(pods.windows(2).all(|w| w[0].at_s <= w[1].at_s));
+        for (p, sim) in pods.iter().zip(segment.pods()) {
+            assert_eq!(p.trace_name, sim.trace.name);
+            let d = sim.trace.deletion_s.expect("the sample's pods all end");
+            assert!(p.object["metadata"]["annotations"].get(END_AT).is_none());
+            assert_eq!(p.object["spec"]["restartPolicy"], "Never");
+            let end = p.end_s.unwrap();
+            assert!((end - p.at_s - (d - sim.trace.creation_s) as f64 / 1000.0).abs() < 1e-6);
+        }
+        assert!(
+            segment.arrival_span_s() as f64 / 1000.0 - pods[39].at_s < 1e-9,
+            "the last pod arrives at the span's end"
+        );
     }
 }
