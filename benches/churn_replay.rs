@@ -18,14 +18,13 @@
 //!              [--scheduler PATH] [--qps N] [--timeout-s N] [--out DIR]
 //! ```
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use aco_sim::churn::kube_objects::END_AT;
 use aco_sim::churn::{Segment, SegmentSpec};
 use aco_sim::engine::Metrics;
-use aco_sim::saturate::kube_objects::{audit, BoundPod, HAMI_POD_ALLOCATED};
+use aco_sim::saturate::kube_objects::{audit, BoundPod};
 use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
 use aco_testkit::kube::churn::{self, ChurnObjects, ChurnOutcome};
 use aco_testkit::kube::replay::{metric_sum, ReplayConfig, WithWorker, NAMESPACE};
@@ -100,15 +99,9 @@ struct Row {
 }
 
 fn running(o: &ChurnOutcome) -> Vec<Option<BoundPod<'_>>> {
-    o.fates
-        .iter()
-        .zip(&o.ended)
-        .map(|(f, ended)| {
-            f.node.as_deref().filter(|_| !ended).map(|node| BoundPod {
-                node,
-                allocation: f.annotations.get(HAMI_POD_ALLOCATED).map(String::as_str),
-            })
-        })
+    o.running()
+        .into_iter()
+        .map(|f| f.map(|f| BoundPod::of(f.node.as_deref().unwrap(), &f.annotations)))
         .collect()
 }
 
@@ -170,13 +163,12 @@ async fn main() {
         });
     }
 
-    let objects = ChurnObjects {
-        nodes: segment.kube_nodes(),
-        pods: pods.iter().map(|p| p.object.clone()).collect(),
-        at_s: pods.iter().map(|p| p.at_s).collect(),
-        end_s: pods.iter().map(|p| p.end_s).collect(),
-        end_annotation: END_AT.to_string(),
-    };
+    let objects = ChurnObjects::new(
+        segment.kube_nodes(),
+        pods.iter().map(|p| (p.object.clone(), p.at_s, p.end_s)),
+        END_AT,
+    );
+    let trace_names: Vec<String> = pods.iter().map(|p| p.trace_name.clone()).collect();
     let scheduler = a
         .scheduler
         .clone()
@@ -202,7 +194,8 @@ async fn main() {
                     "--scan-interval".into(),
                     "1s".into(),
                 ],
-                release_reporter: true,
+                // Release-built with the bench (`cargo bench`), as the bench's own profile.
+                release_reporter: !cfg!(debug_assertions),
             }),
             kwok_lease_s: 3600,
             kwok_pod_stages: true,
@@ -211,11 +204,7 @@ async fn main() {
         let t = Instant::now();
         eprintln!("{name}: starting");
         let o = churn::run(&cfg, &objects).await;
-        let bindings: HashMap<String, String> = pods
-            .iter()
-            .zip(&o.fates)
-            .filter_map(|(p, f)| Some((p.trace_name.clone(), f.node.clone()?)))
-            .collect();
+        let bindings = o.bindings(&trace_names);
         let (r, not_replayed) = segment.of_bindings(name, &bindings).unwrap();
         let final_audit = audit(&segment.world, &order, &running(&o));
         let w = o.worker_metrics.as_deref().unwrap_or_default();

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use aco_sim::churn::kube_objects::END_AT;
 use aco_sim::churn::{Segment, SegmentSpec};
-use aco_sim::saturate::kube_objects::{BoundPod, HAMI_POD_ALLOCATED};
+use aco_sim::saturate::kube_objects::BoundPod;
 use aco_testkit::kube::aco_scheduler::ACO_KUBE_SCHEDULER;
 use aco_testkit::kube::churn::{self, ChurnObjects};
 use aco_testkit::kube::replay::{self, metric_sum, ReplayConfig, WithWorker};
@@ -59,13 +59,12 @@ async fn a_small_churned_segment_arrives_departs_and_is_measured_from_its_real_b
     let compression = span / ARRIVALS_S;
     let segment = Segment::load(spec((PUSH_S as f64 * compression) as u64)).unwrap();
     let pods = segment.kube_pods(replay::NAMESPACE, SCHEDULER_NAME, compression);
-    let objects = ChurnObjects {
-        nodes: segment.kube_nodes(),
-        pods: pods.iter().map(|p| p.object.clone()).collect(),
-        at_s: pods.iter().map(|p| p.at_s).collect(),
-        end_s: pods.iter().map(|p| p.end_s).collect(),
-        end_annotation: END_AT.to_string(),
-    };
+    let objects = ChurnObjects::new(
+        segment.kube_nodes(),
+        pods.iter().map(|p| (p.object.clone(), p.at_s, p.end_s)),
+        END_AT,
+    );
+    let trace_names: Vec<String> = pods.iter().map(|p| p.trace_name.clone()).collect();
     assert!(
         (10..=20).contains(&objects.nodes.len()),
         "{} nodes",
@@ -99,23 +98,13 @@ async fn a_small_churned_segment_arrives_departs_and_is_measured_from_its_real_b
             timeout: Duration::from_secs(180),
         };
         let o = churn::run(&cfg, &objects).await;
-        let bindings: HashMap<String, String> = pods
-            .iter()
-            .zip(&o.fates)
-            .filter_map(|(p, f)| Some((p.trace_name.clone(), f.node.clone()?)))
-            .collect();
+        let bindings = o.bindings(&trace_names);
         let (real, not_replayed) = segment.of_bindings(name, &bindings).unwrap();
         let m = &real.metrics;
         let running: Vec<Option<BoundPod>> = o
-            .fates
-            .iter()
-            .zip(&o.ended)
-            .map(|(f, ended)| {
-                f.node.as_deref().filter(|_| !ended).map(|node| BoundPod {
-                    node,
-                    allocation: f.annotations.get(HAMI_POD_ALLOCATED).map(String::as_str),
-                })
-            })
+            .running()
+            .into_iter()
+            .map(|f| f.map(|f| BoundPod::of(f.node.as_deref().unwrap(), &f.annotations)))
             .collect();
         let order: Vec<usize> = (0..PODS).collect();
         let audit = aco_sim::saturate::kube_objects::audit(&segment.world, &order, &running);

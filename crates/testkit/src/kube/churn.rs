@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::kwok::complete_at_stage;
-use super::replay::{extender_errors, metric_sum, prepare, watch_until_settled, PodFate};
+use super::replay::{
+    extender_errors, metric_sum, pods_resource_version, prepare, watch_until_settled, PodFate,
+};
 use super::replay::{ReplayConfig, NAMESPACE};
 use crate::api::WorkerHttp;
 use crate::nodes::name_of;
@@ -28,6 +30,29 @@ pub struct ChurnObjects {
     pub end_s: Vec<Option<f64>>,
     /// The pod annotation kwok's completion Stage reads (stamped with the RFC 3339 time).
     pub end_annotation: String,
+}
+
+impl ChurnObjects {
+    /// `nodes`, and `pods` as (object, arrival, departure) in arrival order.
+    pub fn new(
+        nodes: Vec<Value>,
+        pods: impl IntoIterator<Item = (Value, f64, Option<f64>)>,
+        end_annotation: &str,
+    ) -> ChurnObjects {
+        let mut o = ChurnObjects {
+            nodes,
+            pods: Vec::new(),
+            at_s: Vec::new(),
+            end_s: Vec::new(),
+            end_annotation: end_annotation.to_owned(),
+        };
+        for (pod, at, end) in pods {
+            o.pods.push(pod);
+            o.at_s.push(at);
+            o.end_s.push(end);
+        }
+        o
+    }
 }
 
 /// What a churned configuration did.
@@ -55,6 +80,24 @@ impl ChurnOutcome {
     pub fn bound(&self) -> usize {
         self.fates.iter().filter(|f| f.node.is_some()).count()
     }
+
+    /// Pod → node of every bound pod, the pods named by `names` (in the order given).
+    pub fn bindings(&self, names: &[String]) -> std::collections::HashMap<String, String> {
+        names
+            .iter()
+            .zip(&self.fates)
+            .filter_map(|(name, f)| Some((name.clone(), f.node.clone()?)))
+            .collect()
+    }
+
+    /// Per pod: its fate if it was bound and had not ended when the run stopped.
+    pub fn running(&self) -> Vec<Option<&PodFate>> {
+        self.fates
+            .iter()
+            .zip(&self.ended)
+            .map(|(f, ended)| f.node.as_ref().filter(|_| !ended).map(|_| f))
+            .collect()
+    }
 }
 
 /// Runs one configuration (`cfg.kwok_pod_stages` must be on: pods go Running, then end).
@@ -68,14 +111,7 @@ pub async fn run(cfg: &ReplayConfig, objects: &ChurnObjects) -> ChurnOutcome {
     .await;
     let kube = prepared.cluster.cp().kube.clone();
     kube.create_namespace(NAMESPACE).await;
-    let list = kube
-        .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
-        .await
-        .expect("list pods");
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("list resourceVersion")
-        .to_owned();
+    let rv = pods_resource_version(&kube).await;
     let cp = prepared.cluster.cp();
     let scheduler = cp
         .start_scheduler_binary_args(

@@ -341,6 +341,18 @@ impl Prepared {
     }
 }
 
+/// The resource version of `NAMESPACE`'s pods now: a watch from it sees every later change.
+pub(super) async fn pods_resource_version(kube: &Kube) -> String {
+    let list = kube
+        .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
+        .await
+        .expect("list pods");
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list resourceVersion")
+        .to_owned()
+}
+
 /// The scheduler's log: filter calls it skipped because the extender failed.
 pub(super) fn extender_errors(log: &str) -> usize {
     log.matches("Skipping extender as it returned error")
@@ -363,14 +375,7 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
     for chunk in pods.chunks(32) {
         futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
     }
-    let list = kube
-        .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
-        .await
-        .expect("list pods");
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("list resourceVersion")
-        .to_owned();
+    let rv = pods_resource_version(&kube).await;
     laps.lap("pods");
     let cp = cluster.cp();
     // An absolute path replaces KUBE_BIN in the join.
