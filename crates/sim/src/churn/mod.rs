@@ -227,4 +227,102 @@ mod tests {
             assert!(c.contains(flag), "{c}");
         }
     }
+
+    /// Outcomes a [`given::Given`] run delivers, as (quality, from the load).
+    struct Outcomes<'a> {
+        inner: given::Given,
+        seen: &'a mut Vec<aco_core::colony::Outcome>,
+    }
+
+    impl crate::scheduler::Scheduler for Outcomes<'_> {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn report(
+            &mut self,
+            w: &World,
+            r: &[aco_core::api::nodes::NodeReport],
+            t: u64,
+        ) -> Result<(), Error> {
+            self.inner.report(w, r, t)
+        }
+        fn schedule(
+            &mut self,
+            w: &World,
+            a: &[crate::alloc::NodeAlloc],
+            p: &SimPod,
+            c: &[usize],
+            t: u64,
+            tie: &mut rand::rngs::StdRng,
+        ) -> Result<Option<usize>, Error> {
+            self.inner.schedule(w, a, p, c, t, tie)
+        }
+        fn placed(
+            &mut self,
+            w: &World,
+            a: &[crate::alloc::NodeAlloc],
+            p: &SimPod,
+            n: usize,
+            t: u64,
+        ) -> Result<(), Error> {
+            self.inner.placed(w, a, p, n, t)
+        }
+        fn outcome(
+            &mut self,
+            _: &World,
+            _: &SimPod,
+            _: usize,
+            o: aco_core::colony::Outcome,
+            _: u64,
+        ) -> Result<(), Error> {
+            self.seen.push(o);
+            Ok(())
+        }
+        fn pheromones(&mut self, w: &World) -> Result<crate::scheduler::TenantTrails, Error> {
+            self.inner.pheromones(w)
+        }
+    }
+
+    #[test]
+    fn completion_outcomes_report_departures_as_successes_and_no_qos_violation() {
+        use aco_core::colony::Outcome;
+        let s = segment(300);
+        let placed = bindings(&s.simulate("first-fit").unwrap());
+        let run = |outcomes: OutcomeReports| {
+            let mut seen = Vec::new();
+            let mut sched = Outcomes {
+                inner: given::Given::new("ff", &s.world, &placed),
+                seen: &mut seen,
+            };
+            let params = SimParams {
+                outcomes,
+                ..s.params.clone()
+            };
+            let r = crate::engine::run(&s.world, &s.load, &params, &mut sched).unwrap();
+            (r.metrics, seen)
+        };
+        let (qos, qos_seen) = run(OutcomeReports::Qos);
+        let (done, done_seen) = run(OutcomeReports::Completion);
+        // The same placements, the same violations: only what is told differs.
+        assert_eq!(qos.ls_compliance, done.ls_compliance);
+        assert!(
+            qos.ls_compliance < 1.0,
+            "the segment breaks some LS pod's QoS"
+        );
+        let failures = |seen: &[Outcome]| {
+            seen.iter()
+                .filter(|o| {
+                    matches!(o, Outcome::Quality(q) if *q < 1.0)
+                        || matches!(o, Outcome::Observed(x) if x.quality < 1.0)
+                })
+                .count()
+        };
+        assert!(failures(&qos_seen) > 0);
+        assert_eq!(failures(&done_seen), 0, "{done_seen:?}");
+        assert!(done_seen
+            .iter()
+            .all(|o| matches!(o, Outcome::Quality(q) if *q == 1.0)));
+        assert_eq!(done.outcomes_reported, done_seen.len());
+        assert!(!done_seen.is_empty());
+    }
 }
