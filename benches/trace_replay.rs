@@ -190,6 +190,7 @@ async fn main() {
             let policy = match spec.base {
                 Base::Extender => "colony",
                 Base::Fgd => "fgd",
+                Base::FirstFit => "first-fit",
                 Base::Alone => continue,
             };
             let sampling = sampling_of(&spec);
@@ -260,9 +261,9 @@ async fn main() {
     let mut rows = Vec::new();
     for spec_text in &a.configs {
         let spec = ReplaySpec::parse(spec_text).unwrap_or_else(|e| panic!("{e}"));
-        if spec.base == aco_testkit::kube::replay_configs::Base::Fgd && !plugins {
+        if matches!(spec.base, Base::Fgd | Base::FirstFit) && !plugins {
             eprintln!(
-                "{spec_text}: skipped (no FGD plugin in {})",
+                "{spec_text}: skipped (no FGD or First-Fit plugin in {})",
                 scheduler.display()
             );
             continue;
@@ -333,6 +334,7 @@ async fn main() {
         let policy = match spec.base {
             Base::Extender => "colony",
             Base::Fgd => "fgd",
+            Base::FirstFit => "first-fit",
             Base::Alone => return None,
         };
         let sampling = sampling_of(spec);

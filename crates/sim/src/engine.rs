@@ -57,6 +57,9 @@ pub struct SimParams {
     pub performance: PerformanceModel,
     /// Hidden node faults (`crate::faults`): pods on a faulty node fail and arrive again.
     pub node_faults: NodeFaults,
+    /// The simulated reporter sends node utilisation samples with its facts; off, only what a
+    /// reporter without a metrics source sends (allocation, per-GPU shares): `--no-node-metrics`.
+    pub utilisation_facts: bool,
 }
 
 /// Which outcomes the simulated reporter sends, once per pod: an LS pod's QoS violation as soon
@@ -73,6 +76,10 @@ pub enum OutcomeReports {
     /// the bill), so this teaches what `Qos` does.
     #[default]
     QosCost,
+    /// What the in-cluster reporter can say of a pod that ran to its end on a cluster without
+    /// a QoS monitor: success (quality 1) at its departure, never a QoS violation (the load
+    /// breaking an LS pod's QoS is not in any pod status).
+    Completion,
 }
 
 impl std::str::FromStr for OutcomeReports {
@@ -82,8 +89,9 @@ impl std::str::FromStr for OutcomeReports {
             "none" => Ok(Self::None),
             "qos" => Ok(Self::Qos),
             "qos-cost" => Ok(Self::QosCost),
+            "completion" => Ok(Self::Completion),
             _ => Err(format!(
-                "unknown outcome reports {s:?}: expected none, qos or qos-cost"
+                "unknown outcome reports {s:?}: expected none, qos, qos-cost or completion"
             )),
         }
     }
@@ -105,6 +113,7 @@ impl Default for SimParams {
             reclamations_override: None,
             performance: PerformanceModel::None,
             node_faults: NodeFaults::default(),
+            utilisation_facts: true,
         }
     }
 }
@@ -247,7 +256,9 @@ impl Sim<'_> {
         cause: Option<FailureCause>,
         t: u64,
     ) {
-        if self.params.outcomes == OutcomeReports::None || !self.reported.insert(pod) {
+        let unseen =
+            self.params.outcomes == OutcomeReports::Completion && cause == Some(FailureCause::Load);
+        if self.params.outcomes == OutcomeReports::None || unseen || !self.reported.insert(pod) {
             return;
         }
         self.settle_bill(node, t);
@@ -557,6 +568,7 @@ impl Sim<'_> {
             .rev()
             .filter_map(|i| t.checked_sub(i * step))
             .filter(|s| last.is_none_or(|l| *s > l))
+            .filter(|_| self.params.utilisation_facts)
             .collect();
         let mut util = Vec::with_capacity(times.len() * self.world.nodes.len());
         for n in &self.world.nodes {

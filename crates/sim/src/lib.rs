@@ -13,6 +13,7 @@
 
 pub mod ablate;
 pub mod alloc;
+pub mod churn;
 pub mod cli;
 pub mod cluster;
 pub mod engine;

@@ -51,6 +51,10 @@ pub struct Input {
     /// reclaimed at their pool's rate (an imported cluster's `aco/instance-type` label decides).
     #[arg(long, default_value_t = 0.2, value_name = "SHARE")]
     pub spot_share: f64,
+    /// Share of latency-sensitive pods (seeded) that carry a latency target (the
+    /// `scheduling.aco/latency-target-us` annotation, 300 µs).
+    #[arg(long, default_value_t = 0.3, value_name = "SHARE")]
+    pub latency_target_share: f64,
     /// Seconds between the simulated reporter's node-fact rounds.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub report_interval_s: u64,
@@ -77,8 +81,14 @@ pub struct Input {
     pub usage_dir: Option<PathBuf>,
     /// What the simulated reporter says after a placement: `none` (placements only: the trail
     /// deposits η), `qos` (each pod's QoS outcome) or `qos-cost` (with its observed cost).
+    /// `completion` (each pod's success at its departure, never a QoS violation: what the
+    /// reporter reads from pod status on a cluster without a QoS monitor).
     #[arg(long, default_value = "qos-cost")]
     pub outcomes: crate::engine::OutcomeReports,
+    /// The simulated reporter sends no node utilisation (as `aco-reporter --no-node-metrics`):
+    /// η sees allocation and per-GPU shares only.
+    #[arg(long)]
+    pub no_utilisation_facts: bool,
     /// Spot nodes are never reclaimed (see `aco_sim::spot` for the default model).
     #[arg(long)]
     pub no_spot_reclamation: bool,
@@ -127,6 +137,7 @@ impl Input {
             seed,
             tenants: self.tenants,
             spot_share: self.spot_share,
+            latency_target_share: self.latency_target_share,
             ..WorldParams::default()
         };
         let config = crate::cluster::sim_config_with(&self.vars)?;
@@ -144,6 +155,7 @@ impl Input {
             spot_reclamation: !self.no_spot_reclamation,
             performance: self.performance,
             node_faults: self.node_faults,
+            utilisation_facts: !self.no_utilisation_facts,
             // The command line draws one bar per sweep (`crate::progress`), not one per run.
             ..SimParams::default()
         }

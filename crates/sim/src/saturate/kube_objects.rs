@@ -346,6 +346,16 @@ pub struct BoundPod<'a> {
     pub allocation: Option<&'a str>,
 }
 
+impl<'a> BoundPod<'a> {
+    /// A pod bound to `node` with its `annotations` (the device plugin's allocation among them).
+    pub fn of(node: &'a str, annotations: &'a std::collections::BTreeMap<String, String>) -> Self {
+        BoundPod {
+            node,
+            allocation: annotations.get(HAMI_POD_ALLOCATED).map(String::as_str),
+        }
+    }
+}
+
 /// What the final state of a replay says about the scheduler that made it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Audit {

@@ -68,6 +68,25 @@ fn job_stage(name: &str, nodes_op: &str, nodes: &[String], delay_ms: u64, fail: 
                 .join(", ")
         )
     };
+    let select = format!(
+        r#"    - key: '.metadata.annotations["{JOB}"]'
+      operator: 'Exists'
+    - key: '.spec.nodeName'
+      operator: '{nodes_op}'
+      values: {values}"#
+    );
+    end_stage(
+        name,
+        &select,
+        &format!("    durationMilliseconds: {delay_ms}"),
+        fail,
+    )
+}
+
+/// A Stage ending running pods chosen by `select` (more matchExpressions) after `delay` (the
+/// Stage's delay fields), as a kubelet reports a pod that ran to its end: succeeded (exit 0) or
+/// failed (exit 1).
+fn end_stage(name: &str, select: &str, delay: &str, fail: bool) -> String {
     let (exit, reason, phase, sidecar_exit, sidecar_reason) = if fail {
         (1, "Error", "Failed", 143, "Error")
     } else {
@@ -89,13 +108,9 @@ spec:
     - key: '.status.phase'
       operator: 'In'
       values: ['Running']
-    - key: '.metadata.annotations["{JOB}"]'
-      operator: 'Exists'
-    - key: '.spec.nodeName'
-      operator: '{nodes_op}'
-      values: {values}
+{select}
   delay:
-    durationMilliseconds: {delay_ms}
+{delay}
   next:
     statusTemplate: |
       {{{{ $now := Now }}}}
@@ -151,6 +166,26 @@ impl JobStages {
     }
 }
 
+/// A Stage completing (phase Succeeded, exit 0) every running pod annotated `annotation` at the
+/// annotation's RFC 3339 time (or after its Go duration, e.g. `1500ms`, from when it runs): a
+/// departure as the pod's kubelet reports a pod that ran to its end, so the reporter reads a real
+/// end and its run time.
+pub fn complete_at_stage(annotation: &str) -> String {
+    end_stage(
+        "aco-complete-at",
+        &format!(
+            r#"    - key: '.metadata.annotations["{annotation}"]'
+      operator: 'Exists'"#
+        ),
+        &format!(
+            r#"    durationMilliseconds: 1
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{annotation}"]'"#
+        ),
+        false,
+    )
+}
+
 /// The node stages of `scripts/kube/kwok/upstream-v0.8.0.yaml` (node-initialize and
 /// node-heartbeat-with-lease), without its pod stages and metrics.
 pub fn node_stages() -> String {
@@ -183,7 +218,8 @@ impl ControlPlane {
         self.start_kwok_stages("", lease_s).await
     }
 
-    async fn start_kwok_stages(&self, extra_stages: &str, lease_s: u32) -> Server {
+    /// [`ControlPlane::start_kwok_with`] with a node lease of `lease_s` seconds.
+    pub async fn start_kwok_stages(&self, extra_stages: &str, lease_s: u32) -> Server {
         let dir = repo_root().join("scripts/kube/kwok");
         let mut configs = vec![dir.join("upstream-v0.8.0.yaml"), dir.join("fates.yaml")];
         if !extra_stages.trim().is_empty() {
@@ -423,5 +459,44 @@ mod tests {
             .collect();
         assert_eq!(names, ["node-initialize", "node-heartbeat-with-lease"]);
         assert!(!stages.contains("kind: Pod"));
+    }
+
+    #[test]
+    fn a_complete_at_stage_completes_annotated_running_pods_at_their_annotation() {
+        let doc: serde_yaml::Value =
+            serde_yaml::from_str(&super::complete_at_stage("aco-churn/end-at")).unwrap();
+        let spec = &doc["spec"];
+        assert_eq!(
+            spec["delay"]["durationFrom"]["expressionFrom"],
+            ".metadata.annotations[\"aco-churn/end-at\"]"
+        );
+        let keys: Vec<&str> = spec["selector"]["matchExpressions"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|e| e["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ".metadata.deletionTimestamp",
+                ".status.phase",
+                ".metadata.annotations[\"aco-churn/end-at\"]"
+            ]
+        );
+        assert!(spec["next"]["statusTemplate"]
+            .as_str()
+            .unwrap()
+            .contains("phase: Succeeded"));
+        // The job stages still select their own pods by node.
+        let jobs = super::JobStages {
+            failing: vec!["n1".into()],
+            ..Default::default()
+        }
+        .yaml();
+        assert!(
+            jobs.contains("operator: 'In'\n      values: ['n1']"),
+            "{jobs}"
+        );
     }
 }

@@ -17,12 +17,14 @@
 //! [`base64`], [`pki`], [`control_plane`], [`proxy`], [`scheduler_config`], [`api`] (the Kubernetes API
 //! client), [`fixtures`] (the Worker over HTTPS beside the control plane, OpenB nodes, pods),
 //! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
-//! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay) and
-//! [`replay_configs`] (its kube-scheduler configurations by name).
+//! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay),
+//! [`churn`] (one configuration of its churned segment: arrivals and departures in compressed
+//! trace time) and [`replay_configs`] (their kube-scheduler configurations by name).
 
 pub mod aco_scheduler;
 pub mod api;
 pub mod base64;
+pub mod churn;
 pub mod control_plane;
 pub mod fixtures;
 pub mod install;

@@ -208,13 +208,13 @@ fn inversions(v: &[usize]) -> u64 {
 }
 
 /// The control plane with or without the Worker (and the reporter, started later).
-enum Cluster {
+pub(super) enum Cluster {
     Bare(Box<ControlPlane>),
     Worker(Box<Env>),
 }
 
 impl Cluster {
-    fn cp(&self) -> &ControlPlane {
+    pub(super) fn cp(&self) -> &ControlPlane {
         match self {
             Cluster::Bare(cp) => cp,
             Cluster::Worker(env) => &env.cp,
@@ -230,15 +230,41 @@ pub struct ReplayObjects {
     pub pods: Vec<Value>,
 }
 
-/// Runs one configuration.
-pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
-    let (nodes, pods) = (&objects.nodes, &objects.pods);
-    let mut phases = Vec::new();
-    let mut clock = Instant::now();
-    let mut lap = |name: &str, phases: &mut Vec<(String, f64)>| {
-        phases.push((name.to_owned(), clock.elapsed().as_secs_f64()));
-        clock = Instant::now();
-    };
+/// Wall-clock phases of a run, each from the end of the previous one.
+pub(super) struct Laps {
+    clock: Instant,
+    pub phases: Vec<(String, f64)>,
+}
+
+impl Laps {
+    pub(super) fn new() -> Laps {
+        Laps {
+            clock: Instant::now(),
+            phases: Vec::new(),
+        }
+    }
+
+    pub(super) fn lap(&mut self, name: &str) {
+        self.phases
+            .push((name.to_owned(), self.clock.elapsed().as_secs_f64()));
+        self.clock = Instant::now();
+    }
+}
+
+/// A configuration's cluster before its pods: the control plane (with the Worker and the
+/// reporter, which has reported every node), kwok with its nodes Ready, and the scheduler
+/// configuration pointed at the Worker.
+pub(super) struct Prepared {
+    pub cluster: Cluster,
+    pub kwok: super::Server,
+    pub config: SchedulerConfig,
+    pub laps: Laps,
+}
+
+/// Starts what [`Prepared`] holds; `extra_stages`: kwok Stage documents beside the pod stages
+/// (with `cfg.kwok_pod_stages`).
+pub(super) async fn prepare(cfg: &ReplayConfig, nodes: &[Value], extra_stages: &str) -> Prepared {
+    let mut laps = Laps::new();
     let options = ControlPlaneOptions {
         priority_in_pod_spec: true,
         ..Default::default()
@@ -255,16 +281,19 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
         }
     };
     let kwok = if cfg.kwok_pod_stages {
-        cluster.cp().start_kwok_lease(cfg.kwok_lease_s).await
+        cluster
+            .cp()
+            .start_kwok_stages(extra_stages, cfg.kwok_lease_s)
+            .await
     } else {
         cluster.cp().start_kwok_nodes_only(cfg.kwok_lease_s).await
     };
-    lap("control plane", &mut phases);
+    laps.lap("control plane");
     let kube = cluster.cp().kube.clone();
     let kwok_nodes: Vec<Value> = nodes.iter().cloned().map(kwok_node).collect();
     create_kwok_nodes(&kube, &kwok_nodes).await;
     wait_nodes_ready(&kube, nodes.len()).await;
-    lap("nodes", &mut phases);
+    laps.lap("nodes");
 
     let mut config = cfg.config.clone();
     if let (Cluster::Worker(env), Some(w)) = (&mut cluster, &cfg.worker) {
@@ -285,23 +314,69 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
             *url_prefix = env.api.url_prefix();
             *ca_pem = env.cp.pki.ca_pem();
         }
-        lap("facts", &mut phases);
+        laps.lap("facts");
     }
+    Prepared {
+        cluster,
+        kwok,
+        config,
+        laps,
+    }
+}
+
+impl Prepared {
+    /// The Worker's metrics once it has every one of `bound` placements, and the reporter's
+    /// (None without the extender).
+    pub(super) async fn metrics(&self, bound: usize) -> (Option<String>, Option<String>) {
+        match &self.cluster {
+            Cluster::Worker(env) => (
+                Some(confirmed_metrics(&env.api, bound).await),
+                match &env.reporter {
+                    Some(r) => Some(r.metrics().await),
+                    None => None,
+                },
+            ),
+            Cluster::Bare(_) => (None, None),
+        }
+    }
+}
+
+/// The resource version of `NAMESPACE`'s pods now: a watch from it sees every later change.
+pub(super) async fn pods_resource_version(kube: &Kube) -> String {
+    let list = kube
+        .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
+        .await
+        .expect("list pods");
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list resourceVersion")
+        .to_owned()
+}
+
+/// The scheduler's log: filter calls it skipped because the extender failed.
+pub(super) fn extender_errors(log: &str) -> usize {
+    log.matches("Skipping extender as it returned error")
+        .count()
+}
+
+/// Runs one configuration.
+pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
+    let (nodes, pods) = (&objects.nodes, &objects.pods);
+    let Prepared {
+        cluster,
+        kwok,
+        config,
+        mut laps,
+    } = prepare(cfg, nodes, "").await;
+    let kube = cluster.cp().kube.clone();
 
     kube.create_namespace(NAMESPACE).await;
     let names: Vec<String> = pods.iter().map(name_of).collect();
     for chunk in pods.chunks(32) {
         futures::future::join_all(chunk.iter().map(|p| kube.create_pod(p))).await;
     }
-    let list = kube
-        .get(&format!("/api/v1/namespaces/{NAMESPACE}/pods?limit=1"))
-        .await
-        .expect("list pods");
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .expect("list resourceVersion")
-        .to_owned();
-    lap("pods", &mut phases);
+    let rv = pods_resource_version(&kube).await;
+    laps.lap("pods");
     let cp = cluster.cp();
     // An absolute path replaces KUBE_BIN in the join.
     // -v=3 logs each scheduling attempt ("Attempting to schedule pod"): the order pods were
@@ -315,29 +390,24 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
             &["-v=3"],
         )
         .await;
-    lap("scheduler", &mut phases);
+    laps.lap("scheduler");
     let (fates, scheduling_s, settled) = watch_until_settled(&kube, &names, &rv, cfg).await;
-    lap("scheduling", &mut phases);
+    laps.lap("scheduling");
 
     let log = scheduler.log_text();
-    let extender_errors = log
-        .matches("Skipping extender as it returned error")
-        .count();
+    let extender_errors = extender_errors(&log);
     let attempt_order = first_attempts(&log, &names);
     let bound = fates.iter().filter(|f| f.node.is_some()).count();
-    let (worker_metrics, reporter_metrics) = match &cluster {
-        Cluster::Worker(env) => (
-            Some(confirmed_metrics(&env.api, bound).await),
-            match &env.reporter {
-                Some(r) => Some(r.metrics().await),
-                None => None,
-            },
-        ),
-        Cluster::Bare(_) => (None, None),
+    let prepared = Prepared {
+        cluster,
+        kwok,
+        config,
+        laps,
     };
+    let (worker_metrics, reporter_metrics) = prepared.metrics(bound).await;
     drop(scheduler);
-    drop(kwok);
-    drop(cluster);
+    let phases = prepared.laps.phases.clone();
+    drop(prepared);
     ReplayOutcome {
         attempt_order,
         fates,
@@ -429,7 +499,7 @@ fn is_unschedulable(pod: &Value) -> bool {
 }
 
 /// Follows the pods from `rv` until each is bound or unschedulable (or the timeout).
-async fn watch_until_settled(
+pub(super) async fn watch_until_settled(
     kube: &Kube,
     names: &[String],
     rv: &str,

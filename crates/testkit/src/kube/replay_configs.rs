@@ -3,7 +3,10 @@
 //! - `alone`: kube-scheduler alone, with kube-scheduler's default plugins and no extender;
 //! - `extender`: the shipped `k8s/scheduler-config.yaml` with the Worker as extender;
 //! - `fgd`: FGD compiled into the same kube-scheduler as the only score plugin (the ATC '23
-//!   authors' scheduler), every feasible node scored as their simulator does.
+//!   authors' scheduler), every feasible node scored as their simulator does;
+//! - `first-fit`: First-Fit compiled into the same kube-scheduler as the only score plugin
+//!   (`AcoFirstFit`: the first feasible node by name), `percentageOfNodesToScore: 100` so that
+//!   the first is the first of every feasible node and not of a sample from a rotating start.
 //!
 //! With a kube-scheduler build that has the device-accounting plugin, every configuration
 //! enables it (device accounting is the cluster's, not a policy): best fit for a share's GPU in
@@ -27,6 +30,8 @@ pub const SHARE_GPU_CHOICE_ARG: &str = "shareGpuChoice";
 /// against, is also the device plugin's when it picks a share's GPU by FGD.
 pub const FGD_PLUGIN: &str = "AcoFGD";
 pub const FGD_SHAPES_ARG: &str = "typicalShapes";
+/// The First-Fit score plugin (no args).
+pub const FIRST_FIT_PLUGIN: &str = "AcoFirstFit";
 
 /// kube-scheduler's backoff before it retries a pod that did not fit (see `scheduler_config`).
 pub const RETRY_AFTER_S: u64 = 3600;
@@ -50,6 +55,7 @@ pub enum Base {
     Alone,
     Extender,
     Fgd,
+    FirstFit,
 }
 
 /// What becomes of the profile's default score plugins (changes combine: `fit=most+spread=off`).
@@ -72,12 +78,13 @@ impl ReplaySpec {
             "alone" => Base::Alone,
             "extender" => Base::Extender,
             "fgd" => Base::Fgd,
+            "first-fit" => Base::FirstFit,
             other => return Err(format!("{text}: unknown configuration {other:?}")),
         };
         let mut spec = ReplaySpec {
             name: text.to_owned(),
             base,
-            percentage: (base == Base::Fgd).then_some(100),
+            percentage: matches!(base, Base::Fgd | Base::FirstFit).then_some(100),
             scores: Scores::default(),
             weight: None,
             share_gpu_choice: None,
@@ -161,6 +168,18 @@ impl ReplaySpec {
                 );
                 plugin_config.push(args(FGD_PLUGIN, &[(FGD_SHAPES_ARG, fgd_shapes.clone())]));
             }
+            Base::FirstFit => {
+                assert!(
+                    plugins,
+                    "first-fit needs a kube-scheduler build with the First-Fit plugin"
+                );
+                // First-Fit alone scores: any other score would move pods off the first node.
+                score_disabled.push(named("*"));
+                let mut first = named(FIRST_FIT_PLUGIN);
+                first["weight"] = 1.into();
+                score_enabled.push(first);
+                pre_score = Some(serde_yaml::from_str("{disabled: [{name: '*'}]}").unwrap());
+            }
             Base::Extender => {
                 // The shipped extender stanza is kept; replay::run points it at the Worker.
                 config =
@@ -174,8 +193,8 @@ impl ReplaySpec {
         }
         // kube-scheduler alone is what a cluster runs without us: its default plugins.
         // FGD's profile is its own: FGD alone scores.
-        config.shipped_plugins =
-            !(self.scores.kube_defaults || matches!(self.base, Base::Alone | Base::Fgd));
+        config.shipped_plugins = !(self.scores.kube_defaults
+            || matches!(self.base, Base::Alone | Base::Fgd | Base::FirstFit));
         if self.scores.spread_off {
             for p in [
                 "NodeResourcesBalancedAllocation",
@@ -369,6 +388,21 @@ mod tests {
             .get(FGD_SHAPES_ARG)
             .is_none());
         assert_eq!(p["percentageOfNodesToScore"], 100);
+
+        let ff = render("first-fit", true);
+        let p = &ff["profiles"][0];
+        assert!(ff.get("extenders").is_none());
+        assert_eq!(p["plugins"]["score"]["disabled"][0]["name"], "*");
+        assert_eq!(
+            p["plugins"]["score"]["enabled"][0]["name"],
+            FIRST_FIT_PLUGIN
+        );
+        assert_eq!(p["plugins"]["preScore"]["disabled"][0]["name"], "*");
+        assert_eq!(p["percentageOfNodesToScore"], 100);
+        assert_eq!(
+            p["pluginConfig"][0]["args"][SHARE_GPU_CHOICE_ARG],
+            "bestFit"
+        );
 
         let most = render("extender+fit=most", false);
         assert_eq!(

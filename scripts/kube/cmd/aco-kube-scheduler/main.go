@@ -1,7 +1,7 @@
 // aco-kube-scheduler is the stock kube-scheduler of the pinned k8s.io/kubernetes with two
 // out-of-tree plugins compiled in (as kubernetes-sigs/scheduler-plugins builds its scheduler):
-// AcoGpuDevices (per-GPU device accounting, the stand-in for HAMi's scheduler extender) and
-// AcoFGD (FGD as a score plugin). Same flags and config as kube-scheduler; a profile enables
+// AcoGpuDevices (per-GPU device accounting, the stand-in for HAMi's scheduler extender), AcoFGD
+// (FGD as a score plugin) and AcoFirstFit (First-Fit as a score plugin). Same flags and config as kube-scheduler; a profile enables
 // the plugins by name (scripts/kube/plugins/README.md). Built by scripts/build-kube.
 package main
 
@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/aco-edge-extender/kube-tools/plugins/fgd"
+	"github.com/aco-edge-extender/kube-tools/plugins/firstfit"
 	"github.com/aco-edge-extender/kube-tools/plugins/gpudevices"
 )
 
@@ -22,6 +23,7 @@ func main() {
 	command := app.NewSchedulerCommand(
 		app.WithPlugin(gpudevices.Name, gpudevices.New),
 		app.WithPlugin(fgd.Name, fgd.New),
+		app.WithPlugin(firstfit.Name, firstfit.New),
 	)
 	os.Exit(cli.Run(command))
 }
