@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use aco_core::api::pheromones::PheromoneTableReply;
 use aco_testkit::api::WorkerHttp;
 use aco_testkit::api::{pod, Api};
 use aco_testkit::StartOptions;
@@ -52,14 +53,14 @@ fn placement(tenant: &str, i: usize) -> Value {
 }
 
 /// Polls the tenant's table until the colony has committed everything it accepted.
-async fn committed_table(api: &Api, tenant: &str) -> Value {
+async fn committed_table(api: &Api, tenant: &str) -> PheromoneTableReply {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let table = api.pheromones(tenant).await;
-        if table["uncommitted"] == false {
+        let table = api.pheromone_table(tenant).await;
+        if !table.uncommitted {
             return table;
         }
-        assert!(Instant::now() < deadline, "never committed: {table}");
+        assert!(Instant::now() < deadline, "never committed: {table:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -113,8 +114,8 @@ async fn drive(
         }
         let batch: Vec<Value> = pending.iter().map(|(t, i)| placement(t, *i)).collect();
         if !batch.is_empty() {
-            let s = api.place(json!(batch)).await;
-            assert_eq!(s["deposited"].as_u64(), Some(batch.len() as u64), "{s}");
+            let s = api.place_summary(json!(batch)).await;
+            assert_eq!(s.deposited, batch.len() as u64, "{s:?}");
         }
         pending = this_second;
         if let Some(wait) =
@@ -146,9 +147,11 @@ async fn colony_rows_per_pod_stay_below_half_a_row_with_alarms_counted() {
     // Every pod deposited once: the decisions reached the colony before their placements.
     let mut deposits = 0;
     for t in 0..2 {
-        deposits += api.pheromones(&format!("load-{t}")).await["counters"]["deposits"]
-            .as_u64()
-            .unwrap();
+        deposits += api
+            .pheromone_table(&format!("load-{t}"))
+            .await
+            .counters
+            .deposits;
     }
     assert_eq!(deposits, pods as u64);
 }
@@ -194,22 +197,22 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
     // The window this closes: decisions scored from the isolate's copy are durable once the
     // colony says so (within COMMIT_INTERVAL_MS while requests flow, COMMIT_BACKSTOP_MS after).
     let table = committed_table(&api, tenant).await;
-    assert_eq!(table["pendingDecisions"], pods, "{table}");
+    assert_eq!(table.pending_decisions, pods as u64, "{table:?}");
 
     // 30 batches of 10, 6 at a time; the crash comes once a third of them were acknowledged.
-    let batches: Vec<Value> = (0..pods)
+    let batches: Vec<Vec<Value>> = (0..pods)
         .collect::<Vec<_>>()
         .chunks(10)
-        .map(|c| json!({"placements": c.iter().map(|i| placement(tenant, *i)).collect::<Vec<_>>()}))
+        .map(|c| c.iter().map(|i| placement(tenant, *i)).collect())
         .collect();
     let url = api.worker.url("/v1/placements");
     let http = api.http.clone();
-    let send = |b: Value, url: String| {
+    let send = |b: Vec<Value>, url: String| {
         let http = http.clone();
         async move {
             http.post(url)
                 .bearer_auth(aco_testkit::ADMIN_TOKEN)
-                .json(&b)
+                .json(&json!({ "placements": b }))
                 .send()
                 .await
                 .ok()
@@ -227,7 +230,8 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
     // never sent.
     let mut in_flight = Vec::new();
     for b in &batches[12..18] {
-        in_flight.push(half_sent(&url, &serde_json::to_vec(b).unwrap()).await);
+        let body = serde_json::to_vec(&json!({ "placements": b })).unwrap();
+        in_flight.push(half_sent(&url, &body).await);
     }
     api.worker.crash_and_restart();
     for connection in in_flight {
@@ -242,9 +246,9 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
     let mut deposited = 0;
     let mut duplicates = 0;
     for b in &batches {
-        let s = api.place(b["placements"].clone()).await;
-        deposited += s["deposited"].as_u64().unwrap();
-        duplicates += s["duplicates"].as_u64().unwrap();
+        let s = api.place_summary(json!(b)).await;
+        deposited += s.deposited;
+        duplicates += s.duplicates;
     }
     assert!(
         deposited <= pods as u64 - 120,
@@ -253,12 +257,11 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
     assert_eq!(deposited + duplicates, pods as u64);
     let table = committed_table(&api, tenant).await;
     assert_eq!(
-        table["counters"]["deposits"].as_u64(),
-        Some(pods as u64),
-        "every pod confirmed exactly once: {table}"
+        table.counters.deposits, pods as u64,
+        "every pod confirmed exactly once: {table:?}"
     );
-    assert_eq!(table["pendingDecisions"], 0);
-    assert_eq!(table["confirmedPods"], pods);
+    assert_eq!(table.pending_decisions, 0);
+    assert_eq!(table.confirmed_pods, pods as u64);
 }
 
 /// The window that remains, measured: decisions scored from the isolate's copy and killed with
@@ -276,17 +279,12 @@ async fn measure_the_window_of_decisions_lost_to_a_kill_9_right_after_their_answ
     }
     api.worker.crash_and_restart();
     let placements: Vec<Value> = (0..pods).map(|i| placement("window", i)).collect();
-    let s = api.place(json!(placements)).await;
+    let s = api.place_summary(json!(placements)).await;
     eprintln!(
         "MEASURE window: {pods} prioritize answers, kill -9 at once: deposited {} held {} unknownPod {}",
-        s["deposited"], s["held"], s["unknownPod"]
+        s.deposited, s.held, s.unknown_pod
     );
-    assert_eq!(
-        s["deposited"].as_u64().unwrap()
-            + s["held"].as_u64().unwrap()
-            + s["unknownPod"].as_u64().unwrap(),
-        pods as u64
-    );
+    assert_eq!(s.deposited + s.held + s.unknown_pod, pods as u64);
 }
 
 /// A prioritize naming a 2.2 MB node used to be queued, refused by the
@@ -314,7 +312,9 @@ async fn a_2_2_mb_node_name_leaves_the_tenant_learning() {
     assert!(text.contains("NodeNames[0]"), "{text}");
     // A pod key no placement could name (over 320 characters) is not remembered either.
     let mut long = tenant_pod(tenant, 2);
-    long["metadata"]["uid"] = json!("u".repeat(400));
+    long.pointer_mut("/metadata/uid")
+        .map(|uid| *uid = json!("u".repeat(400)))
+        .unwrap();
     let names: Vec<&str> = NODES.iter().map(|(n, _)| *n).collect();
     let (status, text) = api
         .post_raw(
@@ -325,35 +325,34 @@ async fn a_2_2_mb_node_name_leaves_the_tenant_learning() {
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("Pod.metadata.uid"), "{text}");
     let (status, body) = api
-        .admin(
+        .admin_refused(
             reqwest::Method::POST,
             "/v1/placements",
             Some(json!({"placements": [{"podUid": "u".repeat(400), "tenant": tenant, "node": "node-a"}]})),
         )
         .await;
-    assert_eq!(status, 400, "{body}");
-    assert_eq!(body["field"], "placements[0].podUid", "{body}");
+    assert_eq!(status, 400, "{body:?}");
+    assert_eq!(
+        (body.field.as_deref(), body.item),
+        (Some("placements[0].podUid"), Some(0)),
+        "{body:?}"
+    );
 
     // The tenant learns as before: scored, placed, deposited; later decisions too.
     for i in 3..6 {
         assert_eq!(prioritize(&api, tenant, i).await, StatusCode::OK);
     }
     let s = api
-        .place(json!((3..6)
+        .place_summary(json!((3..6)
             .map(|i| placement(tenant, i))
             .collect::<Vec<_>>()))
         .await;
-    assert_eq!(
-        (s["deposited"].as_u64(), s["unknownPod"].as_u64()),
-        (Some(3), Some(0)),
-        "{s}"
-    );
+    assert_eq!((s.deposited, s.unknown_pod), (3, 0), "{s:?}");
     let table = committed_table(&api, tenant).await;
-    assert_eq!(table["counters"]["deposits"], 3, "{table}");
-    assert_eq!(
-        table["dropped"],
-        json!({}),
-        "nothing reached the colony to drop: {table}"
+    assert_eq!(table.counters.deposits, 3, "{table:?}");
+    assert!(
+        table.dropped.is_empty(),
+        "nothing reached the colony to drop: {table:?}"
     );
     // A scrape after all of it passes `promtool check metrics` (`metrics()` runs it).
     api.metrics_containing("aco_colony_deposits_total{tenant=\"poison\"} 3")

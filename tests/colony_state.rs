@@ -35,36 +35,60 @@ async fn colony_state_survives_a_restart_of_the_runtime() {
         )
         .await;
     }
-    api.place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1])}, {"podUid": "uid-keep-p1", "namespace": "keep", "node": name_of(&nodes[1])}])).await;
-    let before = api.pheromones("keep").await;
+    api.place_summary(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1]), "outcome": "failed"}, {"podUid": "uid-keep-p1", "namespace": "keep", "node": name_of(&nodes[1])}])).await;
+    let before = api.pheromone_table("keep").await;
+    assert_eq!(
+        before.nodes.len(),
+        1,
+        "the failure is on the trail: {before:?}"
+    );
 
     api.worker.restart();
-    let after = api.pheromones("keep").await;
-    assert_eq!(after["nodes"], before["nodes"]);
-    assert_eq!(after["counters"]["deposits"], 2);
-    assert_eq!(after["pendingDecisions"], 1);
+    let after = api.pheromone_table("keep").await;
+    assert_eq!(api.trails("keep").await.len(), 1);
+    assert_eq!(
+        after
+            .nodes
+            .iter()
+            .map(|n| (&n.node, n.failures))
+            .collect::<Vec<_>>(),
+        before
+            .nodes
+            .iter()
+            .map(|n| (&n.node, n.failures))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(after.counters.deposits, 2);
+    assert_eq!(after.pending_decisions, 1);
     // The third decision is still remembered and still deposits; confirmations survived (a
     // replay is a duplicate); node facts survived too.
     assert_eq!(
-        api.place(
+        api.place_summary(
             json!([{"podUid": "uid-keep-p2", "namespace": "keep", "node": name_of(&nodes[0])}])
         )
-        .await["deposited"],
+        .await
+        .deposited,
         1
     );
     let replay = api
-        .place(json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1])}]))
+        .place_summary(
+            json!([{"podUid": "uid-keep-p0", "namespace": "keep", "node": name_of(&nodes[1])}]),
+        )
         .await;
-    assert_eq!(
-        (replay["deposited"].as_u64(), replay["duplicates"].as_u64()),
-        (Some(0), Some(1)),
-        "{replay}"
+    assert_eq!((replay.deposited, replay.duplicates), (0, 1), "{replay:?}");
+    assert_eq!(api.pheromone_table("keep").await.counters.deposits, 3);
+    let probe = pod(
+        "q",
+        "keep",
+        json!({}),
+        json!({"scheduling.aco/latency-target-us": "20"}),
+        json!({}),
     );
-    assert_eq!(api.pheromones("keep").await["counters"]["deposits"], 3);
-    let body = json!({"Pod": pod("q", "keep", json!({}), json!({"scheduling.aco/latency-target-us": "20"}), json!({})), "NodeNames": ["persisted-node"]});
     assert_eq!(
-        api.post("/v1/filter", body.to_string()).await["NodeNames"],
-        json!(["persisted-node"])
+        api.filter(&probe, &["persisted-node".to_string()])
+            .await
+            .node_names,
+        Some(vec!["persisted-node".to_string()])
     );
 }
 
@@ -93,13 +117,10 @@ async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it
 
     // Not a silent 0: the colony refuses, the verb answers 503 naming the value...
     let (status, body) = api
-        .admin(reqwest::Method::GET, "/v1/tenants/corrupt/pheromones", None)
+        .admin_refused(reqwest::Method::GET, "/v1/tenants/corrupt/pheromones", None)
         .await;
-    assert_eq!(status, 503, "{body}");
-    assert!(
-        body["error"].as_str().unwrap().contains("snapshot["),
-        "{body}"
-    );
+    assert_eq!(status, 503, "{body:?}");
+    assert!(body.error.contains("snapshot["), "{body:?}");
     // Scores are advisory: prioritize still answers, from η alone (no copy of the colony survived
     // the restart), and counts why.
     let (status, body) = api
@@ -136,7 +157,7 @@ async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(api.pheromones("corrupt").await["counters"]["deposits"], 0);
+    assert_eq!(api.pheromone_table("corrupt").await.counters.deposits, 0);
 }
 
 /// Sends `count` prioritize calls for distinct pods of `tenant` (8 at a time).
@@ -191,19 +212,19 @@ async fn remembered_decisions_are_capped_per_tenant_oldest_first() {
     flood(&api, "flood", "f", 30, &nodes).await;
     // Read before any restart; decisions scored from the isolate's colony copy reach the colony
     // with (at the latest) this read.
-    let table = api.pheromones("flood").await;
-    assert_eq!(table["pendingDecisions"], 20, "{table}");
-    assert_eq!(table["counters"]["evictedDecisions"], 10);
-    assert_eq!(table["counters"]["decisions"], 30);
+    let table = api.pheromone_table("flood").await;
+    assert_eq!(table.pending_decisions, 20, "{table:?}");
+    assert_eq!(table.counters.evicted_decisions, 10);
+    assert_eq!(table.counters.decisions, 30);
     // The survivors are the newest: an evicted pod's placement is unknown, a kept one deposits.
     let oldest_kept = (0..30).rev().take(20).min().unwrap();
     assert_eq!(oldest_kept, 10);
     let s = api
-        .place(
+        .place_summary(
             json!([{"podUid": "uid-flood-f29", "namespace": "flood", "node": name_of(&nodes[0])}]),
         )
         .await;
-    assert_eq!(s["deposited"], 1, "{s}");
+    assert_eq!(s.deposited, 1, "{s:?}");
     api.metrics_containing("aco_colony_evicted_decisions_total{tenant=\"flood\"} 10")
         .await;
     let bytes = api.worker.while_stopped(|dir| {
@@ -232,8 +253,8 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
             .await;
         assert_eq!(scores.len(), nodes.len(), "{tenant} is scored");
     }
-    assert_eq!(api.pheromones("ml").await["counters"]["decisions"], 1);
-    assert_eq!(api.pheromones("team-a").await["counters"]["decisions"], 1);
+    assert_eq!(api.pheromone_table("ml").await.counters.decisions, 1);
+    assert_eq!(api.pheromone_table("team-a").await.counters.decisions, 1);
     let (status, body) = api
         .admin(
             reqwest::Method::GET,
@@ -243,7 +264,7 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
         .await;
     assert_eq!(status, 404, "{body}");
     let (status, body) = api
-        .admin(
+        .admin_refused(
             reqwest::Method::POST,
             "/v1/placements",
             Some(json!({"placements": [
@@ -252,12 +273,12 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
         )
         .await;
     assert_eq!(
-        (status.as_u16(), body["field"].as_str()),
+        (status.as_u16(), body.field.as_deref()),
         (400, Some("placements[1].tenant")),
-        "{body}"
+        "{body:?}"
     );
     assert_eq!(
-        api.pheromones("ml").await["counters"]["deposits"],
+        api.pheromone_table("ml").await.counters.deposits,
         0,
         "the rejected batch changed nothing"
     );
@@ -287,12 +308,12 @@ async fn measure_storage_per_remembered_decision() {
         let empty = flood_prioritize(&mut api, "measure", "a", 1, &nodes).await;
         let full = flood_prioritize(&mut api, "measure", "b", 999, &nodes).await;
         let more = flood_prioritize(&mut api, "measure", "c", 1000, &nodes).await;
-        let table = api.pheromones("measure").await;
+        let table = api.pheromone_table("measure").await;
         eprintln!(
             "{label}: 1 decision {empty} B, 1000 decisions {full} B ({:.0} B/decision), +1000 more beyond the cap {more} B; pending {} evicted {}",
             (full - empty) as f64 / 999.0,
-            table["pendingDecisions"],
-            table["counters"]["evictedDecisions"]
+            table.pending_decisions,
+            table.counters.evicted_decisions
         );
     }
 }
