@@ -684,7 +684,7 @@ mod e2e {
             Duration::from_secs(60),
             || async {
                 let s = api.shadow_summary("team-a").await?;
-                (s["pods"].as_u64()? + s["notFeasible"].as_u64()? >= 1).then_some(())
+                (s.pods + s.not_feasible >= 1).then_some(())
             },
         )
         .await;

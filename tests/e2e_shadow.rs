@@ -33,6 +33,7 @@
 
 use std::time::Duration;
 
+use aco_core::api::shadow::ShadowSummaryReply;
 use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 
@@ -65,12 +66,6 @@ const PODS: [(&str, &str); 8] = [
     ("250m", "256Mi"),
 ];
 const TIMEOUT: Duration = Duration::from_secs(90);
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("shadow summary has no number {key:?}: {v}"))
-}
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
@@ -200,32 +195,32 @@ async fn pods_bound_by_the_default_scheduler_are_scored_in_shadow_and_the_summar
     let api = &env.api;
     let summary = wait_for("the shadow summary to count every pod", TIMEOUT, || async {
         let s = api.shadow_summary(NS).await?;
-        (s["pods"].as_u64()? >= n).then_some(s)
+        (s.pods >= n).then_some(s)
     })
     .await;
-    eprintln!("shadow summary: {summary}");
-    let check = |s: &Value| {
-        assert_eq!(s["pods"].as_u64(), Some(n), "{s}");
-        assert_eq!(s["agreements"].as_u64(), Some(agreements), "{s}");
+    eprintln!("shadow summary: {summary:?}");
+    let check = |s: &ShadowSummaryReply| {
+        assert_eq!(s.pods, n, "{s:?}");
+        assert_eq!(s.agreements, agreements, "{s:?}");
         assert!(
-            close(num(s, "chosenCostPerHour"), chosen),
-            "chosen $/h: {s} vs {chosen}"
+            close(s.chosen_cost_per_hour, chosen),
+            "chosen $/h: {s:?} vs {chosen}"
         );
         assert!(
-            close(num(s, "colonyCostPerHour"), colony),
-            "colony $/h: {s} vs {colony}"
+            close(s.colony_cost_per_hour, colony),
+            "colony $/h: {s:?} vs {colony}"
         );
         assert!(
-            close(num(s, "savingPerHour"), chosen - colony),
-            "saving $/h: {s} vs {}",
+            close(s.saving_per_hour, chosen - colony),
+            "saving $/h: {s:?} vs {}",
             chosen - colony
         );
-        assert!(num(s, "savingPerHour") > 0.0, "{s}");
+        assert!(s.saving_per_hour > 0.0, "{s:?}");
         assert!(
-            close(num(s, "agreementRate"), agreements as f64 / n as f64),
-            "{s}"
+            close(s.agreement_rate, agreements as f64 / n as f64),
+            "{s:?}"
         );
-        assert_eq!(s["latencyCritical"].as_u64(), Some(0), "{s}");
+        assert_eq!(s.latency_critical, 0, "{s:?}");
     };
     check(&summary);
     // Shadow mode observes: nothing was deposited, the tenant's trail did not move.

@@ -5,6 +5,7 @@
 //! pods is `price × pod share` (largest share over CPU, memory, GPUs of the node's allocatable);
 //! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
+use aco_core::api::shadow::{HotNodes, ShadowSummaryReply};
 use aco_testkit::api::WorkerHttp;
 use aco_testkit::api::{pod, Api};
 use aco_testkit::StartOptions;
@@ -113,20 +114,17 @@ fn tally(reply: &Value) -> (u64, u64, u64, u64, u64, u64) {
     )
 }
 
-async fn summary(api: &Api, prefix: &str, tenant: &str) -> Value {
-    let (status, body) = api
-        .admin(
-            Method::GET,
-            &format!("{prefix}/v1/tenants/{tenant}/shadow"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    body
+async fn summary(api: &Api, prefix: &str, tenant: &str) -> ShadowSummaryReply {
+    api.admin_as(
+        Method::GET,
+        &format!("{prefix}/v1/tenants/{tenant}/shadow"),
+        None,
+    )
+    .await
 }
 
-fn close(a: &Value, b: f64) -> bool {
-    a.as_f64().is_some_and(|a| (a - b).abs() < 1e-9)
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
 }
 
 #[tokio::test]
@@ -159,29 +157,24 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     let opened = share + 0.5 * (1.0 - share);
     let chosen = 3.0 * price("c-expensive") * share + price("d-alone") * opened;
     let colony = 4.0 * price("a-cheap") * share;
-    assert_eq!(
-        (
-            s["pods"].as_u64(),
-            s["agreements"].as_u64(),
-            s["notFeasible"].as_u64()
-        ),
-        (Some(4), Some(0), Some(0)),
-        "{s}"
-    );
-    assert!(close(&s["chosenCostPerHour"], chosen), "{s} vs {chosen}");
-    assert!(close(&s["colonyCostPerHour"], colony), "{s} vs {colony}");
-    assert!(close(&s["savingPerHour"], chosen - colony), "{s}");
+    assert_eq!((s.pods, s.agreements, s.not_feasible), (4, 0, 0), "{s:?}");
+    assert!(close(s.chosen_cost_per_hour, chosen), "{s:?} vs {chosen}");
+    assert!(close(s.colony_cost_per_hour, colony), "{s:?} vs {colony}");
+    assert!(close(s.saving_per_hour, chosen - colony), "{s:?}");
     assert!(
-        close(&s["savingFraction"], (chosen - colony) / chosen),
-        "{s}"
+        close(s.saving_fraction, (chosen - colony) / chosen),
+        "{s:?}"
     );
-    assert!(close(&s["agreementRate"], 0.0), "{s}");
+    assert!(close(s.agreement_rate, 0.0), "{s:?}");
     // c-expensive at 0.9 utilisation leaves no headroom for the latency-critical pod; a-cheap does.
-    assert_eq!(s["latencyCritical"], 1, "{s}");
+    assert_eq!(s.latency_critical, 1, "{s:?}");
     assert_eq!(
-        s["latencyCriticalOnHotNodes"],
-        json!({"chosen": 1, "colony": 0}),
-        "{s}"
+        s.latency_critical_on_hot_nodes,
+        HotNodes {
+            chosen: 1,
+            colony: 0
+        },
+        "{s:?}"
     );
 
     // At-least-once delivery: the batch again, and a pod twice in one batch, count nothing more.
@@ -196,13 +189,13 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     assert_eq!(tally(&twice), (2, 1, 0, 1, 0, 0));
     let s = summary(&api, "", "team").await;
     assert_eq!(
-        (s["pods"].as_u64(), s["agreements"].as_u64()),
-        (Some(5), Some(1)),
-        "p3 went where the colony would have put it: {s}"
+        (s.pods, s.agreements),
+        (5, 1),
+        "p3 went where the colony would have put it: {s:?}"
     );
     assert!(
-        close(&s["chosenCostPerHour"], chosen + price("a-cheap") * share),
-        "{s}"
+        close(s.chosen_cost_per_hour, chosen + price("a-cheap") * share),
+        "{s:?}"
     );
 
     api.metrics_containing("aco_shadow_pods_total{tenant=\"team\"} 5")
@@ -270,7 +263,7 @@ async fn an_outcome_deposits_once_and_a_shadow_placement_nothing() {
     );
     assert!(trails[0]["tau"].as_f64().unwrap() < 1.0, "{table}");
     assert_eq!(trails[1]["tau"], 1.0, "a success costs nothing: {table}");
-    assert_eq!(summary(&api, "", "team").await["pods"], 2);
+    assert_eq!(summary(&api, "", "team").await.pods, 2);
 }
 
 #[tokio::test]
@@ -336,7 +329,7 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
     let (status, _) = api.admin(Method::PUT, "/v1/shadow", Some(json!({}))).await;
     assert_eq!(status, 405);
     // Nothing was counted: the good pod of a refused batch is new the first time it is accepted.
-    assert_eq!(summary(&api, "", "team").await["pods"], 0);
+    assert_eq!(summary(&api, "", "team").await.pods, 0);
     assert_eq!(
         tally(&shadow(&api, "", json!([good])).await.1),
         (1, 1, 0, 0, 0, 0)
@@ -362,11 +355,7 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
         (1, 0, 0, 1, 0, 0)
     );
     let s = summary(&api, "", "team").await;
-    assert_eq!(
-        (s["pods"].as_u64(), s["notFeasible"].as_u64()),
-        (Some(1), Some(1)),
-        "{s}"
-    );
+    assert_eq!((s.pods, s.not_feasible), (1, 1), "{s:?}");
 }
 
 #[tokio::test]
@@ -398,8 +387,8 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
         ops <= 7,
         "one facts read and per tenant at most two colony requests and, the first time, its admission: {ops}"
     );
-    assert_eq!(summary(&api, "", "team").await["pods"], 1);
-    assert_eq!(summary(&api, "", "ml").await["pods"], 2);
+    assert_eq!(summary(&api, "", "team").await.pods, 1);
+    assert_eq!(summary(&api, "", "ml").await.pods, 2);
 
     // The same pod key in the prod cluster is another pod of another colony.
     let (status, r, _) = shadow(
@@ -418,17 +407,13 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
         "d-alone has no facts in prod"
     );
     let s = summary(&api, "/c/prod", "team").await;
+    assert_eq!((s.pods, s.cluster.as_str()), (1, "prod"), "{s:?}");
     assert_eq!(
-        (s["pods"].as_u64(), s["cluster"].as_str()),
-        (Some(1), Some("prod")),
-        "{s}"
-    );
-    assert_eq!(
-        summary(&api, "", "team").await["pods"],
+        summary(&api, "", "team").await.pods,
         1,
         "the default cluster's summary is untouched"
     );
-    assert_eq!(summary(&api, "/c/prod", "ml").await["pods"], 0);
+    assert_eq!(summary(&api, "/c/prod", "ml").await.pods, 0);
     api.metrics_containing("aco_shadow_pods_total{cluster=\"prod\",tenant=\"team\"} 1")
         .await;
 }

@@ -69,42 +69,34 @@ fn the_workers_shadow_summary_equals_the_simulators() {
     let mut scored = 0;
     for (tenant, w) in &remote {
         let n = shadow.native.get(tenant).cloned().unwrap_or_default();
-        let close = |k: &str, v: f64| {
-            w[k].as_f64()
-                .is_some_and(|x| (x - v).abs() < 1e-9 * v.abs().max(1.0))
-        };
+        let close = |x: f64, v: f64| (x - v).abs() < 1e-9 * v.abs().max(1.0);
+        assert_eq!(
+            (w.pods, w.agreements, w.not_feasible),
+            (n.pods, n.agreements, n.not_feasible),
+            "{tenant}: {w:?} vs {n:?}"
+        );
+        assert!(
+            close(w.chosen_cost_per_hour, n.chosen_cost_per_hour),
+            "{tenant}: {w:?} vs {n:?}"
+        );
+        assert!(
+            close(w.colony_cost_per_hour, n.colony_cost_per_hour),
+            "{tenant}: {w:?} vs {n:?}"
+        );
+        assert!(
+            close(w.saving_per_hour, n.saving_per_hour()),
+            "{tenant}: {w:?} vs {n:?}"
+        );
         assert_eq!(
             (
-                w["pods"].as_u64(),
-                w["agreements"].as_u64(),
-                w["notFeasible"].as_u64()
-            ),
-            (Some(n.pods), Some(n.agreements), Some(n.not_feasible)),
-            "{tenant}: {w} vs {n:?}"
-        );
-        assert!(
-            close("chosenCostPerHour", n.chosen_cost_per_hour),
-            "{tenant}: {w} vs {n:?}"
-        );
-        assert!(
-            close("colonyCostPerHour", n.colony_cost_per_hour),
-            "{tenant}: {w} vs {n:?}"
-        );
-        assert!(
-            close("savingPerHour", n.saving_per_hour()),
-            "{tenant}: {w} vs {n:?}"
-        );
-        let hot = &w["latencyCriticalOnHotNodes"];
-        assert_eq!(
-            (
-                w["latencyCritical"].as_u64(),
-                hot["chosen"].as_u64(),
-                hot["colony"].as_u64()
+                w.latency_critical,
+                w.latency_critical_on_hot_nodes.chosen,
+                w.latency_critical_on_hot_nodes.colony
             ),
             (
-                Some(n.latency_critical),
-                Some(n.latency_critical_on_hot_chosen),
-                Some(n.latency_critical_on_hot_colony)
+                n.latency_critical,
+                n.latency_critical_on_hot_chosen,
+                n.latency_critical_on_hot_colony
             ),
             "{tenant}"
         );

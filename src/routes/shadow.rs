@@ -13,7 +13,7 @@
 use aco_core::metrics;
 use std::collections::BTreeMap;
 
-use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport};
+use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport, ShadowSummaryReply};
 use aco_core::cluster::validate_tenant;
 use aco_core::colony::{Outcome, TenantColony};
 use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
@@ -243,23 +243,8 @@ pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
     validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let colony = admitted_colony(call, tenant, "shadow_summary").await?;
     let s: ShadowSummary = client::call(&call.bindings, &colony, &ShadowSummaryRequest {}).await?;
-    Ok(json_response(200, &view(tenant, &call.cluster, &s)))
-}
-
-/// The JSON of the summary route (also what tests and `aco-sim replay --shadow` read).
-pub fn view(tenant: &str, cluster: &str, s: &ShadowSummary) -> serde_json::Value {
-    serde_json::json!({
-        "tenant": tenant,
-        "cluster": cluster,
-        "pods": s.pods,
-        "agreements": s.agreements,
-        "agreementRate": s.agreement_rate(),
-        "chosenCostPerHour": s.chosen_cost_per_hour,
-        "colonyCostPerHour": s.colony_cost_per_hour,
-        "savingPerHour": s.saving_per_hour(),
-        "savingFraction": s.saving_fraction(),
-        "latencyCritical": s.latency_critical,
-        "latencyCriticalOnHotNodes": {"chosen": s.latency_critical_on_hot_chosen, "colony": s.latency_critical_on_hot_colony},
-        "notFeasible": s.not_feasible,
-    })
+    Ok(json_response(
+        200,
+        &ShadowSummaryReply::of(tenant, &call.cluster, &s),
+    ))
 }

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use aco_core::api::nodes::NodeReport;
+use aco_core::api::shadow::ShadowSummaryReply;
 use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::TenantColony;
 use aco_core::config::Config;
@@ -21,7 +22,7 @@ use aco_core::facts::NodeFacts;
 use aco_core::heuristic::ClusterOutlook;
 use aco_core::shadow::{ShadowCluster, ShadowSummary};
 use rand::rngs::StdRng;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::alloc::NodeAlloc;
 use crate::cluster::{SimPod, World};
@@ -90,14 +91,16 @@ impl ShadowReplay {
     }
 
     /// The Worker's summary of every tenant of the world (`GET /v1/tenants/{t}/shadow`).
-    pub fn worker_summaries(&mut self, world: &World) -> Result<BTreeMap<String, Value>, Error> {
+    pub fn worker_summaries(
+        &mut self,
+        world: &World,
+    ) -> Result<BTreeMap<String, ShadowSummaryReply>, Error> {
         let mut out = BTreeMap::new();
         for tenant in world.tenants() {
-            out.insert(
-                tenant.clone(),
-                self.http
-                    .get_admin(&format!("/v1/tenants/{tenant}/shadow"))?,
-            );
+            let reply = self
+                .http
+                .get_admin(&format!("/v1/tenants/{tenant}/shadow"))?;
+            out.insert(tenant.clone(), serde_json::from_value(reply)?);
         }
         Ok(out)
     }

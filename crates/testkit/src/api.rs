@@ -12,6 +12,7 @@ use aco_core::api::error::ErrorBody;
 use aco_core::api::nodes::NodesReply;
 use aco_core::api::pheromones::PheromoneTableReply;
 use aco_core::api::placements::PlacementsSummary;
+use aco_core::api::shadow::ShadowSummaryReply;
 use aco_core::colony::DecisionExplanation;
 use aco_core::facts::NodeFacts;
 use reqwest::{Client, Method, StatusCode};
@@ -452,7 +453,7 @@ pub trait WorkerHttp {
 
     /// The tenant's shadow summary (`GET /v1/tenants/{t}/shadow`), `None` while the Worker
     /// answers anything but 2xx.
-    async fn shadow_summary(&self, tenant: &str) -> Option<Value> {
+    async fn shadow_summary(&self, tenant: &str) -> Option<ShadowSummaryReply> {
         self.try_get(&format!("/v1/tenants/{tenant}/shadow")).await
     }
 

@@ -156,3 +156,50 @@ mod tests {
         );
     }
 }
+
+/// `GET /v1/tenants/{t}/shadow`: the tenant's shadow summary as the operator reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShadowSummaryReply {
+    pub tenant: String,
+    pub cluster: String,
+    pub pods: u64,
+    pub agreements: u64,
+    pub agreement_rate: f64,
+    pub chosen_cost_per_hour: f64,
+    pub colony_cost_per_hour: f64,
+    pub saving_per_hour: f64,
+    pub saving_fraction: f64,
+    pub latency_critical: u64,
+    pub latency_critical_on_hot_nodes: HotNodes,
+    pub not_feasible: u64,
+}
+
+/// Latency-critical pods on a hot node: where they went, where the colony would have put them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HotNodes {
+    pub chosen: u64,
+    pub colony: u64,
+}
+
+impl ShadowSummaryReply {
+    pub fn of(tenant: &str, cluster: &str, s: &crate::shadow::ShadowSummary) -> Self {
+        ShadowSummaryReply {
+            tenant: tenant.to_string(),
+            cluster: cluster.to_string(),
+            pods: s.pods,
+            agreements: s.agreements,
+            agreement_rate: s.agreement_rate(),
+            chosen_cost_per_hour: s.chosen_cost_per_hour,
+            colony_cost_per_hour: s.colony_cost_per_hour,
+            saving_per_hour: s.saving_per_hour(),
+            saving_fraction: s.saving_fraction(),
+            latency_critical: s.latency_critical,
+            latency_critical_on_hot_nodes: HotNodes {
+                chosen: s.latency_critical_on_hot_chosen,
+                colony: s.latency_critical_on_hot_colony,
+            },
+            not_feasible: s.not_feasible,
+        }
+    }
+}

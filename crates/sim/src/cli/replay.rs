@@ -205,19 +205,16 @@ fn shadow_replay(
     let mut worker_total = aco_core::shadow::ShadowSummary::default();
     for (tenant, w) in &remote {
         let n = replay.native.get(tenant).cloned().unwrap_or_default();
-        let f = |k: &str| w[k].as_f64().unwrap_or(f64::NAN);
-        let u = |k: &str| w[k].as_u64().unwrap_or(0);
-        let hot = &w["latencyCriticalOnHotNodes"];
         println!(
             "| {tenant} | Worker | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |",
-            u("pods"),
-            u("agreements"),
-            f("chosenCostPerHour"),
-            f("colonyCostPerHour"),
-            f("savingPerHour"),
-            100.0 * f("savingFraction"),
-            hot["chosen"],
-            hot["colony"]
+            w.pods,
+            w.agreements,
+            w.chosen_cost_per_hour,
+            w.colony_cost_per_hour,
+            w.saving_per_hour,
+            100.0 * w.saving_fraction,
+            w.latency_critical_on_hot_nodes.chosen,
+            w.latency_critical_on_hot_nodes.colony
         );
         println!(
             "| {tenant} | simulator | {} | {} | {:.4} | {:.4} | {:.4} | {:.1}% | {}/{} |",
@@ -230,10 +227,10 @@ fn shadow_replay(
             n.latency_critical_on_hot_chosen,
             n.latency_critical_on_hot_colony
         );
-        worker_total.pods += u("pods");
-        worker_total.agreements += u("agreements");
-        worker_total.chosen_cost_per_hour += f("chosenCostPerHour");
-        worker_total.colony_cost_per_hour += f("colonyCostPerHour");
+        worker_total.pods += w.pods;
+        worker_total.agreements += w.agreements;
+        worker_total.chosen_cost_per_hour += w.chosen_cost_per_hour;
+        worker_total.colony_cost_per_hour += w.colony_cost_per_hour;
     }
     let native = replay.native_total();
     println!(
