@@ -2,7 +2,9 @@
 //! Worker in Miniflare: every candidate's factors, τ and score and the filter's rejections, the
 //! admin token and bad pod names, and a bound size with many nodes.
 
+use aco_core::colony::DecisionExplanation;
 use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
+use aco_testkit::extender::FilterResult;
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::{long_named_nodes, priced_nodes};
 use aco_testkit::{StartOptions, ADMIN_TOKEN};
@@ -12,8 +14,8 @@ use serde_json::{json, Value};
 
 /// The GPU model label of an OpenB node.
 fn gpu_model(n: &Value) -> String {
-    n["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
-        .as_str()
+    n.pointer("/metadata/labels/alibabacloud.com~1gpu-card-model")
+        .and_then(Value::as_str)
         .unwrap()
         .to_string()
 }
@@ -24,17 +26,12 @@ async fn filter_then_prioritize(
     api: &Api,
     pod: &Value,
     nodes: &[Value],
-) -> (Value, std::collections::BTreeMap<String, i64>) {
-    let filtered = api.post("/v1/filter", full_args(pod, nodes).0).await;
-    let passed: Vec<&str> = filtered["NodeNames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+) -> (FilterResult, std::collections::BTreeMap<String, i64>) {
+    let filtered = api.filter_args(full_args(pod, nodes).0).await;
+    let passed = filtered.passed();
     let passing: Vec<Value> = nodes
         .iter()
-        .filter(|n| passed.contains(&name_of(n).as_str()))
+        .filter(|n| passed.contains(&name_of(n)))
         .cloned()
         .collect();
     (filtered, api.scores(pod, &passing).await)
@@ -43,26 +40,26 @@ async fn filter_then_prioritize(
 /// Every candidate of an explanation: its cost terms add up to its total, η is
 /// `exp(−total / COST_REFERENCE)` within the floor (defaults), its score is the one prioritize
 /// answered, τ is what the colony holds.
-fn check_candidates(e: &Value, scores: &std::collections::BTreeMap<String, i64>, tau: f64) {
-    let candidates = e["candidates"].as_array().unwrap();
-    assert_eq!(candidates.len(), scores.len(), "{e}");
-    for c in candidates {
-        let node = c["node"].as_str().unwrap();
-        let terms = c["costPerHour"].as_object().unwrap();
-        let sum: f64 = terms.values().filter_map(Value::as_f64).sum();
-        let total = c["totalPerHour"].as_f64().unwrap();
-        assert!((sum - total).abs() <= 1e-9 + 1e-6 * total, "{node}: {c}");
-        let eta = c["eta"].as_f64().unwrap();
+fn check_candidates(
+    e: &DecisionExplanation,
+    scores: &std::collections::BTreeMap<String, i64>,
+    tau: f64,
+) {
+    assert_eq!(e.candidates.len(), scores.len(), "{e:?}");
+    for c in &e.candidates {
+        let node = c.node.as_str();
+        let terms = c.cost_per_hour.as_ref().unwrap();
+        let sum = terms.facts_total() + terms.learned_total();
+        let total = c.total_per_hour.unwrap();
+        assert!((sum - total).abs() <= 1e-9 + 1e-6 * total, "{node}: {c:?}");
         let expected = (-total).exp().clamp(0.001, 1.0);
         assert!(
-            (expected - eta).abs() <= 1e-6 * eta,
-            "{node}: exp(−{total}) = {expected} vs η {eta}: {c}"
+            (expected - c.eta).abs() <= 1e-6 * c.eta,
+            "{node}: exp(−{total}) = {expected} vs η {}: {c:?}",
+            c.eta
         );
-        assert_eq!(c["score"].as_i64(), Some(scores[node]), "{node}: {c}");
-        assert!(
-            (c["tau"].as_f64().unwrap() - tau).abs() < 1e-6,
-            "{node}: {c}"
-        );
+        assert_eq!(c.score.map(i64::from), Some(scores[node]), "{node}: {c:?}");
+        assert!((c.tau.unwrap() - tau).abs() < 1e-6, "{node}: {c:?}");
     }
 }
 
@@ -79,83 +76,65 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
     for pod_name in ["first", "second"] {
         let p = gpu_pod(pod_name, Some(&allowed.join("|")));
         let (filtered, scores) = filter_then_prioritize(&api, &p, &nodes).await;
-        let (status, e) = api
-            .explanation("research", &format!("uid-research-{pod_name}"))
+        let e = api
+            .decision("research", &format!("uid-research-{pod_name}"))
             .await;
-        assert_eq!(status, 200, "{e}");
         assert_eq!(
-            (
-                e["podUid"].as_str(),
-                e["tenant"].as_str(),
-                e["candidateCount"].as_u64()
-            ),
-            (
-                Some(&*format!("uid-research-{pod_name}")),
-                Some("research"),
-                Some(3)
-            )
+            (e.pod_uid.as_str(), e.tenant.as_str(), e.candidate_count),
+            (&*format!("uid-research-{pod_name}"), "research", 3)
         );
         check_candidates(&e, &scores, tau);
         // Best first: the cheapest candidates (0.45/h) cost the least per hour and score 10.
-        assert_eq!(e["candidates"][0]["score"], 10, "{e}");
+        assert_eq!(e.candidates[0].score, Some(10), "{e:?}");
         let cost = |n: &Value| {
-            e["candidates"]
-                .as_array()
-                .unwrap()
+            e.candidates
                 .iter()
-                .find(|c| c["node"] == name_of(n))
-                .unwrap()["costPerHour"]["resources"]
-                .as_f64()
+                .find(|c| c.node == name_of(n))
+                .and_then(|c| c.cost_per_hour.as_ref())
                 .unwrap()
+                .resources
         };
-        assert!(cost(&nodes[0]) < cost(&nodes[2]), "{e}");
-        assert_eq!(e["explored"], Value::Null);
+        assert!(cost(&nodes[0]) < cost(&nodes[2]), "{e:?}");
+        assert_eq!(e.explored, None);
         let rejected = name_of(&nodes[3]);
-        let f = &e["filterReasons"];
+        let f = e.filter_reasons.as_ref().unwrap();
         assert_eq!(
-            (
-                f["passed"].as_u64(),
-                f["rejected"].as_u64(),
-                f["byReason"]["gpu_model"].as_u64()
-            ),
-            (Some(3), Some(1), Some(1)),
-            "{e}"
+            (f.passed, f.rejected, f.by_reason.get("gpu_model").copied()),
+            (3, 1, Some(1)),
+            "{e:?}"
         );
-        assert_eq!(f["nodes"][0]["node"], rejected.as_str());
-        assert_eq!(f["nodes"][0]["code"], "gpu_model");
-        assert_eq!(f["nodes"][0]["unresolvable"], true);
+        let first = &f.nodes[0];
         assert_eq!(
-            f["nodes"][0]["reason"], filtered["FailedAndUnresolvableNodes"][&rejected],
+            (first.node.as_str(), first.code.as_str(), first.unresolvable),
+            (rejected.as_str(), "gpu_model", true)
+        );
+        assert_eq!(
+            Some(&first.reason),
+            filtered.failed_and_unresolvable_nodes.get(&rejected),
             "the reason kube-scheduler was given"
         );
     }
     // A prioritize this isolate saw no filter for: explained, the filter's part null with a note.
     let p = gpu_pod("unfiltered", Some(&allowed.join("|")));
     let scores = api.scores(&p, &nodes[..3]).await;
-    let (status, e) = api.explanation("research", "uid-research-unfiltered").await;
-    assert_eq!(status, 200, "{e}");
+    let e = api.decision("research", "uid-research-unfiltered").await;
     check_candidates(&e, &scores, tau);
-    assert_eq!(e["filterReasons"], Value::Null, "{e}");
+    assert_eq!(e.filter_reasons, None, "{e:?}");
     assert!(
-        e["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("filterReasons is null")),
-        "{e}"
+        e.notes.iter().any(|n| n.contains("filterReasons is null")),
+        "{e:?}"
     );
     // A confirmed placement deletes the decision, not its explanation: it now names the node
     // the pod was bound on beside the one prioritize answered.
-    let before = api.explanation("research", "uid-research-first").await.1;
-    let s = api.place(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[2])}])).await;
-    assert_eq!(s["deposited"], 1, "{s}");
-    let (status, e) = api.explanation("research", "uid-research-first").await;
-    assert_eq!(status, 200, "{e}");
-    assert_eq!(e["boundNode"], name_of(&nodes[2]).as_str(), "{e}");
-    assert_eq!(e["answeredNode"], before["answeredNode"], "{e}");
-    assert_eq!(e["candidates"], before["candidates"], "{e}");
-    assert_eq!(e["filterReasons"], before["filterReasons"], "{e}");
-    assert!(e["confirmedMs"].as_u64().is_some(), "{e}");
+    let before = api.decision("research", "uid-research-first").await;
+    let s = api.place_summary(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[2])}])).await;
+    assert_eq!(s.deposited, 1, "{s:?}");
+    let e = api.decision("research", "uid-research-first").await;
+    assert_eq!(e.bound_node, Some(name_of(&nodes[2])), "{e:?}");
+    assert_eq!(e.answered_node, before.answered_node, "{e:?}");
+    assert_eq!(e.candidates, before.candidates, "{e:?}");
+    assert_eq!(e.filter_reasons, before.filter_reasons, "{e:?}");
+    assert!(e.confirmed_ms.is_some(), "{e:?}");
 }
 
 /// Requests on the trace's clock (`TEST_CLOCK_HEADER`): each carries its time.

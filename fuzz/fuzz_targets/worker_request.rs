@@ -78,6 +78,7 @@ enum RouteChoice {
     Shadow,
     ShadowSummary(Segment),
     Decision(Segment, Segment, Option<Segment>),
+    ReporterView,
     Segments(Vec<Segment>),
 }
 
@@ -105,6 +106,7 @@ impl RouteChoice {
                 ),
                 None => format!("v1/tenants/{}/decisions/{}", t.text(), a.text()),
             },
+            RouteChoice::ReporterView => "v1/config/reporter".into(),
             RouteChoice::Segments(s) => s
                 .iter()
                 .take(12)
@@ -198,6 +200,7 @@ fn route_path(route: &Route) -> String {
         Route::Tenants => "v1/tenants".into(),
         Route::Export(t) => format!("v1/tenants/{t}/export"),
         Route::Import(t) => format!("v1/tenants/{t}/import"),
+        Route::ReporterView => "v1/config/reporter".into(),
     }
 }
 
