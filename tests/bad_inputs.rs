@@ -82,10 +82,8 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         .await;
     assert_eq!(status, 400);
     assert_eq!(body.field.as_deref(), Some("nodes[1].utilisation[0].value"));
-    let filter =
-        json!({"Pod": pod("p", "n", json!({}), json!({}), json!({})), "NodeNames": ["good"]})
-            .to_string();
-    let reply = api.filter_args(filter).await;
+    let probe = pod("p", "n", json!({}), json!({}), json!({}));
+    let reply = api.filter(&probe, &["good".to_owned()]).await;
     assert!(
         reply
             .failed_nodes
