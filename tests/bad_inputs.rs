@@ -82,10 +82,15 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         .await;
     assert_eq!(status, 400);
     assert_eq!(body.field.as_deref(), Some("nodes[1].utilisation[0].value"));
-    let filter =
-        json!({"Pod": pod("p", "n", json!({}), json!({}), json!({})), "NodeNames": ["good"]})
-            .to_string();
-    assert!(api.filter_args(filter).await.failed_nodes["good"].contains("no node facts"));
+    let probe = pod("p", "n", json!({}), json!({}), json!({}));
+    let reply = api.filter(&probe, &["good".to_owned()]).await;
+    assert!(
+        reply
+            .failed_nodes
+            .get("good")
+            .is_some_and(|reason| reason.contains("no node facts")),
+        "{reply:?}"
+    );
 
     // A placement batch with one bad item deposits nothing.
     api.scores(&pod("p1", "iso", json!({}), json!({}), json!({})), &nodes)

@@ -19,18 +19,23 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use aco_testkit::k8s_openapi::api::apps::v1::Deployment;
-use aco_testkit::k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec, Service};
+use aco_testkit::k8s_openapi::api::core::v1::{
+    ConfigMap, PodTemplateSpec, Service, ServiceAccount,
+};
 use aco_testkit::k8s_openapi::api::networking::v1::NetworkPolicy;
+use aco_testkit::k8s_openapi::api::rbac::v1::{
+    ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject,
+};
 use aco_testkit::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use aco_testkit::kube::install::{
-    generated, object, render_overlay, secret_file, yaml_docs, yaml_file,
+    generated, object, of_kind, render_overlay, secret_file, yaml_docs, yaml_file,
 };
 use aco_testkit::kube::scheduler_config::is_path_token_prefix;
 use aco_testkit::kube::{kube_bin, typed, ControlPlane, SchedulerConfig};
 use aco_testkit::nodes::name_of;
 use aco_testkit::repo_root;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 const IMAGE: &str = "registry.example/aco-reporter:0.1.0";
 
@@ -77,6 +82,12 @@ struct ExtenderUrl {
 fn url_prefix_of(config_yaml: &str) -> String {
     let config: SchedulerExtenders = serde_yaml::from_str(config_yaml).unwrap();
     config.extenders[0].url_prefix.clone()
+}
+
+/// Any object's metadata (a Prometheus Operator object has no k8s-openapi type).
+#[derive(Deserialize)]
+struct Labelled {
+    metadata: ObjectMeta,
 }
 
 /// A Prometheus Operator ServiceMonitor, as much as the test reads (no k8s-openapi type).
@@ -144,12 +155,14 @@ fn a_changed_url_prefix_or_worker_url_rolls_the_deployment_that_reads_it() {
     let secret = generated(&new_token, "Secret", "aco-scheduler-config");
     let file = scheduler_file(secret);
     assert!(file.contains(&prefix(&token_b)), "{file}");
-    let config_maps = new_token
-        .iter()
-        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("ConfigMap"))
-        .map(typed::<ConfigMap>);
+    let config_maps: Vec<ConfigMap> = of_kind(&new_token);
+    assert!(
+        !config_maps.is_empty(),
+        "the rendered install has ConfigMaps"
+    );
     assert!(
         !config_maps
+            .into_iter()
             .flat_map(|c| c.data.unwrap_or_default().into_values())
             .any(|v| v.contains(&token_b)),
         "the token is in no ConfigMap"
@@ -269,11 +282,7 @@ fn the_shipped_k8s_renders_a_path_token_url_prefix_a_network_policy_and_services
             .map(typed)
             .collect();
     assert_eq!(monitors.len(), 2);
-    let services: Vec<Service> = objects
-        .iter()
-        .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Service"))
-        .map(typed)
-        .collect();
+    let services: Vec<Service> = of_kind(&objects);
     for m in &monitors {
         let name = name(&m.metadata);
         let selector = &m.spec.selector.match_labels;
@@ -321,7 +330,7 @@ fn the_shipped_k8s_renders_a_path_token_url_prefix_a_network_policy_and_services
         "worker-scrape.yaml",
     ] {
         for o in yaml_file(&repo_root().join("k8s/observability").join(file)) {
-            let meta: ObjectMeta = typed(o.get("metadata").expect("metadata"));
+            let meta = typed::<Labelled>(&o).metadata;
             assert_eq!(
                 meta.labels.as_ref().and_then(|l| l.get("release")),
                 Some(&"kube-prometheus-stack".to_owned()),
@@ -342,26 +351,54 @@ async fn kube_scheduler_as_aco_scheduler_serves_metrics_to_a_token_allowed_them_
     // What kube-prometheus-stack gives its Prometheus: a ServiceAccount allowed `get /metrics`.
     let kube = &cp.kube;
     kube.create_namespace("monitoring").await;
-    kube.post(
-        "/api/v1/namespaces/monitoring/serviceaccounts",
-        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus"}}),
-    )
-    .await;
-    kube.post(
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": {"name": "prometheus-metrics"},
-                "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
-    )
-    .await;
-    kube.post(
-        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": "prometheus-metrics"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "prometheus-metrics"},
-                "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}]}),
-    )
-    .await;
+    let named = |name: &str| ObjectMeta {
+        name: Some(name.into()),
+        ..ObjectMeta::default()
+    };
+    let account = ServiceAccount {
+        metadata: named("prometheus"),
+        ..ServiceAccount::default()
+    };
+    let role = ClusterRole {
+        metadata: named("prometheus-metrics"),
+        rules: Some(vec![PolicyRule {
+            non_resource_urls: Some(vec!["/metrics".into()]),
+            verbs: vec!["get".into()],
+            ..PolicyRule::default()
+        }]),
+        ..ClusterRole::default()
+    };
+    let binding = ClusterRoleBinding {
+        metadata: named("prometheus-metrics"),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: "prometheus-metrics".into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: "prometheus".into(),
+            namespace: Some("monitoring".into()),
+            ..Subject::default()
+        }]),
+    };
+    for (collection, object) in [
+        (
+            "/api/v1/namespaces/monitoring/serviceaccounts",
+            serde_json::to_value(account),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            serde_json::to_value(role),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            serde_json::to_value(binding),
+        ),
+    ] {
+        kube.post(collection, &object.expect("a k8s object serialises"))
+            .await;
+    }
     let allowed = cp.service_account_token("monitoring", "prometheus").await;
     let other = cp
         .service_account_token("kube-system", "aco-reporter")

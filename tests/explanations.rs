@@ -2,22 +2,23 @@
 //! Worker in Miniflare: every candidate's factors, τ and score and the filter's rejections, the
 //! admin token and bad pod names, and a bound size with many nodes.
 
+use aco_core::api::error::ErrorBody;
+use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
 use aco_core::colony::DecisionExplanation;
-use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
-use aco_testkit::extender::FilterResult;
-use aco_testkit::nodes::name_of;
+use aco_testkit::api::{exact, full_args, gpu_pod, placed, pod, Api, WorkerHttp};
+use aco_testkit::extender::{FilterResult, HostPriority};
+use aco_testkit::nodes::{label_of, name_of};
 use aco_testkit::openb::{long_named_nodes, priced_nodes};
+use aco_testkit::pods::edit_pod;
 use aco_testkit::{StartOptions, ADMIN_TOKEN};
+use reqwest::Method;
 use serde_json::{json, Value};
 
 // ---- Explanations (GET /v1/tenants/{t}/decisions/{podUid}, docs/explanations.md) ----
 
 /// The GPU model label of an OpenB node.
 fn gpu_model(n: &Value) -> String {
-    n.pointer("/metadata/labels/alibabacloud.com~1gpu-card-model")
-        .and_then(Value::as_str)
-        .unwrap()
-        .to_string()
+    label_of(n, "alibabacloud.com/gpu-card-model").expect("an OpenB node's GPU model")
 }
 
 /// Filter over `nodes`, then prioritize over the nodes that passed, as kube-scheduler does.
@@ -127,7 +128,13 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
     // A confirmed placement deletes the decision, not its explanation: it now names the node
     // the pod was bound on beside the one prioritize answered.
     let before = api.decision("research", "uid-research-first").await;
-    let s = api.place_summary(json!([{"podUid": "uid-research-first", "namespace": "research", "node": name_of(&nodes[2])}])).await;
+    let s = api
+        .place_reports(&[placed(
+            "uid-research-first",
+            "research",
+            &name_of(&nodes[2]),
+        )])
+        .await;
     assert_eq!(s.deposited, 1, "{s:?}");
     let e = api.decision("research", "uid-research-first").await;
     assert_eq!(e.bound_node, Some(name_of(&nodes[2])), "{e:?}");
@@ -137,14 +144,8 @@ async fn an_explanation_lists_every_candidates_factors_tau_score_and_the_filters
     assert!(e.confirmed_ms.is_some(), "{e:?}");
 }
 
-/// Requests on the trace's clock (`TEST_CLOCK_HEADER`): each carries its time.
-async fn at(
-    api: &Api,
-    t: u64,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<String>,
-) -> (u16, Value) {
+/// Requests on the trace's clock (`TEST_CLOCK_HEADER`): each carries its time. Status and text.
+async fn at(api: &Api, t: u64, method: Method, path: &str, body: Option<String>) -> (u16, String) {
     let mut req = api
         .http
         .request(method, api.worker.url(path))
@@ -154,12 +155,20 @@ async fn at(
         req = req.header("content-type", "application/json").body(b);
     }
     let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let text = r.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// The batch of one placement of pod `name` of namespace `team` on `node`.
+fn placement_batch(name: &str, node: &str) -> String {
+    let placement = PlacementReport {
+        name: Some(name.into()),
+        tenant: Some("team".into()),
+        ..placed(&format!("uid-team-{name}"), "team", node)
+    };
+    let batch = PlacementsBatch {
+        placements: vec![placement],
+    };
+    serde_json::to_string(&batch).unwrap()
 }
 
 #[tokio::test]
@@ -170,34 +179,23 @@ async fn a_confirmed_pods_explanation_is_answered_an_hour_of_trace_time_later_na
     let t0: u64 = 1_800_000_000_000;
     let p = pod("late", "team", json!({}), json!({}), json!({"cpu": "1"}));
     let path = api.verb_path("prioritize");
-    let (status, scored) = at(
-        &api,
-        t0,
-        reqwest::Method::POST,
-        &path,
-        Some(full_args(&p, &nodes).0),
-    )
-    .await;
+    let (status, scored) = at(&api, t0, Method::POST, &path, Some(full_args(&p, &nodes).0)).await;
     assert_eq!(status, 200, "{scored}");
-    let answered = scored
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|hp| hp["Score"] == 10)
-        .unwrap()["Host"]
-        .clone();
+    let scored: Vec<HostPriority> = serde_json::from_str(&scored).unwrap();
+    let answered = scored.into_iter().find(|hp| hp.score == 10).unwrap().host;
     // Bound elsewhere than answered (kube-scheduler's own scores may overrule the extender).
     let bound = nodes.iter().map(name_of).find(|n| *n != answered).unwrap();
-    let placement = json!({"placements": [{"podUid": "uid-team-late", "namespace": "team", "name": "late", "tenant": "team", "node": bound}]});
     let (status, s) = at(
         &api,
         t0 + 2_000,
-        reqwest::Method::POST,
+        Method::POST,
         "/v1/placements",
-        Some(placement.to_string()),
+        Some(placement_batch("late", &bound)),
     )
     .await;
-    assert_eq!((status, &s["deposited"]), (200, &json!(1)), "{s}");
+    assert_eq!(status, 200, "{s}");
+    let s: PlacementsSummary = exact("/v1/placements", &s);
+    assert_eq!(s.deposited, 1, "{s:?}");
     // Other pods come and go in the hour: confirmations of their own.
     for i in 0..30u64 {
         let q = pod(
@@ -209,25 +207,19 @@ async fn a_confirmed_pods_explanation_is_answered_an_hour_of_trace_time_later_na
         );
         let t = t0 + 60_000 * (i + 1);
         assert_eq!(
-            at(
-                &api,
-                t,
-                reqwest::Method::POST,
-                &path,
-                Some(full_args(&q, &nodes).0)
-            )
-            .await
-            .0,
+            at(&api, t, Method::POST, &path, Some(full_args(&q, &nodes).0))
+                .await
+                .0,
             200
         );
-        let placed = json!({"placements": [{"podUid": format!("uid-team-other{i}"), "namespace": "team", "name": format!("other{i}"), "tenant": "team", "node": bound}]});
+        let placed = placement_batch(&format!("other{i}"), &bound);
         assert_eq!(
             at(
                 &api,
                 t + 1_000,
-                reqwest::Method::POST,
+                Method::POST,
                 "/v1/placements",
-                Some(placed.to_string())
+                Some(placed)
             )
             .await
             .0,
@@ -236,41 +228,28 @@ async fn a_confirmed_pods_explanation_is_answered_an_hour_of_trace_time_later_na
     }
     let decision = "/v1/tenants/team/decisions/uid-team-late";
     let hour_later = t0 + 2_000 + 3_600_000;
-    let (status, e) = at(&api, hour_later, reqwest::Method::GET, decision, None).await;
+    let (status, e) = at(&api, hour_later, Method::GET, decision, None).await;
     assert_eq!(status, 200, "{e}");
+    let e: DecisionExplanation = exact(decision, &e);
     assert_eq!(
-        (&e["boundNode"], &e["answeredNode"], &e["confirmedMs"]),
-        (&json!(bound), &answered, &json!(t0 + 2_000)),
-        "{e}"
+        (&e.bound_node, &e.answered_node, e.confirmed_ms),
+        (&Some(bound.clone()), &Some(answered), Some(t0 + 2_000)),
+        "{e:?}"
     );
-    assert_eq!(
-        e["candidates"].as_array().unwrap().len(),
-        nodes.len(),
-        "{e}"
-    );
-    assert!(
-        e["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("overruled")),
-        "{e}"
-    );
+    assert_eq!(e.candidates.len(), nodes.len(), "{e:?}");
+    assert!(e.notes.iter().any(|n| n.contains("overruled")), "{e:?}");
     // The same after a restart of the Worker: the explanation was committed with the colony.
     let mut api = api;
     api.worker.restart();
-    let (status, e) = at(&api, hour_later + 1, reqwest::Method::GET, decision, None).await;
-    assert_eq!((status, &e["boundNode"]), (200, &json!(bound)), "{e}");
+    let (status, e) = at(&api, hour_later + 1, Method::GET, decision, None).await;
+    assert_eq!(status, 200, "{e}");
+    let e: DecisionExplanation = exact(decision, &e);
+    assert_eq!(e.bound_node, Some(bound), "{e:?}");
     // Beyond CONFIRMED_EXPLANATIONS_TTL_MS (a day): no longer kept.
-    let (status, e) = at(
-        &api,
-        t0 + 2_000 + 86_400_001,
-        reqwest::Method::GET,
-        decision,
-        None,
-    )
-    .await;
-    assert_eq!((status, &e["field"]), (404, &json!("podUid")), "{e}");
+    let (status, e) = at(&api, t0 + 2_000 + 86_400_001, Method::GET, decision, None).await;
+    // The error may carry what the colony still knows of the pod beside the error's members.
+    let field = ErrorBody::parse(&e).and_then(|b| b.field);
+    assert_eq!((status, field.as_deref()), (404, Some("podUid")), "{e}");
 }
 
 #[tokio::test]
@@ -293,39 +272,44 @@ async fn the_explanation_route_needs_the_admin_token_and_names_an_unknown_or_bad
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    let (status, e) = api.explanation("team", "uid-team-p").await;
-    assert_eq!(status, 200, "{e}");
-    let (status, e) = api.explanation("team", "no-such-pod").await;
-    assert_eq!(status, 404, "{e}");
-    assert_eq!(e["field"], "podUid");
-    assert!(e["error"].as_str().unwrap().contains("no-such-pod"), "{e}");
-    let (status, e) = api.explanation("team", "a%20b").await;
     assert_eq!(
-        (status.as_u16(), e["field"].as_str()),
-        (400, Some("podUid")),
-        "{e}"
+        api.decision("team", "uid-team-p").await.pod_uid,
+        "uid-team-p"
     );
-    let (status, e) = api.explanation("not%2Fa%20tenant", "uid-team-p").await;
-    assert_eq!(
-        (status.as_u16(), e["field"].as_str()),
-        (400, Some("tenant")),
-        "{e}"
-    );
+    // An unknown pod, a bad pod key, a bad tenant: refused naming the field.
+    for (tenant, key, status, field) in [
+        ("team", "no-such-pod", 404, "podUid"),
+        ("team", "a%20b", 400, "podUid"),
+        ("not%2Fa%20tenant", "uid-team-p", 400, "tenant"),
+    ] {
+        let path = format!("/v1/tenants/{tenant}/decisions/{key}");
+        let (got, e) = api.admin_refused(Method::GET, &path, None).await;
+        assert_eq!(
+            (got.as_u16(), e.field.as_deref()),
+            (status, Some(field)),
+            "{path}: {e:?}"
+        );
+        if status == 404 {
+            assert!(e.error.contains(key), "{e:?}");
+        }
+    }
     // A pod without a UID is remembered as namespace/name, and asked for the same way.
-    let mut no_uid = pod("anon", "team", json!({}), json!({}), json!({"cpu": "1"}));
-    no_uid["metadata"]["uid"] = json!("");
+    let no_uid = edit_pod(
+        pod("anon", "team", json!({}), json!({}), json!({"cpu": "1"})),
+        |p| p.metadata.uid = Some(String::new()),
+    );
     api.scores(&no_uid, &nodes).await;
-    let (status, e) = api.explanation("team", "team/anon").await;
-    assert_eq!(status, 200, "{e}");
+    let e = api.decision("team", "team/anon").await;
+    assert_eq!(e.pod_uid, "team/anon", "{e:?}");
     // In a named cluster, the cluster's colony answers (not the default cluster's).
     let (status, e) = api
-        .admin(
-            reqwest::Method::GET,
+        .admin_refused(
+            Method::GET,
             "/c/other/v1/tenants/team/decisions/uid-team-p",
             None,
         )
         .await;
-    assert_eq!(status, 404, "{e}");
+    assert_eq!(status, 404, "{e:?}");
     let r = api
         .http
         .post(api.worker.url(path))
@@ -357,31 +341,24 @@ async fn an_explanation_stays_bounded_with_many_nodes() {
         .unwrap();
     assert_eq!(r.status(), 200);
     let text = r.text().await.unwrap();
-    let e: Value = serde_json::from_str(&text).unwrap();
+    let e: DecisionExplanation = exact("the explanation", &text);
     assert_eq!(
-        (
-            e["candidateCount"].as_u64(),
-            e["candidates"].as_array().unwrap().len()
-        ),
-        (Some(200), 64),
+        (e.candidate_count, e.candidates.len()),
+        (200, 64),
         "DECISION_KEEP_TOP"
     );
-    let f = &e["filterReasons"];
+    let f = e.filter_reasons.as_ref().expect("the filter's rejections");
     assert_eq!(
         (
-            f["rejected"].as_u64(),
-            f["byReason"]["gpu_model"].as_u64(),
-            f["nodes"].as_array().unwrap().len()
+            f.rejected,
+            f.by_reason.get("gpu_model").copied(),
+            f.nodes.len()
         ),
-        (Some(200), Some(200), 64)
+        (200, Some(200), 64)
     );
     assert!(
-        e["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("64 of 200 rejected")),
-        "{e}"
+        e.notes.iter().any(|n| n.contains("64 of 200 rejected")),
+        "{e:?}"
     );
     // 64 candidates and 64 rejections with the longest node names: tens of KB, whatever the cluster.
     eprintln!(

@@ -3,6 +3,8 @@
 //! prioritize (η in dollars: price, spot and load risk; equal nodes equal; scored from the
 //! isolate's copy of the colony).
 
+use std::collections::BTreeMap;
+
 use aco_core::colony::DecisionExplanation;
 use aco_core::heuristic::CostTerms;
 use aco_testkit::api::{full_args, gpu_pod, pod, Api, WorkerHttp};
@@ -144,9 +146,21 @@ async fn names_mode_reads_stored_node_facts_and_rejects_unknown_names() {
     let reply = api.filter_args(body).await;
     assert_eq!(reply.node_names, Some(vec!["gpu-a10".to_owned()]));
     assert_eq!(reply.nodes, None);
-    assert!(reply.failed_nodes["ghost"].contains("no node facts"));
-    assert!(reply.failed_and_unresolvable_nodes["gpu-t4"].contains("T4"));
-    assert!(reply.failed_and_unresolvable_nodes["cpu-1"].contains("GPU"));
+    let failed = |nodes: &BTreeMap<String, String>, node: &str, says: &str| {
+        nodes.get(node).is_some_and(|reason| reason.contains(says))
+    };
+    assert!(
+        failed(&reply.failed_nodes, "ghost", "no node facts"),
+        "{reply:?}"
+    );
+    assert!(
+        failed(&reply.failed_and_unresolvable_nodes, "gpu-t4", "T4"),
+        "{reply:?}"
+    );
+    assert!(
+        failed(&reply.failed_and_unresolvable_nodes, "cpu-1", "GPU"),
+        "{reply:?}"
+    );
 
     let cpu = pod("web", "prod", json!({}), json!({}), json!({"cpu": "1"}));
     let body = json!({"Pod": cpu, "NodeNames": ["gpu-a10", "gpu-t4", "cpu-1"]}).to_string();

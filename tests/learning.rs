@@ -3,11 +3,26 @@
 //! isolated; unknown pods and tenants change nothing; a batch failing in one tenant is retried
 //! exactly.
 
-use aco_testkit::api::{pod, Api, WorkerHttp};
+use aco_core::api::batch_failure::BatchFailure;
+use aco_core::api::pheromones::{NodeTrail, PheromoneTableReply, ResetReply};
+use aco_core::api::placements::{PlacementReport, PlacementsSummary};
+use aco_core::colony::{Outcome, OutcomeLabel};
+use aco_testkit::api::{exact, placed, pod, Api, WorkerHttp};
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::priced_nodes;
 use aco_testkit::StartOptions;
-use serde_json::{json, Value};
+use serde_json::json;
+
+const FAILED: Outcome = Outcome::Label(OutcomeLabel::Failed);
+const SUCCEEDED: Outcome = Outcome::Label(OutcomeLabel::Succeeded);
+
+/// `report` with its outcome.
+fn with_outcome(report: PlacementReport, outcome: Outcome) -> PlacementReport {
+    PlacementReport {
+        outcome: Some(outcome),
+        ..report
+    }
+}
 
 #[tokio::test]
 async fn only_outcomes_deposit_and_tenants_are_isolated() {
@@ -36,46 +51,47 @@ async fn only_outcomes_deposit_and_tenants_are_isolated() {
     for i in 1..=20 {
         api.scores(&tenant_pod("alpha", i), &nodes).await;
     }
-    let table = api.pheromones("alpha").await;
+    let table = api.pheromone_table("alpha").await;
     assert_eq!(
-        (
-            table["counters"]["deposits"].as_u64(),
-            table["nodes"].as_array().unwrap().len()
-        ),
-        (Some(0), 0),
-        "{table}"
+        (table.counters.deposits, table.nodes.len()),
+        (0, 0),
+        "{table:?}"
     );
 
     // Confirmed placements of alpha's pods are counted, and teach nothing by themselves.
-    let placement = |i: usize| json!({"podUid": format!("uid-shared-ns-p{i}"), "namespace": "shared-ns", "name": format!("p{i}"), "tenant": "alpha", "node": best});
-    let placements: Vec<Value> = (1..=20).map(placement).collect();
-    let summary = api.place(json!(placements)).await;
-    assert_eq!(summary["deposited"], 20, "{summary}");
-    let table = api.pheromones("alpha").await;
-    assert_eq!(table["counters"]["deposits"], 20);
-    assert_eq!(
-        table["nodes"],
-        json!([]),
-        "a placement deposits nothing: {table}"
-    );
+    let placement = |i: usize| PlacementReport {
+        name: Some(format!("p{i}")),
+        tenant: Some("alpha".into()),
+        ..placed(&format!("uid-shared-ns-p{i}"), "shared-ns", &best)
+    };
+    let placements: Vec<PlacementReport> = (1..=20).map(placement).collect();
+    let summary = api.place_reports(&placements).await;
+    assert_eq!(summary.deposited, 20, "{summary:?}");
+    let table = api.pheromone_table("alpha").await;
+    assert_eq!(table.counters.deposits, 20);
+    assert_eq!(table.nodes, [], "a placement deposits nothing: {table:?}");
     assert_eq!(
         api.scores(&tenant_pod("alpha", 0), &nodes).await,
         baseline_a
     );
 
     // Their outcomes do: the pods failed there, alpha's trail on that node falls.
-    let failed: Vec<Value> = (1..=20)
-        .map(|i| {
-            let mut p = placement(i);
-            p["outcome"] = json!("failed");
-            p
-        })
+    let failed: Vec<PlacementReport> = (1..=20)
+        .map(|i| with_outcome(placement(i), FAILED))
         .collect();
-    let summary = api.place(json!(failed)).await;
-    assert_eq!(summary["outcomes"], 20, "{summary}");
-    let table = api.pheromones("alpha").await;
-    assert_eq!(table["nodes"][0]["node"], best.as_str(), "{table}");
-    assert!(table["nodes"][0]["tau"].as_f64().unwrap() < 1.0, "{table}");
+    let summary = api.place_reports(&failed).await;
+    assert_eq!(summary.outcomes, 20, "{summary:?}");
+    let table = api.pheromone_table("alpha").await;
+    assert_eq!(
+        table
+            .nodes
+            .iter()
+            .map(|t| t.node.as_str())
+            .collect::<Vec<_>>(),
+        [best.as_str()],
+        "{table:?}"
+    );
+    assert!(table.nodes[0].tau < 1.0, "{table:?}");
 
     let after_a = api.scores(&tenant_pod("alpha", 99), &nodes).await;
     // The same pod as the baseline: among equal nodes the answer's top is told apart by the pod.
@@ -85,42 +101,42 @@ async fn only_outcomes_deposit_and_tenants_are_isolated() {
         "{after_a:?} vs {baseline_a:?}"
     );
     assert_eq!(after_b, baseline_b);
-    assert_eq!(api.pheromones("beta").await["nodes"], json!([]));
+    assert_eq!(api.pheromone_table("beta").await.nodes, []);
 
     // A repeated or unknown report deposits nothing more.
-    let again = api
-        .place(
-            json!([failed[0].clone(), {"podUid": "never-scored", "tenant": "alpha", "node": best}]),
-        )
-        .await;
+    let never_scored = PlacementReport {
+        pod_uid: Some("never-scored".into()),
+        tenant: Some("alpha".into()),
+        node: best.clone(),
+        ..PlacementReport::default()
+    };
+    let again = api.place_reports(&[failed[0].clone(), never_scored]).await;
     assert_eq!(
-        (
-            again["deposited"].as_u64(),
-            again["duplicates"].as_u64(),
-            again["held"].as_u64()
-        ),
-        (Some(0), Some(1), Some(1)),
-        "{again}"
+        (again.deposited, again.duplicates, again.held),
+        (0, 1, 1),
+        "{again:?}"
     );
     assert_eq!(
-        api.pheromones("alpha").await["counters"]["failedOutcomes"],
+        api.pheromone_table("alpha").await.counters.failed_outcomes,
         20
     );
 
     // Reset clears the tenant's colony.
-    let (status, _) = api
-        .admin(
+    let before_reset = api.pheromone_table("alpha").await;
+    let reset: ResetReply = api
+        .admin_as(
             reqwest::Method::DELETE,
             "/v1/tenants/alpha/pheromones",
             None,
         )
         .await;
-    assert_eq!(status, 200);
-    let table = api.pheromones("alpha").await;
-    assert_eq!(
-        (&table["counters"]["deposits"], &table["nodes"]),
-        (&json!(0), &json!([]))
+    assert!(reset.reset, "{reset:?}");
+    assert!(
+        reset.version > before_reset.version,
+        "{reset:?} after {before_reset:?}"
     );
+    let table = api.pheromone_table("alpha").await;
+    assert_eq!((table.counters.deposits, table.nodes.len()), (0, 0));
 }
 
 #[tokio::test]
@@ -133,14 +149,11 @@ async fn bind_verb_records_the_placement() {
     let args = json!({"PodName": "web-1", "PodNamespace": "shop", "PodUID": "uid-shop-web-1", "Node": target});
     let reply = api.post("/v1/bind", args.to_string()).await;
     assert_eq!(reply, json!({"Error": ""}));
-    let table = api.pheromones("shop").await;
+    let table = api.pheromone_table("shop").await;
     assert_eq!(
-        (
-            table["counters"]["deposits"].as_u64(),
-            table["confirmedPods"].as_u64()
-        ),
-        (Some(1), Some(1)),
-        "{table}"
+        (table.counters.deposits, table.confirmed_pods),
+        (1, 1),
+        "{table:?}"
     );
 }
 
@@ -162,40 +175,29 @@ async fn bind_verb_finds_label_chosen_tenants_through_the_bind_index() {
         api.post("/v1/bind", args.to_string()).await,
         json!({"Error": ""})
     );
-    assert_eq!(
-        api.pheromones("storefront").await["counters"]["deposits"],
-        1
-    );
-    assert_eq!(api.pheromones("shop").await["counters"]["deposits"], 0);
+    assert_eq!(api.deposits("storefront").await, 1);
+    assert_eq!(api.deposits("shop").await, 0);
 }
 
 /// The summary of a placements batch as (deposited, outcomes, duplicates, unknownPod,
 /// notACandidate, held).
-fn tally(summary: &Value) -> (u64, u64, u64, u64, u64, u64) {
-    let keys: Vec<&String> = summary.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 7, "unexpected summary shape: {summary}");
-    let n = |k: &str| {
-        summary[k]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{k} missing in {summary}"))
-    };
+fn tally(s: &PlacementsSummary) -> (u64, u64, u64, u64, u64, u64) {
     (
-        n("deposited"),
-        n("outcomes"),
-        n("duplicates"),
-        n("unknownPod"),
-        n("notACandidate"),
-        n("held"),
+        s.deposited,
+        s.outcomes,
+        s.duplicates,
+        s.unknown_pod,
+        s.not_a_candidate,
+        s.held,
     )
 }
 
-fn trail_of<'a>(table: &'a Value, node: &str) -> &'a Value {
-    table["nodes"]
-        .as_array()
-        .unwrap()
+fn trail_of<'a>(table: &'a PheromoneTableReply, node: &str) -> &'a NodeTrail {
+    table
+        .nodes
         .iter()
-        .find(|t| t["node"] == node)
-        .unwrap_or_else(|| panic!("no trail for {node}: {table}"))
+        .find(|t| t.node == node)
+        .unwrap_or_else(|| panic!("no trail for {node}: {table:?}"))
 }
 
 #[tokio::test]
@@ -210,113 +212,101 @@ async fn a_replayed_placement_deposits_once_and_its_later_outcome_counts_once() 
         )
         .await;
     }
-    let placed = |p: &str, node: &str| json!({"podUid": format!("uid-replay-{p}"), "namespace": "replay", "name": p, "tenant": "replay", "node": node});
-    let with_outcome = |p: &str, node: &str, outcome: Value| {
-        let mut v = placed(p, node);
-        v["outcome"] = outcome;
-        v
+    let placed = |p: &str, node: &str| PlacementReport {
+        name: Some(p.into()),
+        tenant: Some("replay".into()),
+        ..placed(&format!("uid-replay-{p}"), "replay", node)
     };
+    let with_outcome =
+        |p: &str, node: &str, outcome: Outcome| with_outcome(placed(p, node), outcome);
 
     // The placement, delivered three times (and twice more inside one batch), counts once.
-    let first = api.place(json!([placed("p1", &x)])).await;
-    assert_eq!(first["received"], 1);
-    assert_eq!(tally(&first), (1, 0, 0, 0, 0, 0), "{first}");
-    let after_deposit = api.pheromones("replay").await;
-    assert_eq!(
-        after_deposit["nodes"],
-        json!([]),
-        "a placement deposits nothing"
-    );
+    let first = api.place_reports(&[placed("p1", &x)]).await;
+    assert_eq!(first.received, 1);
+    assert_eq!(tally(&first), (1, 0, 0, 0, 0, 0), "{first:?}");
+    let after_deposit = api.pheromone_table("replay").await;
+    assert_eq!(after_deposit.nodes, [], "a placement deposits nothing");
     for _ in 0..2 {
         assert_eq!(
-            tally(&api.place(json!([placed("p1", &x)])).await),
+            tally(&api.place_reports(&[placed("p1", &x)]).await),
             (0, 0, 1, 0, 0, 0)
         );
     }
     assert_eq!(
-        tally(&api.place(json!([placed("p1", &x), placed("p1", &x)])).await),
+        tally(
+            &api.place_reports(&[placed("p1", &x), placed("p1", &x)])
+                .await
+        ),
         (0, 0, 2, 0, 0, 0)
     );
-    let table = api.pheromones("replay").await;
-    assert_eq!(table["counters"]["deposits"], 1);
-    assert_eq!(table["nodes"], after_deposit["nodes"]);
+    let table = api.pheromone_table("replay").await;
+    assert_eq!(table.counters.deposits, 1);
+    assert_eq!(table.nodes, after_deposit.nodes);
     assert_eq!(
-        (
-            table["pendingDecisions"].as_u64(),
-            table["confirmedPods"].as_u64()
-        ),
-        (Some(1), Some(1)),
-        "{table}"
+        (table.pending_decisions, table.confirmed_pods),
+        (1, 1),
+        "{table:?}"
     );
 
     // The pod's fate, reported later: deposited on the confirmed node's trail, once.
+    let failure_sent = std::time::Instant::now();
     assert_eq!(
-        tally(
-            &api.place(json!([with_outcome("p1", &x, json!("failed"))]))
-                .await
-        ),
+        tally(&api.place_reports(&[with_outcome("p1", &x, FAILED)]).await),
         (0, 1, 0, 0, 0, 0)
     );
-    for outcome in [
-        json!("failed"),
-        json!("failed"),
-        json!("succeeded"),
-        json!(0.9),
-    ] {
+    for outcome in [FAILED, FAILED, SUCCEEDED, Outcome::Quality(0.9)] {
         assert_eq!(
-            tally(&api.place(json!([with_outcome("p1", &x, outcome)])).await),
+            tally(&api.place_reports(&[with_outcome("p1", &x, outcome)]).await),
             (0, 0, 1, 0, 0, 0)
         );
     }
     assert_eq!(
-        tally(&api.place(json!([placed("p1", &x)])).await),
+        tally(&api.place_reports(&[placed("p1", &x)]).await),
         (0, 0, 1, 0, 0, 0)
     );
-    let table = api.pheromones("replay").await;
+    let table = api.pheromone_table("replay").await;
     let trail = trail_of(&table, &x);
-    assert_eq!(
-        (trail["successes"].as_f64(), trail["failures"].as_f64()),
-        (Some(0.0), Some(1.0)),
-        "{table}"
+    assert_eq!((trail.successes, trail.failures), (0.0, 1.0), "{table:?}");
+    // One failure: reliability 9/11 against the prior's 0.9 (RELIABILITY_PRIOR_* 9 and 1); τ
+    // for the reference (batch) pod prices half of the difference per $. The failure has faded
+    // (OUTCOME_HALF_LIFE_MS, 1 h) for the moments since it, at most the time measured here: on
+    // a loaded machine that is a fraction of a second, not a fixed hair.
+    let tau_after = |failures: f64| (-(0.9 - 9.0 / (10.0 + failures)) / 2.0f64).exp();
+    let since_ms = failure_sent.elapsed().as_secs_f64() * 1000.0;
+    let (one_failure, faded_most) = (
+        tau_after(1.0),
+        tau_after(0.5f64.powf(since_ms / 3_600_000.0)),
     );
-    // One failure: reliability 9/11 against the prior's 0.9; τ for the reference (batch) pod
-    // prices half of the difference per $ (faded by the moments since: a hair higher).
-    let tau = trail["tau"].as_f64().unwrap();
-    let one_failure = (-(0.9 - 9.0 / 11.0) / 2.0f64).exp();
+    let tau = trail.tau;
     assert!(
-        tau >= one_failure && tau - one_failure < 1e-6,
-        "τ after a failed outcome: {tau}, want {one_failure}"
+        (one_failure..=faded_most).contains(&tau),
+        "τ after a failed outcome {since_ms} ms ago: {tau}, want {one_failure}..={faded_most}"
     );
-    assert_eq!(table["counters"]["deposits"], 1);
-    assert_eq!(table["counters"]["lateOutcomes"], 1);
+    assert_eq!(
+        (table.counters.deposits, table.counters.late_outcomes),
+        (1, 1)
+    );
 
     // An outcome naming another node than the confirmed one changes nothing; placement and
     // outcome in one batch count once each, however often the batch is replayed (once the
     // outcome is recorded, every report of the pod is a duplicate).
-    let batch = json!([
+    let batch = [
         placed("p2", &x),
-        with_outcome("p2", &y, json!("failed")),
-        with_outcome("p2", &x, json!("succeeded"))
-    ]);
-    assert_eq!(tally(&api.place(batch.clone()).await), (1, 1, 0, 0, 1, 0));
+        with_outcome("p2", &y, FAILED),
+        with_outcome("p2", &x, SUCCEEDED),
+    ];
+    assert_eq!(tally(&api.place_reports(&batch).await), (1, 1, 0, 0, 1, 0));
     for _ in 0..2 {
-        assert_eq!(tally(&api.place(batch.clone()).await), (0, 0, 3, 0, 0, 0));
+        assert_eq!(tally(&api.place_reports(&batch).await), (0, 0, 3, 0, 0, 0));
     }
-    let table = api.pheromones("replay").await;
+    let table = api.pheromone_table("replay").await;
     let trail = trail_of(&table, &x);
     // The earlier failure has faded (OUTCOME_HALF_LIFE_MS, 1 h) for the moments since it.
-    let failures = trail["failures"].as_f64().unwrap();
-    assert_eq!(trail["successes"].as_f64(), Some(1.0), "{table}");
-    assert!(failures > 0.999 && failures <= 1.0, "{table}");
-    assert!(
-        table["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t["node"] != y.as_str()),
-        "{table}"
-    );
-    assert_eq!(table["counters"]["deposits"], 2);
+    let failures = trail.failures;
+    assert_eq!(trail.successes, 1.0, "{table:?}");
+    assert!(failures > 0.999 && failures <= 1.0, "{table:?}");
+    assert!(table.nodes.iter().all(|t| t.node != y), "{table:?}");
+    assert_eq!(table.counters.deposits, 2);
 }
 
 #[tokio::test]
@@ -328,46 +318,52 @@ async fn an_outcome_for_a_pod_we_never_scored_changes_nothing() {
         &nodes,
     )
     .await;
-    let before = api.pheromones("fate").await;
-    let ghost = json!([{"podUid": "uid-ghost", "namespace": "fate", "name": "ghost", "node": name_of(&nodes[0]), "outcome": "failed"}]);
+    let before = api.pheromone_table("fate").await;
+    let ghost = [with_outcome(
+        PlacementReport {
+            name: Some("ghost".into()),
+            ..placed("uid-ghost", "fate", &name_of(&nodes[0]))
+        },
+        FAILED,
+    )];
     // Held for a decision that may still be on its way; the redelivery is a duplicate.
-    assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 0, 0, 0, 1));
-    assert_eq!(tally(&api.place(ghost.clone()).await), (0, 0, 1, 0, 0, 0));
-    let after = api.pheromones("fate").await;
+    assert_eq!(tally(&api.place_reports(&ghost).await), (0, 0, 0, 0, 0, 1));
+    assert_eq!(tally(&api.place_reports(&ghost).await), (0, 0, 1, 0, 0, 0));
+    let after = api.pheromone_table("fate").await;
     assert_eq!(
         (
-            &after["counters"]["deposits"],
-            &after["nodes"],
-            &after["pendingDecisions"]
+            after.counters.deposits,
+            &after.nodes,
+            after.pending_decisions
         ),
         (
-            &before["counters"]["deposits"],
-            &before["nodes"],
-            &before["pendingDecisions"]
+            before.counters.deposits,
+            &before.nodes,
+            before.pending_decisions
         )
     );
-    assert_eq!(after["confirmedPods"], 0);
-    assert_eq!(after["heldPlacements"], 1);
-    assert_eq!(after["counters"]["failedOutcomes"], 0);
+    // The pod was scored: a decision pends, so an equal count means it was not consumed.
+    assert_eq!(before.pending_decisions, 1, "{before:?}");
+    assert_eq!(after.confirmed_pods, 0);
+    assert_eq!(after.held_placements, 1);
+    assert_eq!(after.counters.failed_outcomes, 0);
 }
 
 #[tokio::test]
 async fn a_placement_for_a_tenant_that_never_scored_a_pod_is_unknown_not_an_error() {
     let api = Api::start(StartOptions::default());
-    let (status, body) = api
-        .admin(reqwest::Method::POST, "/v1/placements", Some(json!({"placements": [{"podUid": "u1", "namespace": "brand-new", "name": "p", "node": "n1"}]})))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["received"], 1);
-    assert_eq!(tally(&body), (0, 0, 0, 0, 0, 1));
-    let table = api.pheromones("brand-new").await;
+    let report = PlacementReport {
+        name: Some("p".into()),
+        ..placed("u1", "brand-new", "n1")
+    };
+    let summary = api.place_reports(&[report]).await;
+    assert_eq!(summary.received, 1);
+    assert_eq!(tally(&summary), (0, 0, 0, 0, 0, 1));
+    let table = api.pheromone_table("brand-new").await;
     assert_eq!(
-        (
-            table["counters"]["deposits"].as_u64(),
-            table["tenant"].as_str()
-        ),
-        (Some(0), Some("brand-new")),
-        "{table}"
+        (table.counters.deposits, table.tenant.as_str()),
+        (0, "brand-new"),
+        "{table:?}"
     );
 }
 
@@ -390,39 +386,46 @@ async fn a_batch_failing_in_its_second_tenant_is_retried_exactly() {
                 &nodes,
             )
             .await;
-            batch.push(json!({"podUid": format!("uid-{tenant}-p{i}"), "namespace": tenant, "node": name_of(&nodes[i])}));
+            batch.push(placed(
+                &format!("uid-{tenant}-p{i}"),
+                tenant,
+                &name_of(&nodes[i]),
+            ));
         }
     }
-    let (status, body) = api
-        .admin(
-            reqwest::Method::POST,
-            "/v1/placements",
-            Some(json!({"placements": batch})),
-        )
-        .await;
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(body["tenants"]["t-a"]["committed"], true, "{body}");
-    assert_eq!(body["tenants"]["t-b"]["committed"], false, "{body}");
-    assert_eq!(body["tenants"]["t-c"]["committed"], true, "{body}");
+    let (status, text) = api.post_placements(&batch).await;
+    assert_eq!(status, 503, "{text}");
+    let failure: BatchFailure = exact("/v1/placements", &text);
+    let committed: Vec<(&str, bool)> = failure
+        .tenants
+        .iter()
+        .map(|(t, c)| (t.as_str(), c.committed))
+        .collect();
     assert_eq!(
-        api.pheromones("t-b").await["counters"]["deposits"],
+        committed,
+        [("t-a", true), ("t-b", false), ("t-c", true)],
+        "{failure:?}"
+    );
+    // The committed tenants say what their colonies did: each deposited its three pods.
+    for tenant in ["t-a", "t-c"] {
+        let applied = failure.tenants[tenant].applied.as_ref();
+        assert_eq!(applied.map(|a| a.deposited), Some(3), "{failure:?}");
+    }
+    assert_eq!(
+        api.deposits("t-b").await,
         0,
         "the failed tenant's commit was rolled back"
     );
     // The reporter retries the whole batch: every pod counts exactly once over both attempts.
-    let retry = api.place(json!(batch)).await;
-    assert_eq!(tally(&retry), (3, 0, 6, 0, 0, 0), "{retry}");
+    let retry = api.place_reports(&batch).await;
+    assert_eq!(tally(&retry), (3, 0, 6, 0, 0, 0), "{retry:?}");
     for tenant in ["t-a", "t-b", "t-c"] {
-        let table = api.pheromones(tenant).await;
-        assert_eq!(
-            table["counters"]["deposits"].as_u64(),
-            Some(3),
-            "{tenant}: {table}"
-        );
-        assert_eq!(table["pendingDecisions"], 0);
+        let table = api.pheromone_table(tenant).await;
+        assert_eq!(table.counters.deposits, 3, "{tenant}: {table:?}");
+        assert_eq!(table.pending_decisions, 0);
     }
-    let again = api.place(json!(batch)).await;
-    assert_eq!(tally(&again), (0, 0, 9, 0, 0, 0), "{again}");
+    let again = api.place_reports(&batch).await;
+    assert_eq!(tally(&again), (0, 0, 9, 0, 0, 0), "{again:?}");
 }
 
 #[tokio::test]
@@ -435,51 +438,29 @@ async fn a_thousand_concurrent_placements_of_one_pod_deposit_exactly_once() {
         &nodes,
     )
     .await;
-    let report = json!({"placements": [{"podUid": "uid-race-hot", "namespace": "race", "node": name_of(&nodes[0])}]});
-    let summaries: Vec<Value> = futures::stream::iter(0..1000)
-        .map(|_| async {
-            api.admin(
-                reqwest::Method::POST,
-                "/v1/placements",
-                Some(report.clone()),
-            )
-            .await
-        })
+    let report = [placed("uid-race-hot", "race", &name_of(&nodes[0]))];
+    let summaries: Vec<PlacementsSummary> = futures::stream::iter(0..1000)
+        .map(|_| api.place_reports(&report))
         .buffer_unordered(100)
-        .map(|(status, body)| {
-            assert_eq!(status, 200, "{body}");
-            body
-        })
         .collect()
         .await;
-    let deposited: u64 = summaries
-        .iter()
-        .map(|s| s["deposited"].as_u64().unwrap())
-        .sum();
-    let duplicates: u64 = summaries
-        .iter()
-        .map(|s| s["duplicates"].as_u64().unwrap())
-        .sum();
+    let deposited: u64 = summaries.iter().map(|s| s.deposited).sum();
+    let duplicates: u64 = summaries.iter().map(|s| s.duplicates).sum();
     assert_eq!((deposited, duplicates), (1, 999));
-    let table = api.pheromones("race").await;
-    assert_eq!(table["counters"]["deposits"].as_u64(), Some(1), "{table}");
+    let table = api.pheromone_table("race").await;
+    assert_eq!(table.counters.deposits, 1, "{table:?}");
 }
 
 #[tokio::test]
 async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_nothing() {
     let api = Api::start(StartOptions::default());
-    let batch: Vec<Value> = (0..5)
-        .map(
-            |i| json!({"podUid": format!("u{i}"), "namespace": format!("fresh-{i}"), "node": "n1"}),
-        )
+    let batch: Vec<PlacementReport> = (0..5)
+        .map(|i| placed(&format!("u{i}"), &format!("fresh-{i}"), "n1"))
         .collect();
-    let s = api.place(json!(batch)).await;
-    assert_eq!(tally(&s), (0, 0, 0, 0, 0, 5), "{s}");
+    let s = api.place_reports(&batch).await;
+    assert_eq!(tally(&s), (0, 0, 0, 0, 0, 5), "{s:?}");
     for i in 0..5 {
-        assert_eq!(
-            api.pheromones(&format!("fresh-{i}")).await["counters"]["deposits"],
-            0
-        );
+        assert_eq!(api.deposits(&format!("fresh-{i}")).await, 0);
     }
 }
 
@@ -487,10 +468,13 @@ async fn placements_to_never_scored_tenants_in_one_batch_are_unknown_and_change_
 async fn a_placement_that_overtakes_its_decision_is_held_and_deposits_when_the_decision_comes() {
     let api = Api::start(StartOptions::default());
     let nodes = priced_nodes();
-    let placed = json!([{"podUid": "uid-overtake-early", "namespace": "overtake", "node": name_of(&nodes[0]), "outcome": "succeeded"}]);
+    let placed = [with_outcome(
+        placed("uid-overtake-early", "overtake", &name_of(&nodes[0])),
+        SUCCEEDED,
+    )];
     // The reporter saw the binding before the decision reached the colony (in production the
     // batch may come through another isolate, which cannot carry this one's queue).
-    assert_eq!(tally(&api.place(placed.clone()).await), (0, 0, 0, 0, 0, 1));
+    assert_eq!(tally(&api.place_reports(&placed).await), (0, 0, 0, 0, 0, 1));
     api.scores(
         &pod(
             "early",
@@ -504,18 +488,18 @@ async fn a_placement_that_overtakes_its_decision_is_held_and_deposits_when_the_d
     .await;
     // The decision arrives (with this read, which carries the isolate's queue, or
     // DECISION_FLUSH_MS after the answer) and the held report deposits, once.
-    let table = api.pheromones("overtake").await;
+    let table = api.pheromone_table("overtake").await;
     assert_eq!(
         (
-            table["counters"]["deposits"].as_u64(),
-            table["pendingDecisions"].as_u64(),
-            table["heldPlacements"].as_u64(),
-            table["confirmedPods"].as_u64()
+            table.counters.deposits,
+            table.pending_decisions,
+            table.held_placements,
+            table.confirmed_pods
         ),
-        (Some(1), Some(0), Some(0), Some(1)),
-        "{table}"
+        (1, 0, 0, 1),
+        "{table:?}"
     );
-    assert_eq!(tally(&api.place(placed).await), (0, 0, 1, 0, 0, 0));
+    assert_eq!(tally(&api.place_reports(&placed).await), (0, 0, 1, 0, 0, 0));
 }
 
 #[tokio::test]

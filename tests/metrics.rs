@@ -207,7 +207,11 @@ async fn a_real_prometheus_scrapes_the_worker_and_reads_back_a_deposit_counter()
             .ok()
             .and_then(|series| series.into_iter().next())
         {
-            assert_eq!(sample.metric["job"], "aco");
+            assert_eq!(
+                sample.metric.get("job").map(String::as_str),
+                Some("aco"),
+                "{sample:?}"
+            );
             assert_eq!(sample.value.1, "2", "{sample:?}");
             break;
         }

@@ -14,8 +14,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use aco_core::api::placements::PlacementReport;
+use aco_core::colony::{Outcome, OutcomeLabel};
 use aco_core::wire::ExtenderBindingResult;
-use aco_testkit::api::{WorkerApi, WorkerHttp};
+use aco_testkit::api::{placed, WorkerApi, WorkerHttp};
 use aco_testkit::kube::{wait_for, Pki};
 use aco_testkit::repo_root;
 use aco_testkit::state::class_sqlite_files;
@@ -260,10 +262,13 @@ async fn workerd_serves_the_bundle_with_the_shipped_config_and_keeps_its_state_o
     .await;
     bind(&api, &first, &top).await;
     // The pod failed there: the reporter's outcome is the trail's deposit.
-    let outcome = api
-        .place(json!([{"podUid": "uid-first", "namespace": "web", "tenant": "ml", "node": top, "outcome": "failed"}]))
-        .await;
-    assert_eq!(outcome["outcomes"], 1, "{outcome}");
+    let failed = PlacementReport {
+        tenant: Some("ml".into()),
+        outcome: Some(Outcome::Label(OutcomeLabel::Failed)),
+        ..placed("uid-first", "web", &top)
+    };
+    let outcome = api.place_reports(&[failed]).await;
+    assert_eq!(outcome.outcomes, 1, "{outcome:?}");
     let before = wait_for("the first deposit", Duration::from_secs(20), || async {
         let t = trail(&api, "ml").await;
         (t.1 == 1 && !t.0.is_empty()).then_some(t)

@@ -5,12 +5,21 @@
 //! pods is `price × pod share` (largest share over CPU, memory, GPUs of the node's allocatable);
 //! on a node idle before it, `price × (share + OPEN_NODE_IDLE_FRACTION × (1 − share))`.
 
-use aco_core::api::shadow::{HotNodes, ShadowSummaryReply};
-use aco_testkit::api::WorkerHttp;
-use aco_testkit::api::{pod, Api};
+use std::collections::BTreeMap;
+
+use aco_core::api::nodes::{NodeReport, NodesBatch, NodesReply, UtilisationSample};
+use aco_core::api::placements::PlacementReport;
+use aco_core::api::shadow::{
+    HotNodes, ShadowBatch, ShadowBatchSummary, ShadowReport, ShadowSummaryReply,
+};
+use aco_core::colony::{Outcome, OutcomeLabel};
+use aco_core::k8s::{QuantityText, RawResourceList};
+use aco_testkit::api::{error_body, exact, placed, pod, Api, WorkerHttp};
+use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use aco_testkit::pods::{edit_pod, edit_spec};
 use aco_testkit::StartOptions;
 use aco_testkit::{now_ms, ADMIN_TOKEN};
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 /// Every node: 8 CPU, 32 GiB.
@@ -27,53 +36,101 @@ const NODES: [(&str, f64, &str); 4] = [
     ("d-alone", 2.00, "1"),
 ];
 
-fn facts(hot_node: Option<&str>) -> Value {
-    let t = now_ms();
-    let nodes: Vec<Value> = NODES
+const FAILED: Outcome = Outcome::Label(OutcomeLabel::Failed);
+const SUCCEEDED: Outcome = Outcome::Label(OutcomeLabel::Succeeded);
+
+fn quantities(pairs: &[(&str, &str)]) -> RawResourceList {
+    pairs
         .iter()
-        .map(|(name, price, requested)| {
-            let mut n = json!({
-                "name": name,
-                "labels": {"aco/cost-per-hour": price.to_string()},
-                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                "requested": {"cpu": requested},
-                "observedAtMs": t,
-            });
-            if hot_node == Some(name) {
-                n["utilisation"] =
-                    json!([{"atMs": t - 1000, "value": 0.9}, {"atMs": t, "value": 0.9}]);
-            }
-            n
+        .map(|(k, v)| (k.to_string(), QuantityText(v.to_string())))
+        .collect()
+}
+
+/// The reports of [`NODES`], `hot_node` (if any) at 0.9 utilisation.
+fn facts(hot_node: Option<&str>) -> Vec<NodeReport> {
+    let t = now_ms();
+    NODES
+        .iter()
+        .map(|(name, price, requested)| NodeReport {
+            name: name.to_string(),
+            labels: Some(BTreeMap::from([(
+                "aco/cost-per-hour".to_string(),
+                price.to_string(),
+            )])),
+            allocatable: Some(quantities(&[
+                ("cpu", "8"),
+                ("memory", "32Gi"),
+                ("pods", "110"),
+            ])),
+            requested: Some(quantities(&[("cpu", requested)])),
+            observed_at_ms: Some(t),
+            utilisation: if hot_node == Some(name) {
+                [t - 1000, t]
+                    .map(|at_ms| UtilisationSample { at_ms, value: 0.9 })
+                    .to_vec()
+            } else {
+                Vec::new()
+            },
+            ..NodeReport::default()
         })
-        .collect();
-    json!({ "nodes": nodes })
+        .collect()
 }
 
 /// A 1-CPU, 1 GiB pod of namespace `team` as bound by the default scheduler.
 fn bound(name: &str, workload: Option<&str>, node: &str) -> Value {
     let labels = workload.map_or(json!({}), |w| json!({"aco/workload-type": w}));
-    let mut p = pod(
+    let p = pod(
         name,
         "team",
         labels,
         json!({}),
         json!({"cpu": "1", "memory": "1Gi"}),
     );
-    p["spec"]["schedulerName"] = json!("default-scheduler");
-    p["spec"]["nodeName"] = json!(node);
-    p
+    edit_spec(p, |spec| {
+        spec.scheduler_name = Some("default-scheduler".into());
+        spec.node_name = Some(node.into());
+    })
 }
 
-fn report(name: &str, workload: Option<&str>, node: &str) -> Value {
-    json!({"podUid": format!("uid-team-{name}"), "namespace": "team", "name": name, "node": node, "pod": bound(name, workload, node)})
+/// `pod` asking for `cpu` in its first container's requests (its limits as they were).
+fn asking_cpu(pod: Value, cpu: &str) -> Value {
+    edit_spec(pod, |spec| {
+        let resources = spec.containers[0]
+            .resources
+            .get_or_insert_with(Default::default);
+        let requests = resources.requests.get_or_insert_with(Default::default);
+        requests.insert("cpu".into(), Quantity(cpu.into()));
+    })
 }
 
-async fn shadow(api: &Api, prefix: &str, placements: Value) -> (reqwest::StatusCode, Value, u64) {
+/// The shadow report of `pod`, named `name` in namespace `team`, seen on `node`.
+fn report_of(name: &str, node: &str, pod: Value) -> ShadowReport {
+    let placement = PlacementReport {
+        name: Some(name.into()),
+        ..placed(&format!("uid-team-{name}"), "team", node)
+    };
+    ShadowReport::of(&placement, pod)
+}
+
+fn report(name: &str, workload: Option<&str>, node: &str) -> ShadowReport {
+    report_of(name, node, bound(name, workload, node))
+}
+
+fn with_outcome(report: ShadowReport, outcome: Outcome) -> ShadowReport {
+    ShadowReport {
+        outcome: Some(outcome),
+        ..report
+    }
+}
+
+/// `POST {prefix}/v1/shadow` of `body` as given: status, reply text, and the binding operations
+/// the Worker counted.
+async fn shadow_body(api: &Api, prefix: &str, body: Value) -> (StatusCode, String, u64) {
     let r = api
         .http
         .post(api.worker.url(&format!("{prefix}/v1/shadow")))
         .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({ "placements": placements }))
+        .json(&body)
         .send()
         .await
         .unwrap();
@@ -84,33 +141,28 @@ async fn shadow(api: &Api, prefix: &str, placements: Value) -> (reqwest::StatusC
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(u64::MAX);
-    let text = r.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        ops,
-    )
+    (status, r.text().await.unwrap(), ops)
 }
 
-/// (received, scored, outcomes, duplicates, unknownPod, notFeasible), checking the reply's shape.
-fn tally(reply: &Value) -> (u64, u64, u64, u64, u64, u64) {
-    assert_eq!(
-        reply.as_object().map(|o| o.len()),
-        Some(6),
-        "unexpected reply shape: {reply}"
-    );
-    let n = |k: &str| {
-        reply[k]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{k} missing in {reply}"))
+/// `POST {prefix}/v1/shadow` of these reports: as [`shadow_body`].
+async fn shadow(api: &Api, prefix: &str, placements: &[ShadowReport]) -> (StatusCode, String, u64) {
+    let batch = ShadowBatch {
+        placements: placements.to_vec(),
     };
+    shadow_body(api, prefix, serde_json::to_value(batch).unwrap()).await
+}
+
+/// (received, scored, outcomes, duplicates, unknownPod, notFeasible) of a reply, which must be
+/// exactly a summary.
+fn tally(reply: &str) -> (u64, u64, u64, u64, u64, u64) {
+    let s: ShadowBatchSummary = exact("/v1/shadow", reply);
     (
-        n("received"),
-        n("scored"),
-        n("outcomes"),
-        n("duplicates"),
-        n("unknownPod"),
-        n("notFeasible"),
+        s.received,
+        s.scored,
+        s.outcomes,
+        s.duplicates,
+        s.unknown_pod,
+        s.not_feasible,
     )
 }
 
@@ -130,18 +182,17 @@ fn close(a: f64, b: f64) -> bool {
 #[tokio::test]
 async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice() {
     let api = Api::start(StartOptions::default());
-    api.put_facts(facts(Some("c-expensive"))["nodes"].clone())
-        .await;
+    api.put_facts(facts(Some("c-expensive"))).await;
     let price = |n: &str| NODES.iter().find(|(name, _, _)| *name == n).unwrap().1;
     let share = 1.0 / CPU; // 1 CPU of 8 (1 GiB of 32 is less)
 
-    let batch = json!([
+    let batch = [
         report("p1", None, "c-expensive"),
         report("p2", Some("batch"), "c-expensive"),
         report("lc", Some("latency-critical"), "c-expensive"),
         report("alone", None, "d-alone"),
-    ]);
-    let (status, reply, ops) = shadow(&api, "", batch.clone()).await;
+    ];
+    let (status, reply, ops) = shadow(&api, "", &batch).await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(tally(&reply), (4, 4, 0, 0, 0, 0));
     // One facts read, the colony admitted (its first use in this isolate) and fetched once (no
@@ -178,12 +229,12 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
     );
 
     // At-least-once delivery: the batch again, and a pod twice in one batch, count nothing more.
-    let (_, again, _) = shadow(&api, "", batch.clone()).await;
+    let (_, again, _) = shadow(&api, "", &batch).await;
     assert_eq!(tally(&again), (4, 0, 0, 4, 0, 0));
     let (_, twice, _) = shadow(
         &api,
         "",
-        json!([report("p3", None, "a-cheap"), report("p3", None, "a-cheap")]),
+        &[report("p3", None, "a-cheap"), report("p3", None, "a-cheap")],
     )
     .await;
     assert_eq!(tally(&twice), (2, 1, 0, 1, 0, 0));
@@ -216,107 +267,113 @@ async fn pods_placed_on_the_expensive_node_are_priced_against_the_colonys_choice
 #[tokio::test]
 async fn an_outcome_deposits_once_and_a_shadow_placement_nothing() {
     let api = Api::start(StartOptions::default());
-    api.put_facts(facts(None)["nodes"].clone()).await;
-    let (_, first, _) = shadow(&api, "", json!([report("p1", None, "c-expensive")])).await;
+    api.put_facts(facts(None)).await;
+    let (_, first, _) = shadow(&api, "", &[report("p1", None, "c-expensive")]).await;
     assert_eq!(tally(&first), (1, 1, 0, 0, 0, 0));
-    let mut failed = report("p1", None, "c-expensive");
-    failed["outcome"] = json!("failed");
-    let (_, r, _) = shadow(&api, "", json!([failed.clone()])).await;
+    let failed = with_outcome(report("p1", None, "c-expensive"), FAILED);
+    let (_, r, _) = shadow(&api, "", std::slice::from_ref(&failed)).await;
     assert_eq!(tally(&r), (1, 0, 1, 0, 0, 0));
-    for outcome in [json!("failed"), json!("succeeded"), json!(0.5)] {
-        let mut again = failed.clone();
-        again["outcome"] = outcome;
-        let (_, r, _) = shadow(&api, "", json!([again])).await;
+    for outcome in [FAILED, SUCCEEDED, Outcome::Quality(0.5)] {
+        let again = with_outcome(failed.clone(), outcome);
+        let (_, r, _) = shadow(&api, "", &[again]).await;
         assert_eq!(tally(&r), (1, 0, 0, 1, 0, 0));
     }
     // An outcome naming another node than where the pod was seen: nothing.
-    let mut elsewhere = report("p1", None, "a-cheap");
-    elsewhere["outcome"] = json!("failed");
+    let elsewhere = with_outcome(report("p1", None, "a-cheap"), FAILED);
     assert_eq!(
-        tally(&shadow(&api, "", json!([elsewhere])).await.1),
+        tally(&shadow(&api, "", &[elsewhere]).await.1),
         (1, 0, 0, 1, 0, 0)
     );
     // A first report that carries its outcome: scored, and the outcome applied with it.
-    let mut short_job = report("job", None, "b-mid");
-    short_job["outcome"] = json!("succeeded");
+    let short_job = with_outcome(report("job", None, "b-mid"), SUCCEEDED);
     assert_eq!(
-        tally(&shadow(&api, "", json!([short_job])).await.1),
+        tally(&shadow(&api, "", &[short_job]).await.1),
         (1, 1, 0, 0, 0, 0)
     );
 
-    let table = api.pheromones("team").await;
+    let table = api.pheromone_table("team").await;
     // Learning follows real outcomes only: the one failure was deposited on its node's trail,
     // once; no shadow placement was confirmed or deposited anything.
-    assert_eq!(table["counters"]["failedOutcomes"], 1, "{table}");
-    assert_eq!(table["counters"]["deposits"], 0, "{table}");
-    let trails = table["nodes"].as_array().unwrap();
-    let names: Vec<&str> = trails.iter().map(|t| t["node"].as_str().unwrap()).collect();
+    assert_eq!(table.counters.failed_outcomes, 1, "{table:?}");
+    assert_eq!(table.counters.deposits, 0, "{table:?}");
+    let trails = &table.nodes;
+    let names: Vec<&str> = trails.iter().map(|t| t.node.as_str()).collect();
     assert_eq!(
         names,
         ["c-expensive", "b-mid"],
-        "the failed node first: {table}"
+        "the failed node first: {table:?}"
     );
     assert_eq!(
-        (&trails[0]["failures"], &trails[1]["successes"]),
-        (&json!(1.0), &json!(1.0)),
-        "{table}"
+        (trails[0].failures, trails[1].successes),
+        (1.0, 1.0),
+        "{table:?}"
     );
-    assert!(trails[0]["tau"].as_f64().unwrap() < 1.0, "{table}");
-    assert_eq!(trails[1]["tau"], 1.0, "a success costs nothing: {table}");
+    assert!(trails[0].tau < 1.0, "{table:?}");
+    assert_eq!(trails[1].tau, 1.0, "a success costs nothing: {table:?}");
     assert_eq!(summary(&api, "", "team").await.pods, 2);
 }
 
 #[tokio::test]
 async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
     let api = Api::start(StartOptions::default());
-    api.put_facts(facts(None)["nodes"].clone()).await;
+    api.put_facts(facts(None)).await;
     let good = report("p1", None, "c-expensive");
-    let with = |field: &str, value: Value| {
-        let mut r = good.clone();
-        if value.is_null() {
-            r.as_object_mut().unwrap().remove(field);
-        } else {
-            r[field] = value;
-        }
-        r
-    };
-    let mut bad_quantity = good.clone();
-    bad_quantity["pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots");
+    let bad_quantity = report_of(
+        "p1",
+        "c-expensive",
+        asking_cpu(bound("p1", None, "c-expensive"), "lots"),
+    );
     for (batch, field) in [
         (
-            json!([good.clone(), with("pod", Value::Null)]),
+            vec![
+                good.clone(),
+                ShadowReport {
+                    pod: None,
+                    ..good.clone()
+                },
+            ],
             "placements[1].pod",
         ),
         (
-            json!([with("pod", json!({"spec": {"containers": "x"}}))]),
+            vec![ShadowReport {
+                pod: Some(json!({"spec": {"containers": "x"}})),
+                ..good.clone()
+            }],
             "placements[0].pod",
         ),
         (
-            json!([
+            vec![
                 good.clone(),
                 good.clone(),
-                with("node", json!("Not_A_Node"))
-            ]),
+                ShadowReport {
+                    node: "Not_A_Node".into(),
+                    ..good.clone()
+                },
+            ],
             "placements[2].node",
         ),
         (
-            json!([with("outcome", json!(2.0))]),
+            vec![with_outcome(good.clone(), Outcome::Quality(2.0))],
             "placements[0].outcome",
         ),
         (
-            json!([with("tenant", json!("../etc"))]),
+            vec![ShadowReport {
+                tenant: Some("../etc".into()),
+                ..good.clone()
+            }],
             "placements[0].tenant",
         ),
         (
-            json!([bad_quantity]),
+            vec![bad_quantity],
             "placements[0].pod.spec.containers[0].resources.requests.cpu",
         ),
     ] {
-        let (status, body, _) = shadow(&api, "", batch).await;
+        let (status, body, _) = shadow(&api, "", &batch).await;
         assert_eq!(status, 400, "{field}: {body}");
-        assert_eq!(body["field"], field, "{body}");
+        assert_eq!(error_body(&body).field.as_deref(), Some(field), "{body}");
     }
-    let (status, body, _) = shadow(&api, "", json!([{"podUid": "u", "node": "a-cheap", "pod": bound("x", None, "a-cheap"), "surprise": 1}])).await;
+    // A report with a key the type lacks (written out: the typed report cannot carry one).
+    let (status, body, _) = shadow_body(&api, "", json!({"placements": [{"podUid": "u", "node": "a-cheap", "pod": bound("x", None, "a-cheap"), "surprise": 1}]})).await;
     assert_eq!(status, 400, "{body}");
     let r = api
         .http
@@ -331,27 +388,30 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
     // Nothing was counted: the good pod of a refused batch is new the first time it is accepted.
     assert_eq!(summary(&api, "", "team").await.pods, 0);
     assert_eq!(
-        tally(&shadow(&api, "", json!([good])).await.1),
+        tally(&shadow(&api, "", &[good]).await.1),
         (1, 1, 0, 0, 0, 0)
     );
     // A node without facts cannot be priced: counted, not remembered.
     assert_eq!(
         tally(
-            &shadow(&api, "", json!([report("ghost", None, "no-such-node")]))
+            &shadow(&api, "", &[report("ghost", None, "no-such-node")])
                 .await
                 .1
         ),
         (1, 0, 0, 0, 1, 0)
     );
     // Too big to fit anywhere by the core's filter: counted as not feasible, remembered.
-    let mut huge = report("huge", None, "a-cheap");
-    huge["pod"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("64");
+    let huge = report_of(
+        "huge",
+        "a-cheap",
+        asking_cpu(bound("huge", None, "a-cheap"), "64"),
+    );
     assert_eq!(
-        tally(&shadow(&api, "", json!([huge.clone()])).await.1),
+        tally(&shadow(&api, "", std::slice::from_ref(&huge)).await.1),
         (1, 0, 0, 0, 0, 1)
     );
     assert_eq!(
-        tally(&shadow(&api, "", json!([huge])).await.1),
+        tally(&shadow(&api, "", &[huge]).await.1),
         (1, 0, 0, 1, 0, 0)
     );
     let s = summary(&api, "", "team").await;
@@ -361,25 +421,41 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
 #[tokio::test]
 async fn tenants_and_clusters_keep_their_own_summaries() {
     let api = Api::start(StartOptions::default());
-    api.put_facts(facts(None)["nodes"].clone()).await;
+    api.put_facts(facts(None)).await;
     // The prod cluster knows only a-cheap and c-expensive.
-    let mut prod = facts(None);
-    prod["nodes"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|n| n["name"] == "a-cheap" || n["name"] == "c-expensive");
-    let (status, body) = api.admin(Method::PUT, "/c/prod/v1/nodes", Some(prod)).await;
-    assert_eq!(status, 200, "{body}");
+    let prod = NodesBatch {
+        nodes: facts(None)
+            .into_iter()
+            .filter(|n| n.name == "a-cheap" || n.name == "c-expensive")
+            .collect(),
+        ..NodesBatch::default()
+    };
+    let reply: NodesReply = api
+        .admin_as(
+            Method::PUT,
+            "/c/prod/v1/nodes",
+            Some(serde_json::to_value(prod).unwrap()),
+        )
+        .await;
+    assert_eq!(reply.nodes, 2, "{reply:?}");
 
     // Tenant from the report, from the pod's label, and the namespace by default.
-    let mut labelled = report("l1", None, "c-expensive");
-    labelled["pod"]["metadata"]["labels"]["scheduling.aco/tenant-id"] = json!("ml");
-    let mut explicit = report("e1", None, "c-expensive");
-    explicit["tenant"] = json!("ml");
+    let labelled = report_of(
+        "l1",
+        "c-expensive",
+        edit_pod(bound("l1", None, "c-expensive"), |p| {
+            let labels = p.metadata.labels.get_or_insert_with(Default::default);
+            labels.insert("scheduling.aco/tenant-id".into(), "ml".into());
+        }),
+    );
+    let explicit = ShadowReport {
+        tenant: Some("ml".into()),
+        ..report("e1", None, "c-expensive")
+    };
     let (_, r, ops) = shadow(
         &api,
         "",
-        json!([report("t1", None, "c-expensive"), labelled, explicit]),
+        &[report("t1", None, "c-expensive"), labelled, explicit],
     )
     .await;
     assert_eq!(tally(&r), (3, 3, 0, 0, 0, 0));
@@ -394,10 +470,10 @@ async fn tenants_and_clusters_keep_their_own_summaries() {
     let (status, r, _) = shadow(
         &api,
         "/c/prod",
-        json!([
+        &[
             report("t1", None, "c-expensive"),
-            report("t2", None, "d-alone")
-        ]),
+            report("t2", None, "d-alone"),
+        ],
     )
     .await;
     assert_eq!(status, 200, "{r}");

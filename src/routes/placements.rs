@@ -8,6 +8,7 @@
 use aco_core::metrics;
 use std::collections::BTreeMap;
 
+use aco_core::api::batch_failure::{TenantApplied, TenantCommit};
 use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
 use aco_core::cluster::validate_tenant;
 use aco_core::colony_store::validate_pod_key;
@@ -37,14 +38,8 @@ pub(super) fn check_tenant(tenant: &str, config: &Config) -> Result<(), String> 
 
 /// A batch some of whose tenants' colonies failed: 503 (the first failure's) naming what each
 /// tenant did (`tenants.<t>.committed`), so that the reporter retries the whole batch.
-pub(super) fn partial_failure(
-    per_tenant: serde_json::Map<String, serde_json::Value>,
-    e: ApiError,
-) -> ApiError {
-    let failed = per_tenant
-        .values()
-        .filter(|v| v["committed"] == false)
-        .count();
+pub(super) fn partial_failure(per_tenant: BTreeMap<String, TenantCommit>, e: ApiError) -> ApiError {
+    let failed = per_tenant.values().filter(|t| !t.committed).count();
     let message = format!(
         "{failed} of {} tenants' colonies failed ({}); the others committed. Retry the whole batch: pods already counted are duplicates",
         per_tenant.len(),
@@ -52,7 +47,7 @@ pub(super) fn partial_failure(
     );
     ApiError {
         message,
-        detail: Some(serde_json::json!({"tenants": per_tenant})),
+        detail: Some(serde_json::json!({ "tenants": per_tenant })),
         ..e
     }
 }
@@ -116,7 +111,7 @@ pub async fn deliver(
         received,
         ..Default::default()
     };
-    let mut per_tenant = serde_json::Map::new();
+    let mut per_tenant = BTreeMap::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, items) in by_tenant {
         let colony = match admit_tenant(call, &tenant, source).await {
@@ -134,17 +129,11 @@ pub async fn deliver(
                     _ => format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
                 };
                 summary.unknown_pod += items.len() as u64;
-                per_tenant.insert(
-                    tenant,
-                    serde_json::json!({"committed": false, "refused": why}),
-                );
+                per_tenant.insert(tenant, TenantCommit::refused(why));
                 continue;
             }
             Err(e) => {
-                per_tenant.insert(
-                    tenant,
-                    serde_json::json!({"committed": false, "error": e.message}),
-                );
+                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
                 continue;
             }
@@ -169,23 +158,19 @@ pub async fn deliver(
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_a_candidate += r.not_a_candidate;
                 summary.held += r.held;
-                let entry = serde_json::json!({
-                    "committed": true,
-                    "deposited": r.deposited,
-                    "outcomes": r.outcomes,
-                    "duplicates": r.duplicates,
-                    "unknownPod": r.unknown_pod,
-                    "notACandidate": r.not_a_candidate,
-                    "held": r.held,
-                    "dropped": r.dropped,
-                });
-                per_tenant.insert(tenant.clone(), entry);
+                let applied = TenantApplied {
+                    deposited: r.deposited,
+                    outcomes: r.outcomes,
+                    duplicates: r.duplicates,
+                    unknown_pod: r.unknown_pod,
+                    not_a_candidate: r.not_a_candidate,
+                    held: r.held,
+                    dropped: r.dropped,
+                };
+                per_tenant.insert(tenant, TenantCommit::committed(Some(applied)));
             }
             Err(e) => {
-                per_tenant.insert(
-                    tenant,
-                    serde_json::json!({"committed": false, "error": e.message}),
-                );
+                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
             }
         }

@@ -13,6 +13,7 @@
 use aco_core::metrics;
 use std::collections::BTreeMap;
 
+use aco_core::api::batch_failure::TenantCommit;
 use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport, ShadowSummaryReply};
 use aco_core::cluster::validate_tenant;
 use aco_core::colony::{Outcome, TenantColony};
@@ -140,7 +141,7 @@ pub async fn report(call: &mut Call) -> Handled {
     for r in reports {
         by_tenant.entry(r.tenant.clone()).or_default().push(r);
     }
-    let mut per_tenant = serde_json::Map::new();
+    let mut per_tenant = BTreeMap::new();
     let mut first_failure: Option<ApiError> = None;
     for (tenant, reports) in by_tenant {
         let colony = match admit_tenant(call, &tenant, "shadow").await {
@@ -149,17 +150,12 @@ pub async fn report(call: &mut Call) -> Handled {
                 // Beyond MAX_COLONIES (the policy was checked in validation): nothing to score
                 // into, and a retry would not change that.
                 count_overflow(call, "shadow", reports.len() as u64 - 1);
-                per_tenant.insert(
-                    tenant.clone(),
-                    serde_json::json!({"committed": false, "refused": over_limit(call, &tenant).message}),
-                );
+                let why = over_limit(call, &tenant).message;
+                per_tenant.insert(tenant, TenantCommit::refused(why));
                 continue;
             }
             Err(e) => {
-                per_tenant.insert(
-                    tenant,
-                    serde_json::json!({"committed": false, "error": e.message}),
-                );
+                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
                 continue;
             }
@@ -172,13 +168,10 @@ pub async fn report(call: &mut Call) -> Handled {
                 summary.duplicates += r.duplicates;
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_feasible += r.not_feasible;
-                per_tenant.insert(tenant, serde_json::json!({"committed": true}));
+                per_tenant.insert(tenant, TenantCommit::committed(None));
             }
             Err(e) => {
-                per_tenant.insert(
-                    tenant,
-                    serde_json::json!({"committed": false, "error": e.message}),
-                );
+                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
             }
         }

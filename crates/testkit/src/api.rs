@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use aco_core::api::error::ErrorBody;
 use aco_core::api::nodes::NodesReply;
 use aco_core::api::pheromones::PheromoneTableReply;
-use aco_core::api::placements::PlacementsSummary;
+use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
 use aco_core::api::shadow::ShadowSummaryReply;
 use aco_core::colony::DecisionExplanation;
 use aco_core::facts::NodeFacts;
 use reqwest::{Client, Method, StatusCode};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::extender::{FilterResult, HostPriority};
@@ -51,6 +52,17 @@ pub fn gpu_pod(name: &str, models: Option<&str>) -> Value {
         annotations,
         json!({"cpu": "4", "memory": "16Gi", "alibabacloud.com/gpu-count": "1"}),
     )
+}
+
+/// A confirmed placement of the pod with UID `pod_uid` in `namespace` (its tenant by default) on
+/// `node`; set `name`, `tenant` or `outcome` with `PlacementReport { …, ..placed(…) }`.
+pub fn placed(pod_uid: &str, namespace: &str, node: &str) -> PlacementReport {
+    PlacementReport {
+        pod_uid: Some(pod_uid.into()),
+        namespace: Some(namespace.into()),
+        node: node.into(),
+        ..PlacementReport::default()
+    }
 }
 
 /// ExtenderArgs in full-Nodes mode, each node pretty-printed so that its bytes are distinctive.
@@ -407,6 +419,24 @@ pub trait WorkerHttp {
         .await
     }
 
+    /// `POST /v1/placements` of these reports: status and text of the reply.
+    async fn post_placements(&self, placements: &[PlacementReport]) -> (StatusCode, String) {
+        let batch = PlacementsBatch {
+            placements: placements.to_vec(),
+        };
+        let body = serde_json::to_value(batch).expect("a batch serialises");
+        self.admin_text(Method::POST, "/v1/placements", Some(body))
+            .await
+    }
+
+    /// `POST /v1/placements` of these reports, asserting 200: the summary, exactly (a key it
+    /// lacks or one the type lacks fails).
+    async fn place_reports(&self, placements: &[PlacementReport]) -> PlacementsSummary {
+        let (status, text) = self.post_placements(placements).await;
+        assert_eq!(status, 200, "/v1/placements: {text}");
+        exact("/v1/placements", &text)
+    }
+
     /// Scores as a map host → score.
     async fn scores(&self, pod: &Value, nodes: &[Value]) -> BTreeMap<String, i64> {
         self.prioritize_args(full_args(pod, nodes).0)
@@ -482,16 +512,6 @@ pub trait WorkerHttp {
         }
     }
 
-    /// A decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}`): status and reply.
-    async fn explanation(&self, tenant: &str, pod_uid: &str) -> (StatusCode, Value) {
-        self.admin(
-            Method::GET,
-            &format!("/v1/tenants/{tenant}/decisions/{pod_uid}"),
-            None,
-        )
-        .await
-    }
-
     /// A decision's explanation (`GET /v1/tenants/{t}/decisions/{podUid}`), asserting 200.
     async fn decision(&self, tenant: &str, pod_uid: &str) -> DecisionExplanation {
         self.admin_as(
@@ -534,17 +554,24 @@ fn parse<T: DeserializeOwned>(path: &str, text: &str) -> T {
         .unwrap_or_else(|e| panic!("{path}: not a {}: {e}: {text}", std::any::type_name::<T>()))
 }
 
+/// `text` read as `T`, which must be all of it: written again it is the same JSON, so a key the
+/// type lacks, or one it would default, fails (what `path` answered).
+pub fn exact<T: DeserializeOwned + Serialize>(path: &str, text: &str) -> T {
+    let value: T = parse(path, text);
+    let sent: Value = parse(path, text);
+    assert_eq!(
+        serde_json::to_value(&value).expect("a reply serialises"),
+        sent,
+        "{path}: not exactly a {}",
+        std::any::type_name::<T>()
+    );
+    value
+}
+
 /// A refusal's body, which must be an [`ErrorBody`] and nothing more: a key the type lacks fails
 /// (read back and written again, the body must be the same JSON).
 pub fn error_body(text: &str) -> ErrorBody {
-    let body = ErrorBody::parse(text).unwrap_or_else(|| panic!("not an error body: {text}"));
-    let sent: Value = serde_json::from_str(text).expect("JSON");
-    assert_eq!(
-        serde_json::to_value(&body).expect("an error body serialises"),
-        sent,
-        "an error body has `error`, `field` and `item` only"
-    );
-    body
+    exact("an error body (`error`, `field` and `item` only)", text)
 }
 
 /// A 200's reply as `T`, or a refusal's status and error body.

@@ -15,6 +15,7 @@
 //! `facts_shards`, the Worker's routes) — but for the export file's own checks (version,
 //! checksum, values), which are part of its format.
 
+pub mod batch_failure;
 pub mod colony_export;
 pub mod error;
 pub mod nodes;

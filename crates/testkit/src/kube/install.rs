@@ -119,6 +119,17 @@ pub fn yaml_file(path: &Path) -> Vec<Value> {
     yaml_docs(&text)
 }
 
+/// Every object of `T`'s kind among `objects`, read as `T`.
+pub fn of_kind<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(
+    objects: &[Value],
+) -> Vec<T> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] == T::KIND)
+        .map(super::typed)
+        .collect()
+}
+
 /// The ServiceAccounts, Roles, ClusterRoles and their bindings among `objects`.
 pub fn identities(objects: &[Value]) -> Vec<Value> {
     objects
