@@ -5,7 +5,7 @@
 
 use aco_core::api::colony_export::{ExportedState, ImportReply};
 use aco_core::api::pheromones::{PheromoneTableReply, ResetReply};
-use aco_core::cluster::colony_name;
+use aco_core::cluster::{colony_name, ClusterId, TenantId};
 use aco_core::colony_store::wire::{ColonyFailure, FailureBody};
 use aco_core::colony_store::wire::{
     ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest,
@@ -30,21 +30,21 @@ pub const NAME_HEADER: &str = "x-aco-colony";
 /// A tenant's colony in a cluster: names its Durable Object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ColonyName {
-    pub cluster: String,
-    pub tenant: String,
+    pub cluster: ClusterId,
+    pub tenant: TenantId,
 }
 
 impl ColonyName {
-    pub fn new(cluster: &str, tenant: &str) -> Self {
+    pub fn new(cluster: &ClusterId, tenant: &TenantId) -> Self {
         Self {
-            cluster: cluster.to_string(),
-            tenant: tenant.to_string(),
+            cluster: cluster.clone(),
+            tenant: tenant.clone(),
         }
     }
 
     /// The Durable Object's name (the default cluster's are the bare tenant names).
     pub fn object_name(&self) -> String {
-        colony_name(&self.cluster, &self.tenant)
+        colony_name(self.cluster.as_str(), self.tenant.as_str())
     }
 }
 
@@ -165,7 +165,6 @@ object_calls!(ColonyApi {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aco_core::cluster::DEFAULT_CLUSTER;
 
     #[test]
     fn every_route_has_one_path_and_parses_back() {
@@ -174,7 +173,12 @@ mod tests {
 
     #[test]
     fn colony_names_name_their_objects() {
-        assert_eq!(ColonyName::new("eu-1", "ml").object_name(), "eu-1/ml");
-        assert_eq!(ColonyName::new(DEFAULT_CLUSTER, "ml").object_name(), "ml");
+        let ml = TenantId::parse("ml").unwrap();
+        let eu = ClusterId::parse("eu-1").unwrap();
+        assert_eq!(ColonyName::new(&eu, &ml).object_name(), "eu-1/ml");
+        assert_eq!(
+            ColonyName::new(&ClusterId::default_cluster(), &ml).object_name(),
+            "ml"
+        );
     }
 }

@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use aco_core::api::nodes::NodesReply;
+use aco_core::cluster::ClusterId;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
 use aco_core::facts_wire::{FactsVersion, NodeRequest, PutNodes, SnapshotRequest};
@@ -40,7 +41,7 @@ use crate::pipeline;
 /// then read it in place through the cluster's pipeline (`crate::pipeline`).
 pub async fn load(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<(), ApiError> {
@@ -59,7 +60,7 @@ pub async fn load(
 /// candidate list): the same copy and the same single refresh request as [`load`].
 pub async fn load_all(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
@@ -76,13 +77,13 @@ pub async fn load_all(
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
 async fn refresh(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<(), ApiError> {
     let (version, generation) = pipeline::with(cluster, |s| (s.facts_version, s.generation));
     let since = version.map(|(instance, seq)| FactsVersion { instance, seq });
-    let reply = object_call::call(bindings, cluster, &SnapshotRequest { since }).await?;
+    let reply = object_call::call(bindings, cluster.as_str(), &SnapshotRequest { since }).await?;
     pipeline::with(cluster, |s| {
         let newer = match s.facts_version {
             Some((instance, seq)) => reply.instance != instance || reply.seq > seq,
@@ -114,7 +115,7 @@ async fn refresh(
 /// and answers 4xx naming the field) in one request, and marks this isolate's copy stale.
 pub async fn put(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     batch: String,
     now_ms: u64,
 ) -> Result<NodesReply, ApiError> {
@@ -122,7 +123,7 @@ pub async fn put(
     // says, the object reads once.
     let batch = RawValue::from_string(batch)
         .map_err(|e| ApiError::new(400, format!("invalid node facts batch: {e}")))?;
-    let sent = object_call::call(bindings, cluster, &PutNodes { now_ms, batch }).await;
+    let sent = object_call::call(bindings, cluster.as_str(), &PutNodes { now_ms, batch }).await;
     // Even a refused batch may have raced a write by another request: re-read either way.
     pipeline::with(cluster, |s| {
         s.fetched_at_ms = None;
@@ -134,11 +135,11 @@ pub async fn put(
 /// The authoritative record of one node (from the Facts object, not this isolate's copy).
 pub async fn get(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     name: &str,
 ) -> Result<Option<NodeFacts>, ApiError> {
     let request = NodeRequest {
         name: name.to_string(),
     };
-    object_call::call(bindings, cluster, &request).await
+    object_call::call(bindings, cluster.as_str(), &request).await
 }

@@ -5,6 +5,7 @@
 //! A refusal is remembered for `aco_core::registry::FULL_RECHECK_MS` per kind: once the registry is full, a caller
 //! inventing names costs no Durable Object request per name, only the refusal.
 
+use aco_core::cluster::ClusterId;
 use aco_core::registry::{AdmitRequest, NameKind, Page, PageRequest};
 
 use super::api::INSTANCE;
@@ -39,13 +40,13 @@ pub async fn admit(
 pub async fn page(
     bindings: &Bindings,
     kind: NameKind,
-    cluster: Option<&str>,
+    cluster: Option<&ClusterId>,
     after: Option<&str>,
     limit: usize,
 ) -> Result<Page, ApiError> {
     let request = PageRequest {
         kind,
-        cluster: cluster.map(str::to_string),
+        cluster: cluster.map(ClusterId::to_string),
         after: after.map(str::to_string),
         limit,
     };
