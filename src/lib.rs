@@ -24,6 +24,7 @@ mod facts;
 mod http;
 mod isolate;
 mod log;
+mod object_call;
 mod pipeline;
 mod pod_index;
 mod registry;

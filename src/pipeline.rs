@@ -18,6 +18,8 @@ use std::rc::Rc;
 use aco_core::config::Config;
 use aco_core::pipeline::{ClusterFacts, ExtenderPipeline};
 
+use aco_core::cluster::ClusterId;
+
 use crate::isolate::{self, FACTS_NODE_BUDGET};
 
 /// One cluster's pipeline in this isolate, and where its facts copy stands.
@@ -53,11 +55,11 @@ impl ClusterState {
 /// Runs `f` on `cluster`'s state (made empty on first use); then, if the isolate's facts copies
 /// outgrew their budget, drops the least recently used other clusters. `f` must not call back
 /// into this module.
-pub fn with<T>(cluster: &str, f: impl FnOnce(&mut ClusterState) -> T) -> T {
+pub fn with<T>(cluster: &ClusterId, f: impl FnOnce(&mut ClusterState) -> T) -> T {
     isolate::with(|i| {
         let mut clusters = i.clusters.borrow_mut();
-        let out = f(clusters.get(cluster));
-        clusters.bound(cluster, FACTS_NODE_BUDGET);
+        let out = f(clusters.get(cluster.as_str()));
+        clusters.bound(cluster.as_str(), FACTS_NODE_BUDGET);
         out
     })
 }

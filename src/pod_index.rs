@@ -1,6 +1,8 @@
 //! Which tenant scored a pod, by decision key (pod UID), in KV with an expiry. Needed by the
 //! `bind` verb, whose arguments carry no labels; written after each prioritize response.
 
+use aco_core::cluster::TenantId;
+
 use crate::bindings::Bindings;
 
 /// The KV namespace of the pod → tenant index.
@@ -10,7 +12,7 @@ fn key(decision_key: &str) -> String {
     format!("pod/{decision_key}")
 }
 
-pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &str, ttl_ms: u64) {
+pub async fn remember(bindings: &Bindings, decision_key: &str, tenant: &TenantId, ttl_ms: u64) {
     // KV expirations must be at least 60 s (`kv_put` rounds up).
     if let Err(e) = bindings
         .kv_put(

@@ -1,11 +1,12 @@
 //! The Colony object's internal API: every call is a request type that names its route and its
-//! reply type ([`ColonyCall`]), so the object's router (`object.rs`) and its client
-//! (`client.rs`) cannot disagree on a path or a body. Bodies are the core's
+//! reply type (`crate::object_call::ObjectCall`), so the object's router (`object.rs`) and its
+//! client (`client.rs`) cannot disagree on a path or a body. Bodies are the core's
 //! (`aco_core::colony_store::wire`); the tenant travels once, as the [`ColonyName`] in a header.
 
 use aco_core::api::colony_export::{ExportedState, ImportReply};
 use aco_core::api::pheromones::{PheromoneTableReply, ResetReply};
-use aco_core::cluster::colony_name;
+use aco_core::cluster::{colony_name, ClusterId, TenantId};
+use aco_core::colony_store::wire::{ColonyFailure, FailureBody};
 use aco_core::colony_store::wire::{
     ColonySnapshot, CopyRequest, DecisionBatch, DecisionLookup, DecisionsReply, LookupRequest,
     PlacementsReply, PlacementsRequest, ShadowReply, ShadowRequest,
@@ -13,6 +14,12 @@ use aco_core::colony_store::wire::{
 use aco_core::shadow::ShadowSummary;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use worker::Request;
+
+use crate::clock;
+use crate::http::ApiError;
+use crate::object_call::{object_calls, object_routes, ObjectApi};
+use crate::telemetry;
 
 pub const BINDING: &str = "COLONY";
 /// Class label of the binding counters (`aco_do_rows_written_total{class}`).
@@ -23,69 +30,80 @@ pub const NAME_HEADER: &str = "x-aco-colony";
 /// A tenant's colony in a cluster: names its Durable Object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ColonyName {
-    pub cluster: String,
-    pub tenant: String,
+    pub cluster: ClusterId,
+    pub tenant: TenantId,
 }
 
 impl ColonyName {
-    pub fn new(cluster: &str, tenant: &str) -> Self {
+    pub fn new(cluster: &ClusterId, tenant: &TenantId) -> Self {
         Self {
-            cluster: cluster.to_string(),
-            tenant: tenant.to_string(),
+            cluster: cluster.clone(),
+            tenant: tenant.clone(),
         }
     }
 
     /// The Durable Object's name (the default cluster's are the bare tenant names).
     pub fn object_name(&self) -> String {
-        colony_name(&self.cluster, &self.tenant)
+        colony_name(self.cluster.as_str(), self.tenant.as_str())
     }
 }
 
-/// The object's routes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Copy,
-    Decisions,
-    Placements,
-    Shadow,
-    ShadowSummary,
-    Table,
-    Reset,
-    Lookup,
-    Export,
-    Import,
-}
+object_routes!(Route {
+    Copy => "/copy",
+    Decisions => "/decisions",
+    Placements => "/placements",
+    Shadow => "/shadow",
+    ShadowSummary => "/shadow-summary",
+    Table => "/table",
+    Reset => "/reset",
+    Lookup => "/lookup",
+    Export => "/export",
+    Import => "/import",
+});
 
-const ROUTES: [(Route, &str); 10] = [
-    (Route::Copy, "/copy"),
-    (Route::Decisions, "/decisions"),
-    (Route::Placements, "/placements"),
-    (Route::Shadow, "/shadow"),
-    (Route::ShadowSummary, "/shadow-summary"),
-    (Route::Table, "/table"),
-    (Route::Reset, "/reset"),
-    (Route::Lookup, "/lookup"),
-    (Route::Export, "/export"),
-    (Route::Import, "/import"),
-];
+/// The Colony object's API (`crate::object_call`): the colony's name travels in
+/// [`NAME_HEADER`], each reply in an [`Envelope`] whose report goes to this isolate's telemetry,
+/// a failure is the object's [`FailureBody`] and counted as the colony's.
+pub struct ColonyApi;
 
-impl Route {
-    pub fn path(self) -> &'static str {
-        ROUTES
-            .iter()
-            .find(|(r, _)| *r == self)
-            .map_or("/", |(_, p)| p)
+impl ObjectApi for ColonyApi {
+    const BINDING: &'static str = BINDING;
+    const CLASS: &'static str = CLASS;
+    type Route = Route;
+    const ROUTES: &'static [(Route, &'static str)] = Route::PATHS;
+
+    fn prepare(request: &Request, instance: &str) -> Result<(), worker::Error> {
+        request.headers().set(NAME_HEADER, instance)?;
+        clock::forward(request.headers())
     }
 
-    pub fn parse(path: &str) -> Option<Self> {
-        ROUTES.iter().find(|(_, p)| *p == path).map(|(r, _)| *r)
+    fn read_reply<R: DeserializeOwned>(text: &str) -> serde_json::Result<R> {
+        let envelope: Envelope<R> = serde_json::from_str(text)?;
+        if let Some(report) = envelope.report {
+            telemetry::colony_report(report);
+        }
+        Ok(envelope.reply)
     }
-}
 
-/// A call to the object: POSTed as JSON to `ROUTE`, answered with `Reply` in an [`Envelope`].
-pub trait ColonyCall: Serialize + DeserializeOwned {
-    const ROUTE: Route;
-    type Reply: Serialize + DeserializeOwned;
+    /// A 503 naming the colony, with `colony_failure` set for the failure counters
+    /// (`corrupt_state`, `error`); a body that is not the object's (the runtime's own error
+    /// page) is an `error`.
+    fn failure(instance: &str, status: u16, text: &str) -> ApiError {
+        let reason =
+            serde_json::from_str::<FailureBody>(text).map_or(ColonyFailure::Error, |f| f.reason);
+        let tenant = aco_core::cluster::split_colony_name(instance).1;
+        ApiError {
+            colony_failure: Some(reason),
+            ..ApiError::new(
+                503,
+                format!("colony Durable Object of tenant {tenant:?} answered {status}: {text}"),
+            )
+        }
+    }
+
+    fn unreachable(e: ApiError) -> ApiError {
+        e
+    }
 }
 
 /// Every reply of the object: the route's own, and the colony's report for the Telemetry
@@ -131,64 +149,36 @@ pub struct ImportRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ShadowSummaryRequest {}
 
-impl ColonyCall for CopyRequest {
-    const ROUTE: Route = Route::Copy;
-    type Reply = ColonySnapshot;
-}
-impl ColonyCall for DecisionBatch {
-    const ROUTE: Route = Route::Decisions;
-    type Reply = DecisionsReply;
-}
-impl ColonyCall for PlacementsRequest {
-    const ROUTE: Route = Route::Placements;
-    type Reply = PlacementsReply;
-}
-impl ColonyCall for ShadowRequest {
-    const ROUTE: Route = Route::Shadow;
-    type Reply = ShadowReply;
-}
-impl ColonyCall for ShadowSummaryRequest {
-    const ROUTE: Route = Route::ShadowSummary;
-    type Reply = ShadowSummary;
-}
-impl ColonyCall for TableRequest {
-    const ROUTE: Route = Route::Table;
-    type Reply = PheromoneTableReply;
-}
-impl ColonyCall for ResetRequest {
-    const ROUTE: Route = Route::Reset;
-    type Reply = ResetReply;
-}
-impl ColonyCall for ExportRequest {
-    const ROUTE: Route = Route::Export;
-    type Reply = ExportReply;
-}
-impl ColonyCall for ImportRequest {
-    const ROUTE: Route = Route::Import;
-    type Reply = ImportReply;
-}
-impl ColonyCall for LookupRequest {
-    const ROUTE: Route = Route::Lookup;
-    type Reply = DecisionLookup;
-}
+object_calls!(ColonyApi {
+    CopyRequest => Copy: ColonySnapshot,
+    DecisionBatch => Decisions: DecisionsReply,
+    PlacementsRequest => Placements: PlacementsReply,
+    ShadowRequest => Shadow: ShadowReply,
+    ShadowSummaryRequest => ShadowSummary: ShadowSummary,
+    TableRequest => Table: PheromoneTableReply,
+    ResetRequest => Reset: ResetReply,
+    ExportRequest => Export: ExportReply,
+    ImportRequest => Import: ImportReply,
+    LookupRequest => Lookup: DecisionLookup,
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aco_core::cluster::DEFAULT_CLUSTER;
 
     #[test]
     fn every_route_has_one_path_and_parses_back() {
-        for (route, path) in ROUTES {
-            assert_eq!(route.path(), path);
-            assert_eq!(Route::parse(path), Some(route));
-        }
-        assert_eq!(Route::parse("/nope"), None);
+        crate::object_call::tests::routes_round_trip::<ColonyApi>();
     }
 
     #[test]
     fn colony_names_name_their_objects() {
-        assert_eq!(ColonyName::new("eu-1", "ml").object_name(), "eu-1/ml");
-        assert_eq!(ColonyName::new(DEFAULT_CLUSTER, "ml").object_name(), "ml");
+        let ml = TenantId::parse("ml").unwrap();
+        let eu = ClusterId::parse("eu-1").unwrap();
+        assert_eq!(ColonyName::new(&eu, &ml).object_name(), "eu-1/ml");
+        assert_eq!(
+            ColonyName::new(&ClusterId::default_cluster(), &ml).object_name(),
+            "ml"
+        );
     }
 }

@@ -2,66 +2,26 @@
 //! tenant's colony, and the decision traffic that follows prioritize goes through here.
 
 use aco_core::colony_store::wire::{
-    ColonyFailure, ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply, FailureBody,
+    ColonyFailure, ColonySnapshot, CopyRequest, DecisionBatch, DecisionsReply,
 };
 use aco_core::metrics;
-use worker::{Method, Request, RequestInit};
 
-use super::api::{ColonyCall, ColonyName, Envelope, BINDING, CLASS, NAME_HEADER};
+use super::api::{ColonyApi, ColonyName};
 use super::{copy, queue};
 use crate::bindings::Bindings;
 use crate::clock;
 use crate::http::ApiError;
+use crate::object_call::{self, ObjectCall};
 use crate::telemetry;
 
 /// Sends `req` to the colony and decodes its reply. A non-200 is a 503 naming the colony, with
 /// `colony_failure` set for the failure counters (`corrupt_state`, `error`, `unreachable`).
-pub async fn call<C: ColonyCall>(
+pub async fn call<C: ObjectCall<Api = ColonyApi>>(
     bindings: &Bindings,
     colony: &ColonyName,
     req: &C,
 ) -> Result<C::Reply, ApiError> {
-    let unreachable = |e: worker::Error| ApiError {
-        colony_failure: Some(ColonyFailure::Unreachable),
-        ..ApiError::unavailable("colony Durable Object", e)
-    };
-    let json = serde_json::to_string(req)
-        .map_err(|e| ApiError::unavailable("serialising colony request", e))?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(json.into()));
-    let request = Request::new_with_init(&format!("https://colony{}", C::ROUTE.path()), &init)
-        .map_err(unreachable)?;
-    let name = colony.object_name();
-    request
-        .headers()
-        .set(NAME_HEADER, &name)
-        .map_err(unreachable)?;
-    clock::forward(request.headers()).map_err(unreachable)?;
-    let mut resp = bindings.do_fetch(BINDING, CLASS, &name, request).await?;
-    let text = resp.text().await.map_err(unreachable)?;
-    if resp.status_code() != 200 {
-        // A body that is not the object's (the runtime's own error page) is an error.
-        let reason =
-            serde_json::from_str::<FailureBody>(&text).map_or(ColonyFailure::Error, |f| f.reason);
-        let e = ApiError::new(
-            503,
-            format!(
-                "colony Durable Object of tenant {:?} answered {}: {text}",
-                colony.tenant,
-                resp.status_code()
-            ),
-        );
-        return Err(ApiError {
-            colony_failure: Some(reason),
-            ..e
-        });
-    }
-    let envelope: Envelope<C::Reply> =
-        serde_json::from_str(&text).map_err(|e| ApiError::unavailable("colony reply", e))?;
-    if let Some(report) = envelope.report {
-        telemetry::colony_report(report);
-    }
-    Ok(envelope.reply)
+    object_call::call(bindings, &colony.object_name(), req).await
 }
 
 /// Fetches the colony for this isolate's copy (prioritize without a fresh copy, shadow mode).

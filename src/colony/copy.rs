@@ -25,14 +25,14 @@ pub fn with_fresh<T>(
     pipeline::with(&colony.cluster, |s| {
         s.pipeline
             .colonies()
-            .with_fresh(&colony.tenant, now_ms, max_age_ms, f)
+            .with_fresh(colony.tenant.as_str(), now_ms, max_age_ms, f)
     })
 }
 
 /// Drops the tenant's copy (its colony was reset).
 pub fn forget(colony: &ColonyName) {
     pipeline::with(&colony.cluster, |s| {
-        s.pipeline.colonies().forget(&colony.tenant)
+        s.pipeline.colonies().forget(colony.tenant.as_str())
     });
 }
 
@@ -41,10 +41,10 @@ pub fn forget(colony: &ColonyName) {
 pub fn refresh(colony: &ColonyName, version: u64, snapshot: Option<ColonySnapshot>, now_ms: u64) {
     pipeline::with_all(|clusters| {
         let Some(s) = snapshot else {
-            if let Some(c) = clusters.get_mut(&colony.cluster) {
+            if let Some(c) = clusters.get_mut(colony.cluster.as_str()) {
                 c.pipeline
                     .colonies()
-                    .confirm(&colony.tenant, version, now_ms);
+                    .confirm(colony.tenant.as_str(), version, now_ms);
             }
             return;
         };
@@ -57,7 +57,7 @@ pub fn refresh(colony: &ColonyName, version: u64, snapshot: Option<ColonySnapsho
             .values()
             .map(|c| c.pipeline.colonies_ref().len())
             .sum();
-        if !held(&colony.cluster, &colony.tenant) && total >= MAX_TENANTS {
+        if !held(colony.cluster.as_str(), colony.tenant.as_str()) && total >= MAX_TENANTS {
             let oldest = clusters
                 .iter()
                 .filter_map(|(cluster, c)| {
@@ -72,17 +72,17 @@ pub fn refresh(colony: &ColonyName, version: u64, snapshot: Option<ColonySnapsho
             }
         }
         clusters
-            .entry(colony.cluster.clone())
+            .entry(colony.cluster.to_string())
             .or_default()
             .pipeline
             .colonies()
-            .install(&colony.tenant, s.version, s.colony, now_ms);
+            .install(colony.tenant.as_str(), s.version, s.colony, now_ms);
     })
 }
 
 /// The version of this isolate's copy of the colony, if it holds one.
 pub fn version_of(colony: &ColonyName) -> Option<u64> {
     pipeline::with(&colony.cluster, |s| {
-        s.pipeline.colonies_ref().version_of(&colony.tenant)
+        s.pipeline.colonies_ref().version_of(colony.tenant.as_str())
     })
 }

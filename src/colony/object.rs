@@ -33,8 +33,7 @@ use aco_core::colony_store::wire::{
 };
 use aco_core::colony_store::ColonyStore;
 use aco_core::config::Config;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use worker::{
     durable_object, DurableObject, Env, Request, Response, SqlStorage, SqlStorageValue, State,
 };
@@ -43,13 +42,14 @@ use aco_core::colony_store::ReportKey;
 use aco_core::telemetry::StampedReport;
 
 use super::api::{
-    ExportReply, ExportRequest, ImportRequest, ResetRequest, Route, ShadowSummaryRequest,
-    TableRequest, NAME_HEADER,
+    ColonyApi, ExportReply, ExportRequest, ImportRequest, ResetRequest, Route,
+    ShadowSummaryRequest, TableRequest, NAME_HEADER,
 };
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::clock;
 use crate::env_config;
 use crate::http::json_response;
+use crate::object_call::{self, Incoming, ObjectCall};
 use crate::sql_transaction::run_in_transaction;
 
 /// Prefix of the error a colony answers when its stored state does not parse.
@@ -379,23 +379,23 @@ impl Colony {
         Ok(out)
     }
 
-    async fn route(&self, route: Route, tenant: &str, body: &str) -> Result<String> {
+    async fn route(&self, incoming: &Incoming<ColonyApi>, tenant: &str) -> Result<String> {
         self.ensure_schema()?;
         let config = self.config()?;
         let config = config.as_ref();
-        fn parse<T: DeserializeOwned>(body: &str) -> Result<T> {
-            serde_json::from_str(body).map_err(|e| failure(format!("colony request: {e}")))
+        fn parse<C: ObjectCall<Api = ColonyApi>>(incoming: &Incoming<ColonyApi>) -> Result<C> {
+            incoming.call().map_err(failure)
         }
-        fn reply<T: Serialize>(value: &T) -> Result<String> {
-            serde_json::to_string(value).map_err(failure)
+        fn reply<C: ObjectCall>(value: &C::Reply) -> Result<String> {
+            object_call::reply::<C>(value).map_err(failure)
         }
-        match route {
+        match incoming.route {
             Route::Copy => {
-                let _: CopyRequest = parse(body)?;
-                reply(&self.with_store(config, |s| s.copy())?)
+                parse::<CopyRequest>(incoming)?;
+                reply::<CopyRequest>(&self.with_store(config, |s| s.copy())?)
             }
             Route::Decisions => {
-                let batch: DecisionBatch = parse(body)?;
+                let batch: DecisionBatch = parse(incoming)?;
                 let due = self.with_store(config, |s| {
                     s.name_tenant(tenant, batch.now_ms);
                     let dropped = s.record_decisions(batch.decisions, true, batch.now_ms, config);
@@ -413,10 +413,10 @@ impl Colony {
                     durability: s.durability(),
                     dropped,
                 })?;
-                reply(&out)
+                reply::<DecisionBatch>(&out)
             }
             Route::Placements => {
-                let req: PlacementsRequest = parse(body)?;
+                let req: PlacementsRequest = parse(incoming)?;
                 let mut out = self.with_store(config, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     let mut dropped = s.record_decisions(req.decisions, true, req.now_ms, config);
@@ -437,39 +437,41 @@ impl Colony {
                         .filter(|v| *v != s.version())
                         .map(|_| s.copy());
                 })?;
-                reply(&out)
+                reply::<PlacementsRequest>(&out)
             }
             Route::Shadow => {
-                let req: ShadowRequest = parse(body)?;
+                let req: ShadowRequest = parse(incoming)?;
                 let out = self.with_store(config, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.shadow(&req.items, req.now_ms, config)
                 })?;
                 self.commit(config, false)?;
-                reply(&out)
+                reply::<ShadowRequest>(&out)
             }
             Route::ShadowSummary => {
-                let _: ShadowSummaryRequest = parse(body)?;
-                reply(&self.with_store(config, |s| s.meta().shadow.clone())?)
+                parse::<ShadowSummaryRequest>(incoming)?;
+                reply::<ShadowSummaryRequest>(
+                    &self.with_store(config, |s| s.meta().shadow.clone())?,
+                )
             }
             Route::Lookup => {
-                let req: LookupRequest = parse(body)?;
-                reply(&self.lookup(config, &req)?)
+                let req: LookupRequest = parse(incoming)?;
+                reply::<LookupRequest>(&self.lookup(config, &req)?)
             }
             Route::Table => {
-                let req: TableRequest = parse(body)?;
-                reply(&self.with_store(config, |s| s.table(req.now_ms, config))?)
+                let req: TableRequest = parse(incoming)?;
+                reply::<TableRequest>(&self.with_store(config, |s| s.table(req.now_ms, config))?)
             }
             Route::Export => {
-                let _: ExportRequest = parse(body)?;
-                reply(&self.with_store(config, |s| ExportReply {
+                parse::<ExportRequest>(incoming)?;
+                reply::<ExportRequest>(&self.with_store(config, |s| ExportReply {
                     version: s.version(),
                     state: s.export(),
                 })?)
             }
             Route::Import => {
                 // Checked whole by the Worker (`api::colony_export`) before it was sent.
-                let req: ImportRequest = parse(body)?;
+                let req: ImportRequest = parse(incoming)?;
                 let trails = req.state.colony.pheromones.trails.len() as u64;
                 let changed = self.with_store(config, |s| {
                     s.name_tenant(tenant, req.now_ms);
@@ -478,14 +480,14 @@ impl Colony {
                 // One transaction: on failure nothing is written and the store is reloaded.
                 self.commit(config, false)?;
                 let version = self.with_store(config, |s| s.version())?;
-                reply(&ImportReply {
+                reply::<ImportRequest>(&ImportReply {
                     changed,
                     version,
                     trails,
                 })
             }
             Route::Reset => {
-                let req: ResetRequest = parse(body)?;
+                let req: ResetRequest = parse(incoming)?;
                 if self.store.borrow().is_none() {
                     if let Err(e) = self.with_store(config, |_| ()) {
                         // Unreadable state: the reset is what repairs it, so it starts over.
@@ -505,7 +507,7 @@ impl Colony {
                     s.version()
                 })?;
                 self.commit(config, false)?;
-                reply(&ResetReply {
+                reply::<ResetRequest>(&ResetReply {
                     reset: true,
                     version,
                 })
@@ -542,11 +544,9 @@ impl DurableObject for Colony {
         let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
         let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();
         let request_id = crate::log::forwarded_id(&req);
-        let path = req.path();
-        let body = req.text().await?;
-        let result = match Route::parse(&path) {
-            Some(route) => self.route(route, &tenant, &body).await,
-            None => Err(failure(format!("unknown colony route {path}"))),
+        let result = match Incoming::<ColonyApi>::read(&mut req).await {
+            Ok(incoming) => self.route(&incoming, &tenant).await,
+            Err(e) => Err(Failure::Other(e)),
         };
         let resp = match result.and_then(|text| self.envelope(&name, text)) {
             Ok(text) => crate::http::text_response(200, text, "application/json"),

@@ -25,22 +25,23 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use aco_core::api::error::ErrorBody;
 use aco_core::api::nodes::NodesReply;
+use aco_core::cluster::ClusterId;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
-use worker::{Method, Request, RequestInit};
+use aco_core::facts_wire::{FactsVersion, NodeRequest, PutNodes, SnapshotRequest};
+use serde_json::value::RawValue;
 
 use crate::bindings::Bindings;
-use crate::facts::{self, SnapshotReply};
 use crate::http::ApiError;
+use crate::object_call;
 use crate::pipeline;
 
 /// Brings `cluster`'s facts copy up to date first when it is older than `cache_ms`; the verbs
 /// then read it in place through the cluster's pipeline (`crate::pipeline`).
 pub async fn load(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<(), ApiError> {
@@ -59,7 +60,7 @@ pub async fn load(
 /// candidate list): the same copy and the same single refresh request as [`load`].
 pub async fn load_all(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<HashMap<String, NodeFacts>, ApiError> {
@@ -76,21 +77,13 @@ pub async fn load_all(
 /// Brings this isolate's copy up to date with one request to the cluster's Facts object.
 async fn refresh(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     now_ms: u64,
     config: &Rc<Config>,
 ) -> Result<(), ApiError> {
     let (version, generation) = pipeline::with(cluster, |s| (s.facts_version, s.generation));
-    let path = match version {
-        Some((instance, seq)) => format!("/snapshot?instance={instance}&seq={seq}"),
-        None => "/snapshot".to_string(),
-    };
-    let (status, text) = call(bindings, cluster, Method::Get, &path, None).await?;
-    if status != 200 {
-        return Err(refused(status, &text));
-    }
-    let reply: SnapshotReply<NodeFacts> =
-        serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts snapshot", e))?;
+    let since = version.map(|(instance, seq)| FactsVersion { instance, seq });
+    let reply = object_call::call(bindings, cluster.as_str(), &SnapshotRequest { since }).await?;
     pipeline::with(cluster, |s| {
         let newer = match s.facts_version {
             Some((instance, seq)) => reply.instance != instance || reply.seq > seq,
@@ -122,89 +115,31 @@ async fn refresh(
 /// and answers 4xx naming the field) in one request, and marks this isolate's copy stale.
 pub async fn put(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     batch: String,
     now_ms: u64,
 ) -> Result<NodesReply, ApiError> {
-    let (status, text) = call(
-        bindings,
-        cluster,
-        Method::Put,
-        &format!("/nodes?now={now_ms}"),
-        Some(batch),
-    )
-    .await?;
+    // Only that it is JSON is checked here (it travels inside the request's JSON); what it
+    // says, the object reads once.
+    let batch = RawValue::from_string(batch)
+        .map_err(|e| ApiError::new(400, format!("invalid node facts batch: {e}")))?;
+    let sent = object_call::call(bindings, cluster.as_str(), &PutNodes { now_ms, batch }).await;
     // Even a refused batch may have raced a write by another request: re-read either way.
     pipeline::with(cluster, |s| {
         s.fetched_at_ms = None;
         s.generation += 1;
     });
-    if status != 200 {
-        return Err(refused(status, &text));
-    }
-    serde_json::from_str(&text).map_err(|e| ApiError::unavailable("facts reply", e))
+    sent
 }
 
 /// The authoritative record of one node (from the Facts object, not this isolate's copy).
 pub async fn get(
     bindings: &Bindings,
-    cluster: &str,
+    cluster: &ClusterId,
     name: &str,
 ) -> Result<Option<NodeFacts>, ApiError> {
-    let (status, text) = call(
-        bindings,
-        cluster,
-        Method::Get,
-        &format!("/nodes/{name}"),
-        None,
-    )
-    .await?;
-    match status {
-        200 => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| ApiError::unavailable("facts reply", e)),
-        404 => Ok(None),
-        _ => Err(refused(status, &text)),
-    }
-}
-
-/// A non-200 reply: the object's 4xx (a bad batch) is the client's, anything else ours (503).
-fn refused(status: u16, text: &str) -> ApiError {
-    match ErrorBody::parse(text) {
-        Some(r) if (400..500).contains(&status) => ApiError {
-            field: r.field,
-            ..ApiError::new(status, r.error)
-        },
-        _ => ApiError::new(
-            503,
-            format!("facts Durable Object answered {status}: {text}"),
-        ),
-    }
-}
-
-async fn call(
-    bindings: &Bindings,
-    cluster: &str,
-    method: Method,
-    path: &str,
-    body: Option<String>,
-) -> Result<(u16, String), ApiError> {
-    // `Bindings::do_fetch` labels failures as a colony's; facts are not a colony.
-    let unavailable = |e: worker::Error| ApiError::unavailable("facts Durable Object", e);
-    let mut init = RequestInit::new();
-    init.with_method(method);
-    if let Some(b) = body {
-        init.with_body(Some(b.into()));
-    }
-    let req =
-        Request::new_with_init(&format!("https://facts{path}"), &init).map_err(unavailable)?;
-    let mut resp = bindings
-        .do_fetch(facts::BINDING, facts::CLASS, cluster, req)
-        .await
-        .map_err(|e| ApiError {
-            colony_failure: None,
-            ..e
-        })?;
-    let text = resp.text().await.map_err(unavailable)?;
-    Ok((resp.status_code(), text))
+    let request = NodeRequest {
+        name: name.to_string(),
+    };
+    object_call::call(bindings, cluster.as_str(), &request).await
 }

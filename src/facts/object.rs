@@ -13,11 +13,11 @@
 //! transaction (`transactionSync`), and only then applied to memory: a failed request changes
 //! nothing. Every reply carries `x-aco-rows-written`, the SQLite rows the request wrote.
 //!
-//! Internal API, used only by `facts_store`:
-//! `PUT /nodes?now=<ms>` (body: the `PUT /v1/nodes` batch as received), `GET /nodes/<name>`,
-//! `GET /snapshot?instance=<id>&seq=<n>` (shards rewritten since `seq` of this instance, or all,
-//! and the spot pools' history). The spot pools (`aco_core::heuristic::spot_risk::SpotPools`)
-//! are kept in one more row of the same table, id `POOLS_ROW`.
+//! Internal API (`api.rs`, used only by `client.rs`): `/nodes` (`PutNodes`: the `PUT /v1/nodes`
+//! batch as received), `/node` (one node's record), `/snapshot` (shards rewritten since the
+//! reader's version of this instance, or all, and the spot pools' history). The spot pools
+//! (`aco_core::heuristic::spot_risk::SpotPools`) are kept in one more row of the same table, id
+//! `POOLS_ROW`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -27,51 +27,20 @@ use aco_core::api::nodes::{NodesBatch, NodesReply};
 use aco_core::facts_shards::{
     decode_pools, decode_shard, stamp_lag_ms, FactsTable, POOLS_ROW, SHARDS,
 };
+use aco_core::facts_wire::{write_snapshot, FactsVersion, NodeRequest, PutNodes, SnapshotRequest};
 use aco_core::heuristic::spot_risk::SpotPools;
 use serde::{Deserialize, Serialize};
 use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage,
-    SqlStorageValue, State,
+    durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue,
+    State,
 };
 
+use super::api::{FactsApi, Route};
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::env_config;
 use crate::http::text_response;
+use crate::object_call::{self, Incoming, ObjectCall};
 use crate::sql_transaction::run_in_transaction;
-
-pub const BINDING: &str = "FACTS";
-/// Class label of the binding counters (`aco_do_rows_written_total{class}`).
-pub const CLASS: &str = "Facts";
-
-/// One shard as served to readers.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ShardView<F> {
-    pub id: usize,
-    pub nodes: Vec<F>,
-}
-
-/// Reply to `GET /snapshot`. `full`: every shard is listed (the reader drops what it had).
-/// `pools`: every spot pool's exposure and reclamations, always whole (a few hundred bytes).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SnapshotReply<F> {
-    pub instance: u64,
-    pub seq: u64,
-    pub full: bool,
-    #[serde(default)]
-    pub pools: SpotPools,
-    pub shards: Vec<ShardView<F>>,
-}
-
-#[derive(Deserialize)]
-struct SnapshotQuery {
-    instance: Option<u64>,
-    seq: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct NowQuery {
-    now: Option<u64>,
-}
 
 #[derive(Deserialize)]
 struct ShardRow {
@@ -94,7 +63,18 @@ struct Reply {
     rows_written: u64,
 }
 
-fn reply<T: Serialize>(status: u16, value: &T, rows_written: u64) -> Reply {
+fn reply<C: ObjectCall>(value: &C::Reply, rows_written: u64) -> Reply {
+    match object_call::reply::<C>(value) {
+        Ok(body) => Reply {
+            status: 200,
+            body,
+            rows_written,
+        },
+        Err(e) => refuse(503, None, format!("serialisation failed: {e}")),
+    }
+}
+
+fn json<T: Serialize>(status: u16, value: &T, rows_written: u64) -> Reply {
     let body = serde_json::to_string(value)
         .unwrap_or_else(|e| format!(r#"{{"error":"serialisation failed: {e}"}}"#));
     Reply {
@@ -105,7 +85,7 @@ fn reply<T: Serialize>(status: u16, value: &T, rows_written: u64) -> Reply {
 }
 
 fn refuse(status: u16, field: Option<&str>, message: String) -> Reply {
-    reply(
+    json(
         status,
         &serde_json::json!({"error": message, "field": field}),
         0,
@@ -225,8 +205,7 @@ impl Facts {
         if !rows.is_empty() {
             self.misplaced.borrow_mut().clear();
         }
-        Ok(reply(
-            200,
+        Ok(reply::<PutNodes>(
             &NodesReply {
                 stored,
                 forgotten,
@@ -256,60 +235,50 @@ impl Facts {
     }
 
     fn get(&self, name: &str) -> Result<Reply> {
-        self.with_table(|t| match t.get(name) {
-            Some(facts) => reply(200, facts, 0),
-            None => refuse(
-                404,
-                Some("name"),
-                format!("no facts stored for node {name:?}"),
-            ),
-        })
+        self.with_table(|t| reply::<NodeRequest>(&t.get(name).cloned(), 0))
     }
 
-    /// The shards changed since the reader's version, as [`SnapshotReply`] JSON. A shard's JSON
+    /// The shards changed since the reader's version, as `SnapshotReply` JSON. A shard's JSON
     /// is encoded once per change and kept (`encoded`), not per request: busy isolates each ask
     /// every `FACTS_CACHE_MS`, and re-serialising 5,000 nodes per request was most of its cost.
-    fn snapshot(&self, query: SnapshotQuery) -> Result<Reply> {
-        let since = match query {
-            SnapshotQuery {
-                instance: Some(i),
-                seq: Some(seq),
-            } if i == self.instance => Some(seq),
-            _ => None,
-        };
+    fn snapshot(&self, request: SnapshotRequest) -> Result<Reply> {
+        let since = request
+            .since
+            .filter(|v| v.instance == self.instance)
+            .map(|v| v.seq);
         self.with_table(|t| {
             let mut encoded = self.encoded.borrow_mut();
             encoded.resize(SHARDS, None);
-            let pools = serde_json::to_string(t.pools()).unwrap_or_else(|_| "{}".into());
-            let mut body = format!(
-                r#"{{"instance":{},"seq":{},"full":{},"pools":{pools},"shards":["#,
-                self.instance,
-                t.seq(),
-                since.is_none()
-            );
-            for (i, (id, nodes)) in t.changed_since(since).into_iter().enumerate() {
-                let seq = t.shard_seq(id);
-                let text = match &encoded[id] {
-                    Some((at, text)) if *at == seq => text.clone(),
-                    _ => {
-                        let text: Rc<str> = serde_json::to_string(&nodes)
-                            .unwrap_or_else(|_| "[]".into())
-                            .into();
-                        encoded[id] = Some((seq, text.clone()));
-                        text
-                    }
-                };
-                if i > 0 {
-                    body.push(',');
-                }
-                body.push_str(&format!(r#"{{"id":{id},"nodes":"#));
-                body.push_str(&text);
-                body.push('}');
-            }
-            body.push_str("]}");
+            let shards: Vec<(usize, Rc<str>)> = t
+                .changed_since(since)
+                .into_iter()
+                .map(|(id, nodes)| {
+                    let seq = t.shard_seq(id);
+                    let text = match &encoded[id] {
+                        Some((at, text)) if *at == seq => text.clone(),
+                        _ => {
+                            let text: Rc<str> = serde_json::to_string(&nodes)
+                                .unwrap_or_else(|_| "[]".into())
+                                .into();
+                            encoded[id] = Some((seq, text.clone()));
+                            text
+                        }
+                    };
+                    (id, text)
+                })
+                .collect();
+            let version = FactsVersion {
+                instance: self.instance,
+                seq: t.seq(),
+            };
             Reply {
                 status: 200,
-                body,
+                body: write_snapshot(
+                    version,
+                    since.is_none(),
+                    t.pools(),
+                    shards.iter().map(|(id, text)| (*id, &**text)),
+                ),
                 rows_written: 0,
             }
         })
@@ -317,19 +286,18 @@ impl Facts {
 
     async fn route(&self, mut req: Request) -> Result<Reply> {
         self.ensure_schema()?;
-        let path = req.path();
-        match (req.method(), path.as_str()) {
-            (Method::Put, "/nodes") => {
-                let now = req
-                    .query::<NowQuery>()?
-                    .now
-                    .unwrap_or_else(|| worker::Date::now().as_millis());
-                let body = req.text().await?;
-                self.put(&body, now)
+        let incoming = Incoming::<FactsApi>::read(&mut req).await?;
+        let bad = |e: String| sql_error(e);
+        match incoming.route {
+            Route::Put => {
+                let put: PutNodes = incoming.call().map_err(bad)?;
+                self.put(put.batch.get(), put.now_ms)
             }
-            (Method::Get, "/snapshot") => self.snapshot(req.query()?),
-            (Method::Get, p) if p.starts_with("/nodes/") => self.get(&p["/nodes/".len()..]),
-            _ => Ok(refuse(404, None, "unknown facts route".into())),
+            Route::Node => {
+                let node: NodeRequest = incoming.call().map_err(bad)?;
+                self.get(&node.name)
+            }
+            Route::Snapshot => self.snapshot(incoming.call().map_err(bad)?),
         }
     }
 }

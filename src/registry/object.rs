@@ -3,25 +3,20 @@
 //! admission writes its one row before it is applied to memory, so a failed request admits
 //! nothing. Every reply carries `x-aco-rows-written`.
 //!
-//! Internal API, used only by `client.rs`: `POST /admit` (`AdmitRequest` → `AdmitReply`),
-//! `GET /names?kind=<cluster|colony>&after=<name>&limit=<n>` (→ `Page`), and with
-//! `kind=colony&cluster=<id>` the tenants of one cluster (`after` a tenant).
+//! Internal API (`api.rs`, used only by `client.rs`): `/admit` (`AdmitRequest` → `AdmitReply`),
+//! `/names` (`PageRequest` → `Page`: names of a kind, or the tenants of one cluster).
 
 use std::cell::RefCell;
 
-use aco_core::registry::{self, AdmitRequest, NameKind, Verdict};
+use aco_core::registry::{self, AdmitRequest, PageRequest, Verdict};
 use serde::Deserialize;
-use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State,
-};
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
+use super::api::{RegistryApi, Route};
 use crate::bindings::ROWS_WRITTEN_HEADER;
 use crate::env_config;
 use crate::http::{json_response, text_response};
-
-pub const BINDING: &str = "REGISTRY";
-pub const CLASS: &str = "Registry";
-pub const INSTANCE: &str = "global";
+use crate::object_call::{self, Incoming};
 
 #[durable_object]
 pub struct Registry {
@@ -77,18 +72,15 @@ impl Registry {
             self.with_names(|n| n.commit(request.kind, &request.name))?;
         }
         let reply = self.with_names(|n| n.reply(request.kind, verdict, limits))?;
-        let resp = json_response(200, &reply);
+        let resp = text_json(object_call::reply::<AdmitRequest>(&reply))?;
         resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
         Ok(resp)
     }
 }
 
-#[derive(Deserialize)]
-struct PageQuery {
-    kind: String,
-    after: Option<String>,
-    limit: Option<usize>,
-    cluster: Option<String>,
+fn text_json(body: serde_json::Result<String>) -> Result<Response> {
+    let body = body.map_err(|e| worker::Error::RustError(e.to_string()))?;
+    Ok(text_response(200, body, "application/json"))
 }
 
 impl DurableObject for Registry {
@@ -101,29 +93,22 @@ impl DurableObject for Registry {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        match (req.method(), req.path().as_str()) {
-            (Method::Post, "/admit") => {
-                let request: AdmitRequest = req.json().await?;
-                self.admit(&request)
-            }
-            (Method::Get, "/names") => {
-                let query: PageQuery = req.query()?;
-                let Some(kind) = NameKind::parse(&query.kind) else {
-                    return Ok(text_response(400, "unknown kind".into(), "text/plain"));
-                };
-                let limit = query.limit.unwrap_or(registry::PAGE_LIMIT);
-                let after = query.after.as_deref();
-                let page = self.with_names(|n| match (kind, &query.cluster) {
-                    (NameKind::Colony, Some(cluster)) => n.tenants(cluster, after, limit),
-                    _ => n.page(kind, after, limit),
-                })?;
-                Ok(json_response(200, &page))
-            }
-            _ => Ok(text_response(
-                404,
-                "unknown registry route".into(),
-                "text/plain",
-            )),
+        let incoming = match Incoming::<RegistryApi>::read(&mut req).await {
+            Ok(incoming) => incoming,
+            Err(e) => return Ok(text_response(404, e.to_string(), "text/plain")),
+        };
+        let bad = |e: String| Ok(text_response(400, e, "text/plain"));
+        match incoming.route {
+            Route::Admit => match incoming.call::<AdmitRequest>() {
+                Ok(request) => self.admit(&request),
+                Err(e) => bad(e),
+            },
+            Route::Names => match incoming.call::<PageRequest>() {
+                Ok(request) => text_json(object_call::reply::<PageRequest>(
+                    &self.with_names(|n| n.answer(&request))?,
+                )),
+                Err(e) => bad(e),
+            },
         }
     }
 }

@@ -4,6 +4,7 @@
 //! names nor pods labelled with them can grow the colonies, their storage or `/metrics` beyond
 //! the bound. Tenants beyond it are counted together under `tenant="other"`.
 
+use aco_core::cluster::TenantId;
 use aco_core::metrics;
 use aco_core::registry::NameKind;
 
@@ -24,10 +25,10 @@ pub enum TenantAdmission {
 /// Registry did not answer.
 pub async fn admit_tenant(
     call: &mut Call,
-    tenant: &str,
+    tenant: &TenantId,
     verb: &str,
 ) -> Result<TenantAdmission, ApiError> {
-    if !call.config.tenant_allowed(tenant) {
+    if !call.config.tenant_allowed(tenant.as_str()) {
         return Ok(TenantAdmission::NotAllowed);
     }
     let colony = ColonyName::new(&call.cluster, tenant);
@@ -55,7 +56,7 @@ pub fn count_overflow(call: &mut Call, verb: &str, requests: u64) {
 /// `tenant` (not allowed, or beyond `MAX_COLONIES`).
 pub async fn admitted_colony(
     call: &mut Call,
-    tenant: &str,
+    tenant: &TenantId,
     verb: &str,
 ) -> Result<ColonyName, ApiError> {
     match admit_tenant(call, tenant, verb).await? {
@@ -69,7 +70,7 @@ pub async fn admitted_colony(
     }
 }
 
-pub fn over_limit(call: &Call, tenant: &str) -> ApiError {
+pub fn over_limit(call: &Call, tenant: &TenantId) -> ApiError {
     ApiError::field(
         404,
         "tenant",

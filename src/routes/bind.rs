@@ -7,7 +7,7 @@
 //! `BIND_INDEX=true`, else it is the pod's namespace (a pod scored under a label-chosen tenant is
 //! then not found there: counted as unknown, nothing deposited).
 
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use aco_core::colony_store::wire::PlacementItem;
 use aco_core::facts::validate_node_name;
 use aco_core::metrics;
@@ -30,9 +30,11 @@ pub async fn bind(call: &mut Call) -> Handled {
     let tenant = if call.config.bind_index {
         pod_index::tenant_of(&call.bindings, &key).await
     } else {
-        Some(args.pod_namespace.clone()).filter(|ns| validate_tenant(ns).is_ok())
+        Some(args.pod_namespace.clone())
     }
-    .filter(|t| call.config.tenant_allowed(t));
+    // Where the tenant enters (the index's stored value, or the namespace kube-scheduler sent).
+    .and_then(|t| TenantId::parse(&t).ok())
+    .filter(|t| call.config.tenant_allowed(t.as_str()));
     match tenant {
         Some(tenant) => {
             deliver(

@@ -6,7 +6,7 @@
 //! newest `CONFIRMED_EXPLANATIONS_MAX` pods of the tenant (`colony_store::explained`). Bounded:
 //! `DECISION_KEEP_TOP` candidates and `FILTER_REJECTIONS_KEPT` rejected nodes.
 
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::LookupRequest;
 
@@ -16,9 +16,8 @@ use crate::auth::require_admin;
 use crate::colony::client;
 use crate::http::{json_response, ApiError};
 
-pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
+pub async fn decision(call: &mut Call, tenant: &TenantId, key: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     validate_pod_key(key).map_err(|m| ApiError::field(400, "podUid", m))?;
     let colony = admitted_colony(call, tenant, "decision").await?;
     // Read your writes: a decision this isolate scored from its copy may not have reached the
@@ -34,8 +33,11 @@ pub async fn decision(call: &mut Call, tenant: &str, key: &str) -> Handled {
     )
     .await?;
     match (lookup.decision, lookup.explained, lookup.confirmed) {
-        (Some(decision), ..) => Ok(json_response(200, &decision.explain(key, tenant))),
-        (None, Some(explained), _) => Ok(json_response(200, &explained.explain(tenant))),
+        (Some(decision), ..) => Ok(json_response(
+            200,
+            &decision.explain(key, tenant.as_str()),
+        )),
+        (None, Some(explained), _) => Ok(json_response(200, &explained.explain(tenant.as_str()))),
         (None, None, Some(c)) => Err(ApiError {
             detail: Some(serde_json::json!({"confirmed": {"node": c.node, "confirmedMs": c.confirmed_ms}})),
             ..ApiError::field(

@@ -1,5 +1,6 @@
 //! The kube-scheduler extender verbs `filter` and `prioritize`.
 
+use aco_core::cluster::TenantId;
 use aco_core::colony::Prioritized;
 use aco_core::colony_store::wire::{ColonyFailure, DecisionRecord};
 use aco_core::config::Config;
@@ -72,7 +73,7 @@ pub async fn filter(call: &mut Call) -> Handled {
     // For the explanation of this pod's decision: prioritize never sees the rejected nodes.
     isolate::with(|i| {
         i.filter_memory.borrow_mut().remember(
-            &call.cluster,
+            call.cluster.as_str(),
             &streamed.pod.decision_key(),
             call.now_ms,
             std::mem::take(&mut outcome.rejections),
@@ -107,7 +108,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let filter_reasons = isolate::with(|i| {
         i.filter_memory
             .borrow_mut()
-            .take(&call.cluster, &input.demand.key, call.now_ms)
+            .take(call.cluster.as_str(), &input.demand.key, call.now_ms)
     });
     call.event.count(
         &metrics::STALE_NODE_FACTS,
@@ -121,8 +122,10 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     // here rather than stored.
     aco_core::colony_store::validate_pod_key(&input.demand.key)
         .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
-    let tenant = input.demand.tenant.clone();
-    call.tenant = Some(tenant.clone());
+    // Valid by `tenant_of` when the demand was read; typed here, where the colony is named.
+    let tenant = TenantId::parse(&input.demand.tenant)
+        .map_err(|m| ApiError::field(400, "Pod.metadata.labels", m))?;
+    call.tenant = Some(tenant.to_string());
     let mut rng = SmallRng::seed_from_u64(getrandom::u64().unwrap_or(call.now_ms));
     // η alone always answers; the pipeline then assumes the pod on its top like any answer.
     let eta_alone = |call: &Call, rng: &mut SmallRng| {
@@ -176,7 +179,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     // otherwise one, to fetch the colony first. The decision is sent after the response either
     // way.
     let fresh = |max_age_ms| ColonySource::Fresh {
-        tenant: &colony.tenant,
+        tenant: colony.tenant.as_str(),
         max_age_ms,
     };
     let mut local = answer(
@@ -200,7 +203,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
                 );
                 crate::log::error("prioritize", Some(&call.bindings.request_id), &message);
                 call.event.count(&metrics::COLONY_ERRORS, &[reason], 1.0);
-                let stale = ColonySource::Any(&colony.tenant);
+                let stale = ColonySource::Any(colony.tenant.as_str());
                 let (mode, reply) = match answer(call, &input, stale, &config, &mut rng) {
                     Some(p) => ("stale_copy", Ok(priorities_response(&p.priorities))),
                     None => ("eta_only", eta_alone(call, &mut rng)),

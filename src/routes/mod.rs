@@ -23,7 +23,7 @@ use std::rc::Rc;
 
 use aco_core::access::{ClientCert, ExtenderAuth};
 use aco_core::api::reporter_view::ReporterView;
-use aco_core::cluster::DEFAULT_CLUSTER;
+use aco_core::cluster::{ClusterId, TenantId};
 use aco_core::config::Config;
 use aco_core::registry::NameKind;
 use aco_core::request_log::RequestLine;
@@ -51,8 +51,8 @@ pub struct Call {
     pub event: Event,
     /// When the request happens (`clock::of_request`).
     pub now_ms: u64,
-    /// From `/c/<cluster>/…`, else `aco_core::cluster::DEFAULT_CLUSTER`: keys facts and colonies.
-    pub cluster: String,
+    /// From `/c/<cluster>/…`, else the default cluster: keys facts and colonies.
+    pub cluster: ClusterId,
     /// Handed to `waitUntil` after the response.
     pub deferred: Vec<Deferred>,
     /// The tenant the request turned out to be about (the log line's), where a handler knows it.
@@ -69,7 +69,7 @@ struct Routed {
     event: Event,
     deferred: Vec<Deferred>,
     /// A named cluster, once the request was authenticated for it.
-    cluster: Option<String>,
+    cluster: Option<ClusterId>,
     tenant: Option<String>,
 }
 
@@ -110,7 +110,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
         &request_id,
         method.as_ref(),
         verb.unwrap_or("probe"),
-        cluster.as_deref(),
+        cluster.as_ref().map(ClusterId::as_str),
         tenant.as_deref(),
         response.status_code(),
         duration_ms,
@@ -227,12 +227,15 @@ async fn route(
     // Refused requests are counted without a `cluster` label and touch no object: neither an
     // unknown cluster id nor an unauthenticated caller can add a series, a row or a Durable
     // Object (docs/limits.md).
-    if !config.cluster_allowed(cluster) {
+    if !config.cluster_allowed(cluster.as_str()) {
         drain(&mut req).await;
         let e = ApiError::field(
             404,
             "cluster",
-            format!("cluster {cluster:?} is not served here (CLUSTERS, CLUSTER_PATTERN)"),
+            format!(
+                "cluster {:?} is not served here (CLUSTERS, CLUSTER_PATTERN)",
+                cluster.as_str()
+            ),
         );
         return (verb, Routed::early(e.into_response(), Event::default()));
     }
@@ -262,15 +265,17 @@ async fn route(
     let authenticated = matches!(route.guard(), Guard::ExtenderVerb | Guard::Admin);
     // A named cluster exists once the Registry admitted it (MAX_CLUSTERS), before any object or
     // label is made for it; a refusal, like an unknown id, is counted without a label.
-    if authenticated && cluster != DEFAULT_CLUSTER && route.admits_cluster() {
-        let admitted = registry::client::admit(&bindings, NameKind::Cluster, cluster, now_ms).await;
+    if authenticated && !cluster.is_default() && route.admits_cluster() {
+        let admitted =
+            registry::client::admit(&bindings, NameKind::Cluster, cluster.as_str(), now_ms).await;
         let refusal = match admitted {
             Ok(true) => None,
             Ok(false) => Some(ApiError::field(
                 404,
                 "cluster",
                 format!(
-                    "cluster {cluster:?} is not served: MAX_CLUSTERS ({}) clusters exist",
+                    "cluster {:?} is not served: MAX_CLUSTERS ({}) clusters exist",
+                    cluster.as_str(),
                     config.max_clusters
                 ),
             )),
@@ -284,7 +289,7 @@ async fn route(
         }
     }
     let event = Event {
-        cluster: if cluster == DEFAULT_CLUSTER || !authenticated {
+        cluster: if cluster.is_default() || !authenticated {
             String::new()
         } else {
             cluster.to_string()
@@ -298,7 +303,7 @@ async fn route(
         config,
         event,
         now_ms,
-        cluster: cluster.to_string(),
+        cluster,
         deferred: Vec::new(),
         tenant: route.tenant().map(str::to_string),
     };
@@ -315,29 +320,7 @@ async fn route(
             ),
         ))
     } else {
-        match route {
-            Route::Probe(probe) => ops::health(probe, &method, &call.env),
-            Route::Filter => extender_verbs::filter(&mut call).await,
-            Route::Prioritize => extender_verbs::prioritize(&mut call).await,
-            Route::Bind => bind::bind(&mut call).await,
-            Route::Placements => placements::placements(&mut call).await,
-            Route::Nodes => nodes::put_nodes(&mut call).await,
-            Route::Node(name) => nodes::get_node(&mut call, name).await,
-            Route::Echo => ops::echo(&mut call).await,
-            Route::Metrics => ops::metrics(&mut call).await,
-            Route::Pheromones(tenant) => tenants::pheromones(&mut call, tenant, method).await,
-            Route::Shadow => shadow::report(&mut call).await,
-            Route::ShadowSummary(tenant) => shadow::summary(&mut call, tenant).await,
-            Route::Decision(tenant, uid, None) => decisions::decision(&mut call, tenant, uid).await,
-            Route::Decision(tenant, namespace, Some(name)) => {
-                decisions::decision(&mut call, tenant, &format!("{namespace}/{name}")).await
-            }
-            Route::Clusters => names::clusters(&mut call).await,
-            Route::Tenants => names::tenants(&mut call).await,
-            Route::Export(tenant) => transfer::export(&mut call, tenant).await,
-            Route::Import(tenant) => transfer::import(&mut call, tenant).await,
-            Route::ReporterView => Ok(json_response(200, &ReporterView::of(&call.config))),
-        }
+        handle(&mut call, route, method).await
     };
     drain(&mut call.req).await;
     if let Err(ApiError {
@@ -358,8 +341,43 @@ async fn route(
         response: result.unwrap_or_else(ApiError::into_response),
         event: call.event,
         deferred: call.deferred,
-        cluster: (authenticated && call.cluster != DEFAULT_CLUSTER).then_some(call.cluster),
+        cluster: (authenticated && !call.cluster.is_default()).then_some(call.cluster),
         tenant: call.tenant,
     };
     (verb, routed)
+}
+
+/// A tenant named by the path, where it enters: 400 naming `tenant` unless it is valid.
+fn path_tenant(text: &str) -> Result<TenantId, ApiError> {
+    TenantId::parse(text).map_err(|m| ApiError::field(400, "tenant", m))
+}
+
+/// Runs the route's handler (its method already checked).
+async fn handle(call: &mut Call, route: Route<'_>, method: Method) -> Handled {
+    match route {
+        Route::Probe(probe) => ops::health(probe, &method, &call.env),
+        Route::Filter => extender_verbs::filter(call).await,
+        Route::Prioritize => extender_verbs::prioritize(call).await,
+        Route::Bind => bind::bind(call).await,
+        Route::Placements => placements::placements(call).await,
+        Route::Nodes => nodes::put_nodes(call).await,
+        Route::Node(name) => nodes::get_node(call, name).await,
+        Route::Echo => ops::echo(call).await,
+        Route::Metrics => ops::metrics(call).await,
+        Route::Pheromones(tenant) => tenants::pheromones(call, &path_tenant(tenant)?, method).await,
+        Route::Shadow => shadow::report(call).await,
+        Route::ShadowSummary(tenant) => shadow::summary(call, &path_tenant(tenant)?).await,
+        Route::Decision(tenant, uid, None) => {
+            decisions::decision(call, &path_tenant(tenant)?, uid).await
+        }
+        Route::Decision(tenant, namespace, Some(name)) => {
+            let key = format!("{namespace}/{name}");
+            decisions::decision(call, &path_tenant(tenant)?, &key).await
+        }
+        Route::Clusters => names::clusters(call).await,
+        Route::Tenants => names::tenants(call).await,
+        Route::Export(tenant) => transfer::export(call, &path_tenant(tenant)?).await,
+        Route::Import(tenant) => transfer::import(call, &path_tenant(tenant)?).await,
+        Route::ReporterView => Ok(json_response(200, &ReporterView::of(&call.config))),
+    }
 }

@@ -4,7 +4,7 @@
 //! the `after` of the next page). One Registry request each; they only read, so listing a
 //! cluster's tenants does not make the cluster exist (`Route::admits_cluster`).
 
-use aco_core::cluster::{validate_cluster, validate_tenant};
+use aco_core::cluster::{ClusterId, TenantId};
 use aco_core::registry::{NameKind, PAGE_LIMIT};
 use serde::Deserialize;
 
@@ -19,18 +19,20 @@ struct PageQuery {
     limit: Option<String>,
 }
 
-/// `after` (checked by `valid`) and `limit` (1..=PAGE_LIMIT, default PAGE_LIMIT).
-fn page_query(
+/// `after` (a cluster id or a tenant, `N`) and `limit` (1..=PAGE_LIMIT, default PAGE_LIMIT).
+fn page_query<N: for<'a> TryFrom<&'a str, Error = String>>(
     call: &Call,
-    valid: fn(&str) -> Result<(), String>,
-) -> Result<(Option<String>, usize), ApiError> {
+) -> Result<(Option<N>, usize), ApiError> {
     let q: PageQuery = call
         .req
         .query()
         .map_err(|e| ApiError::new(400, format!("query: {e}")))?;
-    if let Some(after) = &q.after {
-        valid(after).map_err(|m| ApiError::field(400, "after", m))?;
-    }
+    let after = q
+        .after
+        .as_deref()
+        .map(N::try_from)
+        .transpose()
+        .map_err(|m| ApiError::field(400, "after", m))?;
     let limit = match q.limit.as_deref() {
         None => PAGE_LIMIT,
         Some(text) => text
@@ -45,17 +47,17 @@ fn page_query(
                 )
             })?,
     };
-    Ok((q.after, limit))
+    Ok((after, limit))
 }
 
 pub async fn clusters(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
-    let (after, limit) = page_query(call, validate_cluster)?;
+    let (after, limit) = page_query::<ClusterId>(call)?;
     let page = client::page(
         &call.bindings,
         NameKind::Cluster,
         None,
-        after.as_deref(),
+        after.as_ref().map(ClusterId::as_str),
         limit,
     )
     .await?;
@@ -64,12 +66,12 @@ pub async fn clusters(call: &mut Call) -> Handled {
 
 pub async fn tenants(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
-    let (after, limit) = page_query(call, validate_tenant)?;
+    let (after, limit) = page_query::<TenantId>(call)?;
     let page = client::page(
         &call.bindings,
         NameKind::Colony,
         Some(&call.cluster),
-        after.as_deref(),
+        after.as_ref().map(TenantId::as_str),
         limit,
     )
     .await?;

@@ -2,15 +2,15 @@
 //! baseline in latency benchmarks.
 
 use aco_core::metrics;
-use aco_core::telemetry::{Ack, ScrapeRequest};
-use worker::{Env, Method, RequestInit};
+use aco_core::telemetry::ScrapeRequest;
+use worker::{Env, Method};
 
 use super::{Call, Handled, Probe};
 use crate::colony::api as colony_api;
 use crate::http::{json_response, read_body, text_response, ApiError};
 use crate::registry;
-use crate::telemetry::{self, ACK_HEADER};
-use crate::{auth, env_config, facts, pod_index};
+use crate::telemetry;
+use crate::{auth, env_config, facts, object_call, pod_index};
 
 pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
     if *method != Method::Get {
@@ -79,44 +79,21 @@ pub async fn metrics(call: &mut Call) -> Handled {
         delivery: delivery.clone(),
         isolate: telemetry::isolate_view(),
     };
-    let body = serde_json::to_string(&scrape)
-        .map_err(|e| ApiError::unavailable("serialising the scrape", e))?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(body.into()));
-    let req = worker::Request::new_with_init("https://telemetry/scrape", &init)
-        .map_err(|e| ApiError::unavailable("telemetry", e))?;
-    let sent = call
-        .bindings
-        .do_fetch(telemetry::BINDING, "Telemetry", telemetry::INSTANCE, req)
-        .await;
-    let mut resp = match sent {
-        Ok(resp) if resp.status_code() == 200 => resp,
-        failed => {
-            if let Some(d) = &delivery {
-                telemetry::delivered(d, Err(()));
-            }
-            call.event
-                .count(&metrics::TELEMETRY_FLUSH_FAILURES, &[], 1.0);
-            return Err(match failed {
-                Ok(resp) => {
-                    ApiError::new(503, format!("telemetry answered {}", resp.status_code()))
-                }
-                Err(e) => e,
-            });
-        }
-    };
+    let sent = object_call::call(&call.bindings, telemetry::api::INSTANCE, &scrape).await;
     if let Some(d) = &delivery {
-        let ack: Option<Ack> = resp
-            .headers()
-            .get(ACK_HEADER)
-            .ok()
-            .flatten()
-            .and_then(|a| serde_json::from_str(&a).ok());
+        let ack = sent.as_ref().ok().and_then(|reply| reply.ack);
         telemetry::delivered(d, ack.ok_or(()));
     }
-    let text = resp
-        .text()
-        .await
-        .map_err(|e| ApiError::unavailable("telemetry reply", e))?;
-    Ok(text_response(200, text, "text/plain; version=0.0.4"))
+    match sent {
+        Ok(reply) => Ok(text_response(
+            200,
+            reply.exposition,
+            "text/plain; version=0.0.4",
+        )),
+        Err(e) => {
+            call.event
+                .count(&metrics::TELEMETRY_FLUSH_FAILURES, &[], 1.0);
+            Err(e)
+        }
+    }
 }

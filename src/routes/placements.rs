@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use aco_core::api::batch_failure::{TenantApplied, TenantCommit};
 use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::{PlacementItem, PlacementsRequest};
 use aco_core::config::Config;
@@ -25,15 +25,15 @@ use crate::http::{json_response, parse_json, read_body, ApiError};
 /// At most this many placements per request.
 const MAX_BATCH: usize = 5_000;
 
-/// A reported tenant is a valid name and allowed by `TENANTS` / `TENANT_PATTERN`.
-pub(super) fn check_tenant(tenant: &str, config: &Config) -> Result<(), String> {
-    validate_tenant(tenant)?;
-    if !config.tenant_allowed(tenant) {
+/// A reported tenant, where it enters: a valid name, allowed by `TENANTS` / `TENANT_PATTERN`.
+pub(super) fn parse_tenant(tenant: &str, config: &Config) -> Result<TenantId, String> {
+    let tenant = TenantId::parse(tenant)?;
+    if !config.tenant_allowed(tenant.as_str()) {
         return Err(format!(
             "tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"
         ));
     }
-    Ok(())
+    Ok(tenant)
 }
 
 /// A batch some of whose tenants' colonies failed: 503 (the first failure's) naming what each
@@ -57,7 +57,7 @@ fn validate(
     i: usize,
     r: PlacementReport,
     config: &Config,
-) -> Result<(String, PlacementItem), ApiError> {
+) -> Result<(TenantId, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
     let key = r.pod_key().ok_or_else(|| {
@@ -75,7 +75,8 @@ fn validate(
                 "need tenant (or namespace, the default tenant)",
             )
         })?;
-    check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
+    let tenant =
+        parse_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
     if let Some(o) = r.outcome {
         o.quality()
             .map_err(|m| ApiError::field(400, field("outcome"), m))?;
@@ -99,10 +100,10 @@ fn validate(
 /// pod is counted exactly once across the attempts.
 pub async fn deliver(
     call: &mut Call,
-    items: Vec<(String, PlacementItem)>,
+    items: Vec<(TenantId, PlacementItem)>,
     source: &str,
 ) -> Result<PlacementsSummary, ApiError> {
-    let mut by_tenant: BTreeMap<String, Vec<PlacementItem>> = BTreeMap::new();
+    let mut by_tenant: BTreeMap<TenantId, Vec<PlacementItem>> = BTreeMap::new();
     let received = items.len() as u64;
     for (tenant, item) in items {
         by_tenant.entry(tenant).or_default().push(item);
@@ -129,11 +130,11 @@ pub async fn deliver(
                     _ => format!("tenant {tenant:?} is not allowed (TENANTS / TENANT_PATTERN)"),
                 };
                 summary.unknown_pod += items.len() as u64;
-                per_tenant.insert(tenant, TenantCommit::refused(why));
+                per_tenant.insert(tenant.to_string(), TenantCommit::refused(why));
                 continue;
             }
             Err(e) => {
-                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
+                per_tenant.insert(tenant.to_string(), TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
                 continue;
             }
@@ -167,10 +168,10 @@ pub async fn deliver(
                     held: r.held,
                     dropped: r.dropped,
                 };
-                per_tenant.insert(tenant, TenantCommit::committed(Some(applied)));
+                per_tenant.insert(tenant.to_string(), TenantCommit::committed(Some(applied)));
             }
             Err(e) => {
-                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
+                per_tenant.insert(tenant.to_string(), TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
             }
         }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use aco_core::api::batch_failure::TenantCommit;
 use aco_core::api::shadow::{ShadowBatch, ShadowBatchSummary, ShadowReport, ShadowSummaryReply};
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use aco_core::colony::{Outcome, TenantColony};
 use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
 use aco_core::config::Config;
@@ -27,7 +27,7 @@ use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
 use super::admission::{
     admit_tenant, admitted_colony, count_overflow, over_limit, TenantAdmission,
 };
-use super::placements::{check_tenant, partial_failure};
+use super::placements::{parse_tenant, partial_failure};
 use super::{Call, Handled};
 use crate::auth::require_admin;
 use crate::colony::api::{ColonyName, ShadowSummaryRequest};
@@ -41,7 +41,7 @@ pub const MAX_BATCH: usize = 1_000;
 
 /// A report made ready for scoring.
 struct Valid {
-    tenant: String,
+    tenant: TenantId,
     key: String,
     node: String,
     /// `None`: a pod the extender itself could not evaluate (an unusable annotation; its filter
@@ -78,7 +78,8 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
             )
         })?,
     };
-    check_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
+    let tenant =
+        parse_tenant(&tenant, config).map_err(|m| ApiError::field(400, field("tenant"), m))?;
     if let Some(o) = r.outcome {
         o.quality()
             .map_err(|m| ApiError::field(400, field("outcome"), m))?;
@@ -86,7 +87,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
     // The report's tenant wins over the pod's (TENANT_SOURCE=label without the label, say).
     pod.metadata
         .labels
-        .insert(config.tenant_label.clone(), tenant.clone());
+        .insert(config.tenant_label.clone(), tenant.to_string());
     let demand = match PodDemand::from_pod(&pod, config) {
         Ok(d) => Some(d),
         Err(DemandError::Resource(e)) => {
@@ -137,7 +138,7 @@ pub async fn report(call: &mut Call) -> Handled {
     let outlook =
         crate::pipeline::with(&call.cluster, |s| s.pipeline.outlook(call.now_ms, &config));
     let cluster = ShadowCluster::new(&facts, &outlook, call.now_ms, &config);
-    let mut by_tenant: BTreeMap<String, Vec<Valid>> = BTreeMap::new();
+    let mut by_tenant: BTreeMap<TenantId, Vec<Valid>> = BTreeMap::new();
     for r in reports {
         by_tenant.entry(r.tenant.clone()).or_default().push(r);
     }
@@ -151,11 +152,11 @@ pub async fn report(call: &mut Call) -> Handled {
                 // into, and a retry would not change that.
                 count_overflow(call, "shadow", reports.len() as u64 - 1);
                 let why = over_limit(call, &tenant).message;
-                per_tenant.insert(tenant, TenantCommit::refused(why));
+                per_tenant.insert(tenant.to_string(), TenantCommit::refused(why));
                 continue;
             }
             Err(e) => {
-                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
+                per_tenant.insert(tenant.to_string(), TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
                 continue;
             }
@@ -168,10 +169,10 @@ pub async fn report(call: &mut Call) -> Handled {
                 summary.duplicates += r.duplicates;
                 summary.unknown_pod += r.unknown_pod;
                 summary.not_feasible += r.not_feasible;
-                per_tenant.insert(tenant, TenantCommit::committed(None));
+                per_tenant.insert(tenant.to_string(), TenantCommit::committed(None));
             }
             Err(e) => {
-                per_tenant.insert(tenant, TenantCommit::failed(&e.message));
+                per_tenant.insert(tenant.to_string(), TenantCommit::failed(&e.message));
                 first_failure.get_or_insert(e);
             }
         }
@@ -231,13 +232,12 @@ async fn deliver(
 }
 
 /// `GET /v1/tenants/{tenant}/shadow`: the summary with the figures derived from it.
-pub async fn summary(call: &mut Call, tenant: &str) -> Handled {
+pub async fn summary(call: &mut Call, tenant: &TenantId) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let colony = admitted_colony(call, tenant, "shadow_summary").await?;
     let s: ShadowSummary = client::call(&call.bindings, &colony, &ShadowSummaryRequest {}).await?;
     Ok(json_response(
         200,
-        &ShadowSummaryReply::of(tenant, &call.cluster, &s),
+        &ShadowSummaryReply::of(tenant.as_str(), call.cluster.as_str(), &s),
     ))
 }

@@ -1,7 +1,7 @@
 //! `GET /v1/tenants/{tenant}/pheromones` (table and stats, `aco_core::api::pheromones`) and
 //! `DELETE` (reset the colony).
 
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use worker::Method;
 
 use super::admission::admitted_colony;
@@ -9,11 +9,10 @@ use super::{Call, Handled};
 use crate::auth::require_admin;
 use crate::colony::api::{ResetRequest, TableRequest};
 use crate::colony::{client, copy, queue};
-use crate::http::{json_response, ApiError};
+use crate::http::json_response;
 
-pub async fn pheromones(call: &mut Call, tenant: &str, method: Method) -> Handled {
+pub async fn pheromones(call: &mut Call, tenant: &TenantId, method: Method) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let colony = admitted_colony(call, tenant, "pheromones").await?;
     if method == Method::Delete {
         // What this isolate holds for the colony is forgotten with it.

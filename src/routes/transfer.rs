@@ -9,7 +9,7 @@
 //! is read up to it (413 above), and an export that could not be imported back is refused.
 
 use aco_core::api::colony_export::ColonyExport;
-use aco_core::cluster::validate_tenant;
+use aco_core::cluster::TenantId;
 use serde::Deserialize;
 
 use super::admission::admitted_colony;
@@ -19,14 +19,13 @@ use crate::colony::api::{ExportRequest, ImportRequest};
 use crate::colony::{client, copy, queue};
 use crate::http::{json_response, read_body, text_response, ApiError};
 
-pub async fn export(call: &mut Call, tenant: &str) -> Handled {
+pub async fn export(call: &mut Call, tenant: &TenantId) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let colony = admitted_colony(call, tenant, "export").await?;
     let reply = client::call(&call.bindings, &colony, &ExportRequest {}).await?;
     let file = ColonyExport::new(
-        &call.cluster,
-        tenant,
+        call.cluster.as_str(),
+        tenant.as_str(),
         reply.version,
         call.now_ms,
         &reply.state,
@@ -52,9 +51,8 @@ struct ImportQuery {
     allow_rename: Option<String>,
 }
 
-pub async fn import(call: &mut Call, tenant: &str) -> Handled {
+pub async fn import(call: &mut Call, tenant: &TenantId) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_tenant(tenant).map_err(|m| ApiError::field(400, "tenant", m))?;
     let query: ImportQuery = call
         .req
         .query()
@@ -71,7 +69,7 @@ pub async fn import(call: &mut Call, tenant: &str) -> Handled {
         }
     };
     let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
-    let state = ColonyExport::read(&body, &call.cluster, tenant, allow_rename)
+    let state = ColonyExport::read(&body, call.cluster.as_str(), tenant.as_str(), allow_rename)
         .map_err(|r| ApiError::field(r.status, r.field, r.message))?;
     drop(body);
     let colony = admitted_colony(call, tenant, "import").await?;

@@ -9,22 +9,20 @@
 //! counters with the scrape, so it is exact for that isolate and at most `TELEMETRY_FLUSH_MS`
 //! behind for the others.
 
+pub mod api;
 mod object;
 
-pub use object::{Telemetry, ACK_HEADER};
+pub use api::BINDING;
+pub use object::Telemetry;
 
 use aco_core::metrics::Metric;
 use aco_core::telemetry::outbox::Outbox;
 pub use aco_core::telemetry::Event;
 use aco_core::telemetry::{Ack, Delivery, IsolateView, StampedReport};
-use worker::{Method, Request, RequestInit};
 
 use crate::bindings::Bindings;
 use crate::isolate;
-
-pub const BINDING: &str = "TELEMETRY";
-/// One global instance: it receives one request per isolate per flush interval.
-pub const INSTANCE: &str = "global";
+use crate::object_call;
 
 fn with_outbox<T>(f: impl FnOnce(&mut Outbox) -> T) -> T {
     isolate::with(|i| {
@@ -83,22 +81,9 @@ pub async fn flush(bindings: &Bindings, now_ms: u64) -> Result<(), String> {
 }
 
 async fn send(bindings: &Bindings, delivery: &Delivery) -> Result<Ack, String> {
-    let body = serde_json::to_string(delivery).map_err(|e| e.to_string())?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(body.into()));
-    let req =
-        Request::new_with_init("https://telemetry/batches", &init).map_err(|e| e.to_string())?;
-    let mut resp = bindings
-        .do_fetch(BINDING, "Telemetry", INSTANCE, req)
+    object_call::call(bindings, api::INSTANCE, delivery)
         .await
-        .map_err(|e| e.message)?;
-    if resp.status_code() != 200 {
-        let text = resp.text().await.unwrap_or_default();
-        return Err(format!("telemetry answered {}: {text}", resp.status_code()));
-    }
-    resp.json()
-        .await
-        .map_err(|e| format!("telemetry reply: {e}"))
+        .map_err(|e| e.message)
 }
 
 /// After a request: if no flush is due yet in this isolate, this request's `waitUntil` sends the

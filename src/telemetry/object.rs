@@ -2,25 +2,34 @@
 //! (`aco_core::telemetry`): counter parts, one row per cluster (`parts`), and the newest report
 //! of each colony, one row per colony (`colony_reports`), each written only when it changed.
 //!
-//! Internal API: `POST /batches` (`Delivery` → `Ack`), and `POST /scrape` (`ScrapeRequest`: the
-//! scraping isolate's own delivery, applied first, and its view) → the Prometheus text, the
-//! `Ack` of that delivery in [`ACK_HEADER`]. A scrape is this one request, however many
-//! colonies there are: none of them is asked anything.
+//! Internal API (`api.rs`): `/batches` (`Delivery` → `Ack`), and `/scrape` (`ScrapeRequest`: the
+//! scraping isolate's own delivery, applied first, and its view → `ScrapeReply`: the Prometheus
+//! text and the `Ack` of that delivery). A scrape is this one request, however many colonies
+//! there are: none of them is asked anything.
 
 use std::cell::RefCell;
 
 use aco_core::telemetry::ledger::{self, Plan, TelemetryLedger};
-use aco_core::telemetry::{scrape, Delivery, ScrapeRequest};
-use worker::{
-    durable_object, DurableObject, Env, Method, Request, Response, Result, SqlStorage, State,
-};
+use aco_core::telemetry::{scrape, Delivery, ScrapeReply, ScrapeRequest};
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, State};
 
+use super::api::{Route, TelemetryApi};
 use crate::bindings::ROWS_WRITTEN_HEADER;
-use crate::http::{json_response, text_response};
+use crate::http::text_response;
+use crate::object_call::{self, Incoming, ObjectCall};
 use crate::sql_transaction::run_in_transaction;
 
-/// The scrape's acknowledgement of the delivery it carried (JSON `Ack`; absent without one).
-pub const ACK_HEADER: &str = "x-aco-telemetry-ack";
+fn rust_error(e: impl std::fmt::Display) -> worker::Error {
+    worker::Error::RustError(e.to_string())
+}
+
+/// The reply to the call `C`, with the rows its request wrote.
+fn reply<C: ObjectCall>(value: &C::Reply, rows: usize) -> Result<Response> {
+    let body = object_call::reply::<C>(value).map_err(rust_error)?;
+    let resp = text_response(200, body, "application/json");
+    resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
+    Ok(resp)
+}
 
 #[durable_object]
 pub struct Telemetry {
@@ -81,8 +90,7 @@ impl Telemetry {
     }
 
     fn persist(&self, plan: &Plan) -> Result<usize> {
-        let text =
-            |r: serde_json::Result<String>| r.map_err(|e| worker::Error::RustError(e.to_string()));
+        let text = |r: serde_json::Result<String>| r.map_err(rust_error);
         let mut statements = Vec::with_capacity(plan.parts.len() + plan.reports.len());
         for (cluster, part) in &plan.parts {
             let body = text(TelemetryLedger::row(part))?;
@@ -109,16 +117,18 @@ impl DurableObject for Telemetry {
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
-        match (req.method(), req.path().as_str()) {
-            (Method::Post, "/batches") => {
-                let delivery: Delivery = req.json().await?;
+        let incoming = match Incoming::<TelemetryApi>::read(&mut req).await {
+            Ok(incoming) => incoming,
+            Err(e) => return Ok(text_response(404, e.to_string(), "text/plain")),
+        };
+        match incoming.route {
+            Route::Batches => {
+                let delivery: Delivery = incoming.call().map_err(rust_error)?;
                 let (ack, rows) = self.apply(&delivery)?;
-                let resp = json_response(200, &ack);
-                resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
-                Ok(resp)
+                reply::<Delivery>(&ack, rows)
             }
-            (Method::Post, "/scrape") => {
-                let scrape: ScrapeRequest = req.json().await?;
+            Route::Scrape => {
+                let scrape: ScrapeRequest = incoming.call().map_err(rust_error)?;
                 let (ack, rows) = match &scrape.delivery {
                     Some(d) => {
                         let (ack, rows) = self.apply(d)?;
@@ -126,21 +136,9 @@ impl DurableObject for Telemetry {
                     }
                     None => (None, 0),
                 };
-                let text = self.with_ledger(|l| scrape::render(l, scrape.isolate))?;
-                let resp = text_response(200, text, "text/plain; version=0.0.4");
-                resp.headers().set(ROWS_WRITTEN_HEADER, &rows.to_string())?;
-                if let Some(ack) = ack {
-                    let ack = serde_json::to_string(&ack)
-                        .map_err(|e| worker::Error::RustError(e.to_string()))?;
-                    resp.headers().set(ACK_HEADER, &ack)?;
-                }
-                Ok(resp)
+                let exposition = self.with_ledger(|l| scrape::render(l, scrape.isolate))?;
+                reply::<ScrapeRequest>(&ScrapeReply { ack, exposition }, rows)
             }
-            _ => Ok(text_response(
-                404,
-                "unknown telemetry route".into(),
-                "text/plain",
-            )),
         }
     }
 }

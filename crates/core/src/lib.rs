@@ -16,6 +16,7 @@ pub mod demand;
 pub mod extender;
 pub mod facts;
 pub mod facts_shards;
+pub mod facts_wire;
 pub mod filter;
 pub mod heuristic;
 pub mod k8s;

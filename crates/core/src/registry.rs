@@ -4,7 +4,7 @@
 //! admitted here, by the Registry Durable Object (one global instance, its single writer), before
 //! the Worker creates anything for it — a Facts object, a Colony object, a telemetry series —
 //! and refused once `MAX_CLUSTERS` / `MAX_COLONIES` are taken. It also lists them, a page at a
-//! time (`GET /names`).
+//! time (`/names`).
 //!
 //! Pure: the object loads the rows, asks [`Registry::admit`] what to write, writes it and calls
 //! [`Registry::commit`]. Tested natively.
@@ -72,7 +72,7 @@ impl Limits {
     }
 }
 
-/// The request `POST /admit`.
+/// The request `/admit`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdmitRequest {
     pub kind: NameKind,
@@ -91,7 +91,7 @@ pub enum Verdict {
     Full,
 }
 
-/// Reply to `POST /admit`.
+/// Reply to `/admit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdmitReply {
     pub verdict: Verdict,
@@ -148,7 +148,17 @@ impl AdmittedNames {
     }
 }
 
-/// Reply to `GET /names?kind=…&after=…`: names in order, `next` the `after` of the next page.
+/// The request `/names`: a page of names of `kind` in order after `after`, or (`cluster` given,
+/// `kind` colony) that cluster's tenants after the tenant `after`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageRequest {
+    pub kind: NameKind,
+    pub cluster: Option<String>,
+    pub after: Option<String>,
+    pub limit: usize,
+}
+
+/// Reply to `/names`: names in order, `next` the `after` of the next page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Page {
     pub names: Vec<String>,
@@ -232,6 +242,15 @@ impl Registry {
             verdict,
             count: self.count(kind),
             limit: limits.of(kind),
+        }
+    }
+
+    /// The page a [`PageRequest`] asks for.
+    pub fn answer(&self, request: &PageRequest) -> Page {
+        let after = request.after.as_deref();
+        match (request.kind, &request.cluster) {
+            (NameKind::Colony, Some(cluster)) => self.tenants(cluster, after, request.limit),
+            (kind, _) => self.page(kind, after, request.limit),
         }
     }
 

@@ -5,7 +5,7 @@
 //! verb label, its methods and its caller.
 
 use crate::access::split_token;
-use crate::cluster::split_cluster;
+use crate::cluster::{split_cluster, ClusterId};
 
 /// The HTTP methods the routes accept (anything else is `Other`, answered 405).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,9 +235,9 @@ impl<'a> Route<'a> {
 
 /// What a request path names: its cluster (`/c/<cluster>`, else the default), the extender
 /// token of `/t/<token>` (path-token auth) and the route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target<'a> {
-    pub cluster: &'a str,
+    pub cluster: ClusterId,
     pub token: Option<&'a str>,
     pub route: Route<'a>,
 }
@@ -309,7 +309,8 @@ mod tests {
             ("/v1/unknown", Err(PathError::NoRoute)),
             ("", Err(PathError::NoRoute)),
         ] {
-            let got = parse_path(path).map(|t| (t.cluster, t.token, t.route));
+            let got = parse_path(path).map(|t| (t.cluster.to_string(), t.token, t.route));
+            let expected = expected.map(|(c, t, r)| (c.to_string(), t, r));
             assert_eq!(got, expected, "{path}");
         }
         assert!(matches!(

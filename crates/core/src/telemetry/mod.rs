@@ -110,3 +110,11 @@ pub struct ScrapeRequest {
     pub delivery: Option<Delivery>,
     pub isolate: IsolateView,
 }
+
+/// The answer to a [`ScrapeRequest`]: the Prometheus text, and the acknowledgement of the
+/// delivery it carried (none without one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScrapeReply {
+    pub ack: Option<Ack>,
+    pub exposition: String,
+}
