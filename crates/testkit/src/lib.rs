@@ -15,8 +15,10 @@
 //! - [`pods`]: the v1.Pod envelope of both pod builders.
 //! - [`fixtures`]: real-shaped extender requests (OpenB nodes replicated to any count);
 //!   [`openb`]: the OpenB trace's nodes as v1.Node objects.
+//! - [`observability`]: the shipped alert rules and Grafana dashboard, read.
 //!
-//! Without the default `launchers` feature only [`fixtures`] and [`openb`] are built.
+//! Without the default `launchers` feature only [`fixtures`], [`openb`], [`observability`] and
+//! the small readers beside them are built.
 
 #[cfg(feature = "launchers")]
 pub mod api;
@@ -25,6 +27,7 @@ pub mod fixtures;
 #[cfg(feature = "launchers")]
 pub mod kube;
 pub mod nodes;
+pub mod observability;
 pub mod openb;
 #[cfg(feature = "launchers")]
 pub mod pods;
