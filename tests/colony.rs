@@ -1,138 +1,17 @@
 //! The Colony object on Miniflare: what it writes per pod (counted by the object itself, alarms
 //! and `setAlarm` included), exactly-once learning across a `kill -9` of workerd, and poison
-//! items that must not block a tenant's learning.
+//! items that must not block a tenant's learning. What the load costs is measured by
+//! `benches/colony_rows.rs` and `benches/decision_window.rs`.
 
-use std::time::{Duration, Instant};
-
-use aco_core::api::pheromones::PheromoneTableReply;
+use aco_testkit::api::Api;
 use aco_testkit::api::WorkerHttp;
-use aco_testkit::api::{pod, Api};
+use aco_testkit::colony_load::{
+    committed_table, drive, placement, prioritize, put_nodes, tenant_pod, NODES,
+};
 use aco_testkit::StartOptions;
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-
-const NODES: [(&str, &str); 4] = [
-    ("node-a", "0.45"),
-    ("node-b", "0.45"),
-    ("node-c", "1.20"),
-    ("node-d", "3.20"),
-];
-
-async fn put_nodes(api: &Api) {
-    let nodes: Vec<Value> = NODES
-        .iter()
-        .map(|(n, cost)| json!({"name": n, "labels": {"aco/cost-per-hour": cost}, "allocatable": {"cpu": "64", "memory": "256Gi"}}))
-        .collect();
-    api.put_facts(json!(nodes)).await;
-}
-
-fn tenant_pod(tenant: &str, i: usize) -> Value {
-    pod(
-        &format!("p{i}"),
-        tenant,
-        json!({}),
-        json!({}),
-        json!({"cpu": "1"}),
-    )
-}
-
-fn uid(tenant: &str, i: usize) -> String {
-    format!("uid-{tenant}-p{i}")
-}
-
-/// Names-mode prioritize of pod `i` of `tenant`.
-async fn prioritize(api: &Api, tenant: &str, i: usize) -> StatusCode {
-    let names: Vec<&str> = NODES.iter().map(|(n, _)| *n).collect();
-    let body = json!({"Pod": tenant_pod(tenant, i), "NodeNames": names}).to_string();
-    api.post_raw("/v1/prioritize", body).await.0
-}
-
-fn placement(tenant: &str, i: usize) -> Value {
-    json!({"podUid": uid(tenant, i), "tenant": tenant, "node": NODES[i % NODES.len()].0})
-}
-
-/// Polls the tenant's table until the colony has committed everything it accepted.
-async fn committed_table(api: &Api, tenant: &str) -> PheromoneTableReply {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let table = api.pheromone_table(tenant).await;
-        if !table.uncommitted {
-            return table;
-        }
-        assert!(Instant::now() < deadline, "never committed: {table:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Every colony's own count of the rows it wrote (`aco_colony_rows_written_total`), summed.
-async fn colony_rows(api: &Api, tenants: &[String]) -> u64 {
-    let text = api
-        .metrics_containing("aco_colony_rows_written_total")
-        .await;
-    tenants
-        .iter()
-        .map(|t| {
-            let prefix = format!("aco_colony_rows_written_total{{tenant=\"{t}\"}} ");
-            text.lines()
-                .find_map(|l| l.strip_prefix(&prefix))
-                .unwrap_or_else(|| panic!("no rows counted for {t}:\n{text}"))
-                .parse::<u64>()
-                .unwrap()
-        })
-        .sum()
-}
-
-/// Drives `pods_per_second` for `seconds` over `tenants` tenants as a cluster would: each pod
-/// scored once (prioritize), its placement reported a second later in one batch per second
-/// carrying every tenant (the reporter's shape). Returns (pods, Colony rows written, wall s).
-async fn drive(
-    api: &Api,
-    tenants: usize,
-    pods_per_second: usize,
-    seconds: usize,
-) -> (usize, u64, f64) {
-    let names: Vec<String> = (0..tenants).map(|t| format!("load-{t}")).collect();
-    let started = Instant::now();
-    let mut pending: Vec<(String, usize)> = Vec::new();
-    let mut pod = 0;
-    for s in 0..seconds {
-        let second_start = started + Duration::from_secs(s as u64);
-        let this_second: Vec<(String, usize)> = (0..pods_per_second)
-            .map(|k| {
-                let i = pod + k;
-                (names[i % tenants].clone(), i)
-            })
-            .collect();
-        pod += pods_per_second;
-        // Spread over the second, a few at a time (kube-scheduler scores one pod at a time;
-        // several schedulers or a fast one overlap).
-        for chunk in this_second.chunks(pods_per_second.div_ceil(10).max(1)) {
-            let codes = join_all(chunk.iter().map(|(t, i)| prioritize(api, t, *i))).await;
-            assert!(codes.iter().all(|c| *c == StatusCode::OK), "{codes:?}");
-            tokio::time::sleep(Duration::from_millis(1000 / 10 / 2)).await;
-        }
-        let batch: Vec<Value> = pending.iter().map(|(t, i)| placement(t, *i)).collect();
-        if !batch.is_empty() {
-            let s = api.place_summary(json!(batch)).await;
-            assert_eq!(s.deposited, batch.len() as u64, "{s:?}");
-        }
-        pending = this_second;
-        if let Some(wait) =
-            (second_start + Duration::from_secs(1)).checked_duration_since(Instant::now())
-        {
-            tokio::time::sleep(wait).await;
-        }
-    }
-    let batch: Vec<Value> = pending.iter().map(|(t, i)| placement(t, *i)).collect();
-    api.place(json!(batch)).await;
-    let wall = started.elapsed().as_secs_f64();
-    for t in &names {
-        committed_table(api, t).await;
-    }
-    // The last backstop alarm has fired (nothing is uncommitted) and counted its rows.
-    (pod, colony_rows(api, &names).await, wall)
-}
 
 #[tokio::test]
 async fn colony_rows_per_pod_stay_below_half_a_row_with_alarms_counted() {
@@ -154,32 +33,6 @@ async fn colony_rows_per_pod_stay_below_half_a_row_with_alarms_counted() {
             .deposits;
     }
     assert_eq!(deposits, pods as u64);
-}
-
-/// The figures of docs/cost.md: `cargo test --features measure --test colony measure -- --nocapture`.
-#[cfg(feature = "measure")]
-#[tokio::test]
-async fn measure_colony_rows_per_pod() {
-    for (tenants, rate, seconds) in [(1, 10, 30), (10, 10, 30), (1, 100, 20), (10, 100, 20)] {
-        let api = Api::start(StartOptions::default());
-        put_nodes(&api).await;
-        let (pods, rows, wall) = drive(&api, tenants, rate, seconds).await;
-        let text = api.metrics_containing("aco_binding_operations_total").await;
-        let sample = |prefix: &str| -> f64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(prefix))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0.0)
-        };
-        let do_requests = sample("aco_binding_operations_total{kind=\"do_request\"} ");
-        let replied_rows = sample("aco_do_rows_written_total{class=\"Colony\"} ");
-        eprintln!(
-            "MEASURE tenants={tenants} pods/s={rate} pods={pods} wall_s={wall:.1} achieved_pods/s={:.1} colony_rows={rows} rows/pod={:.3} (in replies: {replied_rows}) do_requests/pod={:.2} (all objects, the test's admin reads included)",
-            pods as f64 / wall,
-            rows as f64 / pods as f64,
-            do_requests / pods as f64
-        );
-    }
 }
 
 /// `kill -9` of workerd in the middle of a burst of placements, a restart on the same state and
@@ -262,29 +115,6 @@ async fn a_kill_9_in_the_middle_of_a_placement_burst_then_a_resend_deposits_ever
     );
     assert_eq!(table.pending_decisions, 0);
     assert_eq!(table.confirmed_pods, pods as u64);
-}
-
-/// The window that remains, measured: decisions scored from the isolate's copy and killed with
-/// workerd before the colony committed them — or before their `DECISION_FLUSH_MS` send — are
-/// lost (their placements are held for a decision that never comes, then count as unknown,
-/// never twice). `cargo test --features measure --test colony window -- --nocapture`.
-#[cfg(feature = "measure")]
-#[tokio::test]
-async fn measure_the_window_of_decisions_lost_to_a_kill_9_right_after_their_answers() {
-    let mut api = Api::start(StartOptions::default());
-    put_nodes(&api).await;
-    let pods = 300;
-    for chunk in (0..pods).collect::<Vec<_>>().chunks(20) {
-        join_all(chunk.iter().map(|i| prioritize(&api, "window", *i))).await;
-    }
-    api.worker.crash_and_restart();
-    let placements: Vec<Value> = (0..pods).map(|i| placement("window", i)).collect();
-    let s = api.place_summary(json!(placements)).await;
-    eprintln!(
-        "MEASURE window: {pods} prioritize answers, kill -9 at once: deposited {} held {} unknownPod {}",
-        s.deposited, s.held, s.unknown_pod
-    );
-    assert_eq!(s.deposited + s.held + s.unknown_pod, pods as u64);
 }
 
 /// A prioritize naming a 2.2 MB node used to be queued, refused by the

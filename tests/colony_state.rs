@@ -1,11 +1,10 @@
 //! The colony's state on the built Worker in Miniflare: it survives a restart, a corrupt stored
 //! value is an error that is counted and a reset repairs, remembered decisions are capped per
 //! tenant, tenants outside the allowlist get η scores and no colony.
-//!
-//! With `--features measure` also the storage per remembered decision of docs/limits.md
-//! (`cargo test --features measure --test colony_state measure -- --nocapture`).
+//! (The storage per remembered decision is measured by `benches/decision_storage.rs`.)
 
 use aco_testkit::api::{full_args, pod, Api, WorkerHttp};
+use aco_testkit::colony_load::flood;
 use aco_testkit::nodes::name_of;
 use aco_testkit::openb::{long_named_nodes, priced_nodes};
 use aco_testkit::state::{colony_sqlite_files, sqlite};
@@ -160,51 +159,6 @@ async fn a_corrupt_stored_epoch_is_an_error_that_is_counted_and_reset_repairs_it
     assert_eq!(api.pheromone_table("corrupt").await.counters.deposits, 0);
 }
 
-/// Sends `count` prioritize calls for distinct pods of `tenant` (8 at a time).
-async fn flood(api: &Api, tenant: &str, tag: &str, count: usize, nodes: &[Value]) {
-    use futures::StreamExt;
-    let bodies: Vec<String> = (0..count)
-        .map(|i| {
-            full_args(
-                &pod(
-                    &format!("{tag}{i}"),
-                    tenant,
-                    json!({}),
-                    json!({}),
-                    json!({"cpu": "1"}),
-                ),
-                nodes,
-            )
-            .0
-        })
-        .collect();
-    let api_ref = api;
-    futures::stream::iter(bodies)
-        .map(|b| async move { assert_eq!(api_ref.post_raw("/v1/prioritize", b).await.0, 200) })
-        .buffer_unordered(8)
-        .collect::<Vec<()>>()
-        .await;
-}
-
-/// [`flood`], then the on-disk size of the colonies' databases (stopping and restarting the
-/// Worker: counter increments of the last second may be lost, see colony_do.rs).
-#[cfg(feature = "measure")]
-async fn flood_prioritize(
-    api: &mut Api,
-    tenant: &str,
-    tag: &str,
-    count: usize,
-    nodes: &[Value],
-) -> u64 {
-    flood(api, tenant, tag, count, nodes).await;
-    api.worker.while_stopped(|dir| {
-        colony_sqlite_files(dir)
-            .iter()
-            .map(|f| std::fs::metadata(f).unwrap().len())
-            .sum()
-    })
-}
-
 #[tokio::test]
 async fn remembered_decisions_are_capped_per_tenant_oldest_first() {
     let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "20"));
@@ -284,36 +238,4 @@ async fn tenants_outside_the_allowlist_get_eta_scores_and_no_colony() {
     );
     api.metrics_containing("aco_tenants_refused_total{verb=\"prioritize\"} 1")
         .await;
-}
-
-/// The figure in docs/limits.md: what an unauthenticated caller (EXTENDER_AUTH=none) can make
-/// one tenant store. A measurement, not a test (the cap itself is asserted by
-/// `remembered_decisions_are_capped_per_tenant_oldest_first`): compiled only with the `measure`
-/// feature, `cargo test --features measure --test colony_state measure -- --nocapture`.
-#[cfg(feature = "measure")]
-#[tokio::test]
-async fn measure_storage_per_remembered_decision() {
-    for (label, nodes) in [
-        ("OpenB names", {
-            let mut v = Vec::new();
-            while v.len() < 64 {
-                v.extend(aco_testkit::openb::openb_nodes(16));
-            }
-            v.truncate(64);
-            v
-        }),
-        ("253-char names", long_named_nodes(64)),
-    ] {
-        let mut api = Api::start(StartOptions::default().var("MAX_DECISIONS_PER_TENANT", "1000"));
-        let empty = flood_prioritize(&mut api, "measure", "a", 1, &nodes).await;
-        let full = flood_prioritize(&mut api, "measure", "b", 999, &nodes).await;
-        let more = flood_prioritize(&mut api, "measure", "c", 1000, &nodes).await;
-        let table = api.pheromone_table("measure").await;
-        eprintln!(
-            "{label}: 1 decision {empty} B, 1000 decisions {full} B ({:.0} B/decision), +1000 more beyond the cap {more} B; pending {} evicted {}",
-            (full - empty) as f64 / 999.0,
-            table.pending_decisions,
-            table.counters.evicted_decisions
-        );
-    }
 }

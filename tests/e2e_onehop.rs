@@ -2,7 +2,7 @@
 //! asked only `prioritize`) with the reporter's admission webhook (`k8s/webhook/webhook.yaml`, rendered
 //! by the pinned kustomize) registered with a real kube-apiserver — in which kube-scheduler
 //! enforces the hard constraints itself, on the required node affinity the webhook writes.
-//! (`tests/e2e_kube.rs` runs the constraint scenario of the filter verb in both installs.)
+//! (`tests/e2e_kube_constraints.rs` runs the constraint scenario of the filter verb in both installs.)
 //!
 //! 1. Latency targets at the boundary, in a real kube-scheduler: a node at exactly the target
 //!    passes, one µs above does not, a fractional target rounds down, a node without a latency

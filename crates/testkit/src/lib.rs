@@ -15,16 +15,25 @@
 //! - [`pods`]: the v1.Pod envelope of both pod builders.
 //! - [`fixtures`]: real-shaped extender requests (OpenB nodes replicated to any count);
 //!   [`openb`]: the OpenB trace's nodes as v1.Node objects.
+//! - [`observability`]: the shipped alert rules and Grafana dashboard, read.
+//! - [`quoted`]: the figures the docs quote, printed beside a bench's measured ones;
+//!   [`colony_load`], [`facts_api`]: the load those benches and their tests drive.
 //!
-//! Without the default `launchers` feature only [`fixtures`] and [`openb`] are built.
+//! Without the default `launchers` feature only [`fixtures`], [`openb`], [`observability`] and
+//! the small readers beside them are built.
 
 #[cfg(feature = "launchers")]
 pub mod api;
+#[cfg(feature = "launchers")]
+pub mod colony_load;
 pub mod extender;
+#[cfg(feature = "launchers")]
+pub mod facts_api;
 pub mod fixtures;
 #[cfg(feature = "launchers")]
 pub mod kube;
 pub mod nodes;
+pub mod observability;
 pub mod openb;
 #[cfg(feature = "launchers")]
 pub mod pods;
@@ -32,6 +41,7 @@ pub mod pods;
 pub mod process;
 #[cfg(feature = "launchers")]
 pub mod prometheus;
+pub mod quoted;
 pub mod state;
 #[cfg(feature = "launchers")]
 pub mod worker;

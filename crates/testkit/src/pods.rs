@@ -44,3 +44,8 @@ pub fn edit_pod(pod: Value, edit: impl FnOnce(&mut Pod)) -> Value {
 pub fn edit_spec(pod: Value, edit: impl FnOnce(&mut PodSpec)) -> Value {
     edit_pod(pod, |p| edit(p.spec.as_mut().expect("a pod spec")))
 }
+
+/// The node the pod is bound to (`spec.nodeName`), if any.
+pub fn node_of(p: &Pod) -> Option<&str> {
+    p.spec.as_ref()?.node_name.as_deref()
+}

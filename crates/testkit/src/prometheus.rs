@@ -4,7 +4,7 @@
 //! is stopped (SIGTERM, then SIGKILL) on drop, also while a failing test unwinds.
 //!
 //! Used by the Miniflare suite (`tests/metrics.rs`: a deposit counter read back through
-//! Prometheus) and the observability end-to-end test (`tests/e2e_observability.rs`: every
+//! Prometheus) and the observability end-to-end test (`tests/e2e_observability_panels.rs`: every
 //! dashboard panel's query against scrapes of the Worker and the reporter).
 
 use std::collections::BTreeMap;
@@ -234,11 +234,20 @@ pub struct Targets {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
-    pub labels: BTreeMap<String, String>,
+    pub labels: TargetLabels,
     pub scrape_url: String,
     /// `up`, `down` or `unknown`.
     pub health: String,
     pub last_error: String,
+}
+
+/// A target's labels: `job` always (Prometheus sets it from the scrape config), the rest as
+/// they come.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TargetLabels {
+    pub job: String,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, String>,
 }
 
 /// `GET /api/v1/rules`.

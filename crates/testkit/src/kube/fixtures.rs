@@ -248,6 +248,31 @@ pub async fn create_kwok_nodes(kube: &Kube, nodes: &[Value]) {
     }
 }
 
+/// Waits until every node of `names` is Ready (kwok's heartbeats) and, with `untainted`, the node
+/// lifecycle controller has lifted its `node.kubernetes.io/` taints (a cluster running
+/// kube-controller-manager).
+pub async fn wait_nodes_ready(kube: &Kube, names: &[String], timeout: Duration, untainted: bool) {
+    for name in names {
+        super::wait_for(&format!("node {name} Ready"), timeout, || {
+            let (kube, name) = (kube.clone(), name.clone());
+            async move {
+                let node = kube.try_node(&name).await?;
+                let ready = node
+                    .status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                let tainted = node
+                    .spec
+                    .and_then(|s| s.taints)
+                    .is_some_and(|t| t.iter().any(|t| t.key.starts_with("node.kubernetes.io/")));
+                (ready && !(untainted && tainted)).then_some(())
+            }
+        })
+        .await;
+    }
+}
+
 /// Adds the labels the Worker reads and mirrors the OpenB GPU count as `nvidia.com/gpu`.
 pub fn label_node(mut node: Value, cost: f64, latency_us: u32, spot: bool) -> Value {
     let model = node["metadata"]["labels"]["alibabacloud.com/gpu-card-model"]
@@ -289,6 +314,20 @@ pub fn constraint_nodes() -> Vec<Value> {
         nodes.push(label_node(cpu[i].clone(), cost, lat, false));
     }
     nodes
+}
+
+/// Identical CPU nodes: nothing but the pheromone trail could tell them apart.
+pub fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
+    let base = crate::openb::openb_cpu_nodes().into_iter().next().unwrap();
+    (0..n)
+        .map(|i| {
+            let mut node = base.clone();
+            let name = format!("{prefix}-{i}");
+            crate::nodes::set_name(&mut node, name.clone().into());
+            crate::nodes::set_label(&mut node, "kubernetes.io/hostname", &name);
+            label_node(node, 1.0, 100, false)
+        })
+        .collect()
 }
 
 pub fn label(v: &Value, key: &str) -> String {

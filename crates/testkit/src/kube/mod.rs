@@ -19,14 +19,19 @@
 //! [`install`], [`kwok`], [`reporter`], [`aco_scheduler`] (kube-scheduler with our device
 //! accounting and FGD plugins), [`replay`] (one configuration of the real-kube trace replay),
 //! [`churn`] (one configuration of its churned segment: arrivals and departures in compressed
-//! trace time) and [`replay_configs`] (their kube-scheduler configurations by name).
+//! trace time) and [`replay_configs`] (their kube-scheduler configurations by name); the cluster a
+//! family of e2e files shares: [`controllers`] (kube-controller-manager and the installed
+//! reporter), [`reporter_loop`] (the reporter's closed loop), [`gpu_devices`] (GPU pods and node
+//! state as AcoGpuDevices and FGD read them); and [`serial`].
 
 pub mod aco_scheduler;
 pub mod api;
 pub mod base64;
 pub mod churn;
 pub mod control_plane;
+pub mod controllers;
 pub mod fixtures;
+pub mod gpu_devices;
 pub mod install;
 pub mod kwok;
 pub mod pki;
@@ -34,6 +39,7 @@ pub mod proxy;
 pub mod replay;
 pub mod replay_configs;
 pub mod reporter;
+pub mod reporter_loop;
 pub mod scheduler_config;
 pub mod server;
 
@@ -45,6 +51,15 @@ pub use scheduler_config::{Extender, SchedulerConfig};
 pub use server::{wait_for, wait_ready, Server};
 
 pub const SCHEDULER_NAME: &str = "aco-scheduler";
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held for a whole test, across awaits, on purpose: each test of a kube suite starts its own
+/// control plane, and the machine's cores are too few for two at once (scheduling outcomes must
+/// not depend on CPU contention). A test that panicked while holding it does not poison it.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A Kubernetes object built or rendered as JSON, read as its k8s-openapi type (`Pod`, `Node`,
 /// `StatefulSet`, …), failing with the object if it is not one.
