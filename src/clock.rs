@@ -23,7 +23,7 @@ fn wall_ms() -> u64 {
 /// When `req` happens: the wall clock, or under `TEST_CLOCK_HEADER` its header (then required:
 /// a request on another clock would move this isolate's by years).
 pub fn of_request(req: &Request, config: &Config) -> Result<u64, ApiError> {
-    if !config.test_clock_header {
+    if !config.testing.test_clock_header {
         return Ok(wall_ms());
     }
     let value = req.headers().get(HEADER).ok().flatten().ok_or_else(|| {

@@ -427,10 +427,10 @@ async fn measure_worker_memory_of_full_object_requests() {
         .map_or(vec![1_000, 2_500, 5_000, 10_000], |v| {
             v.split(',').map(|n| n.parse().unwrap()).collect()
         });
-    let limit: usize = std::env::var("MEASURE_MAX_BODY_BYTES")
-        .map_or(aco_core::config::Config::default().max_body_bytes, |v| {
-            v.parse().unwrap()
-        });
+    let limit: usize = std::env::var("MEASURE_MAX_BODY_BYTES").map_or(
+        aco_core::config::Config::default().serving.max_body_bytes,
+        |v| v.parse().unwrap(),
+    );
     for n in sizes {
         // Built before the Worker starts, so that its start-up figures are not the build's.
         let body = json!({"Pod": fixtures::bench_pod(), "Nodes": {"metadata": {}, "items": fixtures::real_shaped_nodes(n)}, "NodeNames": null}).to_string();

@@ -220,7 +220,7 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
                 let now = 1_700_000_000_000;
                 if batch.validate(now).is_ok() {
                     let table =
-                        FactsTable::new(aco_core::facts_shards::stamp_lag_ms(config.facts_ttl_ms));
+                        FactsTable::new(aco_core::facts_shards::stamp_lag_ms(config.facts.facts_ttl_ms));
                     let plan = table.plan(&batch, now, config);
                     let _ = table.rows(&plan);
                 }

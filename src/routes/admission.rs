@@ -75,7 +75,7 @@ pub fn over_limit(call: &Call, tenant: &str) -> ApiError {
         "tenant",
         format!(
             "tenant {tenant:?} has no colony: MAX_COLONIES ({}) colonies exist",
-            call.config.max_colonies
+            call.config.bounds.max_colonies
         ),
     )
 }

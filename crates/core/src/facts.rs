@@ -183,7 +183,7 @@ impl NodeFacts {
         let mut samples = report.utilisation.clone();
         samples.sort_by_key(|s| s.at_ms);
         let mut load = self.load.take().unwrap_or(Observed {
-            value: Ema::new(config.ema_alpha),
+            value: Ema::new(config.load.ema_alpha),
             at_ms: 0,
         });
         for s in samples {

@@ -75,6 +75,7 @@ impl LabelReading {
 /// whole number ([`latency_label_value`]).
 pub fn latency_us(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
     config
+        .node_keys
         .latency_labels
         .iter()
         .find_map(|key| labels.get(key))
@@ -98,7 +99,7 @@ pub fn latency_label_value(value: &str) -> Option<f64> {
 /// The price per hour of the cost label (`COST_LABEL`); `None` when absent or unreadable.
 pub fn cost_per_hour(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
     labels
-        .get(&config.cost_label)
+        .get(&config.node_keys.cost_label)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|c| c.is_finite() && *c >= 0.0)
 }
@@ -106,6 +107,7 @@ pub fn cost_per_hour(labels: &BTreeMap<String, String>, config: &Config) -> Opti
 /// The node's GPU model: the value of the first configured GPU-type label present.
 pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, config: &Config) -> Option<&'l str> {
     config
+        .node_keys
         .gpu_type_labels
         .iter()
         .find_map(|k| labels.get(k))
@@ -117,10 +119,10 @@ pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, config: &Config) -> O
 /// names reclaimed spot nodes in `PUT /v1/nodes` (`reclaimed`).
 pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
     let instance_is_spot = labels
-        .get(&config.instance_type_label)
+        .get(&config.node_keys.instance_type_label)
         .is_some_and(|v| v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible"));
     instance_is_spot
-        || config.spot_labels.iter().any(|(k, v)| {
+        || config.node_keys.spot_labels.iter().any(|(k, v)| {
             labels
                 .get(k)
                 .is_some_and(|actual| actual.eq_ignore_ascii_case(v))
@@ -130,6 +132,7 @@ pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
 /// The pool of a node: the values of `SPOT_POOL_LABELS` joined by `/` (absent labels empty).
 pub fn pool_of(labels: &BTreeMap<String, String>, config: &Config) -> String {
     let parts: Vec<&str> = config
+        .spot
         .spot_pool_labels
         .iter()
         .map(|k| labels.get(k).map_or("", String::as_str))
@@ -164,9 +167,9 @@ pub fn hourly_rate(monthly_fraction: f64) -> f64 {
 /// The prior rate per node-hour of a spot node, from its band label or the default.
 pub fn prior_rate(labels: &BTreeMap<String, String>, config: &Config) -> f64 {
     let monthly = labels
-        .get(&config.spot_band_label)
+        .get(&config.spot.spot_band_label)
         .and_then(|v| band_monthly_fraction(v))
-        .unwrap_or(config.spot_default_interruption_percent / 100.0);
+        .unwrap_or(config.spot.spot_default_interruption_percent / 100.0);
     hourly_rate(monthly)
 }
 
@@ -289,7 +292,7 @@ mod tests {
             let rate = p.spot_pool.unwrap().prior_rate_per_hour;
             assert_eq!(
                 rate,
-                hourly_rate(c.spot_default_interruption_percent / 100.0)
+                hourly_rate(c.spot.spot_default_interruption_percent / 100.0)
             );
         }
         let p = NodeProfile::of(

@@ -53,6 +53,7 @@ pub fn counted_name<'c>(name: &str, config: &'c Config) -> Option<&'c str> {
         "cpu" => Some("cpu"),
         "memory" => Some("memory"),
         _ => config
+            .node_keys
             .gpu_resources
             .iter()
             .map(String::as_str)
@@ -99,8 +100,8 @@ impl LoadOutlook {
             spike_probability: spike_probability(
                 u,
                 predictor.volatility(),
-                config.spike_threshold,
-                config.spike_band,
+                config.load.spike_threshold,
+                config.load.spike_band,
             ),
         })
     }
@@ -158,7 +159,7 @@ impl<'a> NodeState<'a> {
         config: &Config,
         field: &str,
     ) -> Result<Self, ResourceError> {
-        let ttl = config.facts_ttl_ms;
+        let ttl = config.facts.facts_ttl_ms;
         let mut labels = facts.map_or(&NO_LABELS, |f| &f.labels);
         let mut allocatable = facts
             .and_then(|f| f.allocatable.as_ref())
@@ -254,7 +255,7 @@ mod tests {
         let s = NodeState::assemble("n", Some(&node), Some(&f), 2000, &c, "x").unwrap();
         assert_eq!(s.latency_us, Some(80.0));
         assert!(!s.stale_facts);
-        let later = 1000 + c.facts_ttl_ms + 1;
+        let later = 1000 + c.facts.facts_ttl_ms + 1;
         let s = NodeState::assemble("n", Some(&node), Some(&f), later, &c, "x").unwrap();
         assert_eq!(s.latency_us, Some(500.0));
         assert!(s.stale_facts);
@@ -287,7 +288,8 @@ mod tests {
             (s.gpu_free_milli, s.stale_facts),
             (Some(vec![500, 1000]), false)
         );
-        let s = NodeState::assemble("n", None, Some(&f), 11 + c.facts_ttl_ms, &c, "x").unwrap();
+        let s =
+            NodeState::assemble("n", None, Some(&f), 11 + c.facts.facts_ttl_ms, &c, "x").unwrap();
         assert_eq!((s.gpu_free_milli, s.stale_facts), (None, true));
     }
 

@@ -419,7 +419,7 @@ mod tests {
     fn costs_follow_the_marginal_rule_with_the_pods_request_taken_off_its_node() {
         let c = TenantColony::default();
         // Opening an idle node costs the pod's 1/8 plus the idle fraction of the rest.
-        let f = Config::default().open_node_idle_fraction;
+        let f = Config::default().cost.open_node_idle_fraction;
         let opened = |price: f64| price * (1.0 / 8.0 + 7.0 / 8.0 * f);
         // `busy` already carries the pod (2 of 8 CPU, of which the pod's 1): before it, 1 CPU,
         // so busy → 1/8 of $3.20. `idle` has nothing, `cheap-busy` 4 CPU of others.
@@ -713,7 +713,7 @@ mod tests {
         let spot = |name: &str, price: f64| {
             let (n, mut f) = node(name, price, "0", Some(0.1));
             f.labels
-                .insert(config.instance_type_label.clone(), "spot".into());
+                .insert(config.node_keys.instance_type_label.clone(), "spot".into());
             (n, f)
         };
         let facts: HashMap<String, NodeFacts> =

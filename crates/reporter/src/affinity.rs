@@ -291,7 +291,11 @@ mod tests {
 
     fn keys() -> LabelKeys {
         let c = Config::default();
-        LabelKeys::new(&c.gpu_type_labels, "aco/latency-us", &c.latency_labels)
+        LabelKeys::new(
+            &c.node_keys.gpu_type_labels,
+            "aco/latency-us",
+            &c.node_keys.latency_labels,
+        )
     }
 
     fn demand(annotations: serde_json::Value, gpus: u32) -> PodDemand {

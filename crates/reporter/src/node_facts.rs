@@ -38,12 +38,16 @@ pub fn requested_sum<'a>(pods: impl IntoIterator<Item = &'a PodRecord>) -> Resou
 /// The label keys the Worker reads (by its own configuration): everything else stays home.
 pub fn labels_the_worker_reads(config: &Config) -> Vec<String> {
     let mut keys: Vec<String> = config
+        .node_keys
         .gpu_type_labels
         .iter()
-        .chain(&config.latency_labels)
-        .chain([&config.cost_label, &config.instance_type_label])
+        .chain(&config.node_keys.latency_labels)
+        .chain([
+            &config.node_keys.cost_label,
+            &config.node_keys.instance_type_label,
+        ])
         .cloned()
-        .chain(config.spot_labels.iter().map(|(k, _)| k.clone()))
+        .chain(config.node_keys.spot_labels.iter().map(|(k, _)| k.clone()))
         .collect();
     keys.sort();
     keys.dedup();

@@ -215,8 +215,8 @@ impl PodReader {
     /// own settings (`config`) and the reporter's `--workload-label`.
     pub fn new(config: &Config, workload_label: Option<&str>, strings: Arc<Interner>) -> Self {
         let mut labels = vec![
-            config.tenant_label.clone(),
-            config.workload_label.clone(),
+            config.pod_keys.tenant_label.clone(),
+            config.pod_keys.workload_label.clone(),
             REVISION_LABEL.to_owned(),
         ];
         labels.extend(workload_label.map(str::to_owned));
@@ -224,8 +224,8 @@ impl PodReader {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        annotations.extend(config.latency_target_annotations.iter().cloned());
-        annotations.push(config.gpu_models_annotation.clone());
+        annotations.extend(config.pod_keys.latency_target_annotations.iter().cloned());
+        annotations.push(config.pod_keys.gpu_models_annotation.clone());
         for keys in [&mut labels, &mut annotations] {
             keys.sort();
             keys.dedup();

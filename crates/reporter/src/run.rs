@@ -564,7 +564,9 @@ fn build_reports(
             metrics_max_age_ms: max_age,
             now_ms: now,
             observed_at_ms: observed_at,
-            price: prices.get(name).map(|p| (s.config.cost_label.as_str(), *p)),
+            price: prices
+                .get(name)
+                .map(|p| (s.config.node_keys.cost_label.as_str(), *p)),
         });
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
@@ -698,7 +700,7 @@ async fn scan_pods(s: Arc<Shared>) {
             healthy_after_ms: s.args.healthy_after.as_millis() as u64,
         },
         windows: Windows {
-            placement_ms: s.config.decision_ttl_ms,
+            placement_ms: s.config.retention.decision_ttl_ms,
             outcome_ms: s.args.outcome_window.as_millis() as u64,
         },
         workload_label: s.args.workload_label.as_deref(),

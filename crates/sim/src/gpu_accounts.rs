@@ -29,7 +29,7 @@ struct Kept {
 type Freshness = (bool, bool);
 
 fn freshness(f: &NodeFacts, now_ms: u64, config: &Config) -> Freshness {
-    let ttl = config.facts_ttl_ms;
+    let ttl = config.facts.facts_ttl_ms;
     (
         f.requested
             .as_ref()

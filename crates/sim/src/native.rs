@@ -203,7 +203,7 @@ impl NativeScheduler {
     pub fn new(policy: Decider, config: Config, predictor: PredictorKind) -> Self {
         let mut config = config;
         if let PredictorKind::Ema(a) = predictor {
-            config.ema_alpha = a;
+            config.load.ema_alpha = a;
         }
         Self {
             policy,
@@ -324,7 +324,7 @@ fn refresh(
     config: &Config,
     requested_changed: bool,
 ) {
-    let ttl = config.facts_ttl_ms;
+    let ttl = config.facts.facts_ttl_ms;
     let mut stale = false;
     match facts.and_then(|f| f.requested.as_ref()) {
         None => s.requested = None,
@@ -461,7 +461,7 @@ impl Scheduler for NativeScheduler {
                         at_ms: at,
                     });
                     let mut load = f.load.take().unwrap_or(Observed {
-                        value: Ema::new(config.ema_alpha),
+                        value: Ema::new(config.load.ema_alpha),
                         at_ms: 0,
                     });
                     for s in batch.samples(node) {

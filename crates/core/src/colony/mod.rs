@@ -214,7 +214,7 @@ impl TenantColony {
                 .then(a.cmp(&b))
         };
         let mut ranked: Vec<usize> = (0..candidates.len()).collect();
-        let keep = ranked.len().min(config.decision_keep_top);
+        let keep = ranked.len().min(config.retention.decision_keep_top);
         if keep < ranked.len() {
             ranked.select_nth_unstable_by(keep, by_rank);
         }
@@ -477,7 +477,7 @@ mod tests {
             .priorities;
         assert!(soon[0].score < soon[1].score, "{soon:?}");
         // Twenty half-lives on, three failures weigh ~3e-6 of one: a's η is the prior's again.
-        let later_ms = 20 * config.outcome_half_life_ms;
+        let later_ms = 20 * config.cost.outcome_half_life_ms;
         let later = c
             .prioritize(&nodes, lc, "ns/pod", later_ms, &config, &mut rng)
             .priorities;
@@ -514,10 +514,7 @@ mod tests {
 
     #[test]
     fn decision_keeps_only_the_top_candidates_and_floors_the_rest() {
-        let config = Config {
-            decision_keep_top: 2,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| c.retention.decision_keep_top = 2);
         let mut c = TenantColony::default();
         let nodes = [
             node("a", 3.0),
@@ -541,11 +538,10 @@ mod tests {
 
     #[test]
     fn the_explanation_matches_the_scores_and_etas_it_explains() {
-        let config = Config {
-            decision_keep_top: 3,
-            q0: 0.0,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| {
+            c.retention.decision_keep_top = 3;
+            c.colony.q0 = 0.0;
+        });
         let mut c = TenantColony::default();
         c.pheromones.trails.insert(
             "b".into(),

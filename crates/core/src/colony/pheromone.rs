@@ -67,11 +67,11 @@ impl PheromoneTable {
 /// reference pod: batch, `COST_REFERENCE` $/h of the node's bill, so that τ =
 /// `exp(−(failure probability above the prior / 2 + slowdown − 1))` with every factor on.
 pub fn reference_tau(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
-    let resources = config.cost_reference;
+    let resources = config.cost.cost_reference;
     // A batch pod's failure loses half its stay's resources on average (`cost_terms`).
-    let loss = resources * config.expected_stay_hours.max(1e-6) / 2.0;
+    let loss = resources * config.cost.expected_stay_hours.max(1e-6) / 2.0;
     let (failure_risk, slowdown) = learned_terms(stats, resources, loss, config);
-    (-(failure_risk + slowdown) / config.cost_reference).exp()
+    (-(failure_risk + slowdown) / config.cost.cost_reference).exp()
 }
 
 #[cfg(test)]
@@ -106,7 +106,7 @@ mod tests {
     #[test]
     fn a_failed_nodes_tau_recovers_with_the_half_life() {
         let c = Config::default();
-        let h = c.outcome_half_life_ms;
+        let h = c.cost.outcome_half_life_ms;
         let mut t = PheromoneTable::default();
         for _ in 0..4 {
             t.entry("n").record(0.0, 1_000, &c);

@@ -126,7 +126,9 @@ impl Explained {
 
     /// Keeps `e` unless the config keeps none.
     pub fn add(&mut self, e: ConfirmedExplanation, config: &Config) {
-        if config.confirmed_explanations_ttl_ms == 0 || config.confirmed_explanations_max == 0 {
+        if config.retention.confirmed_explanations_ttl_ms == 0
+            || config.retention.confirmed_explanations_max == 0
+        {
             return;
         }
         let bytes = serde_json::to_string(&e).map_or(0, |t| t.len());
@@ -209,9 +211,9 @@ impl Explained {
         }
         // The oldest rows go while all their pods are out of the window, or while more pods
         // than the count are kept.
-        let since = now_ms.saturating_sub(config.confirmed_explanations_ttl_ms);
+        let since = now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms);
         let mut kept = self.len();
-        let max = config.confirmed_explanations_max as usize;
+        let max = config.retention.confirmed_explanations_max as usize;
         for (id, row) in self
             .rows
             .iter()
@@ -318,11 +320,10 @@ mod tests {
 
     #[test]
     fn gathered_explanations_become_a_row_once_they_weigh_enough_and_old_rows_go_whole() {
-        let config = Config {
-            confirmed_explanations_max: 5,
-            confirmed_explanations_ttl_ms: 1_000,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| {
+            c.retention.confirmed_explanations_max = 5;
+            c.retention.confirmed_explanations_ttl_ms = 1_000;
+        });
         let mut x = Explained::default();
         x.add(explained("p0", 10, 10), &config);
         let plan = x.plan(1, 10, &config);
@@ -377,10 +378,7 @@ mod tests {
         assert_eq!(Explained::in_row(&body, "b", 7).unwrap(), None);
         assert_eq!(Explained::in_row(&body, "c", 0).unwrap(), None);
         assert!(Explained::in_row("nope", "a", 0).is_err());
-        let off = Config {
-            confirmed_explanations_max: 0,
-            ..Config::default()
-        };
+        let off = Config::default().with(|c| c.retention.confirmed_explanations_max = 0);
         let mut x = Explained::default();
         x.add(explained("a", 1, 1), &off);
         assert!(x.is_empty());

@@ -16,7 +16,7 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
             RejectCode::NoGpu,
             format!(
                 "pod requests a GPU but node has no GPU-type label ({})",
-                config.gpu_type_labels.join(", ")
+                config.node_keys.gpu_type_labels.join(", ")
             ),
         ));
     };

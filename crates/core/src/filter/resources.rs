@@ -15,7 +15,7 @@ use crate::node_state::NodeState;
 pub(super) fn wanted<'a>(pod: &PodDemand, config: &'a Config) -> Vec<(&'a str, i64)> {
     ["cpu", "memory"]
         .into_iter()
-        .chain(config.gpu_resources.iter().map(String::as_str))
+        .chain(config.node_keys.gpu_resources.iter().map(String::as_str))
         .map(|resource| (resource, pod.request.get(resource)))
         .filter(|(_, want)| *want > 0)
         .collect()

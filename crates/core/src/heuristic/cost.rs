@@ -14,13 +14,13 @@ use crate::config::Config;
 pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
     let price = features
         .cost_per_hour
-        .unwrap_or(config.default_cost_per_hour)
+        .unwrap_or(config.cost.default_cost_per_hour)
         .max(0.0);
     match (features.committed_share, features.pod_share) {
         (Some(committed), Some(pod)) if committed > 0.0 => price * pod,
         // An idle node: the pod's share, and the part of the rest expected to stay unused.
         (Some(_), Some(pod)) => {
-            let idle = config.open_node_idle_fraction * idle_taper(features.gpu_scarcity);
+            let idle = config.cost.open_node_idle_fraction * idle_taper(features.gpu_scarcity);
             price * (pod + (1.0 - pod) * idle)
         }
         _ => price,
@@ -64,8 +64,8 @@ mod tests {
             ..f(Some(4.0), Some(0.0), Some(0.2))
         };
         let at = |s: f64| marginal_cost_per_hour(&opened(s), &c);
-        assert!((at(0.0) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction)).abs() < 1e-12);
-        assert!((at(0.5) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction / 8.0)).abs() < 1e-12);
+        assert!((at(0.0) - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction)).abs() < 1e-12);
+        assert!((at(0.5) - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction / 8.0)).abs() < 1e-12);
         // A full cluster: only the pod's share, as on a busy node.
         assert!((at(1.0) - 0.8).abs() < 1e-12);
         assert!(at(0.2) > at(0.6) && at(0.6) > at(0.9));
@@ -84,11 +84,8 @@ mod tests {
         assert_eq!(marginal_cost_per_hour(&f(Some(0.0), None, None), &c), 0.0);
         // 0.2 of the node, plus the idle fraction of the other 0.8.
         let opened = marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &c);
-        assert!((opened - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction)).abs() < 1e-12);
-        let full = Config {
-            open_node_idle_fraction: 1.0,
-            ..Config::default()
-        };
+        assert!((opened - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction)).abs() < 1e-12);
+        let full = Config::default().with(|c| c.cost.open_node_idle_fraction = 1.0);
         assert_eq!(
             marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &full),
             4.0
@@ -102,7 +99,7 @@ mod tests {
         );
         assert_eq!(
             marginal_cost_per_hour(&f(None, None, None), &c),
-            c.default_cost_per_hour
+            c.cost.default_cost_per_hour
         );
     }
 }

@@ -678,7 +678,7 @@ mod tests {
         let amounts = |cpu: i64| ResourceAmounts::from([("cpu", cpu)]);
         let node = |label: Option<&str>| {
             let labels: std::collections::BTreeMap<_, _> = label
-                .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
+                .map(|m| (config.node_keys.gpu_type_labels[0].clone(), m.to_string()))
                 .into_iter()
                 .collect();
             NodeState {

@@ -17,7 +17,7 @@ pub fn headroom_after(features: &NodeFeatures) -> f64 {
 /// A node too hot for a latency-critical pod: headroom after placement below
 /// `LATENCY_CRITICAL_MIN_HEADROOM` (the SLA threshold of `breach_probability`).
 pub fn is_hot(features: &NodeFeatures, config: &Config) -> bool {
-    headroom_after(features) < config.latency_critical_min_headroom
+    headroom_after(features) < config.load.latency_critical_min_headroom
 }
 
 #[cfg(test)]

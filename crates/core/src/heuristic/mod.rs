@@ -316,18 +316,15 @@ mod tests {
                 term > 0.0,
                 "{name}: every term of this node costs something"
             );
-            let c = Config {
-                eta_factors: crate::config::EtaFactorSet::without(name).unwrap(),
-                ..Config::default()
-            };
+            let c = Config::default()
+                .with(|c| c.cost.eta_factors = crate::config::EtaFactorSet::without(name).unwrap());
             let g = eta_terms(&f, w, Some(&bad), &c);
             assert!(g.total() < full.total(), "{name}");
             assert!(g.eta(&c) >= full.eta(&all), "{name}");
         }
-        let no_headroom = Config {
-            eta_factors: crate::config::EtaFactorSet::without("headroom").unwrap(),
-            ..Config::default()
-        };
+        let no_headroom = Config::default().with(|c| {
+            c.cost.eta_factors = crate::config::EtaFactorSet::without("headroom").unwrap()
+        });
         assert_eq!(eta_terms(&f, w, Some(&bad), &no_headroom).qos_risk, 0.0);
     }
 
@@ -341,7 +338,7 @@ mod tests {
                     WorkloadClass::LatencyCritical,
                     &c,
                 );
-                assert!(e >= c.eta_floor && e <= 1.0, "{e}");
+                assert!(e >= c.eta.eta_floor && e <= 1.0, "{e}");
             }
         }
     }

@@ -64,11 +64,11 @@ impl CostTerms {
     pub fn eta(&self, config: &Config) -> f64 {
         let total = self.facts_total();
         if !total.is_finite() {
-            return config.eta_floor;
+            return config.eta.eta_floor;
         }
-        (-total.max(0.0) / config.cost_reference)
+        (-total.max(0.0) / config.cost.cost_reference)
             .exp()
-            .clamp(config.eta_floor, 1.0)
+            .clamp(config.eta.eta_floor, 1.0)
     }
 
     /// τ = `exp(−learned / COST_REFERENCE)`: 1 where nothing was learned, below 1 where the
@@ -77,9 +77,9 @@ impl CostTerms {
     pub fn tau(&self, config: &Config) -> f64 {
         let learned = self.learned_total();
         if !learned.is_finite() {
-            return config.eta_floor;
+            return config.eta.eta_floor;
         }
-        (-learned / config.cost_reference).exp()
+        (-learned / config.cost.cost_reference).exp()
     }
 }
 
@@ -92,8 +92,8 @@ pub fn learned_terms(
     loss: f64,
     config: &Config,
 ) -> (f64, f64) {
-    let on = config.eta_factors;
-    let stay = config.expected_stay_hours.max(1e-6);
+    let on = config.cost.eta_factors;
+    let stay = config.cost.expected_stay_hours.max(1e-6);
     let failure_risk = if on.reliability {
         let prior = reliability(None, config);
         (prior - reliability(stats, config)).max(0.0) * loss / stay
@@ -115,8 +115,8 @@ pub fn learned_terms(
 /// (`1 − LATENCY_CRITICAL_MIN_HEADROOM`) minus `SPIKE_BAND`, 1 above it plus the band, linear
 /// between.
 pub fn breach_probability(load: f64, config: &Config) -> f64 {
-    let threshold = 1.0 - config.latency_critical_min_headroom;
-    let band = config.spike_band.max(1e-9);
+    let threshold = 1.0 - config.load.latency_critical_min_headroom;
+    let band = config.load.spike_band.max(1e-9);
     ((load - (threshold - band)) / (2.0 * band)).clamp(0.0, 1.0)
 }
 
@@ -130,8 +130,8 @@ pub fn cost_terms(
     stats: Option<&OutcomeStats>,
     config: &Config,
 ) -> CostTerms {
-    let on = config.eta_factors;
-    let stay = config.expected_stay_hours.max(1e-6);
+    let on = config.cost.eta_factors;
+    let stay = config.cost.expected_stay_hours.max(1e-6);
     let resources = if on.cost {
         marginal_cost_per_hour(features, config)
     } else {
@@ -140,7 +140,7 @@ pub fn cost_terms(
     // What a breach or a lost node costs this pod: an SLA violation if it is latency-critical,
     // else the work lost, on average half the stay's resources.
     let loss = if workload.is_latency_critical() {
-        config.sla_violation_cost
+        config.cost.sla_violation_cost
     } else {
         marginal_cost_per_hour(features, config) * stay / 2.0
     };
@@ -178,7 +178,7 @@ fn stranded_gpu(features: &NodeFeatures, delta: f64, config: &Config) -> f64 {
     let gpu_hour = features.gpu_hour_price.unwrap_or_else(|| {
         features
             .cost_per_hour
-            .unwrap_or(config.default_cost_per_hour)
+            .unwrap_or(config.cost.default_cost_per_hour)
             .max(0.0)
             / f64::from(gpus)
     });
@@ -209,7 +209,7 @@ pub fn scarcity_premium(scarcity: f64) -> f64 {
 /// neighbour. Needs the node's measured load: without load facts the risk is unknown and left
 /// out (fail open), as everywhere else.
 fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
-    let on = config.eta_factors;
+    let on = config.cost.eta_factors;
     let Some(utilisation) = features.predicted_utilisation.filter(|_| on.headroom) else {
         return 0.0;
     };
@@ -235,7 +235,7 @@ fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -
     let neighbours = features
         .latency_critical_pods
         .map_or(if committed > 0.0 { 1.0 } else { 0.0 }, f64::from);
-    config.sla_violation_cost * (own + neighbours * (p_after - p_before).max(0.0))
+    config.cost.sla_violation_cost * (own + neighbours * (p_after - p_before).max(0.0))
 }
 
 #[cfg(test)]
@@ -264,7 +264,7 @@ mod tests {
             ..idle.clone()
         };
         let b = WorkloadClass::Batch;
-        let opened = 4.0 * (0.25 + 0.75 * c.open_node_idle_fraction);
+        let opened = 4.0 * (0.25 + 0.75 * c.cost.open_node_idle_fraction);
         assert_eq!(cost_terms(&idle, b, None, &c).resources, opened);
         assert_eq!(cost_terms(&busy, b, None, &c).resources, 1.0);
         assert!(cost_terms(&busy, b, None, &c).eta(&c) > cost_terms(&idle, b, None, &c).eta(&c));
@@ -365,7 +365,7 @@ mod tests {
         assert_eq!(cost_terms(&loaded(None, None), lc, None, &c).qos_risk, 0.0);
         // Load 0.6 → 0.8 after: half way through the band, P = 0.5 for the pod itself.
         let own = cost_terms(&loaded(Some(0.3), Some(0)), lc, None, &c).qos_risk;
-        assert!((own - 0.5 * c.sla_violation_cost / c.expected_stay_hours).abs() < 1e-9);
+        assert!((own - 0.5 * c.cost.sla_violation_cost / c.cost.expected_stay_hours).abs() < 1e-9);
         // A batch pod pays only for the rise it causes its latency-critical neighbours.
         let b = WorkloadClass::Batch;
         assert_eq!(
@@ -430,13 +430,13 @@ mod tests {
                 ..CostTerms::default()
             };
             let e = t.eta(&c);
-            assert!(e <= last && e >= c.eta_floor, "{total}: {e}");
+            assert!(e <= last && e >= c.eta.eta_floor, "{total}: {e}");
             last = e;
         }
         let nan = CostTerms {
             resources: f64::NAN,
             ..CostTerms::default()
         };
-        assert_eq!(nan.eta(&c), c.eta_floor);
+        assert_eq!(nan.eta(&c), c.eta.eta_floor);
     }
 }

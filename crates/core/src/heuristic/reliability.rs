@@ -72,7 +72,7 @@ impl OutcomeStats {
 /// Share of an outcome's weight left after `elapsed_ms` (1 when `OUTCOME_HALF_LIFE_MS` is 0:
 /// outcomes never fade).
 fn fade(elapsed_ms: u64, config: &Config) -> f64 {
-    match config.outcome_half_life_ms {
+    match config.cost.outcome_half_life_ms {
         0 => 1.0,
         half_life => 0.5f64.powf(elapsed_ms as f64 / half_life as f64),
     }
@@ -84,8 +84,8 @@ fn fade(elapsed_ms: u64, config: &Config) -> f64 {
 /// pool's interruption rate, `spot_risk.rs`, not here.)
 pub fn reliability(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
     let s = stats.copied().unwrap_or_default();
-    let a = config.reliability_prior_successes + s.successes.max(0.0);
-    let b = config.reliability_prior_failures + s.failures.max(0.0);
+    let a = config.cost.reliability_prior_successes + s.successes.max(0.0);
+    let b = config.cost.reliability_prior_failures + s.failures.max(0.0);
     a / (a + b)
 }
 
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn outcomes_halve_every_half_life_and_a_new_one_counts_whole() {
         let c = Config::default();
-        let h = c.outcome_half_life_ms;
+        let h = c.cost.outcome_half_life_ms;
         let mut s = OutcomeStats::default();
         s.record(0.0, 1_000, &c);
         s.record(0.0, 1_000, &c);
@@ -140,7 +140,7 @@ mod tests {
         s.record_slowdown(2.0, 1_000, &c);
         assert!((s.slowdown().unwrap() - 7.0 / 5.0).abs() < 1e-12);
         // A half-life later the two runs weigh one: the estimate moves back towards 1.
-        let later = s.at(1_000 + c.outcome_half_life_ms, &c);
+        let later = s.at(1_000 + c.cost.outcome_half_life_ms, &c);
         assert!((later.slowdown().unwrap() - 5.0 / 4.0).abs() < 1e-12);
         // Reliability is not moved by it, nor it by reliability.
         assert_eq!((s.successes, s.failures), (0.0, 0.0));
@@ -155,10 +155,7 @@ mod tests {
 
     #[test]
     fn a_half_life_of_zero_never_forgets() {
-        let c = Config {
-            outcome_half_life_ms: 0,
-            ..Config::default()
-        };
+        let c = Config::default().with(|c| c.cost.outcome_half_life_ms = 0);
         let mut s = OutcomeStats::default();
         s.record(0.0, 0, &c);
         assert_eq!(s.at(u64::MAX, &c).failures, 1.0);

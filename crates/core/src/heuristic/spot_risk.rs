@@ -52,7 +52,7 @@ impl SpotPools {
         if !busy || now_ms <= since_ms || !is_spot(labels, config) {
             return;
         }
-        let dt_h = (now_ms - since_ms).min(config.facts_ttl_ms) as f64 / 3_600_000.0;
+        let dt_h = (now_ms - since_ms).min(config.facts.facts_ttl_ms) as f64 / 3_600_000.0;
         self.pools
             .entry(pool_of(labels, config))
             .or_default()
@@ -81,7 +81,7 @@ impl SpotPools {
 /// what the pool showed.
 pub fn posterior_rate(prior: f64, history: Option<&PoolHistory>, config: &Config) -> f64 {
     let h = history.copied().unwrap_or_default();
-    let strength = config.spot_prior_node_hours;
+    let strength = config.spot.spot_prior_node_hours;
     let alpha = prior * strength + h.reclamations.max(0.0);
     let beta = strength + h.node_hours.max(0.0);
     if beta > 0.0 {
@@ -141,10 +141,10 @@ mod tests {
         let h = p.pools["g4dn/"];
         assert!((h.node_hours - 2.0 / 60.0).abs() < 1e-12, "{h:?}");
         // A long silence counts as FACTS_TTL_MS only; time going backwards, nothing.
-        p.observed(&spot, true, 0, 10 * c.facts_ttl_ms, &c);
+        p.observed(&spot, true, 0, 10 * c.facts.facts_ttl_ms, &c);
         p.observed(&spot, true, 5_000, 4_000, &c);
         let h = p.pools["g4dn/"];
-        assert!((h.node_hours - (2.0 / 60.0 + c.facts_ttl_ms as f64 / 3.6e6)).abs() < 1e-9);
+        assert!((h.node_hours - (2.0 / 60.0 + c.facts.facts_ttl_ms as f64 / 3.6e6)).abs() < 1e-9);
         p.reclaimed(&spot, &c);
         p.reclaimed(&BTreeMap::new(), &c);
         assert_eq!(p.totals().0, 1.0);

@@ -349,7 +349,7 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
         }
     };
     let gpu_spec = annotations
-        .get(&config.gpu_models_annotation)
+        .get(&config.pod_keys.gpu_models_annotation)
         .map(|v| {
             v.split(['|', ','])
                 .map(str::trim)
@@ -358,7 +358,10 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
                 .join("|")
         })
         .unwrap_or_default();
-    let qos = match labels.get(&config.workload_label).map(String::as_str) {
+    let qos = match labels
+        .get(&config.pod_keys.workload_label)
+        .map(String::as_str)
+    {
         Some("latency-critical") => "LS".to_string(),
         Some("batch") => "BE".to_string(),
         _ => pod["status"]["qosClass"]

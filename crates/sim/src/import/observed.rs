@@ -165,7 +165,7 @@ pub fn apply(
         if let Some(price) = seen.cost_per_hour {
             node.price = price;
             node.labels
-                .insert(config.cost_label.clone(), format!("{price:.4}"));
+                .insert(config.node_keys.cost_label.clone(), format!("{price:.4}"));
         }
         node.spot = is_spot(&node.labels, &config);
         if let Some(l) = latency_us(&node.labels, &config) {

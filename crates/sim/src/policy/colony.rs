@@ -72,7 +72,7 @@ impl ColonyReports {
         let Some(mut record) = self.records.remove(&pod.idx) else {
             return;
         };
-        let since = now_ms.saturating_sub(config.confirmed_ttl_ms);
+        let since = now_ms.saturating_sub(config.retention.confirmed_ttl_ms);
         if record
             .confirmed
             .as_ref()
