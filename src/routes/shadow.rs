@@ -69,7 +69,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
         })?;
     let tenant = match r.tenant {
         Some(t) => t,
-        None => tenant_of(&pod, config).map_err(|e| {
+        None => tenant_of(&pod, &config.pod_keys).map_err(|e| {
             ApiError::field(
                 400,
                 field("tenant"),

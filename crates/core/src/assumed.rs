@@ -31,7 +31,7 @@ use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
 
-use crate::config::Config;
+use crate::config::{AssumedTiming, Config};
 use crate::demand::PodDemand;
 use crate::facts::{FactsLookup, NodeFacts, ReadFacts, MILLI_PER_GPU};
 use crate::heuristic::{pod_gpus, PodGpus};
@@ -66,11 +66,11 @@ impl Assumption {
     }
 
     /// The facts show the pod (requested observed after it settled) or it is too old to keep.
-    fn is_over(&self, facts: Option<&NodeFacts>, now_ms: u64, config: &Config) -> bool {
+    fn is_over(&self, facts: Option<&NodeFacts>, now_ms: u64, rules: &AssumedTiming) -> bool {
         let shown = facts
             .and_then(|f| f.requested.as_ref())
-            .is_some_and(|r| r.at_ms > self.at_ms.saturating_add(config.assumed.assumed_settle_ms));
-        shown || now_ms.saturating_sub(self.at_ms) > config.assumed.assumed_ttl_ms
+            .is_some_and(|r| r.at_ms > self.at_ms.saturating_add(rules.assumed_settle_ms));
+        shown || now_ms.saturating_sub(self.at_ms) > rules.assumed_ttl_ms
     }
 }
 
@@ -250,7 +250,7 @@ impl AssumedPlacements {
             let facts = current.as_ref().map(|(f, _)| *f);
             let before = pending.assumptions.len();
             pending.assumptions.retain(|a| {
-                let keep = !a.is_over(facts, now_ms, config);
+                let keep = !a.is_over(facts, now_ms, &config.assumed);
                 if !keep {
                     pods.remove(&a.pod);
                 }

@@ -294,7 +294,7 @@ config_keys! {
         facts_cache_ms: u64 = "FACTS_CACHE_MS", number, 5_000;
     }
     /// How long a placement the extender named counts on its node before the facts show it.
-    group assumed: AssumedPlacements {
+    group assumed: AssumedTiming {
         /// A placement the extender named (the top of prioritize, the only node filter passed) counts
         /// on its node until the node's `requested` is observed this long after it (`assumed.rs`):
         /// the time the reporter needs to see the binding.

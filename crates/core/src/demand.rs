@@ -2,7 +2,7 @@
 //! its resource request, GPU wishes, latency target, workload class and tenant.
 
 use crate::cluster::validate_tenant;
-use crate::config::{Config, TenantSource};
+use crate::config::{Config, PodKeys, TenantSource};
 use crate::k8s::{pod_request, PodView, ResourceAmounts, ResourceError};
 
 /// Workload class from the pod's `aco/workload-type` label.
@@ -73,7 +73,7 @@ impl PodDemand {
     pub fn from_pod(pod: &PodView, config: &Config) -> Result<Self, DemandError> {
         let request = pod_request(pod)?;
         let meta = &pod.metadata;
-        let tenant = tenant_of(pod, config)?;
+        let tenant = tenant_of(pod, &config.pod_keys)?;
         let gpus = config
             .node_keys
             .gpu_resources
@@ -139,26 +139,26 @@ impl PodDemand {
 
 /// The tenant a pod belongs to, by `TENANT_SOURCE`. Public so that the in-cluster reporter names
 /// tenants by exactly the Worker's rule.
-pub fn tenant_of(pod: &PodView, config: &Config) -> Result<String, DemandError> {
+pub fn tenant_of(pod: &PodView, keys: &PodKeys) -> Result<String, DemandError> {
     let label = pod
         .metadata
         .labels
-        .get(&config.pod_keys.tenant_label)
+        .get(&keys.tenant_label)
         .map(|s| s.trim())
         .filter(|s| !s.is_empty());
     let namespace = Some(pod.metadata.namespace.as_str()).filter(|s| !s.is_empty());
-    let tenant = match config.pod_keys.tenant_source {
+    let tenant = match keys.tenant_source {
         TenantSource::LabelThenNamespace => label.or(namespace).unwrap_or("default"),
         TenantSource::Namespace => namespace.unwrap_or("default"),
         TenantSource::Label => label.ok_or_else(|| {
             DemandError::Tenant(format!(
                 "label {} is required (TENANT_SOURCE=label)",
-                config.pod_keys.tenant_label
+                keys.tenant_label
             ))
         })?,
     };
     validate_tenant(tenant).map_err(|reason| DemandError::Annotation {
-        field: format!("label {}", config.pod_keys.tenant_label),
+        field: format!("label {}", keys.tenant_label),
         value: tenant.to_string(),
         reason,
     })?;

@@ -177,7 +177,9 @@ impl<'a> NodeState<'a> {
             ));
             reading = None;
         }
-        let reading = reading.unwrap_or_else(|| Cow::Owned(LabelReading::of(labels, config)));
+        let reading = reading.unwrap_or_else(|| {
+            Cow::Owned(LabelReading::of(labels, &config.node_keys, &config.spot))
+        });
         let (profile, label_latency) = match reading {
             Cow::Borrowed(r) => (Cow::Borrowed(&r.profile), r.latency_us),
             Cow::Owned(r) => (Cow::Owned(r.profile), r.latency_us),
@@ -301,7 +303,7 @@ mod tests {
             10,
         );
         let read = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
-        let reading = LabelReading::of(&f.labels, &c);
+        let reading = LabelReading::of(&f.labels, &c.node_keys, &c.spot);
         let with_reading = |node| {
             let reading = Some(Cow::Borrowed(&reading));
             NodeState::assemble_read("n", node, Some(&f), reading, 20, &c, "x").unwrap()

@@ -174,11 +174,11 @@ impl<'a> ShadowCluster<'a> {
             features_of(&chosen_state, &footprint, config, self.outlook, &mut memo);
         Ok(ShadowVerdict {
             agree: colony_features.node == chosen,
-            colony_cost_per_hour: marginal_cost_per_hour(&colony_features, config),
-            chosen_cost_per_hour: marginal_cost_per_hour(&chosen_features, config),
+            colony_cost_per_hour: marginal_cost_per_hour(&colony_features, &config.cost),
+            chosen_cost_per_hour: marginal_cost_per_hour(&chosen_features, &config.cost),
             latency_critical: pod.workload.is_latency_critical(),
-            chosen_hot: is_hot(&chosen_features, config),
-            colony_hot: is_hot(&colony_features, config),
+            chosen_hot: is_hot(&chosen_features, &config.load),
+            colony_hot: is_hot(&colony_features, &config.load),
             colony_choice: colony_features.node.into_owned(),
             chosen: chosen.to_string(),
         })
@@ -719,7 +719,7 @@ mod tests {
         let facts: HashMap<String, NodeFacts> =
             [spot("a-spot", 0.5), node("b-steady", 1.0, "0", Some(0.1))].into();
         let lc = pod("2", Some("latency-critical"));
-        let pool = crate::node_labels::pool_of(&facts["a-spot"].labels, &config);
+        let pool = crate::node_labels::pool_of(&facts["a-spot"].labels, &config.spot);
         let quiet = ClusterOutlook::from_facts(facts.values(), Default::default(), NOW, &config);
         // The pool has lost a node every ten hours of a year's exposure.
         let history = crate::heuristic::spot_risk::PoolHistory {

@@ -204,7 +204,7 @@ pub fn bound_pod(
         },
         spec: Default::default(),
     };
-    let tenant = tenant_of(&view, config).map_err(|e| Skip::Tenant(e.to_string()))?;
+    let tenant = tenant_of(&view, &config.pod_keys).map_err(|e| Skip::Tenant(e.to_string()))?;
     Ok(BoundPod {
         role,
         uid,

@@ -25,7 +25,7 @@ pub fn reclaimed<'a>(
     pods_on_node: impl IntoIterator<Item = &'a PodRecord>,
     config: &Config,
 ) -> bool {
-    if !aco_core::node_labels::is_spot(&node.label_map(), config) {
+    if !aco_core::node_labels::is_spot(&node.label_map(), &config.node_keys) {
         return false;
     }
     pods_on_node

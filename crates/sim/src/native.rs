@@ -361,7 +361,8 @@ fn refresh(
         (fresh, mine) => *mine = fresh.cloned(),
     }
     // The Worker's reading of the latency labels (whole µs, as kube-scheduler's `Lt` reads them).
-    s.latency_us = fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, config));
+    s.latency_us =
+        fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, &config.node_keys));
     s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, config));
     s.stale_facts = stale;
     s.committed_share = aco_core::node_state::committed_share(

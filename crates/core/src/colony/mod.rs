@@ -123,7 +123,7 @@ pub enum PlacementEffect {
 impl TenantColony {
     /// `node`'s trail for this tenant as it stands at `now_ms` (evaporated).
     pub fn trail_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.pheromones.at(node, now_ms, config)
+        self.pheromones.at(node, now_ms, &config.cost)
     }
 
     /// η of every candidate for this workload (the facts alone: the same for every tenant).
@@ -182,14 +182,17 @@ impl TenantColony {
         let factors: Vec<_> = candidates
             .iter()
             .map(|f| {
-                let stats = trails.get(&f.node).map(|s| s.at(now_ms, config));
+                let stats = trails.get(&f.node).map(|s| s.at(now_ms, &config.cost));
                 eta_terms(f, workload, stats.as_ref(), config)
             })
             .collect();
-        let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
+        let etas: Vec<f64> = factors
+            .iter()
+            .map(|f| f.eta(&config.cost, &config.eta))
+            .collect();
         let desirabilities = relative_desirabilities(&factors, config);
         let mut scores = to_scores(&desirabilities);
-        let explored_at = explore(&mut scores, &desirabilities, config, rng);
+        let explored_at = explore(&mut scores, &desirabilities, &config.colony, rng);
         let explored = explored_at.map(|i| candidates[i].node.to_string());
         let top = explored_at.or_else(|| {
             single_out_top(
@@ -228,7 +231,13 @@ impl TenantColony {
         let explanation = Explanation {
             candidates: kept
                 .iter()
-                .map(|&i| CandidateWhy::new(&factors[i], factors[i].tau(config), scores[i]))
+                .map(|&i| {
+                    CandidateWhy::new(
+                        &factors[i],
+                        factors[i].tau(&config.cost, &config.eta),
+                        scores[i],
+                    )
+                })
                 .collect(),
             explored: explored.clone(),
             filter: None,
@@ -370,7 +379,7 @@ mod tests {
         let d = decide(&mut c, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
         c.confirm(Some(&d), "b", failed, 0, &config).unwrap();
-        let rows = c.pheromones.snapshot(0, &config);
+        let rows = c.pheromones.snapshot(0, &config.cost);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].0 == "b" && rows[0].1 < 1.0, "{rows:?}");
         // Equal nodes, b's trail lower: a alone at 10.
@@ -505,7 +514,7 @@ mod tests {
             )
             .unwrap();
         }
-        let rows = c.pheromones.snapshot(0, &config);
+        let rows = c.pheromones.snapshot(0, &config.cost);
         assert!(rows[0].1 < 1.0, "{rows:?}");
         let s = scores(&mut c, &nodes);
         assert!(s[0] < s[1], "{s:?}");
@@ -572,7 +581,7 @@ mod tests {
             let terms = cand.cost_per_hour.unwrap();
             // f32 storage: each term within 2^-24 relative.
             assert!(
-                (terms.eta(&config) - cand.eta).abs() <= 1e-6 * cand.eta,
+                (terms.eta(&config.cost, &config.eta) - cand.eta).abs() <= 1e-6 * cand.eta,
                 "{cand:?}"
             );
             assert_eq!(cand.total_per_hour, Some(terms.total()));
@@ -583,7 +592,7 @@ mod tests {
                 .unwrap()
                 .score;
             assert_eq!(cand.score, Some(replied as u8));
-            let tau = terms.tau(&config);
+            let tau = terms.tau(&config.cost, &config.eta);
             assert!((cand.tau.unwrap() - tau).abs() <= 1e-6 * tau, "{cand:?}");
             assert_eq!(tau < 1.0, cand.node == "b", "only b has a trail: {cand:?}");
             assert_eq!(terms.stranded_gpu.is_some(), cand.node == "c");

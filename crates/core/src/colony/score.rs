@@ -2,12 +2,12 @@
 
 use rand::Rng;
 
-use crate::config::Config;
+use crate::config::{ColonyWeights, Config};
 use crate::heuristic::CostTerms;
 
 /// `s(n) = τ^α · η^β`.
-pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
-    tau.powf(config.colony.alpha) * eta.powf(config.colony.beta)
+pub fn desirability(tau: f64, eta: f64, weights: &ColonyWeights) -> f64 {
+    tau.powf(weights.alpha) * eta.powf(weights.beta)
 }
 
 /// `ln(τ^α·η^β) = −(α·learned + β·facts)/COST_REFERENCE` of one candidate, from its cost terms
@@ -83,10 +83,10 @@ pub fn to_scores(desirabilities: &[f64]) -> Vec<i64> {
 pub fn explore(
     scores: &mut [i64],
     desirabilities: &[f64],
-    config: &Config,
+    weights: &ColonyWeights,
     rng: &mut impl Rng,
 ) -> Option<usize> {
-    if config.colony.q0 >= 1.0 || scores.is_empty() || rng.random::<f64>() < config.colony.q0 {
+    if weights.q0 >= 1.0 || scores.is_empty() || rng.random::<f64>() < weights.q0 {
         return None;
     }
     let total: f64 = desirabilities.iter().filter(|s| s.is_finite()).sum();
@@ -151,7 +151,7 @@ mod tests {
             let terms = [cost(0.5, 0.3, 0.0), cost(1.0, 0.0, -0.2)];
             let d: Vec<f64> = terms
                 .iter()
-                .map(|t| desirability(t.tau(&c), t.eta(&c), &c))
+                .map(|t| desirability(t.tau(&c.cost, &c.eta), t.eta(&c.cost, &c.eta), &c.colony))
                 .collect();
             let max = d.iter().copied().fold(0.0, f64::max);
             let r = relative_desirabilities(&terms, &c);
@@ -220,9 +220,12 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(7);
         let d = [1.0, 1.0, 0.5];
         let mut s = to_scores(&d);
-        assert_eq!(explore(&mut s, &d, &Config::default(), &mut rng), None);
+        assert_eq!(
+            explore(&mut s, &d, &Config::default().colony, &mut rng),
+            None
+        );
         let c = Config::default().with(|c| c.colony.q0 = 0.0);
-        let chosen = explore(&mut s, &d, &c, &mut rng).unwrap();
+        let chosen = explore(&mut s, &d, &c.colony, &mut rng).unwrap();
         assert_eq!(s.iter().filter(|x| **x == 10).count(), 1);
         assert_eq!(s[chosen], 10);
     }

@@ -676,7 +676,7 @@ impl ColonyStore {
                         confirmed_ms: c.confirmed_ms,
                         decision,
                     },
-                    config,
+                    &config.retention,
                 );
             }
         }
@@ -816,18 +816,18 @@ impl ColonyStore {
         let c = &self.colony;
         let nodes = c
             .pheromones
-            .snapshot(now_ms, config)
+            .snapshot(now_ms, &config.cost)
             .into_iter()
             .map(|(node, tau)| {
                 let o = c.pheromones.trails[&node];
-                let now = o.at(now_ms, config);
+                let now = o.at(now_ms, &config.cost);
                 NodeTrail {
                     tau,
                     successes: o.successes,
                     failures: o.failures,
                     outcomes_as_of_ms: o.as_of_ms,
                     slowdown: o.slowdown(),
-                    reliability: Some(crate::heuristic::reliability(Some(&now), config)),
+                    reliability: Some(crate::heuristic::reliability(Some(&now), &config.cost)),
                     node,
                 }
             })
@@ -886,7 +886,7 @@ impl ColonyStore {
                 let mut bytes = 0;
                 // Each trail as of its own last deposit: the report is rebuilt only when the
                 // colony changed (`report_if_changed`), so a time-faded value would go stale.
-                let mut trails = self.colony.pheromones.snapshot(0, config);
+                let mut trails = self.colony.pheromones.snapshot(0, &config.cost);
                 trails.truncate(wire::TRAILS_SCRAPED);
                 trails.retain(|(node, _)| {
                     bytes += node.len();
@@ -938,7 +938,7 @@ impl ColonyStore {
             || now_ms.saturating_sub(self.snapshot_at_ms) >= SNAPSHOT_EVERY_MS
             || segment_len >= SEGMENT_CHANGES_MAX;
         let mut statements = Vec::new();
-        let mut explained = self.explained.plan(seq, now_ms, config);
+        let mut explained = self.explained.plan(seq, now_ms, &config.retention);
         if !snapshot {
             let entry = LedgerEntry {
                 seq,

@@ -684,7 +684,9 @@ mod tests {
             NodeState {
                 name: "n".into(),
                 profile: std::borrow::Cow::Owned(crate::node_labels::NodeProfile::of(
-                    &labels, &config,
+                    &labels,
+                    &config.node_keys,
+                    &config.spot,
                 )),
                 labels: std::borrow::Cow::Owned(labels),
                 allocatable: Some(std::borrow::Cow::Owned(amounts(8000))),

@@ -121,7 +121,7 @@ impl GpuNodeAccount {
                 .requested
                 .as_ref()
                 .and_then(|o| o.fresh(now_ms, config.facts.facts_ttl_ms)),
-            node_labels::cost_per_hour(&facts.labels, config),
+            node_labels::cost_per_hour(&facts.labels, &config.node_keys),
             config,
         )
     }
@@ -298,7 +298,7 @@ mod tests {
         let priced = |price: &str, gpus: i64| {
             let mut s = state(&[("nvidia.com/gpu", gpus)], &[], None);
             let labels = [(c.node_keys.cost_label.clone(), price.to_string())].into();
-            s.profile = Cow::Owned(NodeProfile::of(&labels, &c));
+            s.profile = Cow::Owned(NodeProfile::of(&labels, &c.node_keys, &c.spot));
             s
         };
         let (two, eight) = (priced("3.0", 2), priced("21.0", 8));

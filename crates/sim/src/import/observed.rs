@@ -167,8 +167,8 @@ pub fn apply(
             node.labels
                 .insert(config.node_keys.cost_label.clone(), format!("{price:.4}"));
         }
-        node.spot = is_spot(&node.labels, &config);
-        if let Some(l) = latency_us(&node.labels, &config) {
+        node.spot = is_spot(&node.labels, &config.node_keys);
+        if let Some(l) = latency_us(&node.labels, &config.node_keys) {
             node.latency_us = l;
         }
         node.json["metadata"]["labels"] = json!(node.labels);

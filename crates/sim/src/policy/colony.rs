@@ -90,7 +90,7 @@ impl ColonyReports {
 pub fn trails(colonies: &ColonyCopies, now_ms: u64, config: &Config) -> TenantTrails {
     let mut out: TenantTrails = colonies
         .iter()
-        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(now_ms, config)))
+        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(now_ms, &config.cost)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
