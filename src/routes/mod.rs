@@ -217,7 +217,7 @@ async fn route(
             return (verb, Routed::early(response, Event::default()));
         }
     };
-    let now_ms = match clock::of_request(&req, &config) {
+    let now_ms = match clock::of_request(&req, &config.testing) {
         Ok(t) => t,
         Err(e) => {
             drain(&mut req).await;

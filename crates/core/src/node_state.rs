@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::config::Config;
+use crate::config::{Config, LoadModel, NodeKeys};
 use crate::facts::{NodeFacts, Observed};
 use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
 use crate::node_labels::{LabelReading, NodeProfile};
@@ -42,18 +42,17 @@ pub struct NodeState<'a> {
 }
 
 /// Resources whose shares matter: CPU, memory and GPUs.
-pub fn counted(name: &str, config: &Config) -> bool {
-    counted_name(name, config).is_some()
+pub fn counted(name: &str, keys: &NodeKeys) -> bool {
+    counted_name(name, keys).is_some()
 }
 
 /// [`counted`], answering with the name as spelled here or in the config: a borrow that
 /// outlives the pod the name was read from.
-pub fn counted_name<'c>(name: &str, config: &'c Config) -> Option<&'c str> {
+pub fn counted_name<'c>(name: &str, keys: &'c NodeKeys) -> Option<&'c str> {
     match name {
         "cpu" => Some("cpu"),
         "memory" => Some("memory"),
-        _ => config
-            .node_keys
+        _ => keys
             .gpu_resources
             .iter()
             .map(String::as_str)
@@ -74,13 +73,13 @@ pub fn share(amount: i64, allocatable: i64) -> f64 {
 pub fn committed_share(
     allocatable: Option<&ResourceAmounts>,
     requested: Option<&ResourceAmounts>,
-    config: &Config,
+    keys: &NodeKeys,
 ) -> Option<f64> {
     let (alloc, requested) = (allocatable?, requested?);
     Some(
         requested
             .iter()
-            .filter(|(name, amount)| *amount > 0 && counted(name, config))
+            .filter(|(name, amount)| *amount > 0 && counted(name, keys))
             .map(|(name, amount)| share(amount, alloc.get(name)))
             .fold(0.0, f64::max),
     )
@@ -94,14 +93,14 @@ pub struct LoadOutlook {
 
 impl LoadOutlook {
     /// What a predictor of the node's utilisation foresees (`None` before its first sample).
-    pub fn of<P: Predictor + ?Sized>(predictor: &P, config: &Config) -> Option<LoadOutlook> {
+    pub fn of<P: Predictor + ?Sized>(predictor: &P, model: &LoadModel) -> Option<LoadOutlook> {
         predictor.forecast().map(|u| LoadOutlook {
             predicted_utilisation: u,
             spike_probability: spike_probability(
                 u,
                 predictor.volatility(),
-                config.load.spike_threshold,
-                config.load.spike_band,
+                model.spike_threshold,
+                model.spike_band,
             ),
         })
     }
@@ -194,11 +193,15 @@ impl<'a> NodeState<'a> {
         let gpu_free_milli =
             facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
         let latency_us = fact_latency.or(label_latency);
-        let load = load.and_then(|ema| LoadOutlook::of(&ema, config));
+        let load = load.and_then(|ema| LoadOutlook::of(&ema, &config.load));
         Ok(NodeState {
             name: Cow::Borrowed(name),
             profile,
-            committed_share: committed_share(allocatable.as_deref(), requested.as_deref(), config),
+            committed_share: committed_share(
+                allocatable.as_deref(),
+                requested.as_deref(),
+                &config.node_keys,
+            ),
             labels: Cow::Borrowed(labels),
             allocatable,
             requested,

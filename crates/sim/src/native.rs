@@ -229,7 +229,7 @@ impl NativeScheduler {
     /// Per-tenant (node, τ) of the colony's trails now, as `colony::PheromoneTable::snapshot`
     /// orders them.
     pub fn pheromones_snapshot(&self) -> TenantTrails {
-        policy::colony::trails(self.pipeline.colonies_ref(), self.now_ms, &self.config)
+        policy::colony::trails(self.pipeline.colonies_ref(), self.now_ms, &self.config.cost)
     }
 
     /// Per tenant, each node's slowdown learned from the outcomes (`OutcomeStats::slowdown`).
@@ -307,7 +307,7 @@ fn overlay_predictor(
     config: &Config,
 ) {
     if let Some(p) = p {
-        s.load = LoadOutlook::of(p, config);
+        s.load = LoadOutlook::of(p, &config.load);
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
     }
@@ -363,12 +363,12 @@ fn refresh(
     // The Worker's reading of the latency labels (whole µs, as kube-scheduler's `Lt` reads them).
     s.latency_us =
         fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, &config.node_keys));
-    s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, config));
+    s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, &config.load));
     s.stale_facts = stale;
     s.committed_share = aco_core::node_state::committed_share(
         s.allocatable.as_deref(),
         s.requested.as_deref(),
-        config,
+        &config.node_keys,
     );
 }
 
