@@ -127,7 +127,7 @@ impl<'a> ShadowCluster<'a> {
         let mut best: Option<(f64, NodeFeatures)> = None;
         // One memo per decision, as prioritize's (the pod and the shapes are fixed).
         let mut memo = FragmentationMemo::default();
-        let wanted = WantedResources::of(pod, config);
+        let wanted = WantedResources::of(pod, &config.node_keys);
         // A fn, not a closure: the features borrow the state they are given.
         fn features_of<'s>(
             state: &'s NodeState<'_>,
@@ -146,7 +146,7 @@ impl<'a> ShadowCluster<'a> {
             } else {
                 state
             };
-            if check_node_for(pod, &wanted, state, config).is_err() {
+            if check_node_for(pod, &wanted, state, &config.node_keys).is_err() {
                 continue;
             }
             let features = features_of(state, &footprint, config, self.outlook, &mut memo);

@@ -368,7 +368,7 @@ mod tests {
         let c = Config::default();
         let state =
             aco_core::node_state::NodeState::assemble("n", Some(&view), None, 0, &c, "n").unwrap();
-        aco_core::filter::check_node(demand, &state, &c).is_ok()
+        aco_core::filter::check_node(demand, &state, &c.node_keys).is_ok()
     }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

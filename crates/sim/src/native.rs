@@ -499,7 +499,7 @@ impl Scheduler for NativeScheduler {
         let settled = self.pipeline.settle(now_ms, &self.config);
         self.nodes.forget_assumed(self.pipeline.facts(), settled);
         let mut passed = Vec::with_capacity(candidates.len());
-        let wanted = WantedResources::of(&pod.demand, &self.config);
+        let wanted = WantedResources::of(&pod.demand, &self.config.node_keys);
         for &c in candidates {
             let state = self.nodes.state(
                 &self.pipeline.facts().records,
@@ -509,7 +509,7 @@ impl Scheduler for NativeScheduler {
                 c,
                 now_ms,
             );
-            if check_node_for(&pod.demand, &wanted, state, &self.config).is_ok() {
+            if check_node_for(&pod.demand, &wanted, state, &self.config.node_keys).is_ok() {
                 passed.push(c);
             }
         }
