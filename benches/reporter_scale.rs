@@ -490,11 +490,11 @@ mod store_memory {
         let config = aco_core::config::Config::default();
         let strings = Arc::new(Interner::default());
         let node_reader = NodeReader::new(
-            &aco_reporter::node_facts::labels_the_worker_reads(&config),
+            &aco_reporter::node_facts::labels_the_worker_reads(&config.node_keys),
             "aco/latency-us",
             strings.clone(),
         );
-        let pod_reader = PodReader::new(&config, None, strings.clone());
+        let pod_reader = PodReader::new(&config.pod_keys, None, strings.clone());
         let node_text: Vec<String> = (0..16).map(|i| api_node(i).to_string()).collect();
         let pod_node = |i: usize| format!("node-{:05}", i % nodes.max(1));
         let make_node = |i: usize| -> NodeRecord {

@@ -227,7 +227,7 @@ impl Bindings {
         // DO_LOCATION_HINT: where an object is created, the first time it is named. An invalid
         // config answers 503 before any binding is used, so no hint is lost here.
         let hint = crate::env_config::config(&self.env)
-            .map(|c| c.do_location_hint.clone())
+            .map(|c| c.serving.do_location_hint.clone())
             .unwrap_or_default();
         let stub = self
             .env

@@ -7,7 +7,7 @@
 //! reads [`now_ms`]: the latest time this isolate was given, so the Worker forwards it to the
 //! objects it calls ([`forward`]).
 
-use aco_core::config::Config;
+use aco_core::config::TestHooks;
 use worker::{Date, Headers, Request};
 
 use crate::http::ApiError;
@@ -22,8 +22,8 @@ fn wall_ms() -> u64 {
 
 /// When `req` happens: the wall clock, or under `TEST_CLOCK_HEADER` its header (then required:
 /// a request on another clock would move this isolate's by years).
-pub fn of_request(req: &Request, config: &Config) -> Result<u64, ApiError> {
-    if !config.test_clock_header {
+pub fn of_request(req: &Request, hooks: &TestHooks) -> Result<u64, ApiError> {
+    if !hooks.test_clock_header {
         return Ok(wall_ms());
     }
     let value = req.headers().get(HEADER).ok().flatten().ok_or_else(|| {

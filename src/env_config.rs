@@ -30,7 +30,7 @@ pub fn config(env: &Env) -> Result<Rc<Config>, ConfigError> {
     }
     let config = Config::from_vars(|key| env.var(key).ok().map(|v| v.to_string()))?;
     // Whoever can call the verbs could set the clock: only where nobody is authenticated.
-    if config.test_clock_header && !matches!(*extender_auth(env)?, ExtenderAuth::None) {
+    if config.testing.test_clock_header && !matches!(*extender_auth(env)?, ExtenderAuth::None) {
         return Err(ConfigError {
             key: "TEST_CLOCK_HEADER".into(),
             value: "true".into(),

@@ -63,7 +63,7 @@ fn replay_placements_and_learning_equal_the_native_colony() {
     let mut native = NativeScheduler::new(
         policy::by_name("colony", seed).unwrap(),
         world.config.clone(),
-        PredictorKind::Ema(world.config.ema_alpha),
+        PredictorKind::Ema(world.config.load.ema_alpha),
     );
     let expected = run(&world, &load, &params, &mut native).unwrap();
 

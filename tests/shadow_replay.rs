@@ -24,7 +24,7 @@ fn the_workers_shadow_summary_equals_the_simulators() {
     // The Worker records outcomes by the wall clock, the simulator by the trace's: outcomes that
     // fade (OUTCOME_HALF_LIFE_MS) would fade differently, so here they do not (the fade is
     // compared in `reliability.rs`).
-    world.config.outcome_half_life_ms = 0;
+    world.config.cost.outcome_half_life_ms = 0;
     let load = LoadModel {
         seed,
         ..LoadModel::default()
@@ -38,7 +38,7 @@ fn the_workers_shadow_summary_equals_the_simulators() {
 
     let mut options = StartOptions::default()
         .var("FACTS_CACHE_MS", "0")
-        .var("EMA_ALPHA", world.config.ema_alpha.to_string())
+        .var("EMA_ALPHA", world.config.load.ema_alpha.to_string())
         .var("OUTCOME_HALF_LIFE_MS", "0");
     for (k, v) in worker_vars() {
         options = options.var(k, v);
@@ -47,7 +47,7 @@ fn the_workers_shadow_summary_equals_the_simulators() {
     let baseline = NativeScheduler::new(
         policy::by_name("first-fit", seed).unwrap(),
         world.config.clone(),
-        PredictorKind::Ema(world.config.ema_alpha),
+        PredictorKind::Ema(world.config.load.ema_alpha),
     );
     let http = HttpScheduler::new(&worker.base_url, ADMIN_TOKEN, &world).unwrap();
     let mut shadow = ShadowReplay::new(baseline, http, world.config.clone());
@@ -58,7 +58,7 @@ fn the_workers_shadow_summary_equals_the_simulators() {
     let mut alone = NativeScheduler::new(
         policy::by_name("first-fit", seed).unwrap(),
         world.config.clone(),
-        PredictorKind::Ema(world.config.ema_alpha),
+        PredictorKind::Ema(world.config.load.ema_alpha),
     );
     assert_eq!(
         result.placements,

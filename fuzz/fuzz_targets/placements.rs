@@ -95,7 +95,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 }
             }
         }
-        for (_, tau) in colony.pheromones.snapshot(1, &config) {
+        for (_, tau) in colony.pheromones.snapshot(1, &config.cost) {
             assert!(tau.is_finite() && tau > 0.0, "τ {tau} is no trail");
         }
         assert!(

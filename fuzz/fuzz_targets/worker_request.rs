@@ -219,8 +219,9 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
             if let Ok(batch) = serde_json::from_str::<NodesBatch>(text) {
                 let now = 1_700_000_000_000;
                 if batch.validate(now).is_ok() {
-                    let table =
-                        FactsTable::new(aco_core::facts_shards::stamp_lag_ms(config.facts_ttl_ms));
+                    let table = FactsTable::new(aco_core::facts_shards::stamp_lag_ms(
+                        config.facts.facts_ttl_ms,
+                    ));
                     let plan = table.plan(&batch, now, config);
                     let _ = table.rows(&plan);
                 }

@@ -89,7 +89,7 @@ pub async fn send_decisions(bindings: Bindings, colony: ColonyName, after_ms: u6
             // The reply may have carried the colony's report, and no request of this
             // invocation is left to schedule the flush that delivers it.
             let flush_ms = crate::env_config::config(&bindings.env)
-                .map(|c| c.telemetry_flush_ms)
+                .map(|c| c.serving.telemetry_flush_ms)
                 .unwrap_or(0);
             if let Some(flush) = telemetry::schedule_flush(bindings.clone(), flush_ms) {
                 flush.await;

@@ -539,7 +539,7 @@ impl DurableObject for Colony {
         self.request_rows.set(0);
         // On the Worker's clock (the wall clock but under TEST_CLOCK_HEADER).
         if let Ok(config) = self.config() {
-            clock::of_request(&req, &config).map_err(|e| failure(e.message))?;
+            clock::of_request(&req, &config.testing).map_err(|e| failure(e.message))?;
         }
         let name = req.headers().get(NAME_HEADER)?.unwrap_or_default();
         let tenant = aco_core::cluster::split_colony_name(&name).1.to_string();

@@ -47,7 +47,7 @@ pub async fn load(
 ) -> Result<(), ApiError> {
     let fresh = pipeline::with(cluster, |s| {
         s.fetched_at_ms
-            .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts_cache_ms)
+            .is_some_and(|at| now_ms.saturating_sub(at) <= config.facts.facts_cache_ms)
     });
     if !fresh {
         refresh(bindings, cluster, now_ms, config).await?;

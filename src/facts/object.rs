@@ -126,7 +126,7 @@ impl Facts {
 
     fn stamp_lag(&self) -> Result<u64> {
         let config = env_config::config(&self.env).map_err(sql_error)?;
-        Ok(stamp_lag_ms(config.facts_ttl_ms))
+        Ok(stamp_lag_ms(config.facts.facts_ttl_ms))
     }
 
     /// Runs `f` on the table, loading it from SQLite on first use in this instance's lifetime. A

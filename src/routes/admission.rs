@@ -76,7 +76,7 @@ pub fn over_limit(call: &Call, tenant: &TenantId) -> ApiError {
         "tenant",
         format!(
             "tenant {tenant:?} has no colony: MAX_COLONIES ({}) colonies exist",
-            call.config.max_colonies
+            call.config.bounds.max_colonies
         ),
     )
 }

@@ -19,7 +19,7 @@ use crate::http::{json_response, parse_json, read_body, ApiError};
 use crate::pod_index;
 
 pub async fn bind(call: &mut Call) -> Handled {
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let args: ExtenderBindingArgs = parse_json(&body, "ExtenderBindingArgs")?;
     validate_node_name(&args.node).map_err(|m| ApiError::field(400, "Node", m))?;
     let key = if args.pod_uid.is_empty() {
@@ -27,7 +27,7 @@ pub async fn bind(call: &mut Call) -> Handled {
     } else {
         args.pod_uid.clone()
     };
-    let tenant = if call.config.bind_index {
+    let tenant = if call.config.serving.bind_index {
         pod_index::tenant_of(&call.bindings, &key).await
     } else {
         Some(args.pod_namespace.clone())

@@ -47,7 +47,7 @@ pub async fn decision(call: &mut Call, tenant: &TenantId, key: &str) -> Handled 
                     "no explanation kept for podUid {key:?} of tenant {tenant:?}: its placement on {:?} was confirmed at {} ms, \
                      and a confirmed pod's explanation is kept CONFIRMED_EXPLANATIONS_TTL_MS ({} ms), for the newest \
                      CONFIRMED_EXPLANATIONS_MAX ({}) pods of the tenant",
-                    c.node, c.confirmed_ms, call.config.confirmed_explanations_ttl_ms, call.config.confirmed_explanations_max
+                    c.node, c.confirmed_ms, call.config.retention.confirmed_explanations_ttl_ms, call.config.retention.confirmed_explanations_max
                 ),
             )
         }),

@@ -58,7 +58,7 @@ fn answer<'a>(
 const REPLY_CHUNK_BYTES: usize = 64 << 10;
 
 pub async fn filter(call: &mut Call) -> Handled {
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     facts_for(call, &body).await?;
     let (now_ms, config) = (call.now_ms, &call.config);
     // Every node is judged before the answer is known to be a 200: a node that does not read,
@@ -97,7 +97,7 @@ pub async fn filter(call: &mut Call) -> Handled {
 }
 
 pub async fn prioritize(call: &mut Call) -> Handled {
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     facts_for(call, &body).await?;
     let (now_ms, config) = (call.now_ms, call.config.clone());
     let input = pipeline::with(&call.cluster, |s| {
@@ -165,12 +165,12 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     // With BIND_INDEX, remember which tenant scored this pod, so that the bind verb (which
     // carries no labels) can find the colony. Awaited, so it is in place before kube-scheduler
     // can call bind.
-    if config.bind_index {
+    if config.serving.bind_index {
         pod_index::remember(
             &call.bindings,
             &input.demand.key,
             &tenant,
-            config.decision_ttl_ms,
+            config.retention.decision_ttl_ms,
         )
         .await;
     }
@@ -185,7 +185,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     let mut local = answer(
         call,
         &input,
-        fresh(config.colony_snapshot_ms),
+        fresh(config.serving.colony_snapshot_ms),
         &config,
         &mut rng,
     );
@@ -232,7 +232,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         call.deferred.push(Box::pin(client::send_decisions(
             call.bindings.clone(),
             colony.clone(),
-            config.decision_flush_ms,
+            config.serving.decision_flush_ms,
         )));
     }
     Ok(priorities_response(&prioritized.priorities))

@@ -128,7 +128,7 @@ pub async fn dispatch(req: Request, env: Env, ctx: Context) -> Response {
     // Counters go out at most TELEMETRY_FLUSH_MS from now, in this invocation's waitUntil (an
     // invalid config has been answered with 503 above; its requests are still counted).
     let flush_ms = env_config::config(&env)
-        .map(|c| c.telemetry_flush_ms)
+        .map(|c| c.serving.telemetry_flush_ms)
         .unwrap_or(0);
     if let Some(flush) = telemetry::schedule_flush(bindings, flush_ms) {
         ctx.wait_until(flush);
@@ -217,7 +217,7 @@ async fn route(
             return (verb, Routed::early(response, Event::default()));
         }
     };
-    let now_ms = match clock::of_request(&req, &config) {
+    let now_ms = match clock::of_request(&req, &config.testing) {
         Ok(t) => t,
         Err(e) => {
             drain(&mut req).await;
@@ -276,7 +276,7 @@ async fn route(
                 format!(
                     "cluster {:?} is not served: MAX_CLUSTERS ({}) clusters exist",
                     cluster.as_str(),
-                    config.max_clusters
+                    config.bounds.max_clusters
                 ),
             )),
             Err(e) => Some(e),

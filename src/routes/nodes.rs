@@ -19,7 +19,7 @@ use crate::http::{json_response, read_body, ApiError};
 
 pub async fn put_nodes(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let reply = crate::facts::client::put(&call.bindings, &call.cluster, body, call.now_ms).await?;
     call.event
         .count(&metrics::NODE_FACTS_STORED, &[], reply.stored as f64);

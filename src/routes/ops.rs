@@ -65,7 +65,7 @@ pub fn health(probe: Probe, method: &Method, env: &Env) -> Handled {
 }
 
 pub async fn echo(call: &mut Call) -> Handled {
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     Ok(text_response(200, body, "application/json"))
 }
 

@@ -186,7 +186,7 @@ pub async fn deliver(
 
 pub async fn placements(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let batch: PlacementsBatch = parse_json(&body, "placements batch")?;
     if batch.placements.len() > MAX_BATCH {
         return Err(ApiError::field(

@@ -70,7 +70,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
         })?;
     let tenant = match r.tenant {
         Some(t) => t,
-        None => tenant_of(&pod, config).map_err(|e| {
+        None => tenant_of(&pod, &config.pod_keys).map_err(|e| {
             ApiError::field(
                 400,
                 field("tenant"),
@@ -87,7 +87,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
     // The report's tenant wins over the pod's (TENANT_SOURCE=label without the label, say).
     pod.metadata
         .labels
-        .insert(config.tenant_label.clone(), tenant.to_string());
+        .insert(config.pod_keys.tenant_label.clone(), tenant.to_string());
     let demand = match PodDemand::from_pod(&pod, config) {
         Ok(d) => Some(d),
         Err(DemandError::Resource(e)) => {
@@ -110,7 +110,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
 
 pub async fn report(call: &mut Call) -> Handled {
     require_admin(&call.req, &call.env)?;
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let batch: ShadowBatch = parse_json(&body, "shadow batch")?;
     if batch.placements.len() > MAX_BATCH {
         return Err(ApiError::field(
@@ -214,7 +214,12 @@ async fn deliver(
             .collect()
     };
     // The colony as prioritize would score with it: this isolate's copy when fresh, else fetched.
-    let items = match copy::with_fresh(colony, call.now_ms, config.colony_snapshot_ms, score_all) {
+    let items = match copy::with_fresh(
+        colony,
+        call.now_ms,
+        config.serving.colony_snapshot_ms,
+        score_all,
+    ) {
         Some((_, items)) => items,
         None => {
             let mut snapshot = client::fetch_copy(&call.bindings, colony, call.now_ms).await?;

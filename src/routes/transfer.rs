@@ -32,13 +32,13 @@ pub async fn export(call: &mut Call, tenant: &TenantId) -> Handled {
     )
     .and_then(|f| serde_json::to_string(&f))
     .map_err(|e| ApiError::unavailable("serialising the export", e))?;
-    if file.len() > call.config.max_body_bytes {
+    if file.len() > call.config.serving.max_body_bytes {
         return Err(ApiError::new(
             503,
             format!(
                 "the export of tenant {tenant:?} is {} bytes, more than MAX_BODY_BYTES ({}): it could not be imported; raise MAX_BODY_BYTES",
                 file.len(),
-                call.config.max_body_bytes
+                call.config.serving.max_body_bytes
             ),
         ));
     }
@@ -68,7 +68,7 @@ pub async fn import(call: &mut Call, tenant: &TenantId) -> Handled {
             ))
         }
     };
-    let body = read_body(&mut call.req, call.config.max_body_bytes).await?;
+    let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let state = ColonyExport::read(&body, call.cluster.as_str(), tenant.as_str(), allow_rename)
         .map_err(|r| ApiError::field(r.status, r.field, r.message))?;
     drop(body);

@@ -31,7 +31,7 @@ use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
 
-use crate::config::Config;
+use crate::config::{AssumedTiming, Config};
 use crate::demand::PodDemand;
 use crate::facts::{FactsLookup, NodeFacts, ReadFacts, MILLI_PER_GPU};
 use crate::heuristic::{pod_gpus, PodGpus};
@@ -66,11 +66,11 @@ impl Assumption {
     }
 
     /// The facts show the pod (requested observed after it settled) or it is too old to keep.
-    fn is_over(&self, facts: Option<&NodeFacts>, now_ms: u64, config: &Config) -> bool {
+    fn is_over(&self, facts: Option<&NodeFacts>, now_ms: u64, rules: &AssumedTiming) -> bool {
         let shown = facts
             .and_then(|f| f.requested.as_ref())
-            .is_some_and(|r| r.at_ms > self.at_ms.saturating_add(config.assumed_settle_ms));
-        shown || now_ms.saturating_sub(self.at_ms) > config.assumed_ttl_ms
+            .is_some_and(|r| r.at_ms > self.at_ms.saturating_add(rules.assumed_settle_ms));
+        shown || now_ms.saturating_sub(self.at_ms) > rules.assumed_ttl_ms
     }
 }
 
@@ -162,7 +162,7 @@ impl AssumedPlacements {
         // A pod kube-scheduler may bind elsewhere by preferences of its own is left to the facts:
         // counted on the wrong node, it would turn the next pods' scores against kube-scheduler's
         // choice.
-        if config.assumed_ttl_ms == 0 || pod.scheduler_preferences {
+        if config.assumed.assumed_ttl_ms == 0 || pod.scheduler_preferences {
             return None;
         }
         let before = self.forget(&pod.key, base, config);
@@ -201,7 +201,7 @@ impl AssumedPlacements {
         self.len += 1;
         self.next_expiry_ms = self
             .next_expiry_ms
-            .min(now_ms.saturating_add(config.assumed_ttl_ms));
+            .min(now_ms.saturating_add(config.assumed.assumed_ttl_ms));
         before.filter(|b| b != node)
     }
 
@@ -250,7 +250,7 @@ impl AssumedPlacements {
             let facts = current.as_ref().map(|(f, _)| *f);
             let before = pending.assumptions.len();
             pending.assumptions.retain(|a| {
-                let keep = !a.is_over(facts, now_ms, config);
+                let keep = !a.is_over(facts, now_ms, &config.assumed);
                 if !keep {
                     pods.remove(&a.pod);
                 }
@@ -265,7 +265,8 @@ impl AssumedPlacements {
             }
             len += pending.assumptions.len();
             if let Some(first) = pending.assumptions.first() {
-                next_expiry = next_expiry.min(first.at_ms.saturating_add(config.assumed_ttl_ms));
+                next_expiry =
+                    next_expiry.min(first.at_ms.saturating_add(config.assumed.assumed_ttl_ms));
             }
             !pending.assumptions.is_empty()
         });
@@ -419,7 +420,7 @@ mod tests {
         );
 
         // A report taken before the binding could be seen keeps the assumption...
-        let early = facts_at(1_500 + c.assumed_settle_ms);
+        let early = facts_at(1_500 + c.assumed.assumed_settle_ms);
         assert!(
             !assumed.refresh(&early, 4_000, &c).is_empty(),
             "rebuilt on the new base"
@@ -427,7 +428,7 @@ mod tests {
         assert_eq!(assumed.len(), 1);
         assert_eq!(committed(&assumed.over(&early), 4_000), Some(1.0));
         // ...one taken after it ends it: the facts count the pod themselves.
-        let late = facts_at(1_501 + c.assumed_settle_ms);
+        let late = facts_at(1_501 + c.assumed.assumed_settle_ms);
         assert_eq!(assumed.refresh(&late, 4_000, &c), vec!["n1".to_string()]);
         assert!(assumed.is_empty());
         assert_eq!(committed(&assumed.over(&late), 4_000), Some(0.5));
@@ -446,17 +447,14 @@ mod tests {
         assumed.assume("n1", &named(&cpu_pod, "ns/q2"), &base, 3_000, &c);
         assert_eq!(assumed.len(), 2);
         assert_eq!(committed(&assumed.over(&base), 3_000), Some(0.75));
-        assert!(!assumed.expires_by(2_000 + c.assumed_ttl_ms));
-        assert!(assumed.expires_by(2_001 + c.assumed_ttl_ms));
+        assert!(!assumed.expires_by(2_000 + c.assumed.assumed_ttl_ms));
+        assert!(assumed.expires_by(2_001 + c.assumed.assumed_ttl_ms));
         // The first expires, the second still counts.
-        assumed.refresh(&base, 2_001 + c.assumed_ttl_ms, &c);
+        assumed.refresh(&base, 2_001 + c.assumed.assumed_ttl_ms, &c);
         assert_eq!(assumed.len(), 1);
         assert_eq!(committed(&assumed.over(&base), 3_000), Some(0.625));
 
-        let off = Config {
-            assumed_ttl_ms: 0,
-            ..Config::default()
-        };
+        let off = Config::default().with(|c| c.assumed.assumed_ttl_ms = 0);
         let mut none = AssumedPlacements::new();
         none.assume("n1", &cpu_pod, &base, 2_000, &off);
         assert!(none.is_empty());
@@ -617,13 +615,13 @@ mod tests {
                         assumed.refresh(&base, now, &c);
                     }
                     _ => {
-                        assumed.refresh(&base, now + c.assumed_ttl_ms / 2, &c);
+                        assumed.refresh(&base, now + c.assumed.assumed_ttl_ms / 2, &c);
                     }
                 }
                 check_books(&assumed, &base);
             }
             // Long after, every assumption has expired.
-            assumed.refresh(&base, now + c.assumed_ttl_ms + 10_000, &c);
+            assumed.refresh(&base, now + c.assumed.assumed_ttl_ms + 10_000, &c);
             proptest::prop_assert!(assumed.is_empty() && assumed.pods.is_empty());
         }
     }

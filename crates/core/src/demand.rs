@@ -2,7 +2,7 @@
 //! its resource request, GPU wishes, latency target, workload class and tenant.
 
 use crate::cluster::validate_tenant;
-use crate::config::{Config, TenantSource};
+use crate::config::{Config, PodKeys, TenantSource};
 use crate::k8s::{pod_request, PodView, ResourceAmounts, ResourceError};
 
 /// Workload class from the pod's `aco/workload-type` label.
@@ -73,8 +73,9 @@ impl PodDemand {
     pub fn from_pod(pod: &PodView, config: &Config) -> Result<Self, DemandError> {
         let request = pod_request(pod)?;
         let meta = &pod.metadata;
-        let tenant = tenant_of(pod, config)?;
+        let tenant = tenant_of(pod, &config.pod_keys)?;
         let gpus = config
+            .node_keys
             .gpu_resources
             .iter()
             .filter_map(|name| {
@@ -84,7 +85,7 @@ impl PodDemand {
             .collect();
         let allowed_gpu_models = meta
             .annotations
-            .get(&config.gpu_models_annotation)
+            .get(&config.pod_keys.gpu_models_annotation)
             .map(|v| {
                 v.split(['|', ','])
                     .map(str::trim)
@@ -95,13 +96,14 @@ impl PodDemand {
         if let Some(models) = &allowed_gpu_models {
             if models.is_empty() {
                 return Err(DemandError::Annotation {
-                    field: format!("annotation {}", config.gpu_models_annotation),
-                    value: meta.annotations[&config.gpu_models_annotation].clone(),
+                    field: format!("annotation {}", config.pod_keys.gpu_models_annotation),
+                    value: meta.annotations[&config.pod_keys.gpu_models_annotation].clone(),
                     reason: "lists no GPU model (expected e.g. V100M16|V100M32)".into(),
                 });
             }
         }
         let latency_target_us = config
+            .pod_keys
             .latency_target_annotations
             .iter()
             .find_map(|key| meta.annotations.get(key).map(|v| (key, v)))
@@ -118,7 +120,9 @@ impl PodDemand {
             key: pod.decision_key(),
             tenant,
             workload: WorkloadClass::from_label(
-                meta.labels.get(&config.workload_label).map(String::as_str),
+                meta.labels
+                    .get(&config.pod_keys.workload_label)
+                    .map(String::as_str),
             ),
             request,
             gpus,
@@ -135,26 +139,26 @@ impl PodDemand {
 
 /// The tenant a pod belongs to, by `TENANT_SOURCE`. Public so that the in-cluster reporter names
 /// tenants by exactly the Worker's rule.
-pub fn tenant_of(pod: &PodView, config: &Config) -> Result<String, DemandError> {
+pub fn tenant_of(pod: &PodView, keys: &PodKeys) -> Result<String, DemandError> {
     let label = pod
         .metadata
         .labels
-        .get(&config.tenant_label)
+        .get(&keys.tenant_label)
         .map(|s| s.trim())
         .filter(|s| !s.is_empty());
     let namespace = Some(pod.metadata.namespace.as_str()).filter(|s| !s.is_empty());
-    let tenant = match config.tenant_source {
+    let tenant = match keys.tenant_source {
         TenantSource::LabelThenNamespace => label.or(namespace).unwrap_or("default"),
         TenantSource::Namespace => namespace.unwrap_or("default"),
         TenantSource::Label => label.ok_or_else(|| {
             DemandError::Tenant(format!(
                 "label {} is required (TENANT_SOURCE=label)",
-                config.tenant_label
+                keys.tenant_label
             ))
         })?,
     };
     validate_tenant(tenant).map_err(|reason| DemandError::Annotation {
-        field: format!("label {}", config.tenant_label),
+        field: format!("label {}", keys.tenant_label),
         value: tenant.to_string(),
         reason,
     })?;
@@ -216,10 +220,7 @@ mod tests {
 
     #[test]
     fn label_only_tenancy_requires_the_label() {
-        let config = Config {
-            tenant_source: TenantSource::Label,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| c.pod_keys.tenant_source = TenantSource::Label);
         let pod: PodView = serde_json::from_str(r#"{"metadata":{"namespace":"ns"}}"#).unwrap();
         assert!(matches!(
             PodDemand::from_pod(&pod, &config),

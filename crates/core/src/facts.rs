@@ -183,7 +183,7 @@ impl NodeFacts {
         let mut samples = report.utilisation.clone();
         samples.sort_by_key(|s| s.at_ms);
         let mut load = self.load.take().unwrap_or(Observed {
-            value: Ema::new(config.ema_alpha),
+            value: Ema::new(config.load.ema_alpha),
             at_ms: 0,
         });
         for s in samples {
@@ -207,8 +207,12 @@ pub trait FactsLookup {
     /// borrowed where the lookup keeps a reading beside each record (the Worker's copy,
     /// read again only when a record changes).
     fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
-        self.get(name)
-            .map(|f| (f, Cow::Owned(LabelReading::of(&f.labels, config))))
+        self.get(name).map(|f| {
+            (
+                f,
+                Cow::Owned(LabelReading::of(&f.labels, &config.node_keys, &config.spot)),
+            )
+        })
     }
 }
 
@@ -228,13 +232,13 @@ pub struct ReadFacts {
 
 impl ReadFacts {
     pub fn read(facts: NodeFacts, config: &Config) -> Self {
-        let reading = LabelReading::of(&facts.labels, config);
+        let reading = LabelReading::of(&facts.labels, &config.node_keys, &config.spot);
         Self { facts, reading }
     }
 
     /// The labels read again, under another config.
     pub fn read_again(&mut self, config: &Config) {
-        self.reading = LabelReading::of(&self.facts.labels, config);
+        self.reading = LabelReading::of(&self.facts.labels, &config.node_keys, &config.spot);
     }
 }
 

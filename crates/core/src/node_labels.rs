@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::Config;
+use crate::config::{NodeKeys, SpotRisk};
 
 /// Hours in the month of the Spot Advisor's bands.
 pub const HOURS_PER_MONTH: f64 = 720.0;
@@ -37,15 +37,15 @@ pub struct SpotPool {
 }
 
 impl NodeProfile {
-    pub fn of(labels: &BTreeMap<String, String>, config: &Config) -> Self {
-        let spot = is_spot(labels, config);
+    pub fn of(labels: &BTreeMap<String, String>, keys: &NodeKeys, spot_risk: &SpotRisk) -> Self {
+        let spot = is_spot(labels, keys);
         NodeProfile {
-            cost_per_hour: cost_per_hour(labels, config),
-            gpu_model: gpu_model(labels, config).map(str::to_string),
+            cost_per_hour: cost_per_hour(labels, keys),
+            gpu_model: gpu_model(labels, keys).map(str::to_string),
             spot,
             spot_pool: spot.then(|| SpotPool {
-                name: pool_of(labels, config),
-                prior_rate_per_hour: prior_rate(labels, config),
+                name: pool_of(labels, spot_risk),
+                prior_rate_per_hour: prior_rate(labels, spot_risk),
             }),
         }
     }
@@ -63,19 +63,18 @@ pub struct LabelReading {
 }
 
 impl LabelReading {
-    pub fn of(labels: &BTreeMap<String, String>, config: &Config) -> Self {
+    pub fn of(labels: &BTreeMap<String, String>, keys: &NodeKeys, spot_risk: &SpotRisk) -> Self {
         LabelReading {
-            profile: NodeProfile::of(labels, config),
-            latency_us: latency_us(labels, config),
+            profile: NodeProfile::of(labels, keys, spot_risk),
+            latency_us: latency_us(labels, keys),
         }
     }
 }
 
 /// The latency label (`LATENCY_LABELS`, first present key) in µs; `None` when absent or not a
 /// whole number ([`latency_label_value`]).
-pub fn latency_us(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
-    config
-        .latency_labels
+pub fn latency_us(labels: &BTreeMap<String, String>, keys: &NodeKeys) -> Option<f64> {
+    keys.latency_labels
         .iter()
         .find_map(|key| labels.get(key))
         .and_then(|v| latency_label_value(v))
@@ -96,17 +95,16 @@ pub fn latency_label_value(value: &str) -> Option<f64> {
 }
 
 /// The price per hour of the cost label (`COST_LABEL`); `None` when absent or unreadable.
-pub fn cost_per_hour(labels: &BTreeMap<String, String>, config: &Config) -> Option<f64> {
+pub fn cost_per_hour(labels: &BTreeMap<String, String>, keys: &NodeKeys) -> Option<f64> {
     labels
-        .get(&config.cost_label)
+        .get(&keys.cost_label)
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|c| c.is_finite() && *c >= 0.0)
 }
 
 /// The node's GPU model: the value of the first configured GPU-type label present.
-pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, config: &Config) -> Option<&'l str> {
-    config
-        .gpu_type_labels
+pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, keys: &NodeKeys) -> Option<&'l str> {
+    keys.gpu_type_labels
         .iter()
         .find_map(|k| labels.get(k))
         .map(String::as_str)
@@ -115,12 +113,12 @@ pub fn gpu_model<'l>(labels: &'l BTreeMap<String, String>, config: &Config) -> O
 /// Spot capacity: `INSTANCE_TYPE_LABEL` = `spot`/`preemptible`, or one of `SPOT_LABELS`
 /// (values compared case-insensitively). One rule for η's spot terms and for the reporter, which
 /// names reclaimed spot nodes in `PUT /v1/nodes` (`reclaimed`).
-pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
+pub fn is_spot(labels: &BTreeMap<String, String>, keys: &NodeKeys) -> bool {
     let instance_is_spot = labels
-        .get(&config.instance_type_label)
+        .get(&keys.instance_type_label)
         .is_some_and(|v| v.eq_ignore_ascii_case("spot") || v.eq_ignore_ascii_case("preemptible"));
     instance_is_spot
-        || config.spot_labels.iter().any(|(k, v)| {
+        || keys.spot_labels.iter().any(|(k, v)| {
             labels
                 .get(k)
                 .is_some_and(|actual| actual.eq_ignore_ascii_case(v))
@@ -128,8 +126,8 @@ pub fn is_spot(labels: &BTreeMap<String, String>, config: &Config) -> bool {
 }
 
 /// The pool of a node: the values of `SPOT_POOL_LABELS` joined by `/` (absent labels empty).
-pub fn pool_of(labels: &BTreeMap<String, String>, config: &Config) -> String {
-    let parts: Vec<&str> = config
+pub fn pool_of(labels: &BTreeMap<String, String>, spot_risk: &SpotRisk) -> String {
+    let parts: Vec<&str> = spot_risk
         .spot_pool_labels
         .iter()
         .map(|k| labels.get(k).map_or("", String::as_str))
@@ -162,17 +160,18 @@ pub fn hourly_rate(monthly_fraction: f64) -> f64 {
 }
 
 /// The prior rate per node-hour of a spot node, from its band label or the default.
-pub fn prior_rate(labels: &BTreeMap<String, String>, config: &Config) -> f64 {
+pub fn prior_rate(labels: &BTreeMap<String, String>, spot_risk: &SpotRisk) -> f64 {
     let monthly = labels
-        .get(&config.spot_band_label)
+        .get(&spot_risk.spot_band_label)
         .and_then(|v| band_monthly_fraction(v))
-        .unwrap_or(config.spot_default_interruption_percent / 100.0);
+        .unwrap_or(spot_risk.spot_default_interruption_percent / 100.0);
     hourly_rate(monthly)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -191,7 +190,7 @@ mod tests {
             labels(&[("eks.amazonaws.com/capacityType", "SPOT")]),
             labels(&[("cloud.google.com/gke-spot", "true")]),
         ] {
-            assert!(is_spot(&spot, &c), "{spot:?}");
+            assert!(is_spot(&spot, &c.node_keys), "{spot:?}");
         }
         for not in [
             labels(&[]),
@@ -199,7 +198,7 @@ mod tests {
             labels(&[("karpenter.sh/capacity-type", "on-demand")]),
             labels(&[("cloud.google.com/gke-spot", "false")]),
         ] {
-            assert!(!is_spot(&not, &c), "{not:?}");
+            assert!(!is_spot(&not, &c.node_keys), "{not:?}");
         }
     }
 
@@ -257,9 +256,9 @@ mod tests {
         let c = Config::default();
         // First present key wins, also when its value does not read.
         let l = labels(&[("aco/latency-us", "slow"), ("nodeLatencyUs", "100")]);
-        assert_eq!(latency_us(&l, &c), None);
+        assert_eq!(latency_us(&l, &c.node_keys), None);
         let l = labels(&[("nodeLatencyUs", "100")]);
-        assert_eq!(latency_us(&l, &c), Some(100.0));
+        assert_eq!(latency_us(&l, &c.node_keys), Some(100.0));
     }
 
     #[test]
@@ -273,7 +272,8 @@ mod tests {
                 ("topology.kubernetes.io/zone", "eu-west-1a"),
                 ("aco/spot-interruption-band", "15-20"),
             ]),
-            &c,
+            &c.node_keys,
+            &c.spot,
         );
         assert_eq!((p.cost_per_hour, p.spot), (Some(0.45), true));
         let pool = p.spot_pool.unwrap();
@@ -284,12 +284,12 @@ mod tests {
             &[("eks.amazonaws.com/capacityType", "SPOT")],
             &[("cloud.google.com/gke-spot", "true")],
         ] {
-            let p = NodeProfile::of(&labels(l), &c);
+            let p = NodeProfile::of(&labels(l), &c.node_keys, &c.spot);
             assert!(p.spot, "{l:?}");
             let rate = p.spot_pool.unwrap().prior_rate_per_hour;
             assert_eq!(
                 rate,
-                hourly_rate(c.spot_default_interruption_percent / 100.0)
+                hourly_rate(c.spot.spot_default_interruption_percent / 100.0)
             );
         }
         let p = NodeProfile::of(
@@ -297,7 +297,8 @@ mod tests {
                 ("aco/cost-per-hour", "cheap"),
                 ("karpenter.sh/capacity-type", "on-demand"),
             ]),
-            &c,
+            &c.node_keys,
+            &c.spot,
         );
         assert_eq!(p, NodeProfile::default());
     }

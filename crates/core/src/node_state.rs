@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::config::Config;
+use crate::config::{Config, LoadModel, NodeKeys};
 use crate::facts::{NodeFacts, Observed};
 use crate::k8s::{parse_resource_list, NodeView, ResourceAmounts, ResourceError};
 use crate::node_labels::{LabelReading, NodeProfile};
@@ -42,17 +42,17 @@ pub struct NodeState<'a> {
 }
 
 /// Resources whose shares matter: CPU, memory and GPUs.
-pub fn counted(name: &str, config: &Config) -> bool {
-    counted_name(name, config).is_some()
+pub fn counted(name: &str, keys: &NodeKeys) -> bool {
+    counted_name(name, keys).is_some()
 }
 
 /// [`counted`], answering with the name as spelled here or in the config: a borrow that
 /// outlives the pod the name was read from.
-pub fn counted_name<'c>(name: &str, config: &'c Config) -> Option<&'c str> {
+pub fn counted_name<'c>(name: &str, keys: &'c NodeKeys) -> Option<&'c str> {
     match name {
         "cpu" => Some("cpu"),
         "memory" => Some("memory"),
-        _ => config
+        _ => keys
             .gpu_resources
             .iter()
             .map(String::as_str)
@@ -73,13 +73,13 @@ pub fn share(amount: i64, allocatable: i64) -> f64 {
 pub fn committed_share(
     allocatable: Option<&ResourceAmounts>,
     requested: Option<&ResourceAmounts>,
-    config: &Config,
+    keys: &NodeKeys,
 ) -> Option<f64> {
     let (alloc, requested) = (allocatable?, requested?);
     Some(
         requested
             .iter()
-            .filter(|(name, amount)| *amount > 0 && counted(name, config))
+            .filter(|(name, amount)| *amount > 0 && counted(name, keys))
             .map(|(name, amount)| share(amount, alloc.get(name)))
             .fold(0.0, f64::max),
     )
@@ -93,14 +93,14 @@ pub struct LoadOutlook {
 
 impl LoadOutlook {
     /// What a predictor of the node's utilisation foresees (`None` before its first sample).
-    pub fn of<P: Predictor + ?Sized>(predictor: &P, config: &Config) -> Option<LoadOutlook> {
+    pub fn of<P: Predictor + ?Sized>(predictor: &P, model: &LoadModel) -> Option<LoadOutlook> {
         predictor.forecast().map(|u| LoadOutlook {
             predicted_utilisation: u,
             spike_probability: spike_probability(
                 u,
                 predictor.volatility(),
-                config.spike_threshold,
-                config.spike_band,
+                model.spike_threshold,
+                model.spike_band,
             ),
         })
     }
@@ -158,7 +158,7 @@ impl<'a> NodeState<'a> {
         config: &Config,
         field: &str,
     ) -> Result<Self, ResourceError> {
-        let ttl = config.facts_ttl_ms;
+        let ttl = config.facts.facts_ttl_ms;
         let mut labels = facts.map_or(&NO_LABELS, |f| &f.labels);
         let mut allocatable = facts
             .and_then(|f| f.allocatable.as_ref())
@@ -176,7 +176,9 @@ impl<'a> NodeState<'a> {
             ));
             reading = None;
         }
-        let reading = reading.unwrap_or_else(|| Cow::Owned(LabelReading::of(labels, config)));
+        let reading = reading.unwrap_or_else(|| {
+            Cow::Owned(LabelReading::of(labels, &config.node_keys, &config.spot))
+        });
         let (profile, label_latency) = match reading {
             Cow::Borrowed(r) => (Cow::Borrowed(&r.profile), r.latency_us),
             Cow::Owned(r) => (Cow::Owned(r.profile), r.latency_us),
@@ -191,11 +193,15 @@ impl<'a> NodeState<'a> {
         let gpu_free_milli =
             facts.and_then(|f| keep_fresh(f.gpu_free_milli.as_ref(), now_ms, ttl, &mut stale));
         let latency_us = fact_latency.or(label_latency);
-        let load = load.and_then(|ema| LoadOutlook::of(&ema, config));
+        let load = load.and_then(|ema| LoadOutlook::of(&ema, &config.load));
         Ok(NodeState {
             name: Cow::Borrowed(name),
             profile,
-            committed_share: committed_share(allocatable.as_deref(), requested.as_deref(), config),
+            committed_share: committed_share(
+                allocatable.as_deref(),
+                requested.as_deref(),
+                &config.node_keys,
+            ),
             labels: Cow::Borrowed(labels),
             allocatable,
             requested,
@@ -254,7 +260,7 @@ mod tests {
         let s = NodeState::assemble("n", Some(&node), Some(&f), 2000, &c, "x").unwrap();
         assert_eq!(s.latency_us, Some(80.0));
         assert!(!s.stale_facts);
-        let later = 1000 + c.facts_ttl_ms + 1;
+        let later = 1000 + c.facts.facts_ttl_ms + 1;
         let s = NodeState::assemble("n", Some(&node), Some(&f), later, &c, "x").unwrap();
         assert_eq!(s.latency_us, Some(500.0));
         assert!(s.stale_facts);
@@ -287,7 +293,8 @@ mod tests {
             (s.gpu_free_milli, s.stale_facts),
             (Some(vec![500, 1000]), false)
         );
-        let s = NodeState::assemble("n", None, Some(&f), 11 + c.facts_ttl_ms, &c, "x").unwrap();
+        let s =
+            NodeState::assemble("n", None, Some(&f), 11 + c.facts.facts_ttl_ms, &c, "x").unwrap();
         assert_eq!((s.gpu_free_milli, s.stale_facts), (None, true));
     }
 
@@ -299,7 +306,7 @@ mod tests {
             10,
         );
         let read = NodeState::assemble("n", None, Some(&f), 20, &c, "x").unwrap();
-        let reading = LabelReading::of(&f.labels, &c);
+        let reading = LabelReading::of(&f.labels, &c.node_keys, &c.spot);
         let with_reading = |node| {
             let reading = Some(Cow::Borrowed(&reading));
             NodeState::assemble_read("n", node, Some(&f), reading, 20, &c, "x").unwrap()

@@ -127,7 +127,7 @@ impl<'a> ShadowCluster<'a> {
         let mut best: Option<(f64, NodeFeatures)> = None;
         // One memo per decision, as prioritize's (the pod and the shapes are fixed).
         let mut memo = FragmentationMemo::default();
-        let wanted = WantedResources::of(pod, config);
+        let wanted = WantedResources::of(pod, &config.node_keys);
         // A fn, not a closure: the features borrow the state they are given.
         fn features_of<'s>(
             state: &'s NodeState<'_>,
@@ -146,7 +146,7 @@ impl<'a> ShadowCluster<'a> {
             } else {
                 state
             };
-            if check_node_for(pod, &wanted, state, config).is_err() {
+            if check_node_for(pod, &wanted, state, &config.node_keys).is_err() {
                 continue;
             }
             let features = features_of(state, &footprint, config, self.outlook, &mut memo);
@@ -174,11 +174,11 @@ impl<'a> ShadowCluster<'a> {
             features_of(&chosen_state, &footprint, config, self.outlook, &mut memo);
         Ok(ShadowVerdict {
             agree: colony_features.node == chosen,
-            colony_cost_per_hour: marginal_cost_per_hour(&colony_features, config),
-            chosen_cost_per_hour: marginal_cost_per_hour(&chosen_features, config),
+            colony_cost_per_hour: marginal_cost_per_hour(&colony_features, &config.cost),
+            chosen_cost_per_hour: marginal_cost_per_hour(&chosen_features, &config.cost),
             latency_critical: pod.workload.is_latency_critical(),
-            chosen_hot: is_hot(&chosen_features, config),
-            colony_hot: is_hot(&colony_features, config),
+            chosen_hot: is_hot(&chosen_features, &config.load),
+            colony_hot: is_hot(&colony_features, &config.load),
             colony_choice: colony_features.node.into_owned(),
             chosen: chosen.to_string(),
         })
@@ -419,7 +419,7 @@ mod tests {
     fn costs_follow_the_marginal_rule_with_the_pods_request_taken_off_its_node() {
         let c = TenantColony::default();
         // Opening an idle node costs the pod's 1/8 plus the idle fraction of the rest.
-        let f = Config::default().open_node_idle_fraction;
+        let f = Config::default().cost.open_node_idle_fraction;
         let opened = |price: f64| price * (1.0 / 8.0 + 7.0 / 8.0 * f);
         // `busy` already carries the pod (2 of 8 CPU, of which the pod's 1): before it, 1 CPU,
         // so busy → 1/8 of $3.20. `idle` has nothing, `cheap-busy` 4 CPU of others.
@@ -713,13 +713,13 @@ mod tests {
         let spot = |name: &str, price: f64| {
             let (n, mut f) = node(name, price, "0", Some(0.1));
             f.labels
-                .insert(config.instance_type_label.clone(), "spot".into());
+                .insert(config.node_keys.instance_type_label.clone(), "spot".into());
             (n, f)
         };
         let facts: HashMap<String, NodeFacts> =
             [spot("a-spot", 0.5), node("b-steady", 1.0, "0", Some(0.1))].into();
         let lc = pod("2", Some("latency-critical"));
-        let pool = crate::node_labels::pool_of(&facts["a-spot"].labels, &config);
+        let pool = crate::node_labels::pool_of(&facts["a-spot"].labels, &config.spot);
         let quiet = ClusterOutlook::from_facts(facts.values(), Default::default(), NOW, &config);
         // The pool has lost a node every ten hours of a year's exposure.
         let history = crate::heuristic::spot_risk::PoolHistory {

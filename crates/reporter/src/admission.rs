@@ -60,9 +60,9 @@ pub struct Admission {
 impl Admission {
     pub fn new(config: Config, scheduler_names: Vec<String>, latency_fact_label: &str) -> Self {
         let keys = LabelKeys::new(
-            &config.gpu_type_labels,
+            &config.node_keys.gpu_type_labels,
             latency_fact_label,
-            &config.latency_labels,
+            &config.node_keys.latency_labels,
         );
         Admission {
             config,

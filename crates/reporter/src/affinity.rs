@@ -291,7 +291,11 @@ mod tests {
 
     fn keys() -> LabelKeys {
         let c = Config::default();
-        LabelKeys::new(&c.gpu_type_labels, "aco/latency-us", &c.latency_labels)
+        LabelKeys::new(
+            &c.node_keys.gpu_type_labels,
+            "aco/latency-us",
+            &c.node_keys.latency_labels,
+        )
     }
 
     fn demand(annotations: serde_json::Value, gpus: u32) -> PodDemand {
@@ -364,7 +368,7 @@ mod tests {
         let c = Config::default();
         let state =
             aco_core::node_state::NodeState::assemble("n", Some(&view), None, 0, &c, "n").unwrap();
-        aco_core::filter::check_node(demand, &state, &c).is_ok()
+        aco_core::filter::check_node(demand, &state, &c.node_keys).is_ok()
     }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
-use aco_core::config::Config;
+use aco_core::config::NodeKeys;
 use aco_core::k8s::{QuantityText, RawResourceList, ResourceAmounts};
 use aco_core::quantity;
 
@@ -36,14 +36,14 @@ pub fn requested_sum<'a>(pods: impl IntoIterator<Item = &'a PodRecord>) -> Resou
 }
 
 /// The label keys the Worker reads (by its own configuration): everything else stays home.
-pub fn labels_the_worker_reads(config: &Config) -> Vec<String> {
-    let mut keys: Vec<String> = config
+pub fn labels_the_worker_reads(node_keys: &NodeKeys) -> Vec<String> {
+    let mut keys: Vec<String> = node_keys
         .gpu_type_labels
         .iter()
-        .chain(&config.latency_labels)
-        .chain([&config.cost_label, &config.instance_type_label])
+        .chain(&node_keys.latency_labels)
+        .chain([&node_keys.cost_label, &node_keys.instance_type_label])
         .cloned()
-        .chain(config.spot_labels.iter().map(|(k, _)| k.clone()))
+        .chain(node_keys.spot_labels.iter().map(|(k, _)| k.clone()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -167,9 +167,10 @@ mod tests {
     use super::*;
     use crate::node_record::NodeReader;
     use crate::pod_record::PodReader;
+    use aco_core::config::Config;
 
     fn pod(json: serde_json::Value) -> PodRecord {
-        let reader = PodReader::new(&Config::default(), None, Default::default());
+        let reader = PodReader::new(&Config::default().pod_keys, None, Default::default());
         reader.read(&serde_json::from_value(json).unwrap())
     }
 
@@ -264,7 +265,7 @@ mod tests {
 
     #[test]
     fn report_keeps_only_the_labels_the_worker_reads() {
-        let keys = labels_the_worker_reads(&Config::default());
+        let keys = labels_the_worker_reads(&Config::default().node_keys);
         let node = NodeReader::new(&keys, "aco/latency-us", Default::default()).read(
             &serde_json::from_value(serde_json::json!({
                 "metadata": {"name": "n1", "labels": {"aco/gpu-type": "T4", "aco/latency-us": "250", "team": "x",

@@ -124,7 +124,7 @@ pub(crate) mod tests {
 
     /// The record of a node given as JSON, keeping the labels the default Worker reads.
     pub(crate) fn record(node: Value) -> NodeRecord {
-        let keys = crate::node_facts::labels_the_worker_reads(&Config::default());
+        let keys = crate::node_facts::labels_the_worker_reads(&Config::default().node_keys);
         NodeReader::new(&keys, "aco/latency-us", Default::default())
             .read(&serde_json::from_value(node).unwrap())
     }

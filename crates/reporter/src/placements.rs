@@ -204,7 +204,7 @@ pub fn bound_pod(
         },
         spec: Default::default(),
     };
-    let tenant = tenant_of(&view, config).map_err(|e| Skip::Tenant(e.to_string()))?;
+    let tenant = tenant_of(&view, &config.pod_keys).map_err(|e| Skip::Tenant(e.to_string()))?;
     Ok(BoundPod {
         role,
         uid,
@@ -531,10 +531,8 @@ mod tests {
             ),
             Err(Skip::NotBound)
         );
-        let strict = Config {
-            tenant_source: aco_core::config::TenantSource::Label,
-            ..Config::default()
-        };
+        let strict = Config::default()
+            .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
         assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
     }
 
@@ -715,10 +713,8 @@ mod tests {
         assert_eq!(bound_pod(&empty, &s, &c).unwrap().role, Role::Shadow);
         // Shadow mode off (the default): nothing of another scheduler is reported.
         assert_eq!(bound_pod(&default, &ours(&o), &c), Err(Skip::NotOurs));
-        let strict = Config {
-            tenant_source: aco_core::config::TenantSource::Label,
-            ..Config::default()
-        };
+        let strict = Config::default()
+            .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
         let unlabelled = pod("u5", "default-scheduler", Some("n1"), json!({}), "Running");
         assert!(matches!(
             bound_pod(&unlabelled, &s, &strict),

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use aco_core::config::Config;
+use aco_core::config::PodKeys;
 use aco_core::k8s::{pod_request, PodView, QuantityText, RawResourceList, ResourceAmounts};
 use k8s_openapi::api::core::v1::{ContainerState as K8sState, ContainerStatus, Pod};
 use serde_json::{json, Value};
@@ -213,10 +213,10 @@ pub struct PodReader {
 impl PodReader {
     /// Keeps the labels and annotations that the reporter and the Worker read, by the Worker's
     /// own settings (`config`) and the reporter's `--workload-label`.
-    pub fn new(config: &Config, workload_label: Option<&str>, strings: Arc<Interner>) -> Self {
+    pub fn new(keys: &PodKeys, workload_label: Option<&str>, strings: Arc<Interner>) -> Self {
         let mut labels = vec![
-            config.tenant_label.clone(),
-            config.workload_label.clone(),
+            keys.tenant_label.clone(),
+            keys.workload_label.clone(),
             REVISION_LABEL.to_owned(),
         ];
         labels.extend(workload_label.map(str::to_owned));
@@ -224,8 +224,8 @@ impl PodReader {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        annotations.extend(config.latency_target_annotations.iter().cloned());
-        annotations.push(config.gpu_models_annotation.clone());
+        annotations.extend(keys.latency_target_annotations.iter().cloned());
+        annotations.push(keys.gpu_models_annotation.clone());
         for keys in [&mut labels, &mut annotations] {
             keys.sort();
             keys.dedup();
@@ -380,13 +380,14 @@ pub(crate) mod tests {
     use super::*;
     use crate::gpu_share::HAMI_NODE_REGISTER;
     use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
+    use aco_core::config::Config;
     use serde_json::json;
 
     /// The record of a pod given as JSON (as the API server sends it), read with the default
     /// settings and `app.kubernetes.io/instance` as the `--workload-label`.
     pub(crate) fn record(pod: Value) -> PodRecord {
         let reader = PodReader::new(
-            &Config::default(),
+            &Config::default().pod_keys,
             Some("app.kubernetes.io/instance"),
             Default::default(),
         );
@@ -462,7 +463,7 @@ pub(crate) mod tests {
 
     #[test]
     fn repeated_strings_are_shared_between_records() {
-        let reader = PodReader::new(&Config::default(), None, Default::default());
+        let reader = PodReader::new(&Config::default().pod_keys, None, Default::default());
         let read = |name: &str| {
             reader.read(
                 &serde_json::from_value(json!({"metadata": {"name": name, "namespace": "team-a", "uid": name},

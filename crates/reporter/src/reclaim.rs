@@ -6,7 +6,7 @@
 //! design. The Worker is told in `PUT /v1/nodes` `reclaimed`; the pods' own ends are node-caused
 //! ("node gone", [`crate::outcome`] rows 3 and 8).
 
-use aco_core::config::Config;
+use aco_core::config::NodeKeys;
 
 use crate::node_record::NodeRecord;
 use crate::pod_record::PodRecord;
@@ -23,9 +23,9 @@ fn drainable(pod: &PodRecord) -> bool {
 pub fn reclaimed<'a>(
     node: &NodeRecord,
     pods_on_node: impl IntoIterator<Item = &'a PodRecord>,
-    config: &Config,
+    keys: &NodeKeys,
 ) -> bool {
-    if !aco_core::node_labels::is_spot(&node.label_map(), config) {
+    if !aco_core::node_labels::is_spot(&node.label_map(), keys) {
         return false;
     }
     pods_on_node
@@ -36,6 +36,7 @@ pub fn reclaimed<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aco_core::config::Config;
     use serde_json::json;
 
     fn node(labels: serde_json::Value) -> NodeRecord {
@@ -62,17 +63,20 @@ mod tests {
         let c = Config::default();
         let spot = node(json!({"karpenter.sh/capacity-type": "spot"}));
         let running = pod(owned_by("ReplicaSet"), "Running");
-        assert!(reclaimed(&spot, [&running], &c));
+        assert!(reclaimed(&spot, [&running], &c.node_keys));
         // Not spot: a deleted on-demand node is just deleted.
         let on_demand = node(json!({"karpenter.sh/capacity-type": "on-demand"}));
-        assert!(!reclaimed(&on_demand, [&running], &c));
+        assert!(!reclaimed(&on_demand, [&running], &c.node_keys));
     }
 
     #[test]
     fn a_drained_spot_node_was_not_reclaimed() {
         let c = Config::default();
         let spot = node(json!({"cloud.google.com/gke-spot": "true"}));
-        assert!(!reclaimed(&spot, [], &c), "empty: drained or never used");
+        assert!(
+            !reclaimed(&spot, [], &c.node_keys),
+            "empty: drained or never used"
+        );
         let evicting = pod(
             json!({"deletionTimestamp": "2026-12-01T10:00:00Z", "ownerReferences": []}),
             "Running",
@@ -81,12 +85,12 @@ mod tests {
         let daemon = pod(owned_by("DaemonSet"), "Running");
         let mirror = pod(owned_by("Node"), "Running");
         assert!(
-            !reclaimed(&spot, [&evicting, &done, &daemon, &mirror], &c),
+            !reclaimed(&spot, [&evicting, &done, &daemon, &mirror], &c.node_keys),
             "a drain leaves DaemonSet and static pods, and evicts the rest"
         );
         let bare = pod(json!({}), "Running");
         assert!(
-            reclaimed(&spot, [&daemon, &bare], &c),
+            reclaimed(&spot, [&daemon, &bare], &c.node_keys),
             "one pod never asked to leave"
         );
     }

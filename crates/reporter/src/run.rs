@@ -163,11 +163,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (node_cache, pod_cache) = (nodes.clone(), pods.clone());
     let strings = Arc::new(Interner::default());
     let node_reader = NodeReader::new(
-        &labels_the_worker_reads(&config),
+        &labels_the_worker_reads(&config.node_keys),
         &args.latency_label,
         strings.clone(),
     );
-    let pod_reader = PodReader::new(&config, args.workload_label.as_deref(), strings);
+    let pod_reader = PodReader::new(&config.pod_keys, args.workload_label.as_deref(), strings);
     let watch_config = watch_config(&client).await;
     let node_events = watcher(Api::<Node>::all(client.clone()), watch_config.clone())
         .default_backoff()
@@ -371,7 +371,7 @@ fn node_deleted(s: &Shared, node: &NodeRecord) {
         .iter()
         .filter(|p| p.node.as_deref() == Some(name))
         .map(|p| p.as_ref());
-    if reclaimed(node, on_node, &s.config) {
+    if reclaimed(node, on_node, &s.config.node_keys) {
         tracing::info!(
             node = name,
             "spot node deleted under running pods: reclaimed"
@@ -437,7 +437,7 @@ fn jittered(d: Duration, rng: &mut impl Rng) -> Duration {
 async fn push_nodes(s: Arc<Shared>) {
     let mut rng = SmallRng::seed_from_u64(now_ms());
     let mut acked = Acknowledged::default();
-    let label_keys = labels_the_worker_reads(&s.config);
+    let label_keys = labels_the_worker_reads(&s.config.node_keys);
     let mut first = true;
     while !s.stopping() {
         if !first {
@@ -564,7 +564,9 @@ fn build_reports(
             metrics_max_age_ms: max_age,
             now_ms: now,
             observed_at_ms: observed_at,
-            price: prices.get(name).map(|p| (s.config.cost_label.as_str(), *p)),
+            price: prices
+                .get(name)
+                .map(|p| (s.config.node_keys.cost_label.as_str(), *p)),
         });
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
@@ -698,7 +700,7 @@ async fn scan_pods(s: Arc<Shared>) {
             healthy_after_ms: s.args.healthy_after.as_millis() as u64,
         },
         windows: Windows {
-            placement_ms: s.config.decision_ttl_ms,
+            placement_ms: s.config.retention.decision_ttl_ms,
             outcome_ms: s.args.outcome_window.as_millis() as u64,
         },
         workload_label: s.args.workload_label.as_deref(),

@@ -62,8 +62,15 @@ impl Default for WorldParams {
 /// the GPU-share resource (Worker var `GPU_RESOURCES=nvidia.com/gpu,alibabacloud.com/gpu-count,alibabacloud.com/gpu-milli`).
 pub fn sim_config() -> Config {
     let mut c = Config::default();
-    if !c.gpu_resources.iter().any(|r| r == GPU_MILLI_RESOURCE) {
-        c.gpu_resources.push(GPU_MILLI_RESOURCE.to_string());
+    if !c
+        .node_keys
+        .gpu_resources
+        .iter()
+        .any(|r| r == GPU_MILLI_RESOURCE)
+    {
+        c.node_keys
+            .gpu_resources
+            .push(GPU_MILLI_RESOURCE.to_string());
     }
     c
 }
@@ -86,7 +93,10 @@ pub fn sim_config_with(vars: &[String]) -> Result<Config, String> {
 
 /// The Worker `[vars]` that make it run [`sim_config`].
 pub fn worker_vars() -> Vec<(&'static str, String)> {
-    vec![("GPU_RESOURCES", sim_config().gpu_resources.join(","))]
+    vec![(
+        "GPU_RESOURCES",
+        sim_config().node_keys.gpu_resources.join(","),
+    )]
 }
 
 #[derive(Debug, Clone)]

@@ -1049,7 +1049,7 @@ mod tests {
             assert_eq!(got, [Some("a".into()), Some("b".into())], "{policy}");
         }
         // Without assumptions the second pod is scored on the facts alone, and stacks.
-        w.config.assumed_ttl_ms = 0;
+        w.config.assumed.assumed_ttl_ms = 0;
         for policy in ["heuristic", "colony"] {
             let got = placements(&w, policy, 1);
             assert_eq!(got, [Some("a".into()), Some("a".into())], "{policy}");

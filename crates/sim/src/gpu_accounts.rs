@@ -7,7 +7,7 @@
 //! changes. The sum runs over the nodes in cluster order, as `ClusterOutlook::from_facts` does,
 //! so the outlook is the same to the last bit (the debug build checks every one).
 
-use aco_core::config::Config;
+use aco_core::config::{Config, FactsFreshness};
 use aco_core::facts::NodeFacts;
 use aco_core::heuristic::spot_risk::PoolHistory;
 use aco_core::heuristic::{ClusterOutlook, GpuNodeAccount};
@@ -28,8 +28,8 @@ struct Kept {
 /// Whether the node's `requested` and per-GPU free facts are present and fresh.
 type Freshness = (bool, bool);
 
-fn freshness(f: &NodeFacts, now_ms: u64, config: &Config) -> Freshness {
-    let ttl = config.facts_ttl_ms;
+fn freshness(f: &NodeFacts, now_ms: u64, facts: &FactsFreshness) -> Freshness {
+    let ttl = facts.facts_ttl_ms;
     (
         f.requested
             .as_ref()
@@ -62,7 +62,7 @@ impl GpuAccounts {
                 *kept = None;
                 continue;
             };
-            let fresh = freshness(f, now_ms, config);
+            let fresh = freshness(f, now_ms, &config.facts);
             if kept.is_none_or(|k| k.fresh != fresh) {
                 *kept = Some(Kept {
                     fresh,

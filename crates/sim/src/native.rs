@@ -203,7 +203,7 @@ impl NativeScheduler {
     pub fn new(policy: Decider, config: Config, predictor: PredictorKind) -> Self {
         let mut config = config;
         if let PredictorKind::Ema(a) = predictor {
-            config.ema_alpha = a;
+            config.load.ema_alpha = a;
         }
         Self {
             policy,
@@ -229,7 +229,7 @@ impl NativeScheduler {
     /// Per-tenant (node, τ) of the colony's trails now, as `colony::PheromoneTable::snapshot`
     /// orders them.
     pub fn pheromones_snapshot(&self) -> TenantTrails {
-        policy::colony::trails(self.pipeline.colonies_ref(), self.now_ms, &self.config)
+        policy::colony::trails(self.pipeline.colonies_ref(), self.now_ms, &self.config.cost)
     }
 
     /// Per tenant, each node's slowdown learned from the outcomes (`OutcomeStats::slowdown`).
@@ -307,7 +307,7 @@ fn overlay_predictor(
     config: &Config,
 ) {
     if let Some(p) = p {
-        s.load = LoadOutlook::of(p, config);
+        s.load = LoadOutlook::of(p, &config.load);
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
     }
@@ -324,7 +324,7 @@ fn refresh(
     config: &Config,
     requested_changed: bool,
 ) {
-    let ttl = config.facts_ttl_ms;
+    let ttl = config.facts.facts_ttl_ms;
     let mut stale = false;
     match facts.and_then(|f| f.requested.as_ref()) {
         None => s.requested = None,
@@ -361,13 +361,14 @@ fn refresh(
         (fresh, mine) => *mine = fresh.cloned(),
     }
     // The Worker's reading of the latency labels (whole µs, as kube-scheduler's `Lt` reads them).
-    s.latency_us = fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, config));
-    s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, config));
+    s.latency_us =
+        fact_latency.or_else(|| aco_core::node_labels::latency_us(&s.labels, &config.node_keys));
+    s.load = load.and_then(|ema: Ema| LoadOutlook::of(&ema, &config.load));
     s.stale_facts = stale;
     s.committed_share = aco_core::node_state::committed_share(
         s.allocatable.as_deref(),
         s.requested.as_deref(),
-        config,
+        &config.node_keys,
     );
 }
 
@@ -461,7 +462,7 @@ impl Scheduler for NativeScheduler {
                         at_ms: at,
                     });
                     let mut load = f.load.take().unwrap_or(Observed {
-                        value: Ema::new(config.ema_alpha),
+                        value: Ema::new(config.load.ema_alpha),
                         at_ms: 0,
                     });
                     for s in batch.samples(node) {
@@ -498,7 +499,7 @@ impl Scheduler for NativeScheduler {
         let settled = self.pipeline.settle(now_ms, &self.config);
         self.nodes.forget_assumed(self.pipeline.facts(), settled);
         let mut passed = Vec::with_capacity(candidates.len());
-        let wanted = WantedResources::of(&pod.demand, &self.config);
+        let wanted = WantedResources::of(&pod.demand, &self.config.node_keys);
         for &c in candidates {
             let state = self.nodes.state(
                 &self.pipeline.facts().records,
@@ -508,7 +509,7 @@ impl Scheduler for NativeScheduler {
                 c,
                 now_ms,
             );
-            if check_node_for(&pod.demand, &wanted, state, &self.config).is_ok() {
+            if check_node_for(&pod.demand, &wanted, state, &self.config.node_keys).is_ok() {
                 passed.push(c);
             }
         }

@@ -301,7 +301,7 @@ mod tests {
         NativeScheduler::new(
             policy::by_name("colony", 1).unwrap(),
             world.config.clone(),
-            PredictorKind::Ema(world.config.ema_alpha),
+            PredictorKind::Ema(world.config.load.ema_alpha),
         )
     }
 

@@ -123,7 +123,7 @@ pub enum PlacementEffect {
 impl TenantColony {
     /// `node`'s trail for this tenant as it stands at `now_ms` (evaporated).
     pub fn trail_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.pheromones.at(node, now_ms, config)
+        self.pheromones.at(node, now_ms, &config.cost)
     }
 
     /// η of every candidate for this workload (the facts alone: the same for every tenant).
@@ -182,14 +182,17 @@ impl TenantColony {
         let factors: Vec<_> = candidates
             .iter()
             .map(|f| {
-                let stats = trails.get(&f.node).map(|s| s.at(now_ms, config));
+                let stats = trails.get(&f.node).map(|s| s.at(now_ms, &config.cost));
                 eta_terms(f, workload, stats.as_ref(), config)
             })
             .collect();
-        let etas: Vec<f64> = factors.iter().map(|f| f.eta(config)).collect();
+        let etas: Vec<f64> = factors
+            .iter()
+            .map(|f| f.eta(&config.cost, &config.eta))
+            .collect();
         let desirabilities = relative_desirabilities(&factors, config);
         let mut scores = to_scores(&desirabilities);
-        let explored_at = explore(&mut scores, &desirabilities, config, rng);
+        let explored_at = explore(&mut scores, &desirabilities, &config.colony, rng);
         let explored = explored_at.map(|i| candidates[i].node.to_string());
         let top = explored_at.or_else(|| {
             single_out_top(
@@ -214,7 +217,7 @@ impl TenantColony {
                 .then(a.cmp(&b))
         };
         let mut ranked: Vec<usize> = (0..candidates.len()).collect();
-        let keep = ranked.len().min(config.decision_keep_top);
+        let keep = ranked.len().min(config.retention.decision_keep_top);
         if keep < ranked.len() {
             ranked.select_nth_unstable_by(keep, by_rank);
         }
@@ -228,7 +231,13 @@ impl TenantColony {
         let explanation = Explanation {
             candidates: kept
                 .iter()
-                .map(|&i| CandidateWhy::new(&factors[i], factors[i].tau(config), scores[i]))
+                .map(|&i| {
+                    CandidateWhy::new(
+                        &factors[i],
+                        factors[i].tau(&config.cost, &config.eta),
+                        scores[i],
+                    )
+                })
                 .collect(),
             explored: explored.clone(),
             filter: None,
@@ -370,7 +379,7 @@ mod tests {
         let d = decide(&mut c, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
         c.confirm(Some(&d), "b", failed, 0, &config).unwrap();
-        let rows = c.pheromones.snapshot(0, &config);
+        let rows = c.pheromones.snapshot(0, &config.cost);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].0 == "b" && rows[0].1 < 1.0, "{rows:?}");
         // Equal nodes, b's trail lower: a alone at 10.
@@ -477,7 +486,7 @@ mod tests {
             .priorities;
         assert!(soon[0].score < soon[1].score, "{soon:?}");
         // Twenty half-lives on, three failures weigh ~3e-6 of one: a's η is the prior's again.
-        let later_ms = 20 * config.outcome_half_life_ms;
+        let later_ms = 20 * config.cost.outcome_half_life_ms;
         let later = c
             .prioritize(&nodes, lc, "ns/pod", later_ms, &config, &mut rng)
             .priorities;
@@ -505,7 +514,7 @@ mod tests {
             )
             .unwrap();
         }
-        let rows = c.pheromones.snapshot(0, &config);
+        let rows = c.pheromones.snapshot(0, &config.cost);
         assert!(rows[0].1 < 1.0, "{rows:?}");
         let s = scores(&mut c, &nodes);
         assert!(s[0] < s[1], "{s:?}");
@@ -514,10 +523,7 @@ mod tests {
 
     #[test]
     fn decision_keeps_only_the_top_candidates_and_floors_the_rest() {
-        let config = Config {
-            decision_keep_top: 2,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| c.retention.decision_keep_top = 2);
         let mut c = TenantColony::default();
         let nodes = [
             node("a", 3.0),
@@ -541,11 +547,10 @@ mod tests {
 
     #[test]
     fn the_explanation_matches_the_scores_and_etas_it_explains() {
-        let config = Config {
-            decision_keep_top: 3,
-            q0: 0.0,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| {
+            c.retention.decision_keep_top = 3;
+            c.colony.q0 = 0.0;
+        });
         let mut c = TenantColony::default();
         c.pheromones.trails.insert(
             "b".into(),
@@ -576,7 +581,7 @@ mod tests {
             let terms = cand.cost_per_hour.unwrap();
             // f32 storage: each term within 2^-24 relative.
             assert!(
-                (terms.eta(&config) - cand.eta).abs() <= 1e-6 * cand.eta,
+                (terms.eta(&config.cost, &config.eta) - cand.eta).abs() <= 1e-6 * cand.eta,
                 "{cand:?}"
             );
             assert_eq!(cand.total_per_hour, Some(terms.total()));
@@ -587,7 +592,7 @@ mod tests {
                 .unwrap()
                 .score;
             assert_eq!(cand.score, Some(replied as u8));
-            let tau = terms.tau(&config);
+            let tau = terms.tau(&config.cost, &config.eta);
             assert!((cand.tau.unwrap() - tau).abs() <= 1e-6 * tau, "{cand:?}");
             assert_eq!(tau < 1.0, cand.node == "b", "only b has a trail: {cand:?}");
             assert_eq!(terms.stranded_gpu.is_some(), cand.node == "c");

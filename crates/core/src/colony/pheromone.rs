@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::CostModel;
 use crate::heuristic::{learned_terms, OutcomeStats};
 
 /// One tenant's trails by node name. Stored as a map of node → counts: the shape the outcome
@@ -30,8 +30,8 @@ pub struct PheromoneTable {
 
 impl PheromoneTable {
     /// `node`'s trail as it stands at `now_ms` (evaporated), if the node has one.
-    pub fn at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.trails.get(node).map(|s| s.at(now_ms, config))
+    pub fn at(&self, node: &str, now_ms: u64, cost: &CostModel) -> Option<OutcomeStats> {
+        self.trails.get(node).map(|s| s.at(now_ms, cost))
     }
 
     /// The trail of `node`, made on its first deposit.
@@ -42,16 +42,11 @@ impl PheromoneTable {
     /// Every node that has a trail, with the reference τ at `now_ms`, the farthest from 1 first
     /// (what the trail says most strongly: a node failing pods, or one running them fast), ties
     /// by name.
-    pub fn snapshot(&self, now_ms: u64, config: &Config) -> Vec<(String, f64)> {
+    pub fn snapshot(&self, now_ms: u64, cost: &CostModel) -> Vec<(String, f64)> {
         let mut rows: Vec<_> = self
             .trails
             .iter()
-            .map(|(n, s)| {
-                (
-                    n.clone(),
-                    reference_tau(Some(&s.at(now_ms, config)), config),
-                )
-            })
+            .map(|(n, s)| (n.clone(), reference_tau(Some(&s.at(now_ms, cost)), cost)))
             .collect();
         let strength = |tau: f64| tau.ln().abs();
         rows.sort_by(|a, b| {
@@ -66,27 +61,28 @@ impl PheromoneTable {
 /// τ of a node whose trail is `stats` (already evaporated to the time of interest) for the
 /// reference pod: batch, `COST_REFERENCE` $/h of the node's bill, so that τ =
 /// `exp(−(failure probability above the prior / 2 + slowdown − 1))` with every factor on.
-pub fn reference_tau(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
-    let resources = config.cost_reference;
+pub fn reference_tau(stats: Option<&OutcomeStats>, cost: &CostModel) -> f64 {
+    let resources = cost.cost_reference;
     // A batch pod's failure loses half its stay's resources on average (`cost_terms`).
-    let loss = resources * config.expected_stay_hours.max(1e-6) / 2.0;
-    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, config);
-    (-(failure_risk + slowdown) / config.cost_reference).exp()
+    let loss = resources * cost.expected_stay_hours.max(1e-6) / 2.0;
+    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, cost);
+    (-(failure_risk + slowdown) / cost.cost_reference).exp()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn a_node_without_a_trail_reads_one_and_failures_lower_it() {
         let c = Config::default();
-        assert_eq!(reference_tau(None, &c), 1.0);
+        assert_eq!(reference_tau(None, &c.cost), 1.0);
         let mut t = PheromoneTable::default();
-        t.entry("bad").record(0.0, 0, &c);
-        t.entry("good").record(1.0, 0, &c);
-        t.entry("fast").record_slowdown(0.5, 0, &c);
-        let rows = t.snapshot(0, &c);
+        t.entry("bad").record(0.0, 0, &c.cost);
+        t.entry("good").record(1.0, 0, &c.cost);
+        t.entry("fast").record_slowdown(0.5, 0, &c.cost);
+        let rows = t.snapshot(0, &c.cost);
         let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
@@ -106,20 +102,20 @@ mod tests {
     #[test]
     fn a_failed_nodes_tau_recovers_with_the_half_life() {
         let c = Config::default();
-        let h = c.outcome_half_life_ms;
+        let h = c.cost.outcome_half_life_ms;
         let mut t = PheromoneTable::default();
         for _ in 0..4 {
-            t.entry("n").record(0.0, 1_000, &c);
+            t.entry("n").record(0.0, 1_000, &c.cost);
         }
-        let tau = |ms: u64| t.snapshot(ms, &c)[0].1;
+        let tau = |ms: u64| t.snapshot(ms, &c.cost)[0].1;
         let taus: Vec<f64> = (0..8).map(|k| tau(1_000 + k * h)).collect();
         assert!(taus[0] < 0.9, "{taus:?}");
         assert!(taus.windows(2).all(|w| w[0] < w[1]), "{taus:?}");
         // A half-life on, four failures weigh two: τ is that of two fresh failures.
         let mut two = PheromoneTable::default();
-        two.entry("n").record(0.0, 0, &c);
-        two.entry("n").record(0.0, 0, &c);
-        assert!((taus[1] - two.snapshot(0, &c)[0].1).abs() < 1e-12);
+        two.entry("n").record(0.0, 0, &c.cost);
+        two.entry("n").record(0.0, 0, &c.cost);
+        assert!((taus[1] - two.snapshot(0, &c.cost)[0].1).abs() < 1e-12);
         assert!((tau(1_000 + 40 * h) - 1.0).abs() < 1e-9);
         assert_eq!(
             t.trails["n"].failures, 4.0,
@@ -131,7 +127,7 @@ mod tests {
     fn stored_as_the_outcome_history_was() {
         let c = Config::default();
         let mut t = PheromoneTable::default();
-        t.entry("a").record(1.0, 5, &c);
+        t.entry("a").record(1.0, 5, &c.cost);
         let json = serde_json::to_string(&t).unwrap();
         assert_eq!(json, r#"{"a":{"successes":1.0,"failures":0.0,"asOfMs":5}}"#);
         assert_eq!(serde_json::from_str::<PheromoneTable>(&json).unwrap(), t);

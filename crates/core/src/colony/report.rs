@@ -136,12 +136,12 @@ impl TenantColony {
     ) {
         self.counters.failed_outcomes += (q < 0.5) as u64;
         if outcome.teaches_reliability() {
-            self.pheromones.entry(node).record(q, now_ms, config);
+            self.pheromones.entry(node).record(q, now_ms, &config.cost);
         }
         if let Ok(Some(slowdown)) = outcome.slowdown() {
             self.pheromones
                 .entry(node)
-                .record_slowdown(slowdown, now_ms, config);
+                .record_slowdown(slowdown, now_ms, &config.cost);
         }
     }
 }

@@ -2,12 +2,12 @@
 
 use rand::Rng;
 
-use crate::config::Config;
+use crate::config::{ColonyWeights, Config};
 use crate::heuristic::CostTerms;
 
 /// `s(n) = τ^α · η^β`.
-pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
-    tau.powf(config.alpha) * eta.powf(config.beta)
+pub fn desirability(tau: f64, eta: f64, weights: &ColonyWeights) -> f64 {
+    tau.powf(weights.alpha) * eta.powf(weights.beta)
 }
 
 /// `ln(τ^α·η^β) = −(α·learned + β·facts)/COST_REFERENCE` of one candidate, from its cost terms
@@ -17,13 +17,17 @@ pub fn desirability(tau: f64, eta: f64, config: &Config) -> f64 {
 /// it; at `α = 0` as `−β·facts/COST_REFERENCE`, exactly η alone.
 pub fn log_desirability(terms: &CostTerms, config: &Config) -> f64 {
     let dollars = |d: f64| if d.is_nan() { f64::INFINITY } else { d };
-    let l = if config.alpha == config.beta {
-        -config.beta * dollars(terms.total()).max(0.0) / config.cost_reference
+    let l = if config.colony.alpha == config.colony.beta {
+        -config.colony.beta * dollars(terms.total()).max(0.0) / config.cost.cost_reference
     } else {
         let facts = dollars(terms.facts_total()).max(0.0);
         let learned = dollars(terms.learned_total());
-        let learned = if config.alpha == 0.0 { 0.0 } else { learned };
-        -(config.beta * facts + config.alpha * learned) / config.cost_reference
+        let learned = if config.colony.alpha == 0.0 {
+            0.0
+        } else {
+            learned
+        };
+        -(config.colony.beta * facts + config.colony.alpha * learned) / config.cost.cost_reference
     };
     if l.is_nan() {
         f64::NEG_INFINITY
@@ -40,7 +44,7 @@ pub fn log_desirability(terms: &CostTerms, config: &Config) -> f64 {
 pub fn relative_desirabilities(terms: &[CostTerms], config: &Config) -> Vec<f64> {
     let logs: Vec<f64> = terms.iter().map(|t| log_desirability(t, config)).collect();
     let best = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let floor = config.eta_floor.powf(config.beta);
+    let floor = config.eta.eta_floor.powf(config.colony.beta);
     logs.iter()
         .map(|l| {
             if best.is_finite() {
@@ -79,10 +83,10 @@ pub fn to_scores(desirabilities: &[f64]) -> Vec<i64> {
 pub fn explore(
     scores: &mut [i64],
     desirabilities: &[f64],
-    config: &Config,
+    weights: &ColonyWeights,
     rng: &mut impl Rng,
 ) -> Option<usize> {
-    if config.q0 >= 1.0 || scores.is_empty() || rng.random::<f64>() < config.q0 {
+    if weights.q0 >= 1.0 || scores.is_empty() || rng.random::<f64>() < weights.q0 {
         return None;
     }
     let total: f64 = desirabilities.iter().filter(|s| s.is_finite()).sum();
@@ -143,17 +147,11 @@ mod tests {
         assert!((r[1] - (-1.0f64).exp()).abs() < 1e-12, "{r:?}");
         assert_eq!(to_scores(&r), vec![10, 4, 0]);
         // Where nothing floors, the same as desirability / max, τ from the learned dollars.
-        for c in [
-            c.clone(),
-            Config {
-                alpha: 0.5,
-                ..c.clone()
-            },
-        ] {
+        for c in [c.clone(), c.clone().with(|c| c.colony.alpha = 0.5)] {
             let terms = [cost(0.5, 0.3, 0.0), cost(1.0, 0.0, -0.2)];
             let d: Vec<f64> = terms
                 .iter()
-                .map(|t| desirability(t.tau(&c), t.eta(&c), &c))
+                .map(|t| desirability(t.tau(&c.cost, &c.eta), t.eta(&c.cost, &c.eta), &c.colony))
                 .collect();
             let max = d.iter().copied().fold(0.0, f64::max);
             let r = relative_desirabilities(&terms, &c);
@@ -163,7 +161,7 @@ mod tests {
         }
         // A non-finite cost is the floor, never NaN.
         let r = relative_desirabilities(&[cost(0.1, 0.0, 0.0), cost(f64::NAN, 0.0, 0.0)], &c);
-        assert_eq!(r, vec![1.0, c.eta_floor.powf(c.beta)]);
+        assert_eq!(r, vec![1.0, c.eta.eta_floor.powf(c.colony.beta)]);
     }
 
     /// `τ^α·η^β` at `α = β` ranks exactly as the whole expected $/h did when the learned terms
@@ -193,22 +191,21 @@ mod tests {
             })
             .collect();
         for beta in [1.0, 2.0, 3.5] {
-            let c = Config {
-                alpha: beta,
-                beta,
-                ..Config::default()
-            };
+            let c = Config::default().with(|c| {
+                c.colony.alpha = beta;
+                c.colony.beta = beta;
+            });
             // What prioritize computed when η held every term.
             let combined: Vec<f64> = terms
                 .iter()
-                .map(|t| -beta * t.total().max(0.0) / c.cost_reference)
+                .map(|t| -beta * t.total().max(0.0) / c.cost.cost_reference)
                 .collect();
             let ours: Vec<f64> = terms.iter().map(|t| log_desirability(t, &c)).collect();
             assert_eq!(ours, combined, "β = {beta}");
-            let eta_alone = Config { alpha: 0.0, ..c };
+            let eta_alone = c.clone().with(|c| c.colony.alpha = 0.0);
             let facts: Vec<f64> = terms
                 .iter()
-                .map(|t| -beta * t.facts_total().max(0.0) / c.cost_reference)
+                .map(|t| -beta * t.facts_total().max(0.0) / c.cost.cost_reference)
                 .collect();
             let ours: Vec<f64> = terms
                 .iter()
@@ -223,12 +220,12 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(7);
         let d = [1.0, 1.0, 0.5];
         let mut s = to_scores(&d);
-        assert_eq!(explore(&mut s, &d, &Config::default(), &mut rng), None);
-        let c = Config {
-            q0: 0.0,
-            ..Config::default()
-        };
-        let chosen = explore(&mut s, &d, &c, &mut rng).unwrap();
+        assert_eq!(
+            explore(&mut s, &d, &Config::default().colony, &mut rng),
+            None
+        );
+        let c = Config::default().with(|c| c.colony.q0 = 0.0);
+        let chosen = explore(&mut s, &d, &c.colony, &mut rng).unwrap();
         assert_eq!(s.iter().filter(|x| **x == 10).count(), 1);
         assert_eq!(s[chosen], 10);
     }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::pod_index::key_hash;
 use super::schema::Statement;
 use crate::colony::{Decision, DecisionExplanation};
-use crate::config::Config;
+use crate::config::Retention;
 
 /// Explanations are gathered until they make this many bytes of JSON, then written as a segment
 /// row of their own. Small enough that the snapshot carrying them until then rarely needs a
@@ -125,8 +125,9 @@ impl Explained {
     }
 
     /// Keeps `e` unless the config keeps none.
-    pub fn add(&mut self, e: ConfirmedExplanation, config: &Config) {
-        if config.confirmed_explanations_ttl_ms == 0 || config.confirmed_explanations_max == 0 {
+    pub fn add(&mut self, e: ConfirmedExplanation, retention: &Retention) {
+        if retention.confirmed_explanations_ttl_ms == 0 || retention.confirmed_explanations_max == 0
+        {
             return;
         }
         let bytes = serde_json::to_string(&e).map_or(0, |t| t.len());
@@ -175,7 +176,7 @@ impl Explained {
     /// What the commit `seq` at `now_ms` writes: the gathered explanations as rows once they
     /// make [`FLUSH_BYTES`], and the deletion of the oldest rows whose pods are all out of the
     /// window, or beyond the count.
-    pub fn plan(&self, seq: u64, now_ms: u64, config: &Config) -> ExplainedPlan {
+    pub fn plan(&self, seq: u64, now_ms: u64, retention: &Retention) -> ExplainedPlan {
         let mut plan = ExplainedPlan::default();
         let flush = !self.gathered.is_empty() && self.gathered_bytes >= FLUSH_BYTES;
         if flush {
@@ -209,9 +210,9 @@ impl Explained {
         }
         // The oldest rows go while all their pods are out of the window, or while more pods
         // than the count are kept.
-        let since = now_ms.saturating_sub(config.confirmed_explanations_ttl_ms);
+        let since = now_ms.saturating_sub(retention.confirmed_explanations_ttl_ms);
         let mut kept = self.len();
-        let max = config.confirmed_explanations_max as usize;
+        let max = retention.confirmed_explanations_max as usize;
         for (id, row) in self
             .rows
             .iter()
@@ -299,6 +300,7 @@ impl Explained {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use crate::demand::WorkloadClass;
 
     fn explained(key: &str, at: u64, padding: usize) -> ConfirmedExplanation {
@@ -318,14 +320,13 @@ mod tests {
 
     #[test]
     fn gathered_explanations_become_a_row_once_they_weigh_enough_and_old_rows_go_whole() {
-        let config = Config {
-            confirmed_explanations_max: 5,
-            confirmed_explanations_ttl_ms: 1_000,
-            ..Config::default()
-        };
+        let config = Config::default().with(|c| {
+            c.retention.confirmed_explanations_max = 5;
+            c.retention.confirmed_explanations_ttl_ms = 1_000;
+        });
         let mut x = Explained::default();
-        x.add(explained("p0", 10, 10), &config);
-        let plan = x.plan(1, 10, &config);
+        x.add(explained("p0", 10, 10), &config.retention);
+        let plan = x.plan(1, 10, &config.retention);
         assert!(
             !plan.flushed && plan.statements.is_empty(),
             "small: gathered"
@@ -335,9 +336,12 @@ mod tests {
         assert!(matches!(x.find("p0", 0), Some(Found::Memory(_))));
         // Heavy ones: a row.
         for i in 1..4 {
-            x.add(explained(&format!("p{i}"), 20, FLUSH_BYTES / 3), &config);
+            x.add(
+                explained(&format!("p{i}"), 20, FLUSH_BYTES / 3),
+                &config.retention,
+            );
         }
-        let plan = x.plan(2, 20, &config);
+        let plan = x.plan(2, 20, &config.retention);
         assert!(plan.flushed);
         assert_eq!(plan.statements.len(), 1);
         x.committed(plan);
@@ -349,16 +353,19 @@ mod tests {
         assert_eq!(x.find("p2", 21), None, "older than asked");
         // Beyond the count (5): the oldest row goes whole when the next one is written.
         for i in 4..7 {
-            x.add(explained(&format!("p{i}"), 30, FLUSH_BYTES / 3), &config);
+            x.add(
+                explained(&format!("p{i}"), 30, FLUSH_BYTES / 3),
+                &config.retention,
+            );
         }
-        let plan = x.plan(3, 30, &config);
+        let plan = x.plan(3, 30, &config.retention);
         assert_eq!(plan.statements.len(), 2, "the new row and the deletion");
         x.committed(plan);
         assert_eq!(x.len(), 3);
         assert_eq!(x.find("p0", 0), None);
         assert!(x.find("p5", 0).is_some());
         // Out of the window: gone with the next commit.
-        let plan = x.plan(4, 2_000, &config);
+        let plan = x.plan(4, 2_000, &config.retention);
         assert_eq!(plan.statements.len(), 1);
         x.committed(plan);
         assert!(x.is_empty());
@@ -377,12 +384,9 @@ mod tests {
         assert_eq!(Explained::in_row(&body, "b", 7).unwrap(), None);
         assert_eq!(Explained::in_row(&body, "c", 0).unwrap(), None);
         assert!(Explained::in_row("nope", "a", 0).is_err());
-        let off = Config {
-            confirmed_explanations_max: 0,
-            ..Config::default()
-        };
+        let off = Config::default().with(|c| c.retention.confirmed_explanations_max = 0);
         let mut x = Explained::default();
-        x.add(explained("a", 1, 1), &off);
+        x.add(explained("a", 1, 1), &off.retention);
         assert!(x.is_empty());
     }
 }

@@ -102,7 +102,7 @@ pub struct ReportKey {
 
 /// Confirmed explanations are answered if made at or after this.
 fn explained_since(now_ms: u64, config: &Config) -> u64 {
-    now_ms.saturating_sub(config.confirmed_explanations_ttl_ms)
+    now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms)
 }
 
 /// A pod key as the colony stores it: the pod's UID, or `namespace/name`.
@@ -298,7 +298,7 @@ impl ColonyStore {
         store.meta = snap.meta;
         let mut colony = serde_json::to_value(&snap.colony)
             .map_err(|e| corrupt(format!("snapshot[{}].colony", snap.seq), e))?;
-        let cap = config.max_decisions_per_tenant as usize;
+        let cap = config.bounds.max_decisions_per_tenant as usize;
         for (key, d) in snap.pending {
             store.pending.insert(key, d, cap);
         }
@@ -357,9 +357,9 @@ impl ColonyStore {
 
     fn expire(&mut self, now_ms: u64, config: &Config) {
         self.pending
-            .expire(now_ms.saturating_sub(config.decision_ttl_ms));
+            .expire(now_ms.saturating_sub(config.retention.decision_ttl_ms));
         self.index
-            .expire(now_ms.saturating_sub(config.confirmed_ttl_ms));
+            .expire(now_ms.saturating_sub(config.retention.confirmed_ttl_ms));
     }
 
     pub fn colony(&self) -> &TenantColony {
@@ -444,7 +444,7 @@ impl ColonyStore {
         config: &Config,
     ) -> BTreeMap<String, u64> {
         let mut dropped = BTreeMap::new();
-        let cap = config.max_decisions_per_tenant as usize;
+        let cap = config.bounds.max_decisions_per_tenant as usize;
         self.expire_held(now_ms);
         for r in records {
             if validate_decision(&r).is_err() {
@@ -504,13 +504,13 @@ impl ColonyStore {
         PodRecord {
             decision: self
                 .pending
-                .get(key, now_ms.saturating_sub(config.decision_ttl_ms))
+                .get(key, now_ms.saturating_sub(config.retention.decision_ttl_ms))
                 .cloned(),
             confirmed: self
                 .index
                 .confirmed(
                     key_hash(key),
-                    now_ms.saturating_sub(config.confirmed_ttl_ms),
+                    now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
                 )
                 .cloned(),
         }
@@ -607,7 +607,7 @@ impl ColonyStore {
     /// Nothing is known of the pod yet — no decision (expired or evicted ones included) and no
     /// confirmation — so its decision may still be on its way from an isolate.
     fn decision_may_come(&self, key: &str, now_ms: u64, config: &Config) -> bool {
-        let confirmed_since = now_ms.saturating_sub(config.confirmed_ttl_ms);
+        let confirmed_since = now_ms.saturating_sub(config.retention.confirmed_ttl_ms);
         self.pending.created_ms(key).is_none()
             && self.pending.evicted_ms(key).is_none()
             && self
@@ -676,7 +676,7 @@ impl ColonyStore {
                         confirmed_ms: c.confirmed_ms,
                         decision,
                     },
-                    config,
+                    &config.retention,
                 );
             }
         }
@@ -708,7 +708,10 @@ impl ColonyStore {
             let hash = key_hash(&item.key);
             let mut record = self
                 .index
-                .shadow(hash, now_ms.saturating_sub(config.confirmed_ttl_ms))
+                .shadow(
+                    hash,
+                    now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
+                )
                 .cloned();
             let before = record.clone();
             let effect = match crate::shadow::report(
@@ -813,18 +816,18 @@ impl ColonyStore {
         let c = &self.colony;
         let nodes = c
             .pheromones
-            .snapshot(now_ms, config)
+            .snapshot(now_ms, &config.cost)
             .into_iter()
             .map(|(node, tau)| {
                 let o = c.pheromones.trails[&node];
-                let now = o.at(now_ms, config);
+                let now = o.at(now_ms, &config.cost);
                 NodeTrail {
                     tau,
                     successes: o.successes,
                     failures: o.failures,
                     outcomes_as_of_ms: o.as_of_ms,
                     slowdown: o.slowdown(),
-                    reliability: Some(crate::heuristic::reliability(Some(&now), config)),
+                    reliability: Some(crate::heuristic::reliability(Some(&now), &config.cost)),
                     node,
                 }
             })
@@ -883,7 +886,7 @@ impl ColonyStore {
                 let mut bytes = 0;
                 // Each trail as of its own last deposit: the report is rebuilt only when the
                 // colony changed (`report_if_changed`), so a time-faded value would go stale.
-                let mut trails = self.colony.pheromones.snapshot(0, config);
+                let mut trails = self.colony.pheromones.snapshot(0, &config.cost);
                 trails.truncate(wire::TRAILS_SCRAPED);
                 trails.retain(|(node, _)| {
                     bytes += node.len();
@@ -935,7 +938,7 @@ impl ColonyStore {
             || now_ms.saturating_sub(self.snapshot_at_ms) >= SNAPSHOT_EVERY_MS
             || segment_len >= SEGMENT_CHANGES_MAX;
         let mut statements = Vec::new();
-        let mut explained = self.explained.plan(seq, now_ms, config);
+        let mut explained = self.explained.plan(seq, now_ms, &config.retention);
         if !snapshot {
             let entry = LedgerEntry {
                 seq,
@@ -975,7 +978,7 @@ impl ColonyStore {
                 statements.push(Statement::segment(seq * 64 + i as u64, newest, body));
             }
             statements.push(Statement::expire_segments(
-                now_ms.saturating_sub(config.confirmed_ttl_ms),
+                now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
             ));
             let body = SnapshotBody {
                 seq,

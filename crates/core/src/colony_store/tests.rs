@@ -275,10 +275,7 @@ fn a_decision_replayed_after_its_confirmation_changes_nothing_and_survives_snaps
 
 #[test]
 fn a_decision_redelivered_after_its_eviction_is_not_counted_again() {
-    let config = Config {
-        max_decisions_per_tenant: 2,
-        ..Config::default()
-    };
+    let config = Config::default().with(|c| c.bounds.max_decisions_per_tenant = 2);
     let mut store = ColonyStore::new(1);
     let first: Vec<_> = (0..3)
         .map(|i| decision_for(&format!("p{i}"), 10 + i, &config))
@@ -562,10 +559,7 @@ fn a_held_placement_whose_decision_never_comes_counts_as_unknown_once() {
 
 #[test]
 fn a_placement_whose_decision_is_known_gone_is_unknown_at_once() {
-    let config = Config {
-        max_decisions_per_tenant: 1,
-        ..Config::default()
-    };
+    let config = Config::default().with(|c| c.bounds.max_decisions_per_tenant = 1);
     let mut store = ColonyStore::new(1);
     store.record_decisions(
         vec![
@@ -792,7 +786,7 @@ fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node(
         e.notes
     );
     // Past the window: no longer answered, and the next commit deletes every row.
-    let later = 1_100 + config.confirmed_explanations_ttl_ms + 1;
+    let later = 1_100 + config.retention.confirmed_explanations_ttl_ms + 1;
     assert!(db
         .lookup(&store, "target", later, &config)
         .explained
@@ -803,10 +797,7 @@ fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node(
     assert!(db.explained.is_empty(), "{} rows left", db.explained.len());
 
     // What keeping them cost: the same hour with none kept.
-    let off = Config {
-        confirmed_explanations_max: 0,
-        ..Config::default()
-    };
+    let off = Config::default().with(|c| c.retention.confirmed_explanations_max = 0);
     let (_, db_off, _) = an_hour_after_target(&off);
     let (_, db_on, _) = an_hour_after_target(&config);
     let pods = 721.0;

@@ -345,8 +345,8 @@ impl<'a, F: FactsLookup> Verb<'a> for FilterVerb<'_, 'a, F> {
         self.stale += state.stale_facts as u64;
         let wanted = self
             .wanted
-            .get_or_insert_with(|| WantedResources::of(demand, self.config));
-        match check_node_for(demand, wanted, &state, self.config) {
+            .get_or_insert_with(|| WantedResources::of(demand, &self.config.node_keys));
+        match check_node_for(demand, wanted, &state, &self.config.node_keys) {
             Ok(()) => {
                 self.names.push(c.name.clone());
                 self.items.extend(c.raw);

@@ -3,11 +3,11 @@
 //! (Whether enough GPUs are *free* is the resources rule's job: that one preemption can fix.)
 
 use super::{RejectCode, Rejection};
-use crate::config::Config;
+use crate::config::NodeKeys;
 use crate::demand::PodDemand;
 use crate::node_state::NodeState;
 
-pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
+pub(super) fn check(pod: &PodDemand, node: &NodeState, keys: &NodeKeys) -> Result<(), Rejection> {
     if !pod.wants_gpu() {
         return Ok(());
     }
@@ -16,7 +16,7 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
             RejectCode::NoGpu,
             format!(
                 "pod requests a GPU but node has no GPU-type label ({})",
-                config.gpu_type_labels.join(", ")
+                keys.gpu_type_labels.join(", ")
             ),
         ));
     };
@@ -48,6 +48,7 @@ pub(super) fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Resul
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::config::Config;
 
     const GPU_POD: &str = r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":"V100M16|V100M32"}},
         "spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#;
@@ -62,14 +63,18 @@ mod tests {
     fn allowed_model_passes_under_any_configured_label_case_insensitively() {
         let c = Config::default();
         assert_eq!(
-            check(&pod(GPU_POD), &gpu_node("aco/gpu-type", "V100M16", "2"), &c),
+            check(
+                &pod(GPU_POD),
+                &gpu_node("aco/gpu-type", "V100M16", "2"),
+                &c.node_keys
+            ),
             Ok(())
         );
         assert_eq!(
             check(
                 &pod(GPU_POD),
                 &gpu_node("nvidia.com/gpu.product", "v100m32", "2"),
-                &c
+                &c.node_keys
             ),
             Ok(())
         );
@@ -77,7 +82,7 @@ mod tests {
             check(
                 &pod(GPU_POD),
                 &gpu_node("alibabacloud.com/gpu-card-model", "V100M32", "2"),
-                &c
+                &c.node_keys
             ),
             Ok(())
         );
@@ -86,12 +91,27 @@ mod tests {
     #[test]
     fn wrong_model_missing_label_and_missing_resource_are_unresolvable() {
         let c = Config::default();
-        let r = check(&pod(GPU_POD), &gpu_node("aco/gpu-type", "T4", "2"), &c).unwrap_err();
+        let r = check(
+            &pod(GPU_POD),
+            &gpu_node("aco/gpu-type", "T4", "2"),
+            &c.node_keys,
+        )
+        .unwrap_err();
         assert_eq!((r.code, r.unresolvable), (RejectCode::GpuModel, true));
         assert!(r.reason.contains("T4") && r.reason.contains("V100M16|V100M32"));
-        let r = check(&pod(GPU_POD), &gpu_node("unrelated", "T4", "2"), &c).unwrap_err();
+        let r = check(
+            &pod(GPU_POD),
+            &gpu_node("unrelated", "T4", "2"),
+            &c.node_keys,
+        )
+        .unwrap_err();
         assert_eq!(r.code, RejectCode::NoGpu);
-        let r = check(&pod(GPU_POD), &gpu_node("aco/gpu-type", "V100M16", "0"), &c).unwrap_err();
+        let r = check(
+            &pod(GPU_POD),
+            &gpu_node("aco/gpu-type", "V100M16", "0"),
+            &c.node_keys,
+        )
+        .unwrap_err();
         assert_eq!(r.code, RejectCode::NoGpu);
     }
 
@@ -99,7 +119,11 @@ mod tests {
     fn pods_without_gpu_requests_ignore_the_rule() {
         let p = pod(r#"{"metadata":{"annotations":{"scheduling.aco/gpu-models":"A10"}}}"#);
         assert_eq!(
-            check(&p, &gpu_node("aco/gpu-type", "T4", "1"), &Config::default()),
+            check(
+                &p,
+                &gpu_node("aco/gpu-type", "T4", "1"),
+                &Config::default().node_keys
+            ),
             Ok(())
         );
     }

@@ -10,7 +10,7 @@ mod resources;
 
 pub use latency::affinity_lt_bound;
 
-use crate::config::Config;
+use crate::config::NodeKeys;
 use crate::demand::PodDemand;
 use crate::node_state::NodeState;
 
@@ -71,8 +71,8 @@ impl Rejection {
 
 /// Runs every rule on one node; the first rejection wins. Unresolvable rules run first so that
 /// a node that cannot ever fit is reported as such even when it is also full.
-pub fn check_node(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
-    check_node_for(pod, &WantedResources::of(pod, config), node, config)
+pub fn check_node(pod: &PodDemand, node: &NodeState, keys: &NodeKeys) -> Result<(), Rejection> {
+    check_node_for(pod, &WantedResources::of(pod, keys), node, keys)
 }
 
 /// The checked resources a pod requests (see `resources.rs`), read once for all the nodes it is
@@ -81,8 +81,8 @@ pub fn check_node(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<
 pub struct WantedResources<'c>(Vec<(&'c str, i64)>);
 
 impl<'c> WantedResources<'c> {
-    pub fn of(pod: &PodDemand, config: &'c Config) -> Self {
-        Self(resources::wanted(pod, config))
+    pub fn of(pod: &PodDemand, keys: &'c NodeKeys) -> Self {
+        Self(resources::wanted(pod, keys))
     }
 }
 
@@ -91,7 +91,7 @@ pub fn check_node_for(
     pod: &PodDemand,
     wanted: &WantedResources,
     node: &NodeState,
-    config: &Config,
+    keys: &NodeKeys,
 ) -> Result<(), Rejection> {
     if node.unknown {
         return Err(Rejection::resolvable(
@@ -99,7 +99,7 @@ pub fn check_node_for(
             "no node facts reported for this node (PUT /v1/nodes); cannot check constraints".into(),
         ));
     }
-    gpu::check(pod, node, config)?;
+    gpu::check(pod, node, keys)?;
     latency::check(pod, node)?;
     resources::check(&wanted.0, node)
 }
@@ -154,6 +154,7 @@ pub(crate) mod test_support {
 mod tests {
     use super::test_support::*;
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn unresolvable_rules_win_over_resource_shortfalls() {
@@ -161,7 +162,7 @@ mod tests {
             r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"64","nvidia.com/gpu":"1"}}}]}}"#,
         );
         let n = node(r#"{"metadata":{"name":"cpu-only"},"status":{"allocatable":{"cpu":"4"}}}"#);
-        let r = check_node(&p, &n, &Config::default()).unwrap_err();
+        let r = check_node(&p, &n, &Config::default().node_keys).unwrap_err();
         assert_eq!(r.code, RejectCode::NoGpu);
         assert!(r.unresolvable);
     }
@@ -170,7 +171,7 @@ mod tests {
     fn a_name_without_facts_is_rejected_with_a_reason() {
         let p = pod(r#"{}"#);
         let n = NodeState::assemble("ghost", None, None, 0, &Config::default(), "n").unwrap();
-        let r = check_node(&p, &n, &Config::default()).unwrap_err();
+        let r = check_node(&p, &n, &Config::default().node_keys).unwrap_err();
         assert_eq!(r.code, RejectCode::NoFacts);
         assert!(r.reason.contains("no node facts"));
     }
@@ -183,6 +184,6 @@ mod tests {
         let n = node(
             r#"{"metadata":{"name":"n"},"status":{"allocatable":{"cpu":"4","memory":"8Gi"}}}"#,
         );
-        assert_eq!(check_node(&p, &n, &Config::default()), Ok(()));
+        assert_eq!(check_node(&p, &n, &Config::default().node_keys), Ok(()));
     }
 }

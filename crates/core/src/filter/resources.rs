@@ -5,17 +5,17 @@
 //! names we know nothing about.
 
 use super::{RejectCode, Rejection};
-use crate::config::Config;
+use crate::config::NodeKeys;
 use crate::demand::PodDemand;
 use crate::node_state::NodeState;
 
 /// The checked resources (CPU, memory, then `GPU_RESOURCES`) the pod requests, with their
 /// amounts (> 0), in the order the first shortfall is reported in: read once per pod, not once
 /// per node judged.
-pub(super) fn wanted<'a>(pod: &PodDemand, config: &'a Config) -> Vec<(&'a str, i64)> {
+pub(super) fn wanted<'a>(pod: &PodDemand, keys: &'a NodeKeys) -> Vec<(&'a str, i64)> {
     ["cpu", "memory"]
         .into_iter()
-        .chain(config.gpu_resources.iter().map(String::as_str))
+        .chain(keys.gpu_resources.iter().map(String::as_str))
         .map(|resource| (resource, pod.request.get(resource)))
         .filter(|(_, want)| *want > 0)
         .collect()
@@ -61,9 +61,10 @@ pub(super) fn check(wanted: &[(&str, i64)], node: &NodeState) -> Result<(), Reje
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use crate::config::Config;
 
     fn check(pod: &PodDemand, node: &NodeState, config: &Config) -> Result<(), Rejection> {
-        super::check(&wanted(pod, config), node)
+        super::check(&wanted(pod, &config.node_keys), node)
     }
 
     const NODE: &str = r#"{"metadata":{"name":"n","labels":{"aco/gpu-type":"T4"}},"status":{"allocatable":{"cpu":"4","memory":"8Gi","nvidia.com/gpu":"2"}}}"#;

@@ -1,5 +1,5 @@
 use super::NodeFeatures;
-use crate::config::Config;
+use crate::config::CostModel;
 
 /// The pod's *marginal* cost in $/h on this node. On a node other pods already keep busy: only
 /// the pod's share of the price. On an idle node (placing the pod keeps it running; idle nodes
@@ -11,16 +11,16 @@ use crate::config::Config;
 /// company. Unknown occupancy or share is priced in full; unlabelled nodes at `default_cost_per_hour`, so
 /// a missing label never makes a node look free. The `resources` term of η's cost
 /// (`placement_cost.rs`); shadow mode reports the same figure (`crate::shadow`).
-pub fn marginal_cost_per_hour(features: &NodeFeatures, config: &Config) -> f64 {
+pub fn marginal_cost_per_hour(features: &NodeFeatures, cost: &CostModel) -> f64 {
     let price = features
         .cost_per_hour
-        .unwrap_or(config.default_cost_per_hour)
+        .unwrap_or(cost.default_cost_per_hour)
         .max(0.0);
     match (features.committed_share, features.pod_share) {
         (Some(committed), Some(pod)) if committed > 0.0 => price * pod,
         // An idle node: the pod's share, and the part of the rest expected to stay unused.
         (Some(_), Some(pod)) => {
-            let idle = config.open_node_idle_fraction * idle_taper(features.gpu_scarcity);
+            let idle = cost.open_node_idle_fraction * idle_taper(features.gpu_scarcity);
             price * (pod + (1.0 - pod) * idle)
         }
         _ => price,
@@ -45,6 +45,7 @@ pub fn idle_taper(scarcity: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     fn f(cost: Option<f64>, committed: Option<f64>, pod: Option<f64>) -> NodeFeatures<'static> {
         NodeFeatures {
@@ -63,9 +64,9 @@ mod tests {
             gpu_scarcity: scarcity,
             ..f(Some(4.0), Some(0.0), Some(0.2))
         };
-        let at = |s: f64| marginal_cost_per_hour(&opened(s), &c);
-        assert!((at(0.0) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction)).abs() < 1e-12);
-        assert!((at(0.5) - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction / 8.0)).abs() < 1e-12);
+        let at = |s: f64| marginal_cost_per_hour(&opened(s), &c.cost);
+        assert!((at(0.0) - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction)).abs() < 1e-12);
+        assert!((at(0.5) - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction / 8.0)).abs() < 1e-12);
         // A full cluster: only the pod's share, as on a busy node.
         assert!((at(1.0) - 0.8).abs() < 1e-12);
         assert!(at(0.2) > at(0.6) && at(0.6) > at(0.9));
@@ -75,34 +76,35 @@ mod tests {
             gpu_scarcity: 0.9,
             ..f(Some(4.0), Some(0.5), Some(0.2))
         };
-        assert!((marginal_cost_per_hour(&busy, &c) - 0.8).abs() < 1e-12);
+        assert!((marginal_cost_per_hour(&busy, &c.cost) - 0.8).abs() < 1e-12);
     }
 
     #[test]
     fn idle_nodes_cost_their_price_busy_ones_the_pods_share() {
         let c = Config::default();
-        assert_eq!(marginal_cost_per_hour(&f(Some(0.0), None, None), &c), 0.0);
-        // 0.2 of the node, plus the idle fraction of the other 0.8.
-        let opened = marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &c);
-        assert!((opened - 4.0 * (0.2 + 0.8 * c.open_node_idle_fraction)).abs() < 1e-12);
-        let full = Config {
-            open_node_idle_fraction: 1.0,
-            ..Config::default()
-        };
         assert_eq!(
-            marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &full),
+            marginal_cost_per_hour(&f(Some(0.0), None, None), &c.cost),
+            0.0
+        );
+        // 0.2 of the node, plus the idle fraction of the other 0.8.
+        let opened = marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &c.cost);
+        assert!((opened - 4.0 * (0.2 + 0.8 * c.cost.open_node_idle_fraction)).abs() < 1e-12);
+        let full = Config::default().with(|c| c.cost.open_node_idle_fraction = 1.0);
+        assert_eq!(
+            marginal_cost_per_hour(&f(Some(4.0), Some(0.0), Some(0.2)), &full.cost),
             4.0
         );
         assert!(
-            (marginal_cost_per_hour(&f(Some(3.2), Some(0.5), Some(0.05)), &c) - 0.16).abs() < 1e-12
+            (marginal_cost_per_hour(&f(Some(3.2), Some(0.5), Some(0.05)), &c.cost) - 0.16).abs()
+                < 1e-12
         );
         assert_eq!(
-            marginal_cost_per_hour(&f(Some(3.2), None, Some(0.05)), &c),
+            marginal_cost_per_hour(&f(Some(3.2), None, Some(0.05)), &c.cost),
             3.2
         );
         assert_eq!(
-            marginal_cost_per_hour(&f(None, None, None), &c),
-            c.default_cost_per_hour
+            marginal_cost_per_hour(&f(None, None, None), &c.cost),
+            c.cost.default_cost_per_hour
         );
     }
 }

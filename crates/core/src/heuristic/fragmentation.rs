@@ -678,13 +678,15 @@ mod tests {
         let amounts = |cpu: i64| ResourceAmounts::from([("cpu", cpu)]);
         let node = |label: Option<&str>| {
             let labels: std::collections::BTreeMap<_, _> = label
-                .map(|m| (config.gpu_type_labels[0].clone(), m.to_string()))
+                .map(|m| (config.node_keys.gpu_type_labels[0].clone(), m.to_string()))
                 .into_iter()
                 .collect();
             NodeState {
                 name: "n".into(),
                 profile: std::borrow::Cow::Owned(crate::node_labels::NodeProfile::of(
-                    &labels, &config,
+                    &labels,
+                    &config.node_keys,
+                    &config.spot,
                 )),
                 labels: std::borrow::Cow::Owned(labels),
                 allocatable: Some(std::borrow::Cow::Owned(amounts(8000))),

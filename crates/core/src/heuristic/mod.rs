@@ -102,7 +102,7 @@ impl<'a> NodeFeatures<'a> {
             } else {
                 outlook.pools.get(&pool.name)
             };
-            spot_risk::posterior_rate(pool.prior_rate_per_hour, history, config)
+            spot_risk::posterior_rate(pool.prior_rate_per_hour, history, &config.spot)
         });
         NodeFeatures {
             node: Cow::Borrowed(&node.name),
@@ -233,21 +233,21 @@ pub fn pod_gpus(pod: &PodDemand) -> PodGpus {
 }
 
 /// Every term of the placement's expected cost (see [`CostTerms`]), the learned ones from the
-/// node's trail `stats`; [`eta`] is exactly `.eta(config)` of it. The explanations' view.
+/// node's trail `stats`; [`eta`] is exactly `.eta(&config.cost, &config.eta)` of it. The explanations' view.
 pub fn eta_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
     config: &Config,
 ) -> CostTerms {
-    cost_terms(features, workload, stats, config)
+    cost_terms(features, workload, stats, &config.cost, &config.load)
 }
 
 /// η for one node: `exp(−the facts' expected $/h / COST_REFERENCE)`, floored at `eta_floor` so
 /// that every feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
 /// Nothing learned enters it: that is the trail's.
 pub fn eta(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
-    cost_terms(features, workload, None, config).eta(config)
+    cost_terms(features, workload, None, &config.cost, &config.load).eta(&config.cost, &config.eta)
 }
 
 #[cfg(test)]
@@ -305,7 +305,11 @@ mod tests {
             ..OutcomeStats::default()
         };
         let full = eta_terms(&f, w, Some(&bad), &all);
-        assert_eq!(eta(&f, w, &all), full.eta(&all), "η reads no outcome");
+        assert_eq!(
+            eta(&f, w, &all),
+            full.eta(&all.cost, &all.eta),
+            "η reads no outcome"
+        );
         for (name, term) in [
             ("cost", full.resources),
             ("fragmentation", full.stranded_gpu.unwrap()),
@@ -316,18 +320,18 @@ mod tests {
                 term > 0.0,
                 "{name}: every term of this node costs something"
             );
-            let c = Config {
-                eta_factors: crate::config::EtaFactorSet::without(name).unwrap(),
-                ..Config::default()
-            };
+            let c = Config::default()
+                .with(|c| c.cost.eta_factors = crate::config::EtaFactorSet::without(name).unwrap());
             let g = eta_terms(&f, w, Some(&bad), &c);
             assert!(g.total() < full.total(), "{name}");
-            assert!(g.eta(&c) >= full.eta(&all), "{name}");
+            assert!(
+                g.eta(&c.cost, &c.eta) >= full.eta(&all.cost, &all.eta),
+                "{name}"
+            );
         }
-        let no_headroom = Config {
-            eta_factors: crate::config::EtaFactorSet::without("headroom").unwrap(),
-            ..Config::default()
-        };
+        let no_headroom = Config::default().with(|c| {
+            c.cost.eta_factors = crate::config::EtaFactorSet::without("headroom").unwrap()
+        });
         assert_eq!(eta_terms(&f, w, Some(&bad), &no_headroom).qos_risk, 0.0);
     }
 
@@ -341,7 +345,7 @@ mod tests {
                     WorkloadClass::LatencyCritical,
                     &c,
                 );
-                assert!(e >= c.eta_floor && e <= 1.0, "{e}");
+                assert!(e >= c.eta.eta_floor && e <= 1.0, "{e}");
             }
         }
     }

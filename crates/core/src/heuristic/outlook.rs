@@ -51,7 +51,7 @@ pub fn gpu_allocation_of_facts(
     now_ms: u64,
     config: &Config,
 ) -> Option<(f64, f64)> {
-    let ttl = config.facts_ttl_ms;
+    let ttl = config.facts.facts_ttl_ms;
     allocation(
         facts
             .gpu_free_milli
@@ -80,6 +80,7 @@ fn allocation(
     }
     let whole = |amounts: &ResourceAmounts| -> i64 {
         config
+            .node_keys
             .gpu_resources
             .iter()
             .filter(|r| !r.ends_with("-milli"))
@@ -119,8 +120,8 @@ impl GpuNodeAccount {
             facts
                 .requested
                 .as_ref()
-                .and_then(|o| o.fresh(now_ms, config.facts_ttl_ms)),
-            node_labels::cost_per_hour(&facts.labels, config),
+                .and_then(|o| o.fresh(now_ms, config.facts.facts_ttl_ms)),
+            node_labels::cost_per_hour(&facts.labels, &config.node_keys),
             config,
         )
     }
@@ -142,7 +143,7 @@ impl GpuNodeAccount {
             cpu_milli: pair("cpu"),
             memory: pair("memory"),
             cost_per_hour: cost_per_hour
-                .unwrap_or(config.default_cost_per_hour)
+                .unwrap_or(config.cost.default_cost_per_hour)
                 .max(0.0),
         })
     }
@@ -296,8 +297,8 @@ mod tests {
         let c = Config::default();
         let priced = |price: &str, gpus: i64| {
             let mut s = state(&[("nvidia.com/gpu", gpus)], &[], None);
-            let labels = [(c.cost_label.clone(), price.to_string())].into();
-            s.profile = Cow::Owned(NodeProfile::of(&labels, &c));
+            let labels = [(c.node_keys.cost_label.clone(), price.to_string())].into();
+            s.profile = Cow::Owned(NodeProfile::of(&labels, &c.node_keys, &c.spot));
             s
         };
         let (two, eight) = (priced("3.0", 2), priced("21.0", 8));
@@ -305,7 +306,7 @@ mod tests {
         let unlabelled = state(&[("nvidia.com/gpu", 1)], &[], None);
         let cpu = state(&[("cpu", 8000)], &[], None);
         let o = ClusterOutlook::from_states([&two, &eight, &unlabelled, &cpu], BTreeMap::new(), &c);
-        let expected = (3.0 + 21.0 + c.default_cost_per_hour) / 11.0;
+        let expected = (3.0 + 21.0 + c.cost.default_cost_per_hour) / 11.0;
         assert!(
             (o.gpu_hour_price.unwrap() - expected).abs() < 1e-12,
             "{o:?}"

@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{marginal_cost_per_hour, reliability, spot_risk, NodeFeatures, OutcomeStats};
-use crate::config::Config;
+use crate::config::{CostModel, EtaBounds, LoadModel};
 use crate::demand::WorkloadClass;
 
 /// Each term of the expected cost of one placement, in $/h (see the module docs).
@@ -61,25 +61,25 @@ impl CostTerms {
 
     /// η = `exp(−facts / COST_REFERENCE)`, within `[ETA_FLOOR, 1]` (a non-finite total is the
     /// floor).
-    pub fn eta(&self, config: &Config) -> f64 {
+    pub fn eta(&self, cost: &CostModel, bounds: &EtaBounds) -> f64 {
         let total = self.facts_total();
         if !total.is_finite() {
-            return config.eta_floor;
+            return bounds.eta_floor;
         }
-        (-total.max(0.0) / config.cost_reference)
+        (-total.max(0.0) / cost.cost_reference)
             .exp()
-            .clamp(config.eta_floor, 1.0)
+            .clamp(bounds.eta_floor, 1.0)
     }
 
     /// τ = `exp(−learned / COST_REFERENCE)`: 1 where nothing was learned, below 1 where the
     /// node failed or slowed the tenant's pods, above 1 where it ran them faster; a non-finite
     /// learned cost is `ETA_FLOOR`.
-    pub fn tau(&self, config: &Config) -> f64 {
+    pub fn tau(&self, cost: &CostModel, bounds: &EtaBounds) -> f64 {
         let learned = self.learned_total();
         if !learned.is_finite() {
-            return config.eta_floor;
+            return bounds.eta_floor;
         }
-        (-learned / config.cost_reference).exp()
+        (-learned / cost.cost_reference).exp()
     }
 }
 
@@ -90,13 +90,13 @@ pub fn learned_terms(
     stats: Option<&OutcomeStats>,
     resources: f64,
     loss: f64,
-    config: &Config,
+    cost: &CostModel,
 ) -> (f64, f64) {
-    let on = config.eta_factors;
-    let stay = config.expected_stay_hours.max(1e-6);
+    let on = cost.eta_factors;
+    let stay = cost.expected_stay_hours.max(1e-6);
     let failure_risk = if on.reliability {
-        let prior = reliability(None, config);
-        (prior - reliability(stats, config)).max(0.0) * loss / stay
+        let prior = reliability(None, cost);
+        (prior - reliability(stats, cost)).max(0.0) * loss / stay
     } else {
         0.0
     };
@@ -114,9 +114,9 @@ pub fn learned_terms(
 /// capacity) sees its SLA broken during its stay: 0 below the SLA threshold
 /// (`1 − LATENCY_CRITICAL_MIN_HEADROOM`) minus `SPIKE_BAND`, 1 above it plus the band, linear
 /// between.
-pub fn breach_probability(load: f64, config: &Config) -> f64 {
-    let threshold = 1.0 - config.latency_critical_min_headroom;
-    let band = config.spike_band.max(1e-9);
+pub fn breach_probability(load: f64, model: &LoadModel) -> f64 {
+    let threshold = 1.0 - model.latency_critical_min_headroom;
+    let band = model.spike_band.max(1e-9);
     ((load - (threshold - band)) / (2.0 * band)).clamp(0.0, 1.0)
 }
 
@@ -128,30 +128,31 @@ pub fn cost_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
-    config: &Config,
+    cost: &CostModel,
+    load: &LoadModel,
 ) -> CostTerms {
-    let on = config.eta_factors;
-    let stay = config.expected_stay_hours.max(1e-6);
+    let on = cost.eta_factors;
+    let stay = cost.expected_stay_hours.max(1e-6);
     let resources = if on.cost {
-        marginal_cost_per_hour(features, config)
+        marginal_cost_per_hour(features, cost)
     } else {
         0.0
     };
     // What a breach or a lost node costs this pod: an SLA violation if it is latency-critical,
     // else the work lost, on average half the stay's resources.
     let loss = if workload.is_latency_critical() {
-        config.sla_violation_cost
+        cost.sla_violation_cost
     } else {
-        marginal_cost_per_hour(features, config) * stay / 2.0
+        marginal_cost_per_hour(features, cost) * stay / 2.0
     };
-    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, config);
+    let (failure_risk, slowdown) = learned_terms(stats, resources, loss, cost);
     CostTerms {
         resources,
         stranded_gpu: features
             .fragmentation_delta
             .filter(|_| on.fragmentation)
-            .map(|delta| stranded_gpu(features, delta, config)),
-        qos_risk: qos_risk(features, workload, config) / stay,
+            .map(|delta| stranded_gpu(features, delta, cost)),
+        qos_risk: qos_risk(features, workload, cost, load) / stay,
         reclamation_risk: if on.reliability && features.spot {
             let rate = features.reclaim_rate_per_hour.unwrap_or(0.0);
             spot_risk::reclaim_probability(rate, stay) * loss / stay
@@ -170,7 +171,7 @@ pub fn cost_terms(
 /// between two nodes the one FGD prefers is always the cheaper to strand on (with each node's
 /// own price, a cheap-GPU node that fragments more beat a dear one that fragments less); the
 /// node's own price over its GPUs only when the cluster's is unknown.
-fn stranded_gpu(features: &NodeFeatures, delta: f64, config: &Config) -> f64 {
+fn stranded_gpu(features: &NodeFeatures, delta: f64, cost: &CostModel) -> f64 {
     let gpus = features.gpus.unwrap_or(0);
     if gpus == 0 {
         return 0.0;
@@ -178,7 +179,7 @@ fn stranded_gpu(features: &NodeFeatures, delta: f64, config: &Config) -> f64 {
     let gpu_hour = features.gpu_hour_price.unwrap_or_else(|| {
         features
             .cost_per_hour
-            .unwrap_or(config.default_cost_per_hour)
+            .unwrap_or(cost.default_cost_per_hour)
             .max(0.0)
             / f64::from(gpus)
     });
@@ -208,8 +209,13 @@ pub fn scarcity_premium(scarcity: f64) -> f64 {
 /// the pod's own if it is latency-critical, plus the rise it causes for each latency-critical
 /// neighbour. Needs the node's measured load: without load facts the risk is unknown and left
 /// out (fail open), as everywhere else.
-fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
-    let on = config.eta_factors;
+fn qos_risk(
+    features: &NodeFeatures,
+    workload: WorkloadClass,
+    cost: &CostModel,
+    load: &LoadModel,
+) -> f64 {
+    let on = cost.eta_factors;
     let Some(utilisation) = features.predicted_utilisation.filter(|_| on.headroom) else {
         return 0.0;
     };
@@ -224,8 +230,8 @@ fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -
     } else {
         0.0
     };
-    let p_before = breach_probability(before, config).max(spike);
-    let p_after = breach_probability(after, config).max(spike);
+    let p_before = breach_probability(before, load).max(spike);
+    let p_after = breach_probability(after, load).max(spike);
     let own = if workload.is_latency_critical() {
         p_after
     } else {
@@ -235,12 +241,13 @@ fn qos_risk(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -
     let neighbours = features
         .latency_critical_pods
         .map_or(if committed > 0.0 { 1.0 } else { 0.0 }, f64::from);
-    config.sla_violation_cost * (own + neighbours * (p_after - p_before).max(0.0))
+    cost.sla_violation_cost * (own + neighbours * (p_after - p_before).max(0.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     fn f() -> NodeFeatures<'static> {
         NodeFeatures {
@@ -264,11 +271,20 @@ mod tests {
             ..idle.clone()
         };
         let b = WorkloadClass::Batch;
-        let opened = 4.0 * (0.25 + 0.75 * c.open_node_idle_fraction);
-        assert_eq!(cost_terms(&idle, b, None, &c).resources, opened);
-        assert_eq!(cost_terms(&busy, b, None, &c).resources, 1.0);
-        assert!(cost_terms(&busy, b, None, &c).eta(&c) > cost_terms(&idle, b, None, &c).eta(&c));
-        assert_eq!(cost_terms(&busy, b, None, &c).eta(&c), (-1.0f64).exp());
+        let opened = 4.0 * (0.25 + 0.75 * c.cost.open_node_idle_fraction);
+        assert_eq!(
+            cost_terms(&idle, b, None, &c.cost, &c.load).resources,
+            opened
+        );
+        assert_eq!(cost_terms(&busy, b, None, &c.cost, &c.load).resources, 1.0);
+        assert!(
+            cost_terms(&busy, b, None, &c.cost, &c.load).eta(&c.cost, &c.eta)
+                > cost_terms(&idle, b, None, &c.cost, &c.load).eta(&c.cost, &c.eta)
+        );
+        assert_eq!(
+            cost_terms(&busy, b, None, &c.cost, &c.load).eta(&c.cost, &c.eta),
+            (-1.0f64).exp()
+        );
     }
 
     #[test]
@@ -283,29 +299,32 @@ mod tests {
         let b = WorkloadClass::Batch;
         // Empty cluster: stranding costs nothing.
         assert_eq!(
-            cost_terms(&with(-300.0, 0.0), b, None, &c).stranded_gpu,
+            cost_terms(&with(-300.0, 0.0), b, None, &c.cost, &c.load).stranded_gpu,
             Some(0.0)
         );
         // Half full: (500 + 300)/1000 GPU at the node's $1/GPU-h, premium 1.
-        let half = cost_terms(&with(-300.0, 0.5), b, None, &c)
+        let half = cost_terms(&with(-300.0, 0.5), b, None, &c.cost, &c.load)
             .stranded_gpu
             .unwrap();
         assert!((half - 0.8).abs() < 1e-12, "{half}");
         // Full cluster: the premium is capped at 99 GPU-hours per stranded GPU-hour.
-        let full = cost_terms(&with(-300.0, 1.0), b, None, &c)
+        let full = cost_terms(&with(-300.0, 1.0), b, None, &c.cost, &c.load)
             .stranded_gpu
             .unwrap();
         assert!((full - 0.8 * 99.0).abs() < 1e-9, "{full}");
         // A larger gradient (FGD's better node) is the cheaper placement, never below zero.
-        let better = cost_terms(&with(200.0, 1.0), b, None, &c)
+        let better = cost_terms(&with(200.0, 1.0), b, None, &c.cost, &c.load)
             .stranded_gpu
             .unwrap();
         assert!(better < full);
         assert_eq!(
-            cost_terms(&with(900.0, 1.0), b, None, &c).stranded_gpu,
+            cost_terms(&with(900.0, 1.0), b, None, &c.cost, &c.load).stranded_gpu,
             Some(0.0)
         );
-        assert_eq!(cost_terms(&f(), b, None, &c).stranded_gpu, None);
+        assert_eq!(
+            cost_terms(&f(), b, None, &c.cost, &c.load).stranded_gpu,
+            None
+        );
     }
 
     #[test]
@@ -337,7 +356,11 @@ mod tests {
             gpu_hour_price: cluster,
             ..f()
         };
-        let stranded = |n: &NodeFeatures| cost_terms(n, b, None, &c).stranded_gpu.unwrap();
+        let stranded = |n: &NodeFeatures| {
+            cost_terms(n, b, None, &c.cost, &c.load)
+                .stranded_gpu
+                .unwrap()
+        };
         let (cheap, dear) = ((2.0, -600.0), (16.0, 0.0));
         // With each node's own price the fragmenting cheap node looks cheaper to strand on …
         assert!(stranded(&node(cheap.0, cheap.1, None)) < stranded(&node(dear.0, dear.1, None)));
@@ -362,24 +385,27 @@ mod tests {
             ..f()
         };
         // No measurement: unknown, left out.
-        assert_eq!(cost_terms(&loaded(None, None), lc, None, &c).qos_risk, 0.0);
+        assert_eq!(
+            cost_terms(&loaded(None, None), lc, None, &c.cost, &c.load).qos_risk,
+            0.0
+        );
         // Load 0.6 → 0.8 after: half way through the band, P = 0.5 for the pod itself.
-        let own = cost_terms(&loaded(Some(0.3), Some(0)), lc, None, &c).qos_risk;
-        assert!((own - 0.5 * c.sla_violation_cost / c.expected_stay_hours).abs() < 1e-9);
+        let own = cost_terms(&loaded(Some(0.3), Some(0)), lc, None, &c.cost, &c.load).qos_risk;
+        assert!((own - 0.5 * c.cost.sla_violation_cost / c.cost.expected_stay_hours).abs() < 1e-9);
         // A batch pod pays only for the rise it causes its latency-critical neighbours.
         let b = WorkloadClass::Batch;
         assert_eq!(
-            cost_terms(&loaded(Some(0.3), Some(0)), b, None, &c).qos_risk,
+            cost_terms(&loaded(Some(0.3), Some(0)), b, None, &c.cost, &c.load).qos_risk,
             0.0
         );
-        let two = cost_terms(&loaded(Some(0.3), Some(2)), b, None, &c).qos_risk;
+        let two = cost_terms(&loaded(Some(0.3), Some(2)), b, None, &c.cost, &c.load).qos_risk;
         assert!((two - 2.0 * own).abs() < 1e-9, "{two} vs {own}");
         // Below the band, nothing.
         let quiet = NodeFeatures {
             committed_share: Some(0.1),
             ..loaded(Some(0.1), Some(3))
         };
-        assert_eq!(cost_terms(&quiet, lc, None, &c).qos_risk, 0.0);
+        assert_eq!(cost_terms(&quiet, lc, None, &c.cost, &c.load).qos_risk, 0.0);
     }
 
     #[test]
@@ -391,12 +417,16 @@ mod tests {
             ..f()
         };
         let lc = WorkloadClass::LatencyCritical;
-        let low = cost_terms(&spot(0.025), lc, None, &c).reclamation_risk;
-        let high = cost_terms(&spot(0.25), lc, None, &c).reclamation_risk;
+        let low = cost_terms(&spot(0.025), lc, None, &c.cost, &c.load).reclamation_risk;
+        let high = cost_terms(&spot(0.25), lc, None, &c.cost, &c.load).reclamation_risk;
         assert!(low > 0.0 && high > 5.0 * low, "{low} {high}");
-        let batch = cost_terms(&spot(0.25), WorkloadClass::Batch, None, &c).reclamation_risk;
+        let batch =
+            cost_terms(&spot(0.25), WorkloadClass::Batch, None, &c.cost, &c.load).reclamation_risk;
         assert!(batch < high / 10.0, "{batch}");
-        assert_eq!(cost_terms(&f(), lc, None, &c).reclamation_risk, 0.0);
+        assert_eq!(
+            cost_terms(&f(), lc, None, &c.cost, &c.load).reclamation_risk,
+            0.0
+        );
     }
 
     #[test]
@@ -415,9 +445,15 @@ mod tests {
             as_of_ms: 0,
             ..OutcomeStats::default()
         };
-        assert_eq!(cost_terms(&f(), lc, None, &c).failure_risk, 0.0);
-        assert_eq!(cost_terms(&f(), lc, Some(&good), &c).failure_risk, 0.0);
-        assert!(cost_terms(&f(), lc, Some(&bad), &c).failure_risk > 0.0);
+        assert_eq!(
+            cost_terms(&f(), lc, None, &c.cost, &c.load).failure_risk,
+            0.0
+        );
+        assert_eq!(
+            cost_terms(&f(), lc, Some(&good), &c.cost, &c.load).failure_risk,
+            0.0
+        );
+        assert!(cost_terms(&f(), lc, Some(&bad), &c.cost, &c.load).failure_risk > 0.0);
     }
 
     #[test]
@@ -429,14 +465,14 @@ mod tests {
                 resources: total,
                 ..CostTerms::default()
             };
-            let e = t.eta(&c);
-            assert!(e <= last && e >= c.eta_floor, "{total}: {e}");
+            let e = t.eta(&c.cost, &c.eta);
+            assert!(e <= last && e >= c.eta.eta_floor, "{total}: {e}");
             last = e;
         }
         let nan = CostTerms {
             resources: f64::NAN,
             ..CostTerms::default()
         };
-        assert_eq!(nan.eta(&c), c.eta_floor);
+        assert_eq!(nan.eta(&c.cost, &c.eta), c.eta.eta_floor);
     }
 }

@@ -24,7 +24,7 @@ impl<'c> PodFootprint<'c> {
                 .request
                 .iter()
                 .filter(|(_, amount)| *amount > 0)
-                .filter_map(|(name, amount)| Some((counted_name(name, config)?, amount)))
+                .filter_map(|(name, amount)| Some((counted_name(name, &config.node_keys)?, amount)))
                 .collect(),
             gpus: pod_gpus(pod),
         }

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::CostModel;
 
 /// Observed placement outcomes of one node for one tenant, as of `as_of_ms`: how often pods
 /// ended well there (reliability) and how much slower than usual they ran (the reporter's
@@ -35,8 +35,8 @@ pub const SLOWDOWN_PRIOR_RUNS: f64 = 3.0;
 impl OutcomeStats {
     /// The counts as they stand at `now_ms` (never earlier than `as_of_ms`: a clock that steps
     /// back does not bring outcomes back).
-    pub fn at(&self, now_ms: u64, config: &Config) -> OutcomeStats {
-        let keep = fade(now_ms.saturating_sub(self.as_of_ms), config);
+    pub fn at(&self, now_ms: u64, cost: &CostModel) -> OutcomeStats {
+        let keep = fade(now_ms.saturating_sub(self.as_of_ms), cost);
         OutcomeStats {
             successes: self.successes * keep,
             failures: self.failures * keep,
@@ -47,8 +47,8 @@ impl OutcomeStats {
     }
 
     /// One run that took `slowdown` × the workload's usual time on this node, at `now_ms`.
-    pub fn record_slowdown(&mut self, slowdown: f64, now_ms: u64, config: &Config) {
-        *self = self.at(now_ms, config);
+    pub fn record_slowdown(&mut self, slowdown: f64, now_ms: u64, cost: &CostModel) {
+        *self = self.at(now_ms, cost);
         self.slowdown_sum += slowdown;
         self.slowdown_runs += 1.0;
     }
@@ -62,8 +62,8 @@ impl OutcomeStats {
     }
 
     /// One outcome of quality `q` at `now_ms`: `q` successes and `1 − q` failures.
-    pub fn record(&mut self, q: f64, now_ms: u64, config: &Config) {
-        *self = self.at(now_ms, config);
+    pub fn record(&mut self, q: f64, now_ms: u64, cost: &CostModel) {
+        *self = self.at(now_ms, cost);
         self.successes += q;
         self.failures += 1.0 - q;
     }
@@ -71,8 +71,8 @@ impl OutcomeStats {
 
 /// Share of an outcome's weight left after `elapsed_ms` (1 when `OUTCOME_HALF_LIFE_MS` is 0:
 /// outcomes never fade).
-fn fade(elapsed_ms: u64, config: &Config) -> f64 {
-    match config.outcome_half_life_ms {
+fn fade(elapsed_ms: u64, cost: &CostModel) -> f64 {
+    match cost.outcome_half_life_ms {
         0 => 1.0,
         half_life => 0.5f64.powf(elapsed_ms as f64 / half_life as f64),
     }
@@ -82,52 +82,53 @@ fn fade(elapsed_ms: u64, config: &Config) -> f64 {
 /// outcome history — the probability that a placement there ends well. The `failureRisk` term of
 /// η's cost prices how far a node's falls below the prior's. (Spot capacity is priced by its
 /// pool's interruption rate, `spot_risk.rs`, not here.)
-pub fn reliability(stats: Option<&OutcomeStats>, config: &Config) -> f64 {
+pub fn reliability(stats: Option<&OutcomeStats>, cost: &CostModel) -> f64 {
     let s = stats.copied().unwrap_or_default();
-    let a = config.reliability_prior_successes + s.successes.max(0.0);
-    let b = config.reliability_prior_failures + s.failures.max(0.0);
+    let a = cost.reliability_prior_successes + s.successes.max(0.0);
+    let b = cost.reliability_prior_failures + s.failures.max(0.0);
     a / (a + b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn prior_and_history() {
         let c = Config::default();
-        assert!((reliability(None, &c) - 0.9).abs() < 1e-12);
+        assert!((reliability(None, &c.cost) - 0.9).abs() < 1e-12);
         let bad = OutcomeStats {
             successes: 0.0,
             failures: 10.0,
             ..OutcomeStats::default()
         };
-        assert!(reliability(Some(&bad), &c) < 0.5);
+        assert!(reliability(Some(&bad), &c.cost) < 0.5);
         let good = OutcomeStats {
             successes: 90.0,
             ..OutcomeStats::default()
         };
-        assert!(reliability(Some(&good), &c) > 0.98);
+        assert!(reliability(Some(&good), &c.cost) > 0.98);
     }
 
     #[test]
     fn outcomes_halve_every_half_life_and_a_new_one_counts_whole() {
         let c = Config::default();
-        let h = c.outcome_half_life_ms;
+        let h = c.cost.outcome_half_life_ms;
         let mut s = OutcomeStats::default();
-        s.record(0.0, 1_000, &c);
-        s.record(0.0, 1_000, &c);
-        let later = s.at(1_000 + h, &c);
+        s.record(0.0, 1_000, &c.cost);
+        s.record(0.0, 1_000, &c.cost);
+        let later = s.at(1_000 + h, &c.cost);
         assert!((later.failures - 1.0).abs() < 1e-12, "{later:?}");
         assert_eq!(later.as_of_ms, 1_000 + h);
-        s.record(1.0, 1_000 + 2 * h, &c);
+        s.record(1.0, 1_000 + 2 * h, &c.cost);
         assert!((s.failures - 0.5).abs() < 1e-12 && (s.successes - 1.0).abs() < 1e-12);
         // A clock that steps back changes nothing.
-        assert_eq!(s.at(0, &c), s);
+        assert_eq!(s.at(0, &c.cost), s);
         // Faded history moves reliability back towards the prior.
-        let fresh = reliability(Some(&s), &c);
-        let old = reliability(Some(&s.at(1_000 + 40 * h, &c)), &c);
-        assert!(fresh < old && (old - reliability(None, &c)).abs() < 1e-6);
+        let fresh = reliability(Some(&s), &c.cost);
+        let old = reliability(Some(&s.at(1_000 + 40 * h, &c.cost)), &c.cost);
+        assert!(fresh < old && (old - reliability(None, &c.cost)).abs() < 1e-6);
     }
 
     #[test]
@@ -135,16 +136,16 @@ mod tests {
         let c = Config::default();
         let mut s = OutcomeStats::default();
         assert_eq!(s.slowdown(), None);
-        s.record_slowdown(2.0, 1_000, &c);
+        s.record_slowdown(2.0, 1_000, &c.cost);
         assert!((s.slowdown().unwrap() - 5.0 / 4.0).abs() < 1e-12);
-        s.record_slowdown(2.0, 1_000, &c);
+        s.record_slowdown(2.0, 1_000, &c.cost);
         assert!((s.slowdown().unwrap() - 7.0 / 5.0).abs() < 1e-12);
         // A half-life later the two runs weigh one: the estimate moves back towards 1.
-        let later = s.at(1_000 + c.outcome_half_life_ms, &c);
+        let later = s.at(1_000 + c.cost.outcome_half_life_ms, &c.cost);
         assert!((later.slowdown().unwrap() - 5.0 / 4.0).abs() < 1e-12);
         // Reliability is not moved by it, nor it by reliability.
         assert_eq!((s.successes, s.failures), (0.0, 0.0));
-        s.record(0.0, 1_000, &c);
+        s.record(0.0, 1_000, &c.cost);
         assert!((s.slowdown().unwrap() - 7.0 / 5.0).abs() < 1e-12);
         // A node without slowdowns keeps its stored shape.
         let json = serde_json::to_string(&OutcomeStats::default()).unwrap();
@@ -155,12 +156,9 @@ mod tests {
 
     #[test]
     fn a_half_life_of_zero_never_forgets() {
-        let c = Config {
-            outcome_half_life_ms: 0,
-            ..Config::default()
-        };
+        let c = Config::default().with(|c| c.cost.outcome_half_life_ms = 0);
         let mut s = OutcomeStats::default();
-        s.record(0.0, 0, &c);
-        assert_eq!(s.at(u64::MAX, &c).failures, 1.0);
+        s.record(0.0, 0, &c.cost);
+        assert_eq!(s.at(u64::MAX, &c.cost).failures, 1.0);
     }
 }

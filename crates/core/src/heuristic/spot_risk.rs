@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, SpotRisk};
 use crate::node_labels::{is_spot, pool_of};
 
 /// What the cluster has shown of one spot pool.
@@ -49,12 +49,12 @@ impl SpotPools {
         now_ms: u64,
         config: &Config,
     ) {
-        if !busy || now_ms <= since_ms || !is_spot(labels, config) {
+        if !busy || now_ms <= since_ms || !is_spot(labels, &config.node_keys) {
             return;
         }
-        let dt_h = (now_ms - since_ms).min(config.facts_ttl_ms) as f64 / 3_600_000.0;
+        let dt_h = (now_ms - since_ms).min(config.facts.facts_ttl_ms) as f64 / 3_600_000.0;
         self.pools
-            .entry(pool_of(labels, config))
+            .entry(pool_of(labels, &config.spot))
             .or_default()
             .node_hours += dt_h;
     }
@@ -68,9 +68,9 @@ impl SpotPools {
 
     /// A reclamation of a node with these labels (counted only for spot nodes).
     pub fn reclaimed(&mut self, labels: &BTreeMap<String, String>, config: &Config) {
-        if is_spot(labels, config) {
+        if is_spot(labels, &config.node_keys) {
             self.pools
-                .entry(pool_of(labels, config))
+                .entry(pool_of(labels, &config.spot))
                 .or_default()
                 .reclamations += 1.0;
         }
@@ -79,9 +79,9 @@ impl SpotPools {
 
 /// The posterior rate per node-hour: the prior worth `SPOT_PRIOR_NODE_HOURS` of exposure, plus
 /// what the pool showed.
-pub fn posterior_rate(prior: f64, history: Option<&PoolHistory>, config: &Config) -> f64 {
+pub fn posterior_rate(prior: f64, history: Option<&PoolHistory>, spot: &SpotRisk) -> f64 {
     let h = history.copied().unwrap_or_default();
-    let strength = config.spot_prior_node_hours;
+    let strength = spot.spot_prior_node_hours;
     let alpha = prior * strength + h.reclamations.max(0.0);
     let beta = strength + h.node_hours.max(0.0);
     if beta > 0.0 {
@@ -105,13 +105,13 @@ mod tests {
     fn a_pool_seen_long_enough_is_judged_by_what_it_did() {
         let c = Config::default();
         let prior = hourly_rate(0.025);
-        assert_eq!(posterior_rate(prior, None, &c), prior);
+        assert_eq!(posterior_rate(prior, None, &c.spot), prior);
         // 10 node-months, 5 reclamations: 0.5 per node-month, far above the 2.5% band.
         let seen = PoolHistory {
             reclamations: 5.0,
             node_hours: 10.0 * HOURS_PER_MONTH,
         };
-        let post = posterior_rate(prior, Some(&seen), &c);
+        let post = posterior_rate(prior, Some(&seen), &c.spot);
         assert!(post > 10.0 * prior, "{post} vs {prior}");
         assert!(post < 5.0 / (10.0 * HOURS_PER_MONTH));
         // A quiet pool drifts below a pessimistic prior.
@@ -120,7 +120,7 @@ mod tests {
             node_hours: 50.0 * HOURS_PER_MONTH,
         };
         let high = hourly_rate(0.25);
-        assert!(posterior_rate(high, Some(&quiet), &c) < 0.1 * high);
+        assert!(posterior_rate(high, Some(&quiet), &c.spot) < 0.1 * high);
     }
 
     #[test]
@@ -141,10 +141,10 @@ mod tests {
         let h = p.pools["g4dn/"];
         assert!((h.node_hours - 2.0 / 60.0).abs() < 1e-12, "{h:?}");
         // A long silence counts as FACTS_TTL_MS only; time going backwards, nothing.
-        p.observed(&spot, true, 0, 10 * c.facts_ttl_ms, &c);
+        p.observed(&spot, true, 0, 10 * c.facts.facts_ttl_ms, &c);
         p.observed(&spot, true, 5_000, 4_000, &c);
         let h = p.pools["g4dn/"];
-        assert!((h.node_hours - (2.0 / 60.0 + c.facts_ttl_ms as f64 / 3.6e6)).abs() < 1e-9);
+        assert!((h.node_hours - (2.0 / 60.0 + c.facts.facts_ttl_ms as f64 / 3.6e6)).abs() < 1e-9);
         p.reclaimed(&spot, &c);
         p.reclaimed(&BTreeMap::new(), &c);
         assert_eq!(p.totals().0, 1.0);

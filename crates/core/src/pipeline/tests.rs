@@ -127,7 +127,7 @@ fn the_top_is_assumed_until_the_facts_show_the_pod() {
     p.update(|f, _| *f = busy(1_700));
     p.settle(1_700, &c);
     assert_eq!(p.assumed().len(), 2);
-    let later = 1_600 + c.assumed_settle_ms + 1;
+    let later = 1_600 + c.assumed.assumed_settle_ms + 1;
     p.update(|f, _| *f = busy(later));
     let mut changed = p.settle(later, &c);
     changed.sort();
@@ -308,10 +308,9 @@ fn slowdowns_learned_from_outcomes_move_the_answer() {
     let why = again.decision.explanation.unwrap();
     assert!(why.candidates.iter().any(|w| w.slowdown > 0.0), "{why:?}");
     // With the performance term left out, the slowdown is still learned but not priced.
-    let off = Config {
-        eta_factors: crate::config::EtaFactorSet::without("performance").unwrap(),
-        ..Config::default()
-    };
+    let off = Config::default().with(|c| {
+        c.cost.eta_factors = crate::config::EtaFactorSet::without("performance").unwrap()
+    });
     let priced = p
         .prioritize(
             &input.features,

@@ -163,7 +163,7 @@ fn run_one(plan: &AblationPlan, variant: &Variant, seed: u64) -> Result<Metrics,
     let mut s = NativeScheduler::new(
         policy,
         world.config.clone(),
-        PredictorKind::Ema(world.config.ema_alpha),
+        PredictorKind::Ema(world.config.load.ema_alpha),
     );
     let load = (plan.load_of)(seed)?;
     Ok(plan.progress.run(&world, &load, &params, &mut s)?.metrics)
@@ -270,7 +270,7 @@ mod tests {
             assert!(policy::by_name(v.policy, 1).is_some(), "{}", v.label);
         }
         let c = sim_config_with(&["ETA_FACTORS=reliability,cost,headroom,spike".into()]).unwrap();
-        assert!(!c.eta_factors.fragmentation && c.eta_factors.cost);
+        assert!(!c.cost.eta_factors.fragmentation && c.cost.eta_factors.cost);
     }
 
     /// On the shipped sample: first-fit's row is 0% against itself, and the colony's rows differ

@@ -108,7 +108,7 @@ impl Segment {
         let mut s = NativeScheduler::new(
             p,
             self.world.config.clone(),
-            PredictorKind::Ema(self.world.config.ema_alpha),
+            PredictorKind::Ema(self.world.config.load.ema_alpha),
         );
         crate::engine::run(&self.world, &self.load, &self.params, &mut s)
     }

@@ -145,7 +145,7 @@ pub fn main(args: ReplayArgs) -> Result<(), Error> {
         let mut native = NativeScheduler::new(
             policy::by_name("colony", input.seed).unwrap(),
             world.config.clone(),
-            PredictorKind::Ema(world.config.ema_alpha),
+            PredictorKind::Ema(world.config.load.ema_alpha),
         );
         let n = run(&world, &load, &params, &mut native)?;
         let diff = r
@@ -185,7 +185,7 @@ fn shadow_replay(
     let native = NativeScheduler::new(
         policy,
         world.config.clone(),
-        PredictorKind::Ema(world.config.ema_alpha),
+        PredictorKind::Ema(world.config.load.ema_alpha),
     );
     let http = HttpScheduler::new(url, token, world)?;
     let mut replay = ShadowReplay::new(native, http, world.config.clone());

@@ -65,7 +65,7 @@ pub fn main(args: RunArgs, display: Display) -> Result<(), Error> {
         let mut s = NativeScheduler::new(
             policy::by_name(n, input.seed).unwrap(),
             world.config.clone(),
-            PredictorKind::Ema(world.config.ema_alpha),
+            PredictorKind::Ema(world.config.load.ema_alpha),
         );
         let r = progress
             .run(&world, &load, &params, &mut s)

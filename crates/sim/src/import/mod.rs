@@ -288,14 +288,14 @@ fn node_row(
         .find(|n| *n > 0)
         .unwrap_or_else(|| amounts.get(GPU_MILLI_RESOURCE) / 1000);
     let gpus = u32::try_from(gpus.max(0)).unwrap_or(u32::MAX);
-    let model = match gpu_model(labels, config) {
+    let model = match gpu_model(labels, &config.node_keys) {
         Some(m) if gpus > 0 => m.to_string(),
         None if gpus > 0 => "unknown".to_string(),
         _ => String::new(),
     };
     let cpu_milli = (amounts.get("cpu") - cpu_taken).max(0);
     let memory_mib = (amounts.get("memory") - memory_taken).max(0) / MIB;
-    let profile = NodeProfile::of(labels, config);
+    let profile = NodeProfile::of(labels, &config.node_keys, &config.spot);
     let (cost_per_hour, by_label) = match profile.cost_per_hour {
         Some(c) => (c, true),
         None => {
@@ -307,7 +307,7 @@ fn node_row(
                 gpus,
                 model: (!model.is_empty()).then(|| model.clone()),
             };
-            let factor = if is_spot(labels, config) {
+            let factor = if is_spot(labels, &config.node_keys) {
                 spot_factor
             } else {
                 1.0
@@ -349,7 +349,7 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
         }
     };
     let gpu_spec = annotations
-        .get(&config.gpu_models_annotation)
+        .get(&config.pod_keys.gpu_models_annotation)
         .map(|v| {
             v.split(['|', ','])
                 .map(str::trim)
@@ -358,7 +358,10 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
                 .join("|")
         })
         .unwrap_or_default();
-    let qos = match labels.get(&config.workload_label).map(String::as_str) {
+    let qos = match labels
+        .get(&config.pod_keys.workload_label)
+        .map(String::as_str)
+    {
         Some("latency-critical") => "LS".to_string(),
         Some("batch") => "BE".to_string(),
         _ => pod["status"]["qosClass"]

@@ -165,10 +165,10 @@ pub fn apply(
         if let Some(price) = seen.cost_per_hour {
             node.price = price;
             node.labels
-                .insert(config.cost_label.clone(), format!("{price:.4}"));
+                .insert(config.node_keys.cost_label.clone(), format!("{price:.4}"));
         }
-        node.spot = is_spot(&node.labels, &config);
-        if let Some(l) = latency_us(&node.labels, &config) {
+        node.spot = is_spot(&node.labels, &config.node_keys);
+        if let Some(l) = latency_us(&node.labels, &config.node_keys) {
             node.latency_us = l;
         }
         node.json["metadata"]["labels"] = json!(node.labels);

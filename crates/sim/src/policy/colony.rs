@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use aco_core::colony::{Decision, Outcome, PodRecord};
-use aco_core::config::Config;
+use aco_core::config::{Config, CostModel};
 use aco_core::pipeline::ColonyCopies;
 
 use super::{TenantSlowdowns, TenantTrails};
@@ -72,7 +72,7 @@ impl ColonyReports {
         let Some(mut record) = self.records.remove(&pod.idx) else {
             return;
         };
-        let since = now_ms.saturating_sub(config.confirmed_ttl_ms);
+        let since = now_ms.saturating_sub(config.retention.confirmed_ttl_ms);
         if record
             .confirmed
             .as_ref()
@@ -87,10 +87,10 @@ impl ColonyReports {
 
 /// Per tenant (by name), its trail as (node, τ at `now_ms`), as `PheromoneTable::snapshot`
 /// orders them.
-pub fn trails(colonies: &ColonyCopies, now_ms: u64, config: &Config) -> TenantTrails {
+pub fn trails(colonies: &ColonyCopies, now_ms: u64, cost: &CostModel) -> TenantTrails {
     let mut out: TenantTrails = colonies
         .iter()
-        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(now_ms, config)))
+        .map(|(t, c)| (t.to_string(), c.pheromones.snapshot(now_ms, cost)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out

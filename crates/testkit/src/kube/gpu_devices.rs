@@ -120,8 +120,12 @@ pub async fn node_states(kube: &Kube, names: &[&str]) -> Vec<NodeState> {
     let pods = kube.typed_pods(NS).await;
     let config = aco_core::config::Config::default();
     let strings = std::sync::Arc::default();
-    let pod_reader = PodReader::new(&config, None, std::sync::Arc::clone(&strings));
-    let node_reader = NodeReader::new(&labels_the_worker_reads(&config), "aco/latency-us", strings);
+    let pod_reader = PodReader::new(&config.pod_keys, None, std::sync::Arc::clone(&strings));
+    let node_reader = NodeReader::new(
+        &labels_the_worker_reads(&config.node_keys),
+        "aco/latency-us",
+        strings,
+    );
     let mut out = Vec::new();
     for name in names {
         let node: Node = kube.try_node(name).await.expect("the node");

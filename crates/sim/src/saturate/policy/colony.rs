@@ -124,7 +124,7 @@ impl SatPolicy for SatColony {
                     gpu_hour_price: outlook.gpu_hour_price,
                     reclaim_rate_per_hour: s
                         .spot
-                        .then(|| aco_core::node_labels::prior_rate(&s.labels, ctx.config)),
+                        .then(|| aco_core::node_labels::prior_rate(&s.labels, &ctx.config.spot)),
                     latency_critical_pods: None,
                 }
             })
