@@ -168,10 +168,10 @@ async fn main() {
                     .map(|n| n.trim().parse().expect("BENCH_NODES: node counts"))
                     .collect()
             });
-    let limit: usize = std::env::var("BENCH_MAX_BODY_BYTES")
-        .map_or(aco_core::config::Config::default().max_body_bytes, |v| {
-            v.parse().expect("BENCH_MAX_BODY_BYTES: bytes")
-        });
+    let limit: usize = std::env::var("BENCH_MAX_BODY_BYTES").map_or(
+        aco_core::config::Config::default().serving.max_body_bytes,
+        |v| v.parse().expect("BENCH_MAX_BODY_BYTES: bytes"),
+    );
     let table = QUOTED.table();
     for n in sizes {
         // Built before the Worker starts, so that its start-up figures are not the build's.
