@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::dropped::DropReason;
 use super::error::ErrorBody;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +80,7 @@ pub struct TenantApplied {
     pub unknown_pod: u64,
     pub not_a_candidate: u64,
     pub held: u64,
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
 }
 
 #[cfg(test)]
@@ -98,7 +99,7 @@ mod tests {
                     "a".to_string(),
                     TenantCommit::committed(Some(TenantApplied {
                         deposited: 3,
-                        dropped: BTreeMap::from([("bad_node".to_string(), 1)]),
+                        dropped: BTreeMap::from([(DropReason::InvalidPlacement, 1)]),
                         ..TenantApplied::default()
                     })),
                 ),
@@ -109,7 +110,7 @@ mod tests {
         };
         let bytes = concat!(
             r#"{"error":"1 of 3 tenants' colonies failed","tenants":{"#,
-            r#""a":{"committed":true,"deposited":3,"outcomes":0,"duplicates":0,"unknownPod":0,"notACandidate":0,"held":0,"dropped":{"bad_node":1}},"#,
+            r#""a":{"committed":true,"deposited":3,"outcomes":0,"duplicates":0,"unknownPod":0,"notACandidate":0,"held":0,"dropped":{"invalid_placement":1}},"#,
             r#""b":{"committed":false,"error":"colony unavailable"},"#,
             r#""c":{"committed":false,"refused":"over MAX_COLONIES"},"#,
             r#""d":{"committed":true}}}"#

@@ -17,6 +17,7 @@
 
 pub mod batch_failure;
 pub mod colony_export;
+pub mod dropped;
 pub mod error;
 pub mod nodes;
 pub mod pheromones;

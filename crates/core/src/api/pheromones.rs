@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::dropped::DropReason;
 use crate::colony::ColonyCounters;
 
 /// One node's trail in a tenant's colony: what the tenant's outcomes there taught.
@@ -40,7 +41,7 @@ pub struct PheromoneTableReply {
     pub nodes: Vec<NodeTrail>,
     pub counters: ColonyCounters,
     /// Items refused as invalid, by reason.
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
     pub pending_decisions: u64,
     pub held_placements: u64,
     pub confirmed_pods: u64,

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::colony_export::ExportedState;
+use crate::api::dropped::DropReason;
 use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
@@ -79,11 +80,6 @@ pub const MAX_PODS_REMEMBERED: usize = 200_000;
 pub const MAX_POD_KEY_LEN: usize = 320;
 /// Largest decision accepted (JSON): 64 candidates with every explanation are ~19 KB.
 pub const MAX_DECISION_BYTES: usize = 128 * 1024;
-
-/// Why an item was refused (the label of `aco_colony_items_dropped_total`).
-pub const DROPPED_DECISION: &str = "invalid_decision";
-pub const DROPPED_PLACEMENT: &str = "invalid_placement";
-pub const DROPPED_SHADOW: &str = "invalid_shadow_report";
 
 /// What a colony's report is compared by ([`ColonyStore::report_if_changed`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -150,7 +146,7 @@ pub struct StoreMeta {
     pub version: u64,
     pub shadow: ShadowSummary,
     /// Items refused as invalid, by reason.
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
     /// Remembered pods forgotten early (beyond [`MAX_PODS_REMEMBERED`]).
     pub forgotten_pods: u64,
 }
@@ -412,9 +408,9 @@ impl ColonyStore {
         self.dirty_since_ms.get_or_insert(now_ms);
     }
 
-    fn drop_item(&mut self, reason: &str, dropped: &mut BTreeMap<String, u64>) {
-        *self.meta.dropped.entry(reason.to_string()).or_default() += 1;
-        *dropped.entry(reason.to_string()).or_default() += 1;
+    fn drop_item(&mut self, reason: DropReason, dropped: &mut BTreeMap<DropReason, u64>) {
+        *self.meta.dropped.entry(reason).or_default() += 1;
+        *dropped.entry(reason).or_default() += 1;
     }
 
     /// Where this store's writes stand for a request whose changes are in the next commit (or
@@ -442,13 +438,13 @@ impl ColonyStore {
         from_copy: bool,
         now_ms: u64,
         config: &Config,
-    ) -> BTreeMap<String, u64> {
+    ) -> BTreeMap<DropReason, u64> {
         let mut dropped = BTreeMap::new();
         let cap = config.bounds.max_decisions_per_tenant as usize;
         self.expire_held(now_ms);
         for r in records {
             if validate_decision(&r).is_err() {
-                self.drop_item(DROPPED_DECISION, &mut dropped);
+                self.drop_item(DropReason::InvalidDecision, &mut dropped);
                 self.touch(now_ms);
                 continue;
             }
@@ -577,7 +573,7 @@ impl ColonyStore {
                 .and_then(|_| validate_node_name(&item.node))
                 .and_then(|_| item.outcome.map(|o| o.quality()).transpose().map(|_| ()));
             if valid.is_err() {
-                self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
+                self.drop_item(DropReason::InvalidPlacement, &mut out.dropped);
                 self.touch(now_ms);
                 continue;
             }
@@ -652,7 +648,7 @@ impl ColonyStore {
         {
             Ok(e) => e,
             Err(_) => {
-                self.drop_item(DROPPED_PLACEMENT, &mut out.dropped);
+                self.drop_item(DropReason::InvalidPlacement, &mut out.dropped);
                 self.touch(now_ms);
                 return;
             }
@@ -701,7 +697,7 @@ impl ColonyStore {
                 || validate_node_name(&item.node).is_err()
                 || item.outcome.map(|o| o.quality()).transpose().is_err()
             {
-                self.drop_item(DROPPED_SHADOW, &mut out.dropped);
+                self.drop_item(DropReason::InvalidShadowReport, &mut out.dropped);
                 self.touch(now_ms);
                 continue;
             }
@@ -728,7 +724,7 @@ impl ColonyStore {
             ) {
                 Ok(e) => e,
                 Err(_) => {
-                    self.drop_item(DROPPED_SHADOW, &mut out.dropped);
+                    self.drop_item(DropReason::InvalidShadowReport, &mut out.dropped);
                     continue;
                 }
             };

@@ -325,7 +325,7 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
         10,
         &config,
     );
-    assert_eq!(dropped, BTreeMap::from([(DROPPED_DECISION.to_string(), 2)]));
+    assert_eq!(dropped, BTreeMap::from([(DropReason::InvalidDecision, 2)]));
     assert_eq!(store.pending_decisions(), 1);
     let bad_outcome = PlacementItem {
         outcome: Some(Outcome::Quality(7.0)),
@@ -337,9 +337,9 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
         &config,
     );
     assert_eq!(reply.deposited, 1);
-    assert_eq!(reply.dropped[DROPPED_PLACEMENT], 2);
-    assert_eq!(store.meta().dropped[DROPPED_PLACEMENT], 2);
-    assert_eq!(store.meta().dropped[DROPPED_DECISION], 2);
+    assert_eq!(reply.dropped[&DropReason::InvalidPlacement], 2);
+    assert_eq!(store.meta().dropped[&DropReason::InvalidPlacement], 2);
+    assert_eq!(store.meta().dropped[&DropReason::InvalidDecision], 2);
 }
 
 #[test]

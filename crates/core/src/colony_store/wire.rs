@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::explained::ConfirmedExplanation;
+use crate::api::dropped::DropReason;
 use crate::colony::{ColonyCounters, Decision, FilterRejections, Outcome, TenantColony};
 use crate::shadow::{ShadowScore, ShadowSummary};
 
@@ -71,7 +72,7 @@ pub struct DecisionsReply {
     pub durability: Durability,
     /// Decisions refused as invalid (dropped, counted by reason; never sent again).
     #[serde(default)]
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,7 +115,7 @@ pub struct PlacementsReply {
     pub held: u64,
     /// Items refused as invalid by the colony, by reason: dropped, the rest applied.
     #[serde(default)]
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
     /// The colony's version after this batch (isolates holding an older copy drop it).
     pub version: u64,
     #[serde(default)]
@@ -149,7 +150,7 @@ pub struct ShadowReply {
     pub unknown_pod: u64,
     pub not_feasible: u64,
     #[serde(default)]
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
     pub version: u64,
 }
 
@@ -208,7 +209,7 @@ pub struct ColonyReport {
     pub shadow: ShadowSummary,
     /// Items refused as invalid, by reason.
     #[serde(default)]
-    pub dropped: BTreeMap<String, u64>,
+    pub dropped: BTreeMap<DropReason, u64>,
     /// SQLite rows this object wrote since it started, alarms and `setAlarm` included.
     #[serde(default)]
     pub rows_written: u64,

@@ -117,7 +117,7 @@ fn colony(e: &mut Exposition, stamped: &StampedReport) {
     }
     for (reason, n) in &r.dropped {
         let metric = &m::COLONY_ITEMS_DROPPED;
-        e.sample(metric, &labels(metric, &[reason]), *n as f64);
+        e.sample(metric, &labels(metric, &[reason.label()]), *n as f64);
     }
     // Shadow mode's series only for a tenant that has seen a shadow report.
     if r.shadow != ShadowSummary::default() {
@@ -167,7 +167,7 @@ mod tests {
                     ..Default::default()
                 },
                 pheromones: vec![("n\"1".into(), 1.5), ("n2".into(), f64::NAN)],
-                dropped: [("invalid_decision".to_string(), 1)].into(),
+                dropped: [(crate::api::dropped::DropReason::InvalidDecision, 1)].into(),
                 rows_written: 7,
                 ..Default::default()
             },
