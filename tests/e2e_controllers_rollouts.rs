@@ -20,8 +20,6 @@ use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::pods::edit_spec;
 
-use aco_testkit::openb::openb_cpu_nodes;
-
 use aco_testkit::kube::controllers::*;
 use aco_testkit::kube::kwok::{JobStages, FATE, FATE_AFTER};
 use aco_testkit::kube::serial;
@@ -46,11 +44,7 @@ fn is_filler(p: &Pod) -> bool {
 #[tokio::test]
 async fn rollouts_scale_downs_drains_preemptions_and_own_limit_ooms_charge_no_node() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes()
-        .into_iter()
-        .take(3)
-        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
-        .collect();
+    let nodes: Vec<Value> = openb_kwok_nodes(3);
     let c = Cluster::start(&nodes, JobStages::default(), true, &[]).await;
     let mut r = c.reporter("aco-reporter-0", None, &[]).await;
     r.wait_nodes_reported(nodes.len(), Duration::from_secs(90))

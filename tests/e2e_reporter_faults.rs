@@ -19,7 +19,6 @@ use aco_testkit::kube::fixtures::*;
 use aco_testkit::kube::reporter_loop::*;
 use aco_testkit::kube::serial;
 use aco_testkit::kube::{wait_for, ProxyMode};
-use aco_testkit::openb::openb_cpu_nodes;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -28,11 +27,7 @@ use serde_json::Value;
 #[tokio::test]
 async fn worker_outage_and_reporter_restart_lose_nothing_and_double_nothing() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes()
-        .into_iter()
-        .take(3)
-        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
-        .collect();
+    let nodes: Vec<Value> = openb_kwok_nodes(3);
     let mut lp = Loop::start(&nodes, false).await;
     // The reporter reaches the Worker through a proxy we can cut; kube-scheduler does not, so
     // decisions are still made (and remembered) while the reporter cannot report.

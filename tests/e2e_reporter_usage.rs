@@ -20,7 +20,6 @@ use aco_testkit::kube::reporter_loop::*;
 use aco_testkit::kube::serial;
 use aco_testkit::kube::wait_for;
 use aco_testkit::nodes::{allocatable_of, name_of};
-use aco_testkit::openb::openb_cpu_nodes;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -30,11 +29,7 @@ use serde_json::Value;
 async fn usage_reaches_the_worker_and_latency_critical_pods_avoid_the_hot_node() {
     let _serial = serial();
     // Identical nodes: nothing but load tells them apart.
-    let nodes: Vec<Value> = openb_cpu_nodes()
-        .into_iter()
-        .take(3)
-        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
-        .collect();
+    let nodes: Vec<Value> = openb_kwok_nodes(3);
     let names: Vec<String> = nodes.iter().map(name_of).collect();
     let lp = Loop::start(&nodes, true).await;
     let kube = lp.kube();

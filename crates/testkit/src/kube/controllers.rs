@@ -28,21 +28,16 @@ pub const BIND_TIMEOUT: Duration = Duration::from_secs(120);
 pub const TENANT_WAIT: Duration = Duration::from_secs(90);
 
 /// Test speeds on top of the installed Deployment's settings.
-pub const SPEEDS: &[&str] = &[
-    "--push-interval",
-    "1s",
-    "--full-refresh",
-    "20s",
-    "--scan-interval",
-    "500ms",
-    "--backoff-max",
-    "2s",
-    "--lease-duration",
-    "8s",
-    "--lease-grace",
-    "5s",
-    "--renew-deadline",
-    "5s",
+pub const SPEEDS: &[&[&str]] = &[
+    super::reporter::LOOP_SPEEDS,
+    &[
+        "--lease-duration",
+        "8s",
+        "--lease-grace",
+        "5s",
+        "--renew-deadline",
+        "5s",
+    ],
 ];
 
 /// The cluster: RBAC + controllers, kwok, the Worker, the second scheduler, the install applied.
@@ -145,7 +140,7 @@ impl Cluster {
         };
         let env = install::reporter_env(&self.objects, pod_name, &self.token_file);
         let args = install::reporter_args(&self.objects);
-        let flags = [SPEEDS, extra].concat();
+        let flags = [SPEEDS.concat().as_slice(), extra].concat();
         Reporter::start_installed(&self.env.cp, &kubeconfig, pod_name, &env, &args, &flags)
     }
 

@@ -316,6 +316,16 @@ pub fn constraint_nodes() -> Vec<Value> {
     nodes
 }
 
+/// The first `n` OpenB CPU nodes as kwok nodes, priced alike ($1/h, 300 µs, on demand): what
+/// tells them apart is what the cluster reports (load, outcomes), not their labels.
+pub fn openb_kwok_nodes(n: usize) -> Vec<Value> {
+    crate::openb::openb_cpu_nodes()
+        .into_iter()
+        .take(n)
+        .map(|node| kwok_node(label_node(node, 1.0, 300, false)))
+        .collect()
+}
+
 /// Identical CPU nodes: nothing but the pheromone trail could tell them apart.
 pub fn identical_nodes(n: usize, prefix: &str) -> Vec<Value> {
     let base = crate::openb::openb_cpu_nodes().into_iter().next().unwrap();

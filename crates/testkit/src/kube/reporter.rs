@@ -53,8 +53,9 @@ pub struct Reporter {
     pub webhook: u16,
 }
 
-/// Test-speed defaults (production: 15 s pushes, 2 min full refresh, 5 s scans, 30 s backoff cap).
-pub const TEST_FLAGS: &[&str] = &[
+/// The reporter's loops at test speed (production: 15 s pushes, 2 min full refresh, 5 s scans,
+/// 30 s backoff cap): shared by a locally launched reporter and the installed one.
+pub const LOOP_SPEEDS: &[&str] = &[
     "--push-interval",
     "1s",
     "--full-refresh",
@@ -63,9 +64,10 @@ pub const TEST_FLAGS: &[&str] = &[
     "500ms",
     "--backoff-max",
     "2s",
-    "--log-format",
-    "text",
 ];
+
+/// Test-speed defaults of a locally launched reporter: [`LOOP_SPEEDS`] and text logs.
+pub const TEST_FLAGS: &[&[&str]] = &[LOOP_SPEEDS, &["--log-format", "text"]];
 
 impl Reporter {
     /// Starts a reporter named `name` against `cp` as ServiceAccount `aco-reporter` (the RBAC of
@@ -104,7 +106,7 @@ impl Reporter {
             "--webhook-key-file",
             &key,
         ];
-        defaults.extend(TEST_FLAGS);
+        defaults.extend(TEST_FLAGS.concat());
         // clap refuses a flag given twice: a flag in `extra` replaces the default (all of ours
         // take one value).
         let mut args: Vec<String> = Vec::new();
