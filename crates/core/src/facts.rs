@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::nodes::NodeReport;
 use crate::config::Config;
 use crate::k8s::{parse_resource_list, ResourceAmounts};
+pub use crate::names::{validate_node_name, NodeName};
 use crate::node_labels::LabelReading;
 use crate::predict::{Ema, Predictor};
 
@@ -54,20 +55,6 @@ pub struct NodeFacts {
 pub struct FactsError {
     pub field: String,
     pub reason: String,
-}
-
-/// Kubernetes object names: at most 253 characters of lowercase alphanumerics, '-' and '.'.
-pub fn validate_node_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("node name {name:?} is not a valid Kubernetes name"))
-    }
 }
 
 /// How far into the future an observation time may be before we call it a clock error.

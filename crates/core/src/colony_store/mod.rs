@@ -44,6 +44,7 @@ use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
 use crate::facts::validate_node_name;
+pub use crate::names::{validate_pod_key, PodKey, MAX_POD_KEY_LEN};
 use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
 use early::{EarlyPlacements, Hold};
@@ -76,8 +77,6 @@ pub const SEGMENT_CHANGES_MAX: usize = 4_000;
 /// Remembered pods (confirmed or shadow) per tenant; beyond, the oldest are forgotten early (a
 /// replay of such a pod is then unknown, never a second deposit). ~130 B each in memory.
 pub const MAX_PODS_REMEMBERED: usize = 200_000;
-/// Longest pod key: a UID is 36 characters; `namespace/name` at most 63 + 1 + 253.
-pub const MAX_POD_KEY_LEN: usize = 320;
 /// Largest decision accepted (JSON): 64 candidates with every explanation are ~19 KB.
 pub const MAX_DECISION_BYTES: usize = 128 * 1024;
 
@@ -99,23 +98,6 @@ pub struct ReportKey {
 /// Confirmed explanations are answered if made at or after this.
 fn explained_since(now_ms: u64, config: &Config) -> u64 {
     now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms)
-}
-
-/// A pod key as the colony stores it: the pod's UID, or `namespace/name`.
-pub fn validate_pod_key(key: &str) -> Result<(), String> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
-    if key.is_empty()
-        || key.len() > MAX_POD_KEY_LEN
-        || !key.chars().all(ok_char)
-        || key.split('/').any(str::is_empty)
-    {
-        let shown: String = key.chars().take(40).collect();
-        return Err(format!(
-            "pod key {shown:?} ({} bytes) is not a pod UID or namespace/name: 1–{MAX_POD_KEY_LEN} characters of [A-Za-z0-9-._/]",
-            key.len()
-        ));
-    }
-    Ok(())
 }
 
 /// A decision the colony can keep: a valid key, valid candidate names, a bounded size.
