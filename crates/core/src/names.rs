@@ -5,6 +5,7 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -53,11 +54,31 @@ macro_rules! validated_name {
             }
         }
 
+        /// Read as the text it is, wherever a `&str` is taken (`&key` for `&str`).
+        impl Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
         /// So a map keyed by the name is read with a `&str` (no allocation per lookup): the
         /// order, equality and hash are the inner string's.
         impl Borrow<str> for $name {
             fn borrow(&self) -> &str {
                 &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
             }
         }
 
@@ -186,6 +207,22 @@ pub fn validate_node_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("node name {name:?} is not a valid Kubernetes name"))
+    }
+}
+
+/// Reads an optional name where an empty string means absent (as clients send an unset field,
+/// e.g. a pod's UID): `None` rather than an invalid name. Use with `#[serde(default,
+/// deserialize_with = "crate::names::empty_as_none")]`.
+pub fn empty_as_none<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<String, Error = String>,
+{
+    match Option::<String>::deserialize(d)? {
+        Some(text) if !text.is_empty() => T::try_from(text)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        _ => Ok(None),
     }
 }
 

@@ -56,7 +56,7 @@ pub struct ShadowReplay {
     pub not_scored: u64,
     /// Pods already shadow-reported: a pod evicted and bound again (same UID) is a duplicate
     /// for the Worker, so the native counterfactual counts it once too.
-    reported: std::collections::HashSet<String>,
+    reported: std::collections::HashSet<aco_core::names::PodKey>,
 }
 
 fn wall_ms() -> u64 {
@@ -182,7 +182,7 @@ impl Scheduler for ShadowReplay {
         bound["spec"]["nodeName"] = json!(name);
         bound["spec"]["schedulerName"] = json!("default-scheduler");
         let body = ShadowBatch {
-            placements: vec![ShadowReport::of(&placement_report(pod, name, None), bound)],
+            placements: vec![ShadowReport::of(&placement_report(pod, name, None)?, bound)],
         };
         let started = Instant::now();
         let (_, ops) = self

@@ -100,10 +100,13 @@ fn explained_since(now_ms: u64, config: &Config) -> u64 {
     now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms)
 }
 
-/// A decision the colony can keep: a valid key, valid candidate names, a bounded size.
+/// A decision the colony can keep: valid candidate names, a bounded size (its key is a
+/// [`PodKey`], valid as it was read).
 fn validate_decision(r: &DecisionRecord) -> Result<(), String> {
-    validate_pod_key(&r.key)?;
     for (node, eta) in &r.decision.etas {
+        // The candidates are kube-scheduler's node names, which the extender verbs read as text
+        // (a name of other characters is no 400 there: kube-scheduler sends what its informer
+        // holds); one the colony could never see confirmed is not kept.
         validate_node_name(node).map_err(|e| format!("decision for {}: {e}", r.key))?;
         if !eta.is_finite() {
             return Err(format!("decision for {}: η of {node} is not finite", r.key));
@@ -187,7 +190,7 @@ pub struct ColonyStore {
     /// `TenantColony` as of `seq`, serialised: what the next entry's patch is computed against.
     committed_colony: Value,
     /// Changes since the last commit: decisions added (Some) or removed (None) by key.
-    changed_decisions: BTreeMap<String, Option<Decision>>,
+    changed_decisions: BTreeMap<PodKey, Option<Decision>>,
     changed_records: Vec<IndexChange>,
     /// Pod index changes committed since the last snapshot (the next segment row).
     segment: Vec<IndexChange>,
@@ -539,7 +542,7 @@ impl ColonyStore {
     }
 
     /// Applies one tenant's placement reports (see `colony::report` for what each does). An item
-    /// the colony refuses (an invalid key, node or outcome) is dropped and counted; the rest
+    /// the colony refuses (an invalid outcome) is dropped and counted; the rest
     /// proceed. A report for a pod whose decision has not arrived is held for it (`early.rs`).
     /// The caller commits before replying.
     pub fn placements(
@@ -551,10 +554,8 @@ impl ColonyStore {
         let mut out = PlacementsReply::default();
         self.expire_held(now_ms);
         for item in items {
-            let valid = validate_pod_key(&item.key)
-                .and_then(|_| validate_node_name(&item.node))
-                .and_then(|_| item.outcome.map(|o| o.quality()).transpose().map(|_| ()));
-            if valid.is_err() {
+            // Key and node are typed (valid as read); the outcome's value is checked here.
+            if item.outcome.map(|o| o.quality()).transpose().is_err() {
                 self.drop_item(DropReason::InvalidPlacement, &mut out.dropped);
                 self.touch(now_ms);
                 continue;
@@ -675,10 +676,7 @@ impl ColonyStore {
         let mut out = ShadowReply::default();
         let mut outcomes = false;
         for item in items {
-            if validate_pod_key(&item.key).is_err()
-                || validate_node_name(&item.node).is_err()
-                || item.outcome.map(|o| o.quality()).transpose().is_err()
-            {
+            if item.outcome.map(|o| o.quality()).transpose().is_err() {
                 self.drop_item(DropReason::InvalidShadowReport, &mut out.dropped);
                 self.touch(now_ms);
                 continue;
