@@ -14,6 +14,7 @@ use aco_core::api::shadow::{
 };
 use aco_core::colony::{Outcome, OutcomeLabel};
 use aco_core::k8s::{QuantityText, RawResourceList};
+use aco_core::names::NodeName;
 use aco_testkit::api::{error_body, exact, placed, pod, Api, WorkerHttp};
 use aco_testkit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use aco_testkit::pods::{edit_pod, edit_spec};
@@ -52,7 +53,6 @@ fn facts(hot_node: Option<&str>) -> Vec<NodeReport> {
     NODES
         .iter()
         .map(|(name, price, requested)| NodeReport {
-            name: name.to_string(),
             labels: Some(BTreeMap::from([(
                 "aco/cost-per-hour".to_string(),
                 price.to_string(),
@@ -71,7 +71,7 @@ fn facts(hot_node: Option<&str>) -> Vec<NodeReport> {
             } else {
                 Vec::new()
             },
-            ..NodeReport::default()
+            ..NodeReport::named(NodeName::parse(name).unwrap())
         })
         .collect()
 }

@@ -209,7 +209,7 @@ impl HttpScheduler {
             .timed(self.client.put(format!("{}/v1/nodes", self.base_url)))
             .bearer_auth(&self.token)
             .json(&NodesBatch {
-                reclaimed: vec![node.to_string()],
+                reclaimed: vec![NodeName::parse(node)?],
                 ..NodesBatch::default()
             })
             .send()?;

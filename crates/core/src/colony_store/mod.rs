@@ -43,8 +43,9 @@ use crate::api::dropped::DropReason;
 use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
-use crate::facts::validate_node_name;
-pub use crate::names::{validate_pod_key, PodKey, MAX_POD_KEY_LEN};
+use crate::names::validate_node_name;
+use crate::names::PodKey;
+pub use crate::names::MAX_POD_KEY_LEN;
 use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
 use early::{EarlyPlacements, Hold};
