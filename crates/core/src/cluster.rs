@@ -4,10 +4,7 @@
 //! without it are the default cluster, whose storage names are today's (existing colonies and
 //! facts stay where they are).
 
-pub use crate::names::{validate_cluster, validate_tenant, ClusterId, TenantId};
-
-/// The cluster of paths without `/c/<cluster>`.
-pub const DEFAULT_CLUSTER: &str = "default";
+pub use crate::names::{validate_cluster, validate_tenant, ClusterId, TenantId, DEFAULT_CLUSTER};
 
 /// Splits a leading `c/<cluster>` off a path's segments. `Err` for an invalid id.
 pub fn split_cluster<'a, 'b>(

@@ -1,7 +1,8 @@
 //! The four names that cross the project's seams — cluster, tenant, node, pod key — as types
 //! that can only hold a valid value. Each is parsed once where it enters (a request body through
 //! serde, a path segment, the Kubernetes API in the reporter), so code holding one need not check
-//! it again, and stored or sent it is the same string it always was (`serde(transparent)`).
+//! it again, and stored or sent it is the same string it always was (`serde(transparent)`). It
+//! imports nothing of the crate: every module may check a name.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -9,7 +10,8 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::cluster::DEFAULT_CLUSTER;
+/// The cluster of paths without `/c/<cluster>` (`crate::cluster`).
+pub const DEFAULT_CLUSTER: &str = "default";
 
 /// Declares a validated name: a private `String` made only by `parse` (or `TryFrom`, or serde,
 /// which refuses an invalid value with the validator's message, so a body naming a bad one is a
