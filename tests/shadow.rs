@@ -335,6 +335,17 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
         "{body}"
     );
     assert!(e.error.contains("is not a valid Kubernetes name"), "{body}");
+    // A podUid no colony could store: refused as read, like a placement's.
+    let mut bad_uid = json!({"placements": [good.clone()]});
+    bad_uid["placements"][0]["podUid"] = json!("a b");
+    let (status, body, _) = shadow_body(&api, "", bad_uid).await;
+    assert_eq!(status, 400, "{body}");
+    let e = error_body(&body);
+    assert_eq!(
+        (e.field.as_deref(), e.item),
+        (Some("placements[0].podUid"), Some(0)),
+        "{body}"
+    );
     for (batch, field) in [
         (
             vec![
