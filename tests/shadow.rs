@@ -323,29 +323,25 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
         "c-expensive",
         asking_cpu(bound("p1", None, "c-expensive"), "lots"),
     );
-    // A node name the typed report cannot carry, written out: refused as the batch is read.
-    let mut bad_node = json!({"placements": [good.clone(), good.clone(), good.clone()]});
-    bad_node["placements"][2]["node"] = json!("Not_A_Node");
-    let (status, body, _) = shadow_body(&api, "", bad_node).await;
-    assert_eq!(status, 400, "{body}");
-    let e = error_body(&body);
-    assert_eq!(
-        (e.field.as_deref(), e.item),
-        (Some("placements[2].node"), Some(2)),
-        "{body}"
-    );
-    assert!(e.error.contains("is not a valid Kubernetes name"), "{body}");
-    // A podUid no colony could store: refused as read, like a placement's.
-    let mut bad_uid = json!({"placements": [good.clone()]});
-    bad_uid["placements"][0]["podUid"] = json!("a b");
-    let (status, body, _) = shadow_body(&api, "", bad_uid).await;
-    assert_eq!(status, 400, "{body}");
-    let e = error_body(&body);
-    assert_eq!(
-        (e.field.as_deref(), e.item),
-        (Some("placements[0].podUid"), Some(0)),
-        "{body}"
-    );
+    // Names the typed report cannot carry, written out: refused as the batch is read, naming
+    // the field and the item (a podUid as a placement's is).
+    for (i, key, value, needle) in [
+        (2, "node", "Not_A_Node", "is not a valid Kubernetes name"),
+        (0, "podUid", "a b", "is not a pod UID"),
+    ] {
+        let mut batch = json!({"placements": [good.clone(), good.clone(), good.clone()]});
+        batch["placements"][i][key] = json!(value);
+        let (status, body, _) = shadow_body(&api, "", batch).await;
+        assert_eq!(status, 400, "{body}");
+        let e = error_body(&body);
+        let field = format!("placements[{i}].{key}");
+        assert_eq!(
+            (e.field.as_deref(), e.item),
+            (Some(field.as_str()), Some(i)),
+            "{body}"
+        );
+        assert!(e.error.contains(needle), "{body}");
+    }
     for (batch, field) in [
         (
             vec![
