@@ -375,6 +375,9 @@ pub struct Scan {
     pub alive: HashSet<String>,
     /// Ends decided in this scan, by verdict kind and reason (for metrics and logs).
     pub decided: Vec<(&'static str, String)>,
+    /// Pods not reported because the Worker would refuse their UID or node name:
+    /// (`namespace/name`, the validator's reason), for the log.
+    pub invalid: Vec<(String, String)>,
 }
 
 /// Plans the reports owed for every pod in `pods` (the reflector's store, and pods the watch
@@ -391,8 +394,14 @@ pub fn scan<'a>(
         if !pod.uid.is_empty() && !presence.deleted {
             out.alive.insert(pod.uid.to_string());
         }
-        let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else {
-            continue;
+        let bound = match bound_pod(pod, &rules.schedulers, rules.config) {
+            Ok(bound) => bound,
+            Err(Skip::InvalidName(why)) => {
+                out.invalid
+                    .push((format!("{}/{}", pod.namespace, pod.name), why));
+                continue;
+            }
+            Err(_) => continue,
         };
         let decision = match ledger.decision(&bound.uid) {
             Some(d) => Some(d),
@@ -549,6 +558,18 @@ mod tests {
                 Err(Skip::InvalidName(why)) => assert!(why.contains(needle), "{why}"),
                 other => panic!("{uid} on {node}: {other:?}"),
             }
+            // A scan queues nothing for it and names it for the log.
+            let names = schedulers();
+            let found = scan(
+                &mut Ledger::default(),
+                &mut Attribution::default(),
+                [(&bad, Presence::default())],
+                &rules(&c, &names),
+                10_000,
+            );
+            assert!(found.items.is_empty());
+            assert_eq!(found.invalid.len(), 1, "{uid} on {node}");
+            assert!(found.invalid[0].1.contains(needle), "{:?}", found.invalid);
         }
     }
 

@@ -765,6 +765,10 @@ async fn scan_pods(s: Arc<Shared>) {
                     ledger.unqueue(&item);
                 }
             }
+            // Seen again every scan while the pod lives: debug, not a warning each time.
+            for (pod, why) in &found.invalid {
+                tracing::debug!(pod = %pod, %why, "pod not reported: the Worker would refuse it");
+            }
             for (kind, reason) in &found.decided {
                 s.telemetry
                     .ends
