@@ -196,16 +196,19 @@ pub async fn drain(req: &mut Request) {
     }
 }
 
-/// Parses a JSON body into `T`, naming the problem on failure.
+/// Parses a JSON body into `T`, naming the problem on failure: the path of the offending field
+/// (`placements[2].node`, where a typed name refused its value) and, in a batch, the item's index.
 pub fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a str, what: &str) -> Result<T, ApiError> {
-    serde_json::from_str(body).map_err(|e| {
-        ApiError::new(
-            400,
-            format!(
-                "invalid {what}: {e} (line {}, column {})",
-                e.line(),
-                e.column()
-            ),
-        )
+    aco_core::k8s::parse_json_at(body).map_err(|(path, message)| ApiError {
+        item: path.as_deref().and_then(item_of),
+        field: path,
+        ..ApiError::new(400, format!("invalid {what}: {message}"))
     })
+}
+
+/// The index of a batch's item a field path is in: `3` of `placements[3].node`.
+fn item_of(path: &str) -> Option<usize> {
+    let (_, rest) = path.split_once('[')?;
+    let (index, _) = rest.split_once(']')?;
+    index.parse().ok()
 }

@@ -28,6 +28,11 @@ async fn bad_inputs_get_4xx_json_naming_the_problem_and_change_nothing() {
         let message = error_message(&error_body(&text));
         assert!(message.contains(needle), "{path}: {message}");
     }
+    // A pod key no colony could store is learnt nothing from, never an error of the bind verb
+    // (kube-scheduler would fail the pod's binding for it).
+    let odd_uid = json!({"PodName": "p", "PodNamespace": "n", "PodUID": "a b", "Node": "n1"});
+    let (got, text) = api.post_raw("/v1/bind", odd_uid.to_string()).await;
+    assert_eq!((got.as_u16(), text.as_str()), (200, r#"{"Error":""}"#));
     let r = api
         .http
         .get(api.worker.url("/v1/filter"))

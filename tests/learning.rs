@@ -105,10 +105,9 @@ async fn only_outcomes_deposit_and_tenants_are_isolated() {
 
     // A repeated or unknown report deposits nothing more.
     let never_scored = PlacementReport {
-        pod_uid: Some("never-scored".into()),
+        namespace: None,
         tenant: Some("alpha".into()),
-        node: best.clone(),
-        ..PlacementReport::default()
+        ..placed("never-scored", "", &best)
     };
     let again = api.place_reports(&[failed[0].clone(), never_scored]).await;
     assert_eq!(

@@ -176,7 +176,7 @@ async fn bind(api: &WorkerApi, pod: &TestPod, node: &str) {
         pod_name: pod.name.clone(),
         pod_namespace: pod.namespace.clone(),
         pod_uid: pod.uid.clone(),
-        node: node.to_owned(),
+        node: aco_core::names::NodeName::parse(node).unwrap(),
     };
     let reply: ExtenderBindingResult = api
         .post_as(

@@ -228,19 +228,15 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
             }
         }
         Route::Placements => {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
-                for p in v["placements"].as_array().into_iter().flatten() {
-                    if let Ok(o) =
-                        serde_json::from_value::<aco_core::colony::Outcome>(p["outcome"].clone())
-                    {
+            // As the route reads it: the node and podUid typed (validated) by serde, the key
+            // made from namespace and name checked as it is made.
+            let batch = aco_core::k8s::parse_json_at::<aco_core::api::placements::PlacementsBatch>;
+            if let Ok(batch) = batch(text) {
+                for p in &batch.placements {
+                    if let Some(o) = p.outcome {
                         let _ = o.quality();
                     }
-                    if let Some(n) = p["node"].as_str() {
-                        let _ = aco_core::facts::validate_node_name(n);
-                    }
-                    if let Some(u) = p["podUid"].as_str() {
-                        let _ = aco_core::colony_store::validate_pod_key(u);
-                    }
+                    let _ = p.pod_key();
                 }
             }
         }

@@ -165,9 +165,8 @@ impl Facts {
     }
 
     fn put(&self, body: &str, now_ms: u64) -> Result<Reply> {
-        let batch: NodesBatch = match serde_json::from_str::<NodesBatch>(body)
-            .map_err(|e| (None::<String>, e.to_string()))
-        {
+        // Node names are typed: a bad one is refused here, at its path (`deleted[1]`).
+        let batch: NodesBatch = match aco_core::k8s::parse_json_at::<NodesBatch>(body) {
             Ok(b) => b,
             Err((field, message)) => {
                 return Ok(refuse(

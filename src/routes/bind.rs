@@ -9,34 +9,39 @@
 
 use aco_core::cluster::TenantId;
 use aco_core::colony_store::wire::PlacementItem;
-use aco_core::facts::validate_node_name;
 use aco_core::metrics;
+use aco_core::names::PodKey;
 use aco_core::wire::{ExtenderBindingArgs, ExtenderBindingResult};
 
 use super::placements::deliver;
 use super::{Call, Handled};
-use crate::http::{json_response, parse_json, read_body, ApiError};
+use crate::http::{json_response, parse_json, read_body};
 use crate::pod_index;
 
 pub async fn bind(call: &mut Call) -> Handled {
     let body = read_body(&mut call.req, call.config.serving.max_body_bytes).await?;
     let args: ExtenderBindingArgs = parse_json(&body, "ExtenderBindingArgs")?;
-    validate_node_name(&args.node).map_err(|m| ApiError::field(400, "Node", m))?;
+    // `Node` is typed (a bad one is a 400 naming it as the body is read). The key is made here
+    // from kube-scheduler's fields, and checked as it is made: one no colony could store names no
+    // pod the extender scored, so it is learnt nothing from, like an unknown pod.
     let key = if args.pod_uid.is_empty() {
-        format!("{}/{}", args.pod_namespace, args.pod_name)
+        PodKey::namespaced(&args.pod_namespace, &args.pod_name)
     } else {
-        args.pod_uid.clone()
-    };
-    let tenant = if call.config.serving.bind_index {
-        pod_index::tenant_of(&call.bindings, &key).await
-    } else {
-        Some(args.pod_namespace.clone())
+        PodKey::parse(&args.pod_uid)
+    }
+    .ok();
+    let tenant = match &key {
+        None => None,
+        Some(key) if call.config.serving.bind_index => {
+            pod_index::tenant_of(&call.bindings, key).await
+        }
+        Some(_) => Some(args.pod_namespace.clone()),
     }
     // Where the tenant enters (the index's stored value, or the namespace kube-scheduler sent).
     .and_then(|t| TenantId::parse(&t).ok())
     .filter(|t| call.config.tenant_allowed(t.as_str()));
-    match tenant {
-        Some(tenant) => {
+    match key.zip(tenant) {
+        Some((key, tenant)) => {
             deliver(
                 call,
                 vec![(

@@ -7,8 +7,8 @@
 //! `DECISION_KEEP_TOP` candidates and `FILTER_REJECTIONS_KEPT` rejected nodes.
 
 use aco_core::cluster::TenantId;
-use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::LookupRequest;
+use aco_core::names::PodKey;
 
 use super::admission::admitted_colony;
 use super::{Call, Handled};
@@ -18,7 +18,8 @@ use crate::http::{json_response, ApiError};
 
 pub async fn decision(call: &mut Call, tenant: &TenantId, key: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_pod_key(key).map_err(|m| ApiError::field(400, "podUid", m))?;
+    // Where the key enters: a path segment.
+    let key = PodKey::parse(key).map_err(|m| ApiError::field(400, "podUid", m))?;
     let colony = admitted_colony(call, tenant, "decision").await?;
     // Read your writes: a decision this isolate scored from its copy may not have reached the
     // colony yet (it is sent after the prioritize response).
@@ -27,7 +28,7 @@ pub async fn decision(call: &mut Call, tenant: &TenantId, key: &str) -> Handled 
         &call.bindings,
         &colony,
         &LookupRequest {
-            key: key.to_string(),
+            key: key.clone(),
             now_ms: call.now_ms,
         },
     )
@@ -35,7 +36,7 @@ pub async fn decision(call: &mut Call, tenant: &TenantId, key: &str) -> Handled 
     match (lookup.decision, lookup.explained, lookup.confirmed) {
         (Some(decision), ..) => Ok(json_response(
             200,
-            &decision.explain(key, tenant.as_str()),
+            &decision.explain(&key, tenant.as_str()),
         )),
         (None, Some(explained), _) => Ok(json_response(200, &explained.explain(tenant.as_str()))),
         (None, None, Some(c)) => Err(ApiError {

@@ -7,6 +7,7 @@ use aco_core::config::Config;
 use aco_core::extender::FilterReply;
 use aco_core::extender::{parse_args, ScoringInput};
 use aco_core::metrics;
+use aco_core::names::PodKey;
 use aco_core::pipeline::ColonySource;
 use rand::{rngs::SmallRng, SeedableRng};
 
@@ -118,9 +119,10 @@ pub async fn prioritize(call: &mut Call) -> Handled {
     if input.features.is_empty() {
         return Ok(priorities_response(&[]));
     }
-    // The colony remembers the decision under this key: one no placement could name is refused
-    // here rather than stored.
-    aco_core::colony_store::validate_pod_key(&input.demand.key)
+    // The colony remembers the decision under this key, made from the pod's metadata as the
+    // body was read (borrowed, untyped, for the hot path): one no placement could name is
+    // refused here rather than stored.
+    let key = PodKey::parse(&input.demand.key)
         .map_err(|m| ApiError::field(400, "Pod.metadata.uid", m))?;
     // Valid by `tenant_of` when the demand was read; typed here, where the colony is named.
     let tenant = TenantId::parse(&input.demand.tenant)
@@ -221,7 +223,7 @@ pub async fn prioritize(call: &mut Call) -> Handled {
         e.filter = filter_reasons;
     }
     let record = DecisionRecord {
-        key: input.demand.key.clone(),
+        key,
         explored: prioritized.explored.is_some(),
         decision: prioritized.decision,
     };

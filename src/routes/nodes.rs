@@ -8,8 +8,8 @@
 //! grows, so it is the high-water mark of every request the isolate served so far (how the
 //! memory of a 5,000-node filter is measured, docs/benchmarks.md).
 
-use aco_core::facts::validate_node_name;
 use aco_core::metrics;
+use aco_core::names::NodeName;
 use worker::Response;
 
 use super::{Call, Handled};
@@ -31,8 +31,9 @@ pub async fn put_nodes(call: &mut Call) -> Handled {
 /// `GET /v1/nodes/{name}`: the stored facts of one node, read from its cluster's Facts object.
 pub async fn get_node(call: &mut Call, name: &str) -> Handled {
     require_admin(&call.req, &call.env)?;
-    validate_node_name(name).map_err(|m| ApiError::field(400, "name", m))?;
-    match crate::facts::client::get(&call.bindings, &call.cluster, name).await? {
+    // Where the name enters: a path segment.
+    let name = NodeName::parse(name).map_err(|m| ApiError::field(400, "name", m))?;
+    match crate::facts::client::get(&call.bindings, &call.cluster, &name).await? {
         Some(facts) => Ok(with_memory(json_response(200, &facts))),
         None => Err(ApiError::field(
             404,

@@ -11,10 +11,8 @@ use std::collections::BTreeMap;
 use aco_core::api::batch_failure::{TenantApplied, TenantCommit};
 use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSummary};
 use aco_core::cluster::TenantId;
-use aco_core::colony_store::validate_pod_key;
 use aco_core::colony_store::wire::{PlacementItem, PlacementsRequest};
 use aco_core::config::Config;
-use aco_core::facts::validate_node_name;
 
 use super::admission::{admit_tenant, count_overflow, over_limit, TenantAdmission};
 use super::{Call, Handled};
@@ -59,11 +57,12 @@ fn validate(
     config: &Config,
 ) -> Result<(TenantId, PlacementItem), ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
-    validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
-    let key = r.pod_key().ok_or_else(|| {
-        ApiError::field(400, field("podUid"), "need podUid, or namespace and name")
-    })?;
-    validate_pod_key(&key).map_err(|m| ApiError::field(400, field("podUid"), m))?;
+    // The node and a `podUid` are typed, valid as the batch was read; a key made from the
+    // namespace and name is checked as it is made.
+    let key = r
+        .pod_key()
+        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?
+        .map_err(|m| ApiError::field(400, field("podUid"), m))?;
     let tenant = r
         .tenant
         .clone()

@@ -20,8 +20,8 @@ use aco_core::colony::{Outcome, TenantColony};
 use aco_core::colony_store::wire::{ShadowItem, ShadowReply, ShadowRequest};
 use aco_core::config::Config;
 use aco_core::demand::{tenant_of, DemandError, PodDemand};
-use aco_core::facts::validate_node_name;
 use aco_core::k8s::PodView;
+use aco_core::names::{NodeName, PodKey};
 use aco_core::shadow::{ShadowCluster, ShadowScore, ShadowSummary};
 
 use super::admission::{
@@ -42,8 +42,8 @@ pub const MAX_BATCH: usize = 1_000;
 /// A report made ready for scoring.
 struct Valid {
     tenant: TenantId,
-    key: String,
-    node: String,
+    key: PodKey,
+    node: NodeName,
     /// `None`: a pod the extender itself could not evaluate (an unusable annotation; its filter
     /// would reject every node) — counted as not feasible, never an error of the reporter's.
     demand: Option<PodDemand>,
@@ -52,22 +52,22 @@ struct Valid {
 
 fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
-    validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
+    // The node and a `podUid` are typed, valid as the batch was read.
     let reported_key = r.pod_key();
     let raw = r
         .pod
         .ok_or_else(|| ApiError::field(400, field("pod"), "need the v1.Pod as bound"))?;
     let mut pod: PodView = serde_json::from_value(raw)
         .map_err(|e| ApiError::field(400, field("pod"), format!("invalid Pod: {e}")))?;
-    // The report's key, else the pod's own (its UID, else namespace/name).
+    // The report's key, else the pod's own (its UID, else namespace/name): checked as it is
+    // made from its parts.
     let key = reported_key
         .or_else(|| {
             (!pod.metadata.uid.is_empty() || !pod.metadata.name.is_empty())
-                .then(|| pod.decision_key())
+                .then(|| PodKey::try_from(pod.decision_key()))
         })
-        .ok_or_else(|| {
-            ApiError::field(400, field("podUid"), "need podUid, or namespace and name")
-        })?;
+        .ok_or_else(|| ApiError::field(400, field("podUid"), "need podUid, or namespace and name"))?
+        .map_err(|m| ApiError::field(400, field("podUid"), m))?;
     let tenant = match r.tenant {
         Some(t) => t,
         None => tenant_of(&pod, &config.pod_keys).map_err(|e| {

@@ -8,7 +8,7 @@ use aco_core::api::pheromones::{PheromoneTableReply, ResetReply};
 use aco_core::cluster::{validate_tenant, DEFAULT_CLUSTER};
 use aco_core::colony::explain_text;
 use aco_core::colony::DecisionExplanation;
-use aco_core::colony_store::validate_pod_key;
+use aco_core::names::PodKey;
 use aco_core::registry::Page;
 use reqwest::Method;
 use serde::de::DeserializeOwned;
@@ -172,7 +172,8 @@ fn trails(client: &Client, out: Output, tenant: &str) -> Result<String, Failure>
 
 fn explain(client: &Client, out: Output, tenant: &str, pod: &str) -> Result<String, Failure> {
     tenant_arg(tenant)?;
-    validate_pod_key(pod).map_err(|e| Failure::usage(format!("pod: {e}")))?;
+    // Where the key enters: the command line.
+    let pod = PodKey::parse(pod).map_err(|e| Failure::usage(format!("pod: {e}")))?;
     let text = client.call(
         Method::GET,
         &format!("/v1/tenants/{tenant}/decisions/{pod}"),

@@ -56,20 +56,6 @@ pub struct FactsError {
     pub reason: String,
 }
 
-/// Kubernetes object names: at most 253 characters of lowercase alphanumerics, '-' and '.'.
-pub fn validate_node_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("node name {name:?} is not a valid Kubernetes name"))
-    }
-}
-
 /// How far into the future an observation time may be before we call it a clock error.
 const MAX_CLOCK_SKEW_MS: u64 = 5 * 60 * 1000;
 /// One GPU, in milli-GPU.
@@ -87,9 +73,6 @@ impl NodeReport {
                 reason,
             })
         };
-        if let Err(reason) = validate_node_name(&self.name) {
-            return fail("name", reason);
-        }
         for (key, list) in [
             ("allocatable", &self.allocatable),
             ("requested", &self.requested),
@@ -152,7 +135,7 @@ impl NodeFacts {
     /// Merges a validated report into this record. Utilisation samples not newer than the last
     /// one already folded into the EMA are skipped, so re-sending a batch is harmless.
     pub fn apply(&mut self, report: &NodeReport, now_ms: u64, config: &Config) {
-        self.name = report.name.clone();
+        self.name = report.name.to_string();
         let observed_at = report.observed_at_ms.unwrap_or(now_ms);
         if let Some(labels) = &report.labels {
             self.labels = labels.clone();
@@ -266,6 +249,7 @@ impl<S: BuildHasher> FactsLookup for HashMap<String, ReadFacts, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::NodeName;
 
     fn report(json: &str) -> NodeReport {
         serde_json::from_str(json).unwrap()
@@ -335,9 +319,8 @@ mod tests {
         let old: NodeFacts = serde_json::from_str(r#"{"name":"n0","labels":{},"allocatable":null,"requested":null,"latencyUs":null,"load":null,"updatedAtMs":5}"#).unwrap();
         assert_eq!(old.gpu_free_milli, None);
         let too_many = NodeReport {
-            name: "n".into(),
             gpu_free_milli: Some(vec![0; MAX_GPUS_PER_NODE + 1]),
-            ..Default::default()
+            ..NodeReport::named(NodeName::parse("n").unwrap())
         };
         assert_eq!(
             too_many.validate("nodes[4]", 0).unwrap_err().field,
@@ -359,7 +342,6 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         for (json, field) in [
-            (r#"{"name":"Bad_Name"}"#, "nodes[0].name"),
             (
                 r#"{"name":"n","allocatable":{"cpu":"x"}}"#,
                 "nodes[0].allocatable.cpu",
@@ -385,5 +367,15 @@ mod tests {
             );
         }
         assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","latency":3}"#).is_err());
+        // The name is typed: a bad one is refused as the report is read, at its path.
+        let (path, message) = crate::k8s::parse_json_at::<crate::api::nodes::NodesBatch>(
+            r#"{"nodes":[{"name":"ok"},{"name":"Bad_Name"}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(path.as_deref(), Some("nodes[1].name"));
+        assert!(
+            message.contains("is not a valid Kubernetes name"),
+            "{message}"
+        );
     }
 }

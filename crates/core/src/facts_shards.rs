@@ -23,8 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::nodes::NodesBatch;
 use crate::config::Config;
-use crate::facts::{validate_node_name, FactsError, NodeFacts, Observed};
+use crate::facts::{FactsError, NodeFacts, Observed};
 use crate::heuristic::spot_risk::SpotPools;
+use crate::names::NodeName;
 use crate::predict::Ema;
 
 /// Rows the cluster's facts are packed into. Changing it re-shards on the next load (a row whose
@@ -107,11 +108,7 @@ impl NodesBatch {
             let i = index.entry(list).or_default();
             let field = format!("{list}[{i}]");
             *i += 1;
-            validate_node_name(name).map_err(|message| BatchError {
-                status: 400,
-                field: field.clone(),
-                message,
-            })?;
+            // Names are typed (valid as the batch was read); what is left is their combination.
             if reported.contains(name.as_str()) {
                 return Err(BatchError {
                     status: 400,
@@ -317,7 +314,7 @@ impl FactsTable {
         for report in &batch.nodes {
             let record = plan
                 .records
-                .entry(report.name.clone())
+                .entry(report.name.to_string())
                 .or_insert_with(|| self.get(&report.name).cloned().unwrap_or_default());
             record.apply(report, now_ms, config);
         }
@@ -334,7 +331,7 @@ impl FactsTable {
         plan.pools = self.pools.clone();
         // A reclamation counts against the pool of the node's known labels, once: named twice,
         // or again by a retried batch (the node is forgotten by then), it is not counted again.
-        let reclaimed: BTreeSet<&str> = batch.reclaimed.iter().map(String::as_str).collect();
+        let reclaimed: BTreeSet<&str> = batch.reclaimed.iter().map(NodeName::as_str).collect();
         for name in reclaimed {
             if let Some(known) = self.get(name) {
                 plan.pools.reclaimed(&known.labels, config);
@@ -342,10 +339,12 @@ impl FactsTable {
         }
         for name in batch.deleted.iter().chain(&batch.reclaimed) {
             let s = shard_of(name);
-            if self.shards[s].contains_key(name) || self.persisted[s].contains_key(name) {
+            if self.shards[s].contains_key(name.as_str())
+                || self.persisted[s].contains_key(name.as_str())
+            {
                 plan.rewrite.insert(s);
             }
-            plan.deleted.insert(name.clone());
+            plan.deleted.insert(name.to_string());
         }
         self.plan_pools(&mut plan, now_ms, config);
         plan
@@ -492,7 +491,10 @@ mod tests {
     fn batch(reports: Vec<NodeReport>, deleted: &[&str]) -> NodesBatch {
         NodesBatch {
             nodes: reports,
-            deleted: deleted.iter().map(|s| s.to_string()).collect(),
+            deleted: deleted
+                .iter()
+                .map(|s| NodeName::parse(s).unwrap())
+                .collect(),
             reclaimed: Vec::new(),
         }
     }
@@ -787,25 +789,17 @@ mod tests {
 
     #[test]
     fn batch_validation_names_the_field_and_caps_the_size() {
-        let bad = NodesBatch {
-            nodes: vec![report("ok", 1, 0.1), report("Bad", 1, 0.1)],
-            ..NodesBatch::default()
-        };
-        assert_eq!(bad.validate(10).unwrap_err().field, "nodes[1].name");
         let both = batch(vec![report("x", 1, 0.1)], &["y", "x"]);
         let e = both.validate(10).unwrap_err();
         assert_eq!((e.status, e.field.as_str()), (400, "deleted[1]"));
         let many = NodesBatch {
-            nodes: vec![NodeReport::default(); MAX_BATCH + 1],
+            nodes: vec![report("n", 1, 0.1); MAX_BATCH + 1],
             ..NodesBatch::default()
         };
         assert_eq!(many.validate(10).unwrap_err().status, 413);
         let full = NodesBatch {
             nodes: (0..MAX_BATCH)
-                .map(|i| NodeReport {
-                    name: format!("n{i}"),
-                    ..Default::default()
-                })
+                .map(|i| NodeReport::named(NodeName::parse(&format!("n{i}")).unwrap()))
                 .collect(),
             ..NodesBatch::default()
         };

@@ -21,6 +21,7 @@ pub mod filter;
 pub mod heuristic;
 pub mod k8s;
 pub mod metrics;
+pub mod names;
 pub mod node_labels;
 pub mod node_state;
 pub mod pipeline;

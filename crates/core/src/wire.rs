@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use crate::names::NodeName;
+
 /// `ExtenderArgs`: the body of `filter` and `prioritize`. Borrowed from the request body.
 #[derive(Debug, Deserialize)]
 pub struct ExtenderArgs<'a> {
@@ -111,7 +113,7 @@ pub struct ExtenderBindingArgs {
     )]
     pub pod_uid: String,
     #[serde(rename = "Node", alias = "node")]
-    pub node: String,
+    pub node: NodeName,
 }
 
 /// `ExtenderBindingResult`: an empty `Error` means success.
@@ -357,7 +359,7 @@ mod tests {
             pod_name: "mypodname".into(),
             pod_namespace: "mypodnamespace".into(),
             pod_uid: "mypoduid".into(),
-            node: "mynode".into(),
+            node: NodeName::parse("mynode").unwrap(),
         };
         let golden = r#"{"PodName":"mypodname","PodNamespace":"mypodnamespace","PodUID":"mypoduid","Node":"mynode"}"#;
         assert_eq!(serde_json::to_string(&args).unwrap(), golden);

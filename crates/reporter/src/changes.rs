@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aco_core::api::nodes::{NodeReport, NodesBatch};
 use aco_core::k8s::RawResourceList;
+use aco_core::names::NodeName;
 
 /// The part of a report that is compared: everything but the observation time.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +34,7 @@ impl Fingerprint {
 
 #[derive(Debug, Default)]
 pub struct Acknowledged {
-    by_node: BTreeMap<String, Fingerprint>,
+    by_node: BTreeMap<NodeName, Fingerprint>,
     last_full_ms: Option<u64>,
 }
 
@@ -56,7 +57,7 @@ impl Acknowledged {
             .last_full_ms
             .is_none_or(|t| now_ms.saturating_sub(t) >= full_refresh_ms);
         let present: BTreeSet<&str> = reports.iter().map(|r| r.name.as_str()).collect();
-        let deleted: Vec<String> = self
+        let deleted: Vec<NodeName> = self
             .by_node
             .keys()
             .filter(|n| !present.contains(n.as_str()))
@@ -104,7 +105,7 @@ mod tests {
 
     fn report(name: &str, cpu: &str, at: u64) -> NodeReport {
         NodeReport {
-            name: name.into(),
+            name: NodeName::parse(name).unwrap(),
             labels: Some(BTreeMap::new()),
             allocatable: Some(BTreeMap::from([("cpu".into(), QuantityText("8".into()))])),
             requested: Some(BTreeMap::from([("cpu".into(), QuantityText(cpu.into()))])),

@@ -239,6 +239,7 @@ mod tests {
     use super::*;
     use crate::placements::Kind;
     use aco_core::api::placements::PlacementReport;
+    use aco_core::names::{NodeName, PodKey};
     use rand::{rngs::SmallRng, SeedableRng};
 
     fn item(uid: &str) -> Item {
@@ -249,11 +250,11 @@ mod tests {
         Item {
             kind,
             report: PlacementReport {
-                pod_uid: Some(uid.into()),
+                pod_uid: Some(PodKey::parse(uid).unwrap()),
                 namespace: Some("ns".into()),
                 name: Some(uid.into()),
                 tenant: Some("ns".into()),
-                node: "n".into(),
+                node: NodeName::parse("n").unwrap(),
                 outcome: None,
             },
             bound_at_ms: 0,

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::config::NodeKeys;
 use aco_core::k8s::{QuantityText, RawResourceList, ResourceAmounts};
+use aco_core::names::NodeName;
 use aco_core::quantity;
 
 use crate::node_record::NodeRecord;
@@ -116,7 +117,9 @@ pub struct FactsInput<'a> {
     pub price: Option<(&'a str, f64)>,
 }
 
-pub fn node_report(input: FactsInput<'_>) -> NodeReport {
+/// An error (the validator's reason) for a node name the Worker would refuse: reporting it
+/// would fail the whole batch.
+pub fn node_report(input: FactsInput<'_>) -> Result<NodeReport, String> {
     let node = input.node;
     let mut labels: BTreeMap<String, String> = node
         .labels
@@ -149,8 +152,9 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         })
         .into_iter()
         .collect();
-    NodeReport {
-        name: node.name.to_string(),
+    let name = NodeName::parse(&node.name)?;
+    Ok(NodeReport {
+        name,
         // The reporter always sends identity and requests: a node without labels reports `{}`.
         labels: Some(labels),
         allocatable: Some(allocatable_text),
@@ -159,7 +163,7 @@ pub fn node_report(input: FactsInput<'_>) -> NodeReport {
         observed_at_ms: Some(input.observed_at_ms),
         utilisation,
         gpu_free_milli: input.gpu_free_milli,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -287,7 +291,8 @@ mod tests {
             now_ms: 5,
             observed_at_ms: 5,
             price: None,
-        });
+        })
+        .unwrap();
         assert_eq!(
             r.labels.as_ref().unwrap().keys().collect::<Vec<_>>(),
             [

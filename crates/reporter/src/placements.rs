@@ -18,6 +18,7 @@ use std::sync::Arc;
 use aco_core::config::Config;
 use aco_core::demand::tenant_of;
 use aco_core::k8s::PodView;
+use aco_core::names::{NodeName, PodKey};
 use serde_json::Value;
 
 use crate::attribution::{workload_of, Attribution, Decision};
@@ -58,11 +59,11 @@ impl Schedulers<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundPod {
     pub role: Role,
-    pub uid: String,
+    pub uid: PodKey,
     pub namespace: String,
     pub name: String,
     pub tenant: String,
-    pub node: String,
+    pub node: NodeName,
     /// When kube-scheduler bound it (the PodScheduled condition), else its creation time.
     pub bound_at_ms: u64,
 }
@@ -177,6 +178,9 @@ pub enum Skip {
     NotOurs,
     NotBound,
     NoUid,
+    /// A UID or node name the Worker would refuse (the validator's reason): reporting it would
+    /// fail its whole batch.
+    InvalidName(String),
     /// The Worker's tenant rule refuses the pod (e.g. `TENANT_SOURCE=label` without the label).
     Tenant(String),
 }
@@ -189,16 +193,17 @@ pub fn bound_pod(
     // The API server defaults an empty schedulerName to the default scheduler.
     let scheduler = pod.scheduler.as_deref().unwrap_or("default-scheduler");
     let role = schedulers.role(scheduler).ok_or(Skip::NotOurs)?;
-    let node = pod.node.as_deref().ok_or(Skip::NotBound)?.to_owned();
+    let node =
+        NodeName::parse(pod.node.as_deref().ok_or(Skip::NotBound)?).map_err(Skip::InvalidName)?;
     let uid = Some(&*pod.uid)
         .filter(|u| !u.is_empty())
-        .ok_or(Skip::NoUid)?
-        .to_owned();
+        .ok_or(Skip::NoUid)?;
+    let uid = PodKey::parse(uid).map_err(Skip::InvalidName)?;
     let view = PodView {
         metadata: aco_core::k8s::PodMeta {
             name: pod.name.to_string(),
             namespace: pod.namespace.to_string(),
-            uid: uid.clone(),
+            uid: uid.to_string(),
             labels: pod.label_map(),
             annotations: Default::default(),
         },
@@ -260,7 +265,7 @@ impl Ledger {
         windows: &Windows,
     ) -> Option<Item> {
         let age = now_ms.saturating_sub(pod.bound_at_ms);
-        let owed = self.owed.entry(pod.uid.clone()).or_default();
+        let owed = self.owed.entry(pod.uid.to_string()).or_default();
         if owed.decision.is_none() {
             owed.decision = decision;
         }
@@ -370,6 +375,9 @@ pub struct Scan {
     pub alive: HashSet<String>,
     /// Ends decided in this scan, by verdict kind and reason (for metrics and logs).
     pub decided: Vec<(&'static str, String)>,
+    /// Pods not reported because the Worker would refuse their UID or node name:
+    /// (`namespace/name`, the validator's reason), for the log.
+    pub invalid: Vec<(String, String)>,
 }
 
 /// Plans the reports owed for every pod in `pods` (the reflector's store, and pods the watch
@@ -386,8 +394,14 @@ pub fn scan<'a>(
         if !pod.uid.is_empty() && !presence.deleted {
             out.alive.insert(pod.uid.to_string());
         }
-        let Ok(bound) = bound_pod(pod, &rules.schedulers, rules.config) else {
-            continue;
+        let bound = match bound_pod(pod, &rules.schedulers, rules.config) {
+            Ok(bound) => bound,
+            Err(Skip::InvalidName(why)) => {
+                out.invalid
+                    .push((format!("{}/{}", pod.namespace, pod.name), why));
+                continue;
+            }
+            Err(_) => continue,
         };
         let decision = match ledger.decision(&bound.uid) {
             Some(d) => Some(d),
@@ -534,6 +548,29 @@ mod tests {
         let strict = Config::default()
             .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
         assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
+        // A node name or UID the Worker would refuse is skipped here, not sent to fail a batch.
+        for (uid, node, needle) in [
+            ("u5", "Node_5", "is not a valid Kubernetes name"),
+            ("u 6", "n1", "is not a pod UID"),
+        ] {
+            let bad = pod(uid, "aco-scheduler", Some(node), json!({}), "Running");
+            match bound_pod(&bad, &s, &c) {
+                Err(Skip::InvalidName(why)) => assert!(why.contains(needle), "{why}"),
+                other => panic!("{uid} on {node}: {other:?}"),
+            }
+            // A scan queues nothing for it and names it for the log.
+            let names = schedulers();
+            let found = scan(
+                &mut Ledger::default(),
+                &mut Attribution::default(),
+                [(&bad, Presence::default())],
+                &rules(&c, &names),
+                10_000,
+            );
+            assert!(found.items.is_empty());
+            assert_eq!(found.invalid.len(), 1, "{uid} on {node}");
+            assert!(found.invalid[0].1.contains(needle), "{:?}", found.invalid);
+        }
     }
 
     fn rules<'a>(config: &'a Config, schedulers: &'a [String]) -> ScanRules<'a> {

@@ -381,6 +381,7 @@ pub(crate) mod tests {
     use crate::gpu_share::HAMI_NODE_REGISTER;
     use crate::outcome::{classify, OutcomeRules, Presence, Verdict};
     use aco_core::config::Config;
+    use aco_core::names::{NodeName, PodKey};
     use serde_json::json;
 
     /// The record of a pod given as JSON (as the API server sends it), read with the default
@@ -535,11 +536,11 @@ pub(crate) mod tests {
         }))
         .wire_pod();
         let placement = PlacementReport {
-            pod_uid: Some("u1".into()),
+            pod_uid: Some(PodKey::parse("u1").unwrap()),
             namespace: Some("team-a".into()),
             name: Some("p".into()),
             tenant: Some("team-a".into()),
-            node: "n1".into(),
+            node: NodeName::parse("n1").unwrap(),
             outcome: Some(Outcome::Label(OutcomeLabel::Succeeded)),
         };
         let sent = ShadowBatch {
@@ -549,7 +550,7 @@ pub(crate) mod tests {
         // The Worker's own parse of the batch (the pod as JSON), then of the pod.
         let received: ShadowBatch = serde_json::from_str(&text).unwrap();
         let item = &received.placements[0];
-        assert_eq!(item.pod_key().as_deref(), Some("u1"));
+        assert_eq!(item.pod_key(), Some(PodKey::parse("u1")));
         assert_eq!(item.outcome, placement.outcome);
         let pod_json = item.pod.clone().unwrap();
         assert_eq!(pod_json["spec"]["nodeName"], "n1");

@@ -13,6 +13,7 @@ use aco_core::api::reporter_view::ReporterView;
 use aco_core::api::shadow::{ShadowBatch, ShadowReport};
 use aco_core::colony::Outcome;
 use aco_core::config::Config;
+use aco_core::names::NodeName;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
@@ -77,7 +78,7 @@ struct Shared {
     deleted: Mutex<Vec<(Arc<PodRecord>, Presence)>>,
     /// Spot nodes deleted under running pods ([`crate::reclaim`]), not yet acknowledged by the
     /// Worker: sent in the next `PUT /v1/nodes` as `reclaimed`.
-    reclaimed: Mutex<BTreeSet<String>>,
+    reclaimed: Mutex<BTreeSet<NodeName>>,
     /// A re-list happened (watch restarted): the next scan is a full one.
     relisted: AtomicBool,
     queued: Notify,
@@ -371,6 +372,10 @@ fn node_deleted(s: &Shared, node: &NodeRecord) {
         .iter()
         .filter(|p| p.node.as_deref() == Some(name))
         .map(|p| p.as_ref());
+    // A name the Worker would refuse is not owed: reporting it would fail the whole batch.
+    let Ok(typed) = NodeName::parse(name) else {
+        return;
+    };
     if reclaimed(node, on_node, &s.config.node_keys) {
         tracing::info!(
             node = name,
@@ -380,7 +385,7 @@ fn node_deleted(s: &Shared, node: &NodeRecord) {
         s.reclaimed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_string());
+            .insert(typed);
     }
 }
 
@@ -554,7 +559,7 @@ fn build_reports(
         let on_node = by_node.get(name).map(Vec::as_slice).unwrap_or_default();
         let requested = node_facts::requested_sum(on_node.iter().copied());
         let sample = usage.get(name);
-        let report = node_facts::node_report(FactsInput {
+        let report = match node_facts::node_report(FactsInput {
             node: &node,
             requested: &requested,
             usage: sample,
@@ -567,7 +572,13 @@ fn build_reports(
             price: prices
                 .get(name)
                 .map(|p| (s.config.node_keys.cost_label.as_str(), *p)),
-        });
+        }) {
+            Ok(report) => report,
+            Err(why) => {
+                tracing::debug!(node = name, %why, "node not reported: the Worker would refuse its name");
+                continue;
+            }
+        };
         if sample.is_some() && report.utilisation.is_empty() {
             s.telemetry.stale_samples.inc();
         }
@@ -610,10 +621,10 @@ async fn send_push(s: &Shared, push: Push, acked: &mut Acknowledged, now: u64) {
     let mut deleted = batch.deleted;
     // Reclaimed nodes owed (never one that is reported again under the same name: the Worker
     // refuses a name both reported and reclaimed).
-    let mut reclaimed: Vec<String> = {
+    let mut reclaimed: Vec<NodeName> = {
         let owed = s.reclaimed.lock().unwrap_or_else(|e| e.into_inner());
         owed.iter()
-            .filter(|n| !batch.nodes.iter().any(|r| &r.name == *n))
+            .filter(|n| !batch.nodes.iter().any(|r| r.name == **n))
             .cloned()
             .collect()
     };
@@ -753,6 +764,10 @@ async fn scan_pods(s: Arc<Shared>) {
                 if let Err(item) = queue.push(item) {
                     ledger.unqueue(&item);
                 }
+            }
+            // Seen again every scan while the pod lives: debug, not a warning each time.
+            for (pod, why) in &found.invalid {
+                tracing::debug!(pod = %pod, %why, "pod not reported: the Worker would refuse it");
             }
             for (kind, reason) in &found.decided {
                 s.telemetry

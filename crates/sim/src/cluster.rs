@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use aco_core::config::Config;
 use aco_core::demand::PodDemand;
 use aco_core::k8s::{NodeView, PodView};
+use aco_core::names::PodKey;
 use serde_json::{json, Value};
 
 use crate::prices::PriceTable;
@@ -122,7 +123,7 @@ pub struct SimNode {
 pub struct SimPod {
     pub idx: usize,
     pub trace: TracePod,
-    pub uid: String,
+    pub uid: PodKey,
     pub namespace: String,
     pub tenant: String,
     pub ls: bool,
@@ -351,7 +352,7 @@ fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPo
             limits.insert(GPU_RESOURCE.to_string(), t.num_gpu.to_string());
         }
     }
-    let uid = uid(p.seed, k);
+    let uid = PodKey::try_from(uid(p.seed, k)).expect("a made UID is a pod key");
     let json = json!({
         "apiVersion": "v1",
         "kind": "Pod",

@@ -1293,7 +1293,7 @@ mod tests {
         let mut labels = BTreeMap::new();
         labels.insert("aco/gpu-type".to_string(), "T4".to_string());
         let r = NodeReport {
-            name: "n1".into(),
+            name: aco_core::names::NodeName::parse("n1").unwrap(),
             labels: Some(labels.clone()),
             allocatable: Some(
                 labels

@@ -4,6 +4,7 @@
 
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
 use aco_core::k8s::QuantityText;
+use aco_core::names::NodeName;
 
 /// One round of the simulated reporter in the simulator's own terms: the allocation of every
 /// node and its utilisation samples. [`ReportBatch::to_wire`] turns it into the `PUT /v1/nodes`
@@ -39,7 +40,7 @@ impl ReportBatch<'_> {
 
     pub fn wire(&self, n: &crate::cluster::SimNode) -> NodeReport {
         NodeReport {
-            name: n.name.clone(),
+            name: wire_name(&n.name),
             labels: self.first.then(|| n.labels.clone()),
             allocatable: self.first.then(|| quantity_text(&n.allocatable)),
             requested: Some(quantity_text(&self.alloc[n.idx].requested())),
@@ -58,4 +59,11 @@ pub fn quantity_text(
     list.iter()
         .map(|(k, v)| (k.clone(), QuantityText(v.clone())))
         .collect()
+}
+
+/// A node's name as a report carries it. The worlds' node names are the traces' (Kubernetes
+/// names, as the Worker requires of every report); one that is not is a trace the simulator
+/// cannot replay against the Worker either.
+pub(crate) fn wire_name(name: &str) -> NodeName {
+    NodeName::parse(name).unwrap_or_else(|e| panic!("trace node: {e}"))
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aco_core::api::nodes::{NodeReport, NodesBatch};
 use aco_core::api::placements::{PlacementReport, PlacementsBatch};
+use aco_core::names::NodeName;
 use rand::rngs::StdRng;
 use serde::Deserialize;
 use serde_json::Value;
@@ -208,7 +209,7 @@ impl HttpScheduler {
             .timed(self.client.put(format!("{}/v1/nodes", self.base_url)))
             .bearer_auth(&self.token)
             .json(&NodesBatch {
-                reclaimed: vec![node.to_string()],
+                reclaimed: vec![NodeName::parse(node)?],
                 ..NodesBatch::default()
             })
             .send()?;
@@ -304,20 +305,20 @@ impl HttpScheduler {
 }
 
 /// What the reporter sends for `pod` bound to `node` (`POST /v1/placements`, and the placement
-/// part of a `POST /v1/shadow` item).
+/// part of a `POST /v1/shadow` item). An error for a trace's node name the Worker would refuse.
 pub(crate) fn placement_report(
     pod: &SimPod,
     node: &str,
     outcome: Option<aco_core::colony::Outcome>,
-) -> PlacementReport {
-    PlacementReport {
+) -> Result<PlacementReport, Error> {
+    Ok(PlacementReport {
         pod_uid: Some(pod.uid.clone()),
         namespace: Some(pod.namespace.clone()),
         name: Some(pod.trace.name.clone()),
         tenant: Some(pod.tenant.clone()),
-        node: node.to_string(),
+        node: NodeName::parse(node)?,
         outcome,
-    }
+    })
 }
 
 impl Scheduler for HttpScheduler {
@@ -418,7 +419,7 @@ impl Scheduler for HttpScheduler {
     ) -> Result<(), Error> {
         self.at(now_ms);
         let body = PlacementsBatch {
-            placements: vec![placement_report(pod, &world.nodes[node].name, None)],
+            placements: vec![placement_report(pod, &world.nodes[node].name, None)?],
         };
         self.post("/v1/placements", serde_json::to_string(&body)?, true)?;
         Ok(())
@@ -438,7 +439,7 @@ impl Scheduler for HttpScheduler {
                 pod,
                 &world.nodes[node].name,
                 Some(outcome),
-            )],
+            )?],
         };
         self.post("/v1/placements", serde_json::to_string(&body)?, true)?;
         Ok(())

@@ -20,6 +20,7 @@ use aco_core::colony::TenantColony;
 use aco_core::config::Config;
 use aco_core::facts::NodeFacts;
 use aco_core::heuristic::ClusterOutlook;
+use aco_core::names::NodeName;
 use aco_core::shadow::{ShadowCluster, ShadowSummary};
 use rand::rngs::StdRng;
 use serde_json::json;
@@ -56,7 +57,7 @@ pub struct ShadowReplay {
     pub not_scored: u64,
     /// Pods already shadow-reported: a pod evicted and bound again (same UID) is a duplicate
     /// for the Worker, so the native counterfactual counts it once too.
-    reported: std::collections::HashSet<String>,
+    reported: std::collections::HashSet<aco_core::names::PodKey>,
 }
 
 fn wall_ms() -> u64 {
@@ -84,7 +85,7 @@ impl ShadowReplay {
     fn fold(&mut self, reports: &[NodeReport], now_ms: u64) {
         for r in reports {
             self.facts
-                .entry(r.name.clone())
+                .entry(r.name.to_string())
                 .or_default()
                 .apply(r, now_ms, &self.config);
         }
@@ -170,10 +171,9 @@ impl Scheduler for ShadowReplay {
         // The reporter's push on the pod event: the node's requested now counts the pod.
         let at = wall_ms();
         let report = NodeReport {
-            name: name.clone(),
             requested: Some(quantity_text(&alloc[node].requested())),
             observed_at_ms: Some(at),
-            ..NodeReport::default()
+            ..NodeReport::named(NodeName::parse(name)?)
         };
         self.http.put_facts(std::slice::from_ref(&report))?;
         self.fold(std::slice::from_ref(&report), at);
@@ -182,7 +182,7 @@ impl Scheduler for ShadowReplay {
         bound["spec"]["nodeName"] = json!(name);
         bound["spec"]["schedulerName"] = json!("default-scheduler");
         let body = ShadowBatch {
-            placements: vec![ShadowReport::of(&placement_report(pod, name, None), bound)],
+            placements: vec![ShadowReport::of(&placement_report(pod, name, None)?, bound)],
         };
         let started = Instant::now();
         let (_, ops) = self

@@ -15,6 +15,7 @@ use aco_core::api::placements::{PlacementReport, PlacementsBatch, PlacementsSumm
 use aco_core::api::shadow::ShadowSummaryReply;
 use aco_core::colony::DecisionExplanation;
 use aco_core::facts::NodeFacts;
+use aco_core::names::{NodeName, PodKey};
 use reqwest::{Client, Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -56,12 +57,15 @@ pub fn gpu_pod(name: &str, models: Option<&str>) -> Value {
 
 /// A confirmed placement of the pod with UID `pod_uid` in `namespace` (its tenant by default) on
 /// `node`; set `name`, `tenant` or `outcome` with `PlacementReport { …, ..placed(…) }`.
+/// The UID and node are typed: invalid ones are sent as JSON written out.
 pub fn placed(pod_uid: &str, namespace: &str, node: &str) -> PlacementReport {
     PlacementReport {
-        pod_uid: Some(pod_uid.into()),
+        pod_uid: Some(PodKey::parse(pod_uid).expect("a valid pod UID")),
         namespace: Some(namespace.into()),
-        node: node.into(),
-        ..PlacementReport::default()
+        name: None,
+        tenant: None,
+        node: NodeName::parse(node).expect("a valid node name"),
+        outcome: None,
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::colony::TenantColony;
-use crate::facts::validate_node_name;
+use crate::names::validate_node_name;
 use crate::shadow::ShadowSummary;
 
 /// `format` of every export.
@@ -92,6 +92,8 @@ impl ExportedState {
     /// Every value a colony could not have made itself is refused, naming it.
     pub fn validate(&self) -> Result<(), String> {
         for (node, o) in &self.colony.pheromones.trails {
+            // The trail table is keyed by text (scoring reads it with kube-scheduler's names as
+            // `&str`); an imported table's names enter here, so they are checked here.
             validate_node_name(node).map_err(|e| format!("trail: {e}"))?;
             let ok = |v: f64| v.is_finite() && v >= 0.0;
             if !(ok(o.successes) && ok(o.failures)) {

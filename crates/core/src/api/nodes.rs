@@ -10,16 +10,17 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::k8s::{unique_keys_opt, RawResourceList};
+use crate::names::NodeName;
 
 #[cfg(test)]
 use crate::k8s::QuantityText;
 
 /// One node in a `PUT /v1/nodes` batch. Every field but `name` is optional: a push on a pod
 /// event carries only `requested`, the first report of a node its identity too.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeReport {
-    pub name: String,
+    pub name: NodeName,
     /// The node labels the Worker reads (the reporter sends only those).
     #[serde(
         default,
@@ -52,6 +53,22 @@ pub struct NodeReport {
     pub gpu_free_milli: Option<Vec<u32>>,
 }
 
+impl NodeReport {
+    /// A report of `name` alone; set what it carries with `NodeReport { …, ..named(…) }`.
+    pub fn named(name: NodeName) -> Self {
+        NodeReport {
+            name,
+            labels: None,
+            allocatable: None,
+            requested: None,
+            latency_us: None,
+            observed_at_ms: None,
+            utilisation: Vec::new(),
+            gpu_free_milli: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UtilisationSample {
@@ -69,12 +86,12 @@ pub struct NodesBatch {
     pub nodes: Vec<NodeReport>,
     /// Nodes that no longer exist: their facts are forgotten.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deleted: Vec<String>,
+    pub deleted: Vec<NodeName>,
     /// Nodes that left because their spot capacity was reclaimed (deleted while pods were bound
     /// to them, not drained first): forgotten like `deleted` (a name may be in both), and
     /// counted against the node's spot pool, whose interruption rate η's spot risk learns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reclaimed: Vec<String>,
+    pub reclaimed: Vec<NodeName>,
 }
 
 /// The reply to `PUT /v1/nodes` (the cluster's Facts object answers it; the Worker passes it on).
@@ -95,6 +112,10 @@ pub struct NodesReply {
 mod tests {
     use super::*;
 
+    fn node(name: &str) -> NodeName {
+        NodeName::parse(name).unwrap()
+    }
+
     fn text(pairs: &[(&str, &str)]) -> RawResourceList {
         pairs
             .iter()
@@ -105,7 +126,7 @@ mod tests {
     /// What the reporter sends for a node it knows everything about.
     fn full_report() -> NodeReport {
         NodeReport {
-            name: "gpu-1".into(),
+            name: node("gpu-1"),
             labels: Some(BTreeMap::from([("aco/gpu-type".into(), "V100M16".into())])),
             allocatable: Some(text(&[("cpu", "96"), ("memory", "512Gi")])),
             requested: Some(text(&[("cpu", "1500m"), ("nvidia.com/gpu", "2")])),
@@ -132,10 +153,9 @@ mod tests {
     fn absent_fields_are_left_out_and_read_back_as_absent() {
         // The reporter's push on a pod event: only what changed.
         let requested_only = NodeReport {
-            name: "n1".into(),
             requested: Some(text(&[("cpu", "500m")])),
             observed_at_ms: Some(7),
-            ..NodeReport::default()
+            ..NodeReport::named(node("n1"))
         };
         let bytes = r#"{"name":"n1","requested":{"cpu":"500m"},"observedAtMs":7}"#;
         assert_eq!(serde_json::to_string(&requested_only).unwrap(), bytes);
@@ -170,8 +190,8 @@ mod tests {
     fn a_batch_has_fixed_bytes_and_parses_back() {
         let batch = NodesBatch {
             nodes: vec![full_report()],
-            deleted: vec!["old-1".into()],
-            reclaimed: vec!["spot-2".into()],
+            deleted: vec![node("old-1")],
+            reclaimed: vec![node("spot-2")],
         };
         let bytes =
             format!(r#"{{"nodes":[{FULL_REPORT}],"deleted":["old-1"],"reclaimed":["spot-2"]}}"#);
@@ -202,6 +222,17 @@ mod tests {
     fn unknown_fields_and_repeated_keys_are_refused() {
         assert!(serde_json::from_str::<NodeReport>(r#"{"name":"n","latency":3}"#).is_err());
         assert!(serde_json::from_str::<NodesBatch>(r#"{"nodes":[],"gone":[]}"#).is_err());
+        // Names are typed: a bad one is refused as the batch is read, with the validator's words.
+        for bad in [
+            r#"{"nodes":[{"name":"Bad_Name"}]}"#,
+            r#"{"deleted":["a","Bad_Name"]}"#,
+        ] {
+            let e = serde_json::from_str::<NodesBatch>(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("is not a valid Kubernetes name"),
+                "{e}"
+            );
+        }
         assert!(
             serde_json::from_str::<NodeReport>(r#"{"name":"n","labels":{"a":"1","a":"2"}}"#)
                 .is_err()

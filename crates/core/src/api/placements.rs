@@ -5,43 +5,54 @@
 use serde::{Deserialize, Serialize};
 
 use crate::colony::Outcome;
+use crate::names::{NodeName, PodKey};
 
 /// A confirmed placement, or the later outcome of one (same pod, same node, `outcome` set).
 /// The pod is named by `podUid`, else by `namespace` and `name`; its tenant defaults to the
 /// namespace. The reporter always sends all four.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PlacementReport {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod_uid: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::names::empty_as_none"
+    )]
+    pub pod_uid: Option<PodKey>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
-    pub node: String,
+    pub node: NodeName,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
 }
 
 impl PlacementReport {
-    /// The pod's key in its colony: the UID, else `namespace/name`; `None` when neither is given.
-    pub fn pod_key(&self) -> Option<String> {
+    /// The pod's key in its colony: the UID, else `namespace/name`; `None` when neither is given,
+    /// an error when the namespace and name make no valid key.
+    pub fn pod_key(&self) -> Option<Result<PodKey, String>> {
         pod_key(
-            self.pod_uid.as_deref(),
+            self.pod_uid.as_ref(),
             self.namespace.as_deref(),
             self.name.as_deref(),
         )
     }
 }
 
-/// A report's pod key: its UID, else `namespace/name` (the colony's key for the pod).
-pub fn pod_key(uid: Option<&str>, namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+/// A report's pod key: its UID (valid as read), else `namespace/name` (the colony's key for the
+/// pod; checked here, where it is made from its parts).
+pub fn pod_key(
+    uid: Option<&PodKey>,
+    namespace: Option<&str>,
+    name: Option<&str>,
+) -> Option<Result<PodKey, String>> {
     match (uid, namespace, name) {
-        (Some(uid), _, _) if !uid.is_empty() => Some(uid.to_string()),
+        (Some(uid), _, _) => Some(Ok(uid.clone())),
         (_, Some(ns), Some(name)) if !ns.is_empty() && !name.is_empty() => {
-            Some(format!("{ns}/{name}"))
+            Some(PodKey::namespaced(ns, name))
         }
         _ => None,
     }
@@ -77,11 +88,11 @@ mod tests {
 
     fn named(uid: &str) -> PlacementReport {
         PlacementReport {
-            pod_uid: Some(uid.into()),
+            pod_uid: Some(PodKey::parse(uid).unwrap()),
             namespace: Some("team-a".into()),
             name: Some("p".into()),
             tenant: Some("team-a".into()),
-            node: "n1".into(),
+            node: NodeName::parse("n1").unwrap(),
             outcome: None,
         }
     }
@@ -139,14 +150,41 @@ mod tests {
     fn a_report_may_name_its_pod_by_namespace_and_name_alone() {
         let r: PlacementReport =
             serde_json::from_str(r#"{"namespace":"ns","name":"p","node":"n"}"#).unwrap();
-        assert_eq!(r.pod_key().as_deref(), Some("ns/p"));
+        assert_eq!(r.pod_key(), Some(PodKey::parse("ns/p")));
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             r#"{"namespace":"ns","name":"p","node":"n"}"#
         );
-        assert_eq!(named("u1").pod_key().as_deref(), Some("u1"));
+        assert_eq!(named("u1").pod_key(), Some(PodKey::parse("u1")));
         let nameless: PlacementReport = serde_json::from_str(r#"{"node":"n"}"#).unwrap();
         assert_eq!(nameless.pod_key(), None);
+        // An empty UID is an absent one (the key is then namespace/name), as before.
+        let r: PlacementReport =
+            serde_json::from_str(r#"{"podUid":"","namespace":"ns","name":"p","node":"n"}"#)
+                .unwrap();
+        assert_eq!(
+            (r.pod_uid.as_ref(), r.pod_key()),
+            (None, Some(PodKey::parse("ns/p")))
+        );
+        // Parts that make no key are refused where the key is made, with the validator's words.
+        let r: PlacementReport =
+            serde_json::from_str(r#"{"namespace":"ns","name":"a b","node":"n"}"#).unwrap();
+        assert!(r
+            .pod_key()
+            .unwrap()
+            .unwrap_err()
+            .contains("is not a pod UID"));
+        // A bad UID or node is refused as the body is read, naming the validator's reason.
+        for (bad, needle) in [
+            (r#"{"podUid":"a b","node":"n"}"#, "is not a pod UID"),
+            (
+                r#"{"podUid":"u","node":"Not_A_Node"}"#,
+                "is not a valid Kubernetes name",
+            ),
+        ] {
+            let e = serde_json::from_str::<PlacementReport>(bad).unwrap_err();
+            assert!(e.to_string().contains(needle), "{e}");
+        }
         assert!(serde_json::from_str::<PlacementReport>(r#"{"node":"n","pod":{}}"#).is_err());
     }
 

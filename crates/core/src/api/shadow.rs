@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::placements::{pod_key, PlacementReport};
 use crate::colony::Outcome;
+use crate::names::{NodeName, PodKey};
 
 /// A placement report (the fields of [`PlacementReport`], in its order) plus the pod as it was
 /// bound, so that the Worker can score it as the tenant's colony would have. `P` is the pod as
@@ -15,15 +16,19 @@ use crate::colony::Outcome;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShadowReport<P = serde_json::Value> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pod_uid: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::names::empty_as_none"
+    )]
+    pub pod_uid: Option<PodKey>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
-    pub node: String,
+    pub node: NodeName,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
     /// Required by the Worker (a 400 naming it otherwise); optional here so that its absence is
@@ -55,9 +60,9 @@ impl<P> ShadowReport<P> {
     }
 
     /// As [`PlacementReport::pod_key`].
-    pub fn pod_key(&self) -> Option<String> {
+    pub fn pod_key(&self) -> Option<Result<PodKey, String>> {
         pod_key(
-            self.pod_uid.as_deref(),
+            self.pod_uid.as_ref(),
             self.namespace.as_deref(),
             self.name.as_deref(),
         )
@@ -90,11 +95,11 @@ mod tests {
 
     fn placement(outcome: Option<Outcome>) -> PlacementReport {
         PlacementReport {
-            pod_uid: Some("u1".into()),
+            pod_uid: Some(PodKey::parse("u1").unwrap()),
             namespace: Some("team-a".into()),
             name: Some("p".into()),
             tenant: Some("team-a".into()),
-            node: "n1".into(),
+            node: NodeName::parse("n1").unwrap(),
             outcome,
         }
     }
@@ -133,7 +138,7 @@ mod tests {
         let mut v = serde_json::to_value(&shadow).unwrap();
         v.as_object_mut().unwrap().remove("pod");
         assert_eq!(v, serde_json::to_value(placement(None)).unwrap());
-        assert_eq!(shadow.pod_key().as_deref(), Some("u1"));
+        assert_eq!(shadow.pod_key(), Some(PodKey::parse("u1")));
         let podless: ShadowReport = serde_json::from_str(r#"{"node":"n"}"#).unwrap();
         assert_eq!(podless.pod, None);
     }

@@ -15,6 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::wire::PlacementItem;
+use crate::names::PodKey;
 
 /// How long a placement waits for its decision: well beyond one flush window and a retry.
 pub const HOLD_MS: u64 = 10_000;
@@ -38,10 +39,10 @@ pub enum Hold {
 
 #[derive(Debug, Clone, Default)]
 pub struct EarlyPlacements {
-    by_key: HashMap<String, Vec<Held>>,
+    by_key: HashMap<PodKey, Vec<Held>>,
     /// (received_ms, seq, key) of every item held or taken since, oldest first; taken ones are
     /// skipped when they reach the front.
-    arrivals: VecDeque<(u64, u64, String)>,
+    arrivals: VecDeque<(u64, u64, PodKey)>,
     next_seq: u64,
     held: usize,
 }
@@ -134,11 +135,12 @@ impl EarlyPlacements {
 mod tests {
     use super::*;
     use crate::colony::{Outcome, OutcomeLabel};
+    use crate::names::NodeName;
 
     fn item(key: &str, outcome: Option<Outcome>) -> PlacementItem {
         PlacementItem {
-            key: key.into(),
-            node: "n1".into(),
+            key: PodKey::parse(key).unwrap(),
+            node: NodeName::parse("n1").unwrap(),
             outcome,
         }
     }

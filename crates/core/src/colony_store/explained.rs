@@ -23,6 +23,7 @@ use super::pod_index::key_hash;
 use super::schema::Statement;
 use crate::colony::{Decision, DecisionExplanation};
 use crate::config::Retention;
+use crate::names::PodKey;
 
 /// Explanations are gathered until they make this many bytes of JSON, then written as a segment
 /// row of their own. Small enough that the snapshot carrying them until then rarely needs a
@@ -39,7 +40,7 @@ const ROWS_PER_COMMIT: u64 = 4_096;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfirmedExplanation {
-    pub key: String,
+    pub key: PodKey,
     /// The node the placement was confirmed on.
     pub node: String,
     pub confirmed_ms: u64,
@@ -305,7 +306,7 @@ mod tests {
 
     fn explained(key: &str, at: u64, padding: usize) -> ConfirmedExplanation {
         ConfirmedExplanation {
-            key: key.into(),
+            key: PodKey::parse(key).unwrap(),
             node: "n".repeat(padding.max(1)),
             confirmed_ms: at,
             decision: Decision {

@@ -8,6 +8,7 @@ use super::pod_index::IndexChange;
 use super::schema::SnapshotRow;
 use super::{corrupt, CorruptState, StoreMeta};
 use crate::colony::{Decision, TenantColony};
+use crate::names::PodKey;
 
 /// One commit. Absolute values throughout: replaying an entry over a state that already has it
 /// changes nothing.
@@ -22,7 +23,7 @@ pub struct LedgerEntry {
     pub colony: Value,
     /// Decisions remembered (`Some`) or forgotten (`None`: confirmed, evicted) by pod key.
     #[serde(default)]
-    pub decisions: Vec<(String, Option<Decision>)>,
+    pub decisions: Vec<(PodKey, Option<Decision>)>,
     /// Pods remembered: confirmations, outcomes recorded, shadow records.
     #[serde(default)]
     pub records: Vec<IndexChange>,
@@ -43,7 +44,7 @@ pub struct SnapshotBody {
     pub meta: StoreMeta,
     pub colony: TenantColony,
     #[serde(default)]
-    pub pending: Vec<(String, Decision)>,
+    pub pending: Vec<(PodKey, Decision)>,
     /// Confirmed pods' explanations gathered and not yet in an `explained` row.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explained: Vec<ConfirmedExplanation>,

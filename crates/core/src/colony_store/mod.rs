@@ -43,7 +43,9 @@ use crate::api::dropped::DropReason;
 use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
 use crate::config::Config;
-use crate::facts::validate_node_name;
+use crate::names::validate_node_name;
+use crate::names::PodKey;
+pub use crate::names::MAX_POD_KEY_LEN;
 use crate::shadow::{ShadowEffect, ShadowReport, ShadowSummary};
 
 use early::{EarlyPlacements, Hold};
@@ -76,8 +78,6 @@ pub const SEGMENT_CHANGES_MAX: usize = 4_000;
 /// Remembered pods (confirmed or shadow) per tenant; beyond, the oldest are forgotten early (a
 /// replay of such a pod is then unknown, never a second deposit). ~130 B each in memory.
 pub const MAX_PODS_REMEMBERED: usize = 200_000;
-/// Longest pod key: a UID is 36 characters; `namespace/name` at most 63 + 1 + 253.
-pub const MAX_POD_KEY_LEN: usize = 320;
 /// Largest decision accepted (JSON): 64 candidates with every explanation are ~19 KB.
 pub const MAX_DECISION_BYTES: usize = 128 * 1024;
 
@@ -101,27 +101,13 @@ fn explained_since(now_ms: u64, config: &Config) -> u64 {
     now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms)
 }
 
-/// A pod key as the colony stores it: the pod's UID, or `namespace/name`.
-pub fn validate_pod_key(key: &str) -> Result<(), String> {
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '/');
-    if key.is_empty()
-        || key.len() > MAX_POD_KEY_LEN
-        || !key.chars().all(ok_char)
-        || key.split('/').any(str::is_empty)
-    {
-        let shown: String = key.chars().take(40).collect();
-        return Err(format!(
-            "pod key {shown:?} ({} bytes) is not a pod UID or namespace/name: 1–{MAX_POD_KEY_LEN} characters of [A-Za-z0-9-._/]",
-            key.len()
-        ));
-    }
-    Ok(())
-}
-
-/// A decision the colony can keep: a valid key, valid candidate names, a bounded size.
+/// A decision the colony can keep: valid candidate names, a bounded size (its key is a
+/// [`PodKey`], valid as it was read).
 fn validate_decision(r: &DecisionRecord) -> Result<(), String> {
-    validate_pod_key(&r.key)?;
     for (node, eta) in &r.decision.etas {
+        // The candidates are kube-scheduler's node names, which the extender verbs read as text
+        // (a name of other characters is no 400 there: kube-scheduler sends what its informer
+        // holds); one the colony could never see confirmed is not kept.
         validate_node_name(node).map_err(|e| format!("decision for {}: {e}", r.key))?;
         if !eta.is_finite() {
             return Err(format!("decision for {}: η of {node} is not finite", r.key));
@@ -205,7 +191,7 @@ pub struct ColonyStore {
     /// `TenantColony` as of `seq`, serialised: what the next entry's patch is computed against.
     committed_colony: Value,
     /// Changes since the last commit: decisions added (Some) or removed (None) by key.
-    changed_decisions: BTreeMap<String, Option<Decision>>,
+    changed_decisions: BTreeMap<PodKey, Option<Decision>>,
     changed_records: Vec<IndexChange>,
     /// Pod index changes committed since the last snapshot (the next segment row).
     segment: Vec<IndexChange>,
@@ -557,7 +543,7 @@ impl ColonyStore {
     }
 
     /// Applies one tenant's placement reports (see `colony::report` for what each does). An item
-    /// the colony refuses (an invalid key, node or outcome) is dropped and counted; the rest
+    /// the colony refuses (an invalid outcome) is dropped and counted; the rest
     /// proceed. A report for a pod whose decision has not arrived is held for it (`early.rs`).
     /// The caller commits before replying.
     pub fn placements(
@@ -569,10 +555,8 @@ impl ColonyStore {
         let mut out = PlacementsReply::default();
         self.expire_held(now_ms);
         for item in items {
-            let valid = validate_pod_key(&item.key)
-                .and_then(|_| validate_node_name(&item.node))
-                .and_then(|_| item.outcome.map(|o| o.quality()).transpose().map(|_| ()));
-            if valid.is_err() {
+            // Key and node are typed (valid as read); the outcome's value is checked here.
+            if item.outcome.map(|o| o.quality()).transpose().is_err() {
                 self.drop_item(DropReason::InvalidPlacement, &mut out.dropped);
                 self.touch(now_ms);
                 continue;
@@ -693,10 +677,7 @@ impl ColonyStore {
         let mut out = ShadowReply::default();
         let mut outcomes = false;
         for item in items {
-            if validate_pod_key(&item.key).is_err()
-                || validate_node_name(&item.node).is_err()
-                || item.outcome.map(|o| o.quality()).transpose().is_err()
-            {
+            if item.outcome.map(|o| o.quality()).transpose().is_err() {
                 self.drop_item(DropReason::InvalidShadowReport, &mut out.dropped);
                 self.touch(now_ms);
                 continue;

@@ -6,22 +6,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::colony::Decision;
+use crate::names::PodKey;
 
 /// Pending decisions that keep their explanation (the newest ones).
 pub const EXPLANATIONS_KEPT: usize = 256;
 
 #[derive(Debug, Clone, Default)]
 pub struct Pending {
-    decisions: BTreeMap<String, Decision>,
+    decisions: BTreeMap<PodKey, Decision>,
     /// (created_ms, key): eviction order, oldest first (ties by key).
-    by_age: BTreeSet<(u64, String)>,
+    by_age: BTreeSet<(u64, PodKey)>,
     /// (created_ms, key) of the decisions holding an explanation.
-    explained: BTreeSet<(u64, String)>,
+    explained: BTreeSet<(u64, PodKey)>,
     /// When the most recently evicted decisions (at most `cap` of them, in memory only) were
     /// made, by key: a copy redelivers a decision until its commit is durable, and one evicted
     /// in between must not be remembered (and counted) again.
-    evicted: BTreeMap<String, u64>,
-    evicted_by_age: BTreeSet<(u64, String)>,
+    evicted: BTreeMap<PodKey, u64>,
+    evicted_by_age: BTreeSet<(u64, PodKey)>,
 }
 
 impl Pending {
@@ -46,7 +47,7 @@ impl Pending {
 
     /// Inserts (or replaces) a decision; evicts the oldest others beyond `cap`. Returns the keys
     /// evicted.
-    pub fn insert(&mut self, key: String, decision: Decision, cap: usize) -> Vec<String> {
+    pub fn insert(&mut self, key: PodKey, decision: Decision, cap: usize) -> Vec<PodKey> {
         self.remove(&key);
         let at = (decision.created_ms, key.clone());
         if decision.explanation.is_some() {
@@ -73,7 +74,7 @@ impl Pending {
         evicted
     }
 
-    fn remember_evicted(&mut self, (created_ms, key): (u64, String), cap: usize) {
+    fn remember_evicted(&mut self, (created_ms, key): (u64, PodKey), cap: usize) {
         if let Some(old) = self.evicted.insert(key.clone(), created_ms) {
             self.evicted_by_age.remove(&(old, key.clone()));
         }
@@ -86,8 +87,8 @@ impl Pending {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Decision> {
-        let d = self.decisions.remove(key)?;
-        let at = (d.created_ms, key.to_string());
+        let (key, d) = self.decisions.remove_entry(key)?;
+        let at = (d.created_ms, key);
         self.by_age.remove(&at);
         self.explained.remove(&at);
         Some(d)
@@ -103,7 +104,7 @@ impl Pending {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Decision)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&PodKey, &Decision)> {
         self.decisions.iter()
     }
 

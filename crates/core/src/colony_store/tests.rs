@@ -10,6 +10,8 @@ use super::*;
 use crate::colony::{Outcome, OutcomeLabel};
 use crate::demand::WorkloadClass;
 use crate::heuristic::NodeFeatures;
+use crate::names::NodeName;
+use wire::PlacementsRequest;
 
 #[derive(Default, Clone)]
 struct Tables {
@@ -182,7 +184,7 @@ fn decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
         &mut rng,
     );
     DecisionRecord {
-        key: key.into(),
+        key: PodKey::parse(key).unwrap(),
         decision: p.decision,
         explored: false,
     }
@@ -190,8 +192,8 @@ fn decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord {
 
 fn place(key: &str, node: &str) -> PlacementItem {
     PlacementItem {
-        key: key.into(),
-        node: node.into(),
+        key: PodKey::parse(key).unwrap(),
+        node: NodeName::parse(node).unwrap(),
         outcome: None,
     }
 }
@@ -317,10 +319,10 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
     let mut store = ColonyStore::new(1);
     let mut huge = decision_for("big", 10, &config);
     huge.decision.etas[0].0 = "n".repeat(2_200_000);
-    let mut long_key = decision_for("k", 10, &config);
-    long_key.key = "u".repeat(MAX_POD_KEY_LEN + 1);
+    let mut bad_candidate = decision_for("k", 10, &config);
+    bad_candidate.decision.etas[0].0 = "Not_A_Node".into();
     let dropped = store.record_decisions(
-        vec![huge, decision_for("ok", 10, &config), long_key],
+        vec![huge, decision_for("ok", 10, &config), bad_candidate],
         true,
         10,
         &config,
@@ -331,15 +333,30 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
         outcome: Some(Outcome::Quality(7.0)),
         ..place("ok", "a")
     };
-    let reply = store.placements(
-        &[bad_outcome, place("x", &"n".repeat(300)), place("ok", "a")],
-        20,
-        &config,
-    );
+    let negative = PlacementItem {
+        outcome: Some(Outcome::Quality(-1.0)),
+        ..place("x", "a")
+    };
+    let reply = store.placements(&[bad_outcome, negative, place("ok", "a")], 20, &config);
     assert_eq!(reply.deposited, 1);
     assert_eq!(reply.dropped[&DropReason::InvalidPlacement], 2);
     assert_eq!(store.meta().dropped[&DropReason::InvalidPlacement], 2);
     assert_eq!(store.meta().dropped[&DropReason::InvalidDecision], 2);
+}
+
+#[test]
+fn a_body_naming_an_invalid_key_or_node_is_refused_as_it_is_read() {
+    // Keys and nodes are typed: a colony never holds an invalid one to drop.
+    let item = |key: &str, node: &str| serde_json::json!({"items": [{"key": key, "node": node, "outcome": null}], "nowMs": 1});
+    let read = |v: serde_json::Value| serde_json::from_value::<PlacementsRequest>(v);
+    assert!(read(item("p", "a")).is_ok());
+    let e = read(item(&"u".repeat(MAX_POD_KEY_LEN + 1), "a")).unwrap_err();
+    assert!(e.to_string().contains("is not a pod UID"), "{e}");
+    let e = read(item("p", &"n".repeat(300))).unwrap_err();
+    assert!(
+        e.to_string().contains("is not a valid Kubernetes name"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -715,7 +732,7 @@ fn wide_decision_for(key: &str, now_ms: u64, config: &Config) -> DecisionRecord 
     let p =
         TenantColony::default().score(&nodes, WorkloadClass::Batch, key, now_ms, config, &mut rng);
     DecisionRecord {
-        key: key.into(),
+        key: PodKey::parse(key).unwrap(),
         decision: p.decision,
         explored: false,
     }

@@ -9,13 +9,14 @@ use serde::{Deserialize, Serialize};
 use super::explained::ConfirmedExplanation;
 use crate::api::dropped::DropReason;
 use crate::colony::{ColonyCounters, Decision, FilterRejections, Outcome, TenantColony};
+use crate::names::{NodeName, PodKey};
 use crate::shadow::{ShadowScore, ShadowSummary};
 
 /// A decision an isolate scored from its copy of the colony, to remember for the pod.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DecisionRecord {
-    pub key: String,
+    pub key: PodKey,
     pub decision: Decision,
     pub explored: bool,
 }
@@ -78,8 +79,8 @@ pub struct DecisionsReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlacementItem {
-    pub key: String,
-    pub node: String,
+    pub key: PodKey,
+    pub node: NodeName,
     pub outcome: Option<Outcome>,
 }
 
@@ -128,8 +129,8 @@ pub struct PlacementsReply {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShadowItem {
-    pub key: String,
-    pub node: String,
+    pub key: PodKey,
+    pub node: NodeName,
     pub outcome: Option<Outcome>,
     pub score: ShadowScore,
 }
@@ -158,7 +159,7 @@ pub struct ShadowReply {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LookupRequest {
-    pub key: String,
+    pub key: PodKey,
     pub now_ms: u64,
 }
 

@@ -180,10 +180,11 @@ mod tests {
     use super::*;
     use crate::colony::Decision;
     use crate::demand::WorkloadClass;
+    use crate::names::PodKey;
 
     fn record(key: &str, created_ms: u64) -> DecisionRecord {
         DecisionRecord {
-            key: key.into(),
+            key: PodKey::parse(key).unwrap(),
             decision: Decision {
                 created_ms,
                 workload: WorkloadClass::Batch,
