@@ -88,7 +88,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
     pod.metadata
         .labels
         .insert(config.pod_keys.tenant_label.clone(), tenant.to_string());
-    let demand = match PodDemand::from_pod(&pod, config) {
+    let demand = match PodDemand::from_pod(&pod, &config.pod_keys, &config.node_keys) {
         Ok(d) => Some(d),
         Err(DemandError::Resource(e)) => {
             let path = e

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::colony::{log_desirability, tie_rank, Outcome, TenantColony};
-use crate::config::Config;
+use crate::config::{Config, CostModel};
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
 use crate::filter::{check_node_for, WantedResources};
@@ -153,11 +153,13 @@ impl<'a> ShadowCluster<'a> {
             let terms = eta_terms(
                 &features,
                 pod.workload,
-                colony.trail_at(&state.name, self.now_ms, config).as_ref(),
+                colony
+                    .trail_at(&state.name, self.now_ms, &config.cost)
+                    .as_ref(),
                 config,
             );
             // Prioritize's ranking (`relative_desirabilities`), in log space.
-            let d = log_desirability(&terms, config);
+            let d = log_desirability(&terms, &config.colony, &config.cost);
             // Prioritize's answer: the most desirable node, equal ones told apart as
             // `colony::single_out_top` does.
             let wins = best.as_ref().is_none_or(|(b, f)| {
@@ -321,7 +323,7 @@ pub fn report(
     record: &mut Option<ShadowRecord>,
     report: ShadowReport,
     now_ms: u64,
-    config: &Config,
+    cost: &CostModel,
 ) -> Result<ShadowEffect, String> {
     let ShadowReport {
         node,
@@ -332,7 +334,7 @@ pub fn report(
     if let Some(r) = record {
         return Ok(match quality.zip(outcome) {
             Some((q, o)) if !r.outcome_recorded && r.node == node => {
-                colony.record_outcome(node, q, o, now_ms, config);
+                colony.record_outcome(node, q, o, now_ms, cost);
                 r.outcome_recorded = true;
                 ShadowEffect::Outcome
             }
@@ -358,7 +360,7 @@ pub fn report(
         }
     };
     if let Some((q, o)) = quality.zip(outcome) {
-        colony.record_outcome(node, q, o, now_ms, config);
+        colony.record_outcome(node, q, o, now_ms, cost);
     }
     *record = Some(ShadowRecord {
         node: node.to_string(),
@@ -400,7 +402,7 @@ mod tests {
                 "spec":{{"containers":[{{"resources":{{"requests":{{"cpu":"{cpu}"}}}}}}]}}}}"#
         );
         let view: PodView = serde_json::from_str(&json).unwrap();
-        PodDemand::from_pod(&view, &Config::default()).unwrap()
+        PodDemand::from_pod(&view, &Default::default(), &Default::default()).unwrap()
     }
 
     fn verdict(
@@ -632,7 +634,7 @@ mod tests {
                     &mut r,
                     sr(n, &score, o),
                     10 + i as u64,
-                    &config
+                    &config.cost
                 )
                 .unwrap(),
                 effect,
@@ -672,7 +674,7 @@ mod tests {
                 &mut r2,
                 sr("b", &ShadowScore::NotFeasible, Some(Outcome::Quality(1.0))),
                 20,
-                &config,
+                &config.cost,
             )
             .unwrap(),
             ShadowEffect::NotFeasible { outcome: true }
@@ -689,7 +691,7 @@ mod tests {
                 &mut r3,
                 sr("z", &ShadowScore::UnknownNode, None),
                 30,
-                &config,
+                &config.cost,
             )
             .unwrap(),
             ShadowEffect::UnknownPod
@@ -701,7 +703,7 @@ mod tests {
             &mut r3,
             sr("a", &score, Some(Outcome::Quality(2.0))),
             30,
-            &config,
+            &config.cost,
         )
         .is_err());
         assert!(r3.is_none() && s.pods == 1);

@@ -362,7 +362,8 @@ fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPo
         "status": {"phase": "Pending"}
     });
     let view: PodView = serde_json::from_value(json.clone()).expect("pod json");
-    let demand = PodDemand::from_pod(&view, config).expect("derived pods are valid");
+    let demand = PodDemand::from_pod(&view, &config.pod_keys, &config.node_keys)
+        .expect("derived pods are valid");
     SimPod {
         idx,
         trace: t.clone(),

@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, CostModel};
 use crate::demand::WorkloadClass;
 use crate::heuristic::{eta, eta_terms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
@@ -122,8 +122,8 @@ pub enum PlacementEffect {
 
 impl TenantColony {
     /// `node`'s trail for this tenant as it stands at `now_ms` (evaporated).
-    pub fn trail_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.pheromones.at(node, now_ms, &config.cost)
+    pub fn trail_at(&self, node: &str, now_ms: u64, cost: &CostModel) -> Option<OutcomeStats> {
+        self.pheromones.at(node, now_ms, cost)
     }
 
     /// η of every candidate for this workload (the facts alone: the same for every tenant).
@@ -190,7 +190,8 @@ impl TenantColony {
             .iter()
             .map(|f| f.eta(&config.cost, &config.eta))
             .collect();
-        let desirabilities = relative_desirabilities(&factors, config);
+        let desirabilities =
+            relative_desirabilities(&factors, &config.colony, &config.cost, &config.eta);
         let mut scores = to_scores(&desirabilities);
         let explored_at = explore(&mut scores, &desirabilities, &config.colony, rng);
         let explored = explored_at.map(|i| candidates[i].node.to_string());
@@ -264,7 +265,7 @@ impl TenantColony {
         node: &str,
         outcome: Option<Outcome>,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) -> Result<PlacementEffect, String> {
         outcome.map(Outcome::quality).transpose()?;
         let Some(decision) = decision else {
@@ -272,7 +273,7 @@ impl TenantColony {
             return Ok(PlacementEffect::UnknownPod);
         };
         Ok(
-            match self.confirm_decision(decision, node, outcome, now_ms, config)? {
+            match self.confirm_decision(decision, node, outcome, now_ms, cost)? {
                 Confirmation::Confirmed { node, exact } => {
                     PlacementEffect::Confirmed { node, exact }
                 }
@@ -289,7 +290,7 @@ impl TenantColony {
         node: &str,
         outcome: Option<Outcome>,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
         if decision.answered().is_some_and(|answered| answered != node) {
@@ -300,7 +301,7 @@ impl TenantColony {
             return Ok(Confirmation::NotACandidate);
         };
         if let (Some(q), Some(o)) = (reported, outcome) {
-            self.record_outcome(node, q, o, now_ms, config);
+            self.record_outcome(node, q, o, now_ms, cost);
         }
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
@@ -364,7 +365,7 @@ mod tests {
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
         let d = decide(&mut c, &mut rng);
-        let effect = c.confirm(Some(&d), "b", None, 0, &config).unwrap();
+        let effect = c.confirm(Some(&d), "b", None, 0, &config.cost).unwrap();
         assert!(matches!(
             effect,
             PlacementEffect::Confirmed { exact: true, .. }
@@ -378,7 +379,7 @@ mod tests {
         // The outcome is the deposit: one failure of b.
         let d = decide(&mut c, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-        c.confirm(Some(&d), "b", failed, 0, &config).unwrap();
+        c.confirm(Some(&d), "b", failed, 0, &config.cost).unwrap();
         let rows = c.pheromones.snapshot(0, &config.cost);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].0 == "b" && rows[0].1 < 1.0, "{rows:?}");
@@ -399,15 +400,19 @@ mod tests {
         };
         let followed = decide(&mut c, "ns/p1");
         assert_eq!(followed.answered(), Some("b"), "the cheapest alone at 10");
-        c.confirm(Some(&followed), "b", None, 0, &config).unwrap();
+        c.confirm(Some(&followed), "b", None, 0, &config.cost)
+            .unwrap();
         assert_eq!(c.counters.placements_elsewhere, 0);
         // kube-scheduler's own scores overruled the answer: still a candidate, still deposits.
         let overruled = decide(&mut c, "ns/p2");
-        let effect = c.confirm(Some(&overruled), "c", None, 0, &config).unwrap();
+        let effect = c
+            .confirm(Some(&overruled), "c", None, 0, &config.cost)
+            .unwrap();
         assert!(matches!(effect, PlacementEffect::Confirmed { .. }));
         // A node the extender never saw is elsewhere too.
         let unseen = decide(&mut c, "ns/p3");
-        c.confirm(Some(&unseen), "zzz", None, 0, &config).unwrap();
+        c.confirm(Some(&unseen), "zzz", None, 0, &config.cost)
+            .unwrap();
         assert_eq!(
             (
                 c.counters.placements_elsewhere,
@@ -420,7 +425,7 @@ mod tests {
         let mut bare = decide(&mut c, "ns/p4");
         bare.explanation = None;
         assert_eq!(bare.answered(), None);
-        c.confirm(Some(&bare), "c", None, 0, &config).unwrap();
+        c.confirm(Some(&bare), "c", None, 0, &config.cost).unwrap();
         assert_eq!(c.counters.placements_elsewhere, 2);
     }
 
@@ -429,7 +434,7 @@ mod tests {
         let config = Config::default();
         let mut c = TenantColony::default();
         assert_eq!(
-            c.confirm(None, "a", None, 0, &config).unwrap(),
+            c.confirm(None, "a", None, 0, &config.cost).unwrap(),
             PlacementEffect::UnknownPod
         );
         let mut rng = SmallRng::seed_from_u64(1);
@@ -442,7 +447,7 @@ mod tests {
             &mut rng,
         );
         assert_eq!(
-            c.confirm(Some(&p.decision), "zzz", None, 0, &config)
+            c.confirm(Some(&p.decision), "zzz", None, 0, &config.cost)
                 .unwrap(),
             PlacementEffect::NotACandidate
         );
@@ -460,7 +465,7 @@ mod tests {
                 "a",
                 Some(Outcome::Quality(2.0)),
                 0,
-                &config
+                &config.cost
             )
             .is_err());
     }
@@ -478,7 +483,7 @@ mod tests {
         for _ in 0..3 {
             let p = c.prioritize(&nodes, lc, "ns/pod", 0, &config, &mut rng);
             let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-            c.confirm(Some(&p.decision), "a", failed, 0, &config)
+            c.confirm(Some(&p.decision), "a", failed, 0, &config.cost)
                 .unwrap();
         }
         let soon = c
@@ -510,7 +515,7 @@ mod tests {
                 "a",
                 Some(Outcome::Label(OutcomeLabel::Failed)),
                 0,
-                &config,
+                &config.cost,
             )
             .unwrap();
         }
@@ -693,7 +698,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         let p = t1.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-        t1.confirm(Some(&p.decision), "a", failed, 0, &config)
+        t1.confirm(Some(&p.decision), "a", failed, 0, &config.cost)
             .unwrap();
         let untouched = scores(&mut TenantColony::default(), &nodes);
         assert_eq!(scores(&mut t2, &nodes), untouched);

@@ -147,7 +147,7 @@ fn pod_of(
     config: &Config,
 ) -> Result<(PodView, Result<PodDemand, DemandError>), BadRequest> {
     let pod: PodView = parse_json_at(raw.get()).map_err(|e| located_error(e, "Pod"))?;
-    let demand = PodDemand::from_pod(&pod, config);
+    let demand = PodDemand::from_pod(&pod, &config.pod_keys, &config.node_keys);
     if let Err(DemandError::Resource(e)) = &demand {
         return Err(BadRequest::new(e.field.clone(), e.to_string()));
     }

@@ -115,7 +115,7 @@ pub(crate) mod test_support {
 
     pub fn pod(json: &str) -> PodDemand {
         let pod: PodView = serde_json::from_str(json).unwrap();
-        PodDemand::from_pod(&pod, &Config::default()).unwrap()
+        PodDemand::from_pod(&pod, &Default::default(), &Default::default()).unwrap()
     }
 
     pub fn node(json: &str) -> NodeState<'static> {

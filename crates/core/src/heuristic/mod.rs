@@ -365,7 +365,11 @@ mod tests {
         let state = NodeState::assemble("n", Some(&view), Some(&facts), 0, &c, "n").unwrap();
         let pod: crate::k8s::PodView =
             serde_json::from_str(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","nvidia.com/gpu":"1"}}}]}}"#).unwrap();
-        let f = NodeFeatures::for_pod(&state, &PodDemand::from_pod(&pod, &c).unwrap(), &c);
+        let f = NodeFeatures::for_pod(
+            &state,
+            &PodDemand::from_pod(&pod, &c.pod_keys, &c.node_keys).unwrap(),
+            &c,
+        );
         assert_eq!(f.committed_share, Some(0.5));
         assert_eq!(f.pod_share, Some(0.25));
         assert_eq!(NodeFeatures::from_state(&state, &c).pod_share, None);

@@ -332,7 +332,8 @@ impl<F: FactsView + Clone> ExtenderPipeline<F> {
             .as_deref()
             .unwrap_or_default();
         if passed.len() == 1 {
-            if let Ok(pod) = PodDemand::from_pod(&streamed.pod, config) {
+            if let Ok(pod) = PodDemand::from_pod(&streamed.pod, &config.pod_keys, &config.node_keys)
+            {
                 self.filtered(passed, &pod, now_ms, config);
             }
         }

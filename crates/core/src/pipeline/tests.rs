@@ -297,7 +297,7 @@ fn slowdowns_learned_from_outcomes_move_the_answer() {
             cause: None,
         });
         colony
-            .report(&mut record, node, Some(ran), 2_000, &c)
+            .report(&mut record, node, Some(ran), 2_000, &c.cost)
             .unwrap();
     }
     let learned = colony.pheromones.trails[&first].slowdown().unwrap();

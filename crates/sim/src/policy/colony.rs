@@ -51,7 +51,7 @@ impl ColonyReports {
             confirmed: None,
         };
         let colony = colonies.colony_mut(tenant, now_ms);
-        let _ = colony.report(&mut record, node, None, now_ms, config);
+        let _ = colony.report(&mut record, node, None, now_ms, &config.cost);
         if record.confirmed.is_some() {
             self.records.insert(pod.idx, record);
         }
@@ -81,7 +81,7 @@ impl ColonyReports {
             record = PodRecord::default();
         }
         let colony = colonies.colony_mut(&pod.demand.tenant, now_ms);
-        let _ = colony.report(&mut record, node, Some(outcome), now_ms, config);
+        let _ = colony.report(&mut record, node, Some(outcome), now_ms, &config.cost);
     }
 }
 
