@@ -34,7 +34,7 @@ fn facts(count: usize, config: &Config) -> HashMap<String, NodeFacts> {
         .iter()
         .map(|r| {
             let mut f = NodeFacts::default();
-            f.apply(r, 0, config);
+            f.apply(r, 0, &config.load);
             (f.name.clone(), f)
         })
         .collect()
@@ -48,7 +48,12 @@ fn bench(c: &mut Criterion) {
         let shared = facts(n, &config);
         let kept: KeptFacts = shared
             .iter()
-            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &config)))
+            .map(|(name, f)| {
+                (
+                    name.clone(),
+                    ReadFacts::read(f.clone(), &config.node_keys, &config.spot),
+                )
+            })
             .collect();
         let outlook = ClusterOutlook::from_facts(shared.values(), Default::default(), 0, &config);
         group.throughput(Throughput::Elements(n as u64));

@@ -319,7 +319,7 @@ impl FactsTable {
                 .records
                 .entry(report.name.clone())
                 .or_insert_with(|| self.get(&report.name).cloned().unwrap_or_default());
-            record.apply(report, now_ms, config);
+            record.apply(report, now_ms, &config.load);
         }
         for (name, record) in &plan.records {
             let s = shard_of(name);
@@ -337,7 +337,8 @@ impl FactsTable {
         let reclaimed: BTreeSet<&str> = batch.reclaimed.iter().map(String::as_str).collect();
         for name in reclaimed {
             if let Some(known) = self.get(name) {
-                plan.pools.reclaimed(&known.labels, config);
+                plan.pools
+                    .reclaimed(&known.labels, &config.node_keys, &config.spot);
             }
         }
         for name in batch.deleted.iter().chain(&batch.reclaimed) {

@@ -245,7 +245,7 @@ mod tests {
     fn facts(json: &str, now: u64) -> NodeFacts {
         let r: NodeReport = serde_json::from_str(json).unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&r, now, &Config::default());
+        f.apply(&r, now, &Default::default());
         f
     }
 

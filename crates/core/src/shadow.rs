@@ -156,7 +156,8 @@ impl<'a> ShadowCluster<'a> {
                 colony
                     .trail_at(&state.name, self.now_ms, &config.cost)
                     .as_ref(),
-                config,
+                &config.cost,
+                &config.load,
             );
             // Prioritize's ranking (`relative_desirabilities`), in log space.
             let d = log_desirability(&terms, &config.colony, &config.cost);
@@ -391,7 +392,7 @@ mod tests {
         );
         let report: NodeReport = serde_json::from_str(&json).unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&report, NOW, &Config::default());
+        f.apply(&report, NOW, &Default::default());
         (name.to_string(), f)
     }
 

@@ -66,7 +66,13 @@ impl GpuAccounts {
             if kept.is_none_or(|k| k.fresh != fresh) {
                 *kept = Some(Kept {
                     fresh,
-                    account: GpuNodeAccount::of_facts(f, now_ms, config),
+                    account: GpuNodeAccount::of_facts(
+                        f,
+                        now_ms,
+                        &config.facts,
+                        &config.node_keys,
+                        &config.cost,
+                    ),
                 });
             }
         }

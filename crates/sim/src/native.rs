@@ -393,7 +393,7 @@ impl Scheduler for NativeScheduler {
                 let was = before(facts, node);
                 facts.records[node]
                     .get_or_insert_with(NodeFacts::default)
-                    .apply(r, now_ms, config);
+                    .apply(r, now_ms, &config.load);
                 exposed(pools, facts, node, was, config);
                 nodes.observe(node, r.utilisation.iter().copied());
                 // Wire reports carry no allocation to compare, so the requested value may differ.
@@ -435,7 +435,7 @@ impl Scheduler for NativeScheduler {
                     // Identity, a new allocation or the first report: the wire path, exactly.
                     facts.records[node]
                         .get_or_insert_with(NodeFacts::default)
-                        .apply(&batch.wire(n), now_ms, config);
+                        .apply(&batch.wire(n), now_ms, &config.load);
                     nodes.reported[node] = Some(key);
                     facts.forget_account(node);
                 } else {
@@ -634,7 +634,7 @@ impl Scheduler for NativeScheduler {
         let config = &self.config;
         self.pipeline.update(|facts, pools| {
             if let Some(f) = facts.records[node].take() {
-                pools.reclaimed(&f.labels, config);
+                pools.reclaimed(&f.labels, &config.node_keys, &config.spot);
             }
             facts.forget_account(node);
         });

@@ -86,7 +86,7 @@ impl ShadowReplay {
             self.facts
                 .entry(r.name.clone())
                 .or_default()
-                .apply(r, now_ms, &self.config);
+                .apply(r, now_ms, &self.config.load);
         }
     }
 

@@ -183,7 +183,7 @@ impl TenantColony {
             .iter()
             .map(|f| {
                 let stats = trails.get(&f.node).map(|s| s.at(now_ms, &config.cost));
-                eta_terms(f, workload, stats.as_ref(), config)
+                eta_terms(f, workload, stats.as_ref(), &config.cost, &config.load)
             })
             .collect();
         let etas: Vec<f64> = factors

@@ -254,7 +254,9 @@ fn state_of<'s>(
     // A node object's labels win over the facts': their reading is asked for only without one.
     let (facts, reading) = match c.view {
         Some(_) => (facts.get(&c.name), None),
-        None => facts.get_read(&c.name, config).unzip(),
+        None => facts
+            .get_read(&c.name, &config.node_keys, &config.spot)
+            .unzip(),
     };
     // Only a node object's fields can be wrong here; their path is formatted only then.
     NodeState::assemble_read(&c.name, c.view.as_ref(), facts, reading, now_ms, config, "").map_err(
@@ -579,13 +581,18 @@ mod tests {
             .iter()
             .map(|r| {
                 let mut f = NodeFacts::default();
-                f.apply(r, 0, &c);
+                f.apply(r, 0, &c.load);
                 (f.name.clone(), f)
             })
             .collect();
         let kept: HashMap<String, ReadFacts> = bare
             .iter()
-            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &c)))
+            .map(|(name, f)| {
+                (
+                    name.clone(),
+                    ReadFacts::read(f.clone(), &c.node_keys, &c.spot),
+                )
+            })
             .collect();
         let body = fixtures::extender_args_names(40);
         let args = parse_args(&body, &c).unwrap();

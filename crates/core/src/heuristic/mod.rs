@@ -34,7 +34,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, CostModel, LoadModel};
 use crate::demand::{PodDemand, WorkloadClass};
 use crate::node_state::NodeState;
 
@@ -113,7 +113,8 @@ impl<'a> NodeFeatures<'a> {
             committed_share: node.committed_share,
             pod_share: None,
             fragmentation_delta: None,
-            gpus: gpu_allocation(node, config).map(|(_, cap)| (cap / 1000.0).round() as u32),
+            gpus: gpu_allocation(node, &config.node_keys)
+                .map(|(_, cap)| (cap / 1000.0).round() as u32),
             pod_gpu_milli: 0.0,
             gpu_scarcity: outlook.gpu_scarcity.unwrap_or(0.0),
             gpu_hour_price: outlook.gpu_hour_price,
@@ -238,9 +239,10 @@ pub fn eta_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
-    config: &Config,
+    cost: &CostModel,
+    load: &LoadModel,
 ) -> CostTerms {
-    cost_terms(features, workload, stats, &config.cost, &config.load)
+    cost_terms(features, workload, stats, cost, load)
 }
 
 /// η for one node: `exp(−the facts' expected $/h / COST_REFERENCE)`, floored at `eta_floor` so
@@ -304,7 +306,7 @@ mod tests {
             slowdown_runs: 2.0,
             ..OutcomeStats::default()
         };
-        let full = eta_terms(&f, w, Some(&bad), &all);
+        let full = eta_terms(&f, w, Some(&bad), &all.cost, &all.load);
         assert_eq!(
             eta(&f, w, &all),
             full.eta(&all.cost, &all.eta),
@@ -322,7 +324,7 @@ mod tests {
             );
             let c = Config::default()
                 .with(|c| c.cost.eta_factors = crate::config::EtaFactorSet::without(name).unwrap());
-            let g = eta_terms(&f, w, Some(&bad), &c);
+            let g = eta_terms(&f, w, Some(&bad), &c.cost, &c.load);
             assert!(g.total() < full.total(), "{name}");
             assert!(
                 g.eta(&c.cost, &c.eta) >= full.eta(&all.cost, &all.eta),
@@ -332,7 +334,10 @@ mod tests {
         let no_headroom = Config::default().with(|c| {
             c.cost.eta_factors = crate::config::EtaFactorSet::without("headroom").unwrap()
         });
-        assert_eq!(eta_terms(&f, w, Some(&bad), &no_headroom).qos_risk, 0.0);
+        assert_eq!(
+            eta_terms(&f, w, Some(&bad), &no_headroom.cost, &no_headroom.load).qos_risk,
+            0.0
+        );
     }
 
     #[test]
@@ -361,7 +366,7 @@ mod tests {
             serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#)
                 .unwrap();
         let mut facts = crate::facts::NodeFacts::default();
-        facts.apply(&report, 0, &c);
+        facts.apply(&report, 0, &c.load);
         let state = NodeState::assemble("n", Some(&view), Some(&facts), 0, &c, "n").unwrap();
         let pod: crate::k8s::PodView =
             serde_json::from_str(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","nvidia.com/gpu":"1"}}}]}}"#).unwrap();

@@ -145,7 +145,13 @@ impl SatPolicy for SatColony {
                 .iter()
                 .map(|f| {
                     let stats = colony.trail_at(&f.node, ctx.step * 1000, &ctx.config.cost);
-                    eta_terms(f, ctx.sim_pod.demand.workload, stats.as_ref(), ctx.config)
+                    eta_terms(
+                        f,
+                        ctx.sim_pod.demand.workload,
+                        stats.as_ref(),
+                        &ctx.config.cost,
+                        &ctx.config.load,
+                    )
                 })
                 .collect();
             return relative_desirabilities(
