@@ -27,7 +27,7 @@ async fn facts_for(call: &Call, body: &str) -> Result<(), ApiError> {
     match facts_client::load(&call.bindings, &call.cluster, call.now_ms, &call.config).await {
         Ok(()) => Ok(()),
         Err(e) => {
-            parse_args(body, &call.config)?;
+            parse_args(body, &call.config.pod_keys, &call.config.node_keys)?;
             Err(e)
         }
     }

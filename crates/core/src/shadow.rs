@@ -136,9 +136,17 @@ impl<'a> ShadowCluster<'a> {
             outlook: &ClusterOutlook,
             memo: &mut FragmentationMemo,
         ) -> NodeFeatures<'s> {
-            NodeFeatures::for_pod_with(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
+            NodeFeatures::for_pod_with(
+                state,
+                pod,
+                &config.node_keys,
+                &config.spot,
+                outlook,
+                &OPENB_DEFAULT_SHAPES,
+                memo,
+            )
         }
-        let footprint = PodFootprint::of(pod, config);
+        let footprint = PodFootprint::of(pod, &config.node_keys);
         let tie = tie_rank(&pod.key);
         for state in &self.states {
             let state = if state.name == chosen {
@@ -536,7 +544,7 @@ mod tests {
             .collect();
         let features: Vec<NodeFeatures> = states
             .iter()
-            .map(|s| NodeFeatures::for_pod(s, &p, &config))
+            .map(|s| NodeFeatures::for_pod(s, &p, &config.node_keys, &config.spot))
             .collect();
         let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
         let scored = with_tau

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
-use aco_core::config::Config;
+use aco_core::config::{Config, LoadModel};
 use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
@@ -130,14 +130,14 @@ impl NodeCaches {
             (true, Dirty::Refresh { requested }) => {
                 let s = slot.as_mut().unwrap();
                 refresh(s, facts, now_ms, config, requested);
-                overlay_predictor(s, predictor, kind, config);
+                overlay_predictor(s, predictor, kind, &config.load);
                 #[cfg(debug_assertions)]
                 {
                     let n = &world.nodes[node];
                     let mut full =
                         NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                             .expect("derived nodes parse");
-                    overlay_predictor(&mut full, predictor, kind, config);
+                    overlay_predictor(&mut full, predictor, kind, &config.load);
                     debug_assert_eq!(
                         *s, full,
                         "refreshed node state of {} differs from a full assembly",
@@ -151,7 +151,7 @@ impl NodeCaches {
                     NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                         .expect("derived nodes parse")
                         .into_owned();
-                overlay_predictor(&mut s, predictor, kind, config);
+                overlay_predictor(&mut s, predictor, kind, &config.load);
                 *slot = Some(s);
             }
         }
@@ -291,7 +291,7 @@ impl NativeScheduler {
                     &mut s,
                     self.nodes.predictors[c].as_deref(),
                     self.predictor,
-                    &self.config,
+                    &self.config.load,
                 );
                 self.nodes.assumed.insert(c, s);
             }
@@ -304,10 +304,10 @@ fn overlay_predictor(
     s: &mut NodeState,
     p: Option<&dyn Predictor>,
     kind: PredictorKind,
-    config: &Config,
+    load_model: &LoadModel,
 ) {
     if let Some(p) = p {
-        s.load = LoadOutlook::of(p, &config.load);
+        s.load = LoadOutlook::of(p, load_model);
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
     }
@@ -552,7 +552,13 @@ impl Scheduler for NativeScheduler {
                         p.score(&ctx, &passed, &states)
                     }
                     Decider::Extender(e) => {
-                        let features = features(&states, &pod.demand, config, &outlook);
+                        let features = features(
+                            &states,
+                            &pod.demand,
+                            &config.node_keys,
+                            &config.spot,
+                            &outlook,
+                        );
                         let from = if e.colony {
                             ColonySource::Held(&pod.demand.tenant)
                         } else {
@@ -599,7 +605,7 @@ impl Scheduler for NativeScheduler {
                 &world.nodes[node].name,
                 scored,
                 now_ms,
-                config,
+                &config.cost,
             );
         }
         Ok(())
