@@ -121,6 +121,8 @@ fn stamp(facts: &NodeFacts) -> (u64, Option<u64>) {
 }
 
 /// The assumed placements of one cluster.
+/// Its methods take the whole Config: they read three groups (the assumed TTL, and the node
+/// keys and spot pools that read a record's labels).
 #[derive(Debug, Clone, Default)]
 pub struct AssumedPlacements {
     nodes: FxHashMap<String, Pending>,

@@ -312,6 +312,7 @@ impl FactsTable {
 
     /// Merges a validated batch into copies of the affected records (EMA folded on write, as
     /// `NodeFacts::apply` does), and decides which shards to rewrite. The table is unchanged.
+    /// Takes the whole Config: it reads the load model, node keys, spot pools and facts freshness.
     pub fn plan(&self, batch: &NodesBatch, now_ms: u64, config: &Config) -> Plan {
         let mut plan = Plan::default();
         for report in &batch.nodes {

@@ -67,6 +67,7 @@ pub enum NotScored {
 
 /// The cluster's nodes as the extender sees them, assembled once per request and shared by every
 /// pod of the batch (assembling is the expensive part: labels, allocatable, EMA forecast).
+/// Takes the whole Config, as the extender's verbs do (it assembles, filters and scores).
 pub struct ShadowCluster<'a> {
     /// By name, ascending (the tie-break order).
     states: Vec<NodeState<'a>>,

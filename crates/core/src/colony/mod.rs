@@ -127,6 +127,7 @@ impl TenantColony {
     }
 
     /// η of every candidate for this workload (the facts alone: the same for every tenant).
+    /// Takes the whole Config, as [`eta`] does.
     pub fn etas(
         &self,
         candidates: &[NodeFeatures],
@@ -141,6 +142,7 @@ impl TenantColony {
 
     /// Scores the candidates 0–10 with `τ^α·η^β`, one of them alone at the top
     /// ([`single_out_top`], tied nodes told apart by `pod_key`). Does not touch the trail.
+    /// Takes the whole Config: scoring reads the weights, prices, load, η bounds and retention.
     pub fn prioritize<'a>(
         &mut self,
         candidates: &'a [NodeFeatures],

@@ -2,6 +2,9 @@
 //! the benchmarks and the simulator: parse [`ExtenderArgs`], assemble each candidate's
 //! [`NodeState`], then filter or compute heuristic features. Transport, storage and the
 //! colony's Durable Object stay outside.
+//!
+//! The verbs take the whole Config: assembling a candidate, filtering and scoring it read most
+//! groups. Parsing the pod takes only the pod and node keys.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

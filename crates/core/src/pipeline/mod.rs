@@ -90,6 +90,7 @@ pub struct Answered<T> {
 }
 
 /// One cluster's extender pipeline (see the module documentation).
+/// Its methods take the whole Config: filtering and scoring with η and τ read most groups.
 #[derive(Debug)]
 pub struct ExtenderPipeline<F> {
     facts: Rc<F>,
