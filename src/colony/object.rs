@@ -393,7 +393,8 @@ impl Colony {
     async fn route(&self, incoming: &Incoming<ColonyApi>, tenant: &str) -> Result<String> {
         self.ensure_schema()?;
         let config = self.config()?;
-        let config = config.as_ref();
+        // The groups the store reads: how long it keeps what, its bounds, and how outcomes decay.
+        let (retention, bounds, cost) = (&config.retention, &config.bounds, &config.cost);
         fn parse<C: ObjectCall<Api = ColonyApi>>(incoming: &Incoming<ColonyApi>) -> Result<C> {
             incoming.call().map_err(failure)
         }
@@ -403,53 +404,49 @@ impl Colony {
         match incoming.route {
             Route::Copy => {
                 parse::<CopyRequest>(incoming)?;
-                reply::<CopyRequest>(
-                    &self.with_store(&config.retention, &config.bounds, |s| s.copy())?,
-                )
+                reply::<CopyRequest>(&self.with_store(retention, bounds, |s| s.copy())?)
             }
             Route::Decisions => {
                 let batch: DecisionBatch = parse(incoming)?;
-                let due = self.with_store(&config.retention, &config.bounds, |s| {
+                let due = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, batch.now_ms);
                     let dropped = s.record_decisions(
                         batch.decisions,
                         true,
                         batch.now_ms,
-                        &config.retention,
-                        &config.bounds,
-                        &config.cost,
+                        retention,
+                        bounds,
+                        cost,
                     );
                     (dropped, s.commit_due(now()))
                 })?;
                 let (dropped, due) = due;
                 if due {
-                    self.commit(&config.retention, false)?;
+                    self.commit(retention, false)?;
                 } else {
                     self.arm_backstop().await?;
                 }
-                let out =
-                    self.with_store(&config.retention, &config.bounds, |s| DecisionsReply {
-                        version: s.version(),
-                        snapshot: (batch.known_version != s.version()).then(|| s.copy()),
-                        durability: s.durability(),
-                        dropped,
-                    })?;
+                let out = self.with_store(retention, bounds, |s| DecisionsReply {
+                    version: s.version(),
+                    snapshot: (batch.known_version != s.version()).then(|| s.copy()),
+                    durability: s.durability(),
+                    dropped,
+                })?;
                 reply::<DecisionBatch>(&out)
             }
             Route::Placements => {
                 let req: PlacementsRequest = parse(incoming)?;
-                let mut out = self.with_store(&config.retention, &config.bounds, |s| {
+                let mut out = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     let mut dropped = s.record_decisions(
                         req.decisions,
                         true,
                         req.now_ms,
-                        &config.retention,
-                        &config.bounds,
-                        &config.cost,
+                        retention,
+                        bounds,
+                        cost,
                     );
-                    let mut out =
-                        s.placements(&req.items, req.now_ms, &config.retention, &config.cost);
+                    let mut out = s.placements(&req.items, req.now_ms, retention, cost);
                     for (reason, n) in std::mem::take(&mut out.dropped) {
                         *dropped.entry(reason).or_default() += n;
                     }
@@ -457,8 +454,8 @@ impl Colony {
                     out
                 })?;
                 // Durable before the reply: the reporter forgets what was acknowledged.
-                self.commit(&config.retention, self.inject_fault(tenant))?;
-                self.with_store(&config.retention, &config.bounds, |s| {
+                self.commit(retention, self.inject_fault(tenant))?;
+                self.with_store(retention, bounds, |s| {
                     out.version = s.version();
                     out.durability = s.durability();
                     out.snapshot = req
@@ -470,54 +467,47 @@ impl Colony {
             }
             Route::Shadow => {
                 let req: ShadowRequest = parse(incoming)?;
-                let out = self.with_store(&config.retention, &config.bounds, |s| {
+                let out = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
-                    s.shadow(&req.items, req.now_ms, &config.retention, &config.cost)
+                    s.shadow(&req.items, req.now_ms, retention, cost)
                 })?;
-                self.commit(&config.retention, false)?;
+                self.commit(retention, false)?;
                 reply::<ShadowRequest>(&out)
             }
             Route::ShadowSummary => {
                 parse::<ShadowSummaryRequest>(incoming)?;
-                reply::<ShadowSummaryRequest>(&self.with_store(
-                    &config.retention,
-                    &config.bounds,
-                    |s| s.meta().shadow.clone(),
-                )?)
+                reply::<ShadowSummaryRequest>(
+                    &self.with_store(retention, bounds, |s| s.meta().shadow.clone())?,
+                )
             }
             Route::Lookup => {
                 let req: LookupRequest = parse(incoming)?;
-                reply::<LookupRequest>(&self.lookup(&config.retention, &config.bounds, &req)?)
+                reply::<LookupRequest>(&self.lookup(retention, bounds, &req)?)
             }
             Route::Table => {
                 let req: TableRequest = parse(incoming)?;
-                reply::<TableRequest>(&self.with_store(&config.retention, &config.bounds, |s| {
-                    s.table(req.now_ms, &config.cost)
-                })?)
+                reply::<TableRequest>(
+                    &self.with_store(retention, bounds, |s| s.table(req.now_ms, cost))?,
+                )
             }
             Route::Export => {
                 parse::<ExportRequest>(incoming)?;
-                reply::<ExportRequest>(&self.with_store(
-                    &config.retention,
-                    &config.bounds,
-                    |s| ExportReply {
-                        version: s.version(),
-                        state: s.export(),
-                    },
-                )?)
+                reply::<ExportRequest>(&self.with_store(retention, bounds, |s| ExportReply {
+                    version: s.version(),
+                    state: s.export(),
+                })?)
             }
             Route::Import => {
                 // Checked whole by the Worker (`api::colony_export`) before it was sent.
                 let req: ImportRequest = parse(incoming)?;
                 let trails = req.state.colony.pheromones.trails.len() as u64;
-                let changed = self.with_store(&config.retention, &config.bounds, |s| {
+                let changed = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.import(req.state, req.now_ms)
                 })?;
                 // One transaction: on failure nothing is written and the store is reloaded.
-                self.commit(&config.retention, false)?;
-                let version =
-                    self.with_store(&config.retention, &config.bounds, |s| s.version())?;
+                self.commit(retention, false)?;
+                let version = self.with_store(retention, bounds, |s| s.version())?;
                 reply::<ImportRequest>(&ImportReply {
                     changed,
                     version,
@@ -527,7 +517,7 @@ impl Colony {
             Route::Reset => {
                 let req: ResetRequest = parse(incoming)?;
                 if self.store.borrow().is_none() {
-                    if let Err(e) = self.with_store(&config.retention, &config.bounds, |_| ()) {
+                    if let Err(e) = self.with_store(retention, bounds, |_| ()) {
                         // Unreadable state: the reset is what repairs it, so it starts over.
                         let message = format!("reset over unreadable state: {e}");
                         crate::log::object_error("colony", tenant, None, &message);
@@ -539,12 +529,12 @@ impl Colony {
                         ));
                     }
                 }
-                let version = self.with_store(&config.retention, &config.bounds, |s| {
+                let version = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.reset(req.now_ms);
                     s.version()
                 })?;
-                self.commit(&config.retention, false)?;
+                self.commit(retention, false)?;
                 reply::<ResetRequest>(&ResetReply {
                     reset: true,
                     version,
