@@ -35,6 +35,7 @@ async fn facts_for(call: &Call, body: &str) -> Result<(), ApiError> {
 
 /// The cluster's pipeline answers `input` from the colony `from` names (and assumes the pod on
 /// the answer's top); `None` when it holds no copy to answer from.
+/// Takes the whole Config, as the pipeline's scoring does.
 fn answer<'a>(
     call: &Call,
     input: &'a ScoringInput,

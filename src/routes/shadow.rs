@@ -50,6 +50,7 @@ struct Valid {
     outcome: Option<Outcome>,
 }
 
+/// Takes the whole Config: the tenant policy (in no group) beside the pod and node keys.
 fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     validate_node_name(&r.node).map_err(|m| ApiError::field(400, field("node"), m))?;
@@ -191,6 +192,7 @@ pub async fn report(call: &mut Call) -> Handled {
 }
 
 /// Scores one tenant's pods with its colony and has the colony apply them (one transaction).
+/// Takes the whole Config: it scores with the cluster (as the verbs) and reads `serving`.
 async fn deliver(
     call: &Call,
     cluster: &ShadowCluster<'_>,

@@ -49,6 +49,7 @@ impl GpuAccounts {
     }
 
     /// `ClusterOutlook::from_facts(facts.iter().flatten(), pools, now_ms, config)`.
+    /// Takes the whole Config, as `ClusterOutlook::from_facts` does.
     pub fn outlook(
         &mut self,
         facts: &[Option<NodeFacts>],

@@ -113,6 +113,7 @@ impl NodeCaches {
     }
 
     /// The node state of `node` (cached; refreshed or rebuilt after a fact report).
+    /// Takes the whole Config, as `NodeState::assemble` does (four groups).
     fn state(
         &mut self,
         facts: &[Option<NodeFacts>],
@@ -169,6 +170,7 @@ fn before(facts: &IndexedFacts, node: usize) -> Option<(bool, u64)> {
 
 /// After a node's facts changed: its pool accrues the time since `before` (see
 /// `SpotPools::observed`), as the Facts object does.
+/// Takes the whole Config, as `SpotPools::observed` does.
 fn exposed(
     pools: &mut SpotPools,
     facts: &IndexedFacts,
@@ -238,7 +240,7 @@ impl NativeScheduler {
     }
 
     /// Where placements and outcomes go when the extender answers from colonies: the Colony
-    /// object's part, the colonies, and the config.
+    /// object's part, the colonies, and the whole config (for `ColonyReports::outcome`).
     fn colony_reports(&mut self) -> Option<(&mut ColonyReports, &mut ColonyCopies, &Config)> {
         match &mut self.policy {
             Decider::Extender(e) if e.colony => {
@@ -317,6 +319,7 @@ fn overlay_predictor(
 /// (labels, allocatable, name) is unchanged; `requested_changed` says whether the facts'
 /// requested value differs from the one `s` holds. Mirrors `assemble` line for line (the debug
 /// build checks every refresh against a full assembly).
+/// Takes the whole Config, as `NodeState::assemble` does.
 fn refresh(
     s: &mut NodeState,
     facts: Option<&NodeFacts>,

@@ -123,6 +123,7 @@ pub struct Imported {
 impl Imported {
     /// Reads the nodes and pods among `objects` (v1.Node and v1.Pod JSON); `spot_factor` prices
     /// a spot node from the table.
+    /// Takes the whole Config: it reads the pod keys, node keys and spot pools.
     pub fn from_objects(
         objects: &[Value],
         prices: &PriceTable,
