@@ -113,10 +113,9 @@ mod tests {
                 ..NodeFacts::default()
             })
             .collect();
-        clusters
-            .get(cluster)
-            .pipeline
-            .update(|facts, _| facts.replace_shard(0, nodes, &Config::default()));
+        clusters.get(cluster).pipeline.update(|facts, _| {
+            facts.replace_shard(0, nodes, &Default::default(), &Default::default())
+        });
     }
 
     #[test]
@@ -147,7 +146,7 @@ mod tests {
                 name: "d-0".into(),
                 ..NodeFacts::default()
             };
-            facts.replace_shard(0, vec![node], &Config::default())
+            facts.replace_shard(0, vec![node], &Default::default(), &Default::default())
         });
         clusters.states.insert("d".into(), d);
         with_nodes(&mut clusters, "e", 2);

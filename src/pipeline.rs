@@ -46,7 +46,8 @@ impl ClusterState {
             .as_ref()
             .is_some_and(|c| Rc::ptr_eq(c, config))
         {
-            self.pipeline.update(|facts, _| facts.read_again(config));
+            self.pipeline
+                .update(|facts, _| facts.read_again(&config.node_keys, &config.spot));
             self.read_with = Some(config.clone());
         }
     }

@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
         filter_body(body, &facts, now, &config)
             .map(|s| reply(&s.output.result))
             .map_err(error),
-        parse_args(body, &config)
+        parse_args(body, &config.pod_keys, &config.node_keys)
             .and_then(|a| filter(&a, &facts, now, &config))
             .map(|o| reply(&o.result))
             .map_err(error),
@@ -35,13 +35,13 @@ fuzz_target!(|data: &[u8]| {
         scoring_input_body(body, &facts, &outlook, now, &config)
             .map(|s| format!("{:?}", s.output))
             .map_err(error),
-        parse_args(body, &config)
+        parse_args(body, &config.pod_keys, &config.node_keys)
             .and_then(|a| scoring_input(&a, &facts, &outlook, now, &config))
             .map(|s| format!("{s:?}"))
             .map_err(error),
         "scoring input read node by node"
     );
-    let args = match parse_args(body, &config) {
+    let args = match parse_args(body, &config.pod_keys, &config.node_keys) {
         Ok(a) => a,
         Err(e) => {
             assert!(

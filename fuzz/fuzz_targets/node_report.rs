@@ -16,12 +16,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let config = Config::default();
     let mut facts = NodeFacts::default();
-    facts.apply(&report, now, &config);
-    facts.apply(&report, now + 1000, &config);
+    facts.apply(&report, now, &config.load);
+    facts.apply(&report, now + 1000, &config.load);
     let text = serde_json::to_string(&facts).expect("facts serialise");
     let back: NodeFacts = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("stored facts do not read back: {e}: {text}"));
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
     // What the verbs read of its labels, as the Worker reads it when the record arrives.
-    let _ = ReadFacts::read(back, &config);
+    let _ = ReadFacts::read(back, &config.node_keys, &config.spot);
 });

@@ -80,7 +80,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 let before = (colony.clone(), record.clone());
                 let name = format!("n{}", node % 8);
                 let effect = colony
-                    .report(record, &name, outcome, 1, &config)
+                    .report(record, &name, outcome, 1, &config.cost)
                     .expect("validated outcome");
                 let deposited = match &effect {
                     ReportEffect::Placed { outcome, .. } => outcome.is_some(),

@@ -210,7 +210,7 @@ fn handle_body(route: &Route, body: &[u8], config: &Config) {
     };
     match route {
         Route::Filter | Route::Prioritize => {
-            if let Ok(args) = parse_args(text, config) {
+            if let Ok(args) = parse_args(text, &config.pod_keys, &config.node_keys) {
                 let facts = std::collections::HashMap::<String, aco_core::facts::NodeFacts>::new();
                 let _ = filter(&args, &facts, 1_700_000_000_000, config);
             }

@@ -32,7 +32,7 @@ use aco_core::colony_store::wire::{
     LookupRequest, PlacementsRequest, ShadowRequest,
 };
 use aco_core::colony_store::ColonyStore;
-use aco_core::config::Config;
+use aco_core::config::{Config, Retention, StateBounds};
 use serde::Deserialize;
 use worker::{
     durable_object, DurableObject, Env, Request, Response, SqlStorage, SqlStorageValue, State,
@@ -178,7 +178,7 @@ impl Colony {
         Ok(())
     }
 
-    fn load(&self, config: &Config) -> Result<ColonyStore> {
+    fn load(&self, retention: &Retention, bounds: &StateBounds) -> Result<ColonyStore> {
         let snapshot: Vec<SnapshotRow> = self
             .sql
             .exec(SELECT_SNAPSHOT, None)?
@@ -237,24 +237,30 @@ impl Colony {
             explained,
             incarnation,
             now(),
-            config,
+            retention,
+            bounds,
         )
         .map_err(corrupt)
     }
 
     /// Runs `f` on the store, loading it on first use in this instance's lifetime.
-    fn with_store<T>(&self, config: &Config, f: impl FnOnce(&mut ColonyStore) -> T) -> Result<T> {
+    fn with_store<T>(
+        &self,
+        retention: &Retention,
+        bounds: &StateBounds,
+        f: impl FnOnce(&mut ColonyStore) -> T,
+    ) -> Result<T> {
         let mut slot = self.store.borrow_mut();
         let store = match slot.take() {
             Some(s) => s,
-            None => self.load(config)?,
+            None => self.load(retention, bounds)?,
         };
         Ok(f(slot.insert(store)))
     }
 
     /// Commits what the store holds uncommitted, in one transaction. On failure nothing was
     /// written and the store is dropped (reloaded, under a new incarnation, by the next event).
-    fn commit(&self, config: &Config, fault: bool) -> Result<()> {
+    fn commit(&self, retention: &Retention, fault: bool) -> Result<()> {
         let mut slot = self.store.borrow_mut();
         let Some(store) = slot.as_mut() else {
             return Ok(());
@@ -262,7 +268,7 @@ impl Colony {
         if !store.is_dirty() {
             return Ok(());
         }
-        let plan = store.plan_commit(now(), config).map_err(failure)?;
+        let plan = store.plan_commit(now(), retention).map_err(failure)?;
         let mut statements: Vec<(&'static str, Vec<SqlStorageValue>)> = plan
             .statements
             .iter()
@@ -275,7 +281,7 @@ impl Colony {
         match run_in_transaction(&self.state.storage(), &self.sql, &statements) {
             Ok(rows) => {
                 self.count_rows(rows as u64);
-                store.committed(plan, config);
+                store.committed(plan, retention);
                 Ok(())
             }
             Err(e) => {
@@ -338,7 +344,7 @@ impl Colony {
             Some(store) => {
                 let config = self.config()?;
                 let mut last = self.last_report.borrow_mut();
-                store.report_if_changed(&config, self.rows_written.get(), &mut last)
+                store.report_if_changed(&config.cost, self.rows_written.get(), &mut last)
             }
             None => None,
         };
@@ -356,12 +362,17 @@ impl Colony {
 
     /// What is remembered of a pod, its confirmed explanation read from its `explained` row
     /// when it is not in memory (one row read).
-    fn lookup(&self, config: &Config, req: &LookupRequest) -> Result<DecisionLookup> {
-        let (mut out, row) = self.with_store(config, |s| {
-            let out = s.lookup(&req.key, req.now_ms, config);
+    fn lookup(
+        &self,
+        retention: &Retention,
+        bounds: &StateBounds,
+        req: &LookupRequest,
+    ) -> Result<DecisionLookup> {
+        let (mut out, row) = self.with_store(retention, bounds, |s| {
+            let out = s.lookup(&req.key, req.now_ms, retention);
             let row = match out.explained {
                 Some(_) => None,
-                None => s.explained_row(&req.key, req.now_ms, config),
+                None => s.explained_row(&req.key, req.now_ms, retention),
             };
             (out, row)
         })?;
@@ -372,7 +383,7 @@ impl Colony {
                 .to_array()?;
             if let Some(r) = rows.first() {
                 out.explained =
-                    ColonyStore::explained_in_row(id, &r.body, &req.key, req.now_ms, config)
+                    ColonyStore::explained_in_row(id, &r.body, &req.key, req.now_ms, retention)
                         .map_err(|e| Failure::Corrupt(format!("{CORRUPT}: {e}")))?;
             }
         }
@@ -382,7 +393,8 @@ impl Colony {
     async fn route(&self, incoming: &Incoming<ColonyApi>, tenant: &str) -> Result<String> {
         self.ensure_schema()?;
         let config = self.config()?;
-        let config = config.as_ref();
+        // The groups the store reads: how long it keeps what, its bounds, and how outcomes decay.
+        let (retention, bounds, cost) = (&config.retention, &config.bounds, &config.cost);
         fn parse<C: ObjectCall<Api = ColonyApi>>(incoming: &Incoming<ColonyApi>) -> Result<C> {
             incoming.call().map_err(failure)
         }
@@ -392,22 +404,29 @@ impl Colony {
         match incoming.route {
             Route::Copy => {
                 parse::<CopyRequest>(incoming)?;
-                reply::<CopyRequest>(&self.with_store(config, |s| s.copy())?)
+                reply::<CopyRequest>(&self.with_store(retention, bounds, |s| s.copy())?)
             }
             Route::Decisions => {
                 let batch: DecisionBatch = parse(incoming)?;
-                let due = self.with_store(config, |s| {
+                let due = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, batch.now_ms);
-                    let dropped = s.record_decisions(batch.decisions, true, batch.now_ms, config);
+                    let dropped = s.record_decisions(
+                        batch.decisions,
+                        true,
+                        batch.now_ms,
+                        retention,
+                        bounds,
+                        cost,
+                    );
                     (dropped, s.commit_due(now()))
                 })?;
                 let (dropped, due) = due;
                 if due {
-                    self.commit(config, false)?;
+                    self.commit(retention, false)?;
                 } else {
                     self.arm_backstop().await?;
                 }
-                let out = self.with_store(config, |s| DecisionsReply {
+                let out = self.with_store(retention, bounds, |s| DecisionsReply {
                     version: s.version(),
                     snapshot: (batch.known_version != s.version()).then(|| s.copy()),
                     durability: s.durability(),
@@ -417,10 +436,17 @@ impl Colony {
             }
             Route::Placements => {
                 let req: PlacementsRequest = parse(incoming)?;
-                let mut out = self.with_store(config, |s| {
+                let mut out = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
-                    let mut dropped = s.record_decisions(req.decisions, true, req.now_ms, config);
-                    let mut out = s.placements(&req.items, req.now_ms, config);
+                    let mut dropped = s.record_decisions(
+                        req.decisions,
+                        true,
+                        req.now_ms,
+                        retention,
+                        bounds,
+                        cost,
+                    );
+                    let mut out = s.placements(&req.items, req.now_ms, retention, cost);
                     for (reason, n) in std::mem::take(&mut out.dropped) {
                         *dropped.entry(reason).or_default() += n;
                     }
@@ -428,8 +454,8 @@ impl Colony {
                     out
                 })?;
                 // Durable before the reply: the reporter forgets what was acknowledged.
-                self.commit(config, self.inject_fault(tenant))?;
-                self.with_store(config, |s| {
+                self.commit(retention, self.inject_fault(tenant))?;
+                self.with_store(retention, bounds, |s| {
                     out.version = s.version();
                     out.durability = s.durability();
                     out.snapshot = req
@@ -441,30 +467,32 @@ impl Colony {
             }
             Route::Shadow => {
                 let req: ShadowRequest = parse(incoming)?;
-                let out = self.with_store(config, |s| {
+                let out = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
-                    s.shadow(&req.items, req.now_ms, config)
+                    s.shadow(&req.items, req.now_ms, retention, cost)
                 })?;
-                self.commit(config, false)?;
+                self.commit(retention, false)?;
                 reply::<ShadowRequest>(&out)
             }
             Route::ShadowSummary => {
                 parse::<ShadowSummaryRequest>(incoming)?;
                 reply::<ShadowSummaryRequest>(
-                    &self.with_store(config, |s| s.meta().shadow.clone())?,
+                    &self.with_store(retention, bounds, |s| s.meta().shadow.clone())?,
                 )
             }
             Route::Lookup => {
                 let req: LookupRequest = parse(incoming)?;
-                reply::<LookupRequest>(&self.lookup(config, &req)?)
+                reply::<LookupRequest>(&self.lookup(retention, bounds, &req)?)
             }
             Route::Table => {
                 let req: TableRequest = parse(incoming)?;
-                reply::<TableRequest>(&self.with_store(config, |s| s.table(req.now_ms, config))?)
+                reply::<TableRequest>(
+                    &self.with_store(retention, bounds, |s| s.table(req.now_ms, cost))?,
+                )
             }
             Route::Export => {
                 parse::<ExportRequest>(incoming)?;
-                reply::<ExportRequest>(&self.with_store(config, |s| ExportReply {
+                reply::<ExportRequest>(&self.with_store(retention, bounds, |s| ExportReply {
                     version: s.version(),
                     state: s.export(),
                 })?)
@@ -473,13 +501,13 @@ impl Colony {
                 // Checked whole by the Worker (`api::colony_export`) before it was sent.
                 let req: ImportRequest = parse(incoming)?;
                 let trails = req.state.colony.pheromones.trails.len() as u64;
-                let changed = self.with_store(config, |s| {
+                let changed = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.import(req.state, req.now_ms)
                 })?;
                 // One transaction: on failure nothing is written and the store is reloaded.
-                self.commit(config, false)?;
-                let version = self.with_store(config, |s| s.version())?;
+                self.commit(retention, false)?;
+                let version = self.with_store(retention, bounds, |s| s.version())?;
                 reply::<ImportRequest>(&ImportReply {
                     changed,
                     version,
@@ -489,7 +517,7 @@ impl Colony {
             Route::Reset => {
                 let req: ResetRequest = parse(incoming)?;
                 if self.store.borrow().is_none() {
-                    if let Err(e) = self.with_store(config, |_| ()) {
+                    if let Err(e) = self.with_store(retention, bounds, |_| ()) {
                         // Unreadable state: the reset is what repairs it, so it starts over.
                         let message = format!("reset over unreadable state: {e}");
                         crate::log::object_error("colony", tenant, None, &message);
@@ -501,12 +529,12 @@ impl Colony {
                         ));
                     }
                 }
-                let version = self.with_store(config, |s| {
+                let version = self.with_store(retention, bounds, |s| {
                     s.name_tenant(tenant, req.now_ms);
                     s.reset(req.now_ms);
                     s.version()
                 })?;
-                self.commit(config, false)?;
+                self.commit(retention, false)?;
                 reply::<ResetRequest>(&ResetReply {
                     reset: true,
                     version,
@@ -569,7 +597,7 @@ impl DurableObject for Colony {
         self.alarm_at.set(None);
         self.ensure_schema()?;
         let config = self.config()?;
-        self.commit(&config, false)?;
+        self.commit(&config.retention, false)?;
         // Changes made while this alarm was pending and not committed with it.
         self.arm_backstop().await?;
         Response::ok("committed")

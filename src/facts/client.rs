@@ -98,7 +98,7 @@ async fn refresh(
                     *facts = Default::default();
                 }
                 for shard in reply.shards {
-                    facts.replace_shard(shard.id, shard.nodes, config);
+                    facts.replace_shard(shard.id, shard.nodes, &config.node_keys, &config.spot);
                 }
                 *pools = reply.pools;
             });

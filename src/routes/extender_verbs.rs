@@ -28,7 +28,7 @@ async fn facts_for(call: &Call, body: &str) -> Result<(), ApiError> {
     match facts_client::load(&call.bindings, &call.cluster, call.now_ms, &call.config).await {
         Ok(()) => Ok(()),
         Err(e) => {
-            parse_args(body, &call.config)?;
+            parse_args(body, &call.config.pod_keys, &call.config.node_keys)?;
             Err(e)
         }
     }
@@ -36,6 +36,7 @@ async fn facts_for(call: &Call, body: &str) -> Result<(), ApiError> {
 
 /// The cluster's pipeline answers `input` from the colony `from` names (and assumes the pod on
 /// the answer's top); `None` when it holds no copy to answer from.
+/// Takes the whole Config, as the pipeline's scoring does.
 fn answer<'a>(
     call: &Call,
     input: &'a ScoringInput,

@@ -24,6 +24,7 @@ use crate::http::{json_response, parse_json, read_body, ApiError};
 const MAX_BATCH: usize = 5_000;
 
 /// A reported tenant, where it enters: a valid name, allowed by `TENANTS` / `TENANT_PATTERN`.
+/// Takes the whole Config: the tenant policy is derived from two vars, in no group.
 pub(super) fn parse_tenant(tenant: &str, config: &Config) -> Result<TenantId, String> {
     let tenant = TenantId::parse(tenant)?;
     if !config.tenant_allowed(tenant.as_str()) {

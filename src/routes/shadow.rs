@@ -50,6 +50,7 @@ struct Valid {
     outcome: Option<Outcome>,
 }
 
+/// Takes the whole Config: the tenant policy (in no group) beside the pod and node keys.
 fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiError> {
     let field = |f: &str| format!("placements[{i}].{f}");
     // The node and a `podUid` are typed, valid as the batch was read.
@@ -88,7 +89,7 @@ fn validate(i: usize, r: ShadowReport, config: &Config) -> Result<Valid, ApiErro
     pod.metadata
         .labels
         .insert(config.pod_keys.tenant_label.clone(), tenant.to_string());
-    let demand = match PodDemand::from_pod(&pod, config) {
+    let demand = match PodDemand::from_pod(&pod, &config.pod_keys, &config.node_keys) {
         Ok(d) => Some(d),
         Err(DemandError::Resource(e)) => {
             let path = e
@@ -191,6 +192,7 @@ pub async fn report(call: &mut Call) -> Handled {
 }
 
 /// Scores one tenant's pods with its colony and has the colony apply them (one transaction).
+/// Takes the whole Config: it scores with the cluster (as the verbs) and reads `serving`.
 async fn deliver(
     call: &Call,
     cluster: &ShadowCluster<'_>,

@@ -26,11 +26,16 @@ fn bench(c: &mut Criterion) {
             |b, body| b.iter(|| serde_json::from_str::<serde_json::Value>(body).unwrap()),
         );
         group.bench_with_input(BenchmarkId::new("floor_parse_args", n), &body, |b, body| {
-            b.iter(|| parse_args(body, &config).unwrap().candidates.len())
+            b.iter(|| {
+                parse_args(body, &config.pod_keys, &config.node_keys)
+                    .unwrap()
+                    .candidates
+                    .len()
+            })
         });
         group.bench_with_input(BenchmarkId::new("filter", n), &body, |b, body| {
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 let out = filter(&args, &facts, 0, &config).unwrap();
                 serde_json::to_string(&out.result).unwrap()
             })
@@ -39,7 +44,7 @@ fn bench(c: &mut Criterion) {
             let mut colony = TenantColony::default();
             let mut rng = SmallRng::seed_from_u64(1);
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 let input = scoring_input(&args, &facts, &Default::default(), 0, &config).unwrap();
                 let p = colony.prioritize(
                     &input.features,

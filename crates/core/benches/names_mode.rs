@@ -34,7 +34,7 @@ fn facts(count: usize, config: &Config) -> HashMap<String, NodeFacts> {
         .iter()
         .map(|r| {
             let mut f = NodeFacts::default();
-            f.apply(r, 0, config);
+            f.apply(r, 0, &config.load);
             (f.name.clone(), f)
         })
         .collect()
@@ -48,16 +48,26 @@ fn bench(c: &mut Criterion) {
         let shared = facts(n, &config);
         let kept: KeptFacts = shared
             .iter()
-            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &config)))
+            .map(|(name, f)| {
+                (
+                    name.clone(),
+                    ReadFacts::read(f.clone(), &config.node_keys, &config.spot),
+                )
+            })
             .collect();
         let outlook = ClusterOutlook::from_facts(shared.values(), Default::default(), 0, &config);
         group.throughput(Throughput::Elements(n as u64));
         group.sample_size(20);
         group.bench_with_input(BenchmarkId::new("parse_args", n), &body, |b, body| {
-            b.iter(|| parse_args(body, &config).unwrap().candidates.len())
+            b.iter(|| {
+                parse_args(body, &config.pod_keys, &config.node_keys)
+                    .unwrap()
+                    .candidates
+                    .len()
+            })
         });
         group.bench_with_input(BenchmarkId::new("copy", n), &body, |b, body| {
-            let args = parse_args(body, &config).unwrap();
+            let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
             b.iter(|| {
                 args.node_names()
                     .filter_map(|name| shared.get(name).map(|f| (name.to_string(), f.clone())))
@@ -67,7 +77,7 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("filter", n), &body, |b, body| {
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 let out = filter(&args, &kept, 0, &config).unwrap();
                 let mut reply = Vec::new();
                 write_filter_result(&out.result, &mut reply);
@@ -75,7 +85,10 @@ fn bench(c: &mut Criterion) {
             })
         });
         group.bench_with_input(BenchmarkId::new("filter_assumed", n), &body, |b, body| {
-            let pod = parse_args(body, &config).unwrap().demand.unwrap();
+            let pod = parse_args(body, &config.pod_keys, &config.node_keys)
+                .unwrap()
+                .demand
+                .unwrap();
             let mut assumed = AssumedPlacements::new();
             for (i, name) in kept.keys().take(256).enumerate() {
                 let pod = aco_core::demand::PodDemand {
@@ -85,7 +98,7 @@ fn bench(c: &mut Criterion) {
                 assumed.assume(name, &pod, &kept, 0, &config);
             }
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 let out = filter(&args, &assumed.over(&kept), 0, &config).unwrap();
                 let mut reply = Vec::new();
                 write_filter_result(&out.result, &mut reply);
@@ -97,7 +110,7 @@ fn bench(c: &mut Criterion) {
             &body,
             |b, body| {
                 b.iter(|| {
-                    let args = parse_args(body, &config).unwrap();
+                    let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                     let out = filter(&args, &shared, 0, &config).unwrap();
                     let mut reply = Vec::new();
                     write_filter_result(&out.result, &mut reply);
@@ -107,7 +120,7 @@ fn bench(c: &mut Criterion) {
         );
         group.bench_with_input(BenchmarkId::new("scoring_input", n), &body, |b, body| {
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 scoring_input(&args, &kept, &outlook, 0, &config)
                     .unwrap()
                     .features
@@ -118,7 +131,7 @@ fn bench(c: &mut Criterion) {
             let mut colony = TenantColony::default();
             let mut rng = SmallRng::seed_from_u64(1);
             b.iter(|| {
-                let args = parse_args(body, &config).unwrap();
+                let args = parse_args(body, &config.pod_keys, &config.node_keys).unwrap();
                 let input = scoring_input(&args, &kept, &outlook, 0, &config).unwrap();
                 let p = colony.prioritize(
                     &input.features,

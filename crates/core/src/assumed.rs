@@ -31,7 +31,7 @@ use std::borrow::Cow;
 
 use rustc_hash::FxHashMap;
 
-use crate::config::{AssumedTiming, Config};
+use crate::config::{AssumedTiming, Config, NodeKeys, SpotRisk};
 use crate::demand::PodDemand;
 use crate::facts::{FactsLookup, NodeFacts, ReadFacts, MILLI_PER_GPU};
 use crate::heuristic::{pod_gpus, PodGpus};
@@ -121,6 +121,8 @@ fn stamp(facts: &NodeFacts) -> (u64, Option<u64>) {
 }
 
 /// The assumed placements of one cluster.
+/// Its methods take the whole Config: they read three groups (the assumed TTL, and the node
+/// keys and spot pools that read a record's labels).
 #[derive(Debug, Clone, Default)]
 pub struct AssumedPlacements {
     nodes: FxHashMap<String, Pending>,
@@ -187,7 +189,8 @@ impl AssumedPlacements {
         match pending.record.as_mut() {
             Some(record) => assumption.apply_to(&mut record.facts),
             None => {
-                if let Some((facts, reading)) = base.get_read(node, config) {
+                if let Some((facts, reading)) = base.get_read(node, &config.node_keys, &config.spot)
+                {
                     let all = pending.assumptions.iter().chain([&assumption]);
                     pending.record = Some(record_with(facts, reading, all));
                     pending.base_stamp = Some(stamp(facts));
@@ -221,7 +224,7 @@ impl AssumedPlacements {
             self.nodes.remove(&node);
             return Some(node);
         }
-        let current = base.get_read(&node, config);
+        let current = base.get_read(&node, &config.node_keys, &config.spot);
         pending.base_stamp = current.as_ref().map(|(f, _)| stamp(f));
         pending.record =
             current.map(|(facts, reading)| record_with(facts, reading, &pending.assumptions));
@@ -246,7 +249,7 @@ impl AssumedPlacements {
         let mut next_expiry = u64::MAX;
         let pods = &mut self.pods;
         self.nodes.retain(|node, pending| {
-            let current = base.get_read(node, config);
+            let current = base.get_read(node, &config.node_keys, &config.spot);
             let facts = current.as_ref().map(|(f, _)| *f);
             let before = pending.assumptions.len();
             pending.assumptions.retain(|a| {
@@ -349,13 +352,18 @@ impl<L: FactsLookup + ?Sized> FactsLookup for WithAssumed<'_, L> {
         self.base.get(name)
     }
 
-    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+    fn get_read(
+        &self,
+        name: &str,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
         if !self.assumed.is_empty() {
             if let Some(r) = self.assumed.record(name) {
                 return Some((&r.facts, Cow::Borrowed(&r.reading)));
             }
         }
-        self.base.get_read(name, config)
+        self.base.get_read(name, node_keys, spot)
     }
 }
 
@@ -381,7 +389,7 @@ mod tests {
         ))
         .unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&report, at_ms, &Config::default());
+        f.apply(&report, at_ms, &Default::default());
         HashMap::from([("n1".to_string(), f)])
     }
 

@@ -2,7 +2,7 @@
 //! its resource request, GPU wishes, latency target, workload class and tenant.
 
 use crate::cluster::validate_tenant;
-use crate::config::{Config, PodKeys, TenantSource};
+use crate::config::{NodeKeys, PodKeys, TenantSource};
 use crate::k8s::{pod_request, PodView, ResourceAmounts, ResourceError};
 
 /// Workload class from the pod's `aco/workload-type` label.
@@ -38,7 +38,7 @@ pub struct PodDemand {
     pub tenant: String,
     pub workload: WorkloadClass,
     pub request: ResourceAmounts,
-    /// GPU resources (from `Config::gpu_resources`) the pod requests, with amounts > 0.
+    /// GPU resources (from `NodeKeys::gpu_resources`) the pod requests, with amounts > 0.
     pub gpus: Vec<(String, i64)>,
     /// Allowed GPU models from the pod annotation, if any.
     pub allowed_gpu_models: Option<Vec<String>>,
@@ -70,12 +70,17 @@ pub enum DemandError {
 }
 
 impl PodDemand {
-    pub fn from_pod(pod: &PodView, config: &Config) -> Result<Self, DemandError> {
+    /// Reads the pod's labels and annotations by `pod_keys` and its GPU requests by `node_keys`'s
+    /// GPU resource names.
+    pub fn from_pod(
+        pod: &PodView,
+        pod_keys: &PodKeys,
+        node_keys: &NodeKeys,
+    ) -> Result<Self, DemandError> {
         let request = pod_request(pod)?;
         let meta = &pod.metadata;
-        let tenant = tenant_of(pod, &config.pod_keys)?;
-        let gpus = config
-            .node_keys
+        let tenant = tenant_of(pod, pod_keys)?;
+        let gpus = node_keys
             .gpu_resources
             .iter()
             .filter_map(|name| {
@@ -85,7 +90,7 @@ impl PodDemand {
             .collect();
         let allowed_gpu_models = meta
             .annotations
-            .get(&config.pod_keys.gpu_models_annotation)
+            .get(&pod_keys.gpu_models_annotation)
             .map(|v| {
                 v.split(['|', ','])
                     .map(str::trim)
@@ -96,14 +101,13 @@ impl PodDemand {
         if let Some(models) = &allowed_gpu_models {
             if models.is_empty() {
                 return Err(DemandError::Annotation {
-                    field: format!("annotation {}", config.pod_keys.gpu_models_annotation),
-                    value: meta.annotations[&config.pod_keys.gpu_models_annotation].clone(),
+                    field: format!("annotation {}", pod_keys.gpu_models_annotation),
+                    value: meta.annotations[&pod_keys.gpu_models_annotation].clone(),
                     reason: "lists no GPU model (expected e.g. V100M16|V100M32)".into(),
                 });
             }
         }
-        let latency_target_us = config
-            .pod_keys
+        let latency_target_us = pod_keys
             .latency_target_annotations
             .iter()
             .find_map(|key| meta.annotations.get(key).map(|v| (key, v)))
@@ -121,7 +125,7 @@ impl PodDemand {
             tenant,
             workload: WorkloadClass::from_label(
                 meta.labels
-                    .get(&config.pod_keys.workload_label)
+                    .get(&pod_keys.workload_label)
                     .map(String::as_str),
             ),
             request,
@@ -170,7 +174,11 @@ mod tests {
     use super::*;
 
     fn demand(json: &str) -> Result<PodDemand, DemandError> {
-        PodDemand::from_pod(&serde_json::from_str(json).unwrap(), &Config::default())
+        PodDemand::from_pod(
+            &serde_json::from_str(json).unwrap(),
+            &PodKeys::default(),
+            &NodeKeys::default(),
+        )
     }
 
     #[test]
@@ -220,10 +228,13 @@ mod tests {
 
     #[test]
     fn label_only_tenancy_requires_the_label() {
-        let config = Config::default().with(|c| c.pod_keys.tenant_source = TenantSource::Label);
+        let pod_keys = PodKeys {
+            tenant_source: TenantSource::Label,
+            ..PodKeys::default()
+        };
         let pod: PodView = serde_json::from_str(r#"{"metadata":{"namespace":"ns"}}"#).unwrap();
         assert!(matches!(
-            PodDemand::from_pod(&pod, &config),
+            PodDemand::from_pod(&pod, &pod_keys, &NodeKeys::default()),
             Err(DemandError::Tenant(_))
         ));
     }

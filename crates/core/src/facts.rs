@@ -10,7 +10,7 @@ use std::hash::BuildHasher;
 use serde::{Deserialize, Serialize};
 
 use crate::api::nodes::NodeReport;
-use crate::config::Config;
+use crate::config::{LoadModel, NodeKeys, SpotRisk};
 use crate::k8s::{parse_resource_list, ResourceAmounts};
 use crate::node_labels::LabelReading;
 use crate::predict::{Ema, Predictor};
@@ -134,7 +134,7 @@ impl NodeReport {
 impl NodeFacts {
     /// Merges a validated report into this record. Utilisation samples not newer than the last
     /// one already folded into the EMA are skipped, so re-sending a batch is harmless.
-    pub fn apply(&mut self, report: &NodeReport, now_ms: u64, config: &Config) {
+    pub fn apply(&mut self, report: &NodeReport, now_ms: u64, load_model: &LoadModel) {
         self.name = report.name.to_string();
         let observed_at = report.observed_at_ms.unwrap_or(now_ms);
         if let Some(labels) = &report.labels {
@@ -166,7 +166,7 @@ impl NodeFacts {
         let mut samples = report.utilisation.clone();
         samples.sort_by_key(|s| s.at_ms);
         let mut load = self.load.take().unwrap_or(Observed {
-            value: Ema::new(config.load.ema_alpha),
+            value: Ema::new(load_model.ema_alpha),
             at_ms: 0,
         });
         for s in samples {
@@ -186,16 +186,17 @@ impl NodeFacts {
 pub trait FactsLookup {
     fn get(&self, name: &str) -> Option<&NodeFacts>;
 
-    /// [`FactsLookup::get`] with what the record's labels say under `config`: read here, or
+    /// [`FactsLookup::get`] with what the record's labels say under `node_keys` and `spot`: read here, or
     /// borrowed where the lookup keeps a reading beside each record (the Worker's copy,
     /// read again only when a record changes).
-    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
-        self.get(name).map(|f| {
-            (
-                f,
-                Cow::Owned(LabelReading::of(&f.labels, &config.node_keys, &config.spot)),
-            )
-        })
+    fn get_read(
+        &self,
+        name: &str,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        self.get(name)
+            .map(|f| (f, Cow::Owned(LabelReading::of(&f.labels, node_keys, spot))))
     }
 }
 
@@ -214,18 +215,18 @@ pub struct ReadFacts {
 }
 
 impl ReadFacts {
-    pub fn read(facts: NodeFacts, config: &Config) -> Self {
-        let reading = LabelReading::of(&facts.labels, &config.node_keys, &config.spot);
+    pub fn read(facts: NodeFacts, node_keys: &NodeKeys, spot: &SpotRisk) -> Self {
+        let reading = LabelReading::of(&facts.labels, node_keys, spot);
         Self { facts, reading }
     }
 
     /// The labels read again, under another config.
-    pub fn read_again(&mut self, config: &Config) {
-        self.reading = LabelReading::of(&self.facts.labels, &config.node_keys, &config.spot);
+    pub fn read_again(&mut self, node_keys: &NodeKeys, spot: &SpotRisk) {
+        self.reading = LabelReading::of(&self.facts.labels, node_keys, spot);
     }
 }
 
-/// Records read under one config: `get_read` hands out their readings whatever `config` it is
+/// Records read under one config: `get_read` hands out their readings whatever keys it is
 /// asked with, so the holder reads them again when its config changes.
 /// The records a long-lived copy keeps, by node name. Hashed with Fx, not SipHash: a verb looks
 /// up every candidate (SipHash was ~200 instructions of a name's ~2,400 in names-mode filter),
@@ -240,7 +241,8 @@ impl<S: BuildHasher> FactsLookup for HashMap<String, ReadFacts, S> {
     fn get_read(
         &self,
         name: &str,
-        _config: &Config,
+        _node_keys: &NodeKeys,
+        _spot: &SpotRisk,
     ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
         HashMap::get(self, name).map(|r| (&r.facts, Cow::Borrowed(&r.reading)))
     }
@@ -264,7 +266,7 @@ mod tests {
             "utilisation":[{"atMs":900,"value":0.2},{"atMs":800,"value":0.6}]}"#,
         );
         r.validate("nodes[0]", 2000).unwrap();
-        f.apply(&r, 2000, &Config::default());
+        f.apply(&r, 2000, &Default::default());
         assert_eq!(f.labels["aco/gpu-type"], "T4");
         assert_eq!(f.allocatable.as_ref().unwrap().get("cpu"), 8000);
         assert_eq!(f.requested.as_ref().unwrap().value.get("cpu"), 500);
@@ -284,7 +286,7 @@ mod tests {
         f.apply(
             &report(r#"{"name":"n1","utilisation":[{"atMs":900,"value":0.2}]}"#),
             3000,
-            &Config::default(),
+            &Default::default(),
         );
         assert_eq!(f.labels["aco/gpu-type"], "T4");
         assert_eq!(f.load.as_ref().unwrap().value.samples, 2);
@@ -295,7 +297,7 @@ mod tests {
         let mut f = NodeFacts::default();
         let r = report(r#"{"name":"n1","observedAtMs":1500,"gpuFreeMilli":[1000,250,0]}"#);
         r.validate("nodes[0]", 2000).unwrap();
-        f.apply(&r, 2000, &Config::default());
+        f.apply(&r, 2000, &Default::default());
         assert_eq!(
             f.gpu_free_milli,
             Some(Observed {
@@ -307,7 +309,7 @@ mod tests {
         f.apply(
             &report(r#"{"name":"n1","latencyUs":3}"#),
             3000,
-            &Config::default(),
+            &Default::default(),
         );
         assert_eq!(f.gpu_free_milli.as_ref().unwrap().value, vec![1000, 250, 0]);
         let json = serde_json::to_value(&f).unwrap();

@@ -309,6 +309,7 @@ impl FactsTable {
 
     /// Merges a validated batch into copies of the affected records (EMA folded on write, as
     /// `NodeFacts::apply` does), and decides which shards to rewrite. The table is unchanged.
+    /// Takes the whole Config: it reads the load model, node keys, spot pools and facts freshness.
     pub fn plan(&self, batch: &NodesBatch, now_ms: u64, config: &Config) -> Plan {
         let mut plan = Plan::default();
         for report in &batch.nodes {
@@ -316,7 +317,7 @@ impl FactsTable {
                 .records
                 .entry(report.name.to_string())
                 .or_insert_with(|| self.get(&report.name).cloned().unwrap_or_default());
-            record.apply(report, now_ms, config);
+            record.apply(report, now_ms, &config.load);
         }
         for (name, record) in &plan.records {
             let s = shard_of(name);
@@ -334,7 +335,8 @@ impl FactsTable {
         let reclaimed: BTreeSet<&str> = batch.reclaimed.iter().map(NodeName::as_str).collect();
         for name in reclaimed {
             if let Some(known) = self.get(name) {
-                plan.pools.reclaimed(&known.labels, config);
+                plan.pools
+                    .reclaimed(&known.labels, &config.node_keys, &config.spot);
             }
         }
         for name in batch.deleted.iter().chain(&batch.reclaimed) {

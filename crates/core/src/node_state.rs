@@ -135,6 +135,7 @@ static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 impl<'a> NodeState<'a> {
     /// Builds the state from the node object (full-`Nodes` mode) and/or its facts.
     /// `field` names the node in errors (e.g. `Nodes.items[3]`).
+    /// Takes the whole Config: it reads four groups (node keys, spot pools, facts freshness, load).
     pub fn assemble(
         name: &'a str,
         node: Option<&'a NodeView>,
@@ -245,7 +246,7 @@ mod tests {
     fn facts(json: &str, now: u64) -> NodeFacts {
         let r: NodeReport = serde_json::from_str(json).unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&r, now, &Config::default());
+        f.apply(&r, now, &Default::default());
         f
     }
 

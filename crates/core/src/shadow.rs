@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::colony::{log_desirability, tie_rank, Outcome, TenantColony};
-use crate::config::Config;
+use crate::config::{Config, CostModel};
 use crate::demand::PodDemand;
 use crate::facts::NodeFacts;
 use crate::filter::{check_node_for, WantedResources};
@@ -67,6 +67,7 @@ pub enum NotScored {
 
 /// The cluster's nodes as the extender sees them, assembled once per request and shared by every
 /// pod of the batch (assembling is the expensive part: labels, allocatable, EMA forecast).
+/// Takes the whole Config, as the extender's verbs do (it assembles, filters and scores).
 pub struct ShadowCluster<'a> {
     /// By name, ascending (the tie-break order).
     states: Vec<NodeState<'a>>,
@@ -136,9 +137,17 @@ impl<'a> ShadowCluster<'a> {
             outlook: &ClusterOutlook,
             memo: &mut FragmentationMemo,
         ) -> NodeFeatures<'s> {
-            NodeFeatures::for_pod_with(state, pod, config, outlook, &OPENB_DEFAULT_SHAPES, memo)
+            NodeFeatures::for_pod_with(
+                state,
+                pod,
+                &config.node_keys,
+                &config.spot,
+                outlook,
+                &OPENB_DEFAULT_SHAPES,
+                memo,
+            )
         }
-        let footprint = PodFootprint::of(pod, config);
+        let footprint = PodFootprint::of(pod, &config.node_keys);
         let tie = tie_rank(&pod.key);
         for state in &self.states {
             let state = if state.name == chosen {
@@ -153,11 +162,14 @@ impl<'a> ShadowCluster<'a> {
             let terms = eta_terms(
                 &features,
                 pod.workload,
-                colony.trail_at(&state.name, self.now_ms, config).as_ref(),
-                config,
+                colony
+                    .trail_at(&state.name, self.now_ms, &config.cost)
+                    .as_ref(),
+                &config.cost,
+                &config.load,
             );
             // Prioritize's ranking (`relative_desirabilities`), in log space.
-            let d = log_desirability(&terms, config);
+            let d = log_desirability(&terms, &config.colony, &config.cost);
             // Prioritize's answer: the most desirable node, equal ones told apart as
             // `colony::single_out_top` does.
             let wins = best.as_ref().is_none_or(|(b, f)| {
@@ -321,7 +333,7 @@ pub fn report(
     record: &mut Option<ShadowRecord>,
     report: ShadowReport,
     now_ms: u64,
-    config: &Config,
+    cost: &CostModel,
 ) -> Result<ShadowEffect, String> {
     let ShadowReport {
         node,
@@ -332,7 +344,7 @@ pub fn report(
     if let Some(r) = record {
         return Ok(match quality.zip(outcome) {
             Some((q, o)) if !r.outcome_recorded && r.node == node => {
-                colony.record_outcome(node, q, o, now_ms, config);
+                colony.record_outcome(node, q, o, now_ms, cost);
                 r.outcome_recorded = true;
                 ShadowEffect::Outcome
             }
@@ -358,7 +370,7 @@ pub fn report(
         }
     };
     if let Some((q, o)) = quality.zip(outcome) {
-        colony.record_outcome(node, q, o, now_ms, config);
+        colony.record_outcome(node, q, o, now_ms, cost);
     }
     *record = Some(ShadowRecord {
         node: node.to_string(),
@@ -389,7 +401,7 @@ mod tests {
         );
         let report: NodeReport = serde_json::from_str(&json).unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&report, NOW, &Config::default());
+        f.apply(&report, NOW, &Default::default());
         (name.to_string(), f)
     }
 
@@ -400,7 +412,7 @@ mod tests {
                 "spec":{{"containers":[{{"resources":{{"requests":{{"cpu":"{cpu}"}}}}}}]}}}}"#
         );
         let view: PodView = serde_json::from_str(&json).unwrap();
-        PodDemand::from_pod(&view, &Config::default()).unwrap()
+        PodDemand::from_pod(&view, &Default::default(), &Default::default()).unwrap()
     }
 
     fn verdict(
@@ -533,7 +545,7 @@ mod tests {
             .collect();
         let features: Vec<NodeFeatures> = states
             .iter()
-            .map(|s| NodeFeatures::for_pod(s, &p, &config))
+            .map(|s| NodeFeatures::for_pod(s, &p, &config.node_keys, &config.spot))
             .collect();
         let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(1);
         let scored = with_tau
@@ -632,7 +644,7 @@ mod tests {
                     &mut r,
                     sr(n, &score, o),
                     10 + i as u64,
-                    &config
+                    &config.cost
                 )
                 .unwrap(),
                 effect,
@@ -672,7 +684,7 @@ mod tests {
                 &mut r2,
                 sr("b", &ShadowScore::NotFeasible, Some(Outcome::Quality(1.0))),
                 20,
-                &config,
+                &config.cost,
             )
             .unwrap(),
             ShadowEffect::NotFeasible { outcome: true }
@@ -689,7 +701,7 @@ mod tests {
                 &mut r3,
                 sr("z", &ShadowScore::UnknownNode, None),
                 30,
-                &config,
+                &config.cost,
             )
             .unwrap(),
             ShadowEffect::UnknownPod
@@ -701,7 +713,7 @@ mod tests {
             &mut r3,
             sr("a", &score, Some(Outcome::Quality(2.0))),
             30,
-            &config,
+            &config.cost,
         )
         .is_err());
         assert!(r3.is_none() && s.pods == 1);

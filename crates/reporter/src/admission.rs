@@ -107,7 +107,8 @@ impl Admission {
             Ok(v) => v,
             Err(e) => return refuse(format!("the pod does not read: {e}")),
         };
-        let demand = match PodDemand::from_pod(&view, &self.config) {
+        let demand = match PodDemand::from_pod(&view, &self.config.pod_keys, &self.config.node_keys)
+        {
             Ok(d) => d,
             Err(e) => return refuse(e.to_string()),
         };

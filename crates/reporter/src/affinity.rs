@@ -306,7 +306,7 @@ mod tests {
                 json!({"limits": {"nvidia.com/gpu": gpus.to_string()}});
         }
         let view: PodView = serde_json::from_value(pod).unwrap();
-        PodDemand::from_pod(&view, &Config::default()).unwrap()
+        PodDemand::from_pod(&view, &Default::default(), &Default::default()).unwrap()
     }
 
     fn req(key: &str, op: &str, values: &[&str]) -> NodeSelectorRequirement {

@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use aco_core::config::Config;
+use aco_core::config::PodKeys;
 use aco_core::demand::tenant_of;
 use aco_core::k8s::PodView;
 use aco_core::names::{NodeName, PodKey};
@@ -188,7 +188,7 @@ pub enum Skip {
 pub fn bound_pod(
     pod: &PodRecord,
     schedulers: &Schedulers<'_>,
-    config: &Config,
+    pod_keys: &PodKeys,
 ) -> Result<BoundPod, Skip> {
     // The API server defaults an empty schedulerName to the default scheduler.
     let scheduler = pod.scheduler.as_deref().unwrap_or("default-scheduler");
@@ -209,7 +209,7 @@ pub fn bound_pod(
         },
         spec: Default::default(),
     };
-    let tenant = tenant_of(&view, &config.pod_keys).map_err(|e| Skip::Tenant(e.to_string()))?;
+    let tenant = tenant_of(&view, pod_keys).map_err(|e| Skip::Tenant(e.to_string()))?;
     Ok(BoundPod {
         role,
         uid,
@@ -359,7 +359,8 @@ impl Ledger {
 /// Everything a scan needs besides the pods.
 pub struct ScanRules<'a> {
     pub schedulers: Schedulers<'a>,
-    pub config: &'a Config,
+    /// How the Worker reads a pod's tenant.
+    pub pod_keys: &'a PodKeys,
     pub outcome_rules: OutcomeRules,
     pub windows: Windows,
     /// `--workload-label`: a pod label that names its workload (else its controller does).
@@ -394,7 +395,7 @@ pub fn scan<'a>(
         if !pod.uid.is_empty() && !presence.deleted {
             out.alive.insert(pod.uid.to_string());
         }
-        let bound = match bound_pod(pod, &rules.schedulers, rules.config) {
+        let bound = match bound_pod(pod, &rules.schedulers, rules.pod_keys) {
             Ok(bound) => bound,
             Err(Skip::InvalidName(why)) => {
                 out.invalid
@@ -438,6 +439,7 @@ fn reason_of(v: &Verdict) -> String {
 mod tests {
     use super::*;
     use aco_core::colony::{FailureCause, ObservedOutcome, Outcome, OutcomeLabel};
+    use aco_core::config::Config;
     use serde_json::json;
 
     /// A failed outcome as the reporter sends it: with why the node failed the pod, unless it
@@ -522,18 +524,18 @@ mod tests {
             json!({"scheduling.aco/tenant-id": "ml"}),
             "Running",
         );
-        let b = bound_pod(&p, &s, &c).unwrap();
+        let b = bound_pod(&p, &s, &c.pod_keys).unwrap();
         assert_eq!(
             (b.tenant.as_str(), b.node.as_str(), b.bound_at_ms),
             ("ml", "n1", 2_000)
         );
         let ns = pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running");
-        assert_eq!(bound_pod(&ns, &s, &c).unwrap().tenant, "team-a");
+        assert_eq!(bound_pod(&ns, &s, &c.pod_keys).unwrap().tenant, "team-a");
         assert_eq!(
             bound_pod(
                 &pod("u3", "default-scheduler", Some("n1"), json!({}), "Running"),
                 &s,
-                &c
+                &c.pod_keys
             ),
             Err(Skip::NotOurs)
         );
@@ -541,20 +543,20 @@ mod tests {
             bound_pod(
                 &pod("u4", "aco-scheduler", None, json!({}), "Pending"),
                 &s,
-                &c
+                &c.pod_keys
             ),
             Err(Skip::NotBound)
         );
         let strict = Config::default()
             .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
-        assert!(matches!(bound_pod(&ns, &s, &strict), Err(Skip::Tenant(_))));
+        assert!(matches!(bound_pod(&ns, &s, &strict.pod_keys), Err(Skip::Tenant(_))));
         // A node name or UID the Worker would refuse is skipped here, not sent to fail a batch.
         for (uid, node, needle) in [
             ("u5", "Node_5", "is not a valid Kubernetes name"),
             ("u 6", "n1", "is not a pod UID"),
         ] {
             let bad = pod(uid, "aco-scheduler", Some(node), json!({}), "Running");
-            match bound_pod(&bad, &s, &c) {
+            match bound_pod(&bad, &s, &c.pod_keys) {
                 Err(Skip::InvalidName(why)) => assert!(why.contains(needle), "{why}"),
                 other => panic!("{uid} on {node}: {other:?}"),
             }
@@ -576,7 +578,7 @@ mod tests {
     fn rules<'a>(config: &'a Config, schedulers: &'a [String]) -> ScanRules<'a> {
         ScanRules {
             schedulers: ours(schedulers),
-            config,
+            pod_keys: &config.pod_keys,
             outcome_rules: OutcomeRules::default(),
             windows: WINDOWS,
             workload_label: None,
@@ -681,7 +683,7 @@ mod tests {
     ) -> ScanRules<'a> {
         ScanRules {
             schedulers: Schedulers { ours, shadow },
-            config,
+            pod_keys: &config.pod_keys,
             outcome_rules: OutcomeRules::default(),
             windows: WINDOWS,
             workload_label: None,
@@ -706,7 +708,7 @@ mod tests {
             json!({"scheduling.aco/tenant-id": "ml"}),
             "Running",
         );
-        let b = bound_pod(&default, &s, &c).unwrap();
+        let b = bound_pod(&default, &s, &c.pod_keys).unwrap();
         assert_eq!(
             (b.role, b.tenant.as_str(), b.node.as_str()),
             (Role::Shadow, "ml", "n1")
@@ -716,7 +718,7 @@ mod tests {
             bound_pod(
                 &pod("u2", "aco-scheduler", Some("n1"), json!({}), "Running"),
                 &s,
-                &c
+                &c.pod_keys
             )
             .unwrap()
             .role,
@@ -726,7 +728,7 @@ mod tests {
             bound_pod(
                 &pod("u3", "other", Some("n1"), json!({}), "Running"),
                 &s,
-                &c
+                &c.pod_keys
             ),
             Err(Skip::NotOurs)
         );
@@ -734,27 +736,36 @@ mod tests {
             bound_pod(
                 &pod("u4", "default-scheduler", None, json!({}), "Pending"),
                 &s,
-                &c
+                &c.pod_keys
             ),
             Err(Skip::NotBound)
         );
         // No schedulerName (or an empty one) is the default scheduler, as the API server has it.
         let mut unnamed = default.clone();
         unnamed.scheduler = None;
-        assert_eq!(bound_pod(&unnamed, &s, &c).unwrap().role, Role::Shadow);
+        assert_eq!(
+            bound_pod(&unnamed, &s, &c.pod_keys).unwrap().role,
+            Role::Shadow
+        );
         let empty = pod("u6", "", Some("n1"), json!({}), "Running");
         assert_eq!(
             empty.scheduler, None,
             "an empty schedulerName reads as none"
         );
-        assert_eq!(bound_pod(&empty, &s, &c).unwrap().role, Role::Shadow);
+        assert_eq!(
+            bound_pod(&empty, &s, &c.pod_keys).unwrap().role,
+            Role::Shadow
+        );
         // Shadow mode off (the default): nothing of another scheduler is reported.
-        assert_eq!(bound_pod(&default, &ours(&o), &c), Err(Skip::NotOurs));
+        assert_eq!(
+            bound_pod(&default, &ours(&o), &c.pod_keys),
+            Err(Skip::NotOurs)
+        );
         let strict = Config::default()
             .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
         let unlabelled = pod("u5", "default-scheduler", Some("n1"), json!({}), "Running");
         assert!(matches!(
-            bound_pod(&unlabelled, &s, &strict),
+            bound_pod(&unlabelled, &s, &strict.pod_keys),
             Err(Skip::Tenant(_))
         ));
     }

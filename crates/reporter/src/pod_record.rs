@@ -494,8 +494,12 @@ pub(crate) mod tests {
         let wire = record(fat.clone()).wire_pod();
         let view: PodView = serde_json::from_value(wire.clone()).unwrap();
         let fat_view: PodView = serde_json::from_value(fat).unwrap();
-        let demand = aco_core::demand::PodDemand::from_pod(&view, &config).unwrap();
-        let fat_demand = aco_core::demand::PodDemand::from_pod(&fat_view, &config).unwrap();
+        let demand =
+            aco_core::demand::PodDemand::from_pod(&view, &config.pod_keys, &config.node_keys)
+                .unwrap();
+        let fat_demand =
+            aco_core::demand::PodDemand::from_pod(&fat_view, &config.pod_keys, &config.node_keys)
+                .unwrap();
         assert_eq!(demand, fat_demand);
         assert_eq!(
             demand.allowed_gpu_models,
@@ -555,7 +559,9 @@ pub(crate) mod tests {
         let pod_json = item.pod.clone().unwrap();
         assert_eq!(pod_json["spec"]["nodeName"], "n1");
         let view: PodView = serde_json::from_value(pod_json).unwrap();
-        let demand = aco_core::demand::PodDemand::from_pod(&view, &Config::default()).unwrap();
+        let demand =
+            aco_core::demand::PodDemand::from_pod(&view, &Default::default(), &Default::default())
+                .unwrap();
         assert_eq!(
             (
                 demand.key.as_str(),

@@ -705,7 +705,7 @@ async fn scan_pods(s: Arc<Shared>) {
             ours: &s.args.scheduler_names,
             shadow: &shadow,
         },
-        config: &s.config,
+        pod_keys: &s.config.pod_keys,
         outcome_rules: OutcomeRules {
             max_restarts: s.args.max_restarts,
             healthy_after_ms: s.args.healthy_after.as_millis() as u64,

@@ -98,6 +98,7 @@ fn reply(review: AdmissionReview<DynamicObject>) -> impl IntoResponse {
 /// Starts the webhook when `--webhook-cert-file`/`--webhook-key-file` are given: the decision
 /// from the Worker's settings (`config`) and the reporter's flags, the GPU model spellings from
 /// the node cache. Returns the flag [`serve`] sets once it listens (`/readyz/admission`).
+/// Takes the whole Config: the admission keeps a copy (it reads the pod and node keys).
 pub fn start(
     args: &Args,
     config: &Config,

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use aco_core::config::Config;
+use aco_core::config::{Config, NodeKeys, PodKeys};
 use aco_core::demand::PodDemand;
 use aco_core::k8s::{NodeView, PodView};
 use aco_core::names::PodKey;
@@ -189,7 +189,7 @@ impl World {
         let mut pods: Vec<SimPod> = pods
             .iter()
             .enumerate()
-            .map(|(i, p)| make_pod(i, p, &params, &config))
+            .map(|(i, p)| make_pod(i, p, &params, &config.pod_keys, &config.node_keys))
             .collect();
         pods.sort_by_key(|p| (p.trace.creation_s, p.idx));
         let _ = seed;
@@ -307,7 +307,13 @@ fn uid(seed: u64, k: u64) -> String {
     )
 }
 
-fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPod {
+fn make_pod(
+    idx: usize,
+    t: &TracePod,
+    p: &WorldParams,
+    pod_keys: &PodKeys,
+    node_keys: &NodeKeys,
+) -> SimPod {
     let k = rng::key(&t.name);
     let tenant = tenant_name((rng::hash(&[p.seed, k, 4]) % p.tenants.max(1) as u64) as usize);
     let ls = t.is_ls();
@@ -363,7 +369,7 @@ fn make_pod(idx: usize, t: &TracePod, p: &WorldParams, config: &Config) -> SimPo
         "status": {"phase": "Pending"}
     });
     let view: PodView = serde_json::from_value(json.clone()).expect("pod json");
-    let demand = PodDemand::from_pod(&view, config).expect("derived pods are valid");
+    let demand = PodDemand::from_pod(&view, pod_keys, node_keys).expect("derived pods are valid");
     SimPod {
         idx,
         trace: t.clone(),

@@ -1320,8 +1320,8 @@ mod tests {
         let wire: NodeReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         wire.validate("nodes[0]", 60_000).unwrap();
         let (mut a, mut b) = (NodeFacts::default(), NodeFacts::default());
-        a.apply(&r, 60_000, &config);
-        b.apply(&wire, 60_000, &config);
+        a.apply(&r, 60_000, &config.load);
+        b.apply(&wire, 60_000, &config.load);
         assert_eq!(a, b);
         assert_eq!(a.load.unwrap().value.samples, 2);
     }

@@ -49,6 +49,7 @@ impl GpuAccounts {
     }
 
     /// `ClusterOutlook::from_facts(facts.iter().flatten(), pools, now_ms, config)`.
+    /// Takes the whole Config, as `ClusterOutlook::from_facts` does.
     pub fn outlook(
         &mut self,
         facts: &[Option<NodeFacts>],
@@ -66,7 +67,13 @@ impl GpuAccounts {
             if kept.is_none_or(|k| k.fresh != fresh) {
                 *kept = Some(Kept {
                     fresh,
-                    account: GpuNodeAccount::of_facts(f, now_ms, config),
+                    account: GpuNodeAccount::of_facts(
+                        f,
+                        now_ms,
+                        &config.facts,
+                        &config.node_keys,
+                        &config.cost,
+                    ),
                 });
             }
         }

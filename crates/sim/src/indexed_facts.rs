@@ -70,6 +70,7 @@ impl FactsView for IndexedFacts {
         self.records.iter().flatten()
     }
 
+    /// Takes the whole Config, as `ClusterOutlook::from_facts` does.
     fn outlook(
         &self,
         pools: BTreeMap<String, PoolHistory>,

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use aco_core::api::nodes::{NodeReport, UtilisationSample};
-use aco_core::config::Config;
+use aco_core::config::{Config, LoadModel};
 use aco_core::facts::{NodeFacts, Observed};
 use aco_core::filter::{check_node_for, WantedResources};
 use aco_core::heuristic::spot_risk::SpotPools;
@@ -113,6 +113,7 @@ impl NodeCaches {
     }
 
     /// The node state of `node` (cached; refreshed or rebuilt after a fact report).
+    /// Takes the whole Config, as `NodeState::assemble` does (four groups).
     fn state(
         &mut self,
         facts: &[Option<NodeFacts>],
@@ -130,14 +131,14 @@ impl NodeCaches {
             (true, Dirty::Refresh { requested }) => {
                 let s = slot.as_mut().unwrap();
                 refresh(s, facts, now_ms, config, requested);
-                overlay_predictor(s, predictor, kind, config);
+                overlay_predictor(s, predictor, kind, &config.load);
                 #[cfg(debug_assertions)]
                 {
                     let n = &world.nodes[node];
                     let mut full =
                         NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                             .expect("derived nodes parse");
-                    overlay_predictor(&mut full, predictor, kind, config);
+                    overlay_predictor(&mut full, predictor, kind, &config.load);
                     debug_assert_eq!(
                         *s, full,
                         "refreshed node state of {} differs from a full assembly",
@@ -151,7 +152,7 @@ impl NodeCaches {
                     NodeState::assemble(&n.name, Some(&n.view), facts, now_ms, config, &n.name)
                         .expect("derived nodes parse")
                         .into_owned();
-                overlay_predictor(&mut s, predictor, kind, config);
+                overlay_predictor(&mut s, predictor, kind, &config.load);
                 *slot = Some(s);
             }
         }
@@ -169,6 +170,7 @@ fn before(facts: &IndexedFacts, node: usize) -> Option<(bool, u64)> {
 
 /// After a node's facts changed: its pool accrues the time since `before` (see
 /// `SpotPools::observed`), as the Facts object does.
+/// Takes the whole Config, as `SpotPools::observed` does.
 fn exposed(
     pools: &mut SpotPools,
     facts: &IndexedFacts,
@@ -238,7 +240,7 @@ impl NativeScheduler {
     }
 
     /// Where placements and outcomes go when the extender answers from colonies: the Colony
-    /// object's part, the colonies, and the config.
+    /// object's part, the colonies, and the whole config (for `ColonyReports::outcome`).
     fn colony_reports(&mut self) -> Option<(&mut ColonyReports, &mut ColonyCopies, &Config)> {
         match &mut self.policy {
             Decider::Extender(e) if e.colony => {
@@ -291,7 +293,7 @@ impl NativeScheduler {
                     &mut s,
                     self.nodes.predictors[c].as_deref(),
                     self.predictor,
-                    &self.config,
+                    &self.config.load,
                 );
                 self.nodes.assumed.insert(c, s);
             }
@@ -304,10 +306,10 @@ fn overlay_predictor(
     s: &mut NodeState,
     p: Option<&dyn Predictor>,
     kind: PredictorKind,
-    config: &Config,
+    load_model: &LoadModel,
 ) {
     if let Some(p) = p {
-        s.load = LoadOutlook::of(p, &config.load);
+        s.load = LoadOutlook::of(p, load_model);
     } else if !matches!(kind, PredictorKind::Ema(_)) {
         s.load = None;
     }
@@ -317,6 +319,7 @@ fn overlay_predictor(
 /// (labels, allocatable, name) is unchanged; `requested_changed` says whether the facts'
 /// requested value differs from the one `s` holds. Mirrors `assemble` line for line (the debug
 /// build checks every refresh against a full assembly).
+/// Takes the whole Config, as `NodeState::assemble` does.
 fn refresh(
     s: &mut NodeState,
     facts: Option<&NodeFacts>,
@@ -393,7 +396,7 @@ impl Scheduler for NativeScheduler {
                 let was = before(facts, node);
                 facts.records[node]
                     .get_or_insert_with(NodeFacts::default)
-                    .apply(r, now_ms, config);
+                    .apply(r, now_ms, &config.load);
                 exposed(pools, facts, node, was, config);
                 nodes.observe(node, r.utilisation.iter().copied());
                 // Wire reports carry no allocation to compare, so the requested value may differ.
@@ -435,7 +438,7 @@ impl Scheduler for NativeScheduler {
                     // Identity, a new allocation or the first report: the wire path, exactly.
                     facts.records[node]
                         .get_or_insert_with(NodeFacts::default)
-                        .apply(&batch.wire(n), now_ms, config);
+                        .apply(&batch.wire(n), now_ms, &config.load);
                     nodes.reported[node] = Some(key);
                     facts.forget_account(node);
                 } else {
@@ -552,7 +555,13 @@ impl Scheduler for NativeScheduler {
                         p.score(&ctx, &passed, &states)
                     }
                     Decider::Extender(e) => {
-                        let features = features(&states, &pod.demand, config, &outlook);
+                        let features = features(
+                            &states,
+                            &pod.demand,
+                            &config.node_keys,
+                            &config.spot,
+                            &outlook,
+                        );
                         let from = if e.colony {
                             ColonySource::Held(&pod.demand.tenant)
                         } else {
@@ -599,7 +608,7 @@ impl Scheduler for NativeScheduler {
                 &world.nodes[node].name,
                 scored,
                 now_ms,
-                config,
+                &config.cost,
             );
         }
         Ok(())
@@ -634,7 +643,7 @@ impl Scheduler for NativeScheduler {
         let config = &self.config;
         self.pipeline.update(|facts, pools| {
             if let Some(f) = facts.records[node].take() {
-                pools.reclaimed(&f.labels, config);
+                pools.reclaimed(&f.labels, &config.node_keys, &config.spot);
             }
             facts.forget_account(node);
         });

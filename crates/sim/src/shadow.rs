@@ -87,7 +87,7 @@ impl ShadowReplay {
             self.facts
                 .entry(r.name.to_string())
                 .or_default()
-                .apply(r, now_ms, &self.config);
+                .apply(r, now_ms, &self.config.load);
         }
     }
 

@@ -40,6 +40,7 @@ pub struct ReporterView {
 }
 
 impl ReporterView {
+    /// Takes the whole Config: the view is a chosen set of its vars, across groups.
     pub fn of(config: &Config) -> ReporterView {
         let vars: BTreeMap<String, String> = config
             .var_values()

@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, CostModel};
 use crate::demand::WorkloadClass;
 use crate::heuristic::{eta, eta_terms, NodeFeatures, OutcomeStats};
 use crate::wire::HostPriority;
@@ -122,11 +122,12 @@ pub enum PlacementEffect {
 
 impl TenantColony {
     /// `node`'s trail for this tenant as it stands at `now_ms` (evaporated).
-    pub fn trail_at(&self, node: &str, now_ms: u64, config: &Config) -> Option<OutcomeStats> {
-        self.pheromones.at(node, now_ms, &config.cost)
+    pub fn trail_at(&self, node: &str, now_ms: u64, cost: &CostModel) -> Option<OutcomeStats> {
+        self.pheromones.at(node, now_ms, cost)
     }
 
     /// η of every candidate for this workload (the facts alone: the same for every tenant).
+    /// Takes the whole Config, as [`eta`] does.
     pub fn etas(
         &self,
         candidates: &[NodeFeatures],
@@ -141,6 +142,7 @@ impl TenantColony {
 
     /// Scores the candidates 0–10 with `τ^α·η^β`, one of them alone at the top
     /// ([`single_out_top`], tied nodes told apart by `pod_key`). Does not touch the trail.
+    /// Takes the whole Config: scoring reads the weights, prices, load, η bounds and retention.
     pub fn prioritize<'a>(
         &mut self,
         candidates: &'a [NodeFeatures],
@@ -183,14 +185,15 @@ impl TenantColony {
             .iter()
             .map(|f| {
                 let stats = trails.get(&f.node).map(|s| s.at(now_ms, &config.cost));
-                eta_terms(f, workload, stats.as_ref(), config)
+                eta_terms(f, workload, stats.as_ref(), &config.cost, &config.load)
             })
             .collect();
         let etas: Vec<f64> = factors
             .iter()
             .map(|f| f.eta(&config.cost, &config.eta))
             .collect();
-        let desirabilities = relative_desirabilities(&factors, config);
+        let desirabilities =
+            relative_desirabilities(&factors, &config.colony, &config.cost, &config.eta);
         let mut scores = to_scores(&desirabilities);
         let explored_at = explore(&mut scores, &desirabilities, &config.colony, rng);
         let explored = explored_at.map(|i| candidates[i].node.to_string());
@@ -264,7 +267,7 @@ impl TenantColony {
         node: &str,
         outcome: Option<Outcome>,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) -> Result<PlacementEffect, String> {
         outcome.map(Outcome::quality).transpose()?;
         let Some(decision) = decision else {
@@ -272,7 +275,7 @@ impl TenantColony {
             return Ok(PlacementEffect::UnknownPod);
         };
         Ok(
-            match self.confirm_decision(decision, node, outcome, now_ms, config)? {
+            match self.confirm_decision(decision, node, outcome, now_ms, cost)? {
                 Confirmation::Confirmed { node, exact } => {
                     PlacementEffect::Confirmed { node, exact }
                 }
@@ -289,7 +292,7 @@ impl TenantColony {
         node: &str,
         outcome: Option<Outcome>,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) -> Result<Confirmation, String> {
         let reported = outcome.map(Outcome::quality).transpose()?;
         if decision.answered().is_some_and(|answered| answered != node) {
@@ -300,7 +303,7 @@ impl TenantColony {
             return Ok(Confirmation::NotACandidate);
         };
         if let (Some(q), Some(o)) = (reported, outcome) {
-            self.record_outcome(node, q, o, now_ms, config);
+            self.record_outcome(node, q, o, now_ms, cost);
         }
         self.counters.deposits += 1;
         self.counters.approximate_deposits += (!exact) as u64;
@@ -364,7 +367,7 @@ mod tests {
         }
         assert_eq!(c.pheromones, PheromoneTable::default());
         let d = decide(&mut c, &mut rng);
-        let effect = c.confirm(Some(&d), "b", None, 0, &config).unwrap();
+        let effect = c.confirm(Some(&d), "b", None, 0, &config.cost).unwrap();
         assert!(matches!(
             effect,
             PlacementEffect::Confirmed { exact: true, .. }
@@ -378,7 +381,7 @@ mod tests {
         // The outcome is the deposit: one failure of b.
         let d = decide(&mut c, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-        c.confirm(Some(&d), "b", failed, 0, &config).unwrap();
+        c.confirm(Some(&d), "b", failed, 0, &config.cost).unwrap();
         let rows = c.pheromones.snapshot(0, &config.cost);
         assert_eq!(rows.len(), 1);
         assert!(rows[0].0 == "b" && rows[0].1 < 1.0, "{rows:?}");
@@ -399,15 +402,19 @@ mod tests {
         };
         let followed = decide(&mut c, "ns/p1");
         assert_eq!(followed.answered(), Some("b"), "the cheapest alone at 10");
-        c.confirm(Some(&followed), "b", None, 0, &config).unwrap();
+        c.confirm(Some(&followed), "b", None, 0, &config.cost)
+            .unwrap();
         assert_eq!(c.counters.placements_elsewhere, 0);
         // kube-scheduler's own scores overruled the answer: still a candidate, still deposits.
         let overruled = decide(&mut c, "ns/p2");
-        let effect = c.confirm(Some(&overruled), "c", None, 0, &config).unwrap();
+        let effect = c
+            .confirm(Some(&overruled), "c", None, 0, &config.cost)
+            .unwrap();
         assert!(matches!(effect, PlacementEffect::Confirmed { .. }));
         // A node the extender never saw is elsewhere too.
         let unseen = decide(&mut c, "ns/p3");
-        c.confirm(Some(&unseen), "zzz", None, 0, &config).unwrap();
+        c.confirm(Some(&unseen), "zzz", None, 0, &config.cost)
+            .unwrap();
         assert_eq!(
             (
                 c.counters.placements_elsewhere,
@@ -420,7 +427,7 @@ mod tests {
         let mut bare = decide(&mut c, "ns/p4");
         bare.explanation = None;
         assert_eq!(bare.answered(), None);
-        c.confirm(Some(&bare), "c", None, 0, &config).unwrap();
+        c.confirm(Some(&bare), "c", None, 0, &config.cost).unwrap();
         assert_eq!(c.counters.placements_elsewhere, 2);
     }
 
@@ -429,7 +436,7 @@ mod tests {
         let config = Config::default();
         let mut c = TenantColony::default();
         assert_eq!(
-            c.confirm(None, "a", None, 0, &config).unwrap(),
+            c.confirm(None, "a", None, 0, &config.cost).unwrap(),
             PlacementEffect::UnknownPod
         );
         let mut rng = SmallRng::seed_from_u64(1);
@@ -442,7 +449,7 @@ mod tests {
             &mut rng,
         );
         assert_eq!(
-            c.confirm(Some(&p.decision), "zzz", None, 0, &config)
+            c.confirm(Some(&p.decision), "zzz", None, 0, &config.cost)
                 .unwrap(),
             PlacementEffect::NotACandidate
         );
@@ -460,7 +467,7 @@ mod tests {
                 "a",
                 Some(Outcome::Quality(2.0)),
                 0,
-                &config
+                &config.cost
             )
             .is_err());
     }
@@ -478,7 +485,7 @@ mod tests {
         for _ in 0..3 {
             let p = c.prioritize(&nodes, lc, "ns/pod", 0, &config, &mut rng);
             let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-            c.confirm(Some(&p.decision), "a", failed, 0, &config)
+            c.confirm(Some(&p.decision), "a", failed, 0, &config.cost)
                 .unwrap();
         }
         let soon = c
@@ -510,7 +517,7 @@ mod tests {
                 "a",
                 Some(Outcome::Label(OutcomeLabel::Failed)),
                 0,
-                &config,
+                &config.cost,
             )
             .unwrap();
         }
@@ -693,7 +700,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         let p = t1.prioritize(&nodes, WorkloadClass::Batch, "ns/pod", 0, &config, &mut rng);
         let failed = Some(Outcome::Label(OutcomeLabel::Failed));
-        t1.confirm(Some(&p.decision), "a", failed, 0, &config)
+        t1.confirm(Some(&p.decision), "a", failed, 0, &config.cost)
             .unwrap();
         let untouched = scores(&mut TenantColony::default(), &nodes);
         assert_eq!(scores(&mut t2, &nodes), untouched);

@@ -22,7 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Confirmation, Decision, Outcome, TenantColony};
-use crate::config::Config;
+use crate::config::CostModel;
 
 /// A placement the colony has learnt from, remembered for `CONFIRMED_TTL_MS` so that replays
 /// and the pod's later outcome are recognised.
@@ -74,12 +74,12 @@ impl TenantColony {
         node: &str,
         outcome: Option<Outcome>,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) -> Result<ReportEffect, String> {
         let quality = outcome.map(Outcome::quality).transpose()?;
         if let Some(decision) = &record.decision {
             return Ok(
-                match self.confirm_decision(decision, node, outcome, now_ms, config)? {
+                match self.confirm_decision(decision, node, outcome, now_ms, cost)? {
                     Confirmation::Confirmed { node, exact } => {
                         record.decision = None;
                         record.confirmed = Some(Confirmed {
@@ -107,7 +107,7 @@ impl TenantColony {
                     self.counters.non_candidate_placements += 1;
                     return Ok(ReportEffect::NotACandidate);
                 }
-                self.record_outcome(&confirmed.node, q, o, now_ms, config);
+                self.record_outcome(&confirmed.node, q, o, now_ms, cost);
                 self.counters.late_outcomes += 1;
                 confirmed.outcome_recorded = true;
                 Ok(ReportEffect::OutcomeRecorded {
@@ -132,16 +132,16 @@ impl TenantColony {
         q: f64,
         outcome: Outcome,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) {
         self.counters.failed_outcomes += (q < 0.5) as u64;
         if outcome.teaches_reliability() {
-            self.pheromones.entry(node).record(q, now_ms, &config.cost);
+            self.pheromones.entry(node).record(q, now_ms, cost);
         }
         if let Ok(Some(slowdown)) = outcome.slowdown() {
             self.pheromones
                 .entry(node)
-                .record_slowdown(slowdown, now_ms, &config.cost);
+                .record_slowdown(slowdown, now_ms, cost);
         }
     }
 }
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn failures_the_facts_price_are_counted_but_teach_no_reliability() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let failed = |cause| {
             Some(Outcome::Observed(ObservedOutcome {
@@ -192,7 +192,7 @@ mod tests {
                 confirmed: None,
             };
             // With the placement, and again later as the placement's outcome: same rule.
-            c.report(&mut r, node, outcome, 100 + i as u64, &config)
+            c.report(&mut r, node, outcome, 100 + i as u64, &cost)
                 .unwrap();
         }
         assert_eq!(c.counters.failed_outcomes, 4);
@@ -207,14 +207,14 @@ mod tests {
             decision: Some(decision(&[("hot", 0.5)])),
             confirmed: None,
         };
-        c.report(&mut late, "hot", None, 200, &config).unwrap();
+        c.report(&mut late, "hot", None, 200, &cost).unwrap();
         let effect = c
             .report(
                 &mut late,
                 "hot",
                 failed(Some(FailureCause::Load)),
                 300,
-                &config,
+                &cost,
             )
             .unwrap();
         assert!(
@@ -227,13 +227,13 @@ mod tests {
 
     #[test]
     fn a_placement_replayed_is_confirmed_once_and_deposits_nothing() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
             decision: Some(decision(&[("a", 0.5), ("b", 0.25)])),
             confirmed: None,
         };
-        let first = c.report(&mut r, "a", None, 100, &config).unwrap();
+        let first = c.report(&mut r, "a", None, 100, &cost).unwrap();
         assert!(
             matches!(
                 first,
@@ -260,7 +260,7 @@ mod tests {
         let after_first = c.pheromones.clone();
         for _ in 0..3 {
             assert_eq!(
-                c.report(&mut r, "a", None, 200, &config).unwrap(),
+                c.report(&mut r, "a", None, 200, &cost).unwrap(),
                 ReportEffect::Duplicate
             );
         }
@@ -271,22 +271,22 @@ mod tests {
 
     #[test]
     fn a_later_outcome_deposits_once() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
             decision: Some(decision(&[("a", 0.5)])),
             confirmed: None,
         };
-        c.report(&mut r, "a", None, 100, &config).unwrap();
+        c.report(&mut r, "a", None, 100, &cost).unwrap();
         // Other placements meanwhile.
         for i in 0..3 {
             let mut other = PodRecord {
                 decision: Some(decision(&[("b", 0.5)])),
                 confirmed: None,
             };
-            c.report(&mut other, "b", None, 150 + i, &config).unwrap();
+            c.report(&mut other, "b", None, 150 + i, &cost).unwrap();
         }
-        let effect = c.report(&mut r, "a", FAILED, 300, &config).unwrap();
+        let effect = c.report(&mut r, "a", FAILED, 300, &cost).unwrap();
         let ReportEffect::OutcomeRecorded { node, quality } = effect else {
             panic!("{effect:?}")
         };
@@ -296,7 +296,7 @@ mod tests {
         // Replays of the outcome, and of the placement, change nothing more.
         for outcome in [FAILED, SUCCEEDED, None, Some(Outcome::Quality(0.7))] {
             assert_eq!(
-                c.report(&mut r, "a", outcome, 400, &config).unwrap(),
+                c.report(&mut r, "a", outcome, 400, &cost).unwrap(),
                 ReportEffect::Duplicate
             );
         }
@@ -322,14 +322,14 @@ mod tests {
 
     #[test]
     fn an_outcome_with_the_placement_is_recorded_once_and_later_outcomes_are_duplicates() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
             decision: Some(decision(&[("a", 0.5)])),
             confirmed: None,
         };
         let effect = c
-            .report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &config)
+            .report(&mut r, "a", Some(Outcome::Quality(0.8)), 100, &cost)
             .unwrap();
         assert!(
             matches!(effect, ReportEffect::Placed { outcome: Some(q), .. } if (q - 0.8).abs() < 1e-12),
@@ -337,7 +337,7 @@ mod tests {
         );
         assert!(r.confirmed.as_ref().unwrap().outcome_recorded);
         assert_eq!(
-            c.report(&mut r, "a", SUCCEEDED, 200, &config).unwrap(),
+            c.report(&mut r, "a", SUCCEEDED, 200, &cost).unwrap(),
             ReportEffect::Duplicate
         );
         let stats = c.pheromones.trails["a"];
@@ -349,34 +349,34 @@ mod tests {
 
     #[test]
     fn an_outcome_naming_another_node_changes_nothing_and_the_right_one_still_counts() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
             decision: Some(decision(&[("a", 0.5), ("b", 0.5)])),
             confirmed: None,
         };
-        c.report(&mut r, "a", None, 100, &config).unwrap();
+        c.report(&mut r, "a", None, 100, &cost).unwrap();
         let before = (c.pheromones.clone(), r.clone());
         assert_eq!(
-            c.report(&mut r, "b", FAILED, 200, &config).unwrap(),
+            c.report(&mut r, "b", FAILED, 200, &cost).unwrap(),
             ReportEffect::NotACandidate
         );
         assert_eq!((c.pheromones.clone(), r.clone()), before);
         assert!(c.pheromones.trails.is_empty());
         assert!(matches!(
-            c.report(&mut r, "a", SUCCEEDED, 300, &config).unwrap(),
+            c.report(&mut r, "a", SUCCEEDED, 300, &cost).unwrap(),
             ReportEffect::OutcomeRecorded { quality: 1.0, .. }
         ));
     }
 
     #[test]
     fn unknown_pods_change_nothing_even_with_an_outcome() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord::default();
         for outcome in [None, FAILED] {
             assert_eq!(
-                c.report(&mut r, "a", outcome, 100, &config).unwrap(),
+                c.report(&mut r, "a", outcome, 100, &cost).unwrap(),
                 ReportEffect::UnknownPod
             );
         }
@@ -387,7 +387,7 @@ mod tests {
 
     #[test]
     fn a_placement_on_a_non_candidate_keeps_the_decision_and_invalid_outcomes_change_nothing() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let d = decision(&[("a", 0.5)]);
         let mut r = PodRecord {
@@ -395,11 +395,11 @@ mod tests {
             confirmed: None,
         };
         assert_eq!(
-            c.report(&mut r, "zzz", None, 100, &config).unwrap(),
+            c.report(&mut r, "zzz", None, 100, &cost).unwrap(),
             ReportEffect::NotACandidate
         );
         assert!(c
-            .report(&mut r, "a", Some(Outcome::Quality(1.5)), 100, &config)
+            .report(&mut r, "a", Some(Outcome::Quality(1.5)), 100, &cost)
             .is_err());
         assert_eq!(
             r,
@@ -410,14 +410,14 @@ mod tests {
         );
         assert_eq!(c.pheromones, PheromoneTable::default());
         assert!(matches!(
-            c.report(&mut r, "a", None, 100, &config).unwrap(),
+            c.report(&mut r, "a", None, 100, &cost).unwrap(),
             ReportEffect::Placed { .. }
         ));
     }
 
     #[test]
     fn a_priced_outcome_teaches_its_quality_not_its_price() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let (mut priced, mut plain) = (TenantColony::default(), TenantColony::default());
         let observed: Outcome = serde_json::from_str(r#"{"quality":1,"costPerHour":3.0}"#).unwrap();
         for (c, outcome) in [(&mut priced, observed), (&mut plain, Outcome::Quality(1.0))] {
@@ -425,8 +425,8 @@ mod tests {
                 decision: Some(decision(&[("a", 0.5)])),
                 confirmed: None,
             };
-            c.report(&mut r, "a", None, 100, &config).unwrap();
-            let effect = c.report(&mut r, "a", Some(outcome), 200, &config).unwrap();
+            c.report(&mut r, "a", None, 100, &cost).unwrap();
+            let effect = c.report(&mut r, "a", Some(outcome), 200, &cost).unwrap();
             assert!(
                 matches!(effect, ReportEffect::OutcomeRecorded { quality: 1.0, .. }),
                 "{effect:?}"
@@ -440,16 +440,16 @@ mod tests {
 
     #[test]
     fn a_new_decision_for_a_confirmed_key_is_confirmed_again() {
-        let config = Config::default();
+        let cost = CostModel::default();
         let mut c = TenantColony::default();
         let mut r = PodRecord {
             decision: Some(decision(&[("a", 0.5)])),
             confirmed: None,
         };
-        c.report(&mut r, "a", None, 100, &config).unwrap();
+        c.report(&mut r, "a", None, 100, &cost).unwrap();
         r.decision = Some(decision(&[("b", 0.5)]));
         assert!(matches!(
-            c.report(&mut r, "b", None, 200, &config).unwrap(),
+            c.report(&mut r, "b", None, 200, &cost).unwrap(),
             ReportEffect::Placed { .. }
         ));
         assert_eq!(r.confirmed.as_ref().unwrap().node, "b");

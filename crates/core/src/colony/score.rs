@@ -2,7 +2,7 @@
 
 use rand::Rng;
 
-use crate::config::{ColonyWeights, Config};
+use crate::config::{ColonyWeights, CostModel, EtaBounds};
 use crate::heuristic::CostTerms;
 
 /// `s(n) = τ^α · η^β`.
@@ -15,19 +15,15 @@ pub fn desirability(tau: f64, eta: f64, weights: &ColonyWeights) -> f64 {
 /// `−∞` for a non-finite cost. At `α = β` it is computed as `−β·total/COST_REFERENCE`, the same
 /// number in the same rounding as the whole expected $/h, so that the default ranks exactly by
 /// it; at `α = 0` as `−β·facts/COST_REFERENCE`, exactly η alone.
-pub fn log_desirability(terms: &CostTerms, config: &Config) -> f64 {
+pub fn log_desirability(terms: &CostTerms, weights: &ColonyWeights, cost: &CostModel) -> f64 {
     let dollars = |d: f64| if d.is_nan() { f64::INFINITY } else { d };
-    let l = if config.colony.alpha == config.colony.beta {
-        -config.colony.beta * dollars(terms.total()).max(0.0) / config.cost.cost_reference
+    let l = if weights.alpha == weights.beta {
+        -weights.beta * dollars(terms.total()).max(0.0) / cost.cost_reference
     } else {
         let facts = dollars(terms.facts_total()).max(0.0);
         let learned = dollars(terms.learned_total());
-        let learned = if config.colony.alpha == 0.0 {
-            0.0
-        } else {
-            learned
-        };
-        -(config.colony.beta * facts + config.colony.alpha * learned) / config.cost.cost_reference
+        let learned = if weights.alpha == 0.0 { 0.0 } else { learned };
+        -(weights.beta * facts + weights.alpha * learned) / cost.cost_reference
     };
     if l.is_nan() {
         f64::NEG_INFINITY
@@ -41,10 +37,18 @@ pub fn log_desirability(terms: &CostTerms, config: &Config) -> f64 {
 /// `ETA_FLOOR`, and unlike it still ranks candidates by their dollars when every total is large
 /// (a 4-GPU pod on $24/h nodes: η = exp(−12) would floor them all to one tie). A non-finite
 /// cost, and anything below `ETA_FLOOR^β`, is that floor (still reachable by exploration).
-pub fn relative_desirabilities(terms: &[CostTerms], config: &Config) -> Vec<f64> {
-    let logs: Vec<f64> = terms.iter().map(|t| log_desirability(t, config)).collect();
+pub fn relative_desirabilities(
+    terms: &[CostTerms],
+    weights: &ColonyWeights,
+    cost: &CostModel,
+    bounds: &EtaBounds,
+) -> Vec<f64> {
+    let logs: Vec<f64> = terms
+        .iter()
+        .map(|t| log_desirability(t, weights, cost))
+        .collect();
     let best = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let floor = config.eta.eta_floor.powf(config.colony.beta);
+    let floor = bounds.eta_floor.powf(weights.beta);
     logs.iter()
         .map(|l| {
             if best.is_finite() {
@@ -114,6 +118,7 @@ pub fn explore(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use proptest::prelude::*;
     use rand::{rngs::SmallRng, SeedableRng};
 
@@ -142,7 +147,7 @@ mod tests {
             cost(12.5, 0.0, 0.0),
             cost(14.0, 0.0, 0.0),
         ];
-        let r = relative_desirabilities(&terms, &c);
+        let r = relative_desirabilities(&terms, &c.colony, &c.cost, &c.eta);
         assert_eq!(r[0], 1.0);
         assert!((r[1] - (-1.0f64).exp()).abs() < 1e-12, "{r:?}");
         assert_eq!(to_scores(&r), vec![10, 4, 0]);
@@ -154,13 +159,18 @@ mod tests {
                 .map(|t| desirability(t.tau(&c.cost, &c.eta), t.eta(&c.cost, &c.eta), &c.colony))
                 .collect();
             let max = d.iter().copied().fold(0.0, f64::max);
-            let r = relative_desirabilities(&terms, &c);
+            let r = relative_desirabilities(&terms, &c.colony, &c.cost, &c.eta);
             for (a, b) in r.iter().zip(&d) {
                 assert!((a - b / max).abs() < 1e-12, "{r:?} vs {d:?}");
             }
         }
         // A non-finite cost is the floor, never NaN.
-        let r = relative_desirabilities(&[cost(0.1, 0.0, 0.0), cost(f64::NAN, 0.0, 0.0)], &c);
+        let r = relative_desirabilities(
+            &[cost(0.1, 0.0, 0.0), cost(f64::NAN, 0.0, 0.0)],
+            &c.colony,
+            &c.cost,
+            &c.eta,
+        );
         assert_eq!(r, vec![1.0, c.eta.eta_floor.powf(c.colony.beta)]);
     }
 
@@ -200,7 +210,10 @@ mod tests {
                 .iter()
                 .map(|t| -beta * t.total().max(0.0) / c.cost.cost_reference)
                 .collect();
-            let ours: Vec<f64> = terms.iter().map(|t| log_desirability(t, &c)).collect();
+            let ours: Vec<f64> = terms
+                .iter()
+                .map(|t| log_desirability(t, &c.colony, &c.cost))
+                .collect();
             assert_eq!(ours, combined, "β = {beta}");
             let eta_alone = c.clone().with(|c| c.colony.alpha = 0.0);
             let facts: Vec<f64> = terms
@@ -209,7 +222,7 @@ mod tests {
                 .collect();
             let ours: Vec<f64> = terms
                 .iter()
-                .map(|t| log_desirability(t, &eta_alone))
+                .map(|t| log_desirability(t, &eta_alone.colony, &eta_alone.cost))
                 .collect();
             assert_eq!(ours, facts, "β = {beta}, α = 0");
         }

@@ -42,7 +42,7 @@ use crate::api::colony_export::ExportedState;
 use crate::api::dropped::DropReason;
 use crate::api::pheromones::{NodeTrail, PheromoneTableReply};
 use crate::colony::{Decision, PodRecord, ReportEffect, TenantColony};
-use crate::config::Config;
+use crate::config::{CostModel, Retention, StateBounds};
 use crate::names::validate_node_name;
 use crate::names::PodKey;
 pub use crate::names::MAX_POD_KEY_LEN;
@@ -97,8 +97,8 @@ pub struct ReportKey {
 }
 
 /// Confirmed explanations are answered if made at or after this.
-fn explained_since(now_ms: u64, config: &Config) -> u64 {
-    now_ms.saturating_sub(config.retention.confirmed_explanations_ttl_ms)
+fn explained_since(now_ms: u64, retention: &Retention) -> u64 {
+    now_ms.saturating_sub(retention.confirmed_explanations_ttl_ms)
 }
 
 /// A decision the colony can keep: valid candidate names, a bounded size (its key is a
@@ -251,6 +251,7 @@ impl ColonyStore {
     }
 
     /// The colony from its rows (`schema::SELECT_*`). Expired decisions and pods are dropped.
+    #[allow(clippy::too_many_arguments)]
     pub fn load(
         snapshot: Vec<SnapshotRow>,
         segments: Vec<SegmentRow>,
@@ -258,7 +259,8 @@ impl ColonyStore {
         explained: Vec<ExplainedRow>,
         incarnation: u64,
         now_ms: u64,
-        config: &Config,
+        retention: &Retention,
+        bounds: &StateBounds,
     ) -> Result<Self, CorruptState> {
         let mut store = Self::new(incarnation);
         if snapshot.is_empty() {
@@ -280,7 +282,7 @@ impl ColonyStore {
         store.meta = snap.meta;
         let mut colony = serde_json::to_value(&snap.colony)
             .map_err(|e| corrupt(format!("snapshot[{}].colony", snap.seq), e))?;
-        let cap = config.bounds.max_decisions_per_tenant as usize;
+        let cap = bounds.max_decisions_per_tenant as usize;
         for (key, d) in snap.pending {
             store.pending.insert(key, d, cap);
         }
@@ -333,15 +335,15 @@ impl ColonyStore {
         store.colony = serde_json::from_value(colony.clone())
             .map_err(|e| corrupt(format!("ledger[{}].colony", store.seq), e))?;
         store.committed_colony = colony;
-        store.expire(now_ms, config);
+        store.expire(now_ms, retention);
         Ok(store)
     }
 
-    fn expire(&mut self, now_ms: u64, config: &Config) {
+    fn expire(&mut self, now_ms: u64, retention: &Retention) {
         self.pending
-            .expire(now_ms.saturating_sub(config.retention.decision_ttl_ms));
+            .expire(now_ms.saturating_sub(retention.decision_ttl_ms));
         self.index
-            .expire(now_ms.saturating_sub(config.retention.confirmed_ttl_ms));
+            .expire(now_ms.saturating_sub(retention.confirmed_ttl_ms));
     }
 
     pub fn colony(&self) -> &TenantColony {
@@ -423,10 +425,12 @@ impl ColonyStore {
         records: Vec<DecisionRecord>,
         from_copy: bool,
         now_ms: u64,
-        config: &Config,
+        retention: &Retention,
+        bounds: &StateBounds,
+        cost: &CostModel,
     ) -> BTreeMap<DropReason, u64> {
         let mut dropped = BTreeMap::new();
-        let cap = config.bounds.max_decisions_per_tenant as usize;
+        let cap = bounds.max_decisions_per_tenant as usize;
         self.expire_held(now_ms);
         for r in records {
             if validate_decision(&r).is_err() {
@@ -470,7 +474,7 @@ impl ColonyStore {
             if !held.is_empty() {
                 let mut applied = PlacementsReply::default();
                 for item in &held {
-                    self.apply_placement(item, now_ms, config, &mut applied);
+                    self.apply_placement(item, now_ms, retention, cost, &mut applied);
                 }
                 if applied.deposited + applied.outcomes > 0 {
                     self.meta.version += 1;
@@ -482,17 +486,17 @@ impl ColonyStore {
     }
 
     /// The unexpired decision and confirmation remembered for a pod key.
-    pub fn record_of(&self, key: &str, now_ms: u64, config: &Config) -> PodRecord {
+    pub fn record_of(&self, key: &str, now_ms: u64, retention: &Retention) -> PodRecord {
         PodRecord {
             decision: self
                 .pending
-                .get(key, now_ms.saturating_sub(config.retention.decision_ttl_ms))
+                .get(key, now_ms.saturating_sub(retention.decision_ttl_ms))
                 .cloned(),
             confirmed: self
                 .index
                 .confirmed(
                     key_hash(key),
-                    now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
+                    now_ms.saturating_sub(retention.confirmed_ttl_ms),
                 )
                 .cloned(),
         }
@@ -500,9 +504,9 @@ impl ColonyStore {
 
     /// What is remembered of a pod: its decision, its confirmation, and its confirmed
     /// explanation if that is in memory (else [`ColonyStore::explained_row`] says which row).
-    pub fn lookup(&self, key: &str, now_ms: u64, config: &Config) -> DecisionLookup {
-        let r = self.record_of(key, now_ms, config);
-        let explained = match self.explained.find(key, explained_since(now_ms, config)) {
+    pub fn lookup(&self, key: &str, now_ms: u64, retention: &Retention) -> DecisionLookup {
+        let r = self.record_of(key, now_ms, retention);
+        let explained = match self.explained.find(key, explained_since(now_ms, retention)) {
             Some(Found::Memory(e)) => Some(e.clone()),
             _ => None,
         };
@@ -517,8 +521,11 @@ impl ColonyStore {
     }
 
     /// The `explained` row holding the pod's confirmed explanation, when it is not in memory.
-    pub fn explained_row(&self, key: &str, now_ms: u64, config: &Config) -> Option<i64> {
-        match self.explained.find(key, explained_since(now_ms, config))? {
+    pub fn explained_row(&self, key: &str, now_ms: u64, retention: &Retention) -> Option<i64> {
+        match self
+            .explained
+            .find(key, explained_since(now_ms, retention))?
+        {
             Found::Row(id) => Some(id),
             Found::Memory(_) => None,
         }
@@ -530,9 +537,9 @@ impl ColonyStore {
         body: &str,
         key: &str,
         now_ms: u64,
-        config: &Config,
+        retention: &Retention,
     ) -> Result<Option<ConfirmedExplanation>, CorruptState> {
-        Explained::in_row(body, key, explained_since(now_ms, config))
+        Explained::in_row(body, key, explained_since(now_ms, retention))
             .map_err(|e| corrupt(format!("explained[{id}]"), e))
     }
 
@@ -550,7 +557,8 @@ impl ColonyStore {
         &mut self,
         items: &[PlacementItem],
         now_ms: u64,
-        config: &Config,
+        retention: &Retention,
+        cost: &CostModel,
     ) -> PlacementsReply {
         let mut out = PlacementsReply::default();
         self.expire_held(now_ms);
@@ -561,7 +569,7 @@ impl ColonyStore {
                 self.touch(now_ms);
                 continue;
             }
-            if self.decision_may_come(&item.key, now_ms, config) {
+            if self.decision_may_come(&item.key, now_ms, retention) {
                 match self.early.hold(item, now_ms) {
                     Hold::Held { pushed_out } => {
                         out.held += 1;
@@ -575,7 +583,7 @@ impl ColonyStore {
                 }
                 continue;
             }
-            self.apply_placement(item, now_ms, config, &mut out);
+            self.apply_placement(item, now_ms, retention, cost, &mut out);
         }
         if out.deposited + out.outcomes > 0 {
             self.meta.version += 1;
@@ -586,8 +594,8 @@ impl ColonyStore {
 
     /// Nothing is known of the pod yet — no decision (expired or evicted ones included) and no
     /// confirmation — so its decision may still be on its way from an isolate.
-    fn decision_may_come(&self, key: &str, now_ms: u64, config: &Config) -> bool {
-        let confirmed_since = now_ms.saturating_sub(config.retention.confirmed_ttl_ms);
+    fn decision_may_come(&self, key: &str, now_ms: u64, retention: &Retention) -> bool {
+        let confirmed_since = now_ms.saturating_sub(retention.confirmed_ttl_ms);
         self.pending.created_ms(key).is_none()
             && self.pending.evicted_ms(key).is_none()
             && self
@@ -614,10 +622,11 @@ impl ColonyStore {
         &mut self,
         item: &PlacementItem,
         now_ms: u64,
-        config: &Config,
+        retention: &Retention,
+        cost: &CostModel,
         out: &mut PlacementsReply,
     ) {
-        let mut record = self.record_of(&item.key, now_ms, config);
+        let mut record = self.record_of(&item.key, now_ms, retention);
         let before = record.clone();
         // Confirmed no earlier than the decision it confirms: a request's clock can be older
         // than a decision it carries (or one that came while a placement was held), and a
@@ -628,7 +637,7 @@ impl ColonyStore {
             .map_or(now_ms, |d| now_ms.max(d.created_ms));
         let effect = match self
             .colony
-            .report(&mut record, &item.node, item.outcome, at_ms, config)
+            .report(&mut record, &item.node, item.outcome, at_ms, cost)
         {
             Ok(e) => e,
             Err(_) => {
@@ -656,7 +665,7 @@ impl ColonyStore {
                         confirmed_ms: c.confirmed_ms,
                         decision,
                     },
-                    &config.retention,
+                    retention,
                 );
             }
         }
@@ -673,7 +682,13 @@ impl ColonyStore {
 
     /// Applies scored shadow reports (`shadow::report`): the summary and a record per pod, and
     /// their outcomes deposited on the trail (the shadow placements themselves deposit nothing).
-    pub fn shadow(&mut self, items: &[ShadowItem], now_ms: u64, config: &Config) -> ShadowReply {
+    pub fn shadow(
+        &mut self,
+        items: &[ShadowItem],
+        now_ms: u64,
+        retention: &Retention,
+        cost: &CostModel,
+    ) -> ShadowReply {
         let mut out = ShadowReply::default();
         let mut outcomes = false;
         for item in items {
@@ -685,10 +700,7 @@ impl ColonyStore {
             let hash = key_hash(&item.key);
             let mut record = self
                 .index
-                .shadow(
-                    hash,
-                    now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
-                )
+                .shadow(hash, now_ms.saturating_sub(retention.confirmed_ttl_ms))
                 .cloned();
             let before = record.clone();
             let effect = match crate::shadow::report(
@@ -701,7 +713,7 @@ impl ColonyStore {
                     outcome: item.outcome,
                 },
                 now_ms,
-                config,
+                cost,
             ) {
                 Ok(e) => e,
                 Err(_) => {
@@ -789,22 +801,22 @@ impl ColonyStore {
     }
 
     /// The admin view of the colony (`GET …/pheromones`), at `now_ms` (reliability fades).
-    pub fn table(&self, now_ms: u64, config: &Config) -> PheromoneTableReply {
+    pub fn table(&self, now_ms: u64, cost: &CostModel) -> PheromoneTableReply {
         let c = &self.colony;
         let nodes = c
             .pheromones
-            .snapshot(now_ms, &config.cost)
+            .snapshot(now_ms, cost)
             .into_iter()
             .map(|(node, tau)| {
                 let o = c.pheromones.trails[&node];
-                let now = o.at(now_ms, &config.cost);
+                let now = o.at(now_ms, cost);
                 NodeTrail {
                     tau,
                     successes: o.successes,
                     failures: o.failures,
                     outcomes_as_of_ms: o.as_of_ms,
                     slowdown: o.slowdown(),
-                    reliability: Some(crate::heuristic::reliability(Some(&now), &config.cost)),
+                    reliability: Some(crate::heuristic::reliability(Some(&now), cost)),
                     node,
                 }
             })
@@ -832,7 +844,7 @@ impl ColonyStore {
     /// something changed, and trails change only with what changes those.
     pub fn report_if_changed(
         &self,
-        config: &Config,
+        cost: &CostModel,
         rows_written: u64,
         last: &mut Option<ReportKey>,
     ) -> Option<ColonyReport> {
@@ -852,10 +864,10 @@ impl ColonyStore {
             return None;
         }
         *last = Some(key);
-        Some(self.report(config, rows_written))
+        Some(self.report(cost, rows_written))
     }
 
-    pub fn report(&self, config: &Config, rows_written: u64) -> ColonyReport {
+    pub fn report(&self, cost: &CostModel, rows_written: u64) -> ColonyReport {
         ColonyReport {
             tenant: self.meta.tenant.clone(),
             counters: self.colony.counters.clone(),
@@ -863,7 +875,7 @@ impl ColonyStore {
                 let mut bytes = 0;
                 // Each trail as of its own last deposit: the report is rebuilt only when the
                 // colony changed (`report_if_changed`), so a time-faded value would go stale.
-                let mut trails = self.colony.pheromones.snapshot(0, &config.cost);
+                let mut trails = self.colony.pheromones.snapshot(0, cost);
                 trails.truncate(wire::TRAILS_SCRAPED);
                 trails.retain(|(node, _)| {
                     bytes += node.len();
@@ -905,7 +917,7 @@ impl ColonyStore {
     }
 
     /// The statements of the next commit (nothing changes until [`ColonyStore::committed`]).
-    pub fn plan_commit(&self, now_ms: u64, config: &Config) -> Result<Commit, String> {
+    pub fn plan_commit(&self, now_ms: u64, retention: &Retention) -> Result<Commit, String> {
         let seq = self.seq + 1;
         let colony = serde_json::to_value(&self.colony).map_err(|e| e.to_string())?;
         let segment_len = self.segment.len() + self.changed_records.len();
@@ -915,7 +927,7 @@ impl ColonyStore {
             || now_ms.saturating_sub(self.snapshot_at_ms) >= SNAPSHOT_EVERY_MS
             || segment_len >= SEGMENT_CHANGES_MAX;
         let mut statements = Vec::new();
-        let mut explained = self.explained.plan(seq, now_ms, &config.retention);
+        let mut explained = self.explained.plan(seq, now_ms, retention);
         if !snapshot {
             let entry = LedgerEntry {
                 seq,
@@ -955,7 +967,7 @@ impl ColonyStore {
                 statements.push(Statement::segment(seq * 64 + i as u64, newest, body));
             }
             statements.push(Statement::expire_segments(
-                now_ms.saturating_sub(config.retention.confirmed_ttl_ms),
+                now_ms.saturating_sub(retention.confirmed_ttl_ms),
             ));
             let body = SnapshotBody {
                 seq,
@@ -989,7 +1001,7 @@ impl ColonyStore {
     }
 
     /// The commit's statements ran: memory is now what storage holds.
-    pub fn committed(&mut self, commit: Commit, config: &Config) {
+    pub fn committed(&mut self, commit: Commit, retention: &Retention) {
         self.must_commit = false;
         self.seq = commit.seq;
         self.committed_colony = commit.colony;
@@ -999,7 +1011,7 @@ impl ColonyStore {
             self.segment.clear();
             self.snapshot_seq = commit.seq;
             self.snapshot_at_ms = commit.now_ms;
-            self.expire(commit.now_ms, config);
+            self.expire(commit.now_ms, retention);
         } else {
             self.segment.extend(records);
         }

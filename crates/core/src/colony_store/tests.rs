@@ -8,6 +8,7 @@ use rand::{rngs::SmallRng, SeedableRng};
 use super::schema::{SqlArg, Statement, LEDGER_SLOTS};
 use super::*;
 use crate::colony::{Outcome, OutcomeLabel};
+use crate::config::Config;
 use crate::demand::WorkloadClass;
 use crate::heuristic::NodeFeatures;
 use crate::names::NodeName;
@@ -133,7 +134,8 @@ impl Tables {
             explained,
             incarnation,
             now_ms,
-            config,
+            &config.retention,
+            &config.bounds,
         )
     }
 
@@ -145,23 +147,47 @@ impl Tables {
         now_ms: u64,
         config: &Config,
     ) -> DecisionLookup {
-        let mut out = store.lookup(key, now_ms, config);
+        let mut out = store.lookup(key, now_ms, &config.retention);
         if out.explained.is_none() {
-            if let Some(id) = store.explained_row(key, now_ms, config) {
+            if let Some(id) = store.explained_row(key, now_ms, &config.retention) {
                 let body = &self.explained[&id].2;
                 out.explained =
-                    ColonyStore::explained_in_row(id, body, key, now_ms, config).unwrap();
+                    ColonyStore::explained_in_row(id, body, key, now_ms, &config.retention)
+                        .unwrap();
             }
         }
         out
     }
 }
 
+/// The store's batch calls with the groups each reads taken from one `config`.
+impl ColonyStore {
+    fn record_with(
+        &mut self,
+        records: Vec<DecisionRecord>,
+        from_copy: bool,
+        now_ms: u64,
+        config: &Config,
+    ) -> BTreeMap<DropReason, u64> {
+        let (retention, bounds, cost) = (&config.retention, &config.bounds, &config.cost);
+        self.record_decisions(records, from_copy, now_ms, retention, bounds, cost)
+    }
+
+    fn placements_with(
+        &mut self,
+        items: &[PlacementItem],
+        now_ms: u64,
+        config: &Config,
+    ) -> PlacementsReply {
+        self.placements(items, now_ms, &config.retention, &config.cost)
+    }
+}
+
 fn commit(store: &mut ColonyStore, db: &mut Tables, now_ms: u64, config: &Config) -> u64 {
     let before = db.rows_written;
-    let c = store.plan_commit(now_ms, config).unwrap();
+    let c = store.plan_commit(now_ms, &config.retention).unwrap();
     db.run(&c.statements);
-    store.committed(c, config);
+    store.committed(c, &config.retention);
     db.rows_written - before
 }
 
@@ -208,8 +234,8 @@ fn place_ended(key: &str, node: &str, label: OutcomeLabel) -> PlacementItem {
 /// A colony that scored pod p and learned its failure on node a (at 20 ms).
 fn failed_once_on_a(config: &Config) -> ColonyStore {
     let mut store = ColonyStore::new(1);
-    store.record_decisions(vec![decision_for("p", 10, config)], true, 10, config);
-    store.placements(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, config);
+    store.record_with(vec![decision_for("p", 10, config)], true, 10, config);
+    store.placements_with(&[place_ended("p", "a", OutcomeLabel::Failed)], 20, config);
     store
 }
 
@@ -224,14 +250,14 @@ fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     let decisions: Vec<_> = (0..10)
         .map(|i| decision_for(&format!("p{i}"), 10, &config))
         .collect();
-    store.record_decisions(decisions, true, 10, &config);
+    store.record_with(decisions, true, 10, &config);
     assert_eq!(
         commit(&mut store, &mut db, 1_010, &config),
         1,
         "ten decisions, one row"
     );
     let items: Vec<_> = (0..6).map(|i| place(&format!("p{i}"), "a")).collect();
-    let reply = store.placements(&items, 1_020, &config);
+    let reply = store.placements_with(&items, 1_020, &config);
     assert_eq!(reply.deposited, 6);
     assert_eq!(
         commit(&mut store, &mut db, 1_020, &config),
@@ -247,7 +273,7 @@ fn a_commit_is_one_row_and_a_reload_is_the_same_colony() {
     assert_eq!(loaded.meta().tenant, "t");
     // After the reload: replays are duplicates, the remaining decisions still deposit.
     let mut loaded = loaded;
-    let again = loaded.placements(&[place("p0", "a"), place("p7", "b")], 1_040, &config);
+    let again = loaded.placements_with(&[place("p0", "a"), place("p7", "b")], 1_040, &config);
     assert_eq!((again.duplicates, again.deposited), (1, 1));
 }
 
@@ -257,10 +283,10 @@ fn a_decision_replayed_after_its_confirmation_changes_nothing_and_survives_snaps
     let mut db = Tables::default();
     let mut store = ColonyStore::new(1);
     let d = decision_for("p", 10, &config);
-    store.record_decisions(vec![d.clone()], true, 10, &config);
-    store.placements(&[place("p", "a")], 20, &config);
+    store.record_with(vec![d.clone()], true, 10, &config);
+    store.placements_with(&[place("p", "a")], 20, &config);
     commit(&mut store, &mut db, 20, &config);
-    store.record_decisions(vec![d.clone()], true, 30, &config);
+    store.record_with(vec![d.clone()], true, 30, &config);
     assert!(!store.is_dirty(), "a replayed decision is not news");
     // Snapshots move the confirmation into a segment: it is still known after a reload.
     for t in [SNAPSHOT_EVERY_MS + 100, 2 * SNAPSHOT_EVERY_MS + 200] {
@@ -269,9 +295,9 @@ fn a_decision_replayed_after_its_confirmation_changes_nothing_and_survives_snaps
     }
     assert!(!db.segments.is_empty());
     let mut loaded = db.load(2, 2 * SNAPSHOT_EVERY_MS + 300, &config).unwrap();
-    loaded.record_decisions(vec![d], true, 2 * SNAPSHOT_EVERY_MS + 300, &config);
+    loaded.record_with(vec![d], true, 2 * SNAPSHOT_EVERY_MS + 300, &config);
     assert!(!loaded.is_dirty());
-    let replay = loaded.placements(&[place("p", "a")], 2 * SNAPSHOT_EVERY_MS + 300, &config);
+    let replay = loaded.placements_with(&[place("p", "a")], 2 * SNAPSHOT_EVERY_MS + 300, &config);
     assert_eq!((replay.deposited, replay.duplicates), (0, 1));
 }
 
@@ -282,9 +308,9 @@ fn a_decision_redelivered_after_its_eviction_is_not_counted_again() {
     let first: Vec<_> = (0..3)
         .map(|i| decision_for(&format!("p{i}"), 10 + i, &config))
         .collect();
-    store.record_decisions(first.clone(), true, 20, &config);
+    store.record_with(first.clone(), true, 20, &config);
     // The copy sends everything not yet durable again (a placement batch, a read).
-    store.record_decisions(first, true, 30, &config);
+    store.record_with(first, true, 30, &config);
     let counters = &store.colony().counters;
     assert_eq!((counters.decisions, counters.evicted_decisions), (3, 1));
     assert_eq!(store.pending_decisions(), 2);
@@ -295,20 +321,20 @@ fn a_late_outcome_counts_once_across_a_reload() {
     let config = Config::default();
     let mut db = Tables::default();
     let mut store = ColonyStore::new(1);
-    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
-    store.placements(&[place("p", "a")], 20, &config);
+    store.record_with(vec![decision_for("p", 10, &config)], true, 10, &config);
+    store.placements_with(&[place("p", "a")], 20, &config);
     commit(&mut store, &mut db, 20, &config);
     let failed = place_ended("p", "a", OutcomeLabel::Failed);
     assert_eq!(
         store
-            .placements(std::slice::from_ref(&failed), 30, &config)
+            .placements_with(std::slice::from_ref(&failed), 30, &config)
             .outcomes,
         1
     );
     commit(&mut store, &mut db, 1_030, &config);
     let mut loaded = db.load(2, 1_040, &config).unwrap();
     assert_eq!(loaded.colony(), store.colony());
-    let again = loaded.placements(&[failed], 1_050, &config);
+    let again = loaded.placements_with(&[failed], 1_050, &config);
     assert_eq!((again.outcomes, again.duplicates), (0, 1));
     assert_eq!(loaded.colony().pheromones.trails["a"].failures, 1.0);
 }
@@ -321,7 +347,7 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
     huge.decision.etas[0].0 = "n".repeat(2_200_000);
     let mut bad_candidate = decision_for("k", 10, &config);
     bad_candidate.decision.etas[0].0 = "Not_A_Node".into();
-    let dropped = store.record_decisions(
+    let dropped = store.record_with(
         vec![huge, decision_for("ok", 10, &config), bad_candidate],
         true,
         10,
@@ -337,7 +363,7 @@ fn an_invalid_item_is_dropped_and_counted_and_the_rest_of_the_batch_proceeds() {
         outcome: Some(Outcome::Quality(-1.0)),
         ..place("x", "a")
     };
-    let reply = store.placements(&[bad_outcome, negative, place("ok", "a")], 20, &config);
+    let reply = store.placements_with(&[bad_outcome, negative, place("ok", "a")], 20, &config);
     assert_eq!(reply.deposited, 1);
     assert_eq!(reply.dropped[&DropReason::InvalidPlacement], 2);
     assert_eq!(store.meta().dropped[&DropReason::InvalidPlacement], 2);
@@ -365,7 +391,7 @@ fn what_was_not_committed_is_lost_by_a_reload_and_the_incarnation_says_so() {
     let mut db = Tables::default();
     let mut store = ColonyStore::new(7);
     commit(&mut store, &mut db, 0, &config);
-    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
+    store.record_with(vec![decision_for("p", 10, &config)], true, 10, &config);
     let d = store.durability();
     assert_eq!(
         (d.incarnation, d.accepted_seq, d.is_durable()),
@@ -391,8 +417,8 @@ fn reset_forgets_everything_but_the_name_and_a_reload_agrees() {
     let mut db = Tables::default();
     let mut store = ColonyStore::new(1);
     store.name_tenant("t", 0);
-    store.record_decisions(vec![decision_for("p", 10, &config)], true, 10, &config);
-    store.placements(&[place("p", "a")], 20, &config);
+    store.record_with(vec![decision_for("p", 10, &config)], true, 10, &config);
+    store.placements_with(&[place("p", "a")], 20, &config);
     commit(&mut store, &mut db, 20, &config);
     commit_with_snapshot(&mut store, &mut db, SNAPSHOT_EVERY_MS + 30, &config);
     assert_eq!(db.segments.len(), 1);
@@ -411,10 +437,10 @@ fn reset_forgets_everything_but_the_name_and_a_reload_agrees() {
 
 fn commit_with_snapshot(store: &mut ColonyStore, db: &mut Tables, now_ms: u64, config: &Config) {
     store.name_tenant(&format!("t-{now_ms}"), now_ms);
-    let c = store.plan_commit(now_ms, config).unwrap();
+    let c = store.plan_commit(now_ms, &config.retention).unwrap();
     assert!(c.snapshot);
     db.run(&c.statements);
-    store.committed(c, config);
+    store.committed(c, &config.retention);
     store.name_tenant("t", now_ms);
     commit(store, db, now_ms, config);
 }
@@ -462,7 +488,7 @@ fn rows_per_pod_at_ten_pods_a_second_from_four_isolates() {
             let now = s * 1_000 + k * 100;
             // Whichever of the isolates scored the pod sends its decision right after the
             // answer: the colony's rules, not the number of senders, decide the commits.
-            store.record_decisions(
+            store.record_with(
                 vec![decision_for(&format!("p{pod}"), now, &config)],
                 true,
                 now,
@@ -489,7 +515,7 @@ fn rows_per_pod_at_ten_pods_a_second_from_four_isolates() {
         let items: Vec<_> = (pod.saturating_sub(2 * per_second)..pod.saturating_sub(per_second))
             .map(|p| place(&format!("p{p}"), "a"))
             .collect();
-        store.placements(&items, now, &config);
+        store.placements_with(&items, now, &config);
         commit(&mut store, &mut db, now, &config);
     }
     let rows = db.rows_written + set_alarms;
@@ -511,16 +537,16 @@ fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes()
     let mut store = ColonyStore::new(1);
     commit(&mut store, &mut db, 0, &config);
     let failed = place_ended("p", "a", OutcomeLabel::Failed);
-    let early = store.placements(&[place("p", "a")], 10, &config);
+    let early = store.placements_with(&[place("p", "a")], 10, &config);
     assert_eq!((early.held, early.unknown_pod, early.deposited), (1, 0, 0));
     // The reporter's retry of the same report, and the pod's later outcome, before the decision.
-    let retried = store.placements(&[place("p", "a"), failed.clone()], 20, &config);
+    let retried = store.placements_with(&[place("p", "a"), failed.clone()], 20, &config);
     assert_eq!((retried.held, retried.duplicates), (1, 1));
     assert_eq!(store.colony().counters.duplicate_reports, 1);
-    assert_eq!(store.report(&config, 0).held_placements, 2);
+    assert_eq!(store.report(&config.cost, 0).held_placements, 2);
     let version = store.version();
 
-    store.record_decisions(vec![decision_for("p", 5, &config)], true, 30, &config);
+    store.record_with(vec![decision_for("p", 5, &config)], true, 30, &config);
     let counters = &store.colony().counters;
     assert_eq!(
         (
@@ -531,10 +557,10 @@ fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes()
         (1, 1, 0)
     );
     assert_eq!(store.pending_decisions(), 0, "confirmed at once");
-    assert_eq!(store.report(&config, 0).held_placements, 0);
+    assert_eq!(store.report(&config.cost, 0).held_placements, 0);
     assert!(store.version() > version, "copies learn of the deposit");
     // The outcome was applied after the placement: a replay of either is a duplicate now.
-    let replay = store.placements(&[place("p", "a"), failed], 40, &config);
+    let replay = store.placements_with(&[place("p", "a"), failed], 40, &config);
     assert_eq!(
         (replay.duplicates, replay.held, replay.deposited),
         (2, 0, 0)
@@ -550,15 +576,15 @@ fn a_placement_before_its_decision_is_held_and_applied_when_the_decision_comes()
 fn a_held_placement_whose_decision_never_comes_counts_as_unknown_once() {
     let config = Config::default();
     let mut store = ColonyStore::new(1);
-    let early = store.placements(&[place("never", "a"), place("late", "a")], 10, &config);
+    let early = store.placements_with(&[place("never", "a"), place("late", "a")], 10, &config);
     assert_eq!(early.held, 2);
     assert_eq!(store.colony().counters.unknown_placements, 0);
     // Any request after the hold expires them.
-    store.placements(&[], 10 + HOLD_MS + 1, &config);
+    store.placements_with(&[], 10 + HOLD_MS + 1, &config);
     assert_eq!(store.colony().counters.unknown_placements, 2);
     assert!(store.is_dirty(), "the counter is committed");
     // A decision after that finds nothing held: no deposit until the placement comes again.
-    store.record_decisions(
+    store.record_with(
         vec![decision_for("late", 10 + HOLD_MS, &config)],
         true,
         10 + HOLD_MS + 2,
@@ -566,7 +592,7 @@ fn a_held_placement_whose_decision_never_comes_counts_as_unknown_once() {
     );
     assert_eq!(store.colony().counters.deposits, 0);
     assert_eq!(store.pending_decisions(), 1);
-    store.placements(&[], 20 + 2 * HOLD_MS, &config);
+    store.placements_with(&[], 20 + 2 * HOLD_MS, &config);
     assert_eq!(
         store.colony().counters.unknown_placements,
         2,
@@ -578,7 +604,7 @@ fn a_held_placement_whose_decision_never_comes_counts_as_unknown_once() {
 fn a_placement_whose_decision_is_known_gone_is_unknown_at_once() {
     let config = Config::default().with(|c| c.bounds.max_decisions_per_tenant = 1);
     let mut store = ColonyStore::new(1);
-    store.record_decisions(
+    store.record_with(
         vec![
             decision_for("old", 10, &config),
             decision_for("new", 11, &config),
@@ -588,12 +614,12 @@ fn a_placement_whose_decision_is_known_gone_is_unknown_at_once() {
         &config,
     );
     // "old" was evicted: its decision will not come again, so holding it would only delay.
-    let r = store.placements(&[place("old", "a")], 30, &config);
+    let r = store.placements_with(&[place("old", "a")], 30, &config);
     assert_eq!((r.unknown_pod, r.held), (1, 0));
     // A reset forgets what is held.
-    store.placements(&[place("other", "a")], 40, &config);
+    store.placements_with(&[place("other", "a")], 40, &config);
     store.reset(50);
-    assert_eq!(store.report(&config, 0).held_placements, 0);
+    assert_eq!(store.report(&config.cost, 0).held_placements, 0);
 }
 
 proptest::proptest! {
@@ -613,10 +639,10 @@ proptest::proptest! {
             let key = format!("p{pod}");
             if is_decision {
                 decided[pod] = true;
-                store.record_decisions(vec![decision_for(&key, 500 + pod as u64, &config)], true, now, &config);
+                store.record_with(vec![decision_for(&key, 500 + pod as u64, &config)], true, now, &config);
             } else {
                 placed[pod] = true;
-                let r = store.placements(&[place(&key, "a")], now, &config);
+                let r = store.placements_with(&[place(&key, "a")], now, &config);
                 proptest::prop_assert_eq!(r.unknown_pod + r.not_a_candidate, 0);
                 replied_deposits += r.deposited;
             }
@@ -635,16 +661,16 @@ proptest::proptest! {
 fn a_held_placement_is_confirmed_no_earlier_than_its_decision_so_a_redelivery_stays_old() {
     let config = Config::default();
     let mut store = ColonyStore::new(1);
-    store.placements(&[place("p", "a")], 10, &config);
+    store.placements_with(&[place("p", "a")], 10, &config);
     // A placement batch whose clock was read before a decision it carries was made.
     let d = decision_for("p", 50, &config);
-    store.record_decisions(vec![d.clone()], true, 20, &config);
+    store.record_with(vec![d.clone()], true, 20, &config);
     assert_eq!(store.colony().counters.deposits, 1);
     // The same decision again (the isolate's scheduled send): old news, not a second chance.
-    store.record_decisions(vec![d], true, 60, &config);
+    store.record_with(vec![d], true, 60, &config);
     assert_eq!(store.pending_decisions(), 0);
     let outcome = place_ended("p", "a", OutcomeLabel::Succeeded);
-    let r = store.placements(&[outcome, place("p", "a")], 70, &config);
+    let r = store.placements_with(&[outcome, place("p", "a")], 70, &config);
     assert_eq!((r.deposited, r.outcomes, r.duplicates), (0, 1, 1));
     assert_eq!(store.colony().counters.deposits, 1);
 }
@@ -656,14 +682,14 @@ fn a_decision_whose_held_placement_deposits_is_committed_before_the_reply() {
     let mut store = ColonyStore::new(1);
     commit(&mut store, &mut db, 0, &config);
     // A decision alone, right after a commit, waits for the interval.
-    store.record_decisions(vec![decision_for("q", 5, &config)], true, 10, &config);
+    store.record_with(vec![decision_for("q", 5, &config)], true, 10, &config);
     assert!(!store.commit_due(10));
     // One whose held placement deposits moves the version: due at once.
-    store.placements(&[place("p", "a")], 10, &config);
-    store.record_decisions(vec![decision_for("p", 5, &config)], true, 20, &config);
+    store.placements_with(&[place("p", "a")], 10, &config);
+    store.record_with(vec![decision_for("p", 5, &config)], true, 20, &config);
     assert!(store.commit_due(20));
     commit(&mut store, &mut db, 20, &config);
-    store.record_decisions(vec![decision_for("r", 25, &config)], true, 30, &config);
+    store.record_with(vec![decision_for("r", 25, &config)], true, 30, &config);
     assert!(!store.commit_due(30), "only until that commit");
     assert_eq!(db.load(2, 40, &config).unwrap().version(), store.version());
 }
@@ -674,13 +700,13 @@ fn a_placement_carried_with_a_newer_decision_is_confirmed_no_earlier_than_it() {
     let mut store = ColonyStore::new(1);
     // One request (clock 20) carries the isolate's decision (made at 50) and the placement.
     let d = decision_for("p", 50, &config);
-    store.record_decisions(vec![d.clone()], true, 20, &config);
-    let r = store.placements(&[place("p", "a")], 20, &config);
+    store.record_with(vec![d.clone()], true, 20, &config);
+    let r = store.placements_with(&[place("p", "a")], 20, &config);
     assert_eq!(r.deposited, 1);
     // The scheduled send delivers the decision again: old news.
-    store.record_decisions(vec![d], true, 60, &config);
+    store.record_with(vec![d], true, 60, &config);
     assert_eq!(store.pending_decisions(), 0);
-    let again = store.placements(&[place("p", "a")], 70, &config);
+    let again = store.placements_with(&[place("p", "a")], 70, &config);
     assert_eq!((again.deposited, again.duplicates), (0, 1));
 }
 
@@ -691,26 +717,26 @@ fn a_decision_of_a_retry_cycle_that_arrives_after_the_confirmation_is_refused() 
     // Cycle 1 scored the pod; its binding failed; cycle 2 scored it again (decision at 30) and
     // bound it, and the placement reached the colony (at 20 by its clock) before cycle 2's
     // decision left its isolate's window.
-    store.record_decisions(vec![decision_for("uid-p", 10, &config)], true, 15, &config);
-    let r = store.placements(&[place("uid-p", "a")], 20, &config);
+    store.record_with(vec![decision_for("uid-p", 10, &config)], true, 15, &config);
+    let r = store.placements_with(&[place("uid-p", "a")], 20, &config);
     assert_eq!(r.deposited, 1);
-    store.record_decisions(vec![decision_for("uid-p", 30, &config)], true, 40, &config);
+    store.record_with(vec![decision_for("uid-p", 30, &config)], true, 40, &config);
     assert_eq!(
         store.pending_decisions(),
         0,
         "a bound pod is not scored again"
     );
     let outcome = place_ended("uid-p", "a", OutcomeLabel::Succeeded);
-    let again = store.placements(&[place("uid-p", "a"), outcome], 50, &config);
+    let again = store.placements_with(&[place("uid-p", "a"), outcome], 50, &config);
     assert_eq!(
         (again.deposited, again.duplicates, again.outcomes),
         (0, 1, 1)
     );
     assert_eq!(store.colony().counters.deposits, 1);
     // A namespace/name key may name a new pod of the same name: its newer decision counts.
-    store.record_decisions(vec![decision_for("ns/p", 10, &config)], true, 15, &config);
-    store.placements(&[place("ns/p", "a")], 20, &config);
-    store.record_decisions(vec![decision_for("ns/p", 30, &config)], true, 40, &config);
+    store.record_with(vec![decision_for("ns/p", 10, &config)], true, 15, &config);
+    store.placements_with(&[place("ns/p", "a")], 20, &config);
+    store.record_with(vec![decision_for("ns/p", 30, &config)], true, 40, &config);
     assert_eq!(store.pending_decisions(), 1);
 }
 
@@ -754,8 +780,8 @@ fn an_hour_after_target(config: &Config) -> (ColonyStore, Tables, u64) {
     {
         let d = wide_decision_for(&key, now, config);
         let bound = d.decision.etas[1].0.clone();
-        store.record_decisions(vec![d], true, now, config);
-        let r = store.placements(&[place(&key, &bound)], now + 100, config);
+        store.record_with(vec![d], true, now, config);
+        let r = store.placements_with(&[place(&key, &bound)], now + 100, config);
         assert_eq!(r.deposited, 1);
         commit(&mut store, &mut db, now + 100, config);
         if i % 120 == 119 {
@@ -782,7 +808,9 @@ fn a_confirmed_pods_explanation_is_answered_an_hour_later_naming_its_bound_node(
     );
     let explained = found.explained.expect("explained an hour later");
     assert!(
-        store.explained_row("target", end, &config).is_some(),
+        store
+            .explained_row("target", end, &config.retention)
+            .is_some(),
         "read from a row, not memory"
     );
     let e = explained.explain("t");
@@ -843,7 +871,7 @@ fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing(
 
     let mut target = ColonyStore::new(2);
     target.name_tenant("t", 0);
-    target.record_decisions(vec![decision_for("q", 10, &config)], true, 10, &config);
+    target.record_with(vec![decision_for("q", 10, &config)], true, 10, &config);
     commit(&mut target, &mut db, 30, &config);
     let version = target.version();
     assert!(target.import(state.clone(), 40));
@@ -863,7 +891,7 @@ fn an_import_replaces_the_colony_once_and_the_same_import_again_changes_nothing(
     assert_eq!(loaded.export(), state);
     assert_eq!(loaded.meta().tenant, "t");
     assert_eq!(
-        loaded.table(60, &config).nodes.len(),
+        loaded.table(60, &config.cost).nodes.len(),
         state.colony.pheromones.trails.len()
     );
 }
@@ -896,7 +924,7 @@ fn a_colony_stored_with_the_old_deposit_table_keeps_its_trail_and_drops_the_tabl
     assert_eq!(loaded.colony(), store.colony());
     assert_eq!(loaded.colony().pheromones.trails["a"].failures, 1.0);
     // The next commit (a decision) writes its one ledger row; the state it leaves has no table.
-    loaded.record_decisions(vec![decision_for("q", 40, &config)], true, 40, &config);
+    loaded.record_with(vec![decision_for("q", 40, &config)], true, 40, &config);
     let rows = commit(&mut loaded, &mut db, 40, &config);
     assert_eq!(rows, 1, "one ledger row, as any commit");
     let again = db.load(3, 50, &config).unwrap();

@@ -2,6 +2,9 @@
 //! the benchmarks and the simulator: parse [`ExtenderArgs`], assemble each candidate's
 //! [`NodeState`], then filter or compute heuristic features. Transport, storage and the
 //! colony's Durable Object stay outside.
+//!
+//! The verbs take the whole Config: assembling a candidate, filtering and scoring it read most
+//! groups. Parsing the pod takes only the pod and node keys.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -11,7 +14,7 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 
 use crate::colony::FilterRejections;
-use crate::config::Config;
+use crate::config::{Config, NodeKeys, PodKeys};
 use crate::demand::{DemandError, PodDemand};
 use crate::facts::FactsLookup;
 #[cfg(test)]
@@ -109,13 +112,17 @@ fn check_name_length(name: &str, field: impl FnOnce() -> String) -> Result<(), B
 
 /// Parses a filter/prioritize body. Malformed JSON, wrong types, bad quantities, a missing pod,
 /// or neither `Nodes` nor `NodeNames` are errors (400) naming the problem.
-pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadRequest> {
+pub fn parse_args<'a>(
+    body: &'a str,
+    pod_keys: &PodKeys,
+    node_keys: &NodeKeys,
+) -> Result<Args<'a>, BadRequest> {
     let args: ExtenderArgs<'a> =
         serde_json::from_str(body).map_err(|e| json_error(e, "invalid ExtenderArgs"))?;
     let pod_raw = args
         .pod
         .ok_or_else(|| BadRequest::new("Pod", "missing Pod"))?;
-    let (pod, demand) = pod_of(pod_raw, config)?;
+    let (pod, demand) = pod_of(pod_raw, pod_keys, node_keys)?;
     let (candidates, full_nodes) = match (args.nodes, args.node_names) {
         (Some(list), _) => {
             let mut out = Vec::with_capacity(list.items.len());
@@ -144,10 +151,11 @@ pub fn parse_args<'a>(body: &'a str, config: &Config) -> Result<Args<'a>, BadReq
 /// unusable annotation only the demand's (every node then fails with its message).
 fn pod_of(
     raw: &RawValue,
-    config: &Config,
+    pod_keys: &PodKeys,
+    node_keys: &NodeKeys,
 ) -> Result<(PodView, Result<PodDemand, DemandError>), BadRequest> {
     let pod: PodView = parse_json_at(raw.get()).map_err(|e| located_error(e, "Pod"))?;
-    let demand = PodDemand::from_pod(&pod, config);
+    let demand = PodDemand::from_pod(&pod, pod_keys, node_keys);
     if let Err(DemandError::Resource(e)) = &demand {
         return Err(BadRequest::new(e.field.clone(), e.to_string()));
     }
@@ -254,7 +262,9 @@ fn state_of<'s>(
     // A node object's labels win over the facts': their reading is asked for only without one.
     let (facts, reading) = match c.view {
         Some(_) => (facts.get(&c.name), None),
-        None => facts.get_read(&c.name, config).unzip(),
+        None => facts
+            .get_read(&c.name, &config.node_keys, &config.spot)
+            .unzip(),
     };
     // Only a node object's fields can be wrong here; their path is formatted only then.
     NodeState::assemble_read(&c.name, c.view.as_ref(), facts, reading, now_ms, config, "").map_err(
@@ -449,11 +459,12 @@ impl<'a, F: FactsLookup> Verb<'a> for ScoringVerb<'_, 'a, F> {
         self.stale += state.stale_facts as u64;
         let footprint = self
             .footprint
-            .get_or_insert_with(|| PodFootprint::of(demand, self.config));
+            .get_or_insert_with(|| PodFootprint::of(demand, &self.config.node_keys));
         let features = NodeFeatures::for_pod_with(
             &state,
             footprint,
-            self.config,
+            &self.config.node_keys,
+            &self.config.spot,
             self.outlook,
             &crate::heuristic::OPENB_DEFAULT_SHAPES,
             &mut self.memo,
@@ -525,7 +536,9 @@ pub fn filter_body<'a>(
     now_ms: u64,
     config: &Config,
 ) -> Result<Streamed<FilterOutcome<'a>>, BadRequest> {
-    stream::run(body, config, || FilterVerb::new(facts, now_ms, config))
+    stream::run(body, &config.pod_keys, &config.node_keys, || {
+        FilterVerb::new(facts, now_ms, config)
+    })
 }
 
 /// The `prioritize` verb's features read straight from the body, as [`filter_body`]: the same
@@ -537,7 +550,7 @@ pub fn scoring_input_body<'a>(
     now_ms: u64,
     config: &Config,
 ) -> Result<Streamed<ScoringInput<'a>>, BadRequest> {
-    stream::run(body, config, || {
+    stream::run(body, &config.pod_keys, &config.node_keys, || {
         ScoringVerb::new(facts, outlook, now_ms, config, 0)
     })
 }
@@ -579,16 +592,21 @@ mod tests {
             .iter()
             .map(|r| {
                 let mut f = NodeFacts::default();
-                f.apply(r, 0, &c);
+                f.apply(r, 0, &c.load);
                 (f.name.clone(), f)
             })
             .collect();
         let kept: HashMap<String, ReadFacts> = bare
             .iter()
-            .map(|(name, f)| (name.clone(), ReadFacts::read(f.clone(), &c)))
+            .map(|(name, f)| {
+                (
+                    name.clone(),
+                    ReadFacts::read(f.clone(), &c.node_keys, &c.spot),
+                )
+            })
             .collect();
         let body = fixtures::extender_args_names(40);
-        let args = parse_args(&body, &c).unwrap();
+        let args = parse_args(&body, &c.pod_keys, &c.node_keys).unwrap();
         let read = filter(&args, &bare, 0, &c).unwrap();
         assert_eq!(read.rejected.get(&RejectCode::LatencyExceeded), Some(&5));
         assert_eq!(
@@ -612,7 +630,7 @@ mod tests {
             r#"{"metadata":{"name":"p","annotations":{"scheduling.aco/gpu-models":"V100M16"}},"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}"#,
         );
         let c = Config::default();
-        let args = parse_args(&b, &c).unwrap();
+        let args = parse_args(&b, &c.pod_keys, &c.node_keys).unwrap();
         let out = filter(&args, &no_facts(), 0, &c).unwrap();
         let json = serde_json::to_string(&out.result).unwrap();
         let original = NODES
@@ -648,7 +666,7 @@ mod tests {
     fn names_mode_reads_facts_and_rejects_unknown_names() {
         let c = Config::default();
         let b = r#"{"Pod":{"metadata":{"name":"p"}},"NodeNames":["known","ghost"]}"#;
-        let args = parse_args(b, &c).unwrap();
+        let args = parse_args(b, &c.pod_keys, &c.node_keys).unwrap();
         assert!(!args.full_nodes);
         let mut facts = HashMap::new();
         facts.insert(
@@ -668,7 +686,7 @@ mod tests {
     fn nothing_passing_still_sends_empty_lists_not_null() {
         let c = Config::default();
         let b = body(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"100"}}}]}}"#);
-        let args = parse_args(&b, &c).unwrap();
+        let args = parse_args(&b, &c.pod_keys, &c.node_keys).unwrap();
         let json =
             serde_json::to_string(&filter(&args, &no_facts(), 0, &c).unwrap().result).unwrap();
         assert!(
@@ -681,7 +699,7 @@ mod tests {
     fn unusable_annotation_fails_every_node_with_the_message() {
         let c = Config::default();
         let b = body(r#"{"metadata":{"annotations":{"scheduling.aco/latency-target-us":"soon"}}}"#);
-        let args = parse_args(&b, &c).unwrap();
+        let args = parse_args(&b, &c.pod_keys, &c.node_keys).unwrap();
         let out = filter(&args, &no_facts(), 0, &c).unwrap();
         assert_eq!(out.passed, 0);
         assert!(out
@@ -717,7 +735,7 @@ mod tests {
             ),
             (r#"{"Pod":{},"NodeNames":[1]}"#, "invalid ExtenderArgs"),
         ] {
-            let e = match parse_args(b, &c) {
+            let e = match parse_args(b, &c.pod_keys, &c.node_keys) {
                 Err(e) => e,
                 Ok(args) => filter(&args, &no_facts(), 0, &c).unwrap_err(),
             };

@@ -29,7 +29,7 @@ use super::{
     candidate_of, json_error, name_candidates, node_candidate, pod_of, BadRequest, Candidate,
     Streamed, Verb,
 };
-use crate::config::Config;
+use crate::config::{NodeKeys, PodKeys};
 use crate::demand::{DemandError, PodDemand};
 use crate::k8s::{NodeView, PodView};
 use crate::wire::borrowed_names;
@@ -44,28 +44,31 @@ struct BorrowedNames<'a>(
 /// Reads `body` and runs a verb (`new_verb()`) over its candidates as they are read.
 pub(super) fn run<'a, V: Verb<'a>>(
     body: &'a str,
-    config: &Config,
+    pod_keys: &PodKeys,
+    node_keys: &NodeKeys,
     new_verb: impl Fn() -> V,
 ) -> Result<Streamed<V::Output>, BadRequest> {
     if !V::READS_NODE_BYTES {
-        let (reading, parsed) = read(body, config, new_verb(), true);
+        let (reading, parsed) = read(body, pod_keys, node_keys, new_verb(), true);
         if !reading.gave_up {
             return reading.answer(parsed);
         }
     }
-    let (reading, parsed) = read(body, config, new_verb(), false);
+    let (reading, parsed) = read(body, pod_keys, node_keys, new_verb(), false);
     reading.answer(parsed)
 }
 
 /// One read of `body` (`typed`: items typed straight from the stream, which may give up).
 fn read<'a, 'c, V: Verb<'a>>(
     body: &'a str,
-    config: &'c Config,
+    pod_keys: &'c PodKeys,
+    node_keys: &'c NodeKeys,
     verb: V,
     typed: bool,
 ) -> (Reading<'a, 'c, V>, Result<(), serde_json::Error>) {
     let mut reading = Reading {
-        config,
+        pod_keys,
+        node_keys,
         verb,
         typed,
         gave_up: false,
@@ -87,7 +90,8 @@ fn read<'a, 'c, V: Verb<'a>>(
 
 /// What the read has seen so far.
 struct Reading<'a, 'c, V> {
-    config: &'c Config,
+    pod_keys: &'c PodKeys,
+    node_keys: &'c NodeKeys,
     verb: V,
     /// Items are typed straight from the stream (no bytes kept); gives up on anything unusual.
     typed: bool,
@@ -115,7 +119,7 @@ impl<'a, V: Verb<'a>> Reading<'a, '_, V> {
         // `"Pod": null` is a missing pod, as `Option<&RawValue>` reads it.
         let Some(raw) = raw else { return };
         self.pod_given = true;
-        match pod_of(raw, self.config) {
+        match pod_of(raw, self.pod_keys, self.node_keys) {
             Ok(pod) => self.pod = Some(pod),
             Err(e) => {
                 self.parse_error.get_or_insert(e);
@@ -402,7 +406,8 @@ mod tests {
     type Answer = Result<String, (u16, Option<String>, String)>;
 
     fn filter_parsed_first(body: &str, facts: &HashMap<String, NodeFacts>, c: &Config) -> Answer {
-        let args = parse_args(body, c).map_err(|e| (e.status, e.field, e.message))?;
+        let args = parse_args(body, &c.pod_keys, &c.node_keys)
+            .map_err(|e| (e.status, e.field, e.message))?;
         let o = filter(&args, facts, 5, c).map_err(|e| (e.status, e.field, e.message))?;
         let key = args.pod.decision_key();
         Ok(format!(
@@ -425,7 +430,7 @@ mod tests {
 
     fn scoring(body: &str, facts: &HashMap<String, NodeFacts>, c: &Config) -> (Answer, Answer) {
         let outlook = Default::default();
-        let first = parse_args(body, c)
+        let first = parse_args(body, &c.pod_keys, &c.node_keys)
             .and_then(|args| scoring_input(&args, facts, &outlook, 5, c))
             .map(|s| format!("{s:?}"))
             .map_err(|e| (e.status, e.field, e.message));
@@ -478,7 +483,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let want = vec![("known".to_string(), true), ("kn0wn".to_string(), false)];
-        let parsed = parse_args(body, &c).unwrap();
+        let parsed = parse_args(body, &c.pod_keys, &c.node_keys).unwrap();
         let names: Vec<_> = parsed.candidates.iter().map(|n| n.name.clone()).collect();
         assert_eq!(borrowed(&names), want, "parsed");
         let streamed = filter_body(body, &facts, 5, &c).unwrap().output.result;
@@ -631,7 +636,9 @@ mod tests {
         let outlook = Default::default();
         let one_pass = |body: &str| {
             let verb = crate::extender::ScoringVerb::new(&facts, &outlook, 5, &c, 0);
-            !super::read(body, &c, verb, true).0.gave_up
+            !super::read(body, &c.pod_keys, &c.node_keys, verb, true)
+                .0
+                .gave_up
         };
         let nodes = items(&[V100, T4, CPU]);
         assert!(one_pass(&format!(r#"{{"Pod":{GPU_POD},"Nodes":{nodes}}}"#)));

@@ -115,7 +115,7 @@ pub(crate) mod test_support {
 
     pub fn pod(json: &str) -> PodDemand {
         let pod: PodView = serde_json::from_str(json).unwrap();
-        PodDemand::from_pod(&pod, &Config::default()).unwrap()
+        PodDemand::from_pod(&pod, &Default::default(), &Default::default()).unwrap()
     }
 
     pub fn node(json: &str) -> NodeState<'static> {
@@ -136,7 +136,7 @@ pub(crate) mod test_support {
         let view: NodeView = serde_json::from_str(json).unwrap();
         let report: NodeReport = serde_json::from_str(facts).unwrap();
         let mut f = NodeFacts::default();
-        f.apply(&report, 1_000, &Config::default());
+        f.apply(&report, 1_000, &Default::default());
         NodeState::assemble(
             &view.metadata.name.clone(),
             Some(&view),

@@ -717,7 +717,8 @@ mod tests {
             crate::heuristic::NodeFeatures::for_pod_memo(
                 &node(label),
                 &pod,
-                &config,
+                &config.node_keys,
+                &config.spot,
                 &Default::default(),
                 &shapes,
                 &mut FragmentationMemo::default(),

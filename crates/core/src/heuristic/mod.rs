@@ -34,7 +34,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, CostModel, LoadModel, NodeKeys, SpotRisk};
 use crate::demand::{PodDemand, WorkloadClass};
 use crate::node_state::NodeState;
 
@@ -85,14 +85,15 @@ pub struct NodeFeatures<'a> {
 }
 
 impl<'a> NodeFeatures<'a> {
-    pub fn from_state(node: &'a NodeState<'_>, config: &Config) -> Self {
-        Self::from_state_in(node, config, &ClusterOutlook::default())
+    pub fn from_state(node: &'a NodeState<'_>, node_keys: &NodeKeys, spot: &SpotRisk) -> Self {
+        Self::from_state_in(node, node_keys, spot, &ClusterOutlook::default())
     }
 
     /// [`NodeFeatures::from_state`] with what the cluster says about GPUs and spot pools.
     pub fn from_state_in(
         node: &'a NodeState<'_>,
-        config: &Config,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
         outlook: &ClusterOutlook,
     ) -> Self {
         let profile = &node.profile;
@@ -102,7 +103,7 @@ impl<'a> NodeFeatures<'a> {
             } else {
                 outlook.pools.get(&pool.name)
             };
-            spot_risk::posterior_rate(pool.prior_rate_per_hour, history, &config.spot)
+            spot_risk::posterior_rate(pool.prior_rate_per_hour, history, spot)
         });
         NodeFeatures {
             node: Cow::Borrowed(&node.name),
@@ -113,7 +114,7 @@ impl<'a> NodeFeatures<'a> {
             committed_share: node.committed_share,
             pod_share: None,
             fragmentation_delta: None,
-            gpus: gpu_allocation(node, config).map(|(_, cap)| (cap / 1000.0).round() as u32),
+            gpus: gpu_allocation(node, node_keys).map(|(_, cap)| (cap / 1000.0).round() as u32),
             pod_gpu_milli: 0.0,
             gpu_scarcity: outlook.gpu_scarcity.unwrap_or(0.0),
             gpu_hour_price: outlook.gpu_hour_price,
@@ -125,11 +126,17 @@ impl<'a> NodeFeatures<'a> {
     /// Features of `node` for one pod: adds the pod's own share of the node, so that the cost
     /// term can price a pod on an already-busy node at its share (packing is what saves money
     /// when idle nodes scale down) and the headroom term can look at the node *after* placement.
-    pub fn for_pod(node: &'a NodeState<'_>, pod: &PodDemand, config: &Config) -> Self {
+    pub fn for_pod(
+        node: &'a NodeState<'_>,
+        pod: &PodDemand,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) -> Self {
         Self::for_pod_memo(
             node,
             pod,
-            config,
+            node_keys,
+            spot,
             &ClusterOutlook::default(),
             &OPENB_DEFAULT_SHAPES,
             &mut FragmentationMemo::default(),
@@ -143,13 +150,14 @@ impl<'a> NodeFeatures<'a> {
     pub fn for_pod_memo(
         node: &'a NodeState<'_>,
         pod: &PodDemand,
-        config: &Config,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
         outlook: &ClusterOutlook,
         shapes: &[PodShape],
         memo: &mut FragmentationMemo,
     ) -> Self {
-        let pod = PodFootprint::of(pod, config);
-        Self::for_pod_with(node, &pod, config, outlook, shapes, memo)
+        let pod = PodFootprint::of(pod, node_keys);
+        Self::for_pod_with(node, &pod, node_keys, spot, outlook, shapes, memo)
     }
 
     /// [`NodeFeatures::for_pod_memo`] with the pod read once for all the candidates
@@ -157,12 +165,13 @@ impl<'a> NodeFeatures<'a> {
     pub fn for_pod_with(
         node: &'a NodeState<'_>,
         pod: &PodFootprint,
-        config: &Config,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
         outlook: &ClusterOutlook,
         shapes: &[PodShape],
         memo: &mut FragmentationMemo,
     ) -> Self {
-        let mut features = Self::from_state_in(node, config, outlook);
+        let mut features = Self::from_state_in(node, node_keys, spot, outlook);
         features.pod_share = node.allocatable.as_ref().map(|alloc| pod.share_of(alloc));
         let gpus = pod.gpus;
         features.pod_gpu_milli = f64::from(gpus.num_gpu) * f64::from(gpus.gpu_milli);
@@ -238,14 +247,16 @@ pub fn eta_terms(
     features: &NodeFeatures,
     workload: WorkloadClass,
     stats: Option<&OutcomeStats>,
-    config: &Config,
+    cost: &CostModel,
+    load: &LoadModel,
 ) -> CostTerms {
-    cost_terms(features, workload, stats, &config.cost, &config.load)
+    cost_terms(features, workload, stats, cost, load)
 }
 
 /// η for one node: `exp(−the facts' expected $/h / COST_REFERENCE)`, floored at `eta_floor` so
 /// that every feasible node keeps a non-zero chance (exploration never dies) and capped at 1.
 /// Nothing learned enters it: that is the trail's.
+/// Takes the whole Config: it reads three groups (prices, the load model and η's bounds).
 pub fn eta(features: &NodeFeatures, workload: WorkloadClass, config: &Config) -> f64 {
     cost_terms(features, workload, None, &config.cost, &config.load).eta(&config.cost, &config.eta)
 }
@@ -304,7 +315,7 @@ mod tests {
             slowdown_runs: 2.0,
             ..OutcomeStats::default()
         };
-        let full = eta_terms(&f, w, Some(&bad), &all);
+        let full = eta_terms(&f, w, Some(&bad), &all.cost, &all.load);
         assert_eq!(
             eta(&f, w, &all),
             full.eta(&all.cost, &all.eta),
@@ -322,7 +333,7 @@ mod tests {
             );
             let c = Config::default()
                 .with(|c| c.cost.eta_factors = crate::config::EtaFactorSet::without(name).unwrap());
-            let g = eta_terms(&f, w, Some(&bad), &c);
+            let g = eta_terms(&f, w, Some(&bad), &c.cost, &c.load);
             assert!(g.total() < full.total(), "{name}");
             assert!(
                 g.eta(&c.cost, &c.eta) >= full.eta(&all.cost, &all.eta),
@@ -332,7 +343,10 @@ mod tests {
         let no_headroom = Config::default().with(|c| {
             c.cost.eta_factors = crate::config::EtaFactorSet::without("headroom").unwrap()
         });
-        assert_eq!(eta_terms(&f, w, Some(&bad), &no_headroom).qos_risk, 0.0);
+        assert_eq!(
+            eta_terms(&f, w, Some(&bad), &no_headroom.cost, &no_headroom.load).qos_risk,
+            0.0
+        );
     }
 
     #[test]
@@ -361,14 +375,22 @@ mod tests {
             serde_json::from_str(r#"{"name":"n","requested":{"cpu":"2","memory":"16Gi"}}"#)
                 .unwrap();
         let mut facts = crate::facts::NodeFacts::default();
-        facts.apply(&report, 0, &c);
+        facts.apply(&report, 0, &c.load);
         let state = NodeState::assemble("n", Some(&view), Some(&facts), 0, &c, "n").unwrap();
         let pod: crate::k8s::PodView =
             serde_json::from_str(r#"{"spec":{"containers":[{"resources":{"requests":{"cpu":"1","nvidia.com/gpu":"1"}}}]}}"#).unwrap();
-        let f = NodeFeatures::for_pod(&state, &PodDemand::from_pod(&pod, &c).unwrap(), &c);
+        let f = NodeFeatures::for_pod(
+            &state,
+            &PodDemand::from_pod(&pod, &c.pod_keys, &c.node_keys).unwrap(),
+            &c.node_keys,
+            &c.spot,
+        );
         assert_eq!(f.committed_share, Some(0.5));
         assert_eq!(f.pod_share, Some(0.25));
-        assert_eq!(NodeFeatures::from_state(&state, &c).pod_share, None);
+        assert_eq!(
+            NodeFeatures::from_state(&state, &c.node_keys, &c.spot).pod_share,
+            None
+        );
     }
 
     #[test]
@@ -384,18 +406,21 @@ mod tests {
                 .into_owned()
         };
         let spot = state(r#"{"aco/cost-per-hour":"0.45","aco/instance-type":"spot"}"#);
-        let f = NodeFeatures::from_state(&spot, &c);
+        let f = NodeFeatures::from_state(&spot, &c.node_keys, &c.spot);
         assert_eq!((f.cost_per_hour, f.spot), (Some(0.45), true));
         for l in [
             r#"{"karpenter.sh/capacity-type":"spot"}"#,
             r#"{"eks.amazonaws.com/capacityType":"SPOT"}"#,
             r#"{"cloud.google.com/gke-spot":"true"}"#,
         ] {
-            assert!(NodeFeatures::from_state(&state(l), &c).spot, "{l}");
+            assert!(
+                NodeFeatures::from_state(&state(l), &c.node_keys, &c.spot).spot,
+                "{l}"
+            );
         }
         let unpriced =
             state(r#"{"aco/cost-per-hour":"cheap","karpenter.sh/capacity-type":"on-demand"}"#);
-        let f = NodeFeatures::from_state(&unpriced, &c);
+        let f = NodeFeatures::from_state(&unpriced, &c.node_keys, &c.spot);
         assert_eq!((f.cost_per_hour, f.spot), (None, false));
     }
 }

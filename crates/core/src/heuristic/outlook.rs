@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::spot_risk::PoolHistory;
-use crate::config::Config;
+use crate::config::{Config, CostModel, FactsFreshness, NodeKeys};
 use crate::facts::NodeFacts;
 use crate::k8s::ResourceAmounts;
 use crate::node_labels;
@@ -36,12 +36,12 @@ pub struct ClusterOutlook {
 /// A node's GPU capacity and what of it is allocated, in milli-GPU: from the per-GPU free
 /// shares when reported, else from the whole-GPU resources (`GPU_RESOURCES` without a `-milli`
 /// suffix) of allocatable and requested. `None` for a node with no GPU.
-pub fn gpu_allocation(state: &NodeState, config: &Config) -> Option<(f64, f64)> {
+pub fn gpu_allocation(state: &NodeState, node_keys: &NodeKeys) -> Option<(f64, f64)> {
     allocation(
         state.gpu_free_milli.as_deref(),
         state.allocatable.as_deref(),
         state.requested.as_deref(),
-        config,
+        node_keys,
     )
 }
 
@@ -49,9 +49,10 @@ pub fn gpu_allocation(state: &NodeState, config: &Config) -> Option<(f64, f64)> 
 pub fn gpu_allocation_of_facts(
     facts: &NodeFacts,
     now_ms: u64,
-    config: &Config,
+    freshness: &FactsFreshness,
+    node_keys: &NodeKeys,
 ) -> Option<(f64, f64)> {
-    let ttl = config.facts.facts_ttl_ms;
+    let ttl = freshness.facts_ttl_ms;
     allocation(
         facts
             .gpu_free_milli
@@ -60,7 +61,7 @@ pub fn gpu_allocation_of_facts(
             .map(Vec::as_slice),
         facts.allocatable.as_ref(),
         facts.requested.as_ref().and_then(|o| o.fresh(now_ms, ttl)),
-        config,
+        node_keys,
     )
 }
 
@@ -68,7 +69,7 @@ fn allocation(
     free: Option<&[u32]>,
     allocatable: Option<&ResourceAmounts>,
     requested: Option<&ResourceAmounts>,
-    config: &Config,
+    node_keys: &NodeKeys,
 ) -> Option<(f64, f64)> {
     if let Some(free) = free {
         if free.is_empty() {
@@ -79,8 +80,7 @@ fn allocation(
         return Some(((cap - free).max(0.0), cap));
     }
     let whole = |amounts: &ResourceAmounts| -> i64 {
-        config
-            .node_keys
+        node_keys
             .gpu_resources
             .iter()
             .filter(|r| !r.ends_with("-milli"))
@@ -113,16 +113,22 @@ pub struct GpuNodeAccount {
 impl GpuNodeAccount {
     /// The account of the node whose facts are `facts` (fresh measurements only); `None` for a
     /// node with no GPU. What [`ClusterOutlook::from_facts`] sums.
-    pub fn of_facts(facts: &NodeFacts, now_ms: u64, config: &Config) -> Option<Self> {
+    pub fn of_facts(
+        facts: &NodeFacts,
+        now_ms: u64,
+        freshness: &FactsFreshness,
+        node_keys: &NodeKeys,
+        cost: &CostModel,
+    ) -> Option<Self> {
         Self::of(
-            gpu_allocation_of_facts(facts, now_ms, config),
+            gpu_allocation_of_facts(facts, now_ms, freshness, node_keys),
             facts.allocatable.as_ref(),
             facts
                 .requested
                 .as_ref()
-                .and_then(|o| o.fresh(now_ms, config.facts.facts_ttl_ms)),
-            node_labels::cost_per_hour(&facts.labels, &config.node_keys),
-            config,
+                .and_then(|o| o.fresh(now_ms, freshness.facts_ttl_ms)),
+            node_labels::cost_per_hour(&facts.labels, node_keys),
+            cost,
         )
     }
 
@@ -131,7 +137,7 @@ impl GpuNodeAccount {
         allocatable: Option<&ResourceAmounts>,
         requested: Option<&ResourceAmounts>,
         cost_per_hour: Option<f64>,
-        config: &Config,
+        cost: &CostModel,
     ) -> Option<Self> {
         let pair = |name: &str| {
             let cap = allocatable.map_or(0, |a| a.get(name)).max(0);
@@ -142,9 +148,7 @@ impl GpuNodeAccount {
             gpu_milli,
             cpu_milli: pair("cpu"),
             memory: pair("memory"),
-            cost_per_hour: cost_per_hour
-                .unwrap_or(config.cost.default_cost_per_hour)
-                .max(0.0),
+            cost_per_hour: cost_per_hour.unwrap_or(cost.default_cost_per_hour).max(0.0),
         })
     }
 }
@@ -181,6 +185,8 @@ impl ClusterOutlook {
     }
 
     /// The outlook of the cluster whose every node's facts are `facts` (fresh measurements only).
+    /// Takes the whole Config, as its callers (the handlers) hold it: it reads three groups
+    /// (facts freshness, node keys, prices).
     pub fn from_facts<'a>(
         facts: impl IntoIterator<Item = &'a NodeFacts>,
         pools: BTreeMap<String, PoolHistory>,
@@ -189,11 +195,9 @@ impl ClusterOutlook {
     ) -> Self {
         Self {
             pools,
-            ..Self::of_gpu_nodes(
-                facts
-                    .into_iter()
-                    .filter_map(|f| GpuNodeAccount::of_facts(f, now_ms, config)),
-            )
+            ..Self::of_gpu_nodes(facts.into_iter().filter_map(|f| {
+                GpuNodeAccount::of_facts(f, now_ms, &config.facts, &config.node_keys, &config.cost)
+            }))
         }
     }
 
@@ -201,17 +205,18 @@ impl ClusterOutlook {
     pub fn from_states<'a, 'n: 'a>(
         states: impl IntoIterator<Item = &'a NodeState<'n>>,
         pools: BTreeMap<String, PoolHistory>,
-        config: &Config,
+        node_keys: &NodeKeys,
+        cost: &CostModel,
     ) -> Self {
         Self {
             pools,
             ..Self::of_gpu_nodes(states.into_iter().filter_map(|s| {
                 GpuNodeAccount::of(
-                    gpu_allocation(s, config),
+                    gpu_allocation(s, node_keys),
                     s.allocatable.as_deref(),
                     s.requested.as_deref(),
                     s.profile.cost_per_hour,
-                    config,
+                    cost,
                 )
             }))
         }
@@ -251,14 +256,19 @@ mod tests {
     fn scarcity_counts_per_gpu_shares_where_known_and_whole_gpus_elsewhere() {
         let c = Config::default();
         let shares = state(&[("nvidia.com/gpu", 2)], &[], Some(vec![500, 1000]));
-        assert_eq!(gpu_allocation(&shares, &c), Some((500.0, 2000.0)));
+        assert_eq!(gpu_allocation(&shares, &c.node_keys), Some((500.0, 2000.0)));
         let whole = state(&[("nvidia.com/gpu", 4)], &[("nvidia.com/gpu", 3)], None);
-        assert_eq!(gpu_allocation(&whole, &c), Some((3000.0, 4000.0)));
+        assert_eq!(gpu_allocation(&whole, &c.node_keys), Some((3000.0, 4000.0)));
         let cpu = state(&[("cpu", 8000)], &[("cpu", 1000)], None);
-        assert_eq!(gpu_allocation(&cpu, &c), None);
-        let o = ClusterOutlook::from_states([&shares, &whole, &cpu], BTreeMap::new(), &c);
+        assert_eq!(gpu_allocation(&cpu, &c.node_keys), None);
+        let o = ClusterOutlook::from_states(
+            [&shares, &whole, &cpu],
+            BTreeMap::new(),
+            &c.node_keys,
+            &c.cost,
+        );
         assert_eq!(o.gpu_scarcity, Some(3500.0 / 6000.0));
-        let none = ClusterOutlook::from_states([&cpu], BTreeMap::new(), &c);
+        let none = ClusterOutlook::from_states([&cpu], BTreeMap::new(), &c.node_keys, &c.cost);
         assert_eq!(none.gpu_scarcity, None);
         assert_eq!(none.gpu_hour_price, None);
     }
@@ -273,7 +283,12 @@ mod tests {
             None,
         );
         let cpu_node = state(&[("cpu", 10_000)], &[("cpu", 10_000)], None);
-        let o = ClusterOutlook::from_states([&gpu_node, &cpu_node], BTreeMap::new(), &c);
+        let o = ClusterOutlook::from_states(
+            [&gpu_node, &cpu_node],
+            BTreeMap::new(),
+            &c.node_keys,
+            &c.cost,
+        );
         assert!((o.gpu_scarcity.unwrap() - 0.9).abs() < 1e-12, "{o:?}");
         // Memory counts the same way; GPUs stay the measure when they are the scarcest.
         let memory_bound = state(
@@ -281,14 +296,15 @@ mod tests {
             &[("nvidia.com/gpu", 1), ("memory", 80)],
             None,
         );
-        let o = ClusterOutlook::from_states([&memory_bound], BTreeMap::new(), &c);
+        let o =
+            ClusterOutlook::from_states([&memory_bound], BTreeMap::new(), &c.node_keys, &c.cost);
         assert!((o.gpu_scarcity.unwrap() - 0.8).abs() < 1e-12, "{o:?}");
         let gpu_bound = state(
             &[("nvidia.com/gpu", 4), ("cpu", 8000)],
             &[("nvidia.com/gpu", 3)],
             None,
         );
-        let o = ClusterOutlook::from_states([&gpu_bound], BTreeMap::new(), &c);
+        let o = ClusterOutlook::from_states([&gpu_bound], BTreeMap::new(), &c.node_keys, &c.cost);
         assert_eq!(o.gpu_scarcity, Some(0.75));
     }
 
@@ -305,7 +321,12 @@ mod tests {
         // An unlabelled GPU node counts at DEFAULT_COST_PER_HOUR; a CPU node not at all.
         let unlabelled = state(&[("nvidia.com/gpu", 1)], &[], None);
         let cpu = state(&[("cpu", 8000)], &[], None);
-        let o = ClusterOutlook::from_states([&two, &eight, &unlabelled, &cpu], BTreeMap::new(), &c);
+        let o = ClusterOutlook::from_states(
+            [&two, &eight, &unlabelled, &cpu],
+            BTreeMap::new(),
+            &c.node_keys,
+            &c.cost,
+        );
         let expected = (3.0 + 21.0 + c.cost.default_cost_per_hour) / 11.0;
         assert!(
             (o.gpu_hour_price.unwrap() - expected).abs() < 1e-12,

@@ -3,12 +3,12 @@
 //! them.
 
 use super::{pod_gpus, PodGpus};
-use crate::config::Config;
+use crate::config::NodeKeys;
 use crate::demand::PodDemand;
 use crate::k8s::ResourceAmounts;
 use crate::node_state::{counted_name, share};
 
-/// The pod's side of [`super::NodeFeatures::for_pod_with`]. It borrows the config, not the
+/// The pod's side of [`super::NodeFeatures::for_pod_with`]. It borrows the node keys, not the
 /// pod: a verb reads it at its first candidate and keeps it for the others.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PodFootprint<'c> {
@@ -18,13 +18,13 @@ pub struct PodFootprint<'c> {
 }
 
 impl<'c> PodFootprint<'c> {
-    pub fn of(pod: &PodDemand, config: &'c Config) -> Self {
+    pub fn of(pod: &PodDemand, node_keys: &'c NodeKeys) -> Self {
         Self {
             counted: pod
                 .request
                 .iter()
                 .filter(|(_, amount)| *amount > 0)
-                .filter_map(|(name, amount)| Some((counted_name(name, &config.node_keys)?, amount)))
+                .filter_map(|(name, amount)| Some((counted_name(name, node_keys)?, amount)))
                 .collect(),
             gpus: pod_gpus(pod),
         }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, SpotRisk};
+use crate::config::{Config, NodeKeys, SpotRisk};
 use crate::node_labels::{is_spot, pool_of};
 
 /// What the cluster has shown of one spot pool.
@@ -41,6 +41,7 @@ impl SpotPools {
     /// only seen when it evicts pods, so only such node-hours count). A gap longer than
     /// `FACTS_TTL_MS` counts as that TTL: a node nobody reported for longer was not observed.
     /// Per node and by observation time, so that how reports are batched changes nothing.
+    /// Takes the whole Config: it reads three groups (node keys, facts freshness, spot pools).
     pub fn observed(
         &mut self,
         labels: &BTreeMap<String, String>,
@@ -67,10 +68,15 @@ impl SpotPools {
     }
 
     /// A reclamation of a node with these labels (counted only for spot nodes).
-    pub fn reclaimed(&mut self, labels: &BTreeMap<String, String>, config: &Config) {
-        if is_spot(labels, &config.node_keys) {
+    pub fn reclaimed(
+        &mut self,
+        labels: &BTreeMap<String, String>,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) {
+        if is_spot(labels, node_keys) {
             self.pools
-                .entry(pool_of(labels, &config.spot))
+                .entry(pool_of(labels, spot))
                 .or_default()
                 .reclamations += 1.0;
         }
@@ -145,8 +151,8 @@ mod tests {
         p.observed(&spot, true, 5_000, 4_000, &c);
         let h = p.pools["g4dn/"];
         assert!((h.node_hours - (2.0 / 60.0 + c.facts.facts_ttl_ms as f64 / 3.6e6)).abs() < 1e-9);
-        p.reclaimed(&spot, &c);
-        p.reclaimed(&BTreeMap::new(), &c);
+        p.reclaimed(&spot, &c.node_keys, &c.spot);
+        p.reclaimed(&BTreeMap::new(), &c.node_keys, &c.spot);
         assert_eq!(p.totals().0, 1.0);
         assert_eq!(p.pools.len(), 1);
     }

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::rc::Rc;
 
 use super::FactsView;
-use crate::config::Config;
+use crate::config::{NodeKeys, SpotRisk};
 use crate::facts::{FactsLookup, KeptFacts, NodeFacts, ReadFacts};
 use crate::facts_shards::{shard_of, SHARDS};
 use crate::node_labels::LabelReading;
@@ -45,22 +45,28 @@ impl ClusterFacts {
 
     /// Shard `id` replaced by `nodes` (as the Facts object serves it), each record's labels read
     /// under `config`. An id beyond the shards is ignored (another sharding's).
-    pub fn replace_shard(&mut self, id: usize, nodes: Vec<NodeFacts>, config: &Config) {
+    pub fn replace_shard(
+        &mut self,
+        id: usize,
+        nodes: Vec<NodeFacts>,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) {
         if let Some(slot) = self.shards.get_mut(id) {
             *slot = Rc::new(
                 nodes
                     .into_iter()
-                    .map(|f| (f.name.clone(), ReadFacts::read(f, config)))
+                    .map(|f| (f.name.clone(), ReadFacts::read(f, node_keys, spot)))
                     .collect(),
             );
         }
     }
 
     /// Every record's labels read again under `config`.
-    pub fn read_again(&mut self, config: &Config) {
+    pub fn read_again(&mut self, node_keys: &NodeKeys, spot: &SpotRisk) {
         for shard in &mut self.shards {
             for record in Rc::make_mut(shard).values_mut() {
-                record.read_again(config);
+                record.read_again(node_keys, spot);
             }
         }
     }
@@ -73,8 +79,13 @@ impl FactsLookup for ClusterFacts {
         FactsLookup::get(&*self.shards[shard_of(name)], name)
     }
 
-    fn get_read(&self, name: &str, config: &Config) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
-        FactsLookup::get_read(&*self.shards[shard_of(name)], name, config)
+    fn get_read(
+        &self,
+        name: &str,
+        node_keys: &NodeKeys,
+        spot: &SpotRisk,
+    ) -> Option<(&NodeFacts, Cow<'_, LabelReading>)> {
+        FactsLookup::get_read(&*self.shards[shard_of(name)], name, node_keys, spot)
     }
 }
 

@@ -90,6 +90,7 @@ pub struct Answered<T> {
 }
 
 /// One cluster's extender pipeline (see the module documentation).
+/// Its methods take the whole Config: filtering and scoring with η and τ read most groups.
 #[derive(Debug)]
 pub struct ExtenderPipeline<F> {
     facts: Rc<F>,
@@ -332,7 +333,8 @@ impl<F: FactsView + Clone> ExtenderPipeline<F> {
             .as_deref()
             .unwrap_or_default();
         if passed.len() == 1 {
-            if let Ok(pod) = PodDemand::from_pod(&streamed.pod, config) {
+            if let Ok(pod) = PodDemand::from_pod(&streamed.pod, &config.pod_keys, &config.node_keys)
+            {
                 self.filtered(passed, &pod, now_ms, config);
             }
         }

@@ -26,7 +26,7 @@ fn map(reports: &[NodeReport], config: &Config) -> HashMap<String, NodeFacts> {
         .iter()
         .map(|r| {
             let mut f = NodeFacts::default();
-            f.apply(r, r.observed_at_ms.unwrap_or(0), config);
+            f.apply(r, r.observed_at_ms.unwrap_or(0), &config.load);
             (f.name.clone(), f)
         })
         .collect()
@@ -45,7 +45,7 @@ fn sharded(records: &HashMap<String, NodeFacts>, config: &Config) -> ClusterFact
     }
     let mut facts = ClusterFacts::default();
     for (id, nodes) in shards {
-        facts.replace_shard(id, nodes, config);
+        facts.replace_shard(id, nodes, &config.node_keys, &config.spot);
     }
     facts
 }
@@ -297,7 +297,7 @@ fn slowdowns_learned_from_outcomes_move_the_answer() {
             cause: None,
         });
         colony
-            .report(&mut record, node, Some(ran), 2_000, &c)
+            .report(&mut record, node, Some(ran), 2_000, &c.cost)
             .unwrap();
     }
     let learned = colony.pheromones.trails[&first].slowdown().unwrap();

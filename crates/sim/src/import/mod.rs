@@ -43,7 +43,7 @@ pub mod observed;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use aco_core::config::Config;
+use aco_core::config::{Config, NodeKeys, PodKeys, SpotRisk};
 use aco_core::k8s::{parse_resource_list, pod_request, NodeView, PodView, RawResourceList};
 use aco_core::node_labels::{gpu_model, is_spot, NodeProfile};
 use serde::Serialize;
@@ -123,6 +123,7 @@ pub struct Imported {
 impl Imported {
     /// Reads the nodes and pods among `objects` (v1.Node and v1.Pod JSON); `spot_factor` prices
     /// a spot node from the table.
+    /// Takes the whole Config: it reads the pod keys, node keys and spot pools.
     pub fn from_objects(
         objects: &[Value],
         prices: &PriceTable,
@@ -154,7 +155,15 @@ impl Imported {
                 continue;
             }
             let (cpu, mem) = taken.get(name).copied().unwrap_or_default();
-            let (row, by_label) = node_row(n, cpu, mem, prices, spot_factor, config)?;
+            let (row, by_label) = node_row(
+                n,
+                cpu,
+                mem,
+                prices,
+                spot_factor,
+                &config.node_keys,
+                &config.spot,
+            )?;
             if by_label {
                 summary.priced_by_label += 1;
             } else {
@@ -179,7 +188,7 @@ impl Imported {
         for p in &workload {
             let name = p["metadata"]["name"].as_str().unwrap_or_default();
             let unique = names[name] == 1;
-            let row = pod_row(p, unique, origin, config)?;
+            let row = pod_row(p, unique, origin, &config.pod_keys)?;
             match row.pod_phase.as_str() {
                 "Succeeded" | "Failed" => summary.pods_finished += 1,
                 "Pending" => summary.pods_pending += 1,
@@ -274,7 +283,8 @@ fn node_row(
     memory_taken: i64,
     prices: &PriceTable,
     spot_factor: f64,
-    config: &Config,
+    node_keys: &NodeKeys,
+    spot: &SpotRisk,
 ) -> Result<(NodeRow, bool), Error> {
     let view: NodeView =
         serde_json::from_value(node.clone()).map_err(|e| format!("{}: {e}", object_name(node)))?;
@@ -288,14 +298,14 @@ fn node_row(
         .find(|n| *n > 0)
         .unwrap_or_else(|| amounts.get(GPU_MILLI_RESOURCE) / 1000);
     let gpus = u32::try_from(gpus.max(0)).unwrap_or(u32::MAX);
-    let model = match gpu_model(labels, &config.node_keys) {
+    let model = match gpu_model(labels, node_keys) {
         Some(m) if gpus > 0 => m.to_string(),
         None if gpus > 0 => "unknown".to_string(),
         _ => String::new(),
     };
     let cpu_milli = (amounts.get("cpu") - cpu_taken).max(0);
     let memory_mib = (amounts.get("memory") - memory_taken).max(0) / MIB;
-    let profile = NodeProfile::of(labels, &config.node_keys, &config.spot);
+    let profile = NodeProfile::of(labels, node_keys, spot);
     let (cost_per_hour, by_label) = match profile.cost_per_hour {
         Some(c) => (c, true),
         None => {
@@ -307,7 +317,7 @@ fn node_row(
                 gpus,
                 model: (!model.is_empty()).then(|| model.clone()),
             };
-            let factor = if is_spot(labels, &config.node_keys) {
+            let factor = if is_spot(labels, node_keys) {
                 spot_factor
             } else {
                 1.0
@@ -329,7 +339,12 @@ fn node_row(
     ))
 }
 
-fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Result<PodRow, Error> {
+fn pod_row(
+    pod: &Value,
+    unique_name: bool,
+    origin: u64,
+    pod_keys: &PodKeys,
+) -> Result<PodRow, Error> {
     let r = requests(pod)?;
     let meta = &pod["metadata"];
     let name = meta["name"].as_str().unwrap_or_default();
@@ -349,7 +364,7 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
         }
     };
     let gpu_spec = annotations
-        .get(&config.pod_keys.gpu_models_annotation)
+        .get(&pod_keys.gpu_models_annotation)
         .map(|v| {
             v.split(['|', ','])
                 .map(str::trim)
@@ -358,10 +373,7 @@ fn pod_row(pod: &Value, unique_name: bool, origin: u64, config: &Config) -> Resu
                 .join("|")
         })
         .unwrap_or_default();
-    let qos = match labels
-        .get(&config.pod_keys.workload_label)
-        .map(String::as_str)
-    {
+    let qos = match labels.get(&pod_keys.workload_label).map(String::as_str) {
         Some("latency-critical") => "LS".to_string(),
         Some("batch") => "BE".to_string(),
         _ => pod["status"]["qosClass"]

@@ -186,7 +186,7 @@ pub fn apply(
         meta["annotations"] = json!(seen.annotations);
         let view: PodView = serde_json::from_value(pod.json.clone())
             .map_err(|e| format!("pod {}: {e}", pod.trace.name))?;
-        pod.demand = PodDemand::from_pod(&view, &config)
+        pod.demand = PodDemand::from_pod(&view, &config.pod_keys, &config.node_keys)
             .map_err(|e| format!("pod {}/{}: {e}", seen.namespace, pod.trace.name))?;
         pod.tenant = pod.demand.tenant.clone();
         pod.latency_target_us = pod.demand.latency_target_us;

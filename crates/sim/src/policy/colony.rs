@@ -38,7 +38,7 @@ impl ColonyReports {
         node: &str,
         scored: bool,
         now_ms: u64,
-        config: &Config,
+        cost: &CostModel,
     ) {
         let tenant = &pod.demand.tenant;
         let decision = self
@@ -51,7 +51,7 @@ impl ColonyReports {
             confirmed: None,
         };
         let colony = colonies.colony_mut(tenant, now_ms);
-        let _ = colony.report(&mut record, node, None, now_ms, config);
+        let _ = colony.report(&mut record, node, None, now_ms, cost);
         if record.confirmed.is_some() {
             self.records.insert(pod.idx, record);
         }
@@ -59,7 +59,8 @@ impl ColonyReports {
 
     /// `pod`'s outcome on `node`. An unscored pod (one feasible node) has no record, and the
     /// Colony object forgets a confirmed pod after `CONFIRMED_TTL_MS`: the Worker answers both
-    /// as unknown pods, and learns nothing from them.
+    /// as unknown pods, and learns nothing from them. Takes the whole Config: its two groups
+    /// (retention, prices) would make eight arguments.
     pub fn outcome(
         &mut self,
         colonies: &mut ColonyCopies,
@@ -81,7 +82,7 @@ impl ColonyReports {
             record = PodRecord::default();
         }
         let colony = colonies.colony_mut(&pod.demand.tenant, now_ms);
-        let _ = colony.report(&mut record, node, Some(outcome), now_ms, config);
+        let _ = colony.report(&mut record, node, Some(outcome), now_ms, &config.cost);
     }
 }
 

@@ -5,7 +5,7 @@
 //! scores the survivors (higher is better) and the engine takes the best, breaking ties at
 //! random as kube-scheduler does ([`select_host`]).
 
-use aco_core::config::Config;
+use aco_core::config::{Config, NodeKeys, SpotRisk};
 use aco_core::demand::PodDemand;
 use aco_core::heuristic::{ClusterOutlook, NodeFeatures};
 use aco_core::node_state::NodeState;
@@ -182,18 +182,20 @@ pub(crate) fn dims(ctx: &ScoreCtx, node: usize) -> [(f64, f64); 3] {
 pub(crate) fn features<'s>(
     states: &[&'s NodeState<'_>],
     pod: &PodDemand,
-    config: &Config,
+    node_keys: &NodeKeys,
+    spot: &SpotRisk,
     outlook: &ClusterOutlook,
 ) -> Vec<NodeFeatures<'s>> {
     let mut memo = aco_core::heuristic::FragmentationMemo::default();
-    let pod = aco_core::heuristic::PodFootprint::of(pod, config);
+    let pod = aco_core::heuristic::PodFootprint::of(pod, node_keys);
     states
         .iter()
         .map(|s| {
             NodeFeatures::for_pod_with(
                 s,
                 &pod,
-                config,
+                node_keys,
+                spot,
                 outlook,
                 &aco_core::heuristic::OPENB_DEFAULT_SHAPES,
                 &mut memo,

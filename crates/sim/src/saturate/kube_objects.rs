@@ -551,7 +551,8 @@ mod tests {
         // The core reads them as the simulator's pods.
         for p in [&share, &whole, &cpu] {
             let view: aco_core::k8s::PodView = serde_json::from_value(p.clone()).unwrap();
-            aco_core::demand::PodDemand::from_pod(&view, &w.config).unwrap();
+            aco_core::demand::PodDemand::from_pod(&view, &w.config.pod_keys, &w.config.node_keys)
+                .unwrap();
         }
     }
 

@@ -129,6 +129,7 @@ pub fn shapes_of(world: &World) -> Vec<PodShape> {
 }
 
 /// One policy, one seed, every feasible node scored.
+/// Takes the whole Config: the policies score as the Worker's verbs do.
 pub fn run(
     world: &World,
     config: &Config,

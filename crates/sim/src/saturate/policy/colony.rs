@@ -144,15 +144,26 @@ impl SatPolicy for SatColony {
             let terms: Vec<_> = features
                 .iter()
                 .map(|f| {
-                    let stats = colony.trail_at(&f.node, ctx.step * 1000, ctx.config);
-                    eta_terms(f, ctx.sim_pod.demand.workload, stats.as_ref(), ctx.config)
+                    let stats = colony.trail_at(&f.node, ctx.step * 1000, &ctx.config.cost);
+                    eta_terms(
+                        f,
+                        ctx.sim_pod.demand.workload,
+                        stats.as_ref(),
+                        &ctx.config.cost,
+                        &ctx.config.load,
+                    )
                 })
                 .collect();
-            return relative_desirabilities(&terms, ctx.config)
-                .into_iter()
-                .zip(gpus)
-                .map(|(score, gpu)| Verdict { score, gpu })
-                .collect();
+            return relative_desirabilities(
+                &terms,
+                &ctx.config.colony,
+                &ctx.config.cost,
+                &ctx.config.eta,
+            )
+            .into_iter()
+            .zip(gpus)
+            .map(|(score, gpu)| Verdict { score, gpu })
+            .collect();
         }
         pr.priorities
             .iter()
@@ -176,7 +187,7 @@ impl SatPolicy for SatColony {
             &ctx.sim_nodes[node].name,
             None,
             ctx.step * 1000,
-            ctx.config,
+            &ctx.config.cost,
         );
     }
 }
