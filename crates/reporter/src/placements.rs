@@ -549,7 +549,10 @@ mod tests {
         );
         let strict = Config::default()
             .with(|c| c.pod_keys.tenant_source = aco_core::config::TenantSource::Label);
-        assert!(matches!(bound_pod(&ns, &s, &strict.pod_keys), Err(Skip::Tenant(_))));
+        assert!(matches!(
+            bound_pod(&ns, &s, &strict.pod_keys),
+            Err(Skip::Tenant(_))
+        ));
         // A node name or UID the Worker would refuse is skipped here, not sent to fail a batch.
         for (uid, node, needle) in [
             ("u5", "Node_5", "is not a valid Kubernetes name"),
