@@ -614,7 +614,10 @@ mod tests {
                     }
                     2 => {
                         // The reporter's push: the node's requested observed now (with what
-                        // it shows of the pods bound since).
+                        // it shows of the pods bound since). Facts are versioned by their
+                        // observation time, and a reporter observes one node's requests once
+                        // per push: new values come at a later millisecond than the last.
+                        now += 1;
                         let f = base.get_mut(names[node]).unwrap();
                         let requested = f.requested.as_mut().unwrap();
                         requested.at_ms = now;
