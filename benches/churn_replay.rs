@@ -15,8 +15,15 @@
 //! ```text
 //! churn_replay [--openb-dir DIR] [--variant NAME] [--seed N] [--pods-segment N]
 //!              [--arrivals-s S] [--configs alone,first-fit,extender] [--push-interval-s N]
-//!              [--scheduler PATH] [--qps N] [--timeout-s N] [--out DIR]
+//!              [--scheduler PATH] [--qps N] [--timeout-s N] [--out DIR] [--node-metrics]
 //! ```
+//!
+//! By default neither side has load facts, so the real run and the simulator have the same
+//! information and their cost ratios compare. `--node-metrics` adds them as the shipped install
+//! has them: metrics-server scrapes kwok, which reports each running pod's mean CPU use under
+//! the simulator's load model (`Segment::mean_cpu_milli`), and the reporter reads node load from
+//! it; the simulator's reporter sends the modelled utilisation (not the same signal: see
+//! docs/real-kube-replay.md).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -45,6 +52,9 @@ struct Args {
     qps: Option<u32>,
     timeout_s: u64,
     out: PathBuf,
+    /// `--node-metrics`: metrics-server and the pods' mean CPU use through kwok, utilisation
+    /// facts in the simulator. Default: no load facts on either side (the same information).
+    node_metrics: bool,
 }
 
 fn parse_args() -> Args {
@@ -61,6 +71,7 @@ fn parse_args() -> Args {
         qps: Some(500),
         timeout_s: 1800,
         out: root.join("target/bench-trace"),
+        node_metrics: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -80,6 +91,7 @@ fn parse_args() -> Args {
             "--qps" => a.qps = Some(value().parse().expect("--qps N")),
             "--timeout-s" => a.timeout_s = value().parse().expect("--timeout-s N"),
             "--out" => a.out = value().into(),
+            "--node-metrics" => a.node_metrics = true,
             other => panic!("unknown argument {other}; see benches/churn_replay.rs"),
         }
     }
@@ -118,6 +130,7 @@ async fn main() {
         seed: a.seed,
         pods: a.pods,
         report_interval_s,
+        node_metrics: a.node_metrics,
     };
     let span = Segment::load(spec(60)).unwrap().arrival_span_s() as f64;
     let compression = (span / a.arrivals_s).max(1.0);
@@ -163,11 +176,19 @@ async fn main() {
         });
     }
 
-    let objects = ChurnObjects::new(
+    let mut objects = ChurnObjects::new(
         segment.kube_nodes(),
         pods.iter().map(|p| (p.object.clone(), p.at_s, p.end_s)),
         END_AT,
     );
+    if a.node_metrics {
+        let usage: Vec<f64> = segment
+            .pods()
+            .iter()
+            .map(|p| segment.mean_cpu_milli(p))
+            .collect();
+        objects = objects.with_cpu_usage(&usage);
+    }
     let trace_names: Vec<String> = pods.iter().map(|p| p.trace_name.clone()).collect();
     let scheduler = a
         .scheduler
@@ -196,6 +217,7 @@ async fn main() {
                 ],
                 // Release-built with the bench (`cargo bench`), as the bench's own profile.
                 release_reporter: !cfg!(debug_assertions),
+                node_metrics: a.node_metrics,
             }),
             kwok_lease_s: 3600,
             kwok_pod_stages: true,

@@ -285,6 +285,8 @@ async fn main() {
                     "5s".into(),
                 ],
                 release_reporter: true,
+                // Saturation has no load to measure (kwok's pods would report 1m each).
+                node_metrics: false,
             }),
             kwok_lease_s: 3600,
             kwok_pod_stages: a.kwok_pods,

@@ -10,7 +10,8 @@
 //! give cost and LS QoS through the simulator's engine from its real bindings. First-Fit's
 //! bindings must be the simulator's First-Fit's on the same segment where no other event came
 //! within milliseconds (compression can swap those), and for most pods. With the extender, every binding
-//! reached the colony and the reporter's outcomes of the completed pods reached it too.
+//! reached the colony, the reporter's outcomes of the completed pods reached it too, and the
+//! reporter read node load from metrics-server (kwok reporting each pod's mean CPU use).
 //!
 //! Run with `scripts/e2e --no-build -- e2e_churn` or `cargo test --features e2e --test
 //! e2e_churn_replay` (KUBE_BIN with `aco-kube-scheduler`, the Worker built).
@@ -54,16 +55,23 @@ async fn a_small_churned_segment_arrives_departs_and_is_measured_from_its_real_b
         seed: 1,
         pods: PODS,
         report_interval_s,
+        node_metrics: true,
     };
     let span = Segment::load(spec(60)).unwrap().arrival_span_s() as f64;
     let compression = span / ARRIVALS_S;
     let segment = Segment::load(spec((PUSH_S as f64 * compression) as u64)).unwrap();
     let pods = segment.kube_pods(replay::NAMESPACE, SCHEDULER_NAME, compression);
+    let usage: Vec<f64> = segment
+        .pods()
+        .iter()
+        .map(|p| segment.mean_cpu_milli(p))
+        .collect();
     let objects = ChurnObjects::new(
         segment.kube_nodes(),
         pods.iter().map(|p| (p.object.clone(), p.at_s, p.end_s)),
         END_AT,
-    );
+    )
+    .with_cpu_usage(&usage);
     let trace_names: Vec<String> = pods.iter().map(|p| p.trace_name.clone()).collect();
     assert!(
         (10..=20).contains(&objects.nodes.len()),
@@ -91,6 +99,7 @@ async fn a_small_churned_segment_arrives_departs_and_is_measured_from_its_real_b
             config: spec.scheduler_config(true, &shapes),
             worker: spec.with_extender().then(|| WithWorker {
                 reporter_flags: vec!["--push-interval".into(), format!("{PUSH_S}s")],
+                node_metrics: true,
                 ..WithWorker::default()
             }),
             kwok_lease_s: 600,
@@ -203,6 +212,13 @@ async fn a_small_churned_segment_arrives_departs_and_is_measured_from_its_real_b
                 o.completed
             );
             assert_eq!(o.extender_errors, 0, "{name}: the extender failed");
+            // Node load reached the reporter from metrics-server (kwok reporting the pods'
+            // annotated use), as in the shipped install.
+            assert_eq!(
+                sample(r, "aco_reporter_source_healthy{kind=\"node_metrics\"}"),
+                1.0,
+                "{name}: the reporter read no node metrics"
+            );
         }
     }
 }

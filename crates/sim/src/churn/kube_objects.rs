@@ -82,6 +82,7 @@ mod tests {
             seed: 1,
             pods: 40,
             report_interval_s: 60,
+            node_metrics: false,
         })
         .unwrap();
         let nodes = segment.kube_nodes();

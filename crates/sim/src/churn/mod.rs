@@ -38,6 +38,10 @@ pub struct SegmentSpec {
     pub pods: usize,
     /// Trace seconds between two fact reports (the reporter's push interval × the compression).
     pub report_interval_s: u64,
+    /// The cluster measures node load (metrics-server): the real run's pods carry their mean
+    /// use ([`Segment::mean_cpu_milli`]) for kwok to report, and the simulator's reporter sends
+    /// node utilisation. Off: neither side has load facts.
+    pub node_metrics: bool,
 }
 
 /// The segment's world, load and simulation parameters.
@@ -76,7 +80,7 @@ impl Segment {
             max_pods: Some(spec.pods),
             outcomes: OutcomeReports::Completion,
             spot_reclamation: false,
-            utilisation_facts: false,
+            utilisation_facts: spec.node_metrics,
             ..SimParams::default()
         };
         Ok(Segment {
@@ -126,11 +130,25 @@ impl Segment {
         Ok((r, given.not_replayed))
     }
 
+    /// The pod's mean CPU use in millicores under the load model: its request × its base level
+    /// (the level the diurnal swing, noise and spikes move around). What a real run's kwok
+    /// reports for it, constant: a kubelet's metrics at this compression average over trace
+    /// days, so the mean is what a measurement can carry.
+    pub fn mean_cpu_milli(&self, pod: &SimPod) -> f64 {
+        let key = crate::rng::key(&pod.trace.name);
+        pod.trace.cpu_milli as f64 * self.load.pod(key, pod.ls).base
+    }
+
     /// The `aco-sim run` command that runs this segment (`--openb-dir DIR` with the trace's files).
     pub fn command(&self, policies: &str) -> String {
+        let utilisation = if self.spec.node_metrics {
+            ""
+        } else {
+            " --no-utilisation-facts"
+        };
         format!(
             "aco-sim run --nodes {} --pods {} --seed {} --max-pods {} --latency-target-share 0 \
-             --no-spot-reclamation --no-utilisation-facts --outcomes completion \
+             --no-spot-reclamation{utilisation} --outcomes completion \
              --report-interval-s {} --policies {policies}",
             self.spec.nodes_csv.display(),
             self.spec.pods_csv.display(),
@@ -154,6 +172,7 @@ mod tests {
             seed: 1,
             pods,
             report_interval_s: 600,
+            node_metrics: false,
         })
         .unwrap()
     }
@@ -211,6 +230,29 @@ mod tests {
         let (r, missed) = s.of_bindings("none", &HashMap::new()).unwrap();
         assert!(missed.is_empty());
         assert_eq!((r.metrics.placed, r.metrics.cost_busy_usd), (0, 0.0));
+    }
+
+    #[test]
+    fn with_node_metrics_the_simulators_reporter_sends_utilisation_and_pods_carry_their_mean_use() {
+        let mut s = segment(10);
+        s.spec.node_metrics = true;
+        assert!(!s.command("colony").contains("--no-utilisation-facts"));
+        let with = Segment::load(SegmentSpec {
+            node_metrics: true,
+            ..s.spec.clone()
+        })
+        .unwrap();
+        assert!(with.params.utilisation_facts && !segment(10).params.utilisation_facts);
+        let (lo, hi) = (with.load.ls_base.0.min(with.load.other_base.0), 1.0);
+        for p in with.pods() {
+            let m = with.mean_cpu_milli(p);
+            let cpu = p.trace.cpu_milli as f64;
+            assert!(
+                m >= lo * cpu && m <= hi * cpu,
+                "{} {m} of {cpu}",
+                p.trace.name
+            );
+        }
     }
 
     #[test]

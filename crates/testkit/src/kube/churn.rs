@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::kwok::complete_at_stage;
+use super::kwok::{complete_at_stage, USAGE_CPU};
 use super::replay::{
     extender_errors, metric_sum, pods_resource_version, prepare, watch_until_settled, PodFate,
 };
@@ -52,6 +52,16 @@ impl ChurnObjects {
             o.end_s.push(end);
         }
         o
+    }
+
+    /// Each pod uses `cpu_milli[i]` millicores while it runs, as kwok reports it to
+    /// metrics-server (the [`USAGE_CPU`] annotation; memory stays kwok's 1Mi).
+    pub fn with_cpu_usage(mut self, cpu_milli: &[f64]) -> ChurnObjects {
+        assert_eq!(cpu_milli.len(), self.pods.len(), "one usage per pod");
+        for (pod, m) in self.pods.iter_mut().zip(cpu_milli) {
+            pod["metadata"]["annotations"][USAGE_CPU] = format!("{}m", m.round() as u64).into();
+        }
+        self
     }
 }
 

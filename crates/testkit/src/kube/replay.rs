@@ -34,6 +34,10 @@ pub struct WithWorker {
     pub reporter_flags: Vec<String>,
     /// The reporter release-built (benchmarks) rather than debug-built (tests).
     pub release_reporter: bool,
+    /// metrics-server runs (scraping kwok, which reports each pod's `kwok.x-k8s.io/usage-*`
+    /// annotations) and the reporter reads node load from it, as the shipped install does.
+    /// Off: the reporter runs `--no-node-metrics` and the Worker has no load facts.
+    pub node_metrics: bool,
 }
 
 /// How one configuration runs.
@@ -257,6 +261,8 @@ impl Laps {
 pub(super) struct Prepared {
     pub cluster: Cluster,
     pub kwok: super::Server,
+    /// With [`WithWorker::node_metrics`].
+    pub metrics_server: Option<super::Server>,
     pub config: SchedulerConfig,
     pub laps: Laps,
 }
@@ -296,8 +302,13 @@ pub(super) async fn prepare(cfg: &ReplayConfig, nodes: &[Value], extra_stages: &
     laps.lap("nodes");
 
     let mut config = cfg.config.clone();
+    let mut metrics_server = None;
     if let (Cluster::Worker(env), Some(w)) = (&mut cluster, &cfg.worker) {
-        let flags: Vec<&str> = ["--no-node-metrics"]
+        if w.node_metrics {
+            metrics_server = Some(env.cp.start_metrics_server().await);
+        }
+        let no_metrics = (!w.node_metrics).then_some("--no-node-metrics");
+        let flags: Vec<&str> = no_metrics
             .into_iter()
             .chain(w.reporter_flags.iter().map(String::as_str))
             .collect();
@@ -319,6 +330,7 @@ pub(super) async fn prepare(cfg: &ReplayConfig, nodes: &[Value], extra_stages: &
     Prepared {
         cluster,
         kwok,
+        metrics_server,
         config,
         laps,
     }
@@ -365,6 +377,7 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
     let Prepared {
         cluster,
         kwok,
+        metrics_server,
         config,
         mut laps,
     } = prepare(cfg, nodes, "").await;
@@ -401,6 +414,7 @@ pub async fn run(cfg: &ReplayConfig, objects: &ReplayObjects) -> ReplayOutcome {
     let prepared = Prepared {
         cluster,
         kwok,
+        metrics_server,
         config,
         laps,
     };
