@@ -329,8 +329,11 @@ async fn bad_batches_are_400_naming_the_field_and_change_nothing() {
         (2, "node", "Not_A_Node", "is not a valid Kubernetes name"),
         (0, "podUid", "a b", "is not a pod UID"),
     ] {
-        let mut batch = json!({"placements": [good.clone(), good.clone(), good.clone()]});
-        batch["placements"][i][key] = json!(value);
+        let mut items = vec![serde_json::to_value(&good).unwrap(); 3];
+        if let Some(item) = items[i].as_object_mut() {
+            item.insert(key.to_owned(), json!(value));
+        }
+        let batch = json!({ "placements": items });
         let (status, body, _) = shadow_body(&api, "", batch).await;
         assert_eq!(status, 400, "{body}");
         let e = error_body(&body);
