@@ -17,13 +17,13 @@ use aco_testkit::state::colony_sqlite_files;
 use aco_testkit::StartOptions;
 use serde_json::Value;
 
-/// The figures docs/explanations.md quotes ("On Miniflare … a remembered decision now costs").
+/// The figures docs/explanations.md quotes ("On Miniflare … a remembered decision costs").
 static QUOTED: Quotes = Quotes {
-    source: "docs/explanations.md \"a remembered decision now costs\"",
-    conditions: "2026-12-01, Miniflare, SQLite on disk, pods scored without a filter call",
+    source: "docs/explanations.md \"a remembered decision costs\"",
+    conditions: "2026-12-06, Miniflare, SQLite on disk, pods scored without a filter call",
     figures: &[
-        ("OpenB names: bytes per decision", "4.7 KB"),
-        ("253-char names: bytes per decision", "20.8 KB"),
+        ("OpenB names: bytes per decision", "4.2 KB"),
+        ("253-char names: bytes per decision", "26.8 KB"),
     ],
 };
 
