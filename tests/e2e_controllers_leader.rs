@@ -19,8 +19,6 @@ use aco_testkit::api::WorkerHttp;
 use aco_testkit::kube::fixtures::*;
 use aco_testkit::pods::edit_pod;
 
-use aco_testkit::openb::openb_cpu_nodes;
-
 use aco_testkit::kube::controllers::*;
 use aco_testkit::kube::kwok::JobStages;
 use aco_testkit::kube::serial;
@@ -37,11 +35,7 @@ const FACTS_TTL_MS: u64 = 25_000;
 #[tokio::test]
 async fn a_leader_cut_off_from_the_api_steps_down_and_an_api_outage_freezes_the_facts() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes()
-        .into_iter()
-        .take(2)
-        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
-        .collect();
+    let nodes: Vec<Value> = openb_kwok_nodes(2);
     // The facts' TTL just above the reporter's full refresh (20 s): healthy facts stay fresh,
     // frozen ones go stale soon after the outage begins.
     let mut c = Cluster::start(

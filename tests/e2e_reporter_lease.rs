@@ -19,7 +19,6 @@ use aco_testkit::kube::fixtures::*;
 use aco_testkit::kube::reporter_loop::*;
 use aco_testkit::kube::serial;
 use aco_testkit::kube::wait_for;
-use aco_testkit::openb::openb_cpu_nodes;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -28,11 +27,7 @@ use serde_json::Value;
 #[tokio::test]
 async fn two_replicas_one_reports_and_the_standby_takes_over() {
     let _serial = serial();
-    let nodes: Vec<Value> = openb_cpu_nodes()
-        .into_iter()
-        .take(2)
-        .map(|n| kwok_node(label_node(n, 1.0, 300, false)))
-        .collect();
+    let nodes: Vec<Value> = openb_kwok_nodes(2);
     let lp = Loop::start(&nodes, false).await;
     let kube = lp.kube();
     kube.create_namespace("ha").await;
